@@ -1,0 +1,591 @@
+//! The cluster: nodes × GPUs, virtual-cluster partitions, and the allocation ledger.
+//!
+//! Only the engine mutates a [`Cluster`] (through [`Cluster::allocate`] and
+//! [`Cluster::release`]); policies read it. Every allocation is validated: a GPU
+//! that does not exist, is taken, or lies outside the job's partition is refused.
+
+mod presets;
+mod topology;
+
+use std::cmp::Reverse;
+use std::collections::BTreeSet;
+
+pub(crate) use presets::csv_error;
+pub use presets::{ClusterPreset, load_vc_file};
+pub use topology::LocalityTier;
+
+use crate::error::ConfigError;
+use crate::ids::{GpuId, JobId, NodeId, VcId};
+
+/// The most GPUs one node may have (the free-GPU ledger is a 64-bit mask per node).
+pub const MAX_GPUS_PER_NODE: u32 = 64;
+
+/// One node's hardware and where it sits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeSpec {
+    /// GPUs in the node.
+    pub gpus: u32,
+    /// GPU model name (e.g. `K80`, `P100`, `V100`).
+    pub gpu_type: String,
+    /// Memory of one GPU, MiB.
+    pub gpu_mem_mib: u64,
+    /// GPUs behind one PCIe switch (GPU `i` is on switch `i / gpus_per_switch`).
+    pub gpus_per_switch: u32,
+    /// CPU sockets; GPUs are split evenly and in order across them.
+    pub sockets: u32,
+    /// Rack index.
+    pub rack: u32,
+    /// The virtual cluster (partition) the node belongs to.
+    pub vc: VcId,
+}
+
+/// A cluster's static description.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClusterSpec {
+    /// A short name for outputs (`lab16`, `philly`, `4x8`, `vcs:vc_sizes.csv`).
+    pub name: String,
+    /// Nodes, in index order.
+    pub nodes: Vec<NodeSpec>,
+    /// VC names, indexed by [`VcId`]; a cluster without VCs has one, named `default`.
+    pub vc_names: Vec<String>,
+}
+
+impl ClusterSpec {
+    /// `nodes` identical nodes of `gpus_per_node` GPUs in one partition.
+    pub fn uniform(
+        name: &str,
+        nodes: u32,
+        gpus_per_node: u32,
+        gpu_type: &str,
+        gpu_mem_mib: u64,
+    ) -> Self {
+        let node = NodeSpec {
+            gpus: gpus_per_node,
+            gpu_type: gpu_type.to_string(),
+            gpu_mem_mib,
+            gpus_per_switch: gpus_per_node.clamp(1, 2),
+            sockets: if gpus_per_node >= 2 { 2 } else { 1 },
+            rack: 0,
+            vc: VcId(0),
+        };
+        ClusterSpec {
+            name: name.to_string(),
+            nodes: vec![node; nodes as usize],
+            vc_names: vec!["default".to_string()],
+        }
+    }
+
+    /// Total GPUs.
+    pub fn total_gpus(&self) -> u64 {
+        self.nodes.iter().map(|n| u64::from(n.gpus)).sum()
+    }
+
+    /// Checks the spec: at least one GPU, node sizes within [`MAX_GPUS_PER_NODE`],
+    /// positive switch and socket counts, VC indices in range.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the first bad node.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.nodes.is_empty() || self.total_gpus() == 0 {
+            return Err(ConfigError(format!("cluster `{}` has no GPUs", self.name)));
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.gpus > MAX_GPUS_PER_NODE {
+                return Err(ConfigError(format!(
+                    "cluster `{}`: node {i} has {} GPUs; at most {MAX_GPUS_PER_NODE} per node are supported",
+                    self.name, n.gpus
+                )));
+            }
+            if n.gpus_per_switch == 0 || n.sockets == 0 {
+                return Err(ConfigError(format!(
+                    "cluster `{}`: node {i} needs at least one PCIe switch and one socket",
+                    self.name
+                )));
+            }
+            if n.vc.index() >= self.vc_names.len() {
+                return Err(ConfigError(format!(
+                    "cluster `{}`: node {i} names VC index {} but only {} VCs exist",
+                    self.name,
+                    n.vc.0,
+                    self.vc_names.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A virtual-cluster partition's live state, with indices that make placement
+/// queries logarithmic in the node count.
+#[derive(Clone, Debug)]
+pub struct Partition {
+    /// The VC's name.
+    pub name: String,
+    /// Its nodes, in index order.
+    pub nodes: Vec<NodeId>,
+    /// GPUs in the partition.
+    pub gpus_total: u32,
+    /// GPUs free now.
+    pub gpus_free: u32,
+    /// The largest node's GPU count.
+    pub max_node_gpus: u32,
+    /// Nodes with at least one free GPU, keyed (free GPUs, node): ascending
+    /// iteration is best-fit order, ties by node index.
+    by_free_asc: BTreeSet<(u32, NodeId)>,
+    /// The same nodes keyed (Reverse(free GPUs), node): most free first, ties by node index.
+    by_free_desc: BTreeSet<(Reverse<u32>, NodeId)>,
+}
+
+impl Partition {
+    /// The node with the fewest free GPUs that still has at least `gpus` free
+    /// (ties: lowest node index), or `None`.
+    pub fn best_fit_node(&self, gpus: u32) -> Option<NodeId> {
+        self.by_free_asc
+            .range((gpus.max(1), NodeId(0))..)
+            .next()
+            .map(|&(_, n)| n)
+    }
+
+    /// Nodes with at least one free GPU, most free first (ties: lowest index),
+    /// as (node, free GPUs).
+    pub fn nodes_by_free_desc(&self) -> impl Iterator<Item = (NodeId, u32)> + '_ {
+        self.by_free_desc.iter().map(|&(Reverse(f), n)| (n, f))
+    }
+
+    /// Nodes with at least one free GPU, fewest free first (ties: lowest index),
+    /// as (node, free GPUs).
+    pub fn nodes_by_free_asc(&self) -> impl Iterator<Item = (NodeId, u32)> + '_ {
+        self.by_free_asc.iter().map(|&(f, n)| (n, f))
+    }
+}
+
+/// A refused allocation, before any state changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllocError {
+    /// The offending GPU, where one is at fault.
+    pub gpu: Option<GpuId>,
+    /// What was wrong.
+    pub reason: String,
+}
+
+/// The cluster's live state: who holds which GPU, free GPUs per node and per partition.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    spec: ClusterSpec,
+    node_first_gpu: Vec<u32>,
+    gpu_node: Vec<NodeId>,
+    gpu_owner: Vec<Option<JobId>>,
+    node_free_mask: Vec<u64>,
+    partitions: Vec<Partition>,
+    gpus_free: u64,
+}
+
+impl Cluster {
+    /// An empty (all GPUs free) cluster from a spec.
+    ///
+    /// # Errors
+    /// The spec's validation error ([`ClusterSpec::validate`]).
+    pub fn new(spec: ClusterSpec) -> Result<Self, ConfigError> {
+        spec.validate()?;
+        let mut node_first_gpu = Vec::with_capacity(spec.nodes.len());
+        let mut gpu_node = Vec::new();
+        let mut node_free_mask = Vec::with_capacity(spec.nodes.len());
+        let mut partitions: Vec<Partition> = spec
+            .vc_names
+            .iter()
+            .map(|name| Partition {
+                name: name.clone(),
+                nodes: Vec::new(),
+                gpus_total: 0,
+                gpus_free: 0,
+                max_node_gpus: 0,
+                by_free_asc: BTreeSet::new(),
+                by_free_desc: BTreeSet::new(),
+            })
+            .collect();
+        for (i, n) in spec.nodes.iter().enumerate() {
+            let id = NodeId(i as u32);
+            node_first_gpu.push(gpu_node.len() as u32);
+            gpu_node.extend(std::iter::repeat_n(id, n.gpus as usize));
+            node_free_mask.push(full_mask(n.gpus));
+            let p = &mut partitions[n.vc.index()];
+            p.nodes.push(id);
+            p.gpus_total += n.gpus;
+            p.gpus_free += n.gpus;
+            p.max_node_gpus = p.max_node_gpus.max(n.gpus);
+            if n.gpus > 0 {
+                p.by_free_asc.insert((n.gpus, id));
+                p.by_free_desc.insert((Reverse(n.gpus), id));
+            }
+        }
+        let total = gpu_node.len();
+        Ok(Cluster {
+            gpus_free: total as u64,
+            gpu_owner: vec![None; total],
+            spec,
+            node_first_gpu,
+            gpu_node,
+            node_free_mask,
+            partitions,
+        })
+    }
+
+    /// The static description.
+    pub fn spec(&self) -> &ClusterSpec {
+        &self.spec
+    }
+
+    /// Total GPUs.
+    pub fn total_gpus(&self) -> u32 {
+        self.gpu_node.len() as u32
+    }
+
+    /// Free GPUs in the whole cluster.
+    pub fn free_gpus(&self) -> u64 {
+        self.gpus_free
+    }
+
+    /// Number of nodes.
+    pub fn num_nodes(&self) -> usize {
+        self.spec.nodes.len()
+    }
+
+    /// A node's spec.
+    pub fn node(&self, node: NodeId) -> &NodeSpec {
+        &self.spec.nodes[node.index()]
+    }
+
+    /// The node a GPU is in.
+    pub fn node_of(&self, gpu: GpuId) -> NodeId {
+        self.gpu_node[gpu.index()]
+    }
+
+    /// The job holding a GPU, if any.
+    pub fn owner(&self, gpu: GpuId) -> Option<JobId> {
+        self.gpu_owner[gpu.index()]
+    }
+
+    /// Free GPUs on a node.
+    pub fn node_free(&self, node: NodeId) -> u32 {
+        self.node_free_mask[node.index()].count_ones()
+    }
+
+    /// A node's GPUs, in index order.
+    pub fn node_gpus(&self, node: NodeId) -> impl Iterator<Item = GpuId> + use<> {
+        let first = self.node_first_gpu[node.index()];
+        let n = self.spec.nodes[node.index()].gpus;
+        (first..first + n).map(GpuId)
+    }
+
+    /// Pushes the `count` lowest-indexed free GPUs of `node` onto `out`; returns
+    /// false (pushing nothing) if the node has fewer free.
+    pub fn take_free_gpus(&self, node: NodeId, count: u32, out: &mut Vec<GpuId>) -> bool {
+        let mut mask = self.node_free_mask[node.index()];
+        if mask.count_ones() < count {
+            return false;
+        }
+        let first = self.node_first_gpu[node.index()];
+        for _ in 0..count {
+            let bit = mask.trailing_zeros();
+            mask &= mask - 1;
+            out.push(GpuId(first + bit));
+        }
+        true
+    }
+
+    /// Partitions, indexed by [`VcId`].
+    pub fn partitions(&self) -> &[Partition] {
+        &self.partitions
+    }
+
+    /// One partition.
+    pub fn partition(&self, vc: VcId) -> &Partition {
+        &self.partitions[vc.index()]
+    }
+
+    /// The VC index of a name, if the cluster has it.
+    pub fn vc_by_name(&self, name: &str) -> Option<VcId> {
+        self.spec
+            .vc_names
+            .iter()
+            .position(|n| n == name)
+            .map(|i| VcId(i as u16))
+    }
+
+    /// The locality tier between two GPUs.
+    pub fn locality(&self, a: GpuId, b: GpuId) -> LocalityTier {
+        if a == b {
+            return LocalityTier::SameGpu;
+        }
+        let (na, nb) = (self.node_of(a), self.node_of(b));
+        if na != nb {
+            let (ra, rb) = (self.node(na).rack, self.node(nb).rack);
+            return if ra == rb {
+                LocalityTier::SameRack
+            } else {
+                LocalityTier::CrossRack
+            };
+        }
+        let spec = self.node(na);
+        let first = self.node_first_gpu[na.index()];
+        let (ia, ib) = (a.0 - first, b.0 - first);
+        if ia / spec.gpus_per_switch == ib / spec.gpus_per_switch {
+            return LocalityTier::SamePcieSwitch;
+        }
+        let socket = |i: u32| i * spec.sockets / spec.gpus.max(1);
+        if socket(ia) == socket(ib) {
+            LocalityTier::SameSocket
+        } else {
+            LocalityTier::SameNode
+        }
+    }
+
+    /// The farthest tier between any two GPUs of a placement (`SameGpu` for one GPU).
+    pub fn spread(&self, gpus: &[GpuId]) -> LocalityTier {
+        let mut worst = LocalityTier::SameGpu;
+        for (i, &a) in gpus.iter().enumerate() {
+            for &b in &gpus[i + 1..] {
+                worst = worst.max(self.locality(a, b));
+                if worst == LocalityTier::CrossRack {
+                    return worst;
+                }
+            }
+        }
+        worst
+    }
+
+    /// Number of distinct nodes a placement spans.
+    pub fn nodes_spanned(&self, gpus: &[GpuId]) -> u32 {
+        let mut nodes: Vec<NodeId> = gpus.iter().map(|&g| self.node_of(g)).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes.len() as u32
+    }
+
+    /// Checks that `job` may take exactly `gpus` inside partition `vc`: every GPU
+    /// exists, is free, lies in the partition, and appears once.
+    ///
+    /// # Errors
+    /// An [`AllocError`] naming the first offending GPU.
+    pub fn check_allocation(&self, vc: VcId, gpus: &[GpuId]) -> Result<(), AllocError> {
+        if gpus.is_empty() {
+            return Err(AllocError {
+                gpu: None,
+                reason: "no GPUs in the placement".into(),
+            });
+        }
+        let mut seen = BTreeSet::new();
+        for &g in gpus {
+            if g.index() >= self.gpu_node.len() {
+                return Err(AllocError {
+                    gpu: Some(g),
+                    reason: format!(
+                        "GPU does not exist (the cluster has {})",
+                        self.gpu_node.len()
+                    ),
+                });
+            }
+            if !seen.insert(g) {
+                return Err(AllocError {
+                    gpu: Some(g),
+                    reason: "GPU listed twice".into(),
+                });
+            }
+            if let Some(other) = self.gpu_owner[g.index()] {
+                return Err(AllocError {
+                    gpu: Some(g),
+                    reason: format!("GPU already held by {other}"),
+                });
+            }
+            let node = self.node_of(g);
+            if self.node(node).vc != vc {
+                return Err(AllocError {
+                    gpu: Some(g),
+                    reason: format!(
+                        "GPU is in VC `{}`, not the job's VC `{}`",
+                        self.partitions[self.node(node).vc.index()].name,
+                        self.partitions[vc.index()].name
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives `gpus` to `job` (exclusive mode), after [`Cluster::check_allocation`].
+    ///
+    /// # Errors
+    /// The check's [`AllocError`]; nothing changes then.
+    pub fn allocate(&mut self, job: JobId, vc: VcId, gpus: &[GpuId]) -> Result<(), AllocError> {
+        self.check_allocation(vc, gpus)?;
+        for &g in gpus {
+            let node = self.node_of(g);
+            let before = self.node_free(node);
+            let bit = g.0 - self.node_first_gpu[node.index()];
+            self.node_free_mask[node.index()] &= !(1u64 << bit);
+            self.gpu_owner[g.index()] = Some(job);
+            self.reindex(node, before);
+        }
+        self.partitions[vc.index()].gpus_free -= gpus.len() as u32;
+        self.gpus_free -= gpus.len() as u64;
+        Ok(())
+    }
+
+    /// Frees `gpus` held by `job`.
+    ///
+    /// # Errors
+    /// An [`AllocError`] if some GPU is not held by `job` (an engine bug); nothing changes then.
+    pub fn release(&mut self, job: JobId, gpus: &[GpuId]) -> Result<(), AllocError> {
+        if let Some(&g) = gpus
+            .iter()
+            .find(|g| self.gpu_owner.get(g.index()).copied().flatten() != Some(job))
+        {
+            return Err(AllocError {
+                gpu: Some(g),
+                reason: format!("GPU is not held by {job}"),
+            });
+        }
+        for &g in gpus {
+            let node = self.node_of(g);
+            let before = self.node_free(node);
+            let bit = g.0 - self.node_first_gpu[node.index()];
+            self.node_free_mask[node.index()] |= 1u64 << bit;
+            self.gpu_owner[g.index()] = None;
+            self.reindex(node, before);
+            let vc = self.spec.nodes[node.index()].vc;
+            self.partitions[vc.index()].gpus_free += 1;
+        }
+        self.gpus_free += gpus.len() as u64;
+        Ok(())
+    }
+
+    fn reindex(&mut self, node: NodeId, before: u32) {
+        let after = self.node_free(node);
+        let p = &mut self.partitions[self.spec.nodes[node.index()].vc.index()];
+        if before > 0 {
+            p.by_free_asc.remove(&(before, node));
+            p.by_free_desc.remove(&(Reverse(before), node));
+        }
+        if after > 0 {
+            p.by_free_asc.insert((after, node));
+            p.by_free_desc.insert((Reverse(after), node));
+        }
+    }
+
+    /// Recomputes every derived count from the GPU owner table and compares:
+    /// used by the invariant checks in tests.
+    ///
+    /// # Errors
+    /// A description of the first inconsistency found.
+    pub fn check_consistency(&self) -> Result<(), String> {
+        let free = self.gpu_owner.iter().filter(|o| o.is_none()).count() as u64;
+        if free != self.gpus_free {
+            return Err(format!(
+                "cluster free count {} but {} GPUs have no owner",
+                self.gpus_free, free
+            ));
+        }
+        for (vi, p) in self.partitions.iter().enumerate() {
+            let mut pf = 0;
+            for &n in &p.nodes {
+                let owned_free = self
+                    .node_gpus(n)
+                    .filter(|g| self.gpu_owner[g.index()].is_none())
+                    .count() as u32;
+                if owned_free != self.node_free(n) {
+                    return Err(format!(
+                        "node {n}: mask says {} free, owners say {owned_free}",
+                        self.node_free(n)
+                    ));
+                }
+                pf += owned_free;
+                let indexed = p.by_free_asc.contains(&(owned_free, n));
+                if indexed != (owned_free > 0) {
+                    return Err(format!("node {n}: partition index out of date"));
+                }
+            }
+            if pf != p.gpus_free {
+                return Err(format!(
+                    "VC {vi}: free count {} but nodes have {pf} free",
+                    p.gpus_free
+                ));
+            }
+            if p.by_free_asc.len() != p.by_free_desc.len() {
+                return Err(format!("VC {vi}: the two free-node indices disagree"));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn full_mask(gpus: u32) -> u64 {
+    if gpus >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << gpus) - 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c2x4() -> Cluster {
+        Cluster::new(ClusterSpec::uniform("t", 2, 4, "K80", 12 * 1024)).unwrap()
+    }
+
+    #[test]
+    fn allocation_is_exclusive_and_counted() {
+        let mut c = c2x4();
+        c.allocate(JobId(0), VcId(0), &[GpuId(0), GpuId(1)])
+            .unwrap();
+        assert_eq!(c.free_gpus(), 6);
+        assert_eq!(c.node_free(NodeId(0)), 2);
+        let err = c.allocate(JobId(1), VcId(0), &[GpuId(1)]).unwrap_err();
+        assert_eq!(err.gpu, Some(GpuId(1)));
+        assert!(
+            c.allocate(JobId(1), VcId(0), &[GpuId(8)]).is_err(),
+            "GPU 8 does not exist"
+        );
+        assert!(
+            c.allocate(JobId(1), VcId(0), &[GpuId(2), GpuId(2)])
+                .is_err(),
+            "duplicate"
+        );
+        assert!(
+            c.release(JobId(1), &[GpuId(0)]).is_err(),
+            "job 1 does not hold GPU 0"
+        );
+        c.release(JobId(0), &[GpuId(0), GpuId(1)]).unwrap();
+        assert_eq!(c.free_gpus(), 8);
+        c.check_consistency().unwrap();
+    }
+
+    #[test]
+    fn best_fit_prefers_fullest_node_with_room() {
+        let mut c = c2x4();
+        c.allocate(JobId(0), VcId(0), &[GpuId(4), GpuId(5), GpuId(6)])
+            .unwrap();
+        let p = c.partition(VcId(0));
+        assert_eq!(p.best_fit_node(1), Some(NodeId(1))); // node1 has 1 free, node0 has 4
+        assert_eq!(p.best_fit_node(2), Some(NodeId(0)));
+        assert_eq!(p.best_fit_node(5), None);
+        let desc: Vec<_> = p.nodes_by_free_desc().collect();
+        assert_eq!(desc, vec![(NodeId(0), 4), (NodeId(1), 1)]);
+    }
+
+    #[test]
+    fn locality_tiers_follow_switch_socket_node() {
+        // 4 GPUs per node, 2 per switch, 2 sockets: GPUs 0,1 share a switch;
+        // 0 and 2 are on different sockets; 0 and 4 on different nodes.
+        let c = c2x4();
+        assert_eq!(c.locality(GpuId(0), GpuId(1)), LocalityTier::SamePcieSwitch);
+        assert_eq!(c.locality(GpuId(0), GpuId(2)), LocalityTier::SameNode);
+        assert_eq!(c.locality(GpuId(0), GpuId(4)), LocalityTier::SameRack);
+        assert_eq!(
+            c.spread(&[GpuId(0), GpuId(1), GpuId(5)]),
+            LocalityTier::SameRack
+        );
+        assert_eq!(c.nodes_spanned(&[GpuId(0), GpuId(1), GpuId(5)]), 2);
+    }
+}

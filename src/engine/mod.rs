@@ -1,0 +1,511 @@
+//! The discrete-event engine: one clock, one event queue, all mutable state.
+//!
+//! The engine pops every event of the earliest instant (arrivals, completions,
+//! samples), then runs one scheduling pass in which it asks the policy for
+//! decisions until the policy says wait, validating and applying each one. A
+//! job progresses at a rate; when its rate changes the engine settles the work
+//! done at the old rate and re-schedules its completion, and the old completion
+//! event, carrying an older epoch, is skipped when it pops. Time never advances
+//! in fixed steps.
+//!
+//! Same-instant semantics: all events at time `t` are applied before the pass
+//! at `t`, so a job ending at `t` frees its GPUs for jobs starting at `t`, and a
+//! job submitted at `t` may start at `t` (completions, then arrivals, then one
+//! pass — the order the Helios study's simulator uses).
+
+mod queue;
+
+pub use queue::EventQueue;
+
+use crate::cluster::Cluster;
+use crate::error::SimError;
+use crate::ids::{GpuId, JobId, NodeId};
+use crate::job::{DoneState, JobSpec, JobState, JobTable, RunState};
+use crate::policy::{Decision, Policy, View};
+use crate::profile::RateModel;
+use crate::time::SimTime;
+
+/// What can happen at an instant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A job is submitted.
+    Arrival(JobId),
+    /// A job's work runs out, if `epoch` is still its current epoch.
+    Completion {
+        /// The job.
+        job: JobId,
+        /// The job's epoch when this event was scheduled.
+        epoch: u32,
+    },
+    /// Record a timeline sample after this instant's scheduling pass.
+    Sample,
+}
+
+/// Engine options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// Interval between timeline samples, ms; 0 disables sampling.
+    pub sample_interval_ms: u64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            sample_interval_ms: 600_000,
+        }
+    }
+}
+
+/// One timeline sample: cluster state after the scheduling pass at `time`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// When.
+    pub time: SimTime,
+    /// GPUs held by running jobs.
+    pub gpus_busy: u32,
+    /// Jobs running.
+    pub jobs_running: u32,
+    /// Jobs submitted and waiting.
+    pub jobs_pending: u32,
+}
+
+/// Counters of what the engine did (deterministic; wall time is measured elsewhere).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EngineStats {
+    /// Events popped.
+    pub events: u64,
+    /// Distinct instants processed (one scheduling pass each).
+    pub instants: u64,
+    /// Launch decisions applied.
+    pub launches: u64,
+    /// Completion events skipped because the job's rate had changed since.
+    pub stale_completions: u64,
+    /// Rate changes applied to running jobs.
+    pub rate_changes: u64,
+}
+
+/// Where a run is, for progress reporting.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Simulated time.
+    pub now: SimTime,
+    /// Jobs completed so far.
+    pub completed: usize,
+    /// Jobs in the run.
+    pub total: usize,
+}
+
+/// The result of a finished run.
+pub struct RunOutput {
+    /// The cluster in its final state.
+    pub cluster: Cluster,
+    /// Every job with its final state.
+    pub jobs: JobTable,
+    /// Timeline samples.
+    pub timeline: Vec<Sample>,
+    /// What the engine did.
+    pub stats: EngineStats,
+    /// The policy's name.
+    pub policy: String,
+    /// The rate model's name.
+    pub model: &'static str,
+}
+
+/// A simulation: owns the clock, the event queue, the cluster, the jobs, the
+/// policy and the rate model. Only the engine mutates state.
+pub struct Simulation {
+    now: SimTime,
+    events: EventQueue<Event>,
+    cluster: Cluster,
+    jobs: JobTable,
+    policy: Box<dyn Policy>,
+    model: Box<dyn RateModel>,
+    cfg: EngineConfig,
+    timeline: Vec<Sample>,
+    pending: u32,
+    running: u32,
+    completed: usize,
+    touched: Vec<NodeId>,
+    stats: EngineStats,
+}
+
+impl Simulation {
+    /// A simulation of `jobs` on an empty `cluster`. Every job must fit its
+    /// partition (the workload builder guarantees it); arrivals are queued in id
+    /// order, so same-time arrivals reach the policy in trace order.
+    pub fn new(
+        cluster: Cluster,
+        jobs: JobTable,
+        policy: Box<dyn Policy>,
+        model: Box<dyn RateModel>,
+        cfg: EngineConfig,
+    ) -> Self {
+        let mut events = EventQueue::with_capacity(jobs.len() + 16);
+        for spec in jobs.specs() {
+            events.push(spec.submit, Event::Arrival(spec.id));
+        }
+        if cfg.sample_interval_ms > 0 && !jobs.is_empty() {
+            events.push(SimTime::ZERO, Event::Sample);
+        }
+        Simulation {
+            now: SimTime::ZERO,
+            events,
+            cluster,
+            jobs,
+            policy,
+            model,
+            cfg,
+            timeline: Vec::new(),
+            pending: 0,
+            running: 0,
+            completed: 0,
+            touched: Vec::new(),
+            stats: EngineStats::default(),
+        }
+    }
+
+    /// Simulated time of the last processed instant.
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// The cluster.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// The jobs.
+    pub fn jobs(&self) -> &JobTable {
+        &self.jobs
+    }
+
+    /// Jobs completed so far.
+    pub fn completed(&self) -> usize {
+        self.completed
+    }
+
+    /// Processes every event of the next instant and its scheduling pass.
+    /// Returns the instant, or `None` when no event is left.
+    ///
+    /// # Errors
+    /// [`SimError::InvalidDecision`] when the policy asks for something the
+    /// cluster cannot do; the run should stop then.
+    pub fn step(&mut self) -> Result<Option<SimTime>, SimError> {
+        let Some(t) = self.events.peek_time() else {
+            return Ok(None);
+        };
+        self.now = t;
+        self.stats.instants += 1;
+        let mut sample_due = false;
+        while let Some(ev) = self.events.pop_at(t) {
+            self.stats.events += 1;
+            match ev {
+                Event::Arrival(job) => {
+                    *self.jobs.state_mut(job) = JobState::Pending;
+                    self.pending += 1;
+                    let view = View {
+                        now: t,
+                        cluster: &self.cluster,
+                        jobs: &self.jobs,
+                    };
+                    self.policy.on_arrival(job, &view);
+                }
+                Event::Completion { job, epoch } => match self.jobs.state(job) {
+                    JobState::Running(r) if r.epoch == epoch => self.complete(job)?,
+                    _ => self.stats.stale_completions += 1,
+                },
+                Event::Sample => sample_due = true,
+            }
+        }
+        self.schedule_pass()?;
+        if self.model.depends_on_neighbours() && !self.touched.is_empty() {
+            self.update_rates();
+        }
+        self.touched.clear();
+        if sample_due {
+            self.timeline.push(Sample {
+                time: t,
+                gpus_busy: self.cluster.total_gpus() - self.cluster.free_gpus() as u32,
+                jobs_running: self.running,
+                jobs_pending: self.pending,
+            });
+            if self.completed < self.jobs.len() {
+                self.events
+                    .push(t.plus_ms(self.cfg.sample_interval_ms), Event::Sample);
+            }
+        }
+        Ok(Some(t))
+    }
+
+    /// Runs to the end, calling `progress` every 4,096 instants.
+    ///
+    /// # Errors
+    /// The first [`SimError`] of the run.
+    pub fn run_with(mut self, mut progress: impl FnMut(Progress)) -> Result<RunOutput, SimError> {
+        let mut n: u64 = 0;
+        while self.step()?.is_some() {
+            n += 1;
+            if n.is_multiple_of(4096) {
+                progress(Progress {
+                    now: self.now,
+                    completed: self.completed,
+                    total: self.jobs.len(),
+                });
+            }
+        }
+        progress(Progress {
+            now: self.now,
+            completed: self.completed,
+            total: self.jobs.len(),
+        });
+        Ok(self.finish())
+    }
+
+    /// Runs to the end.
+    ///
+    /// # Errors
+    /// The first [`SimError`] of the run.
+    pub fn run(self) -> Result<RunOutput, SimError> {
+        self.run_with(|_| {})
+    }
+
+    /// Ends the run where it is and hands back its state.
+    pub fn finish(self) -> RunOutput {
+        RunOutput {
+            policy: self.policy.name(),
+            model: self.model.name(),
+            cluster: self.cluster,
+            jobs: self.jobs,
+            timeline: self.timeline,
+            stats: self.stats,
+        }
+    }
+
+    fn invalid(&self, job: JobId, gpu: Option<GpuId>, reason: String) -> SimError {
+        SimError::InvalidDecision {
+            policy: self.policy.name(),
+            job,
+            gpu,
+            reason,
+        }
+    }
+
+    fn schedule_pass(&mut self) -> Result<(), SimError> {
+        loop {
+            let view = View {
+                now: self.now,
+                cluster: &self.cluster,
+                jobs: &self.jobs,
+            };
+            match self.policy.decide(&view) {
+                Decision::Wait => return Ok(()),
+                Decision::Launch { job, gpus } => self.launch(job, gpus)?,
+            }
+        }
+    }
+
+    fn launch(&mut self, job: JobId, gpus: Vec<GpuId>) -> Result<(), SimError> {
+        if job.index() >= self.jobs.len() {
+            return Err(self.invalid(job, None, "no such job".into()));
+        }
+        if !matches!(self.jobs.state(job), JobState::Pending) {
+            return Err(self.invalid(job, None, "job is not pending".into()));
+        }
+        let spec: &JobSpec = self.jobs.spec(job);
+        if gpus.len() != spec.gpus as usize {
+            let reason = format!(
+                "placement has {} GPUs but the job asks for {}",
+                gpus.len(),
+                spec.gpus
+            );
+            return Err(self.invalid(job, None, reason));
+        }
+        let vc = spec.vc;
+        if let Err(e) = self.cluster.allocate(job, vc, &gpus) {
+            return Err(self.invalid(job, e.gpu, e.reason));
+        }
+        let spec = self.jobs.spec(job);
+        let rate = self.model.rate(spec, &gpus, &self.cluster);
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(SimError::InvalidDecision {
+                policy: self.model.name().to_string(),
+                job,
+                gpu: None,
+                reason: format!("rate model gave rate {rate}; rates must be finite and positive"),
+            });
+        }
+        let remaining = spec.duration_ms as f64;
+        let nodes_spanned = self.cluster.nodes_spanned(&gpus);
+        if self.model.depends_on_neighbours() {
+            self.touched
+                .extend(gpus.iter().map(|&g| self.cluster.node_of(g)));
+        }
+        self.events.push(
+            self.now.plus_ms(ms_to_finish(remaining, rate)),
+            Event::Completion { job, epoch: 0 },
+        );
+        *self.jobs.state_mut(job) = JobState::Running(RunState {
+            start: self.now,
+            gpus,
+            rate,
+            remaining,
+            settled_at: self.now,
+            epoch: 0,
+            nodes_spanned,
+        });
+        self.pending -= 1;
+        self.running += 1;
+        self.stats.launches += 1;
+        Ok(())
+    }
+
+    fn complete(&mut self, job: JobId) -> Result<(), SimError> {
+        let JobState::Running(run) = std::mem::replace(self.jobs.state_mut(job), JobState::Pending)
+        else {
+            unreachable!("complete() is only called on running jobs");
+        };
+        if let Err(e) = self.cluster.release(job, &run.gpus) {
+            return Err(SimError::InvalidDecision {
+                policy: "engine".into(),
+                job,
+                gpu: e.gpu,
+                reason: e.reason,
+            });
+        }
+        if self.model.depends_on_neighbours() {
+            self.touched
+                .extend(run.gpus.iter().map(|&g| self.cluster.node_of(g)));
+        }
+        *self.jobs.state_mut(job) = JobState::Completed(DoneState {
+            start: run.start,
+            end: self.now,
+            nodes_spanned: run.nodes_spanned,
+        });
+        self.running -= 1;
+        self.completed += 1;
+        let view = View {
+            now: self.now,
+            cluster: &self.cluster,
+            jobs: &self.jobs,
+        };
+        self.policy.on_completion(job, &view);
+        Ok(())
+    }
+
+    /// Recomputes the rate of every job on a node whose occupancy changed at
+    /// this instant; a changed rate settles the work done and re-schedules the
+    /// completion under a new epoch.
+    fn update_rates(&mut self) {
+        let mut nodes = std::mem::take(&mut self.touched);
+        nodes.sort_unstable();
+        nodes.dedup();
+        let mut affected: Vec<JobId> = Vec::new();
+        for &n in &nodes {
+            affected.extend(
+                self.cluster
+                    .node_gpus(n)
+                    .filter_map(|g| self.cluster.owner(g)),
+            );
+        }
+        affected.sort_unstable();
+        affected.dedup();
+        for job in affected {
+            let JobState::Running(run) = self.jobs.state(job) else {
+                continue;
+            };
+            let new_rate = self
+                .model
+                .rate(self.jobs.spec(job), &run.gpus, &self.cluster);
+            if new_rate == run.rate || !(new_rate.is_finite() && new_rate > 0.0) {
+                continue;
+            }
+            let now = self.now;
+            let JobState::Running(run) = self.jobs.state_mut(job) else {
+                continue;
+            };
+            let done = now.since(run.settled_at) as f64 * run.rate;
+            run.remaining = (run.remaining - done).max(0.0);
+            run.settled_at = now;
+            run.rate = new_rate;
+            run.epoch += 1;
+            let at = now.plus_ms(ms_to_finish(run.remaining, new_rate));
+            let epoch = run.epoch;
+            self.events.push(at, Event::Completion { job, epoch });
+            self.stats.rate_changes += 1;
+        }
+        self.touched = nodes;
+    }
+
+    /// Checks every invariant the engine keeps: the cluster's ledger is
+    /// consistent, every running job holds exactly its GPUs and no GPU is held
+    /// by a job that is not running, and the job counters add up.
+    ///
+    /// # Errors
+    /// A description of the first violation.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.cluster.check_consistency()?;
+        let (mut pending, mut running, mut completed, mut held) = (0u32, 0u32, 0usize, 0u64);
+        for (spec, state) in self.jobs.iter() {
+            match state {
+                JobState::NotArrived => {
+                    if spec.submit < self.now {
+                        return Err(format!(
+                            "{} should have arrived at {}",
+                            spec.id, spec.submit
+                        ));
+                    }
+                }
+                JobState::Pending => pending += 1,
+                JobState::Running(r) => {
+                    running += 1;
+                    if r.gpus.len() != spec.gpus as usize {
+                        return Err(format!(
+                            "{} holds {} GPUs, asked for {}",
+                            spec.id,
+                            r.gpus.len(),
+                            spec.gpus
+                        ));
+                    }
+                    for &g in &r.gpus {
+                        if self.cluster.owner(g) != Some(spec.id) {
+                            return Err(format!(
+                                "{} thinks it holds {g} but the ledger disagrees",
+                                spec.id
+                            ));
+                        }
+                    }
+                    held += r.gpus.len() as u64;
+                }
+                JobState::Completed(d) => {
+                    completed += 1;
+                    if d.end < d.start || d.start < spec.submit {
+                        return Err(format!(
+                            "{} has start {} end {} submit {}",
+                            spec.id, d.start, d.end, spec.submit
+                        ));
+                    }
+                }
+            }
+        }
+        let busy = u64::from(self.cluster.total_gpus()) - self.cluster.free_gpus();
+        if held != busy {
+            return Err(format!(
+                "running jobs hold {held} GPUs but the cluster has {busy} busy"
+            ));
+        }
+        if (pending, running, completed) != (self.pending, self.running, self.completed) {
+            return Err(format!(
+                "counters (pending {}, running {}, completed {}) disagree with states ({pending}, {running}, {completed})",
+                self.pending, self.running, self.completed
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whole milliseconds to finish `remaining` work at `rate` (rounded up, with a
+/// 1e-9 ms tolerance so exact quotients are not pushed to the next ms by
+/// floating-point noise).
+fn ms_to_finish(remaining: f64, rate: f64) -> u64 {
+    ((remaining / rate) - 1e-9).ceil().max(0.0) as u64
+}

@@ -1,0 +1,276 @@
+//! One run from plain data: build the cluster, the workload and the policy,
+//! simulate, summarise, and write the run directory.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::cluster::{Cluster, ClusterPreset, ClusterSpec, load_vc_file};
+use crate::engine::{EngineConfig, Progress, RunOutput, Simulation};
+use crate::error::{ConfigError, RunError};
+use crate::job::Skipped;
+use crate::metrics::{self, Summary, VcSummary, export};
+use crate::policy::PolicyConfig;
+use crate::profile::TraceSpeed;
+use crate::trace::synthetic::{self, SyntheticSpec};
+use crate::trace::{ColumnMap, TraceFormat, build_workload, load_trace};
+
+/// Where the jobs come from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum WorkloadSource {
+    /// A trace file.
+    Trace {
+        /// The file.
+        path: PathBuf,
+        /// Its format (`auto` detects).
+        format: TraceFormat,
+        /// Column names for `jobs-csv`.
+        columns: ColumnMap,
+    },
+    /// The seeded synthetic generator.
+    Synthetic(SyntheticSpec),
+}
+
+/// Which cluster to simulate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum ClusterChoice {
+    /// A named preset.
+    Preset {
+        /// The preset.
+        #[serde(serialize_with = "ser_preset")]
+        preset: ClusterPreset,
+    },
+    /// `nodes` × `gpus_per_node` identical GPUs (type `generic`, 16 GiB), one partition.
+    Uniform {
+        /// Nodes.
+        nodes: u32,
+        /// GPUs per node.
+        gpus_per_node: u32,
+    },
+    /// VC partitions from a file (see [`load_vc_file`]); GPUs of type `generic`, 16 GiB.
+    VcFile {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+fn ser_preset<S: serde::Serializer>(p: &ClusterPreset, s: S) -> Result<S::Ok, S::Error> {
+    use clap::ValueEnum;
+    s.serialize_str(
+        p.to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+            .as_str(),
+    )
+}
+
+impl ClusterChoice {
+    /// The cluster spec.
+    ///
+    /// # Errors
+    /// A malformed VC file or an invalid size.
+    pub fn spec(&self) -> Result<ClusterSpec, RunError> {
+        let spec = match self {
+            ClusterChoice::Preset { preset } => preset.spec(),
+            ClusterChoice::Uniform {
+                nodes,
+                gpus_per_node,
+            } => ClusterSpec::uniform(
+                &format!("{nodes}x{gpus_per_node}"),
+                *nodes,
+                *gpus_per_node,
+                "generic",
+                16 * 1024,
+            ),
+            ClusterChoice::VcFile { path } => load_vc_file(path, "generic", 16 * 1024)?,
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+/// Everything that defines a run; plain data, so sweeps can build runs anywhere.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunSpec {
+    /// The jobs.
+    pub workload: WorkloadSource,
+    /// The cluster.
+    pub cluster: ClusterChoice,
+    /// The policy.
+    pub policy: PolicyConfig,
+    /// Master seed of every random stream.
+    pub seed: u64,
+    /// Timeline sampling interval, ms (0: none).
+    pub sample_interval_ms: u64,
+}
+
+/// Facts about the input, for the manifest.
+#[derive(Clone, Debug, Serialize)]
+pub struct InputInfo {
+    /// The trace file, if any.
+    pub path: Option<PathBuf>,
+    /// Format read (`synthetic` for generated jobs).
+    pub format: String,
+    /// SHA-256 of the trace file.
+    pub sha256: Option<String>,
+    /// Wall-clock time of t = 0, for wall-clock traces.
+    pub origin: Option<String>,
+    /// Rows read.
+    pub rows: usize,
+}
+
+/// A finished run.
+pub struct RunReport {
+    /// What was run.
+    pub spec: RunSpec,
+    /// The input.
+    pub input: InputInfo,
+    /// The engine's output.
+    pub output: RunOutput,
+    /// Rows not simulated.
+    pub skipped: Vec<Skipped>,
+    /// The summary.
+    pub summary: Summary,
+    /// Per-VC summaries.
+    pub vcs: Vec<VcSummary>,
+}
+
+/// Runs `spec`, calling `progress` now and then.
+///
+/// # Errors
+/// [`RunError`] for unreadable or malformed input, an invalid configuration,
+/// an empty workload, or an invalid policy decision.
+pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
+    let cluster = Cluster::new(spec.cluster.spec()?)?;
+    let (records, input) = match &spec.workload {
+        WorkloadSource::Trace {
+            path,
+            format,
+            columns,
+        } => {
+            let t = load_trace(path, *format, columns)?;
+            let input = InputInfo {
+                path: Some(t.path.clone()),
+                format: t.format.name().to_string(),
+                sha256: Some(t.sha256.clone()),
+                origin: t.origin.clone(),
+                rows: t.records.len(),
+            };
+            (t.records, input)
+        }
+        WorkloadSource::Synthetic(s) => {
+            let max = cluster
+                .partitions()
+                .iter()
+                .map(|p| p.gpus_total)
+                .max()
+                .unwrap_or(0);
+            let recs = synthetic::generate(s, cluster.total_gpus(), max, spec.seed)
+                .map_err(ConfigError)?;
+            let input = InputInfo {
+                path: None,
+                format: "synthetic".into(),
+                sha256: None,
+                origin: None,
+                rows: recs.len(),
+            };
+            (recs, input)
+        }
+    };
+    let workload = build_workload(records, &cluster, spec.policy.placement);
+    if workload.jobs.is_empty() {
+        let reasons: Vec<String> = workload
+            .skipped_by_reason()
+            .iter()
+            .map(|(r, n)| format!("{n} {r}"))
+            .collect();
+        return Err(ConfigError(format!(
+            "no job of the {} rows can run on cluster `{}` (skipped: {})",
+            workload.rows_total,
+            cluster.spec().name,
+            if reasons.is_empty() {
+                "none".to_string()
+            } else {
+                reasons.join(", ")
+            }
+        ))
+        .into());
+    }
+    let policy = spec.policy.build(cluster.partitions().len())?;
+    let sim = Simulation::new(
+        cluster,
+        workload.jobs,
+        policy,
+        Box::new(TraceSpeed),
+        EngineConfig {
+            sample_interval_ms: spec.sample_interval_ms,
+        },
+    );
+    let output = sim.run_with(progress)?;
+    let (summary, vcs) = metrics::summarize(&output, &workload.skipped, workload.rows_total);
+    Ok(RunReport {
+        spec: spec.clone(),
+        input,
+        output,
+        skipped: workload.skipped,
+        summary,
+        vcs,
+    })
+}
+
+/// Writes a run directory: `manifest.json`, `jobs.csv`, `summary.json`,
+/// `vc_summary.csv`, `timeline.csv`, and `skipped.csv` when rows were skipped.
+///
+/// # Errors
+/// The first I/O error.
+pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+    let cluster = report.output.cluster.spec();
+    let manifest = serde_json::json!({
+        "dlsched_version": env!("CARGO_PKG_VERSION"),
+        "config": &report.spec,
+        "seed": report.spec.seed,
+        "input": &report.input,
+        "cluster": {
+            "name": cluster.name,
+            "nodes": cluster.nodes.len(),
+            "gpus": cluster.total_gpus(),
+            "vcs": cluster.vc_names,
+        },
+        "policy": report.output.policy,
+        "rate_model": report.output.model,
+        "engine": report.output.stats,
+    });
+    let json = |v: &serde_json::Value| {
+        let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+        s.push('\n');
+        s.into_bytes()
+    };
+    export::write_atomic(&dir.join("jobs.csv"), &export::jobs_csv(&report.output))?;
+    export::write_atomic(
+        &dir.join("vc_summary.csv"),
+        &export::vc_summary_csv(&report.vcs),
+    )?;
+    export::write_atomic(
+        &dir.join("timeline.csv"),
+        &export::timeline_csv(&report.output),
+    )?;
+    let skipped = dir.join("skipped.csv");
+    if report.skipped.is_empty() {
+        if skipped.exists() {
+            std::fs::remove_file(&skipped)?;
+        }
+    } else {
+        export::write_atomic(&skipped, &export::skipped_csv(&report.skipped))?;
+    }
+    export::write_atomic(
+        &dir.join("summary.json"),
+        &json(&serde_json::to_value(&report.summary).unwrap_or_default()),
+    )?;
+    // The manifest last: its presence marks a complete run directory.
+    export::write_atomic(&dir.join("manifest.json"), &json(&manifest))?;
+    Ok(())
+}

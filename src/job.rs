@@ -1,0 +1,173 @@
+//! Jobs: the static spec, the state machine, the table, and skip reasons.
+
+use serde::Serialize;
+
+use crate::ids::{GpuId, JobId, VcId};
+use crate::time::SimTime;
+
+/// What a job asks for and how long it ran in the trace. Never changes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobSpec {
+    /// Dense id, in (submit time, trace order).
+    pub id: JobId,
+    /// The job's id in the trace (written to `jobs.csv`).
+    pub name: String,
+    /// Submission time.
+    pub submit: SimTime,
+    /// Run time in the trace under its recorded allocation, ms. With the
+    /// trace-speed model a job runs exactly this long once started.
+    pub duration_ms: u64,
+    /// GPUs requested.
+    pub gpus: u32,
+    /// The partition the job runs in.
+    pub vc: VcId,
+    /// The VC label the trace gave, if any (kept for output even without partitions).
+    pub vc_label: Option<String>,
+    /// The user, if the trace names one.
+    pub user: Option<String>,
+    /// GPUs per server in the recorded placement (Philly RFold `shape`), if known.
+    pub shape: Option<Vec<u32>>,
+}
+
+/// A running job's progress. Work is measured in milliseconds at rate 1.0 (the
+/// trace's speed); a job at rate `r` does `r` units of work per simulated ms.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunState {
+    /// When it started.
+    pub start: SimTime,
+    /// The GPUs it holds.
+    pub gpus: Vec<GpuId>,
+    /// Work units per simulated ms (1.0 = trace speed).
+    pub rate: f64,
+    /// Work left at `settled_at`, in ms at rate 1.0.
+    pub remaining: f64,
+    /// When `remaining` was last brought up to date.
+    pub settled_at: SimTime,
+    /// Bumped at every rate change; a completion event with an older epoch is stale.
+    pub epoch: u32,
+    /// Distinct nodes the placement spans.
+    pub nodes_spanned: u32,
+}
+
+/// A finished job's record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DoneState {
+    /// When it started.
+    pub start: SimTime,
+    /// When it ended.
+    pub end: SimTime,
+    /// Distinct nodes its placement spanned.
+    pub nodes_spanned: u32,
+}
+
+/// A job's life: not yet submitted → pending → running → completed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum JobState {
+    /// Before its submit time.
+    NotArrived,
+    /// Submitted, waiting for GPUs.
+    Pending,
+    /// Holding GPUs and making progress.
+    Running(RunState),
+    /// Done.
+    Completed(DoneState),
+}
+
+/// All admitted jobs, indexed by [`JobId`].
+#[derive(Clone, Debug, Default)]
+pub struct JobTable {
+    specs: Vec<JobSpec>,
+    states: Vec<JobState>,
+}
+
+impl JobTable {
+    /// A table of not-yet-arrived jobs. `specs[i].id` must be `JobId(i)`.
+    ///
+    /// # Panics
+    /// Never on valid input; ids are reassigned densely in order.
+    pub fn new(mut specs: Vec<JobSpec>) -> Self {
+        for (i, s) in specs.iter_mut().enumerate() {
+            s.id = JobId(i as u32);
+        }
+        let states = vec![JobState::NotArrived; specs.len()];
+        JobTable { specs, states }
+    }
+
+    /// Number of jobs.
+    pub fn len(&self) -> usize {
+        self.specs.len()
+    }
+
+    /// True when there are no jobs.
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
+    /// A job's spec.
+    pub fn spec(&self, id: JobId) -> &JobSpec {
+        &self.specs[id.index()]
+    }
+
+    /// A job's state.
+    pub fn state(&self, id: JobId) -> &JobState {
+        &self.states[id.index()]
+    }
+
+    /// All specs, in id order.
+    pub fn specs(&self) -> &[JobSpec] {
+        &self.specs
+    }
+
+    /// (spec, state) pairs in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (&JobSpec, &JobState)> {
+        self.specs.iter().zip(self.states.iter())
+    }
+
+    pub(crate) fn state_mut(&mut self, id: JobId) -> &mut JobState {
+        &mut self.states[id.index()]
+    }
+}
+
+/// Why a trace row was not simulated. Every skipped row is counted by reason in
+/// the summary and listed in `skipped.csv`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// The job asks for no GPUs (a CPU job).
+    ZeroGpus,
+    /// Run time of zero or less (under 0.5 ms after rounding).
+    NonpositiveDuration,
+    /// The job's VC is not one of the configured partitions.
+    UnknownVc,
+    /// More GPUs than its partition (or the cluster) has.
+    ExceedsCluster,
+    /// Few enough GPUs, but the placement rule can never place it, even on an
+    /// empty partition (e.g. consolidate with a 6-GPU job on 4-GPU nodes).
+    Unplaceable,
+}
+
+impl SkipReason {
+    /// The reason's name as written in outputs.
+    pub fn name(self) -> &'static str {
+        match self {
+            SkipReason::ZeroGpus => "zero_gpus",
+            SkipReason::NonpositiveDuration => "nonpositive_duration",
+            SkipReason::UnknownVc => "unknown_vc",
+            SkipReason::ExceedsCluster => "exceeds_cluster",
+            SkipReason::Unplaceable => "unplaceable",
+        }
+    }
+}
+
+/// A trace row that was not simulated, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Skipped {
+    /// The job's id in the trace.
+    pub name: String,
+    /// 1-based line in the trace file (0 for generated jobs).
+    pub line: u64,
+    /// GPUs it asked for.
+    pub gpus: u32,
+    /// Why it was skipped.
+    pub reason: SkipReason,
+}

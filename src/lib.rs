@@ -1,0 +1,15 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+pub mod cluster;
+pub mod engine;
+pub mod error;
+pub mod experiment;
+pub mod ids;
+pub mod job;
+pub mod metrics;
+pub mod policy;
+pub mod profile;
+pub mod rng;
+pub mod time;
+pub mod trace;

@@ -1,0 +1,291 @@
+//! The `dlsched` command line: thin layer over the library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+
+use dlsched::cluster::ClusterPreset;
+use dlsched::experiment::{
+    ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir,
+};
+use dlsched::policy::{PlacementKind, PolicyConfig, QueueOrder};
+use dlsched::trace::synthetic::SyntheticSpec;
+use dlsched::trace::{ColumnMap, TraceFormat};
+
+mod compare;
+
+/// dlsched: an event-driven simulator of deep-learning GPU clusters.
+///
+/// Replays a job trace (Philly, Helios, your own CSV) or a seeded synthetic
+/// workload against a scheduling policy, and reports job completion time (JCT),
+/// queueing delay, makespan and GPU utilisation.
+#[derive(Parser)]
+#[command(version, about, long_about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate one trace (or the synthetic default) under one policy.
+    ///
+    /// Without --trace, runs the embedded synthetic workload (Philly GPU-count
+    /// and duration mix, Poisson arrivals) on the lab16 cluster.
+    Simulate(Box<SimulateArgs>),
+    /// Compare a run's jobs.csv with a per-job reference (job_id, start, end).
+    ///
+    /// Reports how many jobs match exactly, the distribution of start-time
+    /// differences, and the relative difference of mean JCT and queueing delay.
+    /// Exits with status 1 when any job differs or is missing.
+    Compare(compare::CompareArgs),
+}
+
+#[derive(Args)]
+struct SimulateArgs {
+    /// Trace file to replay (CSV). Omit to run the synthetic workload.
+    #[arg(long, value_name = "PATH")]
+    trace: Option<PathBuf>,
+
+    /// Trace format; `auto` detects it from the header line.
+    #[arg(long, value_enum, default_value = "auto")]
+    format: TraceFormat,
+
+    /// For `jobs-csv`: map fields to your column names, e.g.
+    /// `submit_time=arrival,gpu_num=gpus`. Fields: job_id, submit_time (s),
+    /// duration (s), gpu_num, vc, user.
+    #[arg(long, value_name = "FIELD=COLUMN,...")]
+    columns: Option<String>,
+
+    /// For `jobs-csv`: a TOML file with a `[columns]` table of field = "column".
+    #[arg(long, value_name = "PATH")]
+    columns_file: Option<PathBuf>,
+
+    /// Cluster preset: lab16 = 4 nodes × 4 K80 (16 GPUs, the GENIE/RIFLING
+    /// cluster); philly = 321 × 2 + 231 × 8 GPUs (2,490). Default: lab16.
+    #[arg(long, value_enum, conflicts_with_all = ["nodes", "vcs"])]
+    cluster: Option<ClusterPreset>,
+
+    /// A uniform cluster of N nodes (with --gpus-per-node) instead of a preset.
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "gpus_per_node",
+        conflicts_with = "vcs"
+    )]
+    nodes: Option<u32>,
+
+    /// GPUs per node of the uniform cluster (with --nodes).
+    #[arg(long, value_name = "G", requires = "nodes")]
+    gpus_per_node: Option<u32>,
+
+    /// Virtual-cluster partitions: a CSV `vc,nodes[,gpus_per_node]` (default 8
+    /// GPUs per node). The cluster is built from it; each job runs only on its
+    /// VC's nodes, and jobs of other VCs are skipped (counted as unknown_vc).
+    #[arg(long, value_name = "PATH")]
+    vcs: Option<PathBuf>,
+
+    /// Queue order: fifo (submit time) or sjf (shortest trace duration first).
+    #[arg(long, value_enum, default_value = "fifo")]
+    policy: QueueOrder,
+
+    /// Let later jobs start when the head of the queue does not fit (greedy,
+    /// no reservation). Without it the queue is strict (head-of-line blocking).
+    #[arg(long)]
+    backfill: bool,
+
+    /// Placement: consolidate (fewest nodes; best fit on one node when the job
+    /// fits one) or first-fit (first node with room, in node order).
+    #[arg(long, value_enum, default_value = "consolidate")]
+    placement: PlacementKind,
+
+    /// Master seed for every random stream (synthetic workload, policies).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+
+    /// Synthetic workload: number of jobs.
+    #[arg(long, default_value_t = 500, value_name = "N")]
+    jobs: u32,
+
+    /// Synthetic workload: arrival rate, jobs per hour (default: from --load).
+    #[arg(long, value_name = "RATE")]
+    jobs_per_hour: Option<f64>,
+
+    /// Synthetic workload: offered load (GPU demand / GPUs) that sets the
+    /// arrival rate when --jobs-per-hour is not given.
+    #[arg(long, default_value_t = 0.8, value_name = "FRACTION")]
+    load: f64,
+
+    /// Timeline sampling interval, seconds (0 disables timeline.csv samples).
+    #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+    sample_interval: u64,
+
+    /// Write manifest.json, jobs.csv, summary.json, vc_summary.csv,
+    /// timeline.csv (and skipped.csv) to this directory.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Simulate(args) => simulate(*args).map(|()| ExitCode::SUCCESS),
+        Command::Compare(args) => compare::run(&args),
+    }
+}
+
+fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
+    let workload = match &a.trace {
+        Some(path) => {
+            let mut columns = ColumnMap::default();
+            if let Some(f) = &a.columns_file {
+                columns.load_toml(f).map_err(anyhow::Error::msg)?;
+            }
+            if let Some(c) = &a.columns {
+                columns
+                    .parse_pairs(c)
+                    .map_err(|e| anyhow::anyhow!("--columns: {e}"))?;
+            }
+            WorkloadSource::Trace {
+                path: path.clone(),
+                format: a.format,
+                columns,
+            }
+        }
+        None => {
+            if a.columns.is_some() || a.columns_file.is_some() {
+                bail!("--columns and --columns-file apply to a --trace in jobs-csv format");
+            }
+            if let Some(r) = a.jobs_per_hour
+                && !(r.is_finite() && r > 0.0)
+            {
+                bail!("--jobs-per-hour must be a positive number, got {r}");
+            }
+            if a.jobs == 0 {
+                bail!("--jobs must be at least 1");
+            }
+            WorkloadSource::Synthetic(SyntheticSpec {
+                jobs: a.jobs,
+                jobs_per_hour: a.jobs_per_hour,
+                load: a.load,
+            })
+        }
+    };
+    let cluster = match (&a.vcs, a.nodes, a.gpus_per_node, a.cluster) {
+        (Some(path), ..) => ClusterChoice::VcFile { path: path.clone() },
+        (None, Some(nodes), Some(gpus_per_node), _) => {
+            if nodes == 0 || gpus_per_node == 0 {
+                bail!("--nodes and --gpus-per-node must be at least 1");
+            }
+            ClusterChoice::Uniform {
+                nodes,
+                gpus_per_node,
+            }
+        }
+        (None, _, _, preset) => ClusterChoice::Preset {
+            preset: preset.unwrap_or(ClusterPreset::Lab16),
+        },
+    };
+    Ok(RunSpec {
+        workload,
+        cluster,
+        policy: PolicyConfig {
+            order: a.policy,
+            backfill: a.backfill,
+            placement: a.placement,
+        },
+        seed: a.seed,
+        sample_interval_ms: a.sample_interval.saturating_mul(1000),
+    })
+}
+
+fn simulate(a: SimulateArgs) -> Result<()> {
+    let spec = run_spec(&a)?;
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} simulating [{bar:30}] {pos}/{len} jobs done, {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    let report = run_one(&spec, |p| {
+        bar.set_length(p.total as u64);
+        bar.set_position(p.completed as u64);
+        bar.set_message(format!(
+            "simulated time {:.1} h",
+            p.now.as_secs_f64() / 3600.0
+        ));
+    })
+    .context("simulation failed")?;
+    bar.finish_and_clear();
+    print_summary(&report);
+    if let Some(dir) = &a.out {
+        write_run_dir(&report, dir).context("writing the run directory")?;
+        println!("\nwrote {}", dir.display());
+    }
+    Ok(())
+}
+
+fn print_summary(r: &RunReport) {
+    let s = &r.summary;
+    let input = match &r.input.path {
+        Some(p) => format!("{} ({})", p.display(), r.input.format),
+        None => format!("synthetic, {} jobs, seed {}", r.input.rows, r.spec.seed),
+    };
+    println!(
+        "dlsched {} | policy {} | placement {:?} | cluster {} ({} GPUs)",
+        env!("CARGO_PKG_VERSION"),
+        s.policy,
+        r.spec.policy.placement,
+        s.cluster,
+        s.gpus_total
+    );
+    println!("input     {input}");
+    println!();
+    println!(
+        "  jobs            {:>12} total, {} completed, {} skipped, {} unfinished",
+        s.jobs_total, s.jobs_completed, s.jobs_skipped, s.jobs_unfinished
+    );
+    for (reason, n) in &s.jobs_skipped_by_reason {
+        println!("    skipped       {n:>12} {reason}");
+    }
+    let h = |x: f64| format!("{x:>12.1} s  ({:.2} h)", x / 3600.0);
+    println!("  JCT mean        {}", h(s.jct_mean_s));
+    println!(
+        "  JCT p50/p95/p99 {:>12.1} / {:.1} / {:.1} s",
+        s.jct_p50_s, s.jct_p95_s, s.jct_p99_s
+    );
+    println!("  queueing mean   {}", h(s.queue_delay_mean_s));
+    println!("  queueing p95    {}", h(s.queue_delay_p95_s));
+    println!("  makespan        {}", h(s.makespan_s));
+    println!(
+        "  GPU utilisation {:>12.1} %  ({:.0} GPU-hours)",
+        s.gpu_utilization * 100.0,
+        s.gpu_hours
+    );
+    if r.vcs.len() > 1 {
+        println!(
+            "\n  {:<10} {:>6} {:>8} {:>14} {:>14}",
+            "VC", "GPUs", "jobs", "JCT mean s", "queue mean s"
+        );
+        for v in &r.vcs {
+            println!(
+                "  {:<10} {:>6} {:>8} {:>14.1} {:>14.1}",
+                v.vc, v.gpus, v.jobs, v.jct_mean_s, v.queue_delay_mean_s
+            );
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! Writers for a run directory: `jobs.csv`, `summary.json`, `vc_summary.csv`,
+//! `timeline.csv`, `skipped.csv`, `manifest.json`. Each file is written to a
+//! temporary name and renamed, so a reader never sees half a file.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::VcSummary;
+use crate::engine::RunOutput;
+use crate::job::{JobState, Skipped};
+use crate::time::fmt_ms_as_secs;
+
+/// Writes `bytes` to `path` atomically (temporary file in the same directory, then rename).
+///
+/// # Errors
+/// The I/O error, with the path in its message.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension(format!(
+        "{}.tmp",
+        path.extension().and_then(|e| e.to_str()).unwrap_or("")
+    ));
+    let res = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    res.map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+/// `jobs.csv`: one row per admitted job, in job order. Columns: `job_id` (trace
+/// id), `vc`, `gpus`, `submit_s`, `start_s`, `end_s`, `jct_s`,
+/// `queue_delay_s`, `duration_s` (trace run time), `nodes_spanned`, `status`
+/// (`completed`, `running`, `pending`). Times in seconds since the trace origin.
+pub fn jobs_csv(out: &RunOutput) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::with_capacity(out.jobs.len() * 64));
+    let _ = w.write_record([
+        "job_id",
+        "vc",
+        "gpus",
+        "submit_s",
+        "start_s",
+        "end_s",
+        "jct_s",
+        "queue_delay_s",
+        "duration_s",
+        "nodes_spanned",
+        "status",
+    ]);
+    let parts = out.cluster.partitions();
+    for (spec, state) in out.jobs.iter() {
+        let vc = spec
+            .vc_label
+            .as_deref()
+            .unwrap_or(&parts[spec.vc.index()].name);
+        let submit = spec.submit.as_ms();
+        let (start, end, nodes, status) = match state {
+            JobState::Completed(d) => (
+                Some(d.start.as_ms()),
+                Some(d.end.as_ms()),
+                Some(d.nodes_spanned),
+                "completed",
+            ),
+            JobState::Running(r) => (
+                Some(r.start.as_ms()),
+                None,
+                Some(r.nodes_spanned),
+                "running",
+            ),
+            JobState::Pending | JobState::NotArrived => (None, None, None, "pending"),
+        };
+        let opt = |v: Option<u64>| v.map(fmt_ms_as_secs).unwrap_or_default();
+        let _ = w.write_record([
+            spec.name.as_str(),
+            vc,
+            &spec.gpus.to_string(),
+            &fmt_ms_as_secs(submit),
+            &opt(start),
+            &opt(end),
+            &opt(end.map(|e| e - submit)),
+            &opt(start.map(|s| s - submit)),
+            &fmt_ms_as_secs(spec.duration_ms),
+            &nodes.map(|n| n.to_string()).unwrap_or_default(),
+            status,
+        ]);
+    }
+    w.into_inner().unwrap_or_default()
+}
+
+/// `vc_summary.csv`: one row per VC partition.
+pub fn vc_summary_csv(rows: &[VcSummary]) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in rows {
+        let _ = w.serialize(r);
+    }
+    w.into_inner().unwrap_or_default()
+}
+
+/// `timeline.csv`: `time_s, gpus_busy, gpu_utilization, jobs_running, jobs_pending`.
+pub fn timeline_csv(out: &RunOutput) -> Vec<u8> {
+    let total = f64::from(out.cluster.total_gpus().max(1));
+    let mut s = String::from("time_s,gpus_busy,gpu_utilization,jobs_running,jobs_pending\n");
+    for x in &out.timeline {
+        let util = (f64::from(x.gpus_busy) / total * 1e6).round() / 1e6;
+        s.push_str(&format!(
+            "{},{},{util},{},{}\n",
+            fmt_ms_as_secs(x.time.as_ms()),
+            x.gpus_busy,
+            x.jobs_running,
+            x.jobs_pending
+        ));
+    }
+    s.into_bytes()
+}
+
+/// `skipped.csv`: `job_id, line, gpus, reason` for every row not simulated.
+pub fn skipped_csv(skipped: &[Skipped]) -> Vec<u8> {
+    let mut s = String::from("job_id,line,gpus,reason\n");
+    for k in skipped {
+        s.push_str(&format!(
+            "{},{},{},{}\n",
+            csv_field(&k.name),
+            k.line,
+            k.gpus,
+            k.reason.name()
+        ));
+    }
+    s.into_bytes()
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}

@@ -1,0 +1,236 @@
+//! Metrics: per-job outcomes, the run summary, per-VC summaries (pure functions).
+//!
+//! Quantiles are linear-interpolation quantiles on sorted values (Hyndman & Fan
+//! 1996, type 7; NumPy's and pandas' default): for `n` values the quantile `p`
+//! sits at rank `h = (n - 1) p`, interpolated between its neighbours.
+
+pub mod compare;
+pub mod export;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::engine::RunOutput;
+use crate::job::{JobState, Skipped};
+
+/// The type-7 quantile `p` (0..=1) of ascending `sorted` values; 0 for none.
+pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let h = (sorted.len() - 1) as f64 * p.clamp(0.0, 1.0);
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (h - lo as f64)
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// Rounds to 1e-3 (ms resolution for seconds) so summaries read cleanly.
+fn r3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Rounds to 1e-6 (fractions).
+fn r6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+/// The run summary written to `summary.json`. Times in seconds; JCT = end −
+/// submit, queueing delay = start − submit, over completed jobs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    /// Policy name.
+    pub policy: String,
+    /// Rate model name.
+    pub rate_model: String,
+    /// Cluster name.
+    pub cluster: String,
+    /// GPUs in the cluster.
+    pub gpus_total: u32,
+    /// Trace rows read (admitted + skipped).
+    pub jobs_total: u64,
+    /// Jobs that completed.
+    pub jobs_completed: u64,
+    /// Admitted jobs that did not complete (0 unless the run was cut short).
+    pub jobs_unfinished: u64,
+    /// Rows not simulated.
+    pub jobs_skipped: u64,
+    /// Skipped rows by reason.
+    pub jobs_skipped_by_reason: BTreeMap<String, u64>,
+    /// Mean JCT, s.
+    pub jct_mean_s: f64,
+    /// Median JCT, s.
+    pub jct_p50_s: f64,
+    /// 95th-percentile JCT, s.
+    pub jct_p95_s: f64,
+    /// 99th-percentile JCT, s.
+    pub jct_p99_s: f64,
+    /// Mean queueing delay, s.
+    pub queue_delay_mean_s: f64,
+    /// Median queueing delay, s.
+    pub queue_delay_p50_s: f64,
+    /// 95th-percentile queueing delay, s.
+    pub queue_delay_p95_s: f64,
+    /// 99th-percentile queueing delay, s.
+    pub queue_delay_p99_s: f64,
+    /// Last end − first submit, s.
+    pub makespan_s: f64,
+    /// Allocated GPU-seconds / (GPUs × makespan), 0..1.
+    pub gpu_utilization: f64,
+    /// GPU-hours allocated to jobs.
+    pub gpu_hours: f64,
+}
+
+/// Per-VC figures, one row of `vc_summary.csv`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct VcSummary {
+    /// VC name (`default` without partitions).
+    pub vc: String,
+    /// GPUs in the partition.
+    pub gpus: u32,
+    /// Jobs admitted to it.
+    pub jobs: u64,
+    /// Jobs completed.
+    pub jobs_completed: u64,
+    /// Mean JCT, s.
+    pub jct_mean_s: f64,
+    /// 99th-percentile JCT, s.
+    pub jct_p99_s: f64,
+    /// Mean queueing delay, s.
+    pub queue_delay_mean_s: f64,
+    /// 95th-percentile queueing delay, s.
+    pub queue_delay_p95_s: f64,
+    /// Allocated GPU-seconds / (partition GPUs × run makespan).
+    pub gpu_utilization: f64,
+}
+
+struct Acc {
+    jct: Vec<f64>,
+    queue: Vec<f64>,
+    gpu_ms: f64,
+    jobs: u64,
+}
+
+impl Acc {
+    fn new() -> Self {
+        Acc {
+            jct: Vec::new(),
+            queue: Vec::new(),
+            gpu_ms: 0.0,
+            jobs: 0,
+        }
+    }
+}
+
+/// The run summary and per-VC summaries of a finished run.
+pub fn summarize(
+    out: &RunOutput,
+    skipped: &[Skipped],
+    rows_total: usize,
+) -> (Summary, Vec<VcSummary>) {
+    let parts = out.cluster.partitions();
+    let mut all = Acc::new();
+    let mut per_vc: Vec<Acc> = parts.iter().map(|_| Acc::new()).collect();
+    let (mut first_submit, mut last_end) = (u64::MAX, 0u64);
+    let mut unfinished = 0;
+    for (spec, state) in out.jobs.iter() {
+        first_submit = first_submit.min(spec.submit.as_ms());
+        per_vc[spec.vc.index()].jobs += 1;
+        all.jobs += 1;
+        let JobState::Completed(d) = state else {
+            unfinished += 1;
+            continue;
+        };
+        last_end = last_end.max(d.end.as_ms());
+        let jct = d.end.since(spec.submit) as f64 / 1000.0;
+        let q = d.start.since(spec.submit) as f64 / 1000.0;
+        let gpu_ms = f64::from(spec.gpus) * d.end.since(d.start) as f64;
+        for acc in [&mut all, &mut per_vc[spec.vc.index()]] {
+            acc.jct.push(jct);
+            acc.queue.push(q);
+            acc.gpu_ms += gpu_ms;
+        }
+    }
+    let makespan_ms = last_end.saturating_sub(if first_submit == u64::MAX {
+        0
+    } else {
+        first_submit
+    });
+    let util = |gpu_ms: f64, gpus: u32| {
+        if makespan_ms == 0 || gpus == 0 {
+            0.0
+        } else {
+            r6(gpu_ms / (f64::from(gpus) * makespan_ms as f64))
+        }
+    };
+    for acc in std::iter::once(&mut all).chain(per_vc.iter_mut()) {
+        acc.jct.sort_by(f64::total_cmp);
+        acc.queue.sort_by(f64::total_cmp);
+    }
+    let mut by_reason = BTreeMap::new();
+    for s in skipped {
+        *by_reason.entry(s.reason.name().to_string()).or_insert(0u64) += 1;
+    }
+    let summary = Summary {
+        policy: out.policy.clone(),
+        rate_model: out.model.to_string(),
+        cluster: out.cluster.spec().name.clone(),
+        gpus_total: out.cluster.total_gpus(),
+        jobs_total: rows_total as u64,
+        jobs_completed: all.jct.len() as u64,
+        jobs_unfinished: unfinished,
+        jobs_skipped: skipped.len() as u64,
+        jobs_skipped_by_reason: by_reason,
+        jct_mean_s: r3(mean(&all.jct)),
+        jct_p50_s: r3(quantile_sorted(&all.jct, 0.50)),
+        jct_p95_s: r3(quantile_sorted(&all.jct, 0.95)),
+        jct_p99_s: r3(quantile_sorted(&all.jct, 0.99)),
+        queue_delay_mean_s: r3(mean(&all.queue)),
+        queue_delay_p50_s: r3(quantile_sorted(&all.queue, 0.50)),
+        queue_delay_p95_s: r3(quantile_sorted(&all.queue, 0.95)),
+        queue_delay_p99_s: r3(quantile_sorted(&all.queue, 0.99)),
+        makespan_s: r3(makespan_ms as f64 / 1000.0),
+        gpu_utilization: util(all.gpu_ms, out.cluster.total_gpus()),
+        gpu_hours: r3(all.gpu_ms / 3_600_000.0),
+    };
+    let vcs = parts
+        .iter()
+        .zip(per_vc)
+        .map(|(p, acc)| VcSummary {
+            vc: p.name.clone(),
+            gpus: p.gpus_total,
+            jobs: acc.jobs,
+            jobs_completed: acc.jct.len() as u64,
+            jct_mean_s: r3(mean(&acc.jct)),
+            jct_p99_s: r3(quantile_sorted(&acc.jct, 0.99)),
+            queue_delay_mean_s: r3(mean(&acc.queue)),
+            queue_delay_p95_s: r3(quantile_sorted(&acc.queue, 0.95)),
+            gpu_utilization: util(acc.gpu_ms, p.gpus_total),
+        })
+        .collect();
+    (summary, vcs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type7_quantiles_by_hand() {
+        // Values 10, 20, 30, 40: p50 at rank 1.5 -> 25; p95 at rank 2.85 -> 38.5.
+        let v = [10.0, 20.0, 30.0, 40.0];
+        assert_eq!(quantile_sorted(&v, 0.5), 25.0);
+        assert!((quantile_sorted(&v, 0.95) - 38.5).abs() < 1e-12);
+        assert_eq!(quantile_sorted(&v, 0.0), 10.0);
+        assert_eq!(quantile_sorted(&v, 1.0), 40.0);
+        assert_eq!(quantile_sorted(&[], 0.5), 0.0);
+    }
+}

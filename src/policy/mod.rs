@@ -1,0 +1,88 @@
+//! Scheduling policies: a read-only view in, decisions out.
+//!
+//! Policies never mutate the cluster: they return [`Decision`]s, which the
+//! engine validates and applies one at a time, so every decision sees the state
+//! the previous one left (after dslab's scheduler interface,
+//! osukhoroslov/dslab). An invalid decision is an error of the run, not a panic.
+//! Baselines compose a queue order with a [`placement::Placement`].
+
+pub mod placement;
+pub mod queue;
+
+use crate::cluster::Cluster;
+use crate::error::ConfigError;
+use crate::ids::{GpuId, JobId};
+use crate::job::JobTable;
+use crate::time::SimTime;
+
+pub use placement::{Placement, PlacementKind};
+pub use queue::{QueueOrder, QueuePolicy};
+
+/// What a policy sees: the time, the cluster and every job, read-only.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    /// Simulated time.
+    pub now: SimTime,
+    /// The cluster (free GPUs per node and partition, topology).
+    pub cluster: &'a Cluster,
+    /// Every job's spec and state.
+    pub jobs: &'a JobTable,
+}
+
+/// A policy's answer to "what now?".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Start a pending job on exactly these GPUs.
+    Launch {
+        /// The job.
+        job: JobId,
+        /// Its GPUs; as many as it asks for, all free, all in its partition.
+        gpus: Vec<GpuId>,
+    },
+    /// Nothing more to do at this instant.
+    Wait,
+}
+
+/// A scheduling policy. The engine calls `on_arrival` and `on_completion` as
+/// events happen, then `decide` repeatedly after each instant until it returns
+/// [`Decision::Wait`], applying each launch before the next call.
+pub trait Policy: Send {
+    /// The policy's name for outputs (e.g. `fifo`, `sjf+backfill`).
+    fn name(&self) -> String;
+
+    /// A job was submitted and is now pending.
+    fn on_arrival(&mut self, job: JobId, view: &View<'_>);
+
+    /// A job completed and released its GPUs.
+    fn on_completion(&mut self, job: JobId, view: &View<'_>);
+
+    /// The next decision at this instant.
+    fn decide(&mut self, view: &View<'_>) -> Decision;
+}
+
+/// Which policy to build, with its options: plain data, so a sweep can build one
+/// inside each worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PolicyConfig {
+    /// Queue order.
+    pub order: QueueOrder,
+    /// Whether jobs behind a blocked head may start when they fit.
+    pub backfill: bool,
+    /// Placement rule.
+    pub placement: PlacementKind,
+}
+
+impl PolicyConfig {
+    /// Builds the policy for a cluster with `partitions` VC partitions.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for an invalid combination (none today).
+    pub fn build(&self, partitions: usize) -> Result<Box<dyn Policy>, ConfigError> {
+        Ok(Box::new(QueuePolicy::new(
+            self.order,
+            self.backfill,
+            self.placement.build(),
+            partitions,
+        )))
+    }
+}

@@ -1,0 +1,208 @@
+//! Placement rules: which GPUs a job of `n` GPUs gets in its partition.
+
+use crate::cluster::Cluster;
+use crate::ids::{GpuId, VcId};
+
+/// Chooses GPUs for a job. Reads the cluster only; the engine allocates.
+pub trait Placement: Send {
+    /// The rule's name for outputs.
+    fn name(&self) -> &'static str;
+
+    /// Appends `gpus` free GPUs of partition `vc` to `out` and returns true, or
+    /// returns false and leaves `out` as it was when the job cannot be placed now.
+    fn place(&mut self, cluster: &Cluster, vc: VcId, gpus: u32, out: &mut Vec<GpuId>) -> bool;
+}
+
+/// The placement rules on offer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlacementKind {
+    /// Fewest nodes: [`Consolidate`].
+    Consolidate,
+    /// First node in index order with room: [`FirstFit`].
+    FirstFit,
+}
+
+impl PlacementKind {
+    /// A fresh placement of this kind.
+    pub fn build(self) -> Box<dyn Placement> {
+        match self {
+            PlacementKind::Consolidate => Box::new(Consolidate),
+            PlacementKind::FirstFit => Box::new(FirstFit),
+        }
+    }
+}
+
+/// Consolidating placement: a job takes as few nodes as possible. Exactly the
+/// "consolidate" rule of the Helios study's simulator (Hu et al., SC'21;
+/// HeliosArtifact `policies/placer/consolidate.py`), generalised to nodes of
+/// any size:
+///
+/// - a job no larger than the partition's largest node goes on one node: among
+///   nodes with a free GPU, ordered by free GPUs ascending (ties: node index),
+///   the first with room (best fit); if none has room it waits, even when the
+///   partition has enough free GPUs spread over several nodes;
+/// - a larger job walks the nodes with a free GPU in order of free GPUs
+///   descending (ties: node index), taking each wholly free node while more
+///   than that node's GPUs are still needed, then puts the remainder on the
+///   next node in that order if it has room; otherwise it waits. (So the
+///   remainder goes on the freest remaining node, which may be a whole free
+///   node, not the best-fitting one: the reference does exactly this.)
+///
+/// Within a node, the lowest-indexed free GPUs are taken.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Consolidate;
+
+impl Placement for Consolidate {
+    fn name(&self) -> &'static str {
+        "consolidate"
+    }
+
+    fn place(&mut self, cluster: &Cluster, vc: VcId, gpus: u32, out: &mut Vec<GpuId>) -> bool {
+        let p = cluster.partition(vc);
+        if gpus == 0 || gpus > p.gpus_free {
+            return false;
+        }
+        if gpus <= p.max_node_gpus {
+            return match p.best_fit_node(gpus) {
+                Some(node) => cluster.take_free_gpus(node, gpus, out),
+                None => false,
+            };
+        }
+        let start = out.len();
+        let mut remaining = gpus;
+        for (node, free) in p.nodes_by_free_desc() {
+            if free == cluster.node(node).gpus && remaining > free {
+                cluster.take_free_gpus(node, free, out);
+                remaining -= free;
+                continue;
+            }
+            if free >= remaining {
+                return cluster.take_free_gpus(node, remaining, out);
+            }
+            break;
+        }
+        out.truncate(start);
+        false
+    }
+}
+
+/// First-fit placement, after the "yarn" rule of the Tiresias simulator: a job
+/// no larger than the partition's largest node goes on the first node in index
+/// order with room (it waits if none has room); a larger job takes free GPUs
+/// node by node in index order until it has enough.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FirstFit;
+
+impl Placement for FirstFit {
+    fn name(&self) -> &'static str {
+        "first-fit"
+    }
+
+    fn place(&mut self, cluster: &Cluster, vc: VcId, gpus: u32, out: &mut Vec<GpuId>) -> bool {
+        let p = cluster.partition(vc);
+        if gpus == 0 || gpus > p.gpus_free {
+            return false;
+        }
+        if gpus <= p.max_node_gpus {
+            return p
+                .nodes
+                .iter()
+                .find(|&&n| cluster.node_free(n) >= gpus)
+                .is_some_and(|&n| cluster.take_free_gpus(n, gpus, out));
+        }
+        let mut remaining = gpus;
+        for &n in &p.nodes {
+            let take = cluster.node_free(n).min(remaining);
+            if take > 0 {
+                cluster.take_free_gpus(n, take, out);
+                remaining -= take;
+                if remaining == 0 {
+                    break;
+                }
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::ClusterSpec;
+    use crate::ids::{JobId, NodeId};
+
+    /// 4 nodes × 8 GPUs; node 0 has 3 free, node 1 has 6 free, nodes 2 and 3 are free.
+    fn cluster() -> Cluster {
+        let mut c = Cluster::new(ClusterSpec::uniform("t", 4, 8, "V100", 16384)).unwrap();
+        c.allocate(JobId(90), VcId(0), &(0..5).map(GpuId).collect::<Vec<_>>())
+            .unwrap();
+        c.allocate(JobId(91), VcId(0), &(8..10).map(GpuId).collect::<Vec<_>>())
+            .unwrap();
+        c
+    }
+
+    fn nodes(c: &Cluster, gpus: &[GpuId]) -> Vec<(NodeId, usize)> {
+        let mut v: Vec<(NodeId, usize)> = Vec::new();
+        for &g in gpus {
+            let n = c.node_of(g);
+            match v.iter_mut().find(|(m, _)| *m == n) {
+                Some(e) => e.1 += 1,
+                None => v.push((n, 1)),
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn consolidate_small_job_best_fits() {
+        let c = cluster();
+        let mut out = Vec::new();
+        // 3 GPUs: node 0 (3 free) is the tightest fit.
+        assert!(Consolidate.place(&c, VcId(0), 3, &mut out));
+        assert_eq!(out, vec![GpuId(5), GpuId(6), GpuId(7)]);
+        out.clear();
+        // 4 GPUs: node 0 is too small, node 1 (6 free) is next.
+        assert!(Consolidate.place(&c, VcId(0), 4, &mut out));
+        assert_eq!(nodes(&c, &out), vec![(NodeId(1), 4)]);
+    }
+
+    #[test]
+    fn consolidate_large_job_takes_whole_nodes_then_freest_node() {
+        let c = cluster();
+        let mut out = Vec::new();
+        // 12 GPUs: whole node 2, then the remainder 4 on the next node by free
+        // GPUs descending, which is whole node 3 (8 free), not best-fit node 1.
+        assert!(Consolidate.place(&c, VcId(0), 12, &mut out));
+        assert_eq!(nodes(&c, &out), vec![(NodeId(2), 8), (NodeId(3), 4)]);
+        out.clear();
+        // 16: nodes 2 and 3 whole.
+        assert!(Consolidate.place(&c, VcId(0), 16, &mut out));
+        assert_eq!(nodes(&c, &out), vec![(NodeId(2), 8), (NodeId(3), 8)]);
+        out.clear();
+        // 22 GPUs: 2 whole nodes, remainder 6 on node 1 (6 free).
+        assert!(Consolidate.place(&c, VcId(0), 22, &mut out));
+        assert_eq!(
+            nodes(&c, &out),
+            vec![(NodeId(2), 8), (NodeId(3), 8), (NodeId(1), 6)]
+        );
+        out.clear();
+        // 24 GPUs: needs 3 whole nodes; only 2 exist, though 25 GPUs are free.
+        assert!(!Consolidate.place(&c, VcId(0), 24, &mut out));
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn first_fit_takes_first_node_with_room() {
+        let c = cluster();
+        let mut out = Vec::new();
+        assert!(FirstFit.place(&c, VcId(0), 2, &mut out));
+        assert_eq!(nodes(&c, &out), vec![(NodeId(0), 2)]);
+        out.clear();
+        assert!(FirstFit.place(&c, VcId(0), 10, &mut out));
+        assert_eq!(
+            nodes(&c, &out),
+            vec![(NodeId(0), 3), (NodeId(1), 6), (NodeId(2), 1)]
+        );
+    }
+}

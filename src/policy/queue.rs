@@ -1,0 +1,171 @@
+//! Queue-order baselines: FIFO and SJF, strict or with backfill, over any placement.
+//!
+//! Each VC partition has its own queue, ordered by a key (submit time for FIFO,
+//! trace duration for SJF) with ties broken by job id, i.e. submission order.
+//! Pending jobs live in ordered sets, so a scheduling pass touches only the jobs
+//! it starts plus one blocked head per partition (and, with backfill, one
+//! candidate per distinct GPU count): its cost does not grow with queue length.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Decision, Placement, Policy, View};
+use crate::ids::{GpuId, JobId, VcId};
+
+/// How the queue is ordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueueOrder {
+    /// First in, first out: by submit time, ties in trace order.
+    Fifo,
+    /// Shortest job first by the oracle (trace) duration, ties in submission order.
+    Sjf,
+}
+
+impl QueueOrder {
+    /// The order's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            QueueOrder::Fifo => "fifo",
+            QueueOrder::Sjf => "sjf",
+        }
+    }
+}
+
+type Key = (u64, JobId);
+
+#[derive(Default)]
+struct VcQueue {
+    order: BTreeSet<Key>,
+    /// Only kept with backfill: the same jobs bucketed by GPU count.
+    by_size: BTreeMap<u32, BTreeSet<Key>>,
+}
+
+/// FIFO or SJF over a placement rule.
+///
+/// Strict (no backfill): the pass stops at the first job of a partition that
+/// cannot be placed (head-of-line blocking). With backfill: when the head cannot
+/// be placed, the earliest-ordered later job that can be placed starts, and so
+/// on; there is no reservation for the head (greedy backfill, not EASY).
+pub struct QueuePolicy {
+    order: QueueOrder,
+    backfill: bool,
+    placement: Box<dyn Placement>,
+    queues: Vec<VcQueue>,
+    dirty: BTreeSet<VcId>,
+    scratch: Vec<GpuId>,
+}
+
+impl QueuePolicy {
+    /// A policy for a cluster of `partitions` VC partitions.
+    pub fn new(
+        order: QueueOrder,
+        backfill: bool,
+        placement: Box<dyn Placement>,
+        partitions: usize,
+    ) -> Self {
+        QueuePolicy {
+            order,
+            backfill,
+            placement,
+            queues: (0..partitions.max(1)).map(|_| VcQueue::default()).collect(),
+            dirty: BTreeSet::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    fn key(&self, job: JobId, view: &View<'_>) -> Key {
+        let spec = view.jobs.spec(job);
+        match self.order {
+            QueueOrder::Fifo => (spec.submit.as_ms(), job),
+            QueueOrder::Sjf => (spec.duration_ms, job),
+        }
+    }
+
+    fn remove(&mut self, vc: VcId, key: Key, gpus: u32) {
+        let q = &mut self.queues[vc.index()];
+        q.order.remove(&key);
+        if self.backfill
+            && let Some(b) = q.by_size.get_mut(&gpus)
+        {
+            b.remove(&key);
+            if b.is_empty() {
+                q.by_size.remove(&gpus);
+            }
+        }
+    }
+
+    /// The next job of partition `vc` to start now, with its GPUs, if any.
+    fn next_in(&mut self, vc: VcId, view: &View<'_>) -> Option<(Key, u32)> {
+        let q = &self.queues[vc.index()];
+        let &head = q.order.first()?;
+        let head_gpus = view.jobs.spec(head.1).gpus;
+        self.scratch.clear();
+        if self
+            .placement
+            .place(view.cluster, vc, head_gpus, &mut self.scratch)
+        {
+            return Some((head, head_gpus));
+        }
+        if !self.backfill {
+            return None;
+        }
+        // Every job of one GPU count fits or fails alike, so one candidate per
+        // count (its earliest) is enough; try them in queue order.
+        let mut candidates: Vec<(Key, u32)> = q
+            .by_size
+            .iter()
+            .filter(|&(&size, _)| size != head_gpus)
+            .filter_map(|(&size, set)| set.first().map(|&k| (k, size)))
+            .collect();
+        candidates.sort_unstable();
+        for (key, size) in candidates {
+            self.scratch.clear();
+            if self
+                .placement
+                .place(view.cluster, vc, size, &mut self.scratch)
+            {
+                return Some((key, size));
+            }
+        }
+        None
+    }
+}
+
+impl Policy for QueuePolicy {
+    fn name(&self) -> String {
+        let mut n = self.order.name().to_string();
+        if self.backfill {
+            n.push_str("+backfill");
+        }
+        n
+    }
+
+    fn on_arrival(&mut self, job: JobId, view: &View<'_>) {
+        let key = self.key(job, view);
+        let spec = view.jobs.spec(job);
+        let q = &mut self.queues[spec.vc.index()];
+        q.order.insert(key);
+        if self.backfill {
+            q.by_size.entry(spec.gpus).or_default().insert(key);
+        }
+        self.dirty.insert(spec.vc);
+    }
+
+    fn on_completion(&mut self, job: JobId, view: &View<'_>) {
+        self.dirty.insert(view.jobs.spec(job).vc);
+    }
+
+    fn decide(&mut self, view: &View<'_>) -> Decision {
+        while let Some(&vc) = self.dirty.first() {
+            if let Some((key, gpus)) = self.next_in(vc, view) {
+                self.remove(vc, key, gpus);
+                return Decision::Launch {
+                    job: key.1,
+                    gpus: std::mem::take(&mut self.scratch),
+                };
+            }
+            self.dirty.remove(&vc);
+        }
+        Decision::Wait
+    }
+}

@@ -1,0 +1,306 @@
+//! The trace format adapters.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::csvrows::{Header, for_each_row};
+use super::{TraceFormat, TraceRecord};
+use crate::error::TraceError;
+
+pub(crate) const EXPECTED_HEADERS: &str = "  philly-rfold:  #job id,arrival time (sec),topology,shape,size,duration (sec)
+  philly-pollux: timestamp,duration,num_gpus,gpu_time,cluster
+  helios:        job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue
+  jobs-csv:      job_id,submit_time,duration,gpu_num[,vc][,user] (names mappable with --columns)";
+
+/// The logical fields of the `jobs-csv` format and the file columns they come
+/// from. Defaults are the field names themselves; `vc` and `user` are optional.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ColumnMap {
+    map: BTreeMap<String, String>,
+}
+
+impl Default for ColumnMap {
+    fn default() -> Self {
+        let map = Self::FIELDS
+            .iter()
+            .map(|f| (f.to_string(), f.to_string()))
+            .collect();
+        ColumnMap { map }
+    }
+}
+
+impl ColumnMap {
+    /// The fields, required first: `job_id`, `submit_time` (s), `duration` (s),
+    /// `gpu_num`, then optional `vc` and `user`.
+    pub const FIELDS: [&'static str; 6] =
+        ["job_id", "submit_time", "duration", "gpu_num", "vc", "user"];
+
+    /// The file column for a field.
+    pub fn column<'a>(&'a self, field: &'a str) -> &'a str {
+        self.map.get(field).map_or(field, String::as_str)
+    }
+
+    /// Maps `field` to the file column `column`.
+    ///
+    /// # Errors
+    /// A message naming the unknown field and the known ones.
+    pub fn set(&mut self, field: &str, column: &str) -> Result<(), String> {
+        if !Self::FIELDS.contains(&field) {
+            return Err(format!(
+                "unknown jobs-csv field `{field}`; the fields are {}",
+                Self::FIELDS.join(", ")
+            ));
+        }
+        if column.trim().is_empty() {
+            return Err(format!("field `{field}` is mapped to an empty column name"));
+        }
+        self.map
+            .insert(field.to_string(), column.trim().to_string());
+        Ok(())
+    }
+
+    /// Parses `field=column,field=column` (as given to `--columns`).
+    ///
+    /// # Errors
+    /// A message naming the malformed pair or unknown field.
+    pub fn parse_pairs(&mut self, spec: &str) -> Result<(), String> {
+        for pair in spec.split(',').filter(|p| !p.trim().is_empty()) {
+            let (f, c) = pair.split_once('=').ok_or_else(|| {
+                format!("`{pair}` is not of the form field=column (e.g. submit_time=arrival)")
+            })?;
+            self.set(f.trim(), c)?;
+        }
+        Ok(())
+    }
+
+    /// Reads a TOML file with a `[columns]` table of `field = "column"` pairs.
+    ///
+    /// # Errors
+    /// A message naming the file and the bad key or value.
+    pub fn load_toml(&mut self, path: &Path) -> Result<(), String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let value: toml::Table =
+            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let cols = value
+            .get("columns")
+            .and_then(|v| v.as_table())
+            .ok_or_else(|| {
+                format!(
+                    "{}: no [columns] table (e.g. [columns] submit_time = \"arrival\")",
+                    path.display()
+                )
+            })?;
+        for (k, v) in cols {
+            let c = v
+                .as_str()
+                .ok_or_else(|| format!("{}: columns.{k} must be a string", path.display()))?;
+            self.set(k, c)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+/// The format a header line belongs to, if any.
+pub(crate) fn detect(header: &str, columns: &ColumnMap) -> Option<TraceFormat> {
+    let rec = csv::StringRecord::from(header.split(',').collect::<Vec<_>>());
+    let h = Header::new(&rec);
+    let has = |n: &str| h.find(&[n]).is_some();
+    if has("arrival time (sec)") && has("shape") && has("size") && has("duration (sec)") {
+        Some(TraceFormat::PhillyRfold)
+    } else if has("timestamp") && has("num_gpus") && has("duration") {
+        Some(TraceFormat::PhillyPollux)
+    } else if has("job_id")
+        && has("gpu_num")
+        && has("submit_time")
+        && has("state")
+        && has("node_num")
+    {
+        Some(TraceFormat::Helios)
+    } else if ["job_id", "submit_time", "duration", "gpu_num"]
+        .iter()
+        .all(|f| has(columns.column(f)))
+    {
+        Some(TraceFormat::JobsCsv)
+    } else {
+        None
+    }
+}
+
+/// Reads `bytes` (the content of `file`) as `format`.
+pub(crate) fn read(
+    file: &Path,
+    bytes: &[u8],
+    format: TraceFormat,
+    columns: &ColumnMap,
+) -> Result<(Vec<TraceRecord>, Option<String>), TraceError> {
+    match format {
+        TraceFormat::PhillyRfold => read_rfold(file, bytes).map(|r| (r, None)),
+        TraceFormat::PhillyPollux => read_wallclock(file, bytes, WallClock::Pollux),
+        TraceFormat::Helios => read_wallclock(file, bytes, WallClock::Helios),
+        TraceFormat::JobsCsv => read_jobs_csv(file, bytes, columns).map(|r| (r, None)),
+        TraceFormat::Auto | TraceFormat::Philly => unreachable!("resolved by load_trace"),
+    }
+}
+
+fn require_all(header: &Header, file: &Path, names: &[&str]) -> Result<Vec<usize>, TraceError> {
+    names.iter().map(|n| header.require(file, n)).collect()
+}
+
+fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError> {
+    let mut out = Vec::new();
+    let mut cols: Option<Vec<usize>> = None;
+    for_each_row(file, bytes, |header, row| {
+        if cols.is_none() {
+            cols = Some(require_all(
+                header,
+                file,
+                &[
+                    "job id",
+                    "arrival time (sec)",
+                    "shape",
+                    "size",
+                    "duration (sec)",
+                ],
+            )?);
+        }
+        let c = cols.as_ref().expect("set above");
+        let gpus = row.count(c[3])?;
+        let shape: Vec<u32> = row
+            .str(c[2])
+            .split('+')
+            .map(|p| p.trim().parse::<u32>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| {
+                row.err(
+                    c[2],
+                    format!("`{}` is not GPUs per server like `2+2+2+2`", row.str(c[2])),
+                )
+            })?;
+        if shape.iter().sum::<u32>() != gpus {
+            return Err(row.err(
+                c[2],
+                format!("shape `{}` does not add up to size {gpus}", row.str(c[2])),
+            ));
+        }
+        out.push(TraceRecord {
+            job_id: row.str(c[0]).to_string(),
+            submit_ms: row.time_ms(c[1])?,
+            duration_ms: row.duration_ms(c[4])?,
+            gpus,
+            vc: None,
+            user: None,
+            shape: Some(shape),
+            line: row.line,
+        });
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+#[derive(Clone, Copy)]
+enum WallClock {
+    Pollux,
+    Helios,
+}
+
+/// Wall-clock formats: times become seconds since the earliest submission in
+/// the file (the origin), which is returned as text.
+fn read_wallclock(
+    file: &Path,
+    bytes: &[u8],
+    kind: WallClock,
+) -> Result<(Vec<TraceRecord>, Option<String>), TraceError> {
+    let mut rows: Vec<(i64, TraceRecord)> = Vec::new();
+    let mut cols: Option<(Vec<usize>, Option<usize>, Option<usize>)> = None;
+    for_each_row(file, bytes, |header, row| {
+        if cols.is_none() {
+            cols = Some(match kind {
+                // timestamp, duration, num_gpus; VC in `cluster`; no job id (row index).
+                WallClock::Pollux => (
+                    require_all(header, file, &["timestamp", "duration", "num_gpus"])?,
+                    header.find(&["cluster"]),
+                    None,
+                ),
+                WallClock::Helios => (
+                    require_all(
+                        header,
+                        file,
+                        &["submit_time", "duration", "gpu_num", "job_id"],
+                    )?,
+                    header.find(&["vc"]),
+                    header.find(&["user"]),
+                ),
+            });
+        }
+        let (c, vc, user) = cols.as_ref().expect("set above");
+        let submit = row.datetime(c[0])?;
+        let job_id = match kind {
+            WallClock::Pollux => rows.len().to_string(),
+            WallClock::Helios => row.str(c[3]).to_string(),
+        };
+        rows.push((
+            submit,
+            TraceRecord {
+                job_id,
+                submit_ms: 0,
+                duration_ms: row.duration_ms(c[1])?,
+                gpus: row.count(c[2])?,
+                vc: row.opt(*vc),
+                user: row.opt(*user),
+                shape: None,
+                line: row.line,
+            },
+        ));
+        Ok(())
+    })?;
+    let origin = rows.iter().map(|r| r.0).min();
+    let origin_text = origin
+        .and_then(|o| chrono::DateTime::from_timestamp(o, 0))
+        .map(|t| t.naive_utc().format("%Y-%m-%d %H:%M:%S").to_string());
+    let o = origin.unwrap_or(0);
+    let records = rows
+        .into_iter()
+        .map(|(t, mut r)| {
+            r.submit_ms = ((t - o) as u64) * 1000;
+            r
+        })
+        .collect();
+    Ok((records, origin_text))
+}
+
+fn read_jobs_csv(
+    file: &Path,
+    bytes: &[u8],
+    columns: &ColumnMap,
+) -> Result<Vec<TraceRecord>, TraceError> {
+    let mut out = Vec::new();
+    let mut cols: Option<(Vec<usize>, Option<usize>, Option<usize>)> = None;
+    for_each_row(file, bytes, |header, row| {
+        if cols.is_none() {
+            let req: Vec<&str> = ["job_id", "submit_time", "duration", "gpu_num"]
+                .iter()
+                .map(|f| columns.column(f))
+                .collect();
+            cols = Some((
+                require_all(header, file, &req)?,
+                header.find(&[columns.column("vc")]),
+                header.find(&[columns.column("user")]),
+            ));
+        }
+        let (c, vc, user) = cols.as_ref().expect("set above");
+        out.push(TraceRecord {
+            job_id: row.str(c[0]).to_string(),
+            submit_ms: row.time_ms(c[1])?,
+            duration_ms: row.duration_ms(c[2])?,
+            gpus: row.count(c[3])?,
+            vc: row.opt(*vc),
+            user: row.opt(*user),
+            shape: None,
+            line: row.line,
+        });
+        Ok(())
+    })?;
+    Ok(out)
+}

@@ -1,0 +1,153 @@
+//! Traces: the canonical job record, format adapters, the synthetic generator,
+//! and the workload builder that turns records into simulated jobs.
+//!
+//! Adapters read a whole file, name the file, line and column of any malformed
+//! value, and never drop a row: rows that cannot run are kept as records and
+//! skipped by the workload builder, which counts them by reason.
+
+mod csvrows;
+mod formats;
+pub mod synthetic;
+mod workload;
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+pub use formats::ColumnMap;
+pub use workload::{Workload, build_workload};
+
+use crate::error::TraceError;
+
+/// One job as a trace describes it, in the trace's own order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceRecord {
+    /// The job's id in the trace (the data row index where the trace has none).
+    pub job_id: String,
+    /// Submission time, ms since the trace origin.
+    pub submit_ms: u64,
+    /// Run time, ms (0 for a zero or negative duration in the trace).
+    pub duration_ms: u64,
+    /// GPUs requested.
+    pub gpus: u32,
+    /// Virtual cluster, if the trace names one.
+    pub vc: Option<String>,
+    /// User, if the trace names one.
+    pub user: Option<String>,
+    /// GPUs per server in the recorded placement, if the trace has it.
+    pub shape: Option<Vec<u32>>,
+    /// 1-based line in the file (0 for generated jobs).
+    pub line: u64,
+}
+
+/// Trace file formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TraceFormat {
+    /// Detect from the header line.
+    Auto,
+    /// Either Philly job list, chosen by header.
+    Philly,
+    /// Philly job list of the RFold artifact: `#job id, arrival time (sec),
+    /// topology, shape, size, duration (sec)`; arrival and duration in seconds.
+    PhillyRfold,
+    /// Philly job list of the Pollux artifact: `timestamp, duration, num_gpus,
+    /// gpu_time, cluster`; wall-clock timestamps, duration in seconds, VC in `cluster`.
+    PhillyPollux,
+    /// Helios `cluster_log.csv`: `job_id, user, vc, gpu_num, cpu_num, node_num,
+    /// state, submit_time, start_time, end_time, duration, queue`; times as
+    /// `YYYY-MM-DD HH:MM:SS`, duration in seconds.
+    Helios,
+    /// A simple job list: `job_id, submit_time, duration, gpu_num` and optional
+    /// `vc`, `user` (seconds); column names can be mapped with `--columns`.
+    JobsCsv,
+}
+
+impl TraceFormat {
+    /// The format's name as written in outputs.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Auto => "auto",
+            TraceFormat::Philly => "philly",
+            TraceFormat::PhillyRfold => "philly-rfold",
+            TraceFormat::PhillyPollux => "philly-pollux",
+            TraceFormat::Helios => "helios",
+            TraceFormat::JobsCsv => "jobs-csv",
+        }
+    }
+}
+
+/// A trace read from a file.
+#[derive(Clone, Debug)]
+pub struct LoadedTrace {
+    /// The file.
+    pub path: PathBuf,
+    /// The format it was read as (never `Auto` or `Philly`).
+    pub format: TraceFormat,
+    /// SHA-256 of the file's bytes, hex.
+    pub sha256: String,
+    /// Wall-clock time of the origin (t = 0), for wall-clock formats.
+    pub origin: Option<String>,
+    /// Every data row, in file order.
+    pub records: Vec<TraceRecord>,
+}
+
+/// Reads a trace file.
+///
+/// `format` may be `Auto` (detect from the header) or `Philly` (either Philly
+/// list); `columns` maps the `jobs-csv` fields to the file's column names.
+///
+/// # Errors
+/// [`TraceError`] when the file cannot be read, its header matches no format
+/// (or not the one asked for), or a row is malformed (naming file, line and column).
+pub fn load_trace(
+    path: &Path,
+    format: TraceFormat,
+    columns: &ColumnMap,
+) -> Result<LoadedTrace, TraceError> {
+    let bytes = std::fs::read(path).map_err(|source| TraceError::Io {
+        file: path.to_path_buf(),
+        source,
+    })?;
+    let sha256 = hex(&Sha256::digest(&bytes));
+    let header = first_line(&bytes);
+    let detected = formats::detect(header, columns);
+    let format = match (format, detected) {
+        (TraceFormat::Auto, Some(f)) => f,
+        (TraceFormat::Philly, Some(f @ (TraceFormat::PhillyRfold | TraceFormat::PhillyPollux))) => {
+            f
+        }
+        (TraceFormat::Auto | TraceFormat::Philly, _) => {
+            return Err(TraceError::Format {
+                file: path.to_path_buf(),
+                message: format!(
+                    "cannot tell the trace format from the header `{}`; expected one of:\n{}\n(or pass --format)",
+                    header.trim(),
+                    formats::EXPECTED_HEADERS
+                ),
+            });
+        }
+        (f, _) => f,
+    };
+    let (records, origin) = formats::read(path, &bytes, format, columns)?;
+    Ok(LoadedTrace {
+        path: path.to_path_buf(),
+        format,
+        sha256,
+        origin,
+        records,
+    })
+}
+
+fn first_line(bytes: &[u8]) -> &str {
+    let end = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(bytes.len());
+    let line = std::str::from_utf8(&bytes[..end]).unwrap_or("");
+    line.trim_start_matches('\u{feff}')
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

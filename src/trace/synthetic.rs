@@ -1,0 +1,251 @@
+//! The seeded synthetic workload: the embedded default when no trace is given.
+//!
+//! - Arrivals: a Poisson process (exponential inter-arrival times).
+//! - GPUs per job: the GPU-count mix of the Philly job list (RFold artifact's
+//!   `philly_trace.csv`, 111,548 jobs; Jeon et al., ATC'19), restricted to counts
+//!   the cluster can hold and renormalised.
+//! - Duration: the empirical distribution of the same list's positive durations
+//!   (111,539 jobs), given by its quantiles and sampled by inverse CDF with
+//!   log-linear interpolation between them.
+//! - Rate: `jobs_per_hour` if given, else the rate at which the offered load
+//!   (mean GPUs × mean duration × rate) equals `load` × the cluster's GPUs.
+//!
+//! The tables below were computed from `rfold_philly_jobs.csv` by
+//! [`crate::trace::synthetic::philly_mix_from`]; a test recomputes them from the
+//! file when `../shared` is present.
+
+use rand::Rng;
+use rand_distr::{Distribution, Exp, WeightedIndex};
+
+use super::TraceRecord;
+use crate::rng;
+
+/// Jobs per GPU count in the Philly job list (RFold artifact): (GPUs, jobs).
+pub const PHILLY_GPU_MIX: [(u32, u64); 15] = [
+    (1, 96_662),
+    (2, 2_522),
+    (4, 5_487),
+    (6, 1),
+    (7, 2),
+    (8, 5_716),
+    (12, 12),
+    (16, 852),
+    (20, 1),
+    (24, 40),
+    (28, 1),
+    (32, 212),
+    (48, 2),
+    (64, 28),
+    (128, 11),
+];
+
+/// Quantiles of the positive job durations in the Philly job list (RFold
+/// artifact): (cumulative probability, seconds), linear-interpolation quantiles
+/// (Hyndman–Fan type 7) at 0, 1, 5, 10, 25, 50, 75, 90, 95, 99 and 100 %.
+pub const PHILLY_DURATION_QUANTILES: [(f64, f64); 11] = [
+    (0.00, 1.0),
+    (0.01, 13.0),
+    (0.05, 35.0),
+    (0.10, 56.0),
+    (0.25, 140.0),
+    (0.50, 1_322.0),
+    (0.75, 5_363.0),
+    (0.90, 33_476.8),
+    (0.95, 123_926.0),
+    (0.99, 755_731.24),
+    (1.00, 5_196_151.0),
+];
+
+/// Parameters of a synthetic workload.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct SyntheticSpec {
+    /// Number of jobs.
+    pub jobs: u32,
+    /// Arrival rate, jobs per hour; `None` derives it from `load`.
+    pub jobs_per_hour: Option<f64>,
+    /// Target offered load (GPU demand / GPU capacity) used when
+    /// `jobs_per_hour` is `None`.
+    pub load: f64,
+}
+
+impl Default for SyntheticSpec {
+    fn default() -> Self {
+        SyntheticSpec {
+            jobs: 500,
+            jobs_per_hour: None,
+            load: 0.8,
+        }
+    }
+}
+
+/// The mean of the duration distribution, seconds: each log-linear segment
+/// from `x0` to `x1` contributes `(p1 - p0) (x1 - x0) / ln(x1 / x0)`.
+pub fn mean_duration_s() -> f64 {
+    PHILLY_DURATION_QUANTILES
+        .windows(2)
+        .map(|w| {
+            let ((p0, x0), (p1, x1)) = (w[0], w[1]);
+            let seg = if x1 > x0 {
+                (x1 - x0) / (x1 / x0).ln()
+            } else {
+                x0
+            };
+            (p1 - p0) * seg
+        })
+        .sum()
+}
+
+/// The GPU-count mix restricted to jobs of at most `max_gpus` GPUs.
+pub fn gpu_mix(max_gpus: u32) -> Vec<(u32, u64)> {
+    PHILLY_GPU_MIX
+        .iter()
+        .copied()
+        .filter(|&(g, _)| g <= max_gpus)
+        .collect()
+}
+
+/// The arrival rate (jobs per hour) that makes the offered load `load` on
+/// `cluster_gpus` GPUs for jobs of at most `max_gpus` GPUs.
+pub fn rate_for_load(load: f64, cluster_gpus: u32, max_gpus: u32) -> f64 {
+    let mix = gpu_mix(max_gpus);
+    let total: u64 = mix.iter().map(|m| m.1).sum();
+    let mean_gpus = mix
+        .iter()
+        .map(|&(g, n)| f64::from(g) * n as f64)
+        .sum::<f64>()
+        / total as f64;
+    load * f64::from(cluster_gpus) * 3600.0 / (mean_gpus * mean_duration_s())
+}
+
+/// Draws one duration (seconds) by inverse CDF over the quantile table.
+fn draw_duration<R: Rng>(rng: &mut R) -> f64 {
+    let u: f64 = rng.r#gen();
+    for w in PHILLY_DURATION_QUANTILES.windows(2) {
+        let ((p0, x0), (p1, x1)) = (w[0], w[1]);
+        if u <= p1 {
+            let f = if p1 > p0 { (u - p0) / (p1 - p0) } else { 0.0 };
+            return (x0.ln() + f * (x1.ln() - x0.ln())).exp();
+        }
+    }
+    PHILLY_DURATION_QUANTILES[PHILLY_DURATION_QUANTILES.len() - 1].1
+}
+
+/// Generates the workload for a cluster of `cluster_gpus` GPUs whose largest
+/// job may have `max_gpus` GPUs, from the `trace.synthetic` stream of `seed`.
+/// Submit and run times are whole seconds; job ids are `syn-0`, `syn-1`, ...
+///
+/// # Errors
+/// A message if the spec is unusable (no jobs fit, non-positive rate or load).
+pub fn generate(
+    spec: &SyntheticSpec,
+    cluster_gpus: u32,
+    max_gpus: u32,
+    seed: u64,
+) -> Result<Vec<TraceRecord>, String> {
+    let mix = gpu_mix(max_gpus);
+    if mix.is_empty() {
+        return Err("no GPU count of the Philly mix fits this cluster".into());
+    }
+    let per_hour = match spec.jobs_per_hour {
+        Some(r) => r,
+        None => {
+            if !(spec.load.is_finite() && spec.load > 0.0) {
+                return Err(format!("load must be positive, got {}", spec.load));
+            }
+            rate_for_load(spec.load, cluster_gpus, max_gpus)
+        }
+    };
+    if !(per_hour.is_finite() && per_hour > 0.0) {
+        return Err(format!("jobs per hour must be positive, got {per_hour}"));
+    }
+    let mut rng = rng::stream(seed, "trace.synthetic");
+    let sizes = WeightedIndex::new(mix.iter().map(|m| m.1)).map_err(|e| e.to_string())?;
+    let gaps = Exp::new(per_hour / 3600.0).map_err(|e| e.to_string())?;
+    let mut t = 0.0f64;
+    let mut out = Vec::with_capacity(spec.jobs as usize);
+    for i in 0..spec.jobs {
+        t += gaps.sample(&mut rng);
+        let gpus = mix[sizes.sample(&mut rng)].0;
+        let dur = draw_duration(&mut rng).round().max(1.0);
+        out.push(TraceRecord {
+            job_id: format!("syn-{i}"),
+            submit_ms: (t.round() as u64) * 1000,
+            duration_ms: (dur as u64) * 1000,
+            gpus,
+            vc: None,
+            user: None,
+            shape: None,
+            line: 0,
+        });
+    }
+    Ok(out)
+}
+
+/// A job mix measured from a trace: what the tables above hold.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MeasuredMix {
+    /// (GPU count, jobs), by GPU count.
+    pub gpu_counts: Vec<(u32, u64)>,
+    /// (probability, seconds) at the probabilities of [`PHILLY_DURATION_QUANTILES`].
+    pub duration_quantiles: Vec<(f64, f64)>,
+}
+
+/// Recomputes the GPU-count mix and the duration quantiles from records: the
+/// derivation of the tables above from the RFold Philly list.
+pub fn philly_mix_from(records: &[TraceRecord]) -> MeasuredMix {
+    let mut counts = std::collections::BTreeMap::new();
+    for r in records {
+        *counts.entry(r.gpus).or_insert(0u64) += 1;
+    }
+    let mut d: Vec<f64> = records
+        .iter()
+        .filter(|r| r.duration_ms > 0)
+        .map(|r| r.duration_ms as f64 / 1000.0)
+        .collect();
+    d.sort_by(f64::total_cmp);
+    let q = PHILLY_DURATION_QUANTILES
+        .iter()
+        .map(|&(p, _)| (p, crate::metrics::quantile_sorted(&d, p)))
+        .collect();
+    MeasuredMix {
+        gpu_counts: counts.into_iter().collect(),
+        duration_quantiles: q,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generation_is_seeded_and_fits_the_cluster() {
+        let spec = SyntheticSpec {
+            jobs: 300,
+            ..Default::default()
+        };
+        let a = generate(&spec, 16, 16, 42).unwrap();
+        let b = generate(&spec, 16, 16, 42).unwrap();
+        let c = generate(&spec, 16, 16, 43).unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a.iter().all(|r| r.gpus <= 16 && r.duration_ms >= 1000));
+        assert!(a.windows(2).all(|w| w[0].submit_ms <= w[1].submit_ms));
+    }
+
+    #[test]
+    fn mean_duration_matches_a_hand_computed_segment() {
+        // One segment from 1 s to e s has mean (e - 1) / ln(e) = e - 1.
+        let seg = (std::f64::consts::E - 1.0) / std::f64::consts::E.ln();
+        assert!((seg - (std::f64::consts::E - 1.0)).abs() < 1e-12);
+        // The table's mean lies between its median and its maximum.
+        let m = mean_duration_s();
+        assert!(m > 1_322.0 && m < 5_196_151.0, "{m}");
+    }
+
+    #[test]
+    fn rate_for_load_inverts_offered_load() {
+        // Only 1-GPU jobs fit a 1-GPU cluster: load = rate/3600 * 1 GPU * mean duration / 1 GPU.
+        let r = rate_for_load(0.5, 1, 1);
+        assert!((r / 3600.0 * mean_duration_s() - 0.5).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,107 @@
+//! From trace records to simulated jobs: ordering, partition lookup, skips.
+
+use std::collections::BTreeMap;
+
+use super::TraceRecord;
+use crate::cluster::Cluster;
+use crate::ids::{JobId, VcId};
+use crate::job::{JobSpec, JobTable, SkipReason, Skipped};
+use crate::policy::PlacementKind;
+use crate::time::SimTime;
+
+/// The jobs to simulate and the rows that cannot run.
+pub struct Workload {
+    /// Admitted jobs, in (submit time, trace order).
+    pub jobs: JobTable,
+    /// Rows not simulated, in trace order, with reasons.
+    pub skipped: Vec<Skipped>,
+    /// Rows read (admitted + skipped).
+    pub rows_total: usize,
+}
+
+impl Workload {
+    /// Skipped rows counted by reason name.
+    pub fn skipped_by_reason(&self) -> BTreeMap<&'static str, u64> {
+        let mut m = BTreeMap::new();
+        for s in &self.skipped {
+            *m.entry(s.reason.name()).or_insert(0) += 1;
+        }
+        m
+    }
+}
+
+/// Orders records by (submit time, trace order) and admits each that can run on
+/// `cluster` (which must be empty) under `placement`:
+///
+/// - a cluster with named VC partitions maps each job's VC to its partition
+///   (`unknown_vc` if it has none); a cluster with one unnamed partition puts
+///   every job there and keeps the trace's VC label for output only;
+/// - rows with 0 GPUs (`zero_gpus`), a non-positive duration
+///   (`nonpositive_duration`), more GPUs than the partition (`exceeds_cluster`),
+///   or no placement even on the empty partition (`unplaceable`) are skipped.
+pub fn build_workload(
+    records: Vec<TraceRecord>,
+    cluster: &Cluster,
+    placement: PlacementKind,
+) -> Workload {
+    let rows_total = records.len();
+    let mut order: Vec<usize> = (0..records.len()).collect();
+    order.sort_by_key(|&i| records[i].submit_ms); // stable: ties keep trace order
+    let named_vcs = cluster.spec().vc_names != ["default"];
+    let mut placer = placement.build();
+    let mut placeable: BTreeMap<(VcId, u32), bool> = BTreeMap::new();
+    let mut scratch = Vec::new();
+    let mut specs = Vec::with_capacity(records.len());
+    let mut skipped = Vec::new();
+    let mut records: Vec<Option<TraceRecord>> = records.into_iter().map(Some).collect();
+    for i in order {
+        let r = records[i].take().expect("each index once");
+        let vc = if named_vcs {
+            r.vc.as_deref().and_then(|v| cluster.vc_by_name(v))
+        } else {
+            Some(VcId(0))
+        };
+        let reason = if r.gpus == 0 {
+            Some(SkipReason::ZeroGpus)
+        } else if r.duration_ms == 0 {
+            Some(SkipReason::NonpositiveDuration)
+        } else if let Some(vc) = vc {
+            if r.gpus > cluster.partition(vc).gpus_total {
+                Some(SkipReason::ExceedsCluster)
+            } else {
+                let ok = *placeable.entry((vc, r.gpus)).or_insert_with(|| {
+                    scratch.clear();
+                    placer.place(cluster, vc, r.gpus, &mut scratch)
+                });
+                (!ok).then_some(SkipReason::Unplaceable)
+            }
+        } else {
+            Some(SkipReason::UnknownVc)
+        };
+        match reason {
+            Some(reason) => skipped.push(Skipped {
+                name: r.job_id,
+                line: r.line,
+                gpus: r.gpus,
+                reason,
+            }),
+            None => specs.push(JobSpec {
+                id: JobId(specs.len() as u32),
+                name: r.job_id,
+                submit: SimTime::from_ms(r.submit_ms),
+                duration_ms: r.duration_ms,
+                gpus: r.gpus,
+                vc: vc.expect("admitted jobs have a VC"),
+                vc_label: r.vc,
+                user: r.user,
+                shape: r.shape,
+            }),
+        }
+    }
+    skipped.sort_by_key(|s| s.line);
+    Workload {
+        jobs: JobTable::new(specs),
+        skipped,
+        rows_total,
+    }
+}

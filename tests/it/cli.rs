@@ -1,0 +1,214 @@
+//! The command line as a user meets it: defaults, outputs, determinism, errors.
+
+use std::path::Path;
+use std::process::Command;
+
+fn dlsched(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_dlsched"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn default_run_prints_a_summary() {
+    let o = dlsched(&["simulate", "--jobs", "60"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("cluster lab16 (16 GPUs)")
+            && out.contains("60 completed")
+            && out.contains("JCT mean"),
+        "{out}"
+    );
+}
+
+#[test]
+fn same_seed_gives_byte_identical_outputs() {
+    let d = tempfile::tempdir().unwrap();
+    let run = |name: &str, seed: &str| {
+        let dir = d.path().join(name);
+        let o = dlsched(&[
+            "simulate",
+            "--jobs",
+            "200",
+            "--seed",
+            seed,
+            "--backfill",
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        dir
+    };
+    let (a, b, c) = (run("a", "5"), run("b", "5"), run("c", "6"));
+    for f in [
+        "jobs.csv",
+        "summary.json",
+        "timeline.csv",
+        "vc_summary.csv",
+        "manifest.json",
+    ] {
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+            "{f} differs between runs"
+        );
+    }
+    assert_ne!(
+        std::fs::read(a.join("jobs.csv")).unwrap(),
+        std::fs::read(c.join("jobs.csv")).unwrap()
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("summary.json")).unwrap()).unwrap();
+    for k in [
+        "jobs_total",
+        "jobs_completed",
+        "jobs_skipped",
+        "jct_mean_s",
+        "jct_p50_s",
+        "jct_p95_s",
+        "jct_p99_s",
+        "queue_delay_mean_s",
+        "queue_delay_p95_s",
+        "makespan_s",
+        "gpu_utilization",
+    ] {
+        assert!(summary.get(k).is_some(), "summary.json lacks {k}");
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["seed"], 5);
+}
+
+#[test]
+fn summary_figures_agree_with_jobs_csv() {
+    // Recompute mean JCT, makespan and utilisation from jobs.csv by hand.
+    let d = tempfile::tempdir().unwrap();
+    let o = dlsched(&[
+        "simulate",
+        "--jobs",
+        "120",
+        "--seed",
+        "3",
+        "--out",
+        d.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let mut rdr = csv::Reader::from_path(d.path().join("jobs.csv")).unwrap();
+    let (mut jct, mut n, mut first, mut last, mut gpu_s) = (0.0, 0.0, f64::MAX, 0.0f64, 0.0);
+    for r in rdr.records() {
+        let r = r.unwrap();
+        let f = |i: usize| r[i].parse::<f64>().unwrap();
+        let (gpus, submit, start, end) = (f(2), f(3), f(4), f(5));
+        jct += end - submit;
+        n += 1.0;
+        first = first.min(submit);
+        last = last.max(end);
+        gpu_s += gpus * (end - start);
+    }
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("summary.json")).unwrap()).unwrap();
+    assert!((s["jct_mean_s"].as_f64().unwrap() - jct / n).abs() < 0.001);
+    assert_eq!(s["makespan_s"].as_f64().unwrap(), last - first);
+    assert!(
+        (s["gpu_utilization"].as_f64().unwrap() - gpu_s / (16.0 * (last - first))).abs() < 1e-6
+    );
+}
+
+fn assert_clean_error(o: &std::process::Output, needles: &[&str]) {
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(err.starts_with("error:"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks `{n}`: {err}");
+    }
+}
+
+#[test]
+fn bad_input_gives_one_clear_error() {
+    let d = tempfile::tempdir().unwrap();
+    assert_clean_error(
+        &dlsched(&["simulate", "--trace", "/no/such/trace.csv"]),
+        &["/no/such/trace.csv", "cannot read"],
+    );
+    let bad = d.path().join("bad.csv");
+    std::fs::write(
+        &bad,
+        "job_id,submit_time,duration,gpu_num\na,0,10,1\nb,1,ten,1\n",
+    )
+    .unwrap();
+    assert_clean_error(
+        &dlsched(&["simulate", "--trace", bad.to_str().unwrap()]),
+        &["bad.csv:3", "`duration`", "ten"],
+    );
+    let empty = d.path().join("empty.csv");
+    std::fs::write(&empty, "").unwrap();
+    assert_clean_error(
+        &dlsched(&["simulate", "--trace", empty.to_str().unwrap()]),
+        &["empty.csv"],
+    );
+    let none = d.path().join("none.csv");
+    std::fs::write(&none, "job_id,submit_time,duration,gpu_num\na,0,10,0\n").unwrap();
+    assert_clean_error(
+        &dlsched(&["simulate", "--trace", none.to_str().unwrap()]),
+        &["no job", "1 zero_gpus"],
+    );
+    assert_clean_error(
+        &dlsched(&["simulate", "--nodes", "0", "--gpus-per-node", "4"]),
+        &["--nodes"],
+    );
+    assert_clean_error(
+        &dlsched(&["simulate", "--jobs-per-hour=-3"]),
+        &["--jobs-per-hour"],
+    );
+    let o = dlsched(&["compare", "/no/run", "/no/ref.csv"]);
+    assert_clean_error(&o, &["/no/run"]);
+}
+
+#[test]
+fn help_explains_units() {
+    let o = dlsched(&["simulate", "--help"]);
+    let h = text(&o.stdout);
+    for needle in [
+        "--trace",
+        "--vcs",
+        "--backfill",
+        "jobs per hour",
+        "seconds",
+        "lab16",
+        "2,490",
+    ] {
+        assert!(h.contains(needle), "--help lacks `{needle}`");
+    }
+}
+
+#[test]
+fn compare_exits_nonzero_on_any_difference() {
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("run");
+    let o = dlsched(&["simulate", "--jobs", "30", "--out", run.to_str().unwrap()]);
+    assert!(o.status.success());
+    // The run against itself is identical.
+    let jobs = run.join("jobs.csv");
+    let o = dlsched(&["compare", run.to_str().unwrap(), jobs.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stdout));
+    assert!(text(&o.stdout).contains("30 of 30"));
+    // Shift one start: different, exit 1.
+    let body = std::fs::read_to_string(&jobs).unwrap();
+    let mut lines: Vec<String> = body.lines().map(String::from).collect();
+    let mut f: Vec<String> = lines[1].split(',').map(String::from).collect();
+    f[4] = format!("{}", f[4].parse::<f64>().unwrap() + 1.0);
+    lines[1] = f.join(",");
+    let shifted = d.path().join("shifted.csv");
+    std::fs::write(&shifted, lines.join("\n")).unwrap();
+    let o = dlsched(&["compare", run.to_str().unwrap(), shifted.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stdout).contains("29 of 30"));
+    let _ = Path::new("");
+}

@@ -1,0 +1,82 @@
+//! Helpers shared by the integration tests.
+
+use std::path::PathBuf;
+
+use dlsched::cluster::{Cluster, ClusterSpec};
+use dlsched::engine::{EngineConfig, RunOutput, Simulation};
+use dlsched::job::JobState;
+use dlsched::policy::{PlacementKind, PolicyConfig, QueueOrder};
+use dlsched::profile::TraceSpeed;
+use dlsched::trace::{TraceRecord, build_workload};
+
+/// `../shared` beside the checkout, or `None` after printing why the caller skips.
+pub fn shared(what: &str) -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared");
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!("SKIP {what}: ../shared is absent (it holds the real traces; CI has it)");
+        None
+    }
+}
+
+/// A job record: id, submit (s), GPUs, duration (s).
+pub fn rec(id: &str, submit_s: u64, gpus: u32, duration_s: u64) -> TraceRecord {
+    TraceRecord {
+        job_id: id.to_string(),
+        submit_ms: submit_s * 1000,
+        duration_ms: duration_s * 1000,
+        gpus,
+        vc: None,
+        user: None,
+        shape: None,
+        line: 0,
+    }
+}
+
+/// A policy config.
+pub fn policy(order: QueueOrder, backfill: bool, placement: PlacementKind) -> PolicyConfig {
+    PolicyConfig {
+        order,
+        backfill,
+        placement,
+    }
+}
+
+/// Runs records on a cluster under a policy at trace speed.
+pub fn run(records: Vec<TraceRecord>, spec: ClusterSpec, p: PolicyConfig) -> RunOutput {
+    let cluster = Cluster::new(spec).unwrap();
+    let w = build_workload(records, &cluster, p.placement);
+    let policy = p.build(cluster.partitions().len()).unwrap();
+    Simulation::new(
+        cluster,
+        w.jobs,
+        policy,
+        Box::new(TraceSpeed),
+        EngineConfig {
+            sample_interval_ms: 0,
+        },
+    )
+    .run()
+    .unwrap()
+}
+
+/// (job id, start s, end s) of every job, in job order; panics on an unfinished job.
+pub fn schedule(out: &RunOutput) -> Vec<(String, u64, u64)> {
+    out.jobs
+        .iter()
+        .map(|(s, st)| match st {
+            JobState::Completed(d) => {
+                (s.name.clone(), d.start.as_ms() / 1000, d.end.as_ms() / 1000)
+            }
+            other => panic!("{} did not complete: {other:?}", s.name),
+        })
+        .collect()
+}
+
+/// Owned `(id, start, end)` triples from a literal table.
+pub fn expect(rows: &[(&str, u64, u64)]) -> Vec<(String, u64, u64)> {
+    rows.iter()
+        .map(|&(n, s, e)| (n.to_string(), s, e))
+        .collect()
+}

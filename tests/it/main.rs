@@ -1,0 +1,12 @@
+//! The integration test binary: hand-computed schedules, invariants on seeded
+//! random workloads, determinism, trace formats, the CLI, and replays of the
+//! real traces in `../shared` (skipped, with a printed reason, when absent).
+
+mod cli;
+mod common;
+mod fidelity;
+mod formats;
+mod hand;
+mod invariants;
+mod philly;
+mod rates;
