@@ -22,28 +22,15 @@ pub struct CompareArgs {
 }
 
 pub fn run(a: &CompareArgs) -> Result<ExitCode> {
-    let jobs = if a.run.is_dir() {
-        a.run.join("jobs.csv")
-    } else {
-        a.run.clone()
-    };
+    let jobs = if a.run.is_dir() { a.run.join("jobs.csv") } else { a.run.clone() };
     let r = compare_files(&jobs, &a.reference)?;
     let pct = |n: u64| {
-        if r.reference_jobs == 0 {
-            0.0
-        } else {
-            n as f64 * 100.0 / r.reference_jobs as f64
-        }
+        if r.reference_jobs == 0 { 0.0 } else { n as f64 * 100.0 / r.reference_jobs as f64 }
     };
     println!("run        {}", jobs.display());
     println!("reference  {}", a.reference.display());
     println!();
-    println!(
-        "  jobs matching exactly  {} of {} ({:.2} %)",
-        r.exact,
-        r.reference_jobs,
-        pct(r.exact)
-    );
+    println!("  jobs matching exactly  {} of {} ({:.2} %)", r.exact, r.reference_jobs, pct(r.exact));
     println!(
         "  joined                 {} (missing in run {}, not in reference {})",
         r.joined, r.missing_in_run, r.missing_in_reference
@@ -66,27 +53,13 @@ pub fn run(a: &CompareArgs) -> Result<ExitCode> {
         r.queue_delay_mean_rel_diff * 100.0
     );
     if !r.first_differences.is_empty() {
-        println!(
-            "  first differing jobs   {}",
-            r.first_differences.join(", ")
-        );
+        println!("  first differing jobs   {}", r.first_differences.join(", "));
     }
     if let Some(p) = &a.json {
         let mut s = serde_json::to_string_pretty(&r)?;
         s.push('\n');
         std::fs::write(p, s).with_context(|| format!("writing {}", p.display()))?;
     }
-    println!(
-        "\n{}",
-        if r.identical() {
-            "IDENTICAL"
-        } else {
-            "DIFFERENT"
-        }
-    );
-    Ok(if r.identical() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    println!("\n{}", if r.identical() { "IDENTICAL" } else { "DIFFERENT" });
+    Ok(if r.identical() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

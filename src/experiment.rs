@@ -58,12 +58,7 @@ pub enum ClusterChoice {
 
 fn ser_preset<S: serde::Serializer>(p: &ClusterPreset, s: S) -> Result<S::Ok, S::Error> {
     use clap::ValueEnum;
-    s.serialize_str(
-        p.to_possible_value()
-            .map(|v| v.get_name().to_string())
-            .unwrap_or_default()
-            .as_str(),
-    )
+    s.serialize_str(p.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default().as_str())
 }
 
 impl ClusterChoice {
@@ -74,16 +69,9 @@ impl ClusterChoice {
     pub fn spec(&self) -> Result<ClusterSpec, RunError> {
         let spec = match self {
             ClusterChoice::Preset { preset } => preset.spec(),
-            ClusterChoice::Uniform {
-                nodes,
-                gpus_per_node,
-            } => ClusterSpec::uniform(
-                &format!("{nodes}x{gpus_per_node}"),
-                *nodes,
-                *gpus_per_node,
-                "generic",
-                16 * 1024,
-            ),
+            ClusterChoice::Uniform { nodes, gpus_per_node } => {
+                ClusterSpec::uniform(&format!("{nodes}x{gpus_per_node}"), *nodes, *gpus_per_node, "generic", 16 * 1024)
+            }
             ClusterChoice::VcFile { path } => load_vc_file(path, "generic", 16 * 1024)?,
         };
         spec.validate()?;
@@ -145,11 +133,7 @@ pub struct RunReport {
 pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
     let cluster = Cluster::new(spec.cluster.spec()?)?;
     let (records, input) = match &spec.workload {
-        WorkloadSource::Trace {
-            path,
-            format,
-            columns,
-        } => {
+        WorkloadSource::Trace { path, format, columns } => {
             let t = load_trace(path, *format, columns)?;
             let input = InputInfo {
                 path: Some(t.path.clone()),
@@ -161,40 +145,21 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
             (t.records, input)
         }
         WorkloadSource::Synthetic(s) => {
-            let max = cluster
-                .partitions()
-                .iter()
-                .map(|p| p.gpus_total)
-                .max()
-                .unwrap_or(0);
-            let recs = synthetic::generate(s, cluster.total_gpus(), max, spec.seed)
-                .map_err(ConfigError)?;
-            let input = InputInfo {
-                path: None,
-                format: "synthetic".into(),
-                sha256: None,
-                origin: None,
-                rows: recs.len(),
-            };
+            let max = cluster.partitions().iter().map(|p| p.gpus_total).max().unwrap_or(0);
+            let recs = synthetic::generate(s, cluster.total_gpus(), max, spec.seed).map_err(ConfigError)?;
+            let input =
+                InputInfo { path: None, format: "synthetic".into(), sha256: None, origin: None, rows: recs.len() };
             (recs, input)
         }
     };
     let workload = build_workload(records, &cluster, spec.policy.placement);
     if workload.jobs.is_empty() {
-        let reasons: Vec<String> = workload
-            .skipped_by_reason()
-            .iter()
-            .map(|(r, n)| format!("{n} {r}"))
-            .collect();
+        let reasons: Vec<String> = workload.skipped_by_reason().iter().map(|(r, n)| format!("{n} {r}")).collect();
         return Err(ConfigError(format!(
             "no job of the {} rows can run on cluster `{}` (skipped: {})",
             workload.rows_total,
             cluster.spec().name,
-            if reasons.is_empty() {
-                "none".to_string()
-            } else {
-                reasons.join(", ")
-            }
+            if reasons.is_empty() { "none".to_string() } else { reasons.join(", ") }
         ))
         .into());
     }
@@ -204,20 +169,11 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
         workload.jobs,
         policy,
         Box::new(TraceSpeed),
-        EngineConfig {
-            sample_interval_ms: spec.sample_interval_ms,
-        },
+        EngineConfig { sample_interval_ms: spec.sample_interval_ms },
     );
     let output = sim.run_with(progress)?;
     let (summary, vcs) = metrics::summarize(&output, &workload.skipped, workload.rows_total);
-    Ok(RunReport {
-        spec: spec.clone(),
-        input,
-        output,
-        skipped: workload.skipped,
-        summary,
-        vcs,
-    })
+    Ok(RunReport { spec: spec.clone(), input, output, skipped: workload.skipped, summary, vcs })
 }
 
 /// Writes a run directory: `manifest.json`, `jobs.csv`, `summary.json`,
@@ -226,8 +182,7 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
 /// # Errors
 /// The first I/O error.
 pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
     let cluster = report.output.cluster.spec();
     let manifest = serde_json::json!({
         "dlsched_version": env!("CARGO_PKG_VERSION"),
@@ -250,14 +205,8 @@ pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
         s.into_bytes()
     };
     export::write_atomic(&dir.join("jobs.csv"), &export::jobs_csv(&report.output))?;
-    export::write_atomic(
-        &dir.join("vc_summary.csv"),
-        &export::vc_summary_csv(&report.vcs),
-    )?;
-    export::write_atomic(
-        &dir.join("timeline.csv"),
-        &export::timeline_csv(&report.output),
-    )?;
+    export::write_atomic(&dir.join("vc_summary.csv"), &export::vc_summary_csv(&report.vcs))?;
+    export::write_atomic(&dir.join("timeline.csv"), &export::timeline_csv(&report.output))?;
     let skipped = dir.join("skipped.csv");
     if report.skipped.is_empty() {
         if skipped.exists() {
@@ -266,10 +215,7 @@ pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
     } else {
         export::write_atomic(&skipped, &export::skipped_csv(&report.skipped))?;
     }
-    export::write_atomic(
-        &dir.join("summary.json"),
-        &json(&serde_json::to_value(&report.summary).unwrap_or_default()),
-    )?;
+    export::write_atomic(&dir.join("summary.json"), &json(&serde_json::to_value(&report.summary).unwrap_or_default()))?;
     // The manifest last: its presence marks a complete run directory.
     export::write_atomic(&dir.join("manifest.json"), &json(&manifest))?;
     Ok(())

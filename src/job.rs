@@ -81,11 +81,11 @@ pub struct JobTable {
 }
 
 impl JobTable {
-    /// A table of not-yet-arrived jobs. `specs[i].id` must be `JobId(i)`.
-    ///
-    /// # Panics
-    /// Never on valid input; ids are reassigned densely in order.
+    /// A table of not-yet-arrived jobs. The specs are ordered by submit time
+    /// (stably, so ties keep their given order) and ids are reassigned densely
+    /// in that order: `JobId(i)` is the `i`-th job submitted.
     pub fn new(mut specs: Vec<JobSpec>) -> Self {
+        specs.sort_by_key(|s| s.submit);
         for (i, s) in specs.iter_mut().enumerate() {
             s.id = JobId(i as u32);
         }

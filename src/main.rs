@@ -7,9 +7,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
 use dlsched::cluster::ClusterPreset;
-use dlsched::experiment::{
-    ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir,
-};
+use dlsched::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir};
 use dlsched::policy::{PlacementKind, PolicyConfig, QueueOrder};
 use dlsched::trace::synthetic::SyntheticSpec;
 use dlsched::trace::{ColumnMap, TraceFormat};
@@ -69,12 +67,7 @@ struct SimulateArgs {
     cluster: Option<ClusterPreset>,
 
     /// A uniform cluster of N nodes (with --gpus-per-node) instead of a preset.
-    #[arg(
-        long,
-        value_name = "N",
-        requires = "gpus_per_node",
-        conflicts_with = "vcs"
-    )]
+    #[arg(long, value_name = "N", requires = "gpus_per_node", conflicts_with = "vcs")]
     nodes: Option<u32>,
 
     /// GPUs per node of the uniform cluster (with --nodes).
@@ -154,15 +147,9 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
                 columns.load_toml(f).map_err(anyhow::Error::msg)?;
             }
             if let Some(c) = &a.columns {
-                columns
-                    .parse_pairs(c)
-                    .map_err(|e| anyhow::anyhow!("--columns: {e}"))?;
+                columns.parse_pairs(c).map_err(|e| anyhow::anyhow!("--columns: {e}"))?;
             }
-            WorkloadSource::Trace {
-                path: path.clone(),
-                format: a.format,
-                columns,
-            }
+            WorkloadSource::Trace { path: path.clone(), format: a.format, columns }
         }
         None => {
             if a.columns.is_some() || a.columns_file.is_some() {
@@ -176,11 +163,7 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
             if a.jobs == 0 {
                 bail!("--jobs must be at least 1");
             }
-            WorkloadSource::Synthetic(SyntheticSpec {
-                jobs: a.jobs,
-                jobs_per_hour: a.jobs_per_hour,
-                load: a.load,
-            })
+            WorkloadSource::Synthetic(SyntheticSpec { jobs: a.jobs, jobs_per_hour: a.jobs_per_hour, load: a.load })
         }
     };
     let cluster = match (&a.vcs, a.nodes, a.gpus_per_node, a.cluster) {
@@ -189,23 +172,14 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
             if nodes == 0 || gpus_per_node == 0 {
                 bail!("--nodes and --gpus-per-node must be at least 1");
             }
-            ClusterChoice::Uniform {
-                nodes,
-                gpus_per_node,
-            }
+            ClusterChoice::Uniform { nodes, gpus_per_node }
         }
-        (None, _, _, preset) => ClusterChoice::Preset {
-            preset: preset.unwrap_or(ClusterPreset::Lab16),
-        },
+        (None, _, _, preset) => ClusterChoice::Preset { preset: preset.unwrap_or(ClusterPreset::Lab16) },
     };
     Ok(RunSpec {
         workload,
         cluster,
-        policy: PolicyConfig {
-            order: a.policy,
-            backfill: a.backfill,
-            placement: a.placement,
-        },
+        policy: PolicyConfig { order: a.policy, backfill: a.backfill, placement: a.placement },
         seed: a.seed,
         sample_interval_ms: a.sample_interval.saturating_mul(1000),
     })
@@ -215,19 +189,14 @@ fn simulate(a: SimulateArgs) -> Result<()> {
     let spec = run_spec(&a)?;
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} simulating [{bar:30}] {pos}/{len} jobs done, {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template("{spinner} simulating [{bar:30}] {pos}/{len} jobs done, {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
     );
     let report = run_one(&spec, |p| {
         bar.set_length(p.total as u64);
         bar.set_position(p.completed as u64);
-        bar.set_message(format!(
-            "simulated time {:.1} h",
-            p.now.as_secs_f64() / 3600.0
-        ));
+        bar.set_message(format!("simulated time {:.1} h", p.now.as_secs_f64() / 3600.0));
     })
     .context("simulation failed")?;
     bar.finish_and_clear();
@@ -264,23 +233,13 @@ fn print_summary(r: &RunReport) {
     }
     let h = |x: f64| format!("{x:>12.1} s  ({:.2} h)", x / 3600.0);
     println!("  JCT mean        {}", h(s.jct_mean_s));
-    println!(
-        "  JCT p50/p95/p99 {:>12.1} / {:.1} / {:.1} s",
-        s.jct_p50_s, s.jct_p95_s, s.jct_p99_s
-    );
+    println!("  JCT p50/p95/p99 {:>12.1} / {:.1} / {:.1} s", s.jct_p50_s, s.jct_p95_s, s.jct_p99_s);
     println!("  queueing mean   {}", h(s.queue_delay_mean_s));
     println!("  queueing p95    {}", h(s.queue_delay_p95_s));
     println!("  makespan        {}", h(s.makespan_s));
-    println!(
-        "  GPU utilisation {:>12.1} %  ({:.0} GPU-hours)",
-        s.gpu_utilization * 100.0,
-        s.gpu_hours
-    );
+    println!("  GPU utilisation {:>12.1} %  ({:.0} GPU-hours)", s.gpu_utilization * 100.0, s.gpu_hours);
     if r.vcs.len() > 1 {
-        println!(
-            "\n  {:<10} {:>6} {:>8} {:>14} {:>14}",
-            "VC", "GPUs", "jobs", "JCT mean s", "queue mean s"
-        );
+        println!("\n  {:<10} {:>6} {:>8} {:>14} {:>14}", "VC", "GPUs", "jobs", "JCT mean s", "queue mean s");
         for v in &r.vcs {
             println!(
                 "  {:<10} {:>6} {:>8} {:>14.1} {:>14.1}",

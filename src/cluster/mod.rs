@@ -7,7 +7,6 @@
 mod presets;
 mod topology;
 
-use std::cmp::Reverse;
 use std::collections::BTreeSet;
 
 pub(crate) use presets::csv_error;
@@ -52,13 +51,7 @@ pub struct ClusterSpec {
 
 impl ClusterSpec {
     /// `nodes` identical nodes of `gpus_per_node` GPUs in one partition.
-    pub fn uniform(
-        name: &str,
-        nodes: u32,
-        gpus_per_node: u32,
-        gpu_type: &str,
-        gpu_mem_mib: u64,
-    ) -> Self {
+    pub fn uniform(name: &str, nodes: u32, gpus_per_node: u32, gpu_type: &str, gpu_mem_mib: u64) -> Self {
         let node = NodeSpec {
             gpus: gpus_per_node,
             gpu_type: gpu_type.to_string(),
@@ -68,11 +61,7 @@ impl ClusterSpec {
             rack: 0,
             vc: VcId(0),
         };
-        ClusterSpec {
-            name: name.to_string(),
-            nodes: vec![node; nodes as usize],
-            vc_names: vec!["default".to_string()],
-        }
+        ClusterSpec { name: name.to_string(), nodes: vec![node; nodes as usize], vc_names: vec!["default".to_string()] }
     }
 
     /// Total GPUs.
@@ -129,33 +118,87 @@ pub struct Partition {
     pub gpus_free: u32,
     /// The largest node's GPU count.
     pub max_node_gpus: u32,
-    /// Nodes with at least one free GPU, keyed (free GPUs, node): ascending
-    /// iteration is best-fit order, ties by node index.
-    by_free_asc: BTreeSet<(u32, NodeId)>,
-    /// The same nodes keyed (Reverse(free GPUs), node): most free first, ties by node index.
-    by_free_desc: BTreeSet<(Reverse<u32>, NodeId)>,
+    /// Nodes with at least one free GPU, bucketed by free GPUs.
+    index: FreeIndex,
+}
+
+/// Nodes of one partition bucketed by their free-GPU count: one bitset of
+/// partition-local node indices per count, so updates are O(1) and ordered
+/// queries scan at most (GPUs per node) × (nodes / 64) words.
+#[derive(Clone, Debug)]
+struct FreeIndex {
+    words: usize,
+    /// `bits[f * words + w]`: bit `i` set when local node `64 w + i` has exactly `f` free GPUs.
+    bits: Vec<u64>,
+    /// Nodes in each bucket.
+    counts: Vec<u32>,
+}
+
+impl FreeIndex {
+    fn new(nodes: usize, max_free: u32) -> Self {
+        let words = nodes.div_ceil(64).max(1);
+        let buckets = max_free as usize + 1;
+        FreeIndex { words, bits: vec![0; words * buckets], counts: vec![0; buckets] }
+    }
+
+    fn max_free(&self) -> u32 {
+        self.counts.len() as u32 - 1
+    }
+
+    fn insert(&mut self, free: u32, local: usize) {
+        self.bits[free as usize * self.words + local / 64] |= 1 << (local % 64);
+        self.counts[free as usize] += 1;
+    }
+
+    fn remove(&mut self, free: u32, local: usize) {
+        self.bits[free as usize * self.words + local / 64] &= !(1 << (local % 64));
+        self.counts[free as usize] -= 1;
+    }
+
+    fn contains(&self, free: u32, local: usize) -> bool {
+        (free as usize) < self.counts.len()
+            && self.bits[free as usize * self.words + local / 64] & (1 << (local % 64)) != 0
+    }
+
+    fn len(&self) -> u32 {
+        self.counts[1..].iter().sum()
+    }
+
+    /// Local nodes with exactly `free` free GPUs, ascending.
+    fn bucket(&self, free: u32) -> impl Iterator<Item = usize> + '_ {
+        let base = free as usize * self.words;
+        let words = if self.counts[free as usize] == 0 { &[][..] } else { &self.bits[base..base + self.words] };
+        words.iter().enumerate().flat_map(|(w, &word)| {
+            let mut m = word;
+            std::iter::from_fn(move || {
+                if m == 0 {
+                    return None;
+                }
+                let b = m.trailing_zeros() as usize;
+                m &= m - 1;
+                Some(w * 64 + b)
+            })
+        })
+    }
 }
 
 impl Partition {
     /// The node with the fewest free GPUs that still has at least `gpus` free
     /// (ties: lowest node index), or `None`.
     pub fn best_fit_node(&self, gpus: u32) -> Option<NodeId> {
-        self.by_free_asc
-            .range((gpus.max(1), NodeId(0))..)
-            .next()
-            .map(|&(_, n)| n)
+        (gpus.max(1)..=self.index.max_free()).find_map(|f| self.index.bucket(f).next()).map(|l| self.nodes[l])
     }
 
     /// Nodes with at least one free GPU, most free first (ties: lowest index),
     /// as (node, free GPUs).
     pub fn nodes_by_free_desc(&self) -> impl Iterator<Item = (NodeId, u32)> + '_ {
-        self.by_free_desc.iter().map(|&(Reverse(f), n)| (n, f))
+        (1..=self.index.max_free()).rev().flat_map(move |f| self.index.bucket(f).map(move |l| (self.nodes[l], f)))
     }
 
     /// Nodes with at least one free GPU, fewest free first (ties: lowest index),
     /// as (node, free GPUs).
     pub fn nodes_by_free_asc(&self) -> impl Iterator<Item = (NodeId, u32)> + '_ {
-        self.by_free_asc.iter().map(|&(f, n)| (n, f))
+        (1..=self.index.max_free()).flat_map(move |f| self.index.bucket(f).map(move |l| (self.nodes[l], f)))
     }
 }
 
@@ -176,6 +219,8 @@ pub struct Cluster {
     gpu_node: Vec<NodeId>,
     gpu_owner: Vec<Option<JobId>>,
     node_free_mask: Vec<u64>,
+    /// Each node's index within its partition.
+    node_local: Vec<u32>,
     partitions: Vec<Partition>,
     gpus_free: u64,
 }
@@ -199,23 +244,29 @@ impl Cluster {
                 gpus_total: 0,
                 gpus_free: 0,
                 max_node_gpus: 0,
-                by_free_asc: BTreeSet::new(),
-                by_free_desc: BTreeSet::new(),
+                index: FreeIndex::new(0, 0),
             })
             .collect();
+        let mut node_local = Vec::with_capacity(spec.nodes.len());
         for (i, n) in spec.nodes.iter().enumerate() {
             let id = NodeId(i as u32);
             node_first_gpu.push(gpu_node.len() as u32);
             gpu_node.extend(std::iter::repeat_n(id, n.gpus as usize));
             node_free_mask.push(full_mask(n.gpus));
             let p = &mut partitions[n.vc.index()];
+            node_local.push(p.nodes.len() as u32);
             p.nodes.push(id);
             p.gpus_total += n.gpus;
             p.gpus_free += n.gpus;
             p.max_node_gpus = p.max_node_gpus.max(n.gpus);
-            if n.gpus > 0 {
-                p.by_free_asc.insert((n.gpus, id));
-                p.by_free_desc.insert((Reverse(n.gpus), id));
+        }
+        for p in &mut partitions {
+            p.index = FreeIndex::new(p.nodes.len(), p.max_node_gpus);
+            for (local, &node) in p.nodes.iter().enumerate() {
+                let gpus = spec.nodes[node.index()].gpus;
+                if gpus > 0 {
+                    p.index.insert(gpus, local);
+                }
             }
         }
         let total = gpu_node.len();
@@ -226,6 +277,7 @@ impl Cluster {
             node_first_gpu,
             gpu_node,
             node_free_mask,
+            node_local,
             partitions,
         })
     }
@@ -305,11 +357,7 @@ impl Cluster {
 
     /// The VC index of a name, if the cluster has it.
     pub fn vc_by_name(&self, name: &str) -> Option<VcId> {
-        self.spec
-            .vc_names
-            .iter()
-            .position(|n| n == name)
-            .map(|i| VcId(i as u16))
+        self.spec.vc_names.iter().position(|n| n == name).map(|i| VcId(i as u16))
     }
 
     /// The locality tier between two GPUs.
@@ -320,11 +368,7 @@ impl Cluster {
         let (na, nb) = (self.node_of(a), self.node_of(b));
         if na != nb {
             let (ra, rb) = (self.node(na).rack, self.node(nb).rack);
-            return if ra == rb {
-                LocalityTier::SameRack
-            } else {
-                LocalityTier::CrossRack
-            };
+            return if ra == rb { LocalityTier::SameRack } else { LocalityTier::CrossRack };
         }
         let spec = self.node(na);
         let first = self.node_first_gpu[na.index()];
@@ -333,11 +377,7 @@ impl Cluster {
             return LocalityTier::SamePcieSwitch;
         }
         let socket = |i: u32| i * spec.sockets / spec.gpus.max(1);
-        if socket(ia) == socket(ib) {
-            LocalityTier::SameSocket
-        } else {
-            LocalityTier::SameNode
-        }
+        if socket(ia) == socket(ib) { LocalityTier::SameSocket } else { LocalityTier::SameNode }
     }
 
     /// The farthest tier between any two GPUs of a placement (`SameGpu` for one GPU).
@@ -369,33 +409,21 @@ impl Cluster {
     /// An [`AllocError`] naming the first offending GPU.
     pub fn check_allocation(&self, vc: VcId, gpus: &[GpuId]) -> Result<(), AllocError> {
         if gpus.is_empty() {
-            return Err(AllocError {
-                gpu: None,
-                reason: "no GPUs in the placement".into(),
-            });
+            return Err(AllocError { gpu: None, reason: "no GPUs in the placement".into() });
         }
         let mut seen = BTreeSet::new();
         for &g in gpus {
             if g.index() >= self.gpu_node.len() {
                 return Err(AllocError {
                     gpu: Some(g),
-                    reason: format!(
-                        "GPU does not exist (the cluster has {})",
-                        self.gpu_node.len()
-                    ),
+                    reason: format!("GPU does not exist (the cluster has {})", self.gpu_node.len()),
                 });
             }
             if !seen.insert(g) {
-                return Err(AllocError {
-                    gpu: Some(g),
-                    reason: "GPU listed twice".into(),
-                });
+                return Err(AllocError { gpu: Some(g), reason: "GPU listed twice".into() });
             }
             if let Some(other) = self.gpu_owner[g.index()] {
-                return Err(AllocError {
-                    gpu: Some(g),
-                    reason: format!("GPU already held by {other}"),
-                });
+                return Err(AllocError { gpu: Some(g), reason: format!("GPU already held by {other}") });
             }
             let node = self.node_of(g);
             if self.node(node).vc != vc {
@@ -418,12 +446,14 @@ impl Cluster {
     /// The check's [`AllocError`]; nothing changes then.
     pub fn allocate(&mut self, job: JobId, vc: VcId, gpus: &[GpuId]) -> Result<(), AllocError> {
         self.check_allocation(vc, gpus)?;
+        let touched = self.touched_nodes(gpus);
         for &g in gpus {
             let node = self.node_of(g);
-            let before = self.node_free(node);
             let bit = g.0 - self.node_first_gpu[node.index()];
             self.node_free_mask[node.index()] &= !(1u64 << bit);
             self.gpu_owner[g.index()] = Some(job);
+        }
+        for (node, before) in touched {
             self.reindex(node, before);
         }
         self.partitions[vc.index()].gpus_free -= gpus.len() as u32;
@@ -431,29 +461,37 @@ impl Cluster {
         Ok(())
     }
 
+    /// The distinct nodes of `gpus` with their free-GPU counts now.
+    fn touched_nodes(&self, gpus: &[GpuId]) -> Vec<(NodeId, u32)> {
+        let mut touched: Vec<(NodeId, u32)> = Vec::new();
+        for &g in gpus {
+            let node = self.node_of(g);
+            if !touched.iter().any(|t| t.0 == node) {
+                touched.push((node, self.node_free(node)));
+            }
+        }
+        touched
+    }
+
     /// Frees `gpus` held by `job`.
     ///
     /// # Errors
     /// An [`AllocError`] if some GPU is not held by `job` (an engine bug); nothing changes then.
     pub fn release(&mut self, job: JobId, gpus: &[GpuId]) -> Result<(), AllocError> {
-        if let Some(&g) = gpus
-            .iter()
-            .find(|g| self.gpu_owner.get(g.index()).copied().flatten() != Some(job))
-        {
-            return Err(AllocError {
-                gpu: Some(g),
-                reason: format!("GPU is not held by {job}"),
-            });
+        if let Some(&g) = gpus.iter().find(|g| self.gpu_owner.get(g.index()).copied().flatten() != Some(job)) {
+            return Err(AllocError { gpu: Some(g), reason: format!("GPU is not held by {job}") });
         }
+        let touched = self.touched_nodes(gpus);
         for &g in gpus {
             let node = self.node_of(g);
-            let before = self.node_free(node);
             let bit = g.0 - self.node_first_gpu[node.index()];
             self.node_free_mask[node.index()] |= 1u64 << bit;
             self.gpu_owner[g.index()] = None;
-            self.reindex(node, before);
             let vc = self.spec.nodes[node.index()].vc;
             self.partitions[vc.index()].gpus_free += 1;
+        }
+        for (node, before) in touched {
+            self.reindex(node, before);
         }
         self.gpus_free += gpus.len() as u64;
         Ok(())
@@ -461,14 +499,13 @@ impl Cluster {
 
     fn reindex(&mut self, node: NodeId, before: u32) {
         let after = self.node_free(node);
+        let local = self.node_local[node.index()] as usize;
         let p = &mut self.partitions[self.spec.nodes[node.index()].vc.index()];
         if before > 0 {
-            p.by_free_asc.remove(&(before, node));
-            p.by_free_desc.remove(&(Reverse(before), node));
+            p.index.remove(before, local);
         }
         if after > 0 {
-            p.by_free_asc.insert((after, node));
-            p.by_free_desc.insert((Reverse(after), node));
+            p.index.insert(after, local);
         }
     }
 
@@ -480,38 +517,27 @@ impl Cluster {
     pub fn check_consistency(&self) -> Result<(), String> {
         let free = self.gpu_owner.iter().filter(|o| o.is_none()).count() as u64;
         if free != self.gpus_free {
-            return Err(format!(
-                "cluster free count {} but {} GPUs have no owner",
-                self.gpus_free, free
-            ));
+            return Err(format!("cluster free count {} but {} GPUs have no owner", self.gpus_free, free));
         }
         for (vi, p) in self.partitions.iter().enumerate() {
             let mut pf = 0;
             for &n in &p.nodes {
-                let owned_free = self
-                    .node_gpus(n)
-                    .filter(|g| self.gpu_owner[g.index()].is_none())
-                    .count() as u32;
+                let owned_free = self.node_gpus(n).filter(|g| self.gpu_owner[g.index()].is_none()).count() as u32;
                 if owned_free != self.node_free(n) {
-                    return Err(format!(
-                        "node {n}: mask says {} free, owners say {owned_free}",
-                        self.node_free(n)
-                    ));
+                    return Err(format!("node {n}: mask says {} free, owners say {owned_free}", self.node_free(n)));
                 }
                 pf += owned_free;
-                let indexed = p.by_free_asc.contains(&(owned_free, n));
+                let indexed = p.index.contains(owned_free, self.node_local[n.index()] as usize);
                 if indexed != (owned_free > 0) {
                     return Err(format!("node {n}: partition index out of date"));
                 }
             }
             if pf != p.gpus_free {
-                return Err(format!(
-                    "VC {vi}: free count {} but nodes have {pf} free",
-                    p.gpus_free
-                ));
+                return Err(format!("VC {vi}: free count {} but nodes have {pf} free", p.gpus_free));
             }
-            if p.by_free_asc.len() != p.by_free_desc.len() {
-                return Err(format!("VC {vi}: the two free-node indices disagree"));
+            let with_free = p.nodes.iter().filter(|&&n| self.node_free(n) > 0).count() as u32;
+            if p.index.len() != with_free {
+                return Err(format!("VC {vi}: index holds {} nodes, {with_free} have free GPUs", p.index.len()));
             }
         }
         Ok(())
@@ -519,11 +545,7 @@ impl Cluster {
 }
 
 fn full_mask(gpus: u32) -> u64 {
-    if gpus >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << gpus) - 1
-    }
+    if gpus >= 64 { u64::MAX } else { (1u64 << gpus) - 1 }
 }
 
 #[cfg(test)]
@@ -537,25 +559,14 @@ mod tests {
     #[test]
     fn allocation_is_exclusive_and_counted() {
         let mut c = c2x4();
-        c.allocate(JobId(0), VcId(0), &[GpuId(0), GpuId(1)])
-            .unwrap();
+        c.allocate(JobId(0), VcId(0), &[GpuId(0), GpuId(1)]).unwrap();
         assert_eq!(c.free_gpus(), 6);
         assert_eq!(c.node_free(NodeId(0)), 2);
         let err = c.allocate(JobId(1), VcId(0), &[GpuId(1)]).unwrap_err();
         assert_eq!(err.gpu, Some(GpuId(1)));
-        assert!(
-            c.allocate(JobId(1), VcId(0), &[GpuId(8)]).is_err(),
-            "GPU 8 does not exist"
-        );
-        assert!(
-            c.allocate(JobId(1), VcId(0), &[GpuId(2), GpuId(2)])
-                .is_err(),
-            "duplicate"
-        );
-        assert!(
-            c.release(JobId(1), &[GpuId(0)]).is_err(),
-            "job 1 does not hold GPU 0"
-        );
+        assert!(c.allocate(JobId(1), VcId(0), &[GpuId(8)]).is_err(), "GPU 8 does not exist");
+        assert!(c.allocate(JobId(1), VcId(0), &[GpuId(2), GpuId(2)]).is_err(), "duplicate");
+        assert!(c.release(JobId(1), &[GpuId(0)]).is_err(), "job 1 does not hold GPU 0");
         c.release(JobId(0), &[GpuId(0), GpuId(1)]).unwrap();
         assert_eq!(c.free_gpus(), 8);
         c.check_consistency().unwrap();
@@ -564,8 +575,7 @@ mod tests {
     #[test]
     fn best_fit_prefers_fullest_node_with_room() {
         let mut c = c2x4();
-        c.allocate(JobId(0), VcId(0), &[GpuId(4), GpuId(5), GpuId(6)])
-            .unwrap();
+        c.allocate(JobId(0), VcId(0), &[GpuId(4), GpuId(5), GpuId(6)]).unwrap();
         let p = c.partition(VcId(0));
         assert_eq!(p.best_fit_node(1), Some(NodeId(1))); // node1 has 1 free, node0 has 4
         assert_eq!(p.best_fit_node(2), Some(NodeId(0)));
@@ -582,10 +592,7 @@ mod tests {
         assert_eq!(c.locality(GpuId(0), GpuId(1)), LocalityTier::SamePcieSwitch);
         assert_eq!(c.locality(GpuId(0), GpuId(2)), LocalityTier::SameNode);
         assert_eq!(c.locality(GpuId(0), GpuId(4)), LocalityTier::SameRack);
-        assert_eq!(
-            c.spread(&[GpuId(0), GpuId(1), GpuId(5)]),
-            LocalityTier::SameRack
-        );
+        assert_eq!(c.spread(&[GpuId(0), GpuId(1), GpuId(5)]), LocalityTier::SameRack);
         assert_eq!(c.nodes_spanned(&[GpuId(0), GpuId(1), GpuId(5)]), 2);
     }
 }

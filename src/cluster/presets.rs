@@ -45,11 +45,7 @@ impl ClusterPreset {
                 };
                 let mut nodes = vec![node(2, "philly-12g", 12); 321];
                 nodes.extend(vec![node(8, "philly-24g", 24); 231]);
-                ClusterSpec {
-                    name: "philly".into(),
-                    nodes,
-                    vc_names: vec!["default".into()],
-                }
+                ClusterSpec { name: "philly".into(), nodes, vc_names: vec!["default".into()] }
             }
         }
     }
@@ -65,31 +61,17 @@ impl ClusterPreset {
 /// # Errors
 /// [`TraceError`] naming the file, line and column of the first bad value, a
 /// missing column, a repeated VC, or an empty file.
-pub fn load_vc_file(
-    path: &Path,
-    gpu_type: &str,
-    gpu_mem_mib: u64,
-) -> Result<ClusterSpec, TraceError> {
+pub fn load_vc_file(path: &Path, gpu_type: &str, gpu_mem_mib: u64) -> Result<ClusterSpec, TraceError> {
     let file = path.to_path_buf();
     let mut rdr = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .from_path(path)
-        .map_err(|e| TraceError::Io {
-            file: file.clone(),
-            source: std::io::Error::other(e),
-        })?;
+        .map_err(|e| TraceError::Io { file: file.clone(), source: std::io::Error::other(e) })?;
     let headers = rdr
         .headers()
-        .map_err(|e| TraceError::Format {
-            file: file.clone(),
-            message: format!("cannot read header: {e}"),
-        })?
+        .map_err(|e| TraceError::Format { file: file.clone(), message: format!("cannot read header: {e}") })?
         .clone();
-    let find = |names: &[&str]| {
-        headers
-            .iter()
-            .position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)))
-    };
+    let find = |names: &[&str]| headers.iter().position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)));
     // Lucid's vc_config.csv has an unnamed first column holding the VC name.
     let vc_col = find(&["vc", ""]).ok_or_else(|| TraceError::Format {
         file: file.clone(),
@@ -97,15 +79,12 @@ pub fn load_vc_file(
     })?;
     let nodes_col = find(&["nodes", "node num", "node_num", "num"]).ok_or_else(|| TraceError::Format {
         file: file.clone(),
-        message: "no `nodes` column (also accepted: `node num`, `num`); expected a header like `vc,nodes,gpus_per_node`"
-            .into(),
+        message:
+            "no `nodes` column (also accepted: `node num`, `num`); expected a header like `vc,nodes,gpus_per_node`"
+                .into(),
     })?;
     let gpn_col = find(&["gpus_per_node"]);
-    let mut spec = ClusterSpec {
-        name: format!("vcs:{}", path.display()),
-        nodes: Vec::new(),
-        vc_names: Vec::new(),
-    };
+    let mut spec = ClusterSpec { name: format!("vcs:{}", path.display()), nodes: Vec::new(), vc_names: Vec::new() };
     for rec in rdr.records() {
         let rec = rec.map_err(|e| csv_error(&file, &e))?;
         let line = rec.position().map_or(0, |p| p.line());
@@ -120,12 +99,7 @@ pub fn load_vc_file(
         };
         let name = field(vc_col).to_string();
         if name.is_empty() {
-            return Err(TraceError::Field {
-                file,
-                line,
-                column: "vc".into(),
-                message: "empty VC name".into(),
-            });
+            return Err(TraceError::Field { file, line, column: "vc".into(), message: "empty VC name".into() });
         }
         if spec.vc_names.contains(&name) {
             return Err(TraceError::Field {
@@ -145,10 +119,7 @@ pub fn load_vc_file(
                 file,
                 line,
                 column: "gpus_per_node".into(),
-                message: format!(
-                    "{gpn} GPUs per node; expected 1 to {}",
-                    super::MAX_GPUS_PER_NODE
-                ),
+                message: format!("{gpn} GPUs per node; expected 1 to {}", super::MAX_GPUS_PER_NODE),
             });
         }
         let vc = VcId(spec.vc_names.len() as u16);
@@ -166,16 +137,9 @@ pub fn load_vc_file(
         }
     }
     if spec.vc_names.is_empty() {
-        return Err(TraceError::Format {
-            file,
-            message: "no VC rows".into(),
-        });
+        return Err(TraceError::Format { file, message: "no VC rows".into() });
     }
-    spec.validate()
-        .map_err(|ConfigError(m)| TraceError::Format {
-            file: path.to_path_buf(),
-            message: m,
-        })?;
+    spec.validate().map_err(|ConfigError(m)| TraceError::Format { file: path.to_path_buf(), message: m })?;
     Ok(spec)
 }
 
@@ -183,19 +147,13 @@ pub fn load_vc_file(
 pub(crate) fn csv_error(file: &Path, e: &csv::Error) -> TraceError {
     let line = e.position().map_or(0, |p| p.line());
     let message = match e.kind() {
-        csv::ErrorKind::UnequalLengths {
-            expected_len, len, ..
-        } => {
+        csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
             format!("row has {len} fields but the header has {expected_len}")
         }
         csv::ErrorKind::Utf8 { .. } => "row is not valid UTF-8".to_string(),
         _ => e.to_string(),
     };
-    TraceError::Row {
-        file: file.to_path_buf(),
-        line,
-        message,
-    }
+    TraceError::Row { file: file.to_path_buf(), line, message }
 }
 
 #[cfg(test)]
@@ -223,9 +181,6 @@ mod tests {
         let bad = dir.path().join("bad.csv");
         std::fs::write(&bad, "vc,nodes\na,2\nb,two\n").unwrap();
         let e = load_vc_file(&bad, "V100", 16384).unwrap_err().to_string();
-        assert!(
-            e.contains("bad.csv:3") && e.contains("`nodes`") && e.contains("two"),
-            "{e}"
-        );
+        assert!(e.contains("bad.csv:3") && e.contains("`nodes`") && e.contains("two"), "{e}");
     }
 }

@@ -25,11 +25,12 @@ use crate::policy::{Decision, Policy, View};
 use crate::profile::RateModel;
 use crate::time::SimTime;
 
-/// What can happen at an instant.
+/// What the event queue holds. Arrivals are events too, but they come already
+/// sorted from the job table (jobs are numbered in submit order), so the engine
+/// merges that stream with the heap instead of pushing every arrival into it:
+/// the heap holds only completions and timers, and stays small.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// A job is submitted.
-    Arrival(JobId),
     /// A job's work runs out, if `epoch` is still its current epoch.
     Completion {
         /// The job.
@@ -50,9 +51,7 @@ pub struct EngineConfig {
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig {
-            sample_interval_ms: 600_000,
-        }
+        EngineConfig { sample_interval_ms: 600_000 }
     }
 }
 
@@ -126,13 +125,15 @@ pub struct Simulation {
     running: u32,
     completed: usize,
     touched: Vec<NodeId>,
+    next_arrival: usize,
     stats: EngineStats,
 }
 
 impl Simulation {
     /// A simulation of `jobs` on an empty `cluster`. Every job must fit its
-    /// partition (the workload builder guarantees it); arrivals are queued in id
-    /// order, so same-time arrivals reach the policy in trace order.
+    /// partition (the workload builder guarantees it). Jobs arrive in id order
+    /// (the table is in submit order), so same-time arrivals reach the policy in
+    /// trace order.
     pub fn new(
         cluster: Cluster,
         jobs: JobTable,
@@ -140,10 +141,7 @@ impl Simulation {
         model: Box<dyn RateModel>,
         cfg: EngineConfig,
     ) -> Self {
-        let mut events = EventQueue::with_capacity(jobs.len() + 16);
-        for spec in jobs.specs() {
-            events.push(spec.submit, Event::Arrival(spec.id));
-        }
+        let mut events = EventQueue::with_capacity(1024);
         if cfg.sample_interval_ms > 0 && !jobs.is_empty() {
             events.push(SimTime::ZERO, Event::Sample);
         }
@@ -160,7 +158,17 @@ impl Simulation {
             running: 0,
             completed: 0,
             touched: Vec::new(),
+            next_arrival: 0,
             stats: EngineStats::default(),
+        }
+    }
+
+    /// The time of the next event: the earlier of the heap's top and the next arrival.
+    fn next_time(&self) -> Option<SimTime> {
+        let arrival = self.jobs.specs().get(self.next_arrival).map(|s| s.submit);
+        match (self.events.peek_time(), arrival) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 
@@ -191,31 +199,29 @@ impl Simulation {
     /// [`SimError::InvalidDecision`] when the policy asks for something the
     /// cluster cannot do; the run should stop then.
     pub fn step(&mut self) -> Result<Option<SimTime>, SimError> {
-        let Some(t) = self.events.peek_time() else {
-            return Ok(None);
-        };
+        let Some(t) = self.next_time() else { return Ok(None) };
         self.now = t;
         self.stats.instants += 1;
         let mut sample_due = false;
+        // Completions (and timers) first, then arrivals, then one pass.
         while let Some(ev) = self.events.pop_at(t) {
             self.stats.events += 1;
             match ev {
-                Event::Arrival(job) => {
-                    *self.jobs.state_mut(job) = JobState::Pending;
-                    self.pending += 1;
-                    let view = View {
-                        now: t,
-                        cluster: &self.cluster,
-                        jobs: &self.jobs,
-                    };
-                    self.policy.on_arrival(job, &view);
-                }
                 Event::Completion { job, epoch } => match self.jobs.state(job) {
                     JobState::Running(r) if r.epoch == epoch => self.complete(job)?,
                     _ => self.stats.stale_completions += 1,
                 },
                 Event::Sample => sample_due = true,
             }
+        }
+        while let Some(spec) = self.jobs.specs().get(self.next_arrival).filter(|s| s.submit == t) {
+            let job = spec.id;
+            self.next_arrival += 1;
+            self.stats.events += 1;
+            *self.jobs.state_mut(job) = JobState::Pending;
+            self.pending += 1;
+            let view = View { now: t, cluster: &self.cluster, jobs: &self.jobs };
+            self.policy.on_arrival(job, &view);
         }
         self.schedule_pass()?;
         if self.model.depends_on_neighbours() && !self.touched.is_empty() {
@@ -230,8 +236,7 @@ impl Simulation {
                 jobs_pending: self.pending,
             });
             if self.completed < self.jobs.len() {
-                self.events
-                    .push(t.plus_ms(self.cfg.sample_interval_ms), Event::Sample);
+                self.events.push(t.plus_ms(self.cfg.sample_interval_ms), Event::Sample);
             }
         }
         Ok(Some(t))
@@ -246,18 +251,10 @@ impl Simulation {
         while self.step()?.is_some() {
             n += 1;
             if n.is_multiple_of(4096) {
-                progress(Progress {
-                    now: self.now,
-                    completed: self.completed,
-                    total: self.jobs.len(),
-                });
+                progress(Progress { now: self.now, completed: self.completed, total: self.jobs.len() });
             }
         }
-        progress(Progress {
-            now: self.now,
-            completed: self.completed,
-            total: self.jobs.len(),
-        });
+        progress(Progress { now: self.now, completed: self.completed, total: self.jobs.len() });
         Ok(self.finish())
     }
 
@@ -282,21 +279,12 @@ impl Simulation {
     }
 
     fn invalid(&self, job: JobId, gpu: Option<GpuId>, reason: String) -> SimError {
-        SimError::InvalidDecision {
-            policy: self.policy.name(),
-            job,
-            gpu,
-            reason,
-        }
+        SimError::InvalidDecision { policy: self.policy.name(), job, gpu, reason }
     }
 
     fn schedule_pass(&mut self) -> Result<(), SimError> {
         loop {
-            let view = View {
-                now: self.now,
-                cluster: &self.cluster,
-                jobs: &self.jobs,
-            };
+            let view = View { now: self.now, cluster: &self.cluster, jobs: &self.jobs };
             match self.policy.decide(&view) {
                 Decision::Wait => return Ok(()),
                 Decision::Launch { job, gpus } => self.launch(job, gpus)?,
@@ -313,11 +301,7 @@ impl Simulation {
         }
         let spec: &JobSpec = self.jobs.spec(job);
         if gpus.len() != spec.gpus as usize {
-            let reason = format!(
-                "placement has {} GPUs but the job asks for {}",
-                gpus.len(),
-                spec.gpus
-            );
+            let reason = format!("placement has {} GPUs but the job asks for {}", gpus.len(), spec.gpus);
             return Err(self.invalid(job, None, reason));
         }
         let vc = spec.vc;
@@ -337,13 +321,9 @@ impl Simulation {
         let remaining = spec.duration_ms as f64;
         let nodes_spanned = self.cluster.nodes_spanned(&gpus);
         if self.model.depends_on_neighbours() {
-            self.touched
-                .extend(gpus.iter().map(|&g| self.cluster.node_of(g)));
+            self.touched.extend(gpus.iter().map(|&g| self.cluster.node_of(g)));
         }
-        self.events.push(
-            self.now.plus_ms(ms_to_finish(remaining, rate)),
-            Event::Completion { job, epoch: 0 },
-        );
+        self.events.push(self.now.plus_ms(ms_to_finish(remaining, rate)), Event::Completion { job, epoch: 0 });
         *self.jobs.state_mut(job) = JobState::Running(RunState {
             start: self.now,
             gpus,
@@ -360,34 +340,20 @@ impl Simulation {
     }
 
     fn complete(&mut self, job: JobId) -> Result<(), SimError> {
-        let JobState::Running(run) = std::mem::replace(self.jobs.state_mut(job), JobState::Pending)
-        else {
+        let JobState::Running(run) = std::mem::replace(self.jobs.state_mut(job), JobState::Pending) else {
             unreachable!("complete() is only called on running jobs");
         };
         if let Err(e) = self.cluster.release(job, &run.gpus) {
-            return Err(SimError::InvalidDecision {
-                policy: "engine".into(),
-                job,
-                gpu: e.gpu,
-                reason: e.reason,
-            });
+            return Err(SimError::InvalidDecision { policy: "engine".into(), job, gpu: e.gpu, reason: e.reason });
         }
         if self.model.depends_on_neighbours() {
-            self.touched
-                .extend(run.gpus.iter().map(|&g| self.cluster.node_of(g)));
+            self.touched.extend(run.gpus.iter().map(|&g| self.cluster.node_of(g)));
         }
-        *self.jobs.state_mut(job) = JobState::Completed(DoneState {
-            start: run.start,
-            end: self.now,
-            nodes_spanned: run.nodes_spanned,
-        });
+        *self.jobs.state_mut(job) =
+            JobState::Completed(DoneState { start: run.start, end: self.now, nodes_spanned: run.nodes_spanned });
         self.running -= 1;
         self.completed += 1;
-        let view = View {
-            now: self.now,
-            cluster: &self.cluster,
-            jobs: &self.jobs,
-        };
+        let view = View { now: self.now, cluster: &self.cluster, jobs: &self.jobs };
         self.policy.on_completion(job, &view);
         Ok(())
     }
@@ -401,11 +367,7 @@ impl Simulation {
         nodes.dedup();
         let mut affected: Vec<JobId> = Vec::new();
         for &n in &nodes {
-            affected.extend(
-                self.cluster
-                    .node_gpus(n)
-                    .filter_map(|g| self.cluster.owner(g)),
-            );
+            affected.extend(self.cluster.node_gpus(n).filter_map(|g| self.cluster.owner(g)));
         }
         affected.sort_unstable();
         affected.dedup();
@@ -413,9 +375,7 @@ impl Simulation {
             let JobState::Running(run) = self.jobs.state(job) else {
                 continue;
             };
-            let new_rate = self
-                .model
-                .rate(self.jobs.spec(job), &run.gpus, &self.cluster);
+            let new_rate = self.model.rate(self.jobs.spec(job), &run.gpus, &self.cluster);
             if new_rate == run.rate || !(new_rate.is_finite() && new_rate > 0.0) {
                 continue;
             }
@@ -449,29 +409,18 @@ impl Simulation {
             match state {
                 JobState::NotArrived => {
                     if spec.submit < self.now {
-                        return Err(format!(
-                            "{} should have arrived at {}",
-                            spec.id, spec.submit
-                        ));
+                        return Err(format!("{} should have arrived at {}", spec.id, spec.submit));
                     }
                 }
                 JobState::Pending => pending += 1,
                 JobState::Running(r) => {
                     running += 1;
                     if r.gpus.len() != spec.gpus as usize {
-                        return Err(format!(
-                            "{} holds {} GPUs, asked for {}",
-                            spec.id,
-                            r.gpus.len(),
-                            spec.gpus
-                        ));
+                        return Err(format!("{} holds {} GPUs, asked for {}", spec.id, r.gpus.len(), spec.gpus));
                     }
                     for &g in &r.gpus {
                         if self.cluster.owner(g) != Some(spec.id) {
-                            return Err(format!(
-                                "{} thinks it holds {g} but the ledger disagrees",
-                                spec.id
-                            ));
+                            return Err(format!("{} thinks it holds {g} but the ledger disagrees", spec.id));
                         }
                     }
                     held += r.gpus.len() as u64;
@@ -479,19 +428,14 @@ impl Simulation {
                 JobState::Completed(d) => {
                     completed += 1;
                     if d.end < d.start || d.start < spec.submit {
-                        return Err(format!(
-                            "{} has start {} end {} submit {}",
-                            spec.id, d.start, d.end, spec.submit
-                        ));
+                        return Err(format!("{} has start {} end {} submit {}", spec.id, d.start, d.end, spec.submit));
                     }
                 }
             }
         }
         let busy = u64::from(self.cluster.total_gpus()) - self.cluster.free_gpus();
         if held != busy {
-            return Err(format!(
-                "running jobs hold {held} GPUs but the cluster has {busy} busy"
-            ));
+            return Err(format!("running jobs hold {held} GPUs but the cluster has {busy} busy"));
         }
         if (pending, running, completed) != (self.pending, self.running, self.completed) {
             return Err(format!(

@@ -47,18 +47,12 @@ impl<E> Default for EventQueue<E> {
 impl<E> EventQueue<E> {
     /// An empty queue.
     pub fn new() -> Self {
-        EventQueue {
-            heap: BinaryHeap::new(),
-            next_seq: 0,
-        }
+        EventQueue { heap: BinaryHeap::new(), next_seq: 0 }
     }
 
     /// An empty queue with room for `n` events.
     pub fn with_capacity(n: usize) -> Self {
-        EventQueue {
-            heap: BinaryHeap::with_capacity(n),
-            next_seq: 0,
-        }
+        EventQueue { heap: BinaryHeap::with_capacity(n), next_seq: 0 }
     }
 
     /// Schedules `event` at `time`; among events at one time, earlier pushes pop first.
@@ -80,11 +74,7 @@ impl<E> EventQueue<E> {
 
     /// Removes and returns the earliest event if it is at `time`.
     pub fn pop_at(&mut self, time: SimTime) -> Option<E> {
-        if self.peek_time() == Some(time) {
-            self.pop().map(|(_, e)| e)
-        } else {
-            None
-        }
+        if self.peek_time() == Some(time) { self.pop().map(|(_, e)| e) } else { None }
     }
 
     /// Number of queued events.

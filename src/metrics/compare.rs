@@ -72,9 +72,7 @@ impl CompareReport {
     /// True when every reference job is in the run with identical times and the
     /// run has no extra jobs.
     pub fn identical(&self) -> bool {
-        self.exact == self.reference_jobs
-            && self.missing_in_run == 0
-            && self.missing_in_reference == 0
+        self.exact == self.reference_jobs && self.missing_in_run == 0 && self.missing_in_reference == 0
     }
 }
 
@@ -89,22 +87,10 @@ const END: &[&str] = &["end_s", "end_time", "end", "finish_time"];
 /// seconds; an empty start or end means the job did not start or end.
 fn read_times(path: &Path) -> Result<(Vec<String>, BTreeMap<String, Times>), TraceError> {
     let file = path.to_path_buf();
-    let bytes = std::fs::read(path).map_err(|source| TraceError::Io {
-        file: file.clone(),
-        source,
-    })?;
-    let mut rdr = csv::ReaderBuilder::new()
-        .trim(csv::Trim::All)
-        .from_reader(&bytes[..]);
-    let headers = rdr
-        .headers()
-        .map_err(|e| crate::cluster::csv_error(path, &e))?
-        .clone();
-    let find = |names: &[&str]| {
-        headers
-            .iter()
-            .position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)))
-    };
+    let bytes = std::fs::read(path).map_err(|source| TraceError::Io { file: file.clone(), source })?;
+    let mut rdr = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(&bytes[..]);
+    let headers = rdr.headers().map_err(|e| crate::cluster::csv_error(path, &e))?.clone();
+    let find = |names: &[&str]| headers.iter().position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)));
     let need = |names: &[&str], what: &str| {
         find(names).ok_or_else(|| TraceError::Format {
             file: file.clone(),
@@ -115,11 +101,7 @@ fn read_times(path: &Path) -> Result<(Vec<String>, BTreeMap<String, Times>), Tra
             ),
         })
     };
-    let (id, start, end) = (
-        need(ID, "job id")?,
-        need(START, "start time")?,
-        need(END, "end time")?,
-    );
+    let (id, start, end) = (need(ID, "job id")?, need(START, "start time")?, need(END, "end time")?);
     let submit = find(SUBMIT);
     let mut order = Vec::new();
     let mut map = BTreeMap::new();
@@ -131,22 +113,14 @@ fn read_times(path: &Path) -> Result<(Vec<String>, BTreeMap<String, Times>), Tra
             if s.is_empty() {
                 return Ok(None);
             }
-            s.parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite())
-                .map(Some)
-                .ok_or_else(|| TraceError::Field {
-                    file: file.clone(),
-                    line,
-                    column: headers.get(col).unwrap_or("").to_string(),
-                    message: format!("`{s}` is not a number of seconds"),
-                })
+            s.parse::<f64>().ok().filter(|v| v.is_finite()).map(Some).ok_or_else(|| TraceError::Field {
+                file: file.clone(),
+                line,
+                column: headers.get(col).unwrap_or("").to_string(),
+                message: format!("`{s}` is not a number of seconds"),
+            })
         };
-        let t = Times {
-            submit: submit.map(num).transpose()?.flatten(),
-            start: num(start)?,
-            end: num(end)?,
-        };
+        let t = Times { submit: submit.map(num).transpose()?.flatten(), start: num(start)?, end: num(end)? };
         let key = rec.get(id).unwrap_or("").to_string();
         if map.insert(key.clone(), t).is_some() {
             return Err(TraceError::Field {
@@ -215,11 +189,7 @@ pub fn compare_files(run_jobs: &Path, reference: &Path) -> Result<CompareReport,
     sorted.sort_by(f64::total_cmp);
     let n = n_both.max(1) as f64;
     let rel = |a: f64, b: f64| {
-        if b == 0.0 {
-            if a == 0.0 { 0.0 } else { f64::INFINITY }
-        } else {
-            (a - b) / b
-        }
+        if b == 0.0 { if a == 0.0 { 0.0 } else { f64::INFINITY } } else { (a - b) / b }
     };
     Ok(CompareReport {
         reference_jobs: ref_order.len() as u64,
@@ -259,31 +229,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let run = dir.path().join("jobs.csv");
         let reference = dir.path().join("ref.csv");
-        std::fs::write(
-            &run,
-            "job_id,submit_s,start_s,end_s\na,0,0,10\nb,0,5,15\nc,1,1,\n",
-        )
-        .unwrap();
-        std::fs::write(
-            &reference,
-            "job_id,submit_s,start_s,end_s\na,0,0,10\nb,0,3,13\nd,2,2,4\n",
-        )
-        .unwrap();
+        std::fs::write(&run, "job_id,submit_s,start_s,end_s\na,0,0,10\nb,0,5,15\nc,1,1,\n").unwrap();
+        std::fs::write(&reference, "job_id,submit_s,start_s,end_s\na,0,0,10\nb,0,3,13\nd,2,2,4\n").unwrap();
         let r = compare_files(&run, &reference).unwrap();
-        assert_eq!(
-            (r.reference_jobs, r.run_jobs, r.joined, r.exact),
-            (3, 3, 2, 1)
-        );
+        assert_eq!((r.reference_jobs, r.run_jobs, r.joined, r.exact), (3, 3, 2, 1));
         assert_eq!((r.missing_in_run, r.missing_in_reference), (1, 1));
         // start differences: a 0, b +2
-        assert_eq!(
-            (
-                r.start_diff.min_s,
-                r.start_diff.max_s,
-                r.start_diff.mean_abs_s
-            ),
-            (0.0, 2.0, 1.0)
-        );
+        assert_eq!((r.start_diff.min_s, r.start_diff.max_s, r.start_diff.mean_abs_s), (0.0, 2.0, 1.0));
         // JCT over a and b: run (10 + 15) / 2 = 12.5, reference (10 + 13) / 2 = 11.5
         assert_eq!((r.jct_mean_run_s, r.jct_mean_reference_s), (12.5, 11.5));
         assert!((r.jct_mean_rel_diff - 1.0 / 11.5).abs() < 1e-12);

@@ -2,6 +2,7 @@
 //! `timeline.csv`, `skipped.csv`, `manifest.json`. Each file is written to a
 //! temporary name and renamed, so a reader never sees half a file.
 
+use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
@@ -10,19 +11,17 @@ use crate::engine::RunOutput;
 use crate::job::{JobState, Skipped};
 use crate::time::fmt_ms_as_secs;
 
-/// Writes `bytes` to `path` atomically (temporary file in the same directory, then rename).
+/// Writes `bytes` to `path` atomically (temporary file in the same directory,
+/// then rename): a killed process leaves the old file or the new one, never
+/// half of one. (No fsync: this guards against interruption, not power loss.)
 ///
 /// # Errors
 /// The I/O error, with the path in its message.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!(
-        "{}.tmp",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("")
-    ));
+    let tmp = path.with_extension(format!("{}.tmp", path.extension().and_then(|e| e.to_str()).unwrap_or("")));
     let res = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
     res.map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
@@ -33,58 +32,63 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// `queue_delay_s`, `duration_s` (trace run time), `nodes_spanned`, `status`
 /// (`completed`, `running`, `pending`). Times in seconds since the trace origin.
 pub fn jobs_csv(out: &RunOutput) -> Vec<u8> {
-    let mut w = csv::Writer::from_writer(Vec::with_capacity(out.jobs.len() * 64));
-    let _ = w.write_record([
-        "job_id",
-        "vc",
-        "gpus",
-        "submit_s",
-        "start_s",
-        "end_s",
-        "jct_s",
-        "queue_delay_s",
-        "duration_s",
-        "nodes_spanned",
-        "status",
-    ]);
+    let mut s = String::with_capacity(out.jobs.len() * 72);
+    s.push_str("job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status\n");
     let parts = out.cluster.partitions();
+    let opt = |s: &mut String, v: Option<u64>| {
+        if let Some(v) = v {
+            push_secs(s, v);
+        }
+        s.push(',');
+    };
     for (spec, state) in out.jobs.iter() {
-        let vc = spec
-            .vc_label
-            .as_deref()
-            .unwrap_or(&parts[spec.vc.index()].name);
+        let vc = spec.vc_label.as_deref().unwrap_or(&parts[spec.vc.index()].name);
         let submit = spec.submit.as_ms();
         let (start, end, nodes, status) = match state {
-            JobState::Completed(d) => (
-                Some(d.start.as_ms()),
-                Some(d.end.as_ms()),
-                Some(d.nodes_spanned),
-                "completed",
-            ),
-            JobState::Running(r) => (
-                Some(r.start.as_ms()),
-                None,
-                Some(r.nodes_spanned),
-                "running",
-            ),
+            JobState::Completed(d) => (Some(d.start.as_ms()), Some(d.end.as_ms()), Some(d.nodes_spanned), "completed"),
+            JobState::Running(r) => (Some(r.start.as_ms()), None, Some(r.nodes_spanned), "running"),
             JobState::Pending | JobState::NotArrived => (None, None, None, "pending"),
         };
-        let opt = |v: Option<u64>| v.map(fmt_ms_as_secs).unwrap_or_default();
-        let _ = w.write_record([
-            spec.name.as_str(),
-            vc,
-            &spec.gpus.to_string(),
-            &fmt_ms_as_secs(submit),
-            &opt(start),
-            &opt(end),
-            &opt(end.map(|e| e - submit)),
-            &opt(start.map(|s| s - submit)),
-            &fmt_ms_as_secs(spec.duration_ms),
-            &nodes.map(|n| n.to_string()).unwrap_or_default(),
-            status,
-        ]);
+        push_field(&mut s, &spec.name);
+        s.push(',');
+        push_field(&mut s, vc);
+        let _ = write!(s, ",{},", spec.gpus);
+        opt(&mut s, Some(submit));
+        opt(&mut s, start);
+        opt(&mut s, end);
+        opt(&mut s, end.map(|e| e - submit));
+        opt(&mut s, start.map(|st| st - submit));
+        opt(&mut s, Some(spec.duration_ms));
+        if let Some(n) = nodes {
+            let _ = write!(s, "{n}");
+        }
+        s.push(',');
+        s.push_str(status);
+        s.push('\n');
     }
-    w.into_inner().unwrap_or_default()
+    s.into_bytes()
+}
+
+/// Appends milliseconds as seconds, formatted like [`fmt_ms_as_secs`].
+fn push_secs(s: &mut String, ms: u64) {
+    let (whole, frac) = (ms / 1000, ms % 1000);
+    let _ = write!(s, "{whole}");
+    if frac != 0 {
+        let f = format!("{frac:03}");
+        s.push('.');
+        s.push_str(f.trim_end_matches('0'));
+    }
+}
+
+/// Appends a CSV field, quoted when it holds a comma, quote or line break.
+fn push_field(s: &mut String, field: &str) {
+    if field.contains([',', '"', '\n', '\r']) {
+        s.push('"');
+        s.push_str(&field.replace('"', "\"\""));
+        s.push('"');
+    } else {
+        s.push_str(field);
+    }
 }
 
 /// `vc_summary.csv`: one row per VC partition.
@@ -117,21 +121,8 @@ pub fn timeline_csv(out: &RunOutput) -> Vec<u8> {
 pub fn skipped_csv(skipped: &[Skipped]) -> Vec<u8> {
     let mut s = String::from("job_id,line,gpus,reason\n");
     for k in skipped {
-        s.push_str(&format!(
-            "{},{},{},{}\n",
-            csv_field(&k.name),
-            k.line,
-            k.gpus,
-            k.reason.name()
-        ));
+        push_field(&mut s, &k.name);
+        let _ = writeln!(s, ",{},{},{}", k.line, k.gpus, k.reason.name());
     }
     s.into_bytes()
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }

@@ -26,11 +26,7 @@ pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn mean(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        0.0
-    } else {
-        v.iter().sum::<f64>() / v.len() as f64
-    }
+    if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
 }
 
 /// Rounds to 1e-3 (ms resolution for seconds) so summaries read cleanly.
@@ -121,21 +117,12 @@ struct Acc {
 
 impl Acc {
     fn new() -> Self {
-        Acc {
-            jct: Vec::new(),
-            queue: Vec::new(),
-            gpu_ms: 0.0,
-            jobs: 0,
-        }
+        Acc { jct: Vec::new(), queue: Vec::new(), gpu_ms: 0.0, jobs: 0 }
     }
 }
 
 /// The run summary and per-VC summaries of a finished run.
-pub fn summarize(
-    out: &RunOutput,
-    skipped: &[Skipped],
-    rows_total: usize,
-) -> (Summary, Vec<VcSummary>) {
+pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Summary, Vec<VcSummary>) {
     let parts = out.cluster.partitions();
     let mut all = Acc::new();
     let mut per_vc: Vec<Acc> = parts.iter().map(|_| Acc::new()).collect();
@@ -159,17 +146,9 @@ pub fn summarize(
             acc.gpu_ms += gpu_ms;
         }
     }
-    let makespan_ms = last_end.saturating_sub(if first_submit == u64::MAX {
-        0
-    } else {
-        first_submit
-    });
+    let makespan_ms = last_end.saturating_sub(if first_submit == u64::MAX { 0 } else { first_submit });
     let util = |gpu_ms: f64, gpus: u32| {
-        if makespan_ms == 0 || gpus == 0 {
-            0.0
-        } else {
-            r6(gpu_ms / (f64::from(gpus) * makespan_ms as f64))
-        }
+        if makespan_ms == 0 || gpus == 0 { 0.0 } else { r6(gpu_ms / (f64::from(gpus) * makespan_ms as f64)) }
     };
     for acc in std::iter::once(&mut all).chain(per_vc.iter_mut()) {
         acc.jct.sort_by(f64::total_cmp);

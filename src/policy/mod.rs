@@ -78,11 +78,6 @@ impl PolicyConfig {
     /// # Errors
     /// A [`ConfigError`] for an invalid combination (none today).
     pub fn build(&self, partitions: usize) -> Result<Box<dyn Policy>, ConfigError> {
-        Ok(Box::new(QueuePolicy::new(
-            self.order,
-            self.backfill,
-            self.placement.build(),
-            partitions,
-        )))
+        Ok(Box::new(QueuePolicy::new(self.order, self.backfill, self.placement.build(), partitions)))
     }
 }

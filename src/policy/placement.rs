@@ -135,10 +135,8 @@ mod tests {
     /// 4 nodes × 8 GPUs; node 0 has 3 free, node 1 has 6 free, nodes 2 and 3 are free.
     fn cluster() -> Cluster {
         let mut c = Cluster::new(ClusterSpec::uniform("t", 4, 8, "V100", 16384)).unwrap();
-        c.allocate(JobId(90), VcId(0), &(0..5).map(GpuId).collect::<Vec<_>>())
-            .unwrap();
-        c.allocate(JobId(91), VcId(0), &(8..10).map(GpuId).collect::<Vec<_>>())
-            .unwrap();
+        c.allocate(JobId(90), VcId(0), &(0..5).map(GpuId).collect::<Vec<_>>()).unwrap();
+        c.allocate(JobId(91), VcId(0), &(8..10).map(GpuId).collect::<Vec<_>>()).unwrap();
         c
     }
 
@@ -182,10 +180,7 @@ mod tests {
         out.clear();
         // 22 GPUs: 2 whole nodes, remainder 6 on node 1 (6 free).
         assert!(Consolidate.place(&c, VcId(0), 22, &mut out));
-        assert_eq!(
-            nodes(&c, &out),
-            vec![(NodeId(2), 8), (NodeId(3), 8), (NodeId(1), 6)]
-        );
+        assert_eq!(nodes(&c, &out), vec![(NodeId(2), 8), (NodeId(3), 8), (NodeId(1), 6)]);
         out.clear();
         // 24 GPUs: needs 3 whole nodes; only 2 exist, though 25 GPUs are free.
         assert!(!Consolidate.place(&c, VcId(0), 24, &mut out));
@@ -200,9 +195,6 @@ mod tests {
         assert_eq!(nodes(&c, &out), vec![(NodeId(0), 2)]);
         out.clear();
         assert!(FirstFit.place(&c, VcId(0), 10, &mut out));
-        assert_eq!(
-            nodes(&c, &out),
-            vec![(NodeId(0), 3), (NodeId(1), 6), (NodeId(2), 1)]
-        );
+        assert_eq!(nodes(&c, &out), vec![(NodeId(0), 3), (NodeId(1), 6), (NodeId(2), 1)]);
     }
 }

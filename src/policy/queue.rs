@@ -57,12 +57,7 @@ pub struct QueuePolicy {
 
 impl QueuePolicy {
     /// A policy for a cluster of `partitions` VC partitions.
-    pub fn new(
-        order: QueueOrder,
-        backfill: bool,
-        placement: Box<dyn Placement>,
-        partitions: usize,
-    ) -> Self {
+    pub fn new(order: QueueOrder, backfill: bool, placement: Box<dyn Placement>, partitions: usize) -> Self {
         QueuePolicy {
             order,
             backfill,
@@ -100,10 +95,7 @@ impl QueuePolicy {
         let &head = q.order.first()?;
         let head_gpus = view.jobs.spec(head.1).gpus;
         self.scratch.clear();
-        if self
-            .placement
-            .place(view.cluster, vc, head_gpus, &mut self.scratch)
-        {
+        if self.placement.place(view.cluster, vc, head_gpus, &mut self.scratch) {
             return Some((head, head_gpus));
         }
         if !self.backfill {
@@ -120,10 +112,7 @@ impl QueuePolicy {
         candidates.sort_unstable();
         for (key, size) in candidates {
             self.scratch.clear();
-            if self
-                .placement
-                .place(view.cluster, vc, size, &mut self.scratch)
-            {
+            if self.placement.place(view.cluster, vc, size, &mut self.scratch) {
                 return Some((key, size));
             }
         }
@@ -159,10 +148,7 @@ impl Policy for QueuePolicy {
         while let Some(&vc) = self.dirty.first() {
             if let Some((key, gpus)) = self.next_in(vc, view) {
                 self.remove(vc, key, gpus);
-                return Decision::Launch {
-                    job: key.1,
-                    gpus: std::mem::take(&mut self.scratch),
-                };
+                return Decision::Launch { job: key.1, gpus: std::mem::take(&mut self.scratch) };
             }
             self.dirty.remove(&vc);
         }

@@ -18,13 +18,7 @@ impl Header {
             .enumerate()
             .map(|(i, h)| {
                 let h = h.trim();
-                let h = if i == 0 {
-                    h.trim_start_matches('\u{feff}')
-                        .trim_start_matches('#')
-                        .trim()
-                } else {
-                    h
-                };
+                let h = if i == 0 { h.trim_start_matches('\u{feff}').trim_start_matches('#').trim() } else { h };
                 h.to_string()
             })
             .collect();
@@ -33,19 +27,14 @@ impl Header {
 
     /// The index of the first column named (case-insensitively) any of `names`.
     pub fn find(&self, names: &[&str]) -> Option<usize> {
-        self.names
-            .iter()
-            .position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)))
+        self.names.iter().position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)))
     }
 
     /// Like `find`, or a format error naming what is missing.
     pub fn require(&self, file: &Path, name: &str) -> Result<usize, TraceError> {
         self.find(&[name]).ok_or_else(|| TraceError::Format {
             file: file.to_path_buf(),
-            message: format!(
-                "no column `{name}` in the header ({})",
-                self.names.join(", ")
-            ),
+            message: format!("no column `{name}` in the header ({})", self.names.join(", ")),
         })
     }
 }
@@ -67,12 +56,7 @@ impl Row<'_> {
         TraceError::Field {
             file: self.file.to_path_buf(),
             line: self.line,
-            column: self
-                .header
-                .names
-                .get(col)
-                .cloned()
-                .unwrap_or_else(|| format!("#{col}")),
+            column: self.header.names.get(col).cloned().unwrap_or_else(|| format!("#{col}")),
             message,
         }
     }
@@ -90,13 +74,7 @@ impl Row<'_> {
     pub fn time_ms(&self, col: usize) -> Result<u64, TraceError> {
         let v = self.secs(col)?;
         crate::time::secs_to_ms(v).ok_or_else(|| {
-            self.err(
-                col,
-                format!(
-                    "`{}` is not a time in seconds at or after the origin",
-                    self.str(col)
-                ),
-            )
+            self.err(col, format!("`{}` is not a time in seconds at or after the origin", self.str(col)))
         })
     }
 
@@ -106,8 +84,7 @@ impl Row<'_> {
         if v <= 0.0 {
             return Ok(0);
         }
-        crate::time::secs_to_ms(v)
-            .ok_or_else(|| self.err(col, format!("duration `{}` is out of range", self.str(col))))
+        crate::time::secs_to_ms(v).ok_or_else(|| self.err(col, format!("duration `{}` is out of range", self.str(col))))
     }
 
     /// A whole, non-negative GPU count (`2` or `2.0`).
@@ -117,13 +94,8 @@ impl Row<'_> {
             return Ok(v);
         }
         match s.parse::<f64>() {
-            Ok(v) if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= f64::from(u32::MAX) => {
-                Ok(v as u32)
-            }
-            _ => Err(self.err(
-                col,
-                format!("`{s}` is not a whole, non-negative number of GPUs"),
-            )),
+            Ok(v) if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= f64::from(u32::MAX) => Ok(v as u32),
+            _ => Err(self.err(col, format!("`{s}` is not a whole, non-negative number of GPUs"))),
         }
     }
 
@@ -132,19 +104,12 @@ impl Row<'_> {
         let s = self.str(col);
         NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S")
             .map(|t| t.and_utc().timestamp())
-            .map_err(|_| {
-                self.err(
-                    col,
-                    format!("`{s}` is not a time of the form YYYY-MM-DD HH:MM:SS"),
-                )
-            })
+            .map_err(|_| self.err(col, format!("`{s}` is not a time of the form YYYY-MM-DD HH:MM:SS")))
     }
 
     /// An optional text field (empty → `None`).
     pub fn opt(&self, col: Option<usize>) -> Option<String> {
-        col.map(|c| self.str(c))
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
+        col.map(|c| self.str(c)).filter(|s| !s.is_empty()).map(str::to_string)
     }
 }
 
@@ -154,13 +119,8 @@ pub(crate) fn for_each_row(
     bytes: &[u8],
     mut f: impl FnMut(&Header, Row<'_>) -> Result<(), TraceError>,
 ) -> Result<Header, TraceError> {
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .from_reader(bytes);
-    let header = Header::new(
-        rdr.headers()
-            .map_err(|e| crate::cluster::csv_error(file, &e))?,
-    );
+    let mut rdr = csv::ReaderBuilder::new().has_headers(true).from_reader(bytes);
+    let header = Header::new(rdr.headers().map_err(|e| crate::cluster::csv_error(file, &e))?);
     if header.names.iter().all(String::is_empty) {
         return Err(TraceError::Format {
             file: file.to_path_buf(),
@@ -173,15 +133,7 @@ pub(crate) fn for_each_row(
             Ok(false) => break,
             Ok(true) => {
                 let line = rec.position().map_or(0, |p| p.line());
-                f(
-                    &header,
-                    Row {
-                        file,
-                        line,
-                        rec: &rec,
-                        header: &header,
-                    },
-                )?;
+                f(&header, Row { file, line, rec: &rec, header: &header })?;
             }
             Err(e) => return Err(crate::cluster::csv_error(file, &e)),
         }

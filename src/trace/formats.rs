@@ -7,7 +7,8 @@ use super::csvrows::{Header, for_each_row};
 use super::{TraceFormat, TraceRecord};
 use crate::error::TraceError;
 
-pub(crate) const EXPECTED_HEADERS: &str = "  philly-rfold:  #job id,arrival time (sec),topology,shape,size,duration (sec)
+pub(crate) const EXPECTED_HEADERS: &str =
+    "  philly-rfold:  #job id,arrival time (sec),topology,shape,size,duration (sec)
   philly-pollux: timestamp,duration,num_gpus,gpu_time,cluster
   helios:        job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue
   jobs-csv:      job_id,submit_time,duration,gpu_num[,vc][,user] (names mappable with --columns)";
@@ -21,10 +22,7 @@ pub struct ColumnMap {
 
 impl Default for ColumnMap {
     fn default() -> Self {
-        let map = Self::FIELDS
-            .iter()
-            .map(|f| (f.to_string(), f.to_string()))
-            .collect();
+        let map = Self::FIELDS.iter().map(|f| (f.to_string(), f.to_string())).collect();
         ColumnMap { map }
     }
 }
@@ -32,8 +30,7 @@ impl Default for ColumnMap {
 impl ColumnMap {
     /// The fields, required first: `job_id`, `submit_time` (s), `duration` (s),
     /// `gpu_num`, then optional `vc` and `user`.
-    pub const FIELDS: [&'static str; 6] =
-        ["job_id", "submit_time", "duration", "gpu_num", "vc", "user"];
+    pub const FIELDS: [&'static str; 6] = ["job_id", "submit_time", "duration", "gpu_num", "vc", "user"];
 
     /// The file column for a field.
     pub fn column<'a>(&'a self, field: &'a str) -> &'a str {
@@ -46,16 +43,12 @@ impl ColumnMap {
     /// A message naming the unknown field and the known ones.
     pub fn set(&mut self, field: &str, column: &str) -> Result<(), String> {
         if !Self::FIELDS.contains(&field) {
-            return Err(format!(
-                "unknown jobs-csv field `{field}`; the fields are {}",
-                Self::FIELDS.join(", ")
-            ));
+            return Err(format!("unknown jobs-csv field `{field}`; the fields are {}", Self::FIELDS.join(", ")));
         }
         if column.trim().is_empty() {
             return Err(format!("field `{field}` is mapped to an empty column name"));
         }
-        self.map
-            .insert(field.to_string(), column.trim().to_string());
+        self.map.insert(field.to_string(), column.trim().to_string());
         Ok(())
     }
 
@@ -65,9 +58,9 @@ impl ColumnMap {
     /// A message naming the malformed pair or unknown field.
     pub fn parse_pairs(&mut self, spec: &str) -> Result<(), String> {
         for pair in spec.split(',').filter(|p| !p.trim().is_empty()) {
-            let (f, c) = pair.split_once('=').ok_or_else(|| {
-                format!("`{pair}` is not of the form field=column (e.g. submit_time=arrival)")
-            })?;
+            let (f, c) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("`{pair}` is not of the form field=column (e.g. submit_time=arrival)"))?;
             self.set(f.trim(), c)?;
         }
         Ok(())
@@ -78,25 +71,14 @@ impl ColumnMap {
     /// # Errors
     /// A message naming the file and the bad key or value.
     pub fn load_toml(&mut self, path: &Path) -> Result<(), String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        let value: toml::Table =
-            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let cols = value
-            .get("columns")
-            .and_then(|v| v.as_table())
-            .ok_or_else(|| {
-                format!(
-                    "{}: no [columns] table (e.g. [columns] submit_time = \"arrival\")",
-                    path.display()
-                )
-            })?;
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let value: toml::Table = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let cols = value.get("columns").and_then(|v| v.as_table()).ok_or_else(|| {
+            format!("{}: no [columns] table (e.g. [columns] submit_time = \"arrival\")", path.display())
+        })?;
         for (k, v) in cols {
-            let c = v
-                .as_str()
-                .ok_or_else(|| format!("{}: columns.{k} must be a string", path.display()))?;
-            self.set(k, c)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let c = v.as_str().ok_or_else(|| format!("{}: columns.{k} must be a string", path.display()))?;
+            self.set(k, c).map_err(|e| format!("{}: {e}", path.display()))?;
         }
         Ok(())
     }
@@ -111,17 +93,9 @@ pub(crate) fn detect(header: &str, columns: &ColumnMap) -> Option<TraceFormat> {
         Some(TraceFormat::PhillyRfold)
     } else if has("timestamp") && has("num_gpus") && has("duration") {
         Some(TraceFormat::PhillyPollux)
-    } else if has("job_id")
-        && has("gpu_num")
-        && has("submit_time")
-        && has("state")
-        && has("node_num")
-    {
+    } else if has("job_id") && has("gpu_num") && has("submit_time") && has("state") && has("node_num") {
         Some(TraceFormat::Helios)
-    } else if ["job_id", "submit_time", "duration", "gpu_num"]
-        .iter()
-        .all(|f| has(columns.column(f)))
-    {
+    } else if ["job_id", "submit_time", "duration", "gpu_num"].iter().all(|f| has(columns.column(f))) {
         Some(TraceFormat::JobsCsv)
     } else {
         None
@@ -153,17 +127,8 @@ fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
     let mut cols: Option<Vec<usize>> = None;
     for_each_row(file, bytes, |header, row| {
         if cols.is_none() {
-            cols = Some(require_all(
-                header,
-                file,
-                &[
-                    "job id",
-                    "arrival time (sec)",
-                    "shape",
-                    "size",
-                    "duration (sec)",
-                ],
-            )?);
+            cols =
+                Some(require_all(header, file, &["job id", "arrival time (sec)", "shape", "size", "duration (sec)"])?);
         }
         let c = cols.as_ref().expect("set above");
         let gpus = row.count(c[3])?;
@@ -172,17 +137,9 @@ fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
             .split('+')
             .map(|p| p.trim().parse::<u32>())
             .collect::<Result<_, _>>()
-            .map_err(|_| {
-                row.err(
-                    c[2],
-                    format!("`{}` is not GPUs per server like `2+2+2+2`", row.str(c[2])),
-                )
-            })?;
+            .map_err(|_| row.err(c[2], format!("`{}` is not GPUs per server like `2+2+2+2`", row.str(c[2]))))?;
         if shape.iter().sum::<u32>() != gpus {
-            return Err(row.err(
-                c[2],
-                format!("shape `{}` does not add up to size {gpus}", row.str(c[2])),
-            ));
+            return Err(row.err(c[2], format!("shape `{}` does not add up to size {gpus}", row.str(c[2]))));
         }
         out.push(TraceRecord {
             job_id: row.str(c[0]).to_string(),
@@ -224,11 +181,7 @@ fn read_wallclock(
                     None,
                 ),
                 WallClock::Helios => (
-                    require_all(
-                        header,
-                        file,
-                        &["submit_time", "duration", "gpu_num", "job_id"],
-                    )?,
+                    require_all(header, file, &["submit_time", "duration", "gpu_num", "job_id"])?,
                     header.find(&["vc"]),
                     header.find(&["user"]),
                 ),
@@ -270,19 +223,13 @@ fn read_wallclock(
     Ok((records, origin_text))
 }
 
-fn read_jobs_csv(
-    file: &Path,
-    bytes: &[u8],
-    columns: &ColumnMap,
-) -> Result<Vec<TraceRecord>, TraceError> {
+fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<TraceRecord>, TraceError> {
     let mut out = Vec::new();
     let mut cols: Option<(Vec<usize>, Option<usize>, Option<usize>)> = None;
     for_each_row(file, bytes, |header, row| {
         if cols.is_none() {
-            let req: Vec<&str> = ["job_id", "submit_time", "duration", "gpu_num"]
-                .iter()
-                .map(|f| columns.column(f))
-                .collect();
+            let req: Vec<&str> =
+                ["job_id", "submit_time", "duration", "gpu_num"].iter().map(|f| columns.column(f)).collect();
             cols = Some((
                 require_all(header, file, &req)?,
                 header.find(&[columns.column("vc")]),

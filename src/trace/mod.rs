@@ -100,23 +100,13 @@ pub struct LoadedTrace {
 /// # Errors
 /// [`TraceError`] when the file cannot be read, its header matches no format
 /// (or not the one asked for), or a row is malformed (naming file, line and column).
-pub fn load_trace(
-    path: &Path,
-    format: TraceFormat,
-    columns: &ColumnMap,
-) -> Result<LoadedTrace, TraceError> {
-    let bytes = std::fs::read(path).map_err(|source| TraceError::Io {
-        file: path.to_path_buf(),
-        source,
-    })?;
-    let sha256 = hex(&Sha256::digest(&bytes));
+pub fn load_trace(path: &Path, format: TraceFormat, columns: &ColumnMap) -> Result<LoadedTrace, TraceError> {
+    let bytes = std::fs::read(path).map_err(|source| TraceError::Io { file: path.to_path_buf(), source })?;
     let header = first_line(&bytes);
     let detected = formats::detect(header, columns);
     let format = match (format, detected) {
         (TraceFormat::Auto, Some(f)) => f,
-        (TraceFormat::Philly, Some(f @ (TraceFormat::PhillyRfold | TraceFormat::PhillyPollux))) => {
-            f
-        }
+        (TraceFormat::Philly, Some(f @ (TraceFormat::PhillyRfold | TraceFormat::PhillyPollux))) => f,
         (TraceFormat::Auto | TraceFormat::Philly, _) => {
             return Err(TraceError::Format {
                 file: path.to_path_buf(),
@@ -129,21 +119,13 @@ pub fn load_trace(
         }
         (f, _) => f,
     };
+    let sha256 = hex(&Sha256::digest(&bytes));
     let (records, origin) = formats::read(path, &bytes, format, columns)?;
-    Ok(LoadedTrace {
-        path: path.to_path_buf(),
-        format,
-        sha256,
-        origin,
-        records,
-    })
+    Ok(LoadedTrace { path: path.to_path_buf(), format, sha256, origin, records })
 }
 
 fn first_line(bytes: &[u8]) -> &str {
-    let end = bytes
-        .iter()
-        .position(|&b| b == b'\n')
-        .unwrap_or(bytes.len());
+    let end = bytes.iter().position(|&b| b == b'\n').unwrap_or(bytes.len());
     let line = std::str::from_utf8(&bytes[..end]).unwrap_or("");
     line.trim_start_matches('\u{feff}')
 }

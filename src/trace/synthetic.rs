@@ -70,11 +70,7 @@ pub struct SyntheticSpec {
 
 impl Default for SyntheticSpec {
     fn default() -> Self {
-        SyntheticSpec {
-            jobs: 500,
-            jobs_per_hour: None,
-            load: 0.8,
-        }
+        SyntheticSpec { jobs: 500, jobs_per_hour: None, load: 0.8 }
     }
 }
 
@@ -85,11 +81,7 @@ pub fn mean_duration_s() -> f64 {
         .windows(2)
         .map(|w| {
             let ((p0, x0), (p1, x1)) = (w[0], w[1]);
-            let seg = if x1 > x0 {
-                (x1 - x0) / (x1 / x0).ln()
-            } else {
-                x0
-            };
+            let seg = if x1 > x0 { (x1 - x0) / (x1 / x0).ln() } else { x0 };
             (p1 - p0) * seg
         })
         .sum()
@@ -97,11 +89,7 @@ pub fn mean_duration_s() -> f64 {
 
 /// The GPU-count mix restricted to jobs of at most `max_gpus` GPUs.
 pub fn gpu_mix(max_gpus: u32) -> Vec<(u32, u64)> {
-    PHILLY_GPU_MIX
-        .iter()
-        .copied()
-        .filter(|&(g, _)| g <= max_gpus)
-        .collect()
+    PHILLY_GPU_MIX.iter().copied().filter(|&(g, _)| g <= max_gpus).collect()
 }
 
 /// The arrival rate (jobs per hour) that makes the offered load `load` on
@@ -109,11 +97,7 @@ pub fn gpu_mix(max_gpus: u32) -> Vec<(u32, u64)> {
 pub fn rate_for_load(load: f64, cluster_gpus: u32, max_gpus: u32) -> f64 {
     let mix = gpu_mix(max_gpus);
     let total: u64 = mix.iter().map(|m| m.1).sum();
-    let mean_gpus = mix
-        .iter()
-        .map(|&(g, n)| f64::from(g) * n as f64)
-        .sum::<f64>()
-        / total as f64;
+    let mean_gpus = mix.iter().map(|&(g, n)| f64::from(g) * n as f64).sum::<f64>() / total as f64;
     load * f64::from(cluster_gpus) * 3600.0 / (mean_gpus * mean_duration_s())
 }
 
@@ -136,12 +120,7 @@ fn draw_duration<R: Rng>(rng: &mut R) -> f64 {
 ///
 /// # Errors
 /// A message if the spec is unusable (no jobs fit, non-positive rate or load).
-pub fn generate(
-    spec: &SyntheticSpec,
-    cluster_gpus: u32,
-    max_gpus: u32,
-    seed: u64,
-) -> Result<Vec<TraceRecord>, String> {
+pub fn generate(spec: &SyntheticSpec, cluster_gpus: u32, max_gpus: u32, seed: u64) -> Result<Vec<TraceRecord>, String> {
     let mix = gpu_mix(max_gpus);
     if mix.is_empty() {
         return Err("no GPU count of the Philly mix fits this cluster".into());
@@ -197,20 +176,10 @@ pub fn philly_mix_from(records: &[TraceRecord]) -> MeasuredMix {
     for r in records {
         *counts.entry(r.gpus).or_insert(0u64) += 1;
     }
-    let mut d: Vec<f64> = records
-        .iter()
-        .filter(|r| r.duration_ms > 0)
-        .map(|r| r.duration_ms as f64 / 1000.0)
-        .collect();
+    let mut d: Vec<f64> = records.iter().filter(|r| r.duration_ms > 0).map(|r| r.duration_ms as f64 / 1000.0).collect();
     d.sort_by(f64::total_cmp);
-    let q = PHILLY_DURATION_QUANTILES
-        .iter()
-        .map(|&(p, _)| (p, crate::metrics::quantile_sorted(&d, p)))
-        .collect();
-    MeasuredMix {
-        gpu_counts: counts.into_iter().collect(),
-        duration_quantiles: q,
-    }
+    let q = PHILLY_DURATION_QUANTILES.iter().map(|&(p, _)| (p, crate::metrics::quantile_sorted(&d, p))).collect();
+    MeasuredMix { gpu_counts: counts.into_iter().collect(), duration_quantiles: q }
 }
 
 #[cfg(test)]
@@ -219,10 +188,7 @@ mod tests {
 
     #[test]
     fn generation_is_seeded_and_fits_the_cluster() {
-        let spec = SyntheticSpec {
-            jobs: 300,
-            ..Default::default()
-        };
+        let spec = SyntheticSpec { jobs: 300, ..Default::default() };
         let a = generate(&spec, 16, 16, 42).unwrap();
         let b = generate(&spec, 16, 16, 42).unwrap();
         let c = generate(&spec, 16, 16, 43).unwrap();

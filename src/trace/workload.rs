@@ -39,28 +39,18 @@ impl Workload {
 /// - rows with 0 GPUs (`zero_gpus`), a non-positive duration
 ///   (`nonpositive_duration`), more GPUs than the partition (`exceeds_cluster`),
 ///   or no placement even on the empty partition (`unplaceable`) are skipped.
-pub fn build_workload(
-    records: Vec<TraceRecord>,
-    cluster: &Cluster,
-    placement: PlacementKind,
-) -> Workload {
+pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: PlacementKind) -> Workload {
     let rows_total = records.len();
-    let mut order: Vec<usize> = (0..records.len()).collect();
-    order.sort_by_key(|&i| records[i].submit_ms); // stable: ties keep trace order
+    let mut records = records;
+    records.sort_by_key(|r| r.submit_ms); // stable: ties keep trace order
     let named_vcs = cluster.spec().vc_names != ["default"];
     let mut placer = placement.build();
     let mut placeable: BTreeMap<(VcId, u32), bool> = BTreeMap::new();
     let mut scratch = Vec::new();
     let mut specs = Vec::with_capacity(records.len());
     let mut skipped = Vec::new();
-    let mut records: Vec<Option<TraceRecord>> = records.into_iter().map(Some).collect();
-    for i in order {
-        let r = records[i].take().expect("each index once");
-        let vc = if named_vcs {
-            r.vc.as_deref().and_then(|v| cluster.vc_by_name(v))
-        } else {
-            Some(VcId(0))
-        };
+    for r in records {
+        let vc = if named_vcs { r.vc.as_deref().and_then(|v| cluster.vc_by_name(v)) } else { Some(VcId(0)) };
         let reason = if r.gpus == 0 {
             Some(SkipReason::ZeroGpus)
         } else if r.duration_ms == 0 {
@@ -79,12 +69,7 @@ pub fn build_workload(
             Some(SkipReason::UnknownVc)
         };
         match reason {
-            Some(reason) => skipped.push(Skipped {
-                name: r.job_id,
-                line: r.line,
-                gpus: r.gpus,
-                reason,
-            }),
+            Some(reason) => skipped.push(Skipped { name: r.job_id, line: r.line, gpus: r.gpus, reason }),
             None => specs.push(JobSpec {
                 id: JobId(specs.len() as u32),
                 name: r.job_id,
@@ -99,9 +84,5 @@ pub fn build_workload(
         }
     }
     skipped.sort_by_key(|s| s.line);
-    Workload {
-        jobs: JobTable::new(specs),
-        skipped,
-        rows_total,
-    }
+    Workload { jobs: JobTable::new(specs), skipped, rows_total }
 }

@@ -4,10 +4,7 @@ use std::path::Path;
 use std::process::Command;
 
 fn dlsched(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_dlsched"))
-        .args(args)
-        .output()
-        .unwrap()
+    Command::new(env!("CARGO_BIN_EXE_dlsched")).args(args).output().unwrap()
 }
 
 fn text(b: &[u8]) -> String {
@@ -20,9 +17,7 @@ fn default_run_prints_a_summary() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(
-        out.contains("cluster lab16 (16 GPUs)")
-            && out.contains("60 completed")
-            && out.contains("JCT mean"),
+        out.contains("cluster lab16 (16 GPUs)") && out.contains("60 completed") && out.contains("JCT mean"),
         "{out}"
     );
 }
@@ -32,39 +27,16 @@ fn same_seed_gives_byte_identical_outputs() {
     let d = tempfile::tempdir().unwrap();
     let run = |name: &str, seed: &str| {
         let dir = d.path().join(name);
-        let o = dlsched(&[
-            "simulate",
-            "--jobs",
-            "200",
-            "--seed",
-            seed,
-            "--backfill",
-            "--out",
-            dir.to_str().unwrap(),
-        ]);
+        let o = dlsched(&["simulate", "--jobs", "200", "--seed", seed, "--backfill", "--out", dir.to_str().unwrap()]);
         assert!(o.status.success(), "{}", text(&o.stderr));
         dir
     };
     let (a, b, c) = (run("a", "5"), run("b", "5"), run("c", "6"));
-    for f in [
-        "jobs.csv",
-        "summary.json",
-        "timeline.csv",
-        "vc_summary.csv",
-        "manifest.json",
-    ] {
-        assert_eq!(
-            std::fs::read(a.join(f)).unwrap(),
-            std::fs::read(b.join(f)).unwrap(),
-            "{f} differs between runs"
-        );
+    for f in ["jobs.csv", "summary.json", "timeline.csv", "vc_summary.csv", "manifest.json"] {
+        assert_eq!(std::fs::read(a.join(f)).unwrap(), std::fs::read(b.join(f)).unwrap(), "{f} differs between runs");
     }
-    assert_ne!(
-        std::fs::read(a.join("jobs.csv")).unwrap(),
-        std::fs::read(c.join("jobs.csv")).unwrap()
-    );
-    let summary: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(a.join("summary.json")).unwrap()).unwrap();
+    assert_ne!(std::fs::read(a.join("jobs.csv")).unwrap(), std::fs::read(c.join("jobs.csv")).unwrap());
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(a.join("summary.json")).unwrap()).unwrap();
     for k in [
         "jobs_total",
         "jobs_completed",
@@ -80,8 +52,7 @@ fn same_seed_gives_byte_identical_outputs() {
     ] {
         assert!(summary.get(k).is_some(), "summary.json lacks {k}");
     }
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(a.join("manifest.json")).unwrap()).unwrap();
+    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(a.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["seed"], 5);
 }
 
@@ -89,15 +60,7 @@ fn same_seed_gives_byte_identical_outputs() {
 fn summary_figures_agree_with_jobs_csv() {
     // Recompute mean JCT, makespan and utilisation from jobs.csv by hand.
     let d = tempfile::tempdir().unwrap();
-    let o = dlsched(&[
-        "simulate",
-        "--jobs",
-        "120",
-        "--seed",
-        "3",
-        "--out",
-        d.path().to_str().unwrap(),
-    ]);
+    let o = dlsched(&["simulate", "--jobs", "120", "--seed", "3", "--out", d.path().to_str().unwrap()]);
     assert!(o.status.success());
     let mut rdr = csv::Reader::from_path(d.path().join("jobs.csv")).unwrap();
     let (mut jct, mut n, mut first, mut last, mut gpu_s) = (0.0, 0.0, f64::MAX, 0.0f64, 0.0);
@@ -111,13 +74,10 @@ fn summary_figures_agree_with_jobs_csv() {
         last = last.max(end);
         gpu_s += gpus * (end - start);
     }
-    let s: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(d.path().join("summary.json")).unwrap()).unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join("summary.json")).unwrap()).unwrap();
     assert!((s["jct_mean_s"].as_f64().unwrap() - jct / n).abs() < 0.001);
     assert_eq!(s["makespan_s"].as_f64().unwrap(), last - first);
-    assert!(
-        (s["gpu_utilization"].as_f64().unwrap() - gpu_s / (16.0 * (last - first))).abs() < 1e-6
-    );
+    assert!((s["gpu_utilization"].as_f64().unwrap() - gpu_s / (16.0 * (last - first))).abs() < 1e-6);
 }
 
 fn assert_clean_error(o: &std::process::Output, needles: &[&str]) {
@@ -138,35 +98,16 @@ fn bad_input_gives_one_clear_error() {
         &["/no/such/trace.csv", "cannot read"],
     );
     let bad = d.path().join("bad.csv");
-    std::fs::write(
-        &bad,
-        "job_id,submit_time,duration,gpu_num\na,0,10,1\nb,1,ten,1\n",
-    )
-    .unwrap();
-    assert_clean_error(
-        &dlsched(&["simulate", "--trace", bad.to_str().unwrap()]),
-        &["bad.csv:3", "`duration`", "ten"],
-    );
+    std::fs::write(&bad, "job_id,submit_time,duration,gpu_num\na,0,10,1\nb,1,ten,1\n").unwrap();
+    assert_clean_error(&dlsched(&["simulate", "--trace", bad.to_str().unwrap()]), &["bad.csv:3", "`duration`", "ten"]);
     let empty = d.path().join("empty.csv");
     std::fs::write(&empty, "").unwrap();
-    assert_clean_error(
-        &dlsched(&["simulate", "--trace", empty.to_str().unwrap()]),
-        &["empty.csv"],
-    );
+    assert_clean_error(&dlsched(&["simulate", "--trace", empty.to_str().unwrap()]), &["empty.csv"]);
     let none = d.path().join("none.csv");
     std::fs::write(&none, "job_id,submit_time,duration,gpu_num\na,0,10,0\n").unwrap();
-    assert_clean_error(
-        &dlsched(&["simulate", "--trace", none.to_str().unwrap()]),
-        &["no job", "1 zero_gpus"],
-    );
-    assert_clean_error(
-        &dlsched(&["simulate", "--nodes", "0", "--gpus-per-node", "4"]),
-        &["--nodes"],
-    );
-    assert_clean_error(
-        &dlsched(&["simulate", "--jobs-per-hour=-3"]),
-        &["--jobs-per-hour"],
-    );
+    assert_clean_error(&dlsched(&["simulate", "--trace", none.to_str().unwrap()]), &["no job", "1 zero_gpus"]);
+    assert_clean_error(&dlsched(&["simulate", "--nodes", "0", "--gpus-per-node", "4"]), &["--nodes"]);
+    assert_clean_error(&dlsched(&["simulate", "--jobs-per-hour=-3"]), &["--jobs-per-hour"]);
     let o = dlsched(&["compare", "/no/run", "/no/ref.csv"]);
     assert_clean_error(&o, &["/no/run"]);
 }
@@ -175,15 +116,7 @@ fn bad_input_gives_one_clear_error() {
 fn help_explains_units() {
     let o = dlsched(&["simulate", "--help"]);
     let h = text(&o.stdout);
-    for needle in [
-        "--trace",
-        "--vcs",
-        "--backfill",
-        "jobs per hour",
-        "seconds",
-        "lab16",
-        "2,490",
-    ] {
+    for needle in ["--trace", "--vcs", "--backfill", "jobs per hour", "seconds", "lab16", "2,490"] {
         assert!(h.contains(needle), "--help lacks `{needle}`");
     }
 }

@@ -36,11 +36,7 @@ pub fn rec(id: &str, submit_s: u64, gpus: u32, duration_s: u64) -> TraceRecord {
 
 /// A policy config.
 pub fn policy(order: QueueOrder, backfill: bool, placement: PlacementKind) -> PolicyConfig {
-    PolicyConfig {
-        order,
-        backfill,
-        placement,
-    }
+    PolicyConfig { order, backfill, placement }
 }
 
 /// Runs records on a cluster under a policy at trace speed.
@@ -48,17 +44,9 @@ pub fn run(records: Vec<TraceRecord>, spec: ClusterSpec, p: PolicyConfig) -> Run
     let cluster = Cluster::new(spec).unwrap();
     let w = build_workload(records, &cluster, p.placement);
     let policy = p.build(cluster.partitions().len()).unwrap();
-    Simulation::new(
-        cluster,
-        w.jobs,
-        policy,
-        Box::new(TraceSpeed),
-        EngineConfig {
-            sample_interval_ms: 0,
-        },
-    )
-    .run()
-    .unwrap()
+    Simulation::new(cluster, w.jobs, policy, Box::new(TraceSpeed), EngineConfig { sample_interval_ms: 0 })
+        .run()
+        .unwrap()
 }
 
 /// (job id, start s, end s) of every job, in job order; panics on an unfinished job.
@@ -66,9 +54,7 @@ pub fn schedule(out: &RunOutput) -> Vec<(String, u64, u64)> {
     out.jobs
         .iter()
         .map(|(s, st)| match st {
-            JobState::Completed(d) => {
-                (s.name.clone(), d.start.as_ms() / 1000, d.end.as_ms() / 1000)
-            }
+            JobState::Completed(d) => (s.name.clone(), d.start.as_ms() / 1000, d.end.as_ms() / 1000),
             other => panic!("{} did not complete: {other:?}", s.name),
         })
         .collect()
@@ -76,7 +62,5 @@ pub fn schedule(out: &RunOutput) -> Vec<(String, u64, u64)> {
 
 /// Owned `(id, start, end)` triples from a literal table.
 pub fn expect(rows: &[(&str, u64, u64)]) -> Vec<(String, u64, u64)> {
-    rows.iter()
-        .map(|&(n, s, e)| (n.to_string(), s, e))
-        .collect()
+    rows.iter().map(|&(n, s, e)| (n.to_string(), s, e)).collect()
 }

@@ -18,9 +18,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use dlsched::experiment::{
-    ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir,
-};
+use dlsched::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir};
 use dlsched::metrics::compare::compare_files;
 use dlsched::policy::{PlacementKind, QueueOrder};
 use dlsched::trace::{ColumnMap, TraceFormat};
@@ -34,9 +32,7 @@ fn replay(trace: &Path, vcs: &Path, order: QueueOrder) -> RunReport {
             format: TraceFormat::JobsCsv,
             columns: ColumnMap::default(),
         },
-        cluster: ClusterChoice::VcFile {
-            path: vcs.to_path_buf(),
-        },
+        cluster: ClusterChoice::VcFile { path: vcs.to_path_buf() },
         policy: policy(order, false, PlacementKind::Consolidate),
         seed: 1,
         sample_interval_ms: 0,
@@ -55,10 +51,7 @@ fn near(a: f64, b: f64, tol: f64) -> bool {
 }
 
 fn vc_means(r: &RunReport) -> BTreeMap<String, (f64, f64)> {
-    r.vcs
-        .iter()
-        .map(|v| (v.vc.clone(), (v.jct_mean_s, v.queue_delay_mean_s)))
-        .collect()
+    r.vcs.iter().map(|v| (v.vc.clone(), (v.jct_mean_s, v.queue_delay_mean_s))).collect()
 }
 
 fn dir() -> Option<PathBuf> {
@@ -68,24 +61,14 @@ fn dir() -> Option<PathBuf> {
 #[test]
 fn sjf_matches_the_reference_job_for_job() {
     let Some(d) = dir() else { return };
-    let r = replay(
-        &d.join("philly_window_jobs.csv"),
-        &d.join("vc_sizes.csv"),
-        QueueOrder::Sjf,
-    );
+    let r = replay(&d.join("philly_window_jobs.csv"), &d.join("vc_sizes.csv"), QueueOrder::Sjf);
     let c = compare(&r, &d.join("helios_sjf_full_jobs.csv"));
     assert_eq!((c.exact, c.reference_jobs), (68_503, 68_503), "{c:?}");
     assert!(c.identical());
     // The reference README's figures (rounded as printed there).
     let s = &r.summary;
-    assert!(
-        near(s.jct_mean_s, 11_543.4, 0.05) && near(s.queue_delay_mean_s, 62.7, 0.05),
-        "{s:?}"
-    );
-    assert!(
-        near(s.jct_p99_s, 221_002.0, 0.5) && near(s.makespan_s, 6_469_551.0, 0.0),
-        "{s:?}"
-    );
+    assert!(near(s.jct_mean_s, 11_543.4, 0.05) && near(s.queue_delay_mean_s, 62.7, 0.05), "{s:?}");
+    assert!(near(s.jct_p99_s, 221_002.0, 0.5) && near(s.makespan_s, 6_469_551.0, 0.0), "{s:?}");
 }
 
 /// Rewrites the job list with jobs of one (VC, submit second) in the order the
@@ -102,13 +85,7 @@ fn with_reference_tie_order(d: &Path, out: &Path) {
     let mut rdr = csv::Reader::from_path(d.join("philly_window_jobs.csv")).unwrap();
     let header = rdr.headers().unwrap().clone();
     let mut rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
-    rows.sort_by_key(|r| {
-        (
-            r[3].parse::<u64>().unwrap(),
-            starts[&r[0]],
-            r[0].parse::<u64>().unwrap(),
-        )
-    });
+    rows.sort_by_key(|r| (r[3].parse::<u64>().unwrap(), starts[&r[0]], r[0].parse::<u64>().unwrap()));
     let mut w = csv::Writer::from_path(out).unwrap();
     w.write_record(&header).unwrap();
     for r in rows {
@@ -126,10 +103,7 @@ fn fifo_matches_the_reference_except_its_unstable_tie_order() {
     // Trace order for same-second submissions: all but the tie-affected jobs match.
     let plain = replay(&d.join("philly_window_jobs.csv"), &vcs, QueueOrder::Fifo);
     let c = compare(&plain, &reference);
-    assert_eq!(
-        (c.joined, c.missing_in_run, c.missing_in_reference),
-        (68_503, 0, 0)
-    );
+    assert_eq!((c.joined, c.missing_in_run, c.missing_in_reference), (68_503, 0, 0));
     assert!(c.exact >= 68_503 * 995 / 1000, "{c:?}");
 
     // The reference's tie order: every job identical.
@@ -142,14 +116,8 @@ fn fifo_matches_the_reference_except_its_unstable_tie_order() {
 
     // The reference README's figures.
     let s = &r.summary;
-    assert!(
-        near(s.jct_mean_s, 11_585.6, 0.05) && near(s.queue_delay_mean_s, 104.9, 0.05),
-        "{s:?}"
-    );
-    assert!(
-        near(s.jct_p99_s, 221_002.0, 0.5) && near(s.makespan_s, 6_469_551.0, 0.0),
-        "{s:?}"
-    );
+    assert!(near(s.jct_mean_s, 11_585.6, 0.05) && near(s.queue_delay_mean_s, 104.9, 0.05), "{s:?}");
+    assert!(near(s.jct_p99_s, 221_002.0, 0.5) && near(s.makespan_s, 6_469_551.0, 0.0), "{s:?}");
     let expected = [
         ("6214e9", 5_454.6, 5.8),
         ("7f04ca", 111_147.6, 0.0),
@@ -166,9 +134,6 @@ fn fifo_matches_the_reference_except_its_unstable_tie_order() {
     let got = vc_means(&r);
     for (vc, jct, q) in expected {
         let (gj, gq) = got[vc];
-        assert!(
-            near(gj, jct, 0.05) && near(gq, q, 0.05),
-            "{vc}: got {gj} / {gq}, README {jct} / {q}"
-        );
+        assert!(near(gj, jct, 0.05) && near(gq, q, 0.05), "{vc}: got {gj} / {gq}, README {jct} / {q}");
     }
 }

@@ -18,9 +18,7 @@ fn lab16() -> Cluster {
 }
 
 fn err(path: &Path, format: TraceFormat) -> String {
-    load_trace(path, format, &ColumnMap::default())
-        .unwrap_err()
-        .to_string()
+    load_trace(path, format, &ColumnMap::default()).unwrap_err().to_string()
 }
 
 #[test]
@@ -30,9 +28,7 @@ fn philly_rfold() {
     let good = write(
         d.path(),
         "r.csv",
-        &format!(
-            "{head}0,0.0,CLOS,1,1,30.0\n1,5.5,CLOS,2+2,4,60.0\n2,5.5,CLOS,1,1,0.0\n3,7.0,CLOS,8+8+8,24,10.0\n"
-        ),
+        &format!("{head}0,0.0,CLOS,1,1,30.0\n1,5.5,CLOS,2+2,4,60.0\n2,5.5,CLOS,1,1,0.0\n3,7.0,CLOS,8+8+8,24,10.0\n"),
     );
     let t = load_trace(&good, TraceFormat::Auto, &ColumnMap::default()).unwrap();
     assert_eq!(t.format, TraceFormat::PhillyRfold);
@@ -42,45 +38,18 @@ fn philly_rfold() {
     assert_eq!(t.records[1].line, 3);
     let w = build_workload(t.records, &lab16(), PlacementKind::Consolidate);
     assert_eq!(w.jobs.len(), 2);
-    let reasons: Vec<_> = w
-        .skipped
-        .iter()
-        .map(|s| (s.name.as_str(), s.reason))
-        .collect();
-    assert_eq!(
-        reasons,
-        vec![
-            ("2", SkipReason::NonpositiveDuration),
-            ("3", SkipReason::ExceedsCluster)
-        ]
-    );
+    let reasons: Vec<_> = w.skipped.iter().map(|s| (s.name.as_str(), s.reason)).collect();
+    assert_eq!(reasons, vec![("2", SkipReason::NonpositiveDuration), ("3", SkipReason::ExceedsCluster)]);
 
-    let bad = write(
-        d.path(),
-        "bad.csv",
-        &format!("{head}0,0.0,CLOS,1,1,30.0\n1,soon,CLOS,1,1,60.0\n"),
-    );
+    let bad = write(d.path(), "bad.csv", &format!("{head}0,0.0,CLOS,1,1,30.0\n1,soon,CLOS,1,1,60.0\n"));
     let e = err(&bad, TraceFormat::Auto);
-    assert!(
-        e.contains("bad.csv:3") && e.contains("arrival time (sec)") && e.contains("soon"),
-        "{e}"
-    );
-    let bad_shape = write(
-        d.path(),
-        "shape.csv",
-        &format!("{head}0,0.0,CLOS,2+1,4,30.0\n"),
-    );
+    assert!(e.contains("bad.csv:3") && e.contains("arrival time (sec)") && e.contains("soon"), "{e}");
+    let bad_shape = write(d.path(), "shape.csv", &format!("{head}0,0.0,CLOS,2+1,4,30.0\n"));
     let e = err(&bad_shape, TraceFormat::Auto);
-    assert!(
-        e.contains("shape.csv:2") && e.contains("`shape`") && e.contains("does not add up"),
-        "{e}"
-    );
+    assert!(e.contains("shape.csv:2") && e.contains("`shape`") && e.contains("does not add up"), "{e}");
     let short = write(d.path(), "short.csv", &format!("{head}0,0.0,CLOS,1\n"));
     let e = err(&short, TraceFormat::Auto);
-    assert!(
-        e.contains("short.csv:2") && e.contains("4 fields") && e.contains("6"),
-        "{e}"
-    );
+    assert!(e.contains("short.csv:2") && e.contains("4 fields") && e.contains("6"), "{e}");
 }
 
 #[test]
@@ -112,13 +81,11 @@ fn philly_pollux() {
         "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,a\n2017-13-09 07:01:55,66.0,1,66.0,a\n",
     );
     let e = err(&bad, TraceFormat::PhillyPollux);
-    assert!(
-        e.contains("bad.csv:3") && e.contains("`timestamp`") && e.contains("YYYY-MM-DD"),
-        "{e}"
-    );
+    assert!(e.contains("bad.csv:3") && e.contains("`timestamp`") && e.contains("YYYY-MM-DD"), "{e}");
 }
 
-const HELIOS_HEAD: &str = "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\n";
+const HELIOS_HEAD: &str =
+    "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\n";
 
 #[test]
 fn helios_cluster_log() {
@@ -137,19 +104,12 @@ fn helios_cluster_log() {
     assert_eq!(t.records[0].submit_ms, 10_000);
     assert_eq!(t.records[0].user.as_deref(), Some("u1"));
     // Partitions a (1 node × 8) and b: vcC is not one of them.
-    let vcs = write(
-        d.path(),
-        "vcs.csv",
-        "vc,nodes,gpus_per_node\nvcA,1,8\nvcB,1,8\n",
-    );
+    let vcs = write(d.path(), "vcs.csv", "vc,nodes,gpus_per_node\nvcA,1,8\nvcB,1,8\n");
     let cluster = Cluster::new(load_vc_file(&vcs, "V100", 16384).unwrap()).unwrap();
     let w = build_workload(t.records, &cluster, PlacementKind::Consolidate);
     assert_eq!(w.jobs.len(), 2);
     let m = w.skipped_by_reason();
-    assert_eq!(
-        (m.get("zero_gpus"), m.get("nonpositive_duration")),
-        (Some(&1), Some(&1))
-    );
+    assert_eq!((m.get("zero_gpus"), m.get("nonpositive_duration")), (Some(&1), Some(&1)));
     // j4 is skipped for its duration before its VC is looked at.
     assert_eq!(m.get("unknown_vc"), None);
 
@@ -159,16 +119,10 @@ fn helios_cluster_log() {
         &format!("{HELIOS_HEAD}j1,u1,vcA,one,6,1,COMPLETED,2020-04-01 00:00:10,,,60,0\n"),
     );
     let e = err(&bad, TraceFormat::Helios);
-    assert!(
-        e.contains("bad_log.csv:2") && e.contains("`gpu_num`") && e.contains("one"),
-        "{e}"
-    );
+    assert!(e.contains("bad_log.csv:2") && e.contains("`gpu_num`") && e.contains("one"), "{e}");
 
-    let unknown = write(
-        d.path(),
-        "u.csv",
-        &format!("{HELIOS_HEAD}j9,u,vcZ,1,1,1,COMPLETED,2020-04-01 00:00:10,,,60,0\n"),
-    );
+    let unknown =
+        write(d.path(), "u.csv", &format!("{HELIOS_HEAD}j9,u,vcZ,1,1,1,COMPLETED,2020-04-01 00:00:10,,,60,0\n"));
     let t = load_trace(&unknown, TraceFormat::Helios, &ColumnMap::default()).unwrap();
     let w = build_workload(t.records, &cluster, PlacementKind::Consolidate);
     assert_eq!(w.skipped_by_reason().get("unknown_vc"), Some(&1));
@@ -177,14 +131,9 @@ fn helios_cluster_log() {
 #[test]
 fn jobs_csv_with_mapped_columns() {
     let d = tempfile::tempdir().unwrap();
-    let p = write(
-        d.path(),
-        "mine.csv",
-        "id,arrival,runtime,gpus,pool\na,0,10,1,x\nb,2,0,1,x\nc,3,5,9,x\n",
-    );
+    let p = write(d.path(), "mine.csv", "id,arrival,runtime,gpus,pool\na,0,10,1,x\nb,2,0,1,x\nc,3,5,9,x\n");
     let mut cols = ColumnMap::default();
-    cols.parse_pairs("job_id=id,submit_time=arrival,duration=runtime,gpu_num=gpus,vc=pool")
-        .unwrap();
+    cols.parse_pairs("job_id=id,submit_time=arrival,duration=runtime,gpu_num=gpus,vc=pool").unwrap();
     let t = load_trace(&p, TraceFormat::Auto, &cols).unwrap();
     assert_eq!(t.format, TraceFormat::JobsCsv);
     assert_eq!(t.records[0].vc.as_deref(), Some("x"));
@@ -192,10 +141,7 @@ fn jobs_csv_with_mapped_columns() {
     let w = build_workload(t.records, &small, PlacementKind::Consolidate);
     assert_eq!(w.jobs.len(), 1);
     let m = w.skipped_by_reason();
-    assert_eq!(
-        (m.get("nonpositive_duration"), m.get("exceeds_cluster")),
-        (Some(&1), Some(&1))
-    );
+    assert_eq!((m.get("nonpositive_duration"), m.get("exceeds_cluster")), (Some(&1), Some(&1)));
 
     // The same mapping from TOML.
     let toml = write(
@@ -206,32 +152,17 @@ fn jobs_csv_with_mapped_columns() {
     let mut from_toml = ColumnMap::default();
     from_toml.load_toml(&toml).unwrap();
     assert_eq!(from_toml.column("submit_time"), "arrival");
-    assert!(
-        ColumnMap::default()
-            .parse_pairs("arrival_time=x")
-            .unwrap_err()
-            .contains("unknown jobs-csv field")
-    );
+    assert!(ColumnMap::default().parse_pairs("arrival_time=x").unwrap_err().contains("unknown jobs-csv field"));
 
     // Without the mapping the header matches no format.
     let e = err(&p, TraceFormat::Auto);
-    assert!(
-        e.contains("cannot tell the trace format") && e.contains("jobs-csv"),
-        "{e}"
-    );
+    assert!(e.contains("cannot tell the trace format") && e.contains("jobs-csv"), "{e}");
     // Forced format, missing column: named.
     let e = err(&p, TraceFormat::JobsCsv);
     assert!(e.contains("no column `job_id`"), "{e}");
-    let neg = write(
-        d.path(),
-        "neg.csv",
-        "job_id,submit_time,duration,gpu_num\na,-5,10,1\n",
-    );
+    let neg = write(d.path(), "neg.csv", "job_id,submit_time,duration,gpu_num\na,-5,10,1\n");
     let e = err(&neg, TraceFormat::JobsCsv);
-    assert!(
-        e.contains("neg.csv:2") && e.contains("`submit_time`"),
-        "{e}"
-    );
+    assert!(e.contains("neg.csv:2") && e.contains("`submit_time`"), "{e}");
 }
 
 #[test]
@@ -239,17 +170,9 @@ fn jobs_larger_than_any_node_spread_over_whole_nodes() {
     // A 3-GPU job on four 1-GPU nodes is larger than any node, so consolidate
     // takes three whole nodes; it is admitted, not skipped.
     let d = tempfile::tempdir().unwrap();
-    let p = write(
-        d.path(),
-        "j.csv",
-        "job_id,submit_time,duration,gpu_num\na,0,10,3\n",
-    );
+    let p = write(d.path(), "j.csv", "job_id,submit_time,duration,gpu_num\na,0,10,3\n");
     let t = load_trace(&p, TraceFormat::JobsCsv, &ColumnMap::default()).unwrap();
     let c = Cluster::new(ClusterSpec::uniform("4x1", 4, 1, "K80", 12288)).unwrap();
     let w = build_workload(t.records, &c, PlacementKind::Consolidate);
-    assert_eq!(
-        w.jobs.len(),
-        1,
-        "a job larger than every node spreads over whole nodes"
-    );
+    assert_eq!(w.jobs.len(), 1, "a job larger than every node spreads over whole nodes");
 }

@@ -14,11 +14,7 @@ fn clusters() -> Vec<ClusterSpec> {
     for n in &mut two_vcs.nodes[4..] {
         n.vc = dlsched::ids::VcId(1);
     }
-    vec![
-        ClusterPreset::Lab16.spec(),
-        ClusterSpec::uniform("3x8", 3, 8, "V100", 16384),
-        two_vcs,
-    ]
+    vec![ClusterPreset::Lab16.spec(), ClusterSpec::uniform("3x8", 3, 8, "V100", 16384), two_vcs]
 }
 
 #[test]
@@ -30,17 +26,8 @@ fn invariants_hold_after_every_instant() {
                 for backfill in [false, true] {
                     for placement in [PlacementKind::Consolidate, PlacementKind::FirstFit] {
                         let cluster = Cluster::new(spec.clone()).unwrap();
-                        let max = cluster
-                            .partitions()
-                            .iter()
-                            .map(|p| p.gpus_total)
-                            .max()
-                            .unwrap();
-                        let syn = SyntheticSpec {
-                            jobs: 150,
-                            jobs_per_hour: None,
-                            load: 1.5,
-                        };
+                        let max = cluster.partitions().iter().map(|p| p.gpus_total).max().unwrap();
+                        let syn = SyntheticSpec { jobs: 150, jobs_per_hour: None, load: 1.5 };
                         let mut recs = generate(&syn, cluster.total_gpus(), max, seed).unwrap();
                         // Spread jobs over the VCs by id so both partitions are used.
                         for (i, r) in recs.iter_mut().enumerate() {
@@ -48,25 +35,10 @@ fn invariants_hold_after_every_instant() {
                         }
                         let w = build_workload(recs, &cluster, placement);
                         let admitted = w.jobs.len();
-                        assert_eq!(
-                            admitted + w.skipped.len(),
-                            150,
-                            "every row is admitted or skipped"
-                        );
-                        let p = PolicyConfig {
-                            order,
-                            backfill,
-                            placement,
-                        }
-                        .build(cluster.partitions().len())
-                        .unwrap();
-                        let mut sim = Simulation::new(
-                            cluster,
-                            w.jobs,
-                            p,
-                            Box::new(TraceSpeed),
-                            EngineConfig::default(),
-                        );
+                        assert_eq!(admitted + w.skipped.len(), 150, "every row is admitted or skipped");
+                        let p = PolicyConfig { order, backfill, placement }.build(cluster.partitions().len()).unwrap();
+                        let mut sim =
+                            Simulation::new(cluster, w.jobs, p, Box::new(TraceSpeed), EngineConfig::default());
                         while sim.step().unwrap().is_some() {
                             if let Err(e) = sim.check_invariants() {
                                 panic!(
@@ -78,9 +50,7 @@ fn invariants_hold_after_every_instant() {
                         }
                         let out = sim.finish();
                         assert!(
-                            out.jobs
-                                .iter()
-                                .all(|(_, s)| matches!(s, JobState::Completed(_))),
+                            out.jobs.iter().all(|(_, s)| matches!(s, JobState::Completed(_))),
                             "every admitted job completes"
                         );
                         runs += 1;

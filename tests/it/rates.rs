@@ -20,10 +20,7 @@ impl RateModel for NodeContention {
     }
     fn rate(&self, _job: &JobSpec, gpus: &[GpuId], cluster: &Cluster) -> f64 {
         let node = cluster.node_of(gpus[0]);
-        let mut jobs: Vec<_> = cluster
-            .node_gpus(node)
-            .filter_map(|g| cluster.owner(g))
-            .collect();
+        let mut jobs: Vec<_> = cluster.node_gpus(node).filter_map(|g| cluster.owner(g)).collect();
         jobs.sort();
         jobs.dedup();
         1.0 / jobs.len().max(1) as f64
@@ -44,19 +41,13 @@ fn rate_change_settles_work_and_skips_stale_completions() {
     let spec = ClusterSpec::uniform("1x2", 1, 2, "K80", 12 * 1024);
     let cluster = Cluster::new(spec).unwrap();
     let p = policy(QueueOrder::Fifo, false, PlacementKind::Consolidate);
-    let w = build_workload(
-        vec![rec("J0", 0, 1, 10), rec("J1", 4, 1, 4)],
-        &cluster,
-        p.placement,
-    );
+    let w = build_workload(vec![rec("J0", 0, 1, 10), rec("J1", 4, 1, 4)], &cluster, p.placement);
     let sim = Simulation::new(
         cluster,
         w.jobs,
         p.build(1).unwrap(),
         Box::new(NodeContention),
-        EngineConfig {
-            sample_interval_ms: 0,
-        },
+        EngineConfig { sample_interval_ms: 0 },
     );
     let out = sim.run().unwrap();
     assert_eq!(schedule(&out), expect(&[("J0", 0, 14), ("J1", 4, 12)]));
