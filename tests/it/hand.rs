@@ -62,33 +62,78 @@ fn sjf_strict_blocks_behind_a_short_wide_job() {
 }
 
 #[test]
-fn consolidate_waits_for_one_node_while_first_fit_spreads() {
-    // Two nodes of 4 GPUs. A (0, 3, 10) and B (0, 3, 10) take 3 GPUs on each
-    // node (best fit puts B on the other node: node 0 has 1 free). C (1, 2, 4):
-    // 2 GPUs are free, one per node. Consolidate keeps C on one node: it waits
-    // until A ends at 10, runs [10,14]. First-fit also needs one node for a job
-    // that fits one: the same. With 5 GPUs (more than a node) first-fit would spread.
-    let spec = ClusterSpec::uniform("2x4", 2, 4, "K80", 12 * 1024);
-    let jobs = vec![rec("A", 0, 3, 10), rec("B", 0, 3, 10), rec("C", 1, 2, 4)];
-    let out = run(jobs, spec.clone(), policy(QueueOrder::Fifo, false, PlacementKind::Consolidate));
-    assert_eq!(schedule(&out), expect(&[("A", 0, 10), ("B", 0, 10), ("C", 10, 14)]));
-    // D (1, 5, 2) needs 5 GPUs > 4 per node. Consolidate: one whole free node
-    // plus the remainder on another, so only after A and B end. First-fit
-    // spreads over whatever is free, but only 2 GPUs are free before t10.
-    let jobs = vec![rec("A", 0, 3, 10), rec("E", 0, 1, 3), rec("D", 1, 5, 2)];
-    // A on node 0 (3 GPUs, best fit among equals: node 0); E best-fits node 0's last GPU.
-    // Consolidate for D: needs a whole free node (node 1) plus 1 more: none until E ends at 3
-    // frees node 0's GPU -> D [3,5] on node 1 (4) + node 0 (1).
-    let out = run(jobs.clone(), spec.clone(), policy(QueueOrder::Fifo, false, PlacementKind::Consolidate));
-    assert_eq!(schedule(&out), expect(&[("A", 0, 10), ("E", 0, 3), ("D", 3, 5)]));
-    assert_eq!(
+fn consolidate_waits_for_a_whole_node_while_first_fit_spreads() {
+    // Three nodes of 4 GPUs. A (0 s, 3 GPUs, 10 s) goes on node 0 under both
+    // rules (best fit among equals / first node with room); B (0, 3, 10) on
+    // node 1 (consolidate: best fit needs 3 free, node 1 is the first of the
+    // two fullest candidates; first-fit: node 0 has only 1 free). That leaves
+    // 1 + 1 + 4 = 6 free GPUs. D (1, 6, 4) is larger than a node:
+    // - consolidate takes whole node 2 (4), then needs the remaining 2 on the
+    //   next freest node, which has 1: it waits until A and B end at 10: [10,14], 2 nodes;
+    // - first-fit spreads over free GPUs in node order (1 + 1 + 4): [1,5], 3 nodes.
+    let spec = ClusterSpec::uniform("3x4", 3, 4, "K80", 12 * 1024);
+    let jobs = || vec![rec("A", 0, 3, 10), rec("B", 0, 3, 10), rec("D", 1, 6, 4)];
+    let nodes_of_d = |out: &dlsched::engine::RunOutput| {
         out.jobs
             .iter()
-            .filter_map(|(s, st)| match st {
+            .find_map(|(s, st)| match st {
                 dlsched::job::JobState::Completed(d) if s.name == "D" => Some(d.nodes_spanned),
                 _ => None,
             })
-            .next(),
-        Some(2)
+            .unwrap()
+    };
+    let c = run(jobs(), spec.clone(), policy(QueueOrder::Fifo, false, PlacementKind::Consolidate));
+    assert_eq!(schedule(&c), expect(&[("A", 0, 10), ("B", 0, 10), ("D", 10, 14)]));
+    assert_eq!(nodes_of_d(&c), 2);
+    let f = run(jobs(), spec, policy(QueueOrder::Fifo, false, PlacementKind::FirstFit));
+    assert_eq!(schedule(&f), expect(&[("A", 0, 10), ("B", 0, 10), ("D", 1, 5)]));
+    assert_eq!(nodes_of_d(&f), 3);
+}
+
+#[test]
+fn example_trace_with_two_vcs() {
+    // traces/example_jobs.csv on traces/example_vcs.csv (research: 2 × 4 GPUs,
+    // production: 4 × 8 GPUs), strict FIFO, consolidate. By hand:
+    // research: a1 (1) at 0 on node 0 [0,600]; a2 (4) at 30 best-fits node 1
+    //   [30,1830]; a3 (8) needs 2 whole nodes: node 0 is whole at 600, node 1
+    //   at 1830 -> [1830,5430]; a4, a5 wait behind it (strict): [5430,5730], [5430,5490].
+    // production: p1, p2 (8) on nodes 0, 1 [0,7200], [10,7210]; p3 (16) on
+    //   whole nodes 2, 3 [20,3620]; p4 (1) and p5 (2) find no free GPU until
+    //   3620: [3620,3740], [3620,4520].
+    use dlsched::experiment::{ClusterChoice, RunSpec, WorkloadSource, run_one};
+    use dlsched::trace::{ColumnMap, TraceFormat};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let spec = RunSpec {
+        workload: WorkloadSource::Trace {
+            path: root.join("traces/example_jobs.csv"),
+            format: TraceFormat::Auto,
+            columns: ColumnMap::default(),
+        },
+        cluster: ClusterChoice::VcFile { path: root.join("traces/example_vcs.csv") },
+        policy: policy(QueueOrder::Fifo, false, PlacementKind::Consolidate),
+        seed: 1,
+        sample_interval_ms: 0,
+    };
+    let r = run_one(&spec, |_| {}).unwrap();
+    let mut got = schedule(&r.output);
+    got.sort();
+    assert_eq!(
+        got,
+        expect(&[
+            ("a1", 0, 600),
+            ("a2", 30, 1830),
+            ("a3", 1830, 5430),
+            ("a4", 5430, 5730),
+            ("a5", 5430, 5490),
+            ("p1", 0, 7200),
+            ("p2", 10, 7210),
+            ("p3", 20, 3620),
+            ("p4", 3620, 3740),
+            ("p5", 3620, 4520),
+        ])
     );
+    // Per-VC mean queueing delay: research (0+0+1770+5340+5310)/5 = 2484;
+    // production (0+0+0+3580+3570)/5 = 1430.
+    let q: Vec<_> = r.vcs.iter().map(|v| (v.vc.as_str(), v.queue_delay_mean_s)).collect();
+    assert_eq!(q, vec![("research", 2484.0), ("production", 1430.0)]);
 }
