@@ -12,9 +12,11 @@ use dlsched::metrics::compare::compare_files;
 pub struct CompareArgs {
     /// A run directory (with jobs.csv) or a jobs.csv file.
     run: PathBuf,
-    /// Reference CSV with a job id column (job_id), start and end columns
-    /// (start_s/start_time/start, end_s/end_time/end, seconds) and optionally a
-    /// submit column (submit_s/submit_time/submit).
+    /// Reference CSV, times in seconds, columns found by name: job id
+    /// (job_id, jobid, id, job), start (start_s, start_time, start), end
+    /// (end_s, end_time, end, finish_time) and optionally submit (submit_s,
+    /// submit_time, submit, submission_time). An empty start or end means the
+    /// job did not start or end.
     reference: PathBuf,
     /// Also write the report as JSON to this file.
     #[arg(long, value_name = "PATH")]
@@ -30,7 +32,12 @@ pub fn run(a: &CompareArgs) -> Result<ExitCode> {
     println!("run        {}", jobs.display());
     println!("reference  {}", a.reference.display());
     println!();
-    println!("  jobs matching exactly  {} of {} ({:.2} %)", r.exact, r.reference_jobs, pct(r.exact));
+    println!(
+        "  jobs matching exactly  {} of {} ({:.2} %; start and end equal to the ms)",
+        r.exact,
+        r.reference_jobs,
+        pct(r.exact)
+    );
     println!(
         "  joined                 {} (missing in run {}, not in reference {})",
         r.joined, r.missing_in_run, r.missing_in_reference
@@ -40,6 +47,7 @@ pub fn run(a: &CompareArgs) -> Result<ExitCode> {
         "  start diff run-ref s   min {} p5 {} p50 {} p95 {} max {} (mean |diff| {:.3})",
         d.min_s, d.p5_s, d.p50_s, d.p95_s, d.max_s, d.mean_abs_s
     );
+    println!("  means over             {} jobs finished in both", r.finished_in_both);
     println!(
         "  mean JCT s             run {:.1} ref {:.1} ({:+.4} %)",
         r.jct_mean_run_s,
@@ -55,11 +63,11 @@ pub fn run(a: &CompareArgs) -> Result<ExitCode> {
     if !r.first_differences.is_empty() {
         println!("  first differing jobs   {}", r.first_differences.join(", "));
     }
+    println!("\n{}", if r.identical() { "IDENTICAL" } else { "DIFFERENT" });
     if let Some(p) = &a.json {
         let mut s = serde_json::to_string_pretty(&r)?;
         s.push('\n');
         std::fs::write(p, s).with_context(|| format!("writing {}", p.display()))?;
     }
-    println!("\n{}", if r.identical() { "IDENTICAL" } else { "DIFFERENT" });
     Ok(if r.identical() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -8,12 +8,12 @@ use crate::ids::{GpuId, JobId};
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     /// The file could not be opened or read.
-    #[error("{}: cannot read: {source}", file.display())]
+    #[error("{}: cannot read: {err}", file.display())]
     Io {
         /// The file.
         file: PathBuf,
         /// The underlying error.
-        source: std::io::Error,
+        err: std::io::Error,
     },
     /// One field of one row is malformed.
     #[error("{}:{line}: column `{column}`: {message}", file.display())]

@@ -70,6 +70,15 @@ impl ClusterChoice {
         let spec = match self {
             ClusterChoice::Preset { preset } => preset.spec(),
             ClusterChoice::Uniform { nodes, gpus_per_node } => {
+                let gpus = u64::from(*nodes) * u64::from(*gpus_per_node);
+                if *nodes as usize > crate::cluster::MAX_NODES || gpus > crate::cluster::MAX_GPUS {
+                    return Err(ConfigError(format!(
+                        "{nodes} nodes × {gpus_per_node} GPUs is too large: at most {} nodes and {} GPUs",
+                        crate::cluster::MAX_NODES,
+                        crate::cluster::MAX_GPUS
+                    ))
+                    .into());
+                }
                 ClusterSpec::uniform(&format!("{nodes}x{gpus_per_node}"), *nodes, *gpus_per_node, "generic", 16 * 1024)
             }
             ClusterChoice::VcFile { path } => load_vc_file(path, "generic", 16 * 1024)?,
@@ -175,6 +184,10 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
     let (summary, vcs) = metrics::summarize(&output, &workload.skipped, workload.rows_total);
     Ok(RunReport { spec: spec.clone(), input, output, skipped: workload.skipped, summary, vcs })
 }
+
+/// The files a run directory may hold.
+pub const OUTPUT_FILES: [&str; 6] =
+    ["manifest.json", "jobs.csv", "summary.json", "vc_summary.csv", "timeline.csv", "skipped.csv"];
 
 /// Writes a run directory: `manifest.json`, `jobs.csv`, `summary.json`,
 /// `vc_summary.csv`, `timeline.csv`, and `skipped.csv` when rows were skipped.

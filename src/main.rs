@@ -1,6 +1,6 @@
 //! The `dlsched` command line: thin layer over the library.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
@@ -19,6 +19,9 @@ mod compare;
 /// Replays a job trace (Philly, Helios, your own CSV) or a seeded synthetic
 /// workload against a scheduling policy, and reports job completion time (JCT),
 /// queueing delay, makespan and GPU utilisation.
+///
+/// Exit status: 0 on success, 1 when `compare` finds a difference, 2 on an
+/// error (bad input or options).
 #[derive(Parser)]
 #[command(version, about, long_about)]
 struct Cli {
@@ -35,13 +38,16 @@ enum Command {
     Simulate(Box<SimulateArgs>),
     /// Compare a run's jobs.csv with a per-job reference (job_id, start, end).
     ///
-    /// Reports how many jobs match exactly, the distribution of start-time
-    /// differences, and the relative difference of mean JCT and queueing delay.
-    /// Exits with status 1 when any job differs or is missing.
+    /// Reports how many jobs match exactly (start and end equal to the
+    /// millisecond), the distribution of start-time differences, and the
+    /// relative difference of mean JCT and queueing delay over the jobs
+    /// finished in both. Exits with status 1 when any job differs or is
+    /// missing, 2 on an error.
     Compare(compare::CompareArgs),
 }
 
 #[derive(Args)]
+#[command(allow_negative_numbers = true)]
 struct SimulateArgs {
     /// Trace file to replay (CSV). Omit to run the synthetic workload.
     #[arg(long, value_name = "PATH")]
@@ -111,7 +117,8 @@ struct SimulateArgs {
     #[arg(long, default_value_t = 0.8, value_name = "FRACTION")]
     load: f64,
 
-    /// Timeline sampling interval, seconds (0 disables timeline.csv samples).
+    /// Timeline sampling interval, whole seconds (0: no timeline samples).
+    /// While nothing happens, samples are skipped up to the next event.
     #[arg(long, default_value_t = 600, value_name = "SECONDS")]
     sample_interval: u64,
 
@@ -127,7 +134,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(2)
         }
     }
 }
@@ -155,6 +162,9 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
             if a.columns.is_some() || a.columns_file.is_some() {
                 bail!("--columns and --columns-file apply to a --trace in jobs-csv format");
             }
+            if a.vcs.is_some() {
+                bail!("the synthetic workload has no VCs; --vcs needs a --trace whose jobs name their VC");
+            }
             if let Some(r) = a.jobs_per_hour
                 && !(r.is_finite() && r > 0.0)
             {
@@ -181,12 +191,40 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
         cluster,
         policy: PolicyConfig { order: a.policy, backfill: a.backfill, placement: a.placement },
         seed: a.seed,
-        sample_interval_ms: a.sample_interval.saturating_mul(1000),
+        sample_interval_ms: {
+            if a.sample_interval as f64 > dlsched::time::MAX_SECS {
+                bail!(
+                    "--sample-interval {} s is out of range (at most {:e} s)",
+                    a.sample_interval,
+                    dlsched::time::MAX_SECS
+                );
+            }
+            a.sample_interval * 1000
+        },
     })
+}
+
+/// Refuses an output directory that is a file, or that would overwrite the input.
+fn check_out_dir(out: &Path, trace: Option<&Path>) -> Result<()> {
+    if out.exists() && !out.is_dir() {
+        bail!("--out {}: exists and is not a directory", out.display());
+    }
+    if let (Some(trace), Ok(dir)) = (trace, out.canonicalize())
+        && let (Some(parent), Some(name)) =
+            (trace.canonicalize().ok().and_then(|t| t.parent().map(Path::to_path_buf)), trace.file_name())
+        && parent == dir
+        && dlsched::experiment::OUTPUT_FILES.iter().any(|f| name == *f)
+    {
+        bail!("--out {} would overwrite the input trace {}; choose another directory", out.display(), trace.display());
+    }
+    Ok(())
 }
 
 fn simulate(a: SimulateArgs) -> Result<()> {
     let spec = run_spec(&a)?;
+    if let Some(out) = &a.out {
+        check_out_dir(out, a.trace.as_deref())?;
+    }
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{spinner} simulating [{bar:30}] {pos}/{len} jobs done, {msg}")
@@ -215,10 +253,10 @@ fn print_summary(r: &RunReport) {
         None => format!("synthetic, {} jobs, seed {}", r.input.rows, r.spec.seed),
     };
     println!(
-        "dlsched {} | policy {} | placement {:?} | cluster {} ({} GPUs)",
+        "dlsched {} | policy {} | placement {} | cluster {} ({} GPUs)",
         env!("CARGO_PKG_VERSION"),
         s.policy,
-        r.spec.policy.placement,
+        r.spec.policy.placement.name(),
         s.cluster,
         s.gpus_total
     );
@@ -237,7 +275,8 @@ fn print_summary(r: &RunReport) {
     println!("  queueing mean   {}", h(s.queue_delay_mean_s));
     println!("  queueing p95    {}", h(s.queue_delay_p95_s));
     println!("  makespan        {}", h(s.makespan_s));
-    println!("  GPU utilisation {:>12.1} %  ({:.0} GPU-hours)", s.gpu_utilization * 100.0, s.gpu_hours);
+    println!("  GPU utilisation {:>12.1} %  ({:.1} GPU-hours)", s.gpu_utilization * 100.0, s.gpu_hours);
+    println!("  offered load    {:>12.2}    (GPU demand over the arrival span / GPUs)", s.offered_load);
     if r.vcs.len() > 1 {
         println!("\n  {:<10} {:>6} {:>8} {:>14} {:>14}", "VC", "GPUs", "jobs", "JCT mean s", "queue mean s");
         for v in &r.vcs {

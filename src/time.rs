@@ -44,18 +44,19 @@ impl SimTime {
     }
 }
 
+/// The largest time or duration a trace may give, seconds (1e11 s, about 3,170
+/// years). Keeping every input below it keeps every sum of times exact in
+/// integer milliseconds and in `f64` (both far below 2^53 ms).
+pub const MAX_SECS: f64 = 1e11;
+
 /// Converts seconds (as read from a trace) to whole milliseconds, rounding to
 /// the nearest millisecond. Returns `None` for NaN, infinite or negative input,
-/// or a value beyond `u64` milliseconds.
+/// or a value above [`MAX_SECS`].
 pub fn secs_to_ms(secs: f64) -> Option<u64> {
-    if !secs.is_finite() || secs < 0.0 {
+    if !secs.is_finite() || !(0.0..=MAX_SECS).contains(&secs) {
         return None;
     }
-    let ms = (secs * 1000.0).round();
-    if ms > u64::MAX as f64 / 2.0 {
-        return None;
-    }
-    Some(ms as u64)
+    Some((secs * 1000.0).round() as u64)
 }
 
 /// Formats milliseconds as seconds for CSV output: `45` for whole seconds,

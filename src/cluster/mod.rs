@@ -19,6 +19,13 @@ use crate::ids::{GpuId, JobId, NodeId, VcId};
 /// The most GPUs one node may have (the free-GPU ledger is a 64-bit mask per node).
 pub const MAX_GPUS_PER_NODE: u32 = 64;
 
+/// The most nodes a cluster may have (a guard against typos that would
+/// allocate gigabytes; the largest published trace clusters have a few thousand).
+pub const MAX_NODES: usize = 100_000;
+
+/// The most GPUs a cluster may have, for the same reason.
+pub const MAX_GPUS: u64 = 1_000_000;
+
 /// One node's hardware and where it sits.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeSpec {
@@ -77,6 +84,14 @@ impl ClusterSpec {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.nodes.is_empty() || self.total_gpus() == 0 {
             return Err(ConfigError(format!("cluster `{}` has no GPUs", self.name)));
+        }
+        if self.nodes.len() > MAX_NODES || self.total_gpus() > MAX_GPUS {
+            return Err(ConfigError(format!(
+                "cluster `{}` has {} nodes and {} GPUs; dlsched simulates at most {MAX_NODES} nodes and {MAX_GPUS} GPUs",
+                self.name,
+                self.nodes.len(),
+                self.total_gpus()
+            )));
         }
         for (i, n) in self.nodes.iter().enumerate() {
             if n.gpus > MAX_GPUS_PER_NODE {

@@ -66,7 +66,7 @@ pub fn load_vc_file(path: &Path, gpu_type: &str, gpu_mem_mib: u64) -> Result<Clu
     let mut rdr = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .from_path(path)
-        .map_err(|e| TraceError::Io { file: file.clone(), source: std::io::Error::other(e) })?;
+        .map_err(|e| TraceError::Io { file: file.clone(), err: std::io::Error::other(e) })?;
     let headers = rdr
         .headers()
         .map_err(|e| TraceError::Format { file: file.clone(), message: format!("cannot read header: {e}") })?
@@ -110,6 +110,22 @@ pub fn load_vc_file(path: &Path, gpu_type: &str, gpu_mem_mib: u64) -> Result<Clu
             });
         }
         let nodes = int(nodes_col, "nodes")?;
+        if nodes == 0 {
+            return Err(TraceError::Field {
+                file,
+                line,
+                column: "nodes".into(),
+                message: format!("VC `{name}` has no nodes"),
+            });
+        }
+        if spec.nodes.len() + nodes as usize > super::MAX_NODES {
+            return Err(TraceError::Field {
+                file,
+                line,
+                column: "nodes".into(),
+                message: format!("more than {} nodes in all; dlsched simulates at most that many", super::MAX_NODES),
+            });
+        }
         let gpn = match gpn_col {
             Some(c) => int(c, "GPUs per node")?,
             None => 8,

@@ -38,7 +38,11 @@ pub enum Event {
         /// The job's epoch when this event was scheduled.
         epoch: u32,
     },
-    /// Record a timeline sample after this instant's scheduling pass.
+    /// Record a timeline sample after this instant's scheduling pass. Samples
+    /// fall on multiples of the sampling interval; while nothing else happens
+    /// the next one jumps to the first multiple at or after the next event (the
+    /// state in between equals the last sample), so a trace spanning years
+    /// costs no more samples than it has events.
     Sample,
 }
 
@@ -55,7 +59,9 @@ impl Default for EngineConfig {
     }
 }
 
-/// One timeline sample: cluster state after the scheduling pass at `time`.
+/// One timeline sample: cluster state after the scheduling pass at `time`
+/// (ms since the trace origin). Between two samples the state is either
+/// constant or sampled every interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sample {
     /// When.
@@ -235,8 +241,14 @@ impl Simulation {
                 jobs_running: self.running,
                 jobs_pending: self.pending,
             });
-            if self.completed < self.jobs.len() {
-                self.events.push(t.plus_ms(self.cfg.sample_interval_ms), Event::Sample);
+            // The heap holds no other sample now, so this is the next real event.
+            if let Some(next) = self.next_time() {
+                let every = self.cfg.sample_interval_ms;
+                let mut at = t.plus_ms(every);
+                if at < next {
+                    at = SimTime(next.as_ms().div_ceil(every).saturating_mul(every));
+                }
+                self.events.push(at, Event::Sample);
             }
         }
         Ok(Some(t))

@@ -52,6 +52,9 @@ pub struct CompareReport {
     pub missing_in_reference: u64,
     /// Start-time differences over joined jobs started in both.
     pub start_diff: DiffStats,
+    /// Joined jobs with submit, start and end known in both: the jobs the
+    /// means below are taken over.
+    pub finished_in_both: u64,
     /// Mean JCT (end − submit) of the run, s, over joined jobs finished in both.
     pub jct_mean_run_s: f64,
     /// Mean JCT of the reference, same jobs.
@@ -87,7 +90,7 @@ const END: &[&str] = &["end_s", "end_time", "end", "finish_time"];
 /// seconds; an empty start or end means the job did not start or end.
 fn read_times(path: &Path) -> Result<(Vec<String>, BTreeMap<String, Times>), TraceError> {
     let file = path.to_path_buf();
-    let bytes = std::fs::read(path).map_err(|source| TraceError::Io { file: file.clone(), source })?;
+    let bytes = std::fs::read(path).map_err(|err| TraceError::Io { file: file.clone(), err })?;
     let mut rdr = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(&bytes[..]);
     let headers = rdr.headers().map_err(|e| crate::cluster::csv_error(path, &e))?.clone();
     let find = |names: &[&str]| headers.iter().position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)));
@@ -210,6 +213,7 @@ pub fn compare_files(run_jobs: &Path, reference: &Path) -> Result<CompareReport,
                 diffs.iter().map(|d| d.abs()).sum::<f64>() / diffs.len() as f64
             },
         },
+        finished_in_both: n_both,
         jct_mean_run_s: jct_run / n,
         jct_mean_reference_s: jct_ref / n,
         jct_mean_rel_diff: rel(jct_run, jct_ref),

@@ -28,12 +28,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// `jobs.csv`: one row per admitted job, in job order. Columns: `job_id` (trace
-/// id), `vc`, `gpus`, `submit_s`, `start_s`, `end_s`, `jct_s`,
-/// `queue_delay_s`, `duration_s` (trace run time), `nodes_spanned`, `status`
-/// (`completed`, `running`, `pending`). Times in seconds since the trace origin.
+/// id), `vc` (the partition it ran in; `default` without partitions), `gpus`,
+/// `submit_s`, `start_s`, `end_s`, `jct_s`, `queue_delay_s`, `duration_s`
+/// (trace run time), `nodes_spanned`, `status` (`completed`, `running`,
+/// `pending`), `trace_vc` (the VC the trace names, if any). Times in seconds
+/// since the trace origin.
 pub fn jobs_csv(out: &RunOutput) -> Vec<u8> {
     let mut s = String::with_capacity(out.jobs.len() * 72);
-    s.push_str("job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status\n");
+    s.push_str("job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status,trace_vc\n");
     let parts = out.cluster.partitions();
     let opt = |s: &mut String, v: Option<u64>| {
         if let Some(v) = v {
@@ -42,7 +44,7 @@ pub fn jobs_csv(out: &RunOutput) -> Vec<u8> {
         s.push(',');
     };
     for (spec, state) in out.jobs.iter() {
-        let vc = spec.vc_label.as_deref().unwrap_or(&parts[spec.vc.index()].name);
+        let vc = &parts[spec.vc.index()].name;
         let submit = spec.submit.as_ms();
         let (start, end, nodes, status) = match state {
             JobState::Completed(d) => (Some(d.start.as_ms()), Some(d.end.as_ms()), Some(d.nodes_spanned), "completed"),
@@ -64,6 +66,8 @@ pub fn jobs_csv(out: &RunOutput) -> Vec<u8> {
         }
         s.push(',');
         s.push_str(status);
+        s.push(',');
+        push_field(&mut s, spec.vc_label.as_deref().unwrap_or(""));
         s.push('\n');
     }
     s.into_bytes()

@@ -83,6 +83,10 @@ pub struct Summary {
     pub gpu_utilization: f64,
     /// GPU-hours allocated to jobs.
     pub gpu_hours: f64,
+    /// Offered load: GPU-seconds the admitted jobs ask for (GPUs × trace
+    /// duration) / (GPUs × (last submit − first submit)); above 1 the cluster
+    /// cannot keep up even with perfect packing.
+    pub offered_load: f64,
 }
 
 /// Per-VC figures, one row of `vc_summary.csv`.
@@ -126,10 +130,13 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
     let parts = out.cluster.partitions();
     let mut all = Acc::new();
     let mut per_vc: Vec<Acc> = parts.iter().map(|_| Acc::new()).collect();
-    let (mut first_submit, mut last_end) = (u64::MAX, 0u64);
+    let (mut first_submit, mut last_end, mut last_submit) = (u64::MAX, 0u64, 0u64);
+    let mut demand_ms = 0.0;
     let mut unfinished = 0;
     for (spec, state) in out.jobs.iter() {
         first_submit = first_submit.min(spec.submit.as_ms());
+        last_submit = last_submit.max(spec.submit.as_ms());
+        demand_ms += f64::from(spec.gpus) * spec.duration_ms as f64;
         per_vc[spec.vc.index()].jobs += 1;
         all.jobs += 1;
         let JobState::Completed(d) = state else {
@@ -179,6 +186,10 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
         makespan_s: r3(makespan_ms as f64 / 1000.0),
         gpu_utilization: util(all.gpu_ms, out.cluster.total_gpus()),
         gpu_hours: r3(all.gpu_ms / 3_600_000.0),
+        offered_load: {
+            let span = last_submit.saturating_sub(if first_submit == u64::MAX { 0 } else { first_submit });
+            if span == 0 { 0.0 } else { r6(demand_ms / (f64::from(out.cluster.total_gpus()) * span as f64)) }
+        },
     };
     let vcs = parts
         .iter()

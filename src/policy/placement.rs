@@ -17,13 +17,21 @@ pub trait Placement: Send {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PlacementKind {
-    /// Fewest nodes: [`Consolidate`].
+    /// Fewest nodes; best fit on one node when the job fits one.
     Consolidate,
-    /// First node in index order with room: [`FirstFit`].
+    /// First node in index order with room.
     FirstFit,
 }
 
 impl PlacementKind {
+    /// The rule's name as the CLI spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlacementKind::Consolidate => "consolidate",
+            PlacementKind::FirstFit => "first-fit",
+        }
+    }
+
     /// A fresh placement of this kind.
     pub fn build(self) -> Box<dyn Placement> {
         match self {

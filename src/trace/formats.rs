@@ -18,12 +18,14 @@ pub(crate) const EXPECTED_HEADERS: &str =
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ColumnMap {
     map: BTreeMap<String, String>,
+    #[serde(skip)]
+    explicit: Vec<String>,
 }
 
 impl Default for ColumnMap {
     fn default() -> Self {
         let map = Self::FIELDS.iter().map(|f| (f.to_string(), f.to_string())).collect();
-        ColumnMap { map }
+        ColumnMap { map, explicit: Vec::new() }
     }
 }
 
@@ -37,18 +39,34 @@ impl ColumnMap {
         self.map.get(field).map_or(field, String::as_str)
     }
 
+    /// True when no field has been mapped (every column has its field's name).
+    pub fn is_default(&self) -> bool {
+        self.explicit.is_empty()
+    }
+
     /// Maps `field` to the file column `column`.
     ///
     /// # Errors
-    /// A message naming the unknown field and the known ones.
+    /// A message naming an unknown field, a field mapped twice, or a column
+    /// given to two fields.
     pub fn set(&mut self, field: &str, column: &str) -> Result<(), String> {
+        let column = column.trim();
         if !Self::FIELDS.contains(&field) {
             return Err(format!("unknown jobs-csv field `{field}`; the fields are {}", Self::FIELDS.join(", ")));
         }
-        if column.trim().is_empty() {
+        if column.is_empty() {
             return Err(format!("field `{field}` is mapped to an empty column name"));
         }
-        self.map.insert(field.to_string(), column.trim().to_string());
+        if self.explicit.iter().any(|f| f == field) {
+            return Err(format!("field `{field}` is mapped twice"));
+        }
+        if let Some((other, _)) = self.map.iter().find(|(f, c)| f.as_str() != field && c.as_str() == column)
+            && self.explicit.iter().any(|f| f == other)
+        {
+            return Err(format!("column `{column}` is mapped to both `{other}` and `{field}`"));
+        }
+        self.map.insert(field.to_string(), column.to_string());
+        self.explicit.push(field.to_string());
         Ok(())
     }
 
@@ -147,7 +165,7 @@ fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
             return Err(row.err(c[2], format!("shape `{}` does not add up to size {gpus}", row.str(c[2]))));
         }
         out.push(TraceRecord {
-            job_id: row.str(c[0]).to_string(),
+            job_id: row.text(c[0], "job id")?,
             submit_ms: row.time_ms(c[1])?,
             duration_ms: row.duration_ms(c[4])?,
             gpus,
@@ -196,7 +214,7 @@ fn read_wallclock(
         let submit = row.datetime(c[0])?;
         let job_id = match kind {
             WallClock::Pollux => rows.len().to_string(),
-            WallClock::Helios => row.str(c[3]).to_string(),
+            WallClock::Helios => row.text(c[3], "job id")?,
         };
         rows.push((
             submit,
@@ -243,7 +261,7 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
         }
         let (c, vc, user) = cols.as_ref().expect("set above");
         out.push(TraceRecord {
-            job_id: row.str(c[0]).to_string(),
+            job_id: row.text(c[0], "job id")?,
             submit_ms: row.time_ms(c[1])?,
             duration_ms: row.duration_ms(c[2])?,
             gpus: row.count(c[3])?,

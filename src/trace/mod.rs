@@ -64,6 +64,15 @@ pub enum TraceFormat {
 }
 
 impl TraceFormat {
+    /// The name of the column that holds job ids (for messages).
+    pub fn id_column(self) -> &'static str {
+        match self {
+            TraceFormat::PhillyRfold => "job id",
+            TraceFormat::PhillyPollux => "(row index)",
+            _ => "job_id",
+        }
+    }
+
     /// The format's name as written in outputs.
     pub fn name(self) -> &'static str {
         match self {
@@ -101,27 +110,72 @@ pub struct LoadedTrace {
 /// [`TraceError`] when the file cannot be read, its header matches no format
 /// (or not the one asked for), or a row is malformed (naming file, line and column).
 pub fn load_trace(path: &Path, format: TraceFormat, columns: &ColumnMap) -> Result<LoadedTrace, TraceError> {
-    let bytes = std::fs::read(path).map_err(|source| TraceError::Io { file: path.to_path_buf(), source })?;
+    let bytes = std::fs::read(path).map_err(|err| TraceError::Io { file: path.to_path_buf(), err })?;
     let header = first_line(&bytes);
-    let detected = formats::detect(header, columns);
-    let format = match (format, detected) {
-        (TraceFormat::Auto, Some(f)) => f,
-        (TraceFormat::Philly, Some(f @ (TraceFormat::PhillyRfold | TraceFormat::PhillyPollux))) => f,
-        (TraceFormat::Auto | TraceFormat::Philly, _) => {
-            return Err(TraceError::Format {
-                file: path.to_path_buf(),
-                message: format!(
-                    "cannot tell the trace format from the header `{}`; expected one of:\n{}\n(or pass --format)",
-                    header.trim(),
-                    formats::EXPECTED_HEADERS
-                ),
-            });
-        }
-        (f, _) => f,
-    };
+    let format = resolve_format(path, &bytes, header, format, columns)?;
+    if format != TraceFormat::JobsCsv && !columns.is_default() {
+        return Err(TraceError::Format {
+            file: path.to_path_buf(),
+            message: format!("--columns and --columns-file apply to jobs-csv traces; this one is {}", format.name()),
+        });
+    }
     let sha256 = hex(&Sha256::digest(&bytes));
     let (records, origin) = formats::read(path, &bytes, format, columns)?;
+    check_unique_ids(path, &records, format)?;
     Ok(LoadedTrace { path: path.to_path_buf(), format, sha256, origin, records })
+}
+
+/// The format to read `bytes` as: the one asked for, or the one the header shows.
+fn resolve_format(
+    path: &Path,
+    bytes: &[u8],
+    header: &str,
+    asked: TraceFormat,
+    columns: &ColumnMap,
+) -> Result<TraceFormat, TraceError> {
+    let err = |message: String| TraceError::Format { file: path.to_path_buf(), message };
+    if matches!(asked, TraceFormat::Auto | TraceFormat::Philly) {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(err("the file is empty (no header line)".into()));
+        }
+        if std::str::from_utf8(&bytes[..bytes.len().min(4096)]).is_err_and(|e| e.error_len().is_some()) {
+            return Err(err("the file is not UTF-8 text (a binary or compressed file?)".into()));
+        }
+    }
+    let detected = formats::detect(header, columns);
+    match (asked, detected) {
+        // A column mapping says the file is a jobs-csv list; let its reader name what is missing.
+        (TraceFormat::Auto, _) if !columns.is_default() => Ok(TraceFormat::JobsCsv),
+        (TraceFormat::Auto, Some(f)) => Ok(f),
+        (TraceFormat::Philly, Some(f @ (TraceFormat::PhillyRfold | TraceFormat::PhillyPollux))) => Ok(f),
+        (TraceFormat::Philly, _) => Err(err(format!(
+            "the header `{}` is not that of a Philly job list; expected one of:\n{}",
+            header.trim(),
+            formats::EXPECTED_HEADERS
+        ))),
+        (TraceFormat::Auto, None) => Err(err(format!(
+            "cannot tell the trace format from the header `{}`; expected one of:\n{}\n(or pass --format, and --columns to map your column names)",
+            header.trim(),
+            formats::EXPECTED_HEADERS
+        ))),
+        (f, _) => Ok(f),
+    }
+}
+
+/// Job ids must be unique: outputs and comparisons join on them.
+fn check_unique_ids(path: &Path, records: &[TraceRecord], format: TraceFormat) -> Result<(), TraceError> {
+    let mut seen: std::collections::HashMap<&str, u64> = std::collections::HashMap::with_capacity(records.len());
+    for r in records {
+        if let Some(first) = seen.insert(r.job_id.as_str(), r.line) {
+            return Err(TraceError::Field {
+                file: path.to_path_buf(),
+                line: r.line,
+                column: format.id_column().to_string(),
+                message: format!("job id `{}` repeats line {first}; job ids must be unique", r.job_id),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn first_line(bytes: &[u8]) -> &str {

@@ -7,8 +7,9 @@
 //! - Duration: the empirical distribution of the same list's positive durations
 //!   (111,539 jobs), given by its quantiles and sampled by inverse CDF with
 //!   log-linear interpolation between them.
-//! - Rate: `jobs_per_hour` if given, else the rate at which the offered load
-//!   (mean GPUs × mean duration × rate) equals `load` × the cluster's GPUs.
+//! - Rate: `jobs_per_hour` if given; otherwise the arrival times of a
+//!   unit-rate Poisson process are scaled so that the sample's offered load,
+//!   GPU-seconds asked for / (GPUs × arrival span), is exactly `load`.
 //!
 //! The tables below were computed from `rfold_philly_jobs.csv` by
 //! [`crate::trace::synthetic::philly_mix_from`]; a test recomputes them from the
@@ -125,39 +126,63 @@ pub fn generate(spec: &SyntheticSpec, cluster_gpus: u32, max_gpus: u32, seed: u6
     if mix.is_empty() {
         return Err("no GPU count of the Philly mix fits this cluster".into());
     }
-    let per_hour = match spec.jobs_per_hour {
-        Some(r) => r,
-        None => {
-            if !(spec.load.is_finite() && spec.load > 0.0) {
-                return Err(format!("load must be positive, got {}", spec.load));
-            }
-            rate_for_load(spec.load, cluster_gpus, max_gpus)
-        }
-    };
-    if !(per_hour.is_finite() && per_hour > 0.0) {
-        return Err(format!("jobs per hour must be positive, got {per_hour}"));
+    if spec.jobs_per_hour.is_none() && !(spec.load.is_finite() && spec.load > 0.0) {
+        return Err(format!("load must be positive, got {}", spec.load));
+    }
+    if let Some(r) = spec.jobs_per_hour
+        && !(r.is_finite() && r > 0.0)
+    {
+        return Err(format!("jobs per hour must be positive, got {r}"));
     }
     let mut rng = rng::stream(seed, "trace.synthetic");
     let sizes = WeightedIndex::new(mix.iter().map(|m| m.1)).map_err(|e| e.to_string())?;
-    let gaps = Exp::new(per_hour / 3600.0).map_err(|e| e.to_string())?;
+    let unit_gaps = Exp::new(1.0).map_err(|e| e.to_string())?;
+    // A unit-rate Poisson process, then scaled to the asked rate or load.
     let mut t = 0.0f64;
-    let mut out = Vec::with_capacity(spec.jobs as usize);
-    for i in 0..spec.jobs {
-        t += gaps.sample(&mut rng);
+    let mut jobs = Vec::with_capacity(spec.jobs as usize);
+    for _ in 0..spec.jobs {
+        t += unit_gaps.sample(&mut rng);
         let gpus = mix[sizes.sample(&mut rng)].0;
         let dur = draw_duration(&mut rng).round().max(1.0);
-        out.push(TraceRecord {
+        jobs.push((t, gpus, dur));
+    }
+    let scale = match spec.jobs_per_hour {
+        Some(r) => 3600.0 / r,
+        None => {
+            // Scale so the sample's own offered load, GPU-seconds asked for /
+            // (GPUs × arrival span), is exactly `load`: heavy-tailed durations
+            // make a small sample's load stray far from the distribution's.
+            let demand: f64 = jobs.iter().map(|&(_, g, d)| f64::from(g) * d).sum();
+            let span = jobs.last().map_or(0.0, |j| j.0) - jobs.first().map_or(0.0, |j| j.0);
+            if span > 0.0 {
+                demand / (spec.load * f64::from(cluster_gpus) * span)
+            } else {
+                3600.0 / rate_for_load(spec.load, cluster_gpus, max_gpus)
+            }
+        }
+    };
+    let last = jobs.last().map_or(0.0, |j| j.0) * scale;
+    if last.is_nan() || last > crate::time::MAX_SECS {
+        return Err(format!(
+            "{} jobs at this arrival rate would arrive over {last:.3e} s, beyond the {:e} s dlsched simulates; raise the arrival rate or the load",
+            spec.jobs,
+            crate::time::MAX_SECS
+        ));
+    }
+    Ok(jobs
+        .into_iter()
+        .enumerate()
+        .map(|(i, (t, gpus, dur))| TraceRecord {
             job_id: format!("syn-{i}"),
-            submit_ms: (t.round() as u64) * 1000,
+            submit_ms: ((t * scale).round() as u64) * 1000,
             duration_ms: (dur as u64) * 1000,
             gpus,
             vc: None,
             user: None,
             shape: None,
             line: 0,
-        });
-    }
-    Ok(out)
+        })
+        .collect())
 }
 
 /// A job mix measured from a trace: what the tables above hold.

@@ -145,3 +145,52 @@ fn compare_exits_nonzero_on_any_difference() {
     assert!(text(&o.stdout).contains("29 of 30"));
     let _ = Path::new("");
 }
+
+#[test]
+fn timeline_skips_idle_stretches() {
+    // One 4-GPU job running 0 .. 1e10 s, samples every 600 s: a sample at 0
+    // (4 busy), then nothing changes until the job ends at 1e10 s, so the next
+    // sample is the first multiple of 600 s at or after it, 10,000,000,200 s
+    // (idle), and sampling stops. Two rows, not 16.7 million.
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("long.csv");
+    std::fs::write(&trace, "job_id,submit_time,duration,gpu_num\nlong,0,1e10,4\n").unwrap();
+    let out = d.path().join("run");
+    let o = dlsched(&["simulate", "--trace", trace.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let timeline = std::fs::read_to_string(out.join("timeline.csv")).unwrap();
+    let rows: Vec<&str> = timeline.lines().skip(1).collect();
+    assert_eq!(rows, vec!["0,4,0.25,1,0", "10000000200,0,0,0,0"]);
+}
+
+#[test]
+fn outputs_never_overwrite_the_input_and_sizes_are_bounded() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("jobs.csv");
+    std::fs::write(&trace, "job_id,submit_time,duration,gpu_num\na,0,10,1\n").unwrap();
+    assert_clean_error(
+        &dlsched(&["simulate", "--trace", trace.to_str().unwrap(), "--out", d.path().to_str().unwrap()]),
+        &["would overwrite the input trace"],
+    );
+    assert_eq!(std::fs::read_to_string(&trace).unwrap(), "job_id,submit_time,duration,gpu_num\na,0,10,1\n");
+    assert_clean_error(&dlsched(&["simulate", "--out", trace.to_str().unwrap()]), &["not a directory"]);
+    assert_clean_error(&dlsched(&["simulate", "--nodes", "4294967295", "--gpus-per-node", "64"]), &["too large"]);
+    assert_clean_error(&dlsched(&["simulate", "--load", "1e-300"]), &["beyond"]);
+    assert_clean_error(&dlsched(&["simulate", "--load", "-1"]), &["load must be positive"]);
+    assert_clean_error(&dlsched(&["simulate", "--vcs", "traces/example_vcs.csv"]), &["synthetic workload has no VCs"]);
+}
+
+#[test]
+fn exit_status_separates_differences_from_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("run");
+    assert!(dlsched(&["simulate", "--jobs", "5", "--out", run.to_str().unwrap()]).status.success());
+    let other = d.path().join("other.csv");
+    std::fs::write(&other, "job_id,start_s,end_s\nnope,0,1\n").unwrap();
+    assert_eq!(dlsched(&["compare", run.to_str().unwrap(), other.to_str().unwrap()]).status.code(), Some(1));
+    let broken = d.path().join("broken.csv");
+    std::fs::write(&broken, "job_id,begin\nx,0\n").unwrap();
+    let o = dlsched(&["compare", run.to_str().unwrap(), broken.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("no start time column"), "{}", text(&o.stderr));
+}

@@ -176,3 +176,56 @@ fn jobs_larger_than_any_node_spread_over_whole_nodes() {
     let w = build_workload(t.records, &c, PlacementKind::Consolidate);
     assert_eq!(w.jobs.len(), 1, "a job larger than every node spreads over whole nodes");
 }
+
+#[test]
+fn line_numbers_count_crlf_and_blank_lines() {
+    let d = tempfile::tempdir().unwrap();
+    let crlf = write(d.path(), "crlf.csv", "job_id,submit_time,duration,gpu_num\r\n1,0,100,2\r\n2,x,100,2\r\n");
+    let e = err(&crlf, TraceFormat::JobsCsv);
+    assert!(e.contains("crlf.csv:3:"), "{e}");
+    let blank = write(d.path(), "blank.csv", "job_id,submit_time,duration,gpu_num\n1,0,100,2\n\n2,x,100,2\n");
+    let e = err(&blank, TraceFormat::JobsCsv);
+    assert!(e.contains("blank.csv:4:"), "{e}");
+    let short = write(d.path(), "short.csv", "job_id,submit_time,duration,gpu_num\r\n1,0,100,2\r\n\r\n2,0\r\n");
+    let e = err(&short, TraceFormat::JobsCsv);
+    assert!(e.contains("short.csv:4:"), "{e}");
+}
+
+#[test]
+fn ambiguous_input_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let dup = write(d.path(), "dup.csv", "job_id,submit_time,duration,gpu_num\n7,0,100,2\n8,0,100,2\n7,5,100,1\n");
+    let e = err(&dup, TraceFormat::JobsCsv);
+    assert!(e.contains("dup.csv:4") && e.contains("`7` repeats line 2"), "{e}");
+    let twice = write(d.path(), "twice.csv", "job_id,submit_time,duration,gpu_num,gpu_num\n7,0,100,2,3\n");
+    let e = err(&twice, TraceFormat::JobsCsv);
+    assert!(e.contains("twice.csv:1") && e.contains("`gpu_num`") && e.contains("twice"), "{e}");
+    let empty_id = write(d.path(), "noid.csv", "job_id,submit_time,duration,gpu_num\n,0,100,2\n");
+    let e = err(&empty_id, TraceFormat::JobsCsv);
+    assert!(e.contains("noid.csv:2") && e.contains("empty job id"), "{e}");
+    let huge = write(d.path(), "huge.csv", "job_id,submit_time,duration,gpu_num\n1,0,1e300,2\n");
+    let e = err(&huge, TraceFormat::JobsCsv);
+    assert!(e.contains("huge.csv:2") && e.contains("`duration`") && e.contains("out of range"), "{e}");
+    let leap =
+        write(d.path(), "leap.csv", &format!("{HELIOS_HEAD}j1,u1,vcA,1,6,1,COMPLETED,2020-04-01 00:00:60,,,60,0\n"));
+    let e = err(&leap, TraceFormat::Helios);
+    assert!(e.contains("leap.csv:2") && e.contains("`submit_time`"), "{e}");
+    let mut cols = ColumnMap::default();
+    assert!(cols.parse_pairs("job_id=id,job_id=arrival").unwrap_err().contains("mapped twice"));
+    let mut cols = ColumnMap::default();
+    assert!(cols.parse_pairs("submit_time=t,duration=t").unwrap_err().contains("both"));
+    // A column map on a trace that is not jobs-csv.
+    let rfold = write(
+        d.path(),
+        "r.csv",
+        "#job id,arrival time (sec),topology,shape,size,duration (sec)\n0,0.0,CLOS,1,1,30.0\n",
+    );
+    let mut cols = ColumnMap::default();
+    cols.parse_pairs("job_id=id").unwrap();
+    let e = load_trace(&rfold, TraceFormat::PhillyRfold, &cols).unwrap_err().to_string();
+    assert!(e.contains("apply to jobs-csv"), "{e}");
+    // A VC without nodes.
+    let vcs = write(d.path(), "vcs0.csv", "vc,nodes,gpus_per_node\na,0,8\n");
+    let e = load_vc_file(&vcs, "V100", 16384).unwrap_err().to_string();
+    assert!(e.contains("vcs0.csv:2") && e.contains("no nodes"), "{e}");
+}
