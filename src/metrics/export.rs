@@ -54,7 +54,9 @@ pub fn jobs_csv(out: &RunOutput) -> Vec<u8> {
         push_field(&mut s, &spec.name);
         s.push(',');
         push_field(&mut s, vc);
-        let _ = write!(s, ",{},", spec.gpus);
+        s.push(',');
+        push_uint(&mut s, u64::from(spec.gpus));
+        s.push(',');
         opt(&mut s, Some(submit));
         opt(&mut s, start);
         opt(&mut s, end);
@@ -62,7 +64,7 @@ pub fn jobs_csv(out: &RunOutput) -> Vec<u8> {
         opt(&mut s, start.map(|st| st - submit));
         opt(&mut s, Some(spec.duration_ms));
         if let Some(n) = nodes {
-            let _ = write!(s, "{n}");
+            push_uint(&mut s, u64::from(n));
         }
         s.push(',');
         s.push_str(status);
@@ -73,15 +75,28 @@ pub fn jobs_csv(out: &RunOutput) -> Vec<u8> {
     s.into_bytes()
 }
 
-/// Appends milliseconds as seconds, formatted like [`fmt_ms_as_secs`].
+/// Appends milliseconds as seconds, formatted like [`fmt_ms_as_secs`]
+/// (`45`, `45.5`, `45.125`), without allocating.
 fn push_secs(s: &mut String, ms: u64) {
     let (whole, frac) = (ms / 1000, ms % 1000);
-    let _ = write!(s, "{whole}");
+    s.push_str(itoa::Buffer::new().format(whole));
     if frac != 0 {
-        let f = format!("{frac:03}");
+        let digits = [b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8];
+        let n = if frac % 100 == 0 {
+            1
+        } else if frac % 10 == 0 {
+            2
+        } else {
+            3
+        };
         s.push('.');
-        s.push_str(f.trim_end_matches('0'));
+        s.push_str(std::str::from_utf8(&digits[..n]).unwrap_or("0"));
     }
+}
+
+/// Appends an unsigned integer without going through `fmt`.
+fn push_uint(s: &mut String, v: u64) {
+    s.push_str(itoa::Buffer::new().format(v));
 }
 
 /// Appends a CSV field, quoted when it holds a comma, quote or line break.
@@ -129,4 +144,18 @@ pub fn skipped_csv(skipped: &[Skipped]) -> Vec<u8> {
         let _ = writeln!(s, ",{},{},{}", k.line, k.gpus, k.reason.name());
     }
     s.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_secs_formats_like_fmt_ms_as_secs() {
+        for ms in [0, 7, 10, 100, 999, 1000, 1001, 1010, 1100, 45_125, 45_500, 86_400_000, 123_456_789_012] {
+            let mut s = String::new();
+            push_secs(&mut s, ms);
+            assert_eq!(s, fmt_ms_as_secs(ms), "{ms} ms");
+        }
+    }
 }

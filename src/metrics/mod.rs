@@ -158,8 +158,8 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
         if makespan_ms == 0 || gpus == 0 { 0.0 } else { r6(gpu_ms / (f64::from(gpus) * makespan_ms as f64)) }
     };
     for acc in std::iter::once(&mut all).chain(per_vc.iter_mut()) {
-        acc.jct.sort_by(f64::total_cmp);
-        acc.queue.sort_by(f64::total_cmp);
+        acc.jct.sort_unstable_by(f64::total_cmp);
+        acc.queue.sort_unstable_by(f64::total_cmp);
     }
     let mut by_reason = BTreeMap::new();
     for s in skipped {
