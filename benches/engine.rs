@@ -138,6 +138,9 @@ fn pending_jobs(n: usize) -> JobTable {
                 vc_label: None,
                 user: None,
                 shape: None,
+                recorded_split: vec![SIZES[(h % 4) as usize]],
+                model: None,
+                local_bsz: None,
             }
         })
         .collect();

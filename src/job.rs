@@ -27,6 +27,14 @@ pub struct JobSpec {
     pub user: Option<String>,
     /// GPUs per server in the recorded placement (Philly RFold `shape`), if known.
     pub shape: Option<Vec<u32>>,
+    /// GPUs per server of the allocation the trace duration was measured
+    /// under, descending: the trace's `shape` where it has one, else the
+    /// placement rule's choice on an empty partition (packed, for consolidate).
+    pub recorded_split: Vec<u32>,
+    /// The DL model the job trains (profile database name), if known.
+    pub model: Option<String>,
+    /// Per-GPU batch size, samples, if known.
+    pub local_bsz: Option<u32>,
 }
 
 /// A running job's progress. Work is measured in milliseconds at rate 1.0 (the

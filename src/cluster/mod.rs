@@ -409,6 +409,21 @@ impl Cluster {
         worst
     }
 
+    /// GPUs per node of a placement, descending (e.g. `[4, 2]`).
+    pub fn split_of(&self, gpus: &[GpuId]) -> Vec<u32> {
+        let mut per_node: Vec<(NodeId, u32)> = Vec::new();
+        for &g in gpus {
+            let n = self.node_of(g);
+            match per_node.iter_mut().find(|e| e.0 == n) {
+                Some(e) => e.1 += 1,
+                None => per_node.push((n, 1)),
+            }
+        }
+        let mut split: Vec<u32> = per_node.into_iter().map(|e| e.1).collect();
+        split.sort_unstable_by(|a, b| b.cmp(a));
+        split
+    }
+
     /// Number of distinct nodes a placement spans.
     pub fn nodes_spanned(&self, gpus: &[GpuId]) -> u32 {
         let mut nodes: Vec<NodeId> = gpus.iter().map(|&g| self.node_of(g)).collect();

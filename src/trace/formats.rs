@@ -31,8 +31,10 @@ impl Default for ColumnMap {
 
 impl ColumnMap {
     /// The fields, required first: `job_id`, `submit_time` (s), `duration` (s),
-    /// `gpu_num`, then optional `vc` and `user`.
-    pub const FIELDS: [&'static str; 6] = ["job_id", "submit_time", "duration", "gpu_num", "vc", "user"];
+    /// `gpu_num`, then optional `vc`, `user`, `model` (profile database name)
+    /// and `local_bsz` (per-GPU batch, samples).
+    pub const FIELDS: [&'static str; 8] =
+        ["job_id", "submit_time", "duration", "gpu_num", "vc", "user", "model", "local_bsz"];
 
     /// The file column for a field.
     pub fn column<'a>(&'a self, field: &'a str) -> &'a str {
@@ -172,6 +174,8 @@ fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
             vc: None,
             user: None,
             shape: Some(shape),
+            model: None,
+            local_bsz: None,
             line: row.line,
         });
         Ok(())
@@ -226,6 +230,8 @@ fn read_wallclock(
                 vc: row.opt(*vc),
                 user: row.opt(*user),
                 shape: None,
+                model: None,
+                local_bsz: None,
                 line: row.line,
             },
         ));
@@ -248,7 +254,8 @@ fn read_wallclock(
 
 fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<TraceRecord>, TraceError> {
     let mut out = Vec::with_capacity(line_count(bytes));
-    let mut cols: Option<(Vec<usize>, Option<usize>, Option<usize>)> = None;
+    type Cols = (Vec<usize>, Option<usize>, Option<usize>, Option<usize>, Option<usize>);
+    let mut cols: Option<Cols> = None;
     for_each_row(file, bytes, |header, row| {
         if cols.is_none() {
             let req: Vec<&str> =
@@ -257,9 +264,11 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
                 require_all(header, file, &req)?,
                 header.find(&[columns.column("vc")]),
                 header.find(&[columns.column("user")]),
+                header.find(&[columns.column("model")]),
+                header.find(&[columns.column("local_bsz")]),
             ));
         }
-        let (c, vc, user) = cols.as_ref().expect("set above");
+        let (c, vc, user, model, local_bsz) = cols.as_ref().expect("set above");
         out.push(TraceRecord {
             job_id: row.text(c[0], "job id")?,
             submit_ms: row.time_ms(c[1])?,
@@ -268,6 +277,11 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
             vc: row.opt(*vc),
             user: row.opt(*user),
             shape: None,
+            model: row.opt(*model),
+            local_bsz: match local_bsz {
+                Some(col) if !row.str(*col).is_empty() => Some(row.count(*col)?).filter(|&b| b > 0),
+                _ => None,
+            },
             line: row.line,
         });
         Ok(())

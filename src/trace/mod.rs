@@ -36,6 +36,10 @@ pub struct TraceRecord {
     pub user: Option<String>,
     /// GPUs per server in the recorded placement, if the trace has it.
     pub shape: Option<Vec<u32>>,
+    /// The DL model, if the trace names it (profile database name).
+    pub model: Option<String>,
+    /// Per-GPU batch size, samples, if the trace gives it.
+    pub local_bsz: Option<u32>,
     /// 1-based line in the file (0 for generated jobs).
     pub line: u64,
 }
@@ -59,7 +63,8 @@ pub enum TraceFormat {
     /// `YYYY-MM-DD HH:MM:SS`, duration in seconds.
     Helios,
     /// A simple job list: `job_id, submit_time, duration, gpu_num` and optional
-    /// `vc`, `user` (seconds); column names can be mapped with `--columns`.
+    /// `vc`, `user`, `model`, `local_bsz` (seconds); column names can be
+    /// mapped with `--columns`.
     JobsCsv,
 }
 

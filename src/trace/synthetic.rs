@@ -180,6 +180,8 @@ pub fn generate(spec: &SyntheticSpec, cluster_gpus: u32, max_gpus: u32, seed: u6
             vc: None,
             user: None,
             shape: None,
+            model: None,
+            local_bsz: None,
             line: 0,
         })
         .collect())

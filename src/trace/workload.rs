@@ -45,7 +45,9 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
     records.sort_by_key(|r| r.submit_ms); // stable: ties keep trace order
     let named_vcs = cluster.spec().vc_names != ["default"];
     let mut placer = placement.build();
-    let mut placeable: BTreeMap<(VcId, u32), bool> = BTreeMap::new();
+    // The split the placement rule gives a job of n GPUs on the empty
+    // partition (None: it cannot place it at all).
+    let mut empty_split: BTreeMap<(VcId, u32), Option<Vec<u32>>> = BTreeMap::new();
     let mut scratch = Vec::new();
     let mut specs = Vec::with_capacity(records.len());
     let mut skipped = Vec::new();
@@ -59,11 +61,11 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
             if r.gpus > cluster.partition(vc).gpus_total {
                 Some(SkipReason::ExceedsCluster)
             } else {
-                let ok = *placeable.entry((vc, r.gpus)).or_insert_with(|| {
+                let split = empty_split.entry((vc, r.gpus)).or_insert_with(|| {
                     scratch.clear();
-                    placer.place(cluster, vc, r.gpus, &mut scratch)
+                    placer.place(cluster, vc, r.gpus, &mut scratch).then(|| cluster.split_of(&scratch))
                 });
-                (!ok).then_some(SkipReason::Unplaceable)
+                split.is_none().then_some(SkipReason::Unplaceable)
             }
         } else {
             Some(SkipReason::UnknownVc)
@@ -71,6 +73,16 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
         match reason {
             Some(reason) => skipped.push(Skipped { name: r.job_id, line: r.line, gpus: r.gpus, reason }),
             None => specs.push(JobSpec {
+                recorded_split: match &r.shape {
+                    Some(shape) => {
+                        let mut s = shape.clone();
+                        s.sort_unstable_by(|a, b| b.cmp(a));
+                        s
+                    }
+                    None => empty_split[&(vc.expect("admitted"), r.gpus)].clone().unwrap_or_default(),
+                },
+                model: r.model,
+                local_bsz: r.local_bsz,
                 id: JobId(specs.len() as u32),
                 name: r.job_id,
                 submit: SimTime::from_ms(r.submit_ms),

@@ -30,6 +30,8 @@ pub fn rec(id: &str, submit_s: u64, gpus: u32, duration_s: u64) -> TraceRecord {
         vc: None,
         user: None,
         shape: None,
+        model: None,
+        local_bsz: None,
         line: 0,
     }
 }

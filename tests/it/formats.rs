@@ -229,3 +229,27 @@ fn ambiguous_input_is_refused() {
     let e = load_vc_file(&vcs, "V100", 16384).unwrap_err().to_string();
     assert!(e.contains("vcs0.csv:2") && e.contains("no nodes"), "{e}");
 }
+
+#[test]
+fn recorded_split_comes_from_the_trace_or_the_packed_placement() {
+    // RFold `shape` 1+3 is the recorded split (sorted descending: [3, 1]); a
+    // jobs-csv job of 12 GPUs on 8-GPU nodes was, by assumption, packed as
+    // consolidate packs it on an empty partition: one whole node + 4 = [8, 4].
+    let d = tempfile::tempdir().unwrap();
+    let head = "#job id,arrival time (sec),topology,shape,size,duration (sec)\n";
+    let r = write(d.path(), "r.csv", &format!("{head}0,0.0,CLOS,1+3,4,30.0\n"));
+    let t = load_trace(&r, TraceFormat::Auto, &ColumnMap::default()).unwrap();
+    let c = Cluster::new(ClusterSpec::uniform("2x8", 2, 8, "V100", 16384)).unwrap();
+    let w = build_workload(t.records, &c, PlacementKind::Consolidate);
+    assert_eq!(w.jobs.specs()[0].recorded_split, vec![3, 1]);
+    let j = write(
+        d.path(),
+        "j.csv",
+        "job_id,submit_time,duration,gpu_num,model,local_bsz\na,0,10,12,resnet50-imagenet,32\n",
+    );
+    let t = load_trace(&j, TraceFormat::Auto, &ColumnMap::default()).unwrap();
+    let w = build_workload(t.records, &c, PlacementKind::Consolidate);
+    let s = &w.jobs.specs()[0];
+    assert_eq!(s.recorded_split, vec![8, 4]);
+    assert_eq!((s.model.as_deref(), s.local_bsz), (Some("resnet50-imagenet"), Some(32)));
+}
