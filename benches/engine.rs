@@ -231,6 +231,7 @@ fn replay_synthetic_10k(c: &mut Criterion) {
             policy: policy_config(order, backfill),
             seed: 1,
             sample_interval_ms: 0,
+            rate_model: dlsched::experiment::RateModelKind::Trace,
         };
         group.bench_function(policy_label(order, backfill), |b| {
             b.iter_batched(
@@ -263,6 +264,7 @@ fn replay_philly(c: &mut Criterion) {
                 policy: policy_config(QueueOrder::Fifo, false),
                 seed: 1,
                 sample_interval_ms: 0,
+                rate_model: dlsched::experiment::RateModelKind::Trace,
             },
         ));
     } else {
@@ -284,6 +286,7 @@ fn replay_philly(c: &mut Criterion) {
                 policy: policy_config(QueueOrder::Fifo, false),
                 seed: 1,
                 sample_interval_ms: 0,
+                rate_model: dlsched::experiment::RateModelKind::Trace,
             },
         ));
     } else {

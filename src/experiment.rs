@@ -11,7 +11,12 @@ use crate::error::{ConfigError, RunError};
 use crate::job::Skipped;
 use crate::metrics::{self, Summary, VcSummary, export};
 use crate::policy::PolicyConfig;
-use crate::profile::TraceSpeed;
+use crate::profile::db::ProfileDb;
+use crate::profile::genie::GenieModel;
+use crate::profile::model::TableModel;
+use crate::profile::rate::ProfileRate;
+use crate::profile::{RateModel, TraceSpeed};
+use crate::trace::TraceRecord;
 use crate::trace::synthetic::{self, SyntheticSpec};
 use crate::trace::{ColumnMap, TraceFormat, build_workload, load_trace};
 
@@ -88,6 +93,65 @@ impl ClusterChoice {
     }
 }
 
+/// How a running job's speed is decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RateModelKind {
+    /// Every job runs exactly its trace duration, wherever it is placed.
+    Trace,
+    /// Profile database, table interpolation: a job placed worse than recorded
+    /// runs longer by the measured iteration-time ratio.
+    Table,
+    /// Profile database, GENIE's fitted prediction model.
+    Genie,
+}
+
+impl RateModelKind {
+    fn build(self) -> Box<dyn RateModel> {
+        match self {
+            RateModelKind::Trace => Box::new(TraceSpeed),
+            RateModelKind::Table => {
+                Box::new(ProfileRate::new(Box::new(TableModel::new(ProfileDb::builtin())), "profile-table"))
+            }
+            RateModelKind::Genie => {
+                Box::new(ProfileRate::new(Box::new(GenieModel::new(ProfileDb::builtin())), "profile-genie"))
+            }
+        }
+    }
+}
+
+/// Gives every job without a model or batch one drawn from the profile
+/// database, on the `workload.model_mix` stream: a model uniformly among those
+/// measured on `gpu_type` (all measured models if none is), then a per-GPU
+/// batch uniformly among that model's measured batches.
+pub fn assign_models(records: &mut [TraceRecord], gpu_type: &str, seed: u64) {
+    use rand::seq::SliceRandom;
+    let db = ProfileDb::builtin();
+    let table = TableModel::new(db);
+    let gpu_type = gpu_type.to_ascii_lowercase();
+    let mut on_type: Vec<&str> =
+        db.throughput.iter().filter(|r| r.gpu_type == gpu_type).map(|r| r.model.as_str()).collect();
+    on_type.sort_unstable();
+    on_type.dedup();
+    let models = if on_type.is_empty() { table.measured_models() } else { on_type };
+    if models.is_empty() {
+        return;
+    }
+    let batches: Vec<Vec<u32>> = models.iter().map(|m| table.measured_batches(m)).collect();
+    let mut rng = crate::rng::stream(seed, "workload.model_mix");
+    for r in records.iter_mut().filter(|r| r.model.is_none() || r.local_bsz.is_none()) {
+        let i = rand::Rng::gen_range(&mut rng, 0..models.len());
+        if r.model.is_none() {
+            r.model = Some(models[i].to_string());
+        }
+        if r.local_bsz.is_none() {
+            let own = table.measured_batches(r.model.as_deref().unwrap_or(models[i]));
+            let pool = if own.is_empty() { &batches[i] } else { &own };
+            r.local_bsz = pool.choose(&mut rng).copied();
+        }
+    }
+}
+
 /// Everything that defines a run; plain data, so sweeps can build runs anywhere.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunSpec {
@@ -101,6 +165,8 @@ pub struct RunSpec {
     pub seed: u64,
     /// Timeline sampling interval, ms (0: none).
     pub sample_interval_ms: u64,
+    /// How job speed is decided.
+    pub rate_model: RateModelKind,
 }
 
 /// Facts about the input, for the manifest.
@@ -161,6 +227,11 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
             (recs, input)
         }
     };
+    let mut records = records;
+    if spec.rate_model != RateModelKind::Trace {
+        let gpu_type = cluster.spec().nodes.first().map(|n| n.gpu_type.clone()).unwrap_or_default();
+        assign_models(&mut records, &gpu_type, spec.seed);
+    }
     let workload = build_workload(records, &cluster, spec.policy.placement);
     if workload.jobs.is_empty() {
         let reasons: Vec<String> = workload.skipped_by_reason().iter().map(|(r, n)| format!("{n} {r}")).collect();
@@ -177,7 +248,7 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
         cluster,
         workload.jobs,
         policy,
-        Box::new(TraceSpeed),
+        spec.rate_model.build(),
         EngineConfig { sample_interval_ms: spec.sample_interval_ms },
     );
     let output = sim.run_with(progress)?;

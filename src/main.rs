@@ -13,6 +13,7 @@ use dlsched::trace::synthetic::SyntheticSpec;
 use dlsched::trace::{ColumnMap, TraceFormat};
 
 mod compare;
+mod profile_cmd;
 
 /// dlsched: an event-driven simulator of deep-learning GPU clusters.
 ///
@@ -44,6 +45,8 @@ enum Command {
     /// finished in both. Exits with status 1 when any job differs or is
     /// missing, 2 on an error.
     Compare(compare::CompareArgs),
+    /// The calibrated profile database: `profile import` derives its tables from public measurements.
+    Profile(profile_cmd::ProfileArgs),
 }
 
 #[derive(Args)]
@@ -100,6 +103,14 @@ struct SimulateArgs {
     #[arg(long, value_enum, default_value = "consolidate")]
     placement: PlacementKind,
 
+    /// Job speed: trace = every job runs its trace duration wherever it is
+    /// placed; table / genie = from the calibrated profile database (table
+    /// interpolation, or GENIE's fitted model): a job placed worse than its
+    /// recorded allocation (spread over more servers) runs longer. Jobs the
+    /// trace gives no model are drawn one from the database (seeded).
+    #[arg(long, value_enum, default_value = "trace")]
+    rate_model: dlsched::experiment::RateModelKind,
+
     /// Master seed for every random stream (synthetic workload, policies).
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -129,6 +140,13 @@ struct SimulateArgs {
 }
 
 fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`dlsched ... | head`), as command-line
+    // tools do, instead of panicking on the next print.
+    #[cfg(unix)]
+    // SAFETY: restoring the default SIGPIPE action before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -143,6 +161,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Simulate(args) => simulate(*args).map(|()| ExitCode::SUCCESS),
         Command::Compare(args) => compare::run(&args),
+        Command::Profile(args) => profile_cmd::run(&args),
     }
 }
 
@@ -191,6 +210,7 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
         cluster,
         policy: PolicyConfig { order: a.policy, backfill: a.backfill, placement: a.placement },
         seed: a.seed,
+        rate_model: a.rate_model,
         sample_interval_ms: {
             if a.sample_interval as f64 > dlsched::time::MAX_SECS {
                 bail!(

@@ -114,6 +114,8 @@ pub struct RunOutput {
     pub policy: String,
     /// The rate model's name.
     pub model: &'static str,
+    /// The rate model's counters (e.g. profile fallbacks).
+    pub model_counters: Vec<(&'static str, u64)>,
 }
 
 /// A simulation: owns the clock, the event queue, the cluster, the jobs, the
@@ -283,6 +285,7 @@ impl Simulation {
         RunOutput {
             policy: self.policy.name(),
             model: self.model.name(),
+            model_counters: self.model.counters(),
             cluster: self.cluster,
             jobs: self.jobs,
             timeline: self.timeline,

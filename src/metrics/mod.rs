@@ -47,6 +47,10 @@ pub struct Summary {
     pub policy: String,
     /// Rate model name.
     pub rate_model: String,
+    /// The rate model's counters: for the profile models, `evaluations` (rate
+    /// computations) and how many needed each fallback (`model`, `gpu_type`,
+    /// `split`, `batch`); empty for trace speed.
+    pub rate_model_counters: BTreeMap<String, u64>,
     /// Cluster name.
     pub cluster: String,
     /// GPUs in the cluster.
@@ -168,6 +172,7 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
     let summary = Summary {
         policy: out.policy.clone(),
         rate_model: out.model.to_string(),
+        rate_model_counters: out.model_counters.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
         cluster: out.cluster.spec().name.clone(),
         gpus_total: out.cluster.total_gpus(),
         jobs_total: rows_total as u64,

@@ -1,9 +1,21 @@
-//! Job speed: the rate model the engine asks for every running job's rate.
+//! Job speed: the profile database, the performance models, and the rate
+//! model the engine asks for every running job's rate.
 //!
-//! The calibrated profile database and its performance models (locality,
-//! interference, GPU memory) come with a later change; today the engine ships
-//! the trace-speed model, under which every job runs exactly its trace
-//! duration. The trait is the seam the calibrated models plug into.
+//! - [`db`]: the calibrated profile database (measured iteration times by
+//!   model, GPU type, per-GPU batch and split over servers; co-location
+//!   slowdowns; multi-server factors; model facts), compiled in.
+//! - [`model`]: table interpolation with counted fallbacks (the default);
+//!   [`genie`]: GENIE's fitted prediction model.
+//! - [`rate`]: the rate model built on either; [`TraceSpeed`]: every job at
+//!   its trace speed (the Helios study's semantics).
+//! - [`check`]: held-out prediction error.
+
+pub mod check;
+pub mod db;
+pub mod genie;
+pub mod import;
+pub mod model;
+pub mod rate;
 
 use crate::cluster::Cluster;
 use crate::ids::GpuId;
@@ -25,6 +37,12 @@ pub trait RateModel: Send + Sync {
     /// rates of the jobs on every node whose occupancy changed.
     fn depends_on_neighbours(&self) -> bool {
         false
+    }
+
+    /// Named counters for the run summary (e.g. how many rate evaluations
+    /// needed each fallback); none by default.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
     }
 }
 

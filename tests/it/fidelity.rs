@@ -36,6 +36,7 @@ fn replay(trace: &Path, vcs: &Path, order: QueueOrder) -> RunReport {
         policy: policy(order, false, PlacementKind::Consolidate),
         seed: 1,
         sample_interval_ms: 0,
+        rate_model: dlsched::experiment::RateModelKind::Trace,
     };
     run_one(&spec, |_| {}).unwrap()
 }

@@ -113,6 +113,7 @@ fn example_trace_with_two_vcs() {
         policy: policy(QueueOrder::Fifo, false, PlacementKind::Consolidate),
         seed: 1,
         sample_interval_ms: 0,
+        rate_model: dlsched::experiment::RateModelKind::Trace,
     };
     let r = run_one(&spec, |_| {}).unwrap();
     let mut got = schedule(&r.output);

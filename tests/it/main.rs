@@ -9,4 +9,6 @@ mod formats;
 mod hand;
 mod invariants;
 mod philly;
+mod profile_db;
+mod profile_model;
 mod rates;

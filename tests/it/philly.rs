@@ -23,6 +23,7 @@ fn rfold_philly_fifo_completes_every_usable_job() {
         policy: policy(QueueOrder::Fifo, false, PlacementKind::Consolidate),
         seed: 1,
         sample_interval_ms: 600_000,
+        rate_model: dlsched::experiment::RateModelKind::Trace,
     };
     let r = run_one(&spec, |_| {}).unwrap();
     assert_eq!(r.summary.jobs_total as usize, rows.len());

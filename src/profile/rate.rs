@@ -1,0 +1,49 @@
+//! The profile-driven rate model: a job's speed relative to the speed it had
+//! in the trace, from a performance model's iteration times.
+
+use super::RateModel;
+use super::model::{FallbackCounter, PerfModel};
+use crate::cluster::Cluster;
+use crate::ids::GpuId;
+use crate::job::JobSpec;
+
+/// Rate = iteration time under the job's recorded split / iteration time on
+/// its actual placement, both from `model`, on the GPU type of the job's first
+/// GPU. A job placed as recorded runs exactly its trace duration (rate 1.0); one
+/// spread worse runs longer by the model's ratio. Jobs without a model or
+/// batch run at trace speed.
+pub struct ProfileRate {
+    model: Box<dyn PerfModel>,
+    counter: FallbackCounter,
+    name: &'static str,
+}
+
+impl ProfileRate {
+    /// A rate model over `model`, named `name` in outputs.
+    pub fn new(model: Box<dyn PerfModel>, name: &'static str) -> Self {
+        ProfileRate { model, counter: FallbackCounter::default(), name }
+    }
+}
+
+impl RateModel for ProfileRate {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn rate(&self, job: &JobSpec, gpus: &[GpuId], cluster: &Cluster) -> f64 {
+        let (Some(model), Some(bsz)) = (job.model.as_deref(), job.local_bsz) else { return 1.0 };
+        let gpu_type = &cluster.node(cluster.node_of(gpus[0])).gpu_type;
+        let actual = cluster.split_of(gpus);
+        let now = self.model.iter_time(model, gpu_type, bsz, &actual);
+        self.counter.record(now.fallbacks);
+        if actual == job.recorded_split {
+            return 1.0;
+        }
+        let recorded = self.model.iter_time(model, gpu_type, bsz, &job.recorded_split);
+        recorded.iter_time_s / now.iter_time_s
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.counter.counts()
+    }
+}

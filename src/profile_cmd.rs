@@ -1,0 +1,208 @@
+//! `dlsched profile`: commands of the calibrated profile database.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+
+use dlsched::profile::db::FILES;
+
+/// Arguments of `dlsched profile`.
+#[derive(Args)]
+pub struct ProfileArgs {
+    #[command(subcommand)]
+    command: ProfileCommand,
+}
+
+#[derive(Subcommand)]
+enum ProfileCommand {
+    /// Derive the profile tables from the public measurements.
+    ///
+    /// Reads Gavel's throughputs (gavel/gavel_throughputs_flat.csv, simulation
+    /// rows: K80/P100/V100 iteration times, packed and spread, and single-GPU
+    /// co-location speeds), Pollux's placements (pollux/<model>/placements.csv:
+    /// T4 iteration time per exact split of GPUs over servers), Sia's
+    /// placements (sia/<model>/placements-{azure,dgx-ext,rtx,quad}.csv: V100,
+    /// A100, RTX 2080 Ti, Quadro RTX 6000) and Chronus's multi-node slowdowns
+    /// (chronus/model_info.json), and writes four CSV tables to --out:
+    /// throughput.csv (model, gpu_type, local_bsz, gpus, split, iter_time_s,
+    /// source), colocation.csv, multinode.csv and models.csv (family,
+    /// parameters, training GFLOPs per sample, with citations). Rows are
+    /// sorted and numbers have 6 significant digits, so re-running gives
+    /// byte-identical files. Lucid's profiles are left out (non-commercial
+    /// licence). Conversions: src/profile/data/README.md.
+    ///
+    /// Regenerate the committed tables with
+    /// `dlsched profile import --from ../shared/profiles --out src/profile/data`.
+    Import(ImportArgs),
+    /// Print the calibrated table of one model: per GPU type, the measured
+    /// iteration time and throughput by per-GPU batch and split of GPUs over
+    /// servers, GENIE's fitted coefficients, and the model's facts.
+    Show(ShowArgs),
+    /// Held-out prediction error of the performance models: every 5th point
+    /// of each (model, GPU type) is held out, table interpolation and GENIE's
+    /// fit are built on the rest, and the mean absolute percentage error
+    /// (MAPE) is printed per source, per model family and overall.
+    Check(CheckArgs),
+}
+
+#[derive(Args)]
+struct ShowArgs {
+    /// Model name (`dlsched profile show --list` lists them).
+    #[arg(required_unless_present = "list")]
+    model: Option<String>,
+    /// List the models instead.
+    #[arg(long)]
+    list: bool,
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    /// Hold out every N-th point of each (model, GPU type).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    every: usize,
+    /// Also write the table as CSV to this file.
+    #[arg(long, value_name = "PATH")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ImportArgs {
+    /// Folder of public measurements (`../shared/profiles`), read only.
+    #[arg(long, value_name = "DIR")]
+    from: PathBuf,
+
+    /// Folder to write throughput.csv, colocation.csv, multinode.csv and
+    /// models.csv to (created if needed; those four files are replaced).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+/// Runs a `dlsched profile` command.
+pub fn run(args: &ProfileArgs) -> Result<ExitCode> {
+    match &args.command {
+        ProfileCommand::Import(a) => import(a).map(|()| ExitCode::SUCCESS),
+        ProfileCommand::Show(a) => show(a).map(|()| ExitCode::SUCCESS),
+        ProfileCommand::Check(a) => check(a).map(|()| ExitCode::SUCCESS),
+    }
+}
+
+fn import(a: &ImportArgs) -> Result<()> {
+    let db = dlsched::profile::import::import(&a.from)
+        .with_context(|| format!("importing the profiles in {}", a.from.display()))?;
+    db.write_dir(&a.out).with_context(|| format!("writing the tables to {}", a.out.display()))?;
+    let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for r in &db.throughput {
+        *counts.entry((FILES[0], &r.source)).or_default() += 1;
+    }
+    for r in &db.colocation {
+        *counts.entry((FILES[1], &r.source)).or_default() += 1;
+    }
+    for r in &db.multinode {
+        *counts.entry((FILES[2], &r.source)).or_default() += 1;
+    }
+    println!("{:<16} {:<10} {:>7}", "table", "source", "rows");
+    for file in FILES.iter().take(3) {
+        for ((f, source), n) in counts.iter().filter(|((f, _), _)| f == file) {
+            println!("{f:<16} {source:<10} {n:>7}");
+        }
+    }
+    println!("{:<16} {:<10} {:>7}", FILES[3], "", db.models.len());
+    let unknown: Vec<&str> = db
+        .models
+        .iter()
+        .filter(|m| m.params_m.is_nan() || m.gflops_per_sample.is_nan())
+        .map(|m| m.model.as_str())
+        .collect();
+    if !unknown.is_empty() {
+        println!("models with an unknown parameter count or GFLOPs (NaN): {}", unknown.join(", "));
+    }
+    println!("\nwrote {}", a.out.display());
+    Ok(())
+}
+
+fn show(a: &ShowArgs) -> Result<()> {
+    use dlsched::profile::db::{ProfileDb, Split};
+    use dlsched::profile::genie::GenieModel;
+    let db = ProfileDb::builtin();
+    if a.list {
+        for m in db.models() {
+            let rows = db.throughput.iter().filter(|r| r.model == m).count();
+            println!("{m:<24} {rows:>6} measured points");
+        }
+        return Ok(());
+    }
+    let model = a.model.as_deref().unwrap_or_default();
+    let info = db.models.iter().find(|m| m.model == model);
+    let rows: Vec<_> = db.throughput.iter().filter(|r| r.model == model).collect();
+    if info.is_none() && rows.is_empty() {
+        anyhow::bail!("no model `{model}` in the profile database; `dlsched profile show --list` lists them");
+    }
+    if let Some(i) = info {
+        println!(
+            "{model}: family {}, {} M parameters, {} training GFLOPs/sample ({})",
+            i.family, i.params_m, i.gflops_per_sample, i.source
+        );
+    }
+    let genie = GenieModel::new(db);
+    let mut gpus: Vec<&str> = rows.iter().map(|r| r.gpu_type.as_str()).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    for g in gpus {
+        println!("\n{model} on {g}");
+        if let Some(f) = genie.fit_for(model, g) {
+            println!(
+                "  GENIE fit: sPR(b) = {:.4} + {:.4} b + {:.6} b^2 samples/s per GPU, gamma {:.4}, lambda {:.4}",
+                f.k[0], f.k[1], f.k[2], f.gamma, f.lambda
+            );
+        }
+        println!("  {:>6} {:>5} {:>10} {:>12} {:>14}  source", "batch", "GPUs", "split", "iter time s", "samples/s");
+        for r in rows.iter().filter(|r| r.gpu_type == g) {
+            let split = match &r.split {
+                Split::Exact(s) => s.iter().map(u32::to_string).collect::<Vec<_>>().join("+"),
+                Split::Spread => "spread".into(),
+            };
+            let tput = f64::from(r.local_bsz) * f64::from(r.gpus) / r.iter_time_s;
+            println!(
+                "  {:>6} {:>5} {:>10} {:>12.4} {:>14.1}  {}",
+                r.local_bsz, r.gpus, split, r.iter_time_s, tput, r.source
+            );
+        }
+    }
+    let multi: Vec<_> = db.multinode.iter().filter(|m| m.model == model).collect();
+    if !multi.is_empty() {
+        println!("\nthroughput relative to one server:");
+        for m in multi {
+            println!("  {:>3} GPUs on {} servers: {:.3} ({})", m.gpus, m.servers, m.relative, m.source);
+        }
+    }
+    Ok(())
+}
+
+fn check(a: &CheckArgs) -> Result<()> {
+    let rows = dlsched::profile::check::check(dlsched::profile::db::ProfileDb::builtin(), a.every);
+    println!("held out every {} point of each (model, GPU type); MAPE of the iteration time", ordinal(a.every));
+    println!("{:<8} {:<24} {:>7} {:>10} {:>10}", "group", "name", "points", "table %", "GENIE %");
+    for r in &rows {
+        println!("{:<8} {:<24} {:>7} {:>10.2} {:>10.2}", r.group, r.name, r.points, r.table_mape_pct, r.genie_mape_pct);
+    }
+    if let Some(p) = &a.out {
+        let mut w = csv::Writer::from_path(p).with_context(|| format!("writing {}", p.display()))?;
+        for r in &rows {
+            w.serialize(r)?;
+        }
+        w.flush()?;
+        println!("\nwrote {}", p.display());
+    }
+    Ok(())
+}
+
+fn ordinal(n: usize) -> String {
+    match n {
+        2 => "2nd".into(),
+        3 => "3rd".into(),
+        n => format!("{n}th"),
+    }
+}
