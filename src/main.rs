@@ -284,6 +284,19 @@ fn print_summary(r: &RunReport) {
         s.gpus_total
     );
     println!("input     {input}");
+    if !s.rate_model_counters.is_empty() {
+        let c = &s.rate_model_counters;
+        let get = |k: &str| c.get(k).copied().unwrap_or(0);
+        println!(
+            "speed     {}: {} rate evaluations; fallbacks: model {}, GPU type {}, split {}, batch {}",
+            s.rate_model,
+            get("evaluations"),
+            get("model"),
+            get("gpu_type"),
+            get("split"),
+            get("batch")
+        );
+    }
     println!();
     println!(
         "  jobs            {:>12} total, {} completed, {} skipped, {} unfinished",
