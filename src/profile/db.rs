@@ -14,6 +14,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use crate::error::TraceError;
+use crate::trace::csvrows::LineCounter;
 
 /// File name of the throughput table (rows: [`ThroughputRow`]).
 pub const THROUGHPUT_FILE: &str = "throughput.csv";
@@ -498,30 +499,6 @@ impl Rec<'_> {
     }
 }
 
-/// The 1-based line of the first content byte at or after `offset` (the csv
-/// reader may report a record as starting at the line break before it).
-struct LineCounter<'a> {
-    bytes: &'a [u8],
-    offset: usize,
-    line: u64,
-}
-
-impl LineCounter<'_> {
-    fn line_at(&mut self, offset: usize) -> u64 {
-        let mut offset = offset.min(self.bytes.len());
-        while offset < self.bytes.len() && matches!(self.bytes[offset], b'\r' | b'\n') {
-            offset += 1;
-        }
-        if offset < self.offset {
-            self.offset = 0;
-            self.line = 1;
-        }
-        self.line += self.bytes[self.offset..offset].iter().filter(|&&b| b == b'\n').count() as u64;
-        self.offset = offset;
-        self.line
-    }
-}
-
 /// Reads a CSV with a header from `bytes`, resolving `columns` by name (case
 /// insensitive, any order, extra columns ignored) and calling `f` per row.
 ///
@@ -539,7 +516,7 @@ pub(crate) fn read_csv(
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(format("the file is empty (no header line)".into()));
     }
-    let mut lines = LineCounter { bytes, offset: 0, line: 1 };
+    let mut lines = LineCounter::new(bytes);
     let row_err = |e: &csv::Error, lines: &mut LineCounter<'_>| {
         let line = e.position().map_or(1, |p| lines.line_at(p.byte() as usize));
         let message = match e.kind() {

@@ -148,16 +148,21 @@ impl Row<'_> {
 
 /// Counts lines as a text editor does: the line of a byte offset is one more
 /// than the `\n` bytes before it (so CRLF files and blank lines count right).
-struct LineCounter<'a> {
+pub(crate) struct LineCounter<'a> {
     bytes: &'a [u8],
     offset: usize,
     line: u64,
 }
 
-impl LineCounter<'_> {
+impl<'a> LineCounter<'a> {
+    /// A counter over the bytes of one file.
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
+        LineCounter { bytes, offset: 0, line: 1 }
+    }
+
     /// The line of the first content byte at or after `offset` (the csv
     /// reader may report a record as starting at the line break before it).
-    fn line_at(&mut self, offset: usize) -> u64 {
+    pub(crate) fn line_at(&mut self, offset: usize) -> u64 {
         let mut offset = offset.min(self.bytes.len());
         while offset < self.bytes.len() && matches!(self.bytes[offset], b'\r' | b'\n') {
             offset += 1;
@@ -195,7 +200,7 @@ pub(crate) fn for_each_row(
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(format_err("the file is empty (no header line)"));
     }
-    let mut lines = LineCounter { bytes, offset: 0, line: 1 };
+    let mut lines = LineCounter::new(bytes);
     let mut rdr = csv::ReaderBuilder::new().has_headers(true).from_reader(bytes);
     let header = match rdr.headers() {
         Ok(h) => Header::new(h),

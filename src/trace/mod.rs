@@ -5,7 +5,7 @@
 //! value, and never drop a row: rows that cannot run are kept as records and
 //! skipped by the workload builder, which counts them by reason.
 
-mod csvrows;
+pub(crate) mod csvrows;
 mod formats;
 pub mod synthetic;
 mod workload;
