@@ -3,14 +3,41 @@
 use crate::cluster::Cluster;
 use crate::ids::{GpuId, VcId};
 
+/// What a job asks a placement for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request<'a> {
+    /// The job's partition.
+    pub vc: VcId,
+    /// GPUs wanted.
+    pub gpus: u32,
+    /// The recorded split over servers (GPUs per server, descending), or empty.
+    /// Only [`Recorded`] reads it.
+    pub shape: &'a [u32],
+}
+
+impl<'a> Request<'a> {
+    /// A request of `gpus` GPUs in `vc` with no recorded split.
+    pub fn new(vc: VcId, gpus: u32) -> Self {
+        Request { vc, gpus, shape: &[] }
+    }
+}
+
 /// Chooses GPUs for a job. Reads the cluster only; the engine allocates.
 pub trait Placement: Send {
     /// The rule's name for outputs.
     fn name(&self) -> &'static str;
 
-    /// Appends `gpus` free GPUs of partition `vc` to `out` and returns true, or
-    /// returns false and leaves `out` as it was when the job cannot be placed now.
-    fn place(&mut self, cluster: &Cluster, vc: VcId, gpus: u32, out: &mut Vec<GpuId>) -> bool;
+    /// Appends `req.gpus` free GPUs of partition `req.vc` to `out` and returns
+    /// true, or returns false and leaves `out` as it was when the job cannot
+    /// be placed now.
+    fn place(&mut self, cluster: &Cluster, req: Request<'_>, out: &mut Vec<GpuId>) -> bool;
+
+    /// Requests of one class (in one partition) are placed alike in every
+    /// cluster state, so a backfilling queue tries one job per class. By
+    /// default the class is the GPU count.
+    fn class(&self, req: Request<'_>) -> Vec<u32> {
+        vec![req.gpus]
+    }
 }
 
 /// The placement rules on offer.
@@ -21,6 +48,9 @@ pub enum PlacementKind {
     Consolidate,
     /// First node in index order with room.
     FirstFit,
+    /// Replay the recorded split over servers (Philly RFold `shape`); jobs
+    /// without one are packed as consolidate packs them.
+    Recorded,
 }
 
 impl PlacementKind {
@@ -29,6 +59,7 @@ impl PlacementKind {
         match self {
             PlacementKind::Consolidate => "consolidate",
             PlacementKind::FirstFit => "first-fit",
+            PlacementKind::Recorded => "recorded",
         }
     }
 
@@ -37,6 +68,7 @@ impl PlacementKind {
         match self {
             PlacementKind::Consolidate => Box::new(Consolidate),
             PlacementKind::FirstFit => Box::new(FirstFit),
+            PlacementKind::Recorded => Box::new(Recorded),
         }
     }
 }
@@ -66,7 +98,8 @@ impl Placement for Consolidate {
         "consolidate"
     }
 
-    fn place(&mut self, cluster: &Cluster, vc: VcId, gpus: u32, out: &mut Vec<GpuId>) -> bool {
+    fn place(&mut self, cluster: &Cluster, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
+        let (vc, gpus) = (req.vc, req.gpus);
         let p = cluster.partition(vc);
         if gpus == 0 || gpus > p.gpus_free {
             return false;
@@ -107,7 +140,8 @@ impl Placement for FirstFit {
         "first-fit"
     }
 
-    fn place(&mut self, cluster: &Cluster, vc: VcId, gpus: u32, out: &mut Vec<GpuId>) -> bool {
+    fn place(&mut self, cluster: &Cluster, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
+        let (vc, gpus) = (req.vc, req.gpus);
         let p = cluster.partition(vc);
         if gpus == 0 || gpus > p.gpus_free {
             return false;
@@ -131,6 +165,48 @@ impl Placement for FirstFit {
             }
         }
         true
+    }
+}
+
+/// Replays a recorded split: each part (largest first) goes on a distinct
+/// node, the one with the fewest free GPUs that has room (best fit); the job
+/// waits until every part fits. A job with no recorded split (or one that does
+/// not add up to its GPU count) is placed by [`Consolidate`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Recorded;
+
+impl Placement for Recorded {
+    fn name(&self) -> &'static str {
+        "recorded"
+    }
+
+    fn place(&mut self, cluster: &Cluster, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
+        if req.shape.is_empty() || req.shape.iter().sum::<u32>() != req.gpus {
+            return Consolidate.place(cluster, req, out);
+        }
+        let p = cluster.partition(req.vc);
+        if req.gpus > p.gpus_free {
+            return false;
+        }
+        let start = out.len();
+        let mut used: Vec<crate::ids::NodeId> = Vec::with_capacity(req.shape.len());
+        for &part in req.shape {
+            match p.nodes_by_free_asc().find(|&(n, free)| free >= part && !used.contains(&n)) {
+                Some((n, _)) => {
+                    cluster.take_free_gpus(n, part, out);
+                    used.push(n);
+                }
+                None => {
+                    out.truncate(start);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn class(&self, req: Request<'_>) -> Vec<u32> {
+        if req.shape.is_empty() { vec![req.gpus] } else { req.shape.to_vec() }
     }
 }
 
@@ -165,11 +241,11 @@ mod tests {
         let c = cluster();
         let mut out = Vec::new();
         // 3 GPUs: node 0 (3 free) is the tightest fit.
-        assert!(Consolidate.place(&c, VcId(0), 3, &mut out));
+        assert!(Consolidate.place(&c, Request::new(VcId(0), 3), &mut out));
         assert_eq!(out, vec![GpuId(5), GpuId(6), GpuId(7)]);
         out.clear();
         // 4 GPUs: node 0 is too small, node 1 (6 free) is next.
-        assert!(Consolidate.place(&c, VcId(0), 4, &mut out));
+        assert!(Consolidate.place(&c, Request::new(VcId(0), 4), &mut out));
         assert_eq!(nodes(&c, &out), vec![(NodeId(1), 4)]);
     }
 
@@ -179,19 +255,19 @@ mod tests {
         let mut out = Vec::new();
         // 12 GPUs: whole node 2, then the remainder 4 on the next node by free
         // GPUs descending, which is whole node 3 (8 free), not best-fit node 1.
-        assert!(Consolidate.place(&c, VcId(0), 12, &mut out));
+        assert!(Consolidate.place(&c, Request::new(VcId(0), 12), &mut out));
         assert_eq!(nodes(&c, &out), vec![(NodeId(2), 8), (NodeId(3), 4)]);
         out.clear();
         // 16: nodes 2 and 3 whole.
-        assert!(Consolidate.place(&c, VcId(0), 16, &mut out));
+        assert!(Consolidate.place(&c, Request::new(VcId(0), 16), &mut out));
         assert_eq!(nodes(&c, &out), vec![(NodeId(2), 8), (NodeId(3), 8)]);
         out.clear();
         // 22 GPUs: 2 whole nodes, remainder 6 on node 1 (6 free).
-        assert!(Consolidate.place(&c, VcId(0), 22, &mut out));
+        assert!(Consolidate.place(&c, Request::new(VcId(0), 22), &mut out));
         assert_eq!(nodes(&c, &out), vec![(NodeId(2), 8), (NodeId(3), 8), (NodeId(1), 6)]);
         out.clear();
         // 24 GPUs: needs 3 whole nodes; only 2 exist, though 25 GPUs are free.
-        assert!(!Consolidate.place(&c, VcId(0), 24, &mut out));
+        assert!(!Consolidate.place(&c, Request::new(VcId(0), 24), &mut out));
         assert!(out.is_empty());
     }
 
@@ -199,10 +275,10 @@ mod tests {
     fn first_fit_takes_first_node_with_room() {
         let c = cluster();
         let mut out = Vec::new();
-        assert!(FirstFit.place(&c, VcId(0), 2, &mut out));
+        assert!(FirstFit.place(&c, Request::new(VcId(0), 2), &mut out));
         assert_eq!(nodes(&c, &out), vec![(NodeId(0), 2)]);
         out.clear();
-        assert!(FirstFit.place(&c, VcId(0), 10, &mut out));
+        assert!(FirstFit.place(&c, Request::new(VcId(0), 10), &mut out));
         assert_eq!(nodes(&c, &out), vec![(NodeId(0), 3), (NodeId(1), 6), (NodeId(2), 1)]);
     }
 }

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::placement::Request;
 use super::{Decision, Placement, Policy, View};
 use crate::ids::{GpuId, JobId, VcId};
 
@@ -36,8 +37,15 @@ type Key = (u64, JobId);
 #[derive(Default)]
 struct VcQueue {
     order: BTreeSet<Key>,
-    /// Only kept with backfill: the same jobs bucketed by GPU count.
-    by_size: BTreeMap<u32, BTreeSet<Key>>,
+    /// Only kept with backfill: the same jobs bucketed by placement class
+    /// (the GPU count, or the recorded split for the recorded placement).
+    by_class: BTreeMap<Vec<u32>, BTreeSet<Key>>,
+}
+
+/// The placement request of a job: its partition, GPU count and recorded split.
+fn request<'a>(view: &View<'a>, job: JobId) -> Request<'a> {
+    let spec = view.jobs.spec(job);
+    Request { vc: spec.vc, gpus: spec.gpus, shape: &spec.recorded_split }
 }
 
 /// FIFO or SJF over a placement rule.
@@ -76,44 +84,45 @@ impl QueuePolicy {
         }
     }
 
-    fn remove(&mut self, vc: VcId, key: Key, gpus: u32) {
+    fn remove(&mut self, vc: VcId, key: Key, view: &View<'_>) {
+        let class = self.backfill.then(|| self.placement.class(request(view, key.1)));
         let q = &mut self.queues[vc.index()];
         q.order.remove(&key);
-        if self.backfill
-            && let Some(b) = q.by_size.get_mut(&gpus)
+        if let Some(class) = class
+            && let Some(b) = q.by_class.get_mut(&class)
         {
             b.remove(&key);
             if b.is_empty() {
-                q.by_size.remove(&gpus);
+                q.by_class.remove(&class);
             }
         }
     }
 
-    /// The next job of partition `vc` to start now, with its GPUs, if any.
-    fn next_in(&mut self, vc: VcId, view: &View<'_>) -> Option<(Key, u32)> {
+    /// The next job of partition `vc` to start now (its GPUs in `scratch`), if any.
+    fn next_in(&mut self, vc: VcId, view: &View<'_>) -> Option<Key> {
         let q = &self.queues[vc.index()];
         let &head = q.order.first()?;
-        let head_gpus = view.jobs.spec(head.1).gpus;
         self.scratch.clear();
-        if self.placement.place(view.cluster, vc, head_gpus, &mut self.scratch) {
-            return Some((head, head_gpus));
+        if self.placement.place(view.cluster, request(view, head.1), &mut self.scratch) {
+            return Some(head);
         }
         if !self.backfill {
             return None;
         }
-        // Every job of one GPU count fits or fails alike, so one candidate per
-        // count (its earliest) is enough; try them in queue order.
-        let mut candidates: Vec<(Key, u32)> = q
-            .by_size
+        // Every job of one placement class fits or fails alike, so one
+        // candidate per class (its earliest) is enough; try them in queue order.
+        let head_class = self.placement.class(request(view, head.1));
+        let mut candidates: Vec<Key> = q
+            .by_class
             .iter()
-            .filter(|&(&size, _)| size != head_gpus)
-            .filter_map(|(&size, set)| set.first().map(|&k| (k, size)))
+            .filter(|&(class, _)| *class != head_class)
+            .filter_map(|(_, set)| set.first().copied())
             .collect();
         candidates.sort_unstable();
-        for (key, size) in candidates {
+        for key in candidates {
             self.scratch.clear();
-            if self.placement.place(view.cluster, vc, size, &mut self.scratch) {
-                return Some((key, size));
+            if self.placement.place(view.cluster, request(view, key.1), &mut self.scratch) {
+                return Some(key);
             }
         }
         None
@@ -132,10 +141,11 @@ impl Policy for QueuePolicy {
     fn on_arrival(&mut self, job: JobId, view: &View<'_>) {
         let key = self.key(job, view);
         let spec = view.jobs.spec(job);
+        let class = self.backfill.then(|| self.placement.class(request(view, job)));
         let q = &mut self.queues[spec.vc.index()];
         q.order.insert(key);
-        if self.backfill {
-            q.by_size.entry(spec.gpus).or_default().insert(key);
+        if let Some(class) = class {
+            q.by_class.entry(class).or_default().insert(key);
         }
         self.dirty.insert(spec.vc);
     }
@@ -146,8 +156,8 @@ impl Policy for QueuePolicy {
 
     fn decide(&mut self, view: &View<'_>) -> Decision {
         while let Some(&vc) = self.dirty.first() {
-            if let Some((key, gpus)) = self.next_in(vc, view) {
-                self.remove(vc, key, gpus);
+            if let Some(key) = self.next_in(vc, view) {
+                self.remove(vc, key, view);
                 return Decision::Launch { job: key.1, gpus: std::mem::take(&mut self.scratch) };
             }
             self.dirty.remove(&vc);

@@ -7,6 +7,14 @@ use crate::cluster::Cluster;
 use crate::ids::{JobId, VcId};
 use crate::job::{JobSpec, JobTable, SkipReason, Skipped};
 use crate::policy::PlacementKind;
+use crate::policy::placement::Request;
+
+/// A recorded split sorted descending (empty when the trace has none).
+fn sorted_shape(shape: Option<&[u32]>) -> Vec<u32> {
+    let mut s = shape.map(<[u32]>::to_vec).unwrap_or_default();
+    s.sort_unstable_by(|a, b| b.cmp(a));
+    s
+}
 use crate::time::SimTime;
 
 /// The jobs to simulate and the rows that cannot run.
@@ -47,7 +55,7 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
     let mut placer = placement.build();
     // The split the placement rule gives a job of n GPUs on the empty
     // partition (None: it cannot place it at all).
-    let mut empty_split: BTreeMap<(VcId, u32), Option<Vec<u32>>> = BTreeMap::new();
+    let mut empty_split: BTreeMap<(VcId, Vec<u32>), Option<Vec<u32>>> = BTreeMap::new();
     let mut scratch = Vec::new();
     let mut specs = Vec::with_capacity(records.len());
     let mut skipped = Vec::new();
@@ -61,9 +69,11 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
             if r.gpus > cluster.partition(vc).gpus_total {
                 Some(SkipReason::ExceedsCluster)
             } else {
-                let split = empty_split.entry((vc, r.gpus)).or_insert_with(|| {
+                let shape = sorted_shape(r.shape.as_deref());
+                let req = Request { vc, gpus: r.gpus, shape: &shape };
+                let split = empty_split.entry((vc, placer.class(req))).or_insert_with(|| {
                     scratch.clear();
-                    placer.place(cluster, vc, r.gpus, &mut scratch).then(|| cluster.split_of(&scratch))
+                    placer.place(cluster, req, &mut scratch).then(|| cluster.split_of(&scratch))
                 });
                 split.is_none().then_some(SkipReason::Unplaceable)
             }
@@ -74,12 +84,8 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
             Some(reason) => skipped.push(Skipped { name: r.job_id, line: r.line, gpus: r.gpus, reason }),
             None => specs.push(JobSpec {
                 recorded_split: match &r.shape {
-                    Some(shape) => {
-                        let mut s = shape.clone();
-                        s.sort_unstable_by(|a, b| b.cmp(a));
-                        s
-                    }
-                    None => empty_split[&(vc.expect("admitted"), r.gpus)].clone().unwrap_or_default(),
+                    Some(shape) => sorted_shape(Some(shape)),
+                    None => empty_split[&(vc.expect("admitted"), vec![r.gpus])].clone().unwrap_or_default(),
                 },
                 model: r.model,
                 local_bsz: r.local_bsz,

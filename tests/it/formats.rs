@@ -253,3 +253,49 @@ fn recorded_split_comes_from_the_trace_or_the_packed_placement() {
     assert_eq!(s.recorded_split, vec![8, 4]);
     assert_eq!((s.model.as_deref(), s.local_bsz), (Some("resnet50-imagenet"), Some(32)));
 }
+
+#[test]
+fn recorded_placement_replays_the_trace_shape() {
+    // Two nodes of 4 GPUs. Job a (shape 2+2) takes 2 GPUs on each node under
+    // `recorded` (consolidate would pack it on one node); job b (shape 3+1 is
+    // fine on 4-GPU nodes) waits for a to end since each node has 2 free.
+    // Job c (shape 5) can never fit a 4-GPU node: skipped as unplaceable.
+    let d = tempfile::tempdir().unwrap();
+    let head = "#job id,arrival time (sec),topology,shape,size,duration (sec)\n";
+    let r = write(d.path(), "r.csv", &format!("{head}a,0,CLOS,2+2,4,10\nb,1,CLOS,3+1,4,5\nc,2,CLOS,5,5,5\n"));
+    let t = load_trace(&r, TraceFormat::Auto, &ColumnMap::default()).unwrap();
+    let spec = ClusterSpec::uniform("2x4", 2, 4, "V100", 16384);
+    let c = Cluster::new(spec.clone()).unwrap();
+    let w = build_workload(t.records.clone(), &c, PlacementKind::Recorded);
+    assert_eq!(
+        w.skipped.iter().map(|s| (s.name.as_str(), s.reason)).collect::<Vec<_>>(),
+        vec![("c", SkipReason::Unplaceable)]
+    );
+    let p = dlsched::policy::PolicyConfig {
+        order: dlsched::policy::QueueOrder::Fifo,
+        backfill: false,
+        placement: PlacementKind::Recorded,
+    };
+    let out = dlsched::engine::Simulation::new(
+        c,
+        w.jobs,
+        p.build(1).unwrap(),
+        Box::new(dlsched::profile::TraceSpeed),
+        dlsched::engine::EngineConfig { sample_interval_ms: 0 },
+    )
+    .run()
+    .unwrap();
+    let done: Vec<_> = out
+        .jobs
+        .iter()
+        .map(|(s, st)| match st {
+            dlsched::job::JobState::Completed(d) => (s.name.clone(), d.start.as_ms() / 1000, d.nodes_spanned),
+            _ => panic!("unfinished"),
+        })
+        .collect();
+    assert_eq!(done, vec![("a".to_string(), 0, 2), ("b".to_string(), 10, 2)]);
+    // Under consolidate, c (5 GPUs, more than a node) spreads 4 + 1: all three run.
+    let c = Cluster::new(spec).unwrap();
+    let w = build_workload(t.records, &c, PlacementKind::Consolidate);
+    assert_eq!((w.jobs.len(), w.skipped.len()), (3, 0));
+}
