@@ -99,8 +99,8 @@ impl ClusterChoice {
 pub enum RateModelKind {
     /// Every job runs exactly its trace duration, wherever it is placed.
     Trace,
-    /// Profile database, table interpolation: a job placed worse than recorded
-    /// runs longer by the measured iteration-time ratio.
+    /// Profile database, table interpolation: a job placed other than its
+    /// recorded allocation runs at the measured iteration-time ratio.
     Table,
     /// Profile database, GENIE's fitted prediction model.
     Genie,
@@ -123,8 +123,12 @@ impl RateModelKind {
 /// Gives every job without a model or batch one drawn from the profile
 /// database, on the `workload.model_mix` stream: a model uniformly among those
 /// measured on `gpu_type` (all measured models if none is), then a per-GPU
-/// batch uniformly among that model's measured batches.
-pub fn assign_models(records: &mut [TraceRecord], gpu_type: &str, seed: u64) {
+/// batch uniformly among the batches measured for that model on `gpu_type`
+/// (on its best-covered GPU type when `gpu_type` is not measured).
+///
+/// # Errors
+/// A message naming the first job whose model the database does not know.
+pub fn assign_models(records: &mut [TraceRecord], gpu_type: &str, seed: u64) -> Result<(), String> {
     use rand::seq::SliceRandom;
     let db = ProfileDb::builtin();
     let table = TableModel::new(db);
@@ -134,22 +138,36 @@ pub fn assign_models(records: &mut [TraceRecord], gpu_type: &str, seed: u64) {
     on_type.sort_unstable();
     on_type.dedup();
     let models = if on_type.is_empty() { table.measured_models() } else { on_type };
-    if models.is_empty() {
-        return;
+    if let Some(r) =
+        records.iter().find(|r| r.model.as_deref().is_some_and(|m| !db.models.iter().any(|i| i.model == m)))
+    {
+        return Err(format!(
+            "job `{}` (line {}) names model `{}`, which the profile database does not know; `dlsched profile show --list` lists the names",
+            r.job_id,
+            r.line,
+            r.model.as_deref().unwrap_or_default()
+        ));
     }
-    let batches: Vec<Vec<u32>> = models.iter().map(|m| table.measured_batches(m)).collect();
+    if models.is_empty() {
+        return Ok(());
+    }
+    let batches_for = |m: &str| {
+        let (gpu, _, _) = table.resolve_gpu(m, &gpu_type);
+        let on = table.measured_batches_on(m, &gpu);
+        if on.is_empty() { table.measured_batches(m) } else { on }
+    };
     let mut rng = crate::rng::stream(seed, "workload.model_mix");
     for r in records.iter_mut().filter(|r| r.model.is_none() || r.local_bsz.is_none()) {
-        let i = rand::Rng::gen_range(&mut rng, 0..models.len());
         if r.model.is_none() {
+            let i = rand::Rng::gen_range(&mut rng, 0..models.len());
             r.model = Some(models[i].to_string());
         }
         if r.local_bsz.is_none() {
-            let own = table.measured_batches(r.model.as_deref().unwrap_or(models[i]));
-            let pool = if own.is_empty() { &batches[i] } else { &own };
+            let pool = batches_for(r.model.as_deref().unwrap_or_default());
             r.local_bsz = pool.choose(&mut rng).copied();
         }
     }
+    Ok(())
 }
 
 /// Everything that defines a run; plain data, so sweeps can build runs anywhere.
@@ -230,7 +248,7 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
     let mut records = records;
     if spec.rate_model != RateModelKind::Trace {
         let gpu_type = cluster.spec().nodes.first().map(|n| n.gpu_type.clone()).unwrap_or_default();
-        assign_models(&mut records, &gpu_type, spec.seed);
+        assign_models(&mut records, &gpu_type, spec.seed).map_err(ConfigError)?;
     }
     let workload = build_workload(records, &cluster, spec.policy.placement);
     if workload.jobs.is_empty() {

@@ -62,7 +62,7 @@ struct SimulateArgs {
 
     /// For `jobs-csv`: map fields to your column names, e.g.
     /// `submit_time=arrival,gpu_num=gpus`. Fields: job_id, submit_time (s),
-    /// duration (s), gpu_num, vc, user.
+    /// duration (s), gpu_num, vc, user, model, local_bsz (samples per GPU).
     #[arg(long, value_name = "FIELD=COLUMN,...")]
     columns: Option<String>,
 
@@ -105,9 +105,10 @@ struct SimulateArgs {
 
     /// Job speed: trace = every job runs its trace duration wherever it is
     /// placed; table / genie = from the calibrated profile database (table
-    /// interpolation, or GENIE's fitted model): a job placed worse than its
-    /// recorded allocation (spread over more servers) runs longer. Jobs the
-    /// trace gives no model are drawn one from the database (seeded).
+    /// interpolation, or GENIE's fitted model): a job placed other than its
+    /// recorded allocation runs at the measured ratio of iteration times.
+    /// Jobs the trace gives no model or batch get one drawn from the database
+    /// (seeded). The summary names them profile-table / profile-genie.
     #[arg(long, value_enum, default_value = "trace")]
     rate_model: dlsched::experiment::RateModelKind,
 

@@ -51,7 +51,7 @@ enum ProfileCommand {
 #[derive(Args)]
 struct ShowArgs {
     /// Model name (`dlsched profile show --list` lists them).
-    #[arg(required_unless_present = "list")]
+    #[arg(required_unless_present = "list", conflicts_with = "list")]
     model: Option<String>,
     /// List the models instead.
     #[arg(long)]
@@ -60,9 +60,9 @@ struct ShowArgs {
 
 #[derive(Args)]
 struct CheckArgs {
-    /// Hold out every N-th point of each (model, GPU type).
-    #[arg(long, default_value_t = 5, value_name = "N")]
-    every: usize,
+    /// Hold out every N-th point of each (model, GPU type); N ≥ 2.
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
+    every: u32,
     /// Also write the table as CSV to this file.
     #[arg(long, value_name = "PATH")]
     out: Option<PathBuf>,
@@ -154,7 +154,7 @@ fn show(a: &ShowArgs) -> Result<()> {
         println!("\n{model} on {g}");
         if let Some(f) = genie.fit_for(model, g) {
             println!(
-                "  GENIE fit: sPR(b) = {:.4} + {:.4} b + {:.6} b^2 samples/s per GPU, gamma {:.4}, lambda {:.4}",
+                "  GENIE fit: sPR(b) = {:.4} {:+.4} b {:+.6} b^2 samples/s per GPU, gamma {:.4}, lambda {:.4}",
                 f.k[0], f.k[1], f.k[2], f.gamma, f.lambda
             );
         }
@@ -175,14 +175,18 @@ fn show(a: &ShowArgs) -> Result<()> {
     if !multi.is_empty() {
         println!("\nthroughput relative to one server:");
         for m in multi {
-            println!("  {:>3} GPUs on {} servers: {:.3} ({})", m.gpus, m.servers, m.relative, m.source);
+            let servers = if m.servers == 1 { "server" } else { "servers" };
+            println!("  {:>3} GPUs on {} {servers}: {:.3} ({})", m.gpus, m.servers, m.relative, m.source);
         }
     }
     Ok(())
 }
 
 fn check(a: &CheckArgs) -> Result<()> {
-    let rows = dlsched::profile::check::check(dlsched::profile::db::ProfileDb::builtin(), a.every);
+    let rows = dlsched::profile::check::check(dlsched::profile::db::ProfileDb::builtin(), a.every as usize);
+    if rows.is_empty() {
+        anyhow::bail!("no (model, GPU type) has {} points, so nothing was held out; choose a smaller --every", a.every);
+    }
     println!("held out every {} point of each (model, GPU type); MAPE of the iteration time", ordinal(a.every));
     println!("{:<8} {:<24} {:>7} {:>10} {:>10}", "group", "name", "points", "table %", "GENIE %");
     for r in &rows {
@@ -199,10 +203,13 @@ fn check(a: &CheckArgs) -> Result<()> {
     Ok(())
 }
 
-fn ordinal(n: usize) -> String {
-    match n {
-        2 => "2nd".into(),
-        3 => "3rd".into(),
-        n => format!("{n}th"),
-    }
+fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }

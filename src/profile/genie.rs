@@ -18,7 +18,10 @@
 //! all `g_i` are equal. `k0..k2` are fitted on the single-GPU points, then
 //! `gamma` and `gamma lambda` by linear least squares on the multi-GPU points'
 //! measured `Comm = n - PR / sPR(b)`. Gavel's "spread" points (split unknown)
-//! are read as one GPU per server. The quadratic is fitted by relative least
+//! are read as one GPU per server. Where GENIE has no fit, or its fit gives a
+//! non-positive rate (its penalty can exceed the GPUs it has), table
+//! interpolation stands in and the `genie_table` fallback is counted. The
+//! quadratic is fitted by relative least
 //! squares (each point weighted by the inverse of its rate), which minimises
 //! the relative error the paper reports. A (model, GPU type) with fewer than three
 //! single-GPU batches is not fitted and falls back to table interpolation,
@@ -200,17 +203,20 @@ impl PerfModel for GenieModel<'_> {
     }
 
     fn iter_time(&self, model: &str, gpu_type: &str, local_bsz: u32, split: &[u32]) -> Estimate {
-        match self.fit_for(model, &gpu_type.to_ascii_lowercase()) {
-            Some(f) => {
-                let t = f.iter_time(f64::from(local_bsz.max(1)), split);
-                if t.is_finite() && t > 0.0 {
-                    Estimate { iter_time_s: t, fallbacks: Default::default() }
-                } else {
-                    self.table.iter_time(model, gpu_type, local_bsz, split)
-                }
+        // An unfitted GPU type borrows the model's best-covered type, scaled
+        // by the same ratio table interpolation uses.
+        let (gpu, scale, gpu_fb) = self.table.resolve_gpu(model, &gpu_type.to_ascii_lowercase());
+        if let Some(f) = self.fit_for(model, &gpu) {
+            let t = f.iter_time(f64::from(local_bsz.max(1)), split) * scale;
+            if t.is_finite() && t > 0.0 {
+                let mut e = Estimate { iter_time_s: t, fallbacks: Default::default() };
+                e.fallbacks.gpu_type = gpu_fb;
+                return e;
             }
-            None => self.table.iter_time(model, gpu_type, local_bsz, split),
         }
+        let mut e = self.table.iter_time(model, gpu_type, local_bsz, split);
+        e.fallbacks.genie_table = true;
+        e
     }
 }
 

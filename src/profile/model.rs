@@ -17,11 +17,15 @@
 //!    number of servers, else the same GPU count on any split, else weak
 //!    scaling — the step time at a fixed per-GPU batch is taken from the
 //!    nearest measured GPU count with no more servers than asked;
-//! 4. **batch**: iteration time is linear in the per-GPU batch (GENIE, TPDS
-//!    2020, Observation 1: latency linear in iterations; per-GPU rate rises then
-//!    saturates), so an unmeasured batch is interpolated linearly between the
-//!    two nearest measured batches of the chosen split, or extrapolated from
-//!    the two nearest at the edge (never below 10 % of the nearest point).
+//! 4. **batch**: an unmeasured per-GPU batch is interpolated linearly between
+//!    the two neighbouring measured batches of the chosen split; above the
+//!    largest measured batch the iteration time grows in proportion to the
+//!    batch (per-GPU throughput saturates, GENIE TPDS 2020 Observation 2);
+//!    below the smallest it follows the line through the two smallest points,
+//!    bounded by proportional scaling and the smallest point's time.
+//!
+//! Where two sources measured the same point (8 Gavel/Sia overlaps on V100),
+//! the table reads their median (the mean of the two).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,12 +43,26 @@ pub struct Fallbacks {
     pub split: bool,
     /// The per-GPU batch was not measured for the chosen split (interpolated).
     pub batch: bool,
+    /// GENIE had no fit for the model (or predicted a non-positive rate), so
+    /// table interpolation stood in.
+    pub genie_table: bool,
 }
 
 impl Fallbacks {
     /// True when the estimate is a measured point.
     pub fn none(self) -> bool {
-        !(self.model || self.gpu_type || self.split || self.batch)
+        !(self.model || self.gpu_type || self.split || self.batch || self.genie_table)
+    }
+
+    /// The flags of either estimate.
+    pub fn or(self, o: Fallbacks) -> Fallbacks {
+        Fallbacks {
+            model: self.model || o.model,
+            gpu_type: self.gpu_type || o.gpu_type,
+            split: self.split || o.split,
+            batch: self.batch || o.batch,
+            genie_table: self.genie_table || o.genie_table,
+        }
     }
 }
 
@@ -69,7 +87,8 @@ pub trait PerfModel: Send + Sync {
 }
 
 /// Table interpolation over the measured points of a [`ProfileDb`] (the
-/// default model: it reproduces every measured point exactly).
+/// default profile model: it returns every point one source measured exactly,
+/// and the median where two sources measured the same point).
 pub struct TableModel<'a> {
     db: &'a ProfileDb,
     /// Rows by (model, GPU type).
@@ -102,6 +121,18 @@ impl<'a> TableModel<'a> {
     /// Models with measured throughput, sorted.
     pub fn measured_models(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self.index.keys().map(|(m, _)| m.as_str()).collect();
+        v.dedup();
+        v
+    }
+
+    /// Per-GPU batches measured for a model on a GPU type, ascending.
+    pub fn measured_batches_on(&self, model: &str, gpu_type: &str) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .index
+            .get(&(model.to_string(), gpu_type.to_string()))
+            .map(|rows| rows.iter().map(|&i| self.db.throughput[i].local_bsz).collect())
+            .unwrap_or_default();
+        v.sort_unstable();
         v.dedup();
         v
     }
@@ -147,8 +178,9 @@ impl<'a> TableModel<'a> {
         (stand_in, true)
     }
 
-    /// The GPU type to read for `model`, and the factor to scale its times by.
-    fn resolve_gpu(&self, model: &str, gpu_type: &str) -> (String, f64, bool) {
+    /// The GPU type to read for `model`, the factor to scale its times by, and
+    /// whether that was a fallback.
+    pub fn resolve_gpu(&self, model: &str, gpu_type: &str) -> (String, f64, bool) {
         if self.index.contains_key(&(model.to_string(), gpu_type.to_string())) {
             return (gpu_type.to_string(), 1.0, false);
         }
@@ -199,7 +231,11 @@ impl<'a> TableModel<'a> {
             }
             by_split
                 .into_iter()
-                .min_by_key(|(s, _)| (s[0].abs_diff(split[0]), s.clone()))
+                // Closest largest part, then closest server count, then the
+                // least fragmented (fewest servers, largest parts first).
+                .min_by_key(|(s, _)| {
+                    (s[0].abs_diff(split[0]), s.len().abs_diff(split.len()), s.len(), std::cmp::Reverse(s.clone()))
+                })
                 .map(|(_, v)| v)
                 .unwrap_or_default()
         };
@@ -223,8 +259,13 @@ impl<'a> TableModel<'a> {
     }
 }
 
-/// Iteration time at `bsz` from rows of one split: exact, else linear between
-/// (or beyond) the two nearest measured batches.
+/// Iteration time at `bsz` from rows of one split: exact where measured
+/// (the median where several sources measured the same point); linear between
+/// the two neighbouring measured batches; above the largest measured batch,
+/// proportional to the batch (throughput saturated); below the smallest, the
+/// straight line through the two smallest points, kept between proportional
+/// scaling and the smallest point's time (a smaller batch is never slower, and
+/// never faster than linear scaling).
 fn at_batch(rows: &[&ThroughputRow], bsz: u32) -> (f64, bool) {
     let mut pts: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
     for r in rows {
@@ -234,21 +275,29 @@ fn at_batch(rows: &[&ThroughputRow], bsz: u32) -> (f64, bool) {
         .into_iter()
         .map(|(b, mut v)| {
             v.sort_by(f64::total_cmp);
-            (f64::from(b), v[v.len() / 2])
+            let n = v.len();
+            let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+            (f64::from(b), median)
         })
         .collect();
     let x = f64::from(bsz);
     if let Some(&(_, t)) = pts.iter().find(|p| p.0 == x) {
         return (t, false);
     }
-    if pts.len() == 1 {
-        return (pts[0].1 * x / pts[0].0, true);
+    let (first, last) = (pts[0], pts[pts.len() - 1]);
+    if x > last.0 {
+        return (last.1 * x / last.0, true);
     }
-    let i = pts.partition_point(|p| p.0 < x).clamp(1, pts.len() - 1);
+    if x < first.0 {
+        let line = match pts.get(1) {
+            Some(&(x1, t1)) => first.1 + (t1 - first.1) * (x - first.0) / (x1 - first.0),
+            None => first.1,
+        };
+        return (line.clamp(first.1 * x / first.0, first.1), true);
+    }
+    let i = pts.partition_point(|p| p.0 < x);
     let ((x0, t0), (x1, t1)) = (pts[i - 1], pts[i]);
-    let t = t0 + (t1 - t0) * (x - x0) / (x1 - x0);
-    let nearest = if (x - x0).abs() <= (x1 - x).abs() { t0 } else { t1 };
-    (t.max(0.1 * nearest), true)
+    (t0 + (t1 - t0) * (x - x0) / (x1 - x0), true)
 }
 
 impl PerfModel for TableModel<'_> {
@@ -272,7 +321,7 @@ impl PerfModel for TableModel<'_> {
             // An empty database: nothing to read. One second per iteration, all fallbacks.
             return Estimate {
                 iter_time_s: 1.0,
-                fallbacks: Fallbacks { model: true, gpu_type: true, split: true, batch: true },
+                fallbacks: Fallbacks { model: true, gpu_type: true, split: true, batch: true, genie_table: false },
             };
         }
         let (chosen, s_fb) = self.choose_split(&rows, split);
@@ -291,15 +340,20 @@ pub struct FallbackCounter {
     gpu_type: AtomicU64,
     split: AtomicU64,
     batch: AtomicU64,
+    genie_table: AtomicU64,
 }
 
 impl FallbackCounter {
     /// Records one estimate.
     pub fn record(&self, f: Fallbacks) {
         self.evaluations.fetch_add(1, Ordering::Relaxed);
-        for (flag, counter) in
-            [(f.model, &self.model), (f.gpu_type, &self.gpu_type), (f.split, &self.split), (f.batch, &self.batch)]
-        {
+        for (flag, counter) in [
+            (f.model, &self.model),
+            (f.gpu_type, &self.gpu_type),
+            (f.split, &self.split),
+            (f.batch, &self.batch),
+            (f.genie_table, &self.genie_table),
+        ] {
             if flag {
                 counter.fetch_add(1, Ordering::Relaxed);
             }
@@ -314,6 +368,7 @@ impl FallbackCounter {
             ("gpu_type", self.gpu_type.load(Ordering::Relaxed)),
             ("split", self.split.load(Ordering::Relaxed)),
             ("batch", self.batch.load(Ordering::Relaxed)),
+            ("genie_table", self.genie_table.load(Ordering::Relaxed)),
         ]
     }
 }

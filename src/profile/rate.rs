@@ -9,9 +9,12 @@ use crate::job::JobSpec;
 
 /// Rate = iteration time under the job's recorded split / iteration time on
 /// its actual placement, both from `model`, on the GPU type of the job's first
-/// GPU. A job placed as recorded runs exactly its trace duration (rate 1.0); one
-/// spread worse runs longer by the model's ratio. Jobs without a model or
-/// batch run at trace speed.
+/// GPU. A job placed as recorded runs exactly its trace duration (rate 1.0,
+/// the model is not consulted); otherwise it runs at the modelled ratio, which
+/// follows the measurements (on some GPU types they favour spreading). Jobs
+/// without a model or batch run at trace speed. The counters count the rate
+/// computations that consulted the model and the fallbacks either of the two
+/// estimates needed.
 pub struct ProfileRate {
     model: Box<dyn PerfModel>,
     counter: FallbackCounter,
@@ -34,12 +37,13 @@ impl RateModel for ProfileRate {
         let (Some(model), Some(bsz)) = (job.model.as_deref(), job.local_bsz) else { return 1.0 };
         let gpu_type = &cluster.node(cluster.node_of(gpus[0])).gpu_type;
         let actual = cluster.split_of(gpus);
-        let now = self.model.iter_time(model, gpu_type, bsz, &actual);
-        self.counter.record(now.fallbacks);
         if actual == job.recorded_split {
+            // Placed as recorded: the trace's own speed, no model needed.
             return 1.0;
         }
+        let now = self.model.iter_time(model, gpu_type, bsz, &actual);
         let recorded = self.model.iter_time(model, gpu_type, bsz, &job.recorded_split);
+        self.counter.record(now.fallbacks.or(recorded.fallbacks));
         recorded.iter_time_s / now.iter_time_s
     }
 

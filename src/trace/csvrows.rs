@@ -121,6 +121,15 @@ impl Row<'_> {
         }
     }
 
+    /// A whole, positive per-GPU batch size.
+    pub fn batch(&self, col: usize) -> Result<u32, TraceError> {
+        let s = self.str(col);
+        match s.parse::<u32>() {
+            Ok(v) if v > 0 => Ok(v),
+            _ => Err(self.err(col, format!("`{s}` is not a whole, positive batch size (samples per GPU)"))),
+        }
+    }
+
     /// A wall-clock time `YYYY-MM-DD HH:MM:SS`, as seconds since 1970 (no zone).
     pub fn datetime(&self, col: usize) -> Result<i64, TraceError> {
         let s = self.str(col);

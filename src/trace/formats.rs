@@ -279,7 +279,7 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
             shape: None,
             model: row.opt(*model),
             local_bsz: match local_bsz {
-                Some(col) if !row.str(*col).is_empty() => Some(row.count(*col)?).filter(|&b| b > 0),
+                Some(col) if !row.str(*col).is_empty() => Some(row.batch(*col)?),
                 _ => None,
             },
             line: row.line,

@@ -194,3 +194,21 @@ fn exit_status_separates_differences_from_errors() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("no start time column"), "{}", text(&o.stderr));
 }
+
+#[test]
+fn profile_inputs_are_checked() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("m.csv");
+    std::fs::write(&t, "job_id,submit_time,duration,gpu_num,model,local_bsz\na,0,10,1,resnet50-imagenet,0\n").unwrap();
+    assert_clean_error(
+        &dlsched(&["simulate", "--trace", t.to_str().unwrap(), "--rate-model", "table"]),
+        &["m.csv:2", "`local_bsz`", "positive batch"],
+    );
+    std::fs::write(&t, "job_id,submit_time,duration,gpu_num,model,local_bsz\na,0,10,1,ResNet50,32\n").unwrap();
+    assert_clean_error(
+        &dlsched(&["simulate", "--trace", t.to_str().unwrap(), "--rate-model", "table"]),
+        &["ResNet50", "profile show --list"],
+    );
+    assert_clean_error(&dlsched(&["profile", "show", "nosuch"]), &["nosuch", "--list"]);
+    assert!(!dlsched(&["profile", "check", "--every", "1"]).status.success());
+}
