@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use crate::error::TraceError;
-use crate::trace::csvrows::LineCounter;
+use crate::trace::csvrows::{LineCounter, csv_error};
 
 /// File name of the throughput table (rows: [`ThroughputRow`]).
 pub const THROUGHPUT_FILE: &str = "throughput.csv";
@@ -517,17 +517,7 @@ pub(crate) fn read_csv(
         return Err(format("the file is empty (no header line)".into()));
     }
     let mut lines = LineCounter::new(bytes);
-    let row_err = |e: &csv::Error, lines: &mut LineCounter<'_>| {
-        let line = e.position().map_or(1, |p| lines.line_at(p.byte() as usize));
-        let message = match e.kind() {
-            csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
-                format!("the row has {len} fields but the header has {expected_len}")
-            }
-            csv::ErrorKind::Utf8 { .. } => "the row is not UTF-8 text".to_string(),
-            _ => e.to_string(),
-        };
-        TraceError::Row { file: file.to_path_buf(), line, message }
-    };
+    let row_err = |e: &csv::Error, lines: &mut LineCounter<'_>| csv_error(file, e, lines);
     let mut rdr = csv::ReaderBuilder::new().has_headers(true).from_reader(bytes);
     let header: Vec<String> = match rdr.headers() {
         Ok(h) => h

@@ -187,7 +187,7 @@ impl<'a> LineCounter<'a> {
 }
 
 /// The error for a CSV parse failure, with the line counted from the bytes.
-fn csv_error(file: &Path, e: &csv::Error, lines: &mut LineCounter<'_>) -> TraceError {
+pub(crate) fn csv_error(file: &Path, e: &csv::Error, lines: &mut LineCounter<'_>) -> TraceError {
     let mut err = crate::cluster::csv_error(file, e);
     if let (TraceError::Row { line, .. }, Some(p)) = (&mut err, e.position()) {
         *line = lines.line_at(p.byte() as usize);
