@@ -7,8 +7,6 @@
 mod presets;
 mod topology;
 
-use std::collections::BTreeSet;
-
 pub(crate) use presets::csv_error;
 pub use presets::{ClusterPreset, load_vc_file};
 pub use topology::LocalityTier;
@@ -426,10 +424,8 @@ impl Cluster {
 
     /// Number of distinct nodes a placement spans.
     pub fn nodes_spanned(&self, gpus: &[GpuId]) -> u32 {
-        let mut nodes: Vec<NodeId> = gpus.iter().map(|&g| self.node_of(g)).collect();
-        nodes.sort_unstable();
-        nodes.dedup();
-        nodes.len() as u32
+        let node = |i: usize| self.node_of(gpus[i]);
+        (0..gpus.len()).filter(|&i| (0..i).all(|j| node(j) != node(i))).count() as u32
     }
 
     /// Checks that `job` may take exactly `gpus` inside partition `vc`: every GPU
@@ -441,15 +437,15 @@ impl Cluster {
         if gpus.is_empty() {
             return Err(AllocError { gpu: None, reason: "no GPUs in the placement".into() });
         }
-        let mut seen = BTreeSet::new();
-        for &g in gpus {
+        for (i, &g) in gpus.iter().enumerate() {
             if g.index() >= self.gpu_node.len() {
                 return Err(AllocError {
                     gpu: Some(g),
                     reason: format!("GPU does not exist (the cluster has {})", self.gpu_node.len()),
                 });
             }
-            if !seen.insert(g) {
+            // Placements are a few GPUs: a scan beats building a set.
+            if gpus[..i].contains(&g) {
                 return Err(AllocError { gpu: Some(g), reason: "GPU listed twice".into() });
             }
             if let Some(other) = self.gpu_owner[g.index()] {
@@ -476,31 +472,17 @@ impl Cluster {
     /// The check's [`AllocError`]; nothing changes then.
     pub fn allocate(&mut self, job: JobId, vc: VcId, gpus: &[GpuId]) -> Result<(), AllocError> {
         self.check_allocation(vc, gpus)?;
-        let touched = self.touched_nodes(gpus);
         for &g in gpus {
             let node = self.node_of(g);
+            let before = self.node_free(node);
             let bit = g.0 - self.node_first_gpu[node.index()];
             self.node_free_mask[node.index()] &= !(1u64 << bit);
             self.gpu_owner[g.index()] = Some(job);
-        }
-        for (node, before) in touched {
             self.reindex(node, before);
         }
         self.partitions[vc.index()].gpus_free -= gpus.len() as u32;
         self.gpus_free -= gpus.len() as u64;
         Ok(())
-    }
-
-    /// The distinct nodes of `gpus` with their free-GPU counts now.
-    fn touched_nodes(&self, gpus: &[GpuId]) -> Vec<(NodeId, u32)> {
-        let mut touched: Vec<(NodeId, u32)> = Vec::new();
-        for &g in gpus {
-            let node = self.node_of(g);
-            if !touched.iter().any(|t| t.0 == node) {
-                touched.push((node, self.node_free(node)));
-            }
-        }
-        touched
     }
 
     /// Frees `gpus` held by `job`.
@@ -511,17 +493,15 @@ impl Cluster {
         if let Some(&g) = gpus.iter().find(|g| self.gpu_owner.get(g.index()).copied().flatten() != Some(job)) {
             return Err(AllocError { gpu: Some(g), reason: format!("GPU is not held by {job}") });
         }
-        let touched = self.touched_nodes(gpus);
         for &g in gpus {
             let node = self.node_of(g);
+            let before = self.node_free(node);
             let bit = g.0 - self.node_first_gpu[node.index()];
             self.node_free_mask[node.index()] |= 1u64 << bit;
             self.gpu_owner[g.index()] = None;
+            self.reindex(node, before);
             let vc = self.spec.nodes[node.index()].vc;
             self.partitions[vc.index()].gpus_free += 1;
-        }
-        for (node, before) in touched {
-            self.reindex(node, before);
         }
         self.gpus_free += gpus.len() as u64;
         Ok(())

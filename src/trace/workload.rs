@@ -55,7 +55,10 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
     let mut placer = placement.build();
     // The split the placement rule gives a job of n GPUs on the empty
     // partition (None: it cannot place it at all).
-    let mut empty_split: BTreeMap<(VcId, Vec<u32>), Option<Vec<u32>>> = BTreeMap::new();
+    // Jobs without a recorded shape are keyed by GPU count (every placement's
+    // class for them), others by their placement class.
+    let mut by_size: BTreeMap<(VcId, u32), Option<Vec<u32>>> = BTreeMap::new();
+    let mut by_class: BTreeMap<(VcId, Vec<u32>), Option<Vec<u32>>> = BTreeMap::new();
     let mut scratch = Vec::new();
     let mut specs = Vec::with_capacity(records.len());
     let mut skipped = Vec::new();
@@ -71,10 +74,15 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
             } else {
                 let shape = sorted_shape(r.shape.as_deref());
                 let req = Request { vc, gpus: r.gpus, shape: &shape };
-                let split = empty_split.entry((vc, placer.class(req))).or_insert_with(|| {
+                let class = (!shape.is_empty()).then(|| placer.class(req));
+                let mut on_empty = || {
                     scratch.clear();
                     placer.place(cluster, req, &mut scratch).then(|| cluster.split_of(&scratch))
-                });
+                };
+                let split = match class {
+                    None => by_size.entry((vc, r.gpus)).or_insert_with(&mut on_empty),
+                    Some(class) => by_class.entry((vc, class)).or_insert_with(&mut on_empty),
+                };
                 split.is_none().then_some(SkipReason::Unplaceable)
             }
         } else {
@@ -85,7 +93,7 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
             None => specs.push(JobSpec {
                 recorded_split: match &r.shape {
                     Some(shape) => sorted_shape(Some(shape)),
-                    None => empty_split[&(vc.expect("admitted"), vec![r.gpus])].clone().unwrap_or_default(),
+                    None => by_size[&(vc.expect("admitted"), r.gpus)].clone().unwrap_or_default(),
                 },
                 model: r.model,
                 local_bsz: r.local_bsz,
