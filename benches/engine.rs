@@ -141,6 +141,7 @@ fn pending_jobs(n: usize) -> JobTable {
                 recorded_split: vec![SIZES[(h % 4) as usize]],
                 model: None,
                 local_bsz: None,
+                gpu_mem_mib: None,
             }
         })
         .collect();
@@ -232,6 +233,7 @@ fn replay_synthetic_10k(c: &mut Criterion) {
             seed: 1,
             sample_interval_ms: 0,
             rate_model: dlsched::experiment::RateModelKind::Trace,
+            profiles: None,
         };
         group.bench_function(policy_label(order, backfill), |b| {
             b.iter_batched(
@@ -265,6 +267,7 @@ fn replay_philly(c: &mut Criterion) {
                 seed: 1,
                 sample_interval_ms: 0,
                 rate_model: dlsched::experiment::RateModelKind::Trace,
+                profiles: None,
             },
         ));
     } else {
@@ -287,6 +290,7 @@ fn replay_philly(c: &mut Criterion) {
                 seed: 1,
                 sample_interval_ms: 0,
                 rate_model: dlsched::experiment::RateModelKind::Trace,
+                profiles: None,
             },
         ));
     } else {

@@ -107,15 +107,11 @@ pub enum RateModelKind {
 }
 
 impl RateModelKind {
-    fn build(self) -> Box<dyn RateModel> {
+    fn build(self, db: &'static ProfileDb) -> Box<dyn RateModel> {
         match self {
             RateModelKind::Trace => Box::new(TraceSpeed),
-            RateModelKind::Table => {
-                Box::new(ProfileRate::new(Box::new(TableModel::new(ProfileDb::builtin())), "profile-table"))
-            }
-            RateModelKind::Genie => {
-                Box::new(ProfileRate::new(Box::new(GenieModel::new(ProfileDb::builtin())), "profile-genie"))
-            }
+            RateModelKind::Table => Box::new(ProfileRate::new(Box::new(TableModel::new(db)), "profile-table")),
+            RateModelKind::Genie => Box::new(ProfileRate::new(Box::new(GenieModel::new(db)), "profile-genie")),
         }
     }
 }
@@ -128,9 +124,8 @@ impl RateModelKind {
 ///
 /// # Errors
 /// A message naming the first job whose model the database does not know.
-pub fn assign_models(records: &mut [TraceRecord], gpu_type: &str, seed: u64) -> Result<(), String> {
+pub fn assign_models(db: &ProfileDb, records: &mut [TraceRecord], gpu_type: &str, seed: u64) -> Result<(), String> {
     use rand::seq::SliceRandom;
-    let db = ProfileDb::builtin();
     let table = TableModel::new(db);
     let gpu_type = gpu_type.to_ascii_lowercase();
     let mut on_type: Vec<&str> =
@@ -185,6 +180,10 @@ pub struct RunSpec {
     pub sample_interval_ms: u64,
     /// How job speed is decided.
     pub rate_model: RateModelKind,
+    /// A profile database directory to use instead of the builtin one (see
+    /// `dlsched profile import`); its optional `memory.csv` turns on the GPU
+    /// memory check.
+    pub profiles: Option<PathBuf>,
 }
 
 /// Facts about the input, for the manifest.
@@ -245,10 +244,22 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
             (recs, input)
         }
     };
+    let db: &'static ProfileDb = match &spec.profiles {
+        // A run's own database lives for the process (a CLI run is one process).
+        Some(dir) => Box::leak(Box::new(ProfileDb::load_dir(dir)?)),
+        None => ProfileDb::builtin(),
+    };
     let mut records = records;
     if spec.rate_model != RateModelKind::Trace {
         let gpu_type = cluster.spec().nodes.first().map(|n| n.gpu_type.clone()).unwrap_or_default();
-        assign_models(&mut records, &gpu_type, spec.seed).map_err(ConfigError)?;
+        assign_models(db, &mut records, &gpu_type, spec.seed).map_err(ConfigError)?;
+    }
+    if !db.memory.is_empty() {
+        for r in &mut records {
+            if let (Some(m), Some(b)) = (r.model.as_deref(), r.local_bsz) {
+                r.gpu_mem_mib = db.gpu_mem_mib(m, b).map(|mib| mib.ceil() as u64);
+            }
+        }
     }
     let workload = build_workload(records, &cluster, spec.policy.placement);
     if workload.jobs.is_empty() {
@@ -266,7 +277,7 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
         cluster,
         workload.jobs,
         policy,
-        spec.rate_model.build(),
+        spec.rate_model.build(db),
         EngineConfig { sample_interval_ms: spec.sample_interval_ms },
     );
     let output = sim.run_with(progress)?;

@@ -35,6 +35,9 @@ pub struct JobSpec {
     pub model: Option<String>,
     /// Per-GPU batch size, samples, if known.
     pub local_bsz: Option<u32>,
+    /// GPU memory each of its GPUs needs, MiB, when the profile database's
+    /// memory table covers its model; placements use only GPUs that have it.
+    pub gpu_mem_mib: Option<u64>,
 }
 
 /// A running job's progress. Work is measured in milliseconds at rate 1.0 (the
@@ -150,8 +153,10 @@ pub enum SkipReason {
     /// More GPUs than its partition (or the cluster) has.
     ExceedsCluster,
     /// Few enough GPUs, but the placement rule can never place it, even on an
-    /// empty partition (e.g. consolidate with a 6-GPU job on 4-GPU nodes).
+    /// empty partition (e.g. a recorded 5-GPU part on 4-GPU nodes).
     Unplaceable,
+    /// Its per-GPU memory need exceeds every GPU of its partition.
+    ExceedsGpuMemory,
 }
 
 impl SkipReason {
@@ -163,6 +168,7 @@ impl SkipReason {
             SkipReason::UnknownVc => "unknown_vc",
             SkipReason::ExceedsCluster => "exceeds_cluster",
             SkipReason::Unplaceable => "unplaceable",
+            SkipReason::ExceedsGpuMemory => "exceeds_gpu_memory",
         }
     }
 }

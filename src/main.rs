@@ -112,6 +112,14 @@ struct SimulateArgs {
     #[arg(long, value_enum, default_value = "trace")]
     rate_model: dlsched::experiment::RateModelKind,
 
+    /// A profile database directory (four CSVs as written by `dlsched profile
+    /// import`) instead of the builtin one. With a memory.csv in it
+    /// (`profile import --include-lucid`), jobs with a known model and batch
+    /// are placed only on GPUs with enough memory, and jobs needing more than
+    /// any GPU of their partition are skipped (exceeds_gpu_memory).
+    #[arg(long, value_name = "DIR")]
+    profiles: Option<PathBuf>,
+
     /// Master seed for every random stream (synthetic workload, policies).
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -212,6 +220,7 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
         policy: PolicyConfig { order: a.policy, backfill: a.backfill, placement: a.placement },
         seed: a.seed,
         rate_model: a.rate_model,
+        profiles: a.profiles.clone(),
         sample_interval_ms: {
             if a.sample_interval as f64 > dlsched::time::MAX_SECS {
                 bail!(

@@ -78,6 +78,14 @@ struct ImportArgs {
     /// models.csv to (created if needed; those four files are replaced).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
+
+    /// Also write memory.csv, GPU memory (MiB) by model and batch from Lucid's
+    /// profiles (lucid/single_data.csv). Lucid is licensed for non-commercial
+    /// use only (S-Lab License 1.0): the result is yours to use under it, and
+    /// is never part of the builtin database. Load it with
+    /// `dlsched simulate --profiles DIR`.
+    #[arg(long)]
+    include_lucid: bool,
 }
 
 /// Runs a `dlsched profile` command.
@@ -90,8 +98,13 @@ pub fn run(args: &ProfileArgs) -> Result<ExitCode> {
 }
 
 fn import(a: &ImportArgs) -> Result<()> {
-    let db = dlsched::profile::import::import(&a.from)
+    let mut db = dlsched::profile::import::import(&a.from)
         .with_context(|| format!("importing the profiles in {}", a.from.display()))?;
+    if a.include_lucid {
+        db.memory = dlsched::profile::import::lucid_memory(&a.from)
+            .with_context(|| format!("importing Lucid's memory profiles from {}", a.from.display()))?;
+        println!("memory.csv: {} rows from Lucid (non-commercial licence)", db.memory.len());
+    }
     db.write_dir(&a.out).with_context(|| format!("writing the tables to {}", a.out.display()))?;
     let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for r in &db.throughput {

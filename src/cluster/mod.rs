@@ -131,6 +131,8 @@ pub struct Partition {
     pub gpus_free: u32,
     /// The largest node's GPU count.
     pub max_node_gpus: u32,
+    /// The largest GPU memory of its nodes, MiB.
+    pub max_gpu_mem_mib: u64,
     /// Nodes with at least one free GPU, bucketed by free GPUs.
     index: FreeIndex,
 }
@@ -257,6 +259,7 @@ impl Cluster {
                 gpus_total: 0,
                 gpus_free: 0,
                 max_node_gpus: 0,
+                max_gpu_mem_mib: 0,
                 index: FreeIndex::new(0, 0),
             })
             .collect();
@@ -272,6 +275,7 @@ impl Cluster {
             p.gpus_total += n.gpus;
             p.gpus_free += n.gpus;
             p.max_node_gpus = p.max_node_gpus.max(n.gpus);
+            p.max_gpu_mem_mib = p.max_gpu_mem_mib.max(n.gpu_mem_mib);
         }
         for p in &mut partitions {
             p.index = FreeIndex::new(p.nodes.len(), p.max_node_gpus);

@@ -320,6 +320,19 @@ impl Simulation {
             return Err(self.invalid(job, None, reason));
         }
         let vc = spec.vc;
+        if let Some(need) = spec.gpu_mem_mib
+            && let Some(&g) = gpus.iter().find(|&&g| {
+                g.index() < self.cluster.total_gpus() as usize
+                    && self.cluster.node(self.cluster.node_of(g)).gpu_mem_mib < need
+            })
+        {
+            let have = self.cluster.node(self.cluster.node_of(g)).gpu_mem_mib;
+            return Err(self.invalid(
+                job,
+                Some(g),
+                format!("GPU has {have} MiB of memory, the job needs {need} MiB per GPU"),
+            ));
+        }
         if let Err(e) = self.cluster.allocate(job, vc, &gpus) {
             return Err(self.invalid(job, e.gpu, e.reason));
         }

@@ -32,11 +32,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// `submit_s`, `start_s`, `end_s`, `jct_s`, `queue_delay_s`, `duration_s`
 /// (trace run time), `nodes_spanned`, `status` (`completed`, `running`,
 /// `pending`), `trace_vc` (the VC the trace names, if any), `model` and
-/// `local_bsz` (the DL model and per-GPU batch, when known or drawn). Times in
-/// seconds since the trace origin.
+/// `local_bsz` (the DL model and per-GPU batch, when known or drawn),
+/// `gpu_mem_mib` (per-GPU memory need, when the profile database has it).
+/// Times in seconds since the trace origin.
 pub fn jobs_csv(out: &RunOutput) -> Vec<u8> {
     let mut s = String::with_capacity(out.jobs.len() * 72);
-    s.push_str("job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status,trace_vc,model,local_bsz\n");
+    s.push_str("job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status,trace_vc,model,local_bsz,gpu_mem_mib\n");
     let parts = out.cluster.partitions();
     let opt = |s: &mut String, v: Option<u64>| {
         if let Some(v) = v {
@@ -76,6 +77,10 @@ pub fn jobs_csv(out: &RunOutput) -> Vec<u8> {
         s.push(',');
         if let Some(b) = spec.local_bsz {
             push_uint(&mut s, u64::from(b));
+        }
+        s.push(',');
+        if let Some(m) = spec.gpu_mem_mib {
+            push_uint(&mut s, m);
         }
         s.push('\n');
     }

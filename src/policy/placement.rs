@@ -13,12 +13,20 @@ pub struct Request<'a> {
     /// The recorded split over servers (GPUs per server, descending), or empty.
     /// Only [`Recorded`] reads it.
     pub shape: &'a [u32],
+    /// GPU memory each GPU must have, MiB (0: no constraint). Every placement
+    /// uses only nodes whose GPUs have at least this much.
+    pub min_gpu_mem_mib: u64,
 }
 
 impl<'a> Request<'a> {
-    /// A request of `gpus` GPUs in `vc` with no recorded split.
+    /// A request of `gpus` GPUs in `vc` with no recorded split and no memory need.
     pub fn new(vc: VcId, gpus: u32) -> Self {
-        Request { vc, gpus, shape: &[] }
+        Request { vc, gpus, shape: &[], min_gpu_mem_mib: 0 }
+    }
+
+    /// True if `node`'s GPUs have the memory this request needs.
+    pub fn fits_memory(&self, cluster: &Cluster, node: crate::ids::NodeId) -> bool {
+        self.min_gpu_mem_mib == 0 || cluster.node(node).gpu_mem_mib >= self.min_gpu_mem_mib
     }
 }
 
@@ -34,10 +42,15 @@ pub trait Placement: Send {
 
     /// Requests of one class (in one partition) are placed alike in every
     /// cluster state, so a backfilling queue tries one job per class. By
-    /// default the class is the GPU count.
+    /// default the class is the GPU count and the memory need (MiB).
     fn class(&self, req: Request<'_>) -> Vec<u32> {
-        vec![req.gpus]
+        vec![req.gpus, mem_key(req.min_gpu_mem_mib)]
     }
+}
+
+/// A memory need as a class component (MiB, saturating at `u32::MAX`).
+fn mem_key(mib: u64) -> u32 {
+    u32::try_from(mib).unwrap_or(u32::MAX)
 }
 
 /// The placement rules on offer.
@@ -105,14 +118,19 @@ impl Placement for Consolidate {
             return false;
         }
         if gpus <= p.max_node_gpus {
-            return match p.best_fit_node(gpus) {
+            let node = if req.min_gpu_mem_mib == 0 {
+                p.best_fit_node(gpus)
+            } else {
+                p.nodes_by_free_asc().find(|&(n, free)| free >= gpus && req.fits_memory(cluster, n)).map(|(n, _)| n)
+            };
+            return match node {
                 Some(node) => cluster.take_free_gpus(node, gpus, out),
                 None => false,
             };
         }
         let start = out.len();
         let mut remaining = gpus;
-        for (node, free) in p.nodes_by_free_desc() {
+        for (node, free) in p.nodes_by_free_desc().filter(|&(n, _)| req.fits_memory(cluster, n)) {
             if free == cluster.node(node).gpus && remaining > free {
                 cluster.take_free_gpus(node, free, out);
                 remaining -= free;
@@ -150,11 +168,16 @@ impl Placement for FirstFit {
             return p
                 .nodes
                 .iter()
-                .find(|&&n| cluster.node_free(n) >= gpus)
+                .find(|&&n| cluster.node_free(n) >= gpus && req.fits_memory(cluster, n))
                 .is_some_and(|&n| cluster.take_free_gpus(n, gpus, out));
         }
+        let eligible: u32 =
+            p.nodes.iter().filter(|&&n| req.fits_memory(cluster, n)).map(|&n| cluster.node_free(n)).sum();
+        if eligible < gpus {
+            return false;
+        }
         let mut remaining = gpus;
-        for &n in &p.nodes {
+        for &n in p.nodes.iter().filter(|&&n| req.fits_memory(cluster, n)) {
             let take = cluster.node_free(n).min(remaining);
             if take > 0 {
                 cluster.take_free_gpus(n, take, out);
@@ -191,7 +214,10 @@ impl Placement for Recorded {
         let start = out.len();
         let mut used: Vec<crate::ids::NodeId> = Vec::with_capacity(req.shape.len());
         for &part in req.shape {
-            match p.nodes_by_free_asc().find(|&(n, free)| free >= part && !used.contains(&n)) {
+            match p
+                .nodes_by_free_asc()
+                .find(|&(n, free)| free >= part && !used.contains(&n) && req.fits_memory(cluster, n))
+            {
                 Some((n, _)) => {
                     cluster.take_free_gpus(n, part, out);
                     used.push(n);
@@ -206,7 +232,9 @@ impl Placement for Recorded {
     }
 
     fn class(&self, req: Request<'_>) -> Vec<u32> {
-        if req.shape.is_empty() { vec![req.gpus] } else { req.shape.to_vec() }
+        let mut c = if req.shape.is_empty() { vec![req.gpus] } else { req.shape.to_vec() };
+        c.push(mem_key(req.min_gpu_mem_mib));
+        c
     }
 }
 

@@ -45,7 +45,12 @@ struct VcQueue {
 /// The placement request of a job: its partition, GPU count and recorded split.
 fn request<'a>(view: &View<'a>, job: JobId) -> Request<'a> {
     let spec = view.jobs.spec(job);
-    Request { vc: spec.vc, gpus: spec.gpus, shape: &spec.recorded_split }
+    Request {
+        vc: spec.vc,
+        gpus: spec.gpus,
+        shape: &spec.recorded_split,
+        min_gpu_mem_mib: spec.gpu_mem_mib.unwrap_or(0),
+    }
 }
 
 /// FIFO or SJF over a placement rule.

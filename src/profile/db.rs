@@ -26,6 +26,11 @@ pub const MULTINODE_FILE: &str = "multinode.csv";
 pub const MODELS_FILE: &str = "models.csv";
 /// The four files of a profile directory, in a fixed order.
 pub const FILES: [&str; 4] = [THROUGHPUT_FILE, COLOCATION_FILE, MULTINODE_FILE, MODELS_FILE];
+/// The optional fifth table: GPU memory per model and per-GPU batch. The
+/// builtin database has none (the only public measurements, Lucid's, are
+/// licensed for non-commercial use); `dlsched profile import --include-lucid`
+/// writes one into a directory of your own, loaded with `--profiles DIR`.
+pub const MEMORY_FILE: &str = "memory.csv";
 
 /// Header of `throughput.csv`.
 const THROUGHPUT_COLUMNS: [&str; 7] = ["model", "gpu_type", "local_bsz", "gpus", "split", "iter_time_s", "source"];
@@ -36,6 +41,8 @@ const COLOCATION_COLUMNS: [&str; 8] =
 const MULTINODE_COLUMNS: [&str; 5] = ["model", "gpus", "servers", "relative", "source"];
 /// Header of `models.csv`.
 const MODELS_COLUMNS: [&str; 5] = ["model", "family", "params_m", "gflops_per_sample", "source"];
+/// Columns of `memory.csv`.
+const MEMORY_COLUMNS: [&str; 4] = ["model", "local_bsz", "gpu_mem_mib", "source"];
 
 /// How a placement's GPUs are split over servers.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -222,6 +229,48 @@ pub struct ProfileDb {
     pub multinode: Vec<MultiNodeRow>,
     /// One row per model named in the other tables.
     pub models: Vec<ModelInfo>,
+    /// GPU memory per model and per-GPU batch (optional table; empty in the builtin).
+    pub memory: Vec<MemoryRow>,
+}
+
+/// GPU memory one GPU of a data-parallel job uses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryRow {
+    /// Model name.
+    pub model: String,
+    /// Per-GPU batch, samples.
+    pub local_bsz: u32,
+    /// GPU memory in use, MiB.
+    pub gpu_mem_mib: f64,
+    /// Where the number comes from.
+    pub source: String,
+}
+
+impl ProfileDb {
+    /// GPU memory (MiB) one GPU of `model` at per-GPU batch `local_bsz` needs:
+    /// the measured value at that batch, else linear in the batch between (or
+    /// beyond) the two nearest measured batches, never below the smallest
+    /// measurement; a model measured at one batch uses that value. `None` when
+    /// the table has no row for the model.
+    pub fn gpu_mem_mib(&self, model: &str, local_bsz: u32) -> Option<f64> {
+        let mut pts: Vec<(f64, f64)> =
+            self.memory.iter().filter(|m| m.model == model).map(|m| (f64::from(m.local_bsz), m.gpu_mem_mib)).collect();
+        if pts.is_empty() {
+            return None;
+        }
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let x = f64::from(local_bsz);
+        if let Some(p) = pts.iter().find(|p| p.0 == x) {
+            return Some(p.1);
+        }
+        if pts.len() == 1 {
+            return Some(pts[0].1);
+        }
+        let i = pts.partition_point(|p| p.0 < x).clamp(1, pts.len() - 1);
+        let ((x0, m0), (x1, m1)) = (pts[i - 1], pts[i]);
+        let floor = pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+        Some((m0 + (m1 - m0) * (x - x0) / (x1 - x0)).max(floor))
+    }
 }
 
 static BUILTIN: OnceLock<ProfileDb> = OnceLock::new();
@@ -259,7 +308,13 @@ impl ProfileDb {
             let file = dir.join(name);
             bytes.push(std::fs::read(&file).map_err(|err| TraceError::Io { file, err })?);
         }
-        ProfileDb::parse(dir, [&bytes[0][..], &bytes[1][..], &bytes[2][..], &bytes[3][..]])
+        let mut db = ProfileDb::parse(dir, [&bytes[0][..], &bytes[1][..], &bytes[2][..], &bytes[3][..]])?;
+        let memory = dir.join(MEMORY_FILE);
+        if memory.exists() {
+            let b = std::fs::read(&memory).map_err(|err| TraceError::Io { file: memory.clone(), err })?;
+            db.memory = parse_memory(&memory, &b)?;
+        }
+        Ok(db)
     }
 
     /// Parses the four files' contents (in [`FILES`] order); `dir` names them in errors.
@@ -269,6 +324,7 @@ impl ProfileDb {
             colocation: parse_colocation(&dir.join(COLOCATION_FILE), bytes[1])?,
             multinode: parse_multinode(&dir.join(MULTINODE_FILE), bytes[2])?,
             models: parse_models(&dir.join(MODELS_FILE), bytes[3])?,
+            memory: Vec::new(),
         })
     }
 
@@ -283,6 +339,16 @@ impl ProfileDb {
         std::fs::create_dir_all(dir)?;
         for (name, text) in FILES.iter().zip(self.to_csv()?) {
             std::fs::write(dir.join(name), text)?;
+        }
+        if !self.memory.is_empty() {
+            let mut rows = self.memory.clone();
+            rows.sort_by(|a, b| (&a.model, a.local_bsz, &a.source).cmp(&(&b.model, b.local_bsz, &b.source)));
+            let mut w = csv_writer();
+            w.write_record(MEMORY_COLUMNS)?;
+            for r in &rows {
+                w.write_record([r.model.as_str(), &r.local_bsz.to_string(), &fmt_num(r.gpu_mem_mib), &r.source])?;
+            }
+            std::fs::write(dir.join(MEMORY_FILE), w.into_inner().map_err(|e| e.into_error())?)?;
         }
         Ok(())
     }
@@ -677,6 +743,23 @@ fn parse_models(file: &Path, bytes: &[u8]) -> Result<Vec<ModelInfo>, TraceError>
     Ok(rows)
 }
 
+fn parse_memory(file: &Path, bytes: &[u8]) -> Result<Vec<MemoryRow>, TraceError> {
+    let mut rows = Vec::new();
+    let mut seen = HashSet::new();
+    read_csv(file, bytes, &MEMORY_COLUMNS, |r| {
+        let row = MemoryRow {
+            model: r.text(0, "model name")?,
+            local_bsz: r.pos_u32(1, "samples")?,
+            gpu_mem_mib: r.pos_f64(2, "MiB")?,
+            source: r.text(3, "source")?,
+        };
+        check_unique(&mut seen, (row.model.clone(), row.local_bsz, row.source.clone()), r, 1)?;
+        rows.push(row);
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -835,6 +918,7 @@ mod tests {
                 gflops_per_sample: f64::NAN,
                 source: "a, b".into(),
             }],
+            memory: vec![],
         };
         let dir = tempfile::tempdir().unwrap();
         db.write_dir(dir.path()).unwrap();

@@ -26,7 +26,7 @@ use std::path::Path;
 
 use crate::error::TraceError;
 use crate::profile::db::{
-    ColocRow, ModelInfo, MultiNodeRow, ProfileDb, Rec, Split, ThroughputRow, read_csv, round_num,
+    ColocRow, MemoryRow, ModelInfo, MultiNodeRow, ProfileDb, Rec, Split, ThroughputRow, read_csv, round_num,
 };
 
 /// Gavel job-type names `<prefix> (batch size N)` → canonical model (the batch
@@ -488,6 +488,50 @@ fn chronus(file: &Path, out: &mut Vec<MultiNodeRow>) -> Result<(), TraceError> {
         }
     }
     Ok(())
+}
+
+/// Lucid's (model, dataset) → canonical model, for the models the throughput
+/// tables also have. Lucid's NeuMF is trained on MovieLens (size not stated);
+/// it is mapped to `ncf-ml1m`, the NCF of the Pollux artifact.
+pub const LUCID_MODELS: [((&str, &str), &str); 6] = [
+    (("BERT", "SQuAD"), "bert-squad"),
+    (("LSTM", "Wikitext2"), "lstm-wikitext2"),
+    (("NeuMF", "MovieLens"), "ncf-ml1m"),
+    (("ResNet18", "CIFAR-10"), "resnet18-cifar10"),
+    (("ResNet50", "ImageNet"), "resnet50-imagenet"),
+    (("Transformer", "Multi30k"), "transformer-multi30k"),
+];
+
+/// GPU memory rows from Lucid's single-job profiles (`lucid/single_data.csv`,
+/// S-Lab-System-Group/Lucid @ 63685a3a; Hu et al., ASPLOS'23): `gmem` (MiB)
+/// by model and batch, full precision runs only (`amp` = 0), for the models of
+/// [`LUCID_MODELS`]. **Non-commercial licence (S-Lab License 1.0)**: never
+/// part of the builtin tables; `dlsched profile import --include-lucid` adds
+/// it to a database of your own.
+///
+/// # Errors
+/// A missing or malformed `lucid/single_data.csv`.
+pub fn lucid_memory(from: &Path) -> Result<Vec<MemoryRow>, TraceError> {
+    let file = from.join("lucid").join("single_data.csv");
+    let bytes = std::fs::read(&file).map_err(|err| TraceError::Io { file: file.clone(), err })?;
+    let mut rows = Vec::new();
+    read_csv(&file, &bytes, &["model", "dataset", "batchsize", "amp", "gmem"], |r: &Rec<'_>| {
+        if r.str(3) != "0" {
+            return Ok(());
+        }
+        let key = (r.str(0), r.str(1));
+        if let Some(&(_, model)) = LUCID_MODELS.iter().find(|(k, _)| *k == key) {
+            rows.push(MemoryRow {
+                model: model.to_string(),
+                local_bsz: r.pos_u32(2, "samples")?,
+                gpu_mem_mib: round_num(r.pos_f64(4, "MiB")?),
+                source: "lucid".to_string(),
+            });
+        }
+        Ok(())
+    })?;
+    rows.sort_by(|a, b| (&a.model, a.local_bsz).cmp(&(&b.model, b.local_bsz)));
+    Ok(rows)
 }
 
 #[cfg(test)]

@@ -176,6 +176,7 @@ fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
             shape: Some(shape),
             model: None,
             local_bsz: None,
+            gpu_mem_mib: None,
             line: row.line,
         });
         Ok(())
@@ -232,6 +233,7 @@ fn read_wallclock(
                 shape: None,
                 model: None,
                 local_bsz: None,
+                gpu_mem_mib: None,
                 line: row.line,
             },
         ));
@@ -282,6 +284,7 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
                 Some(col) if !row.str(*col).is_empty() => Some(row.batch(*col)?),
                 _ => None,
             },
+            gpu_mem_mib: None,
             line: row.line,
         });
         Ok(())

@@ -40,6 +40,8 @@ pub struct TraceRecord {
     pub model: Option<String>,
     /// Per-GPU batch size, samples, if the trace gives it.
     pub local_bsz: Option<u32>,
+    /// GPU memory per GPU, MiB, when known (set from the profile database).
+    pub gpu_mem_mib: Option<u64>,
     /// 1-based line in the file (0 for generated jobs).
     pub line: u64,
 }

@@ -182,6 +182,7 @@ pub fn generate(spec: &SyntheticSpec, cluster_gpus: u32, max_gpus: u32, seed: u6
             shape: None,
             model: None,
             local_bsz: None,
+            gpu_mem_mib: None,
             line: 0,
         })
         .collect())

@@ -57,7 +57,7 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
     // partition (None: it cannot place it at all).
     // Jobs without a recorded shape are keyed by GPU count (every placement's
     // class for them), others by their placement class.
-    let mut by_size: BTreeMap<(VcId, u32), Option<Vec<u32>>> = BTreeMap::new();
+    let mut by_size: BTreeMap<(VcId, u32, u64), Option<Vec<u32>>> = BTreeMap::new();
     let mut by_class: BTreeMap<(VcId, Vec<u32>), Option<Vec<u32>>> = BTreeMap::new();
     let mut scratch = Vec::new();
     let mut specs = Vec::with_capacity(records.len());
@@ -69,18 +69,21 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
         } else if r.duration_ms == 0 {
             Some(SkipReason::NonpositiveDuration)
         } else if let Some(vc) = vc {
+            let mem = r.gpu_mem_mib.unwrap_or(0);
             if r.gpus > cluster.partition(vc).gpus_total {
                 Some(SkipReason::ExceedsCluster)
+            } else if mem > cluster.partition(vc).max_gpu_mem_mib {
+                Some(SkipReason::ExceedsGpuMemory)
             } else {
                 let shape = sorted_shape(r.shape.as_deref());
-                let req = Request { vc, gpus: r.gpus, shape: &shape };
+                let req = Request { vc, gpus: r.gpus, shape: &shape, min_gpu_mem_mib: mem };
                 let class = (!shape.is_empty()).then(|| placer.class(req));
                 let mut on_empty = || {
                     scratch.clear();
                     placer.place(cluster, req, &mut scratch).then(|| cluster.split_of(&scratch))
                 };
                 let split = match class {
-                    None => by_size.entry((vc, r.gpus)).or_insert_with(&mut on_empty),
+                    None => by_size.entry((vc, r.gpus, mem)).or_insert_with(&mut on_empty),
                     Some(class) => by_class.entry((vc, class)).or_insert_with(&mut on_empty),
                 };
                 split.is_none().then_some(SkipReason::Unplaceable)
@@ -93,10 +96,13 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
             None => specs.push(JobSpec {
                 recorded_split: match &r.shape {
                     Some(shape) => sorted_shape(Some(shape)),
-                    None => by_size[&(vc.expect("admitted"), r.gpus)].clone().unwrap_or_default(),
+                    None => by_size[&(vc.expect("admitted"), r.gpus, r.gpu_mem_mib.unwrap_or(0))]
+                        .clone()
+                        .unwrap_or_default(),
                 },
                 model: r.model,
                 local_bsz: r.local_bsz,
+                gpu_mem_mib: r.gpu_mem_mib,
                 id: JobId(specs.len() as u32),
                 name: r.job_id,
                 submit: SimTime::from_ms(r.submit_ms),

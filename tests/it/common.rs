@@ -32,6 +32,7 @@ pub fn rec(id: &str, submit_s: u64, gpus: u32, duration_s: u64) -> TraceRecord {
         shape: None,
         model: None,
         local_bsz: None,
+        gpu_mem_mib: None,
         line: 0,
     }
 }

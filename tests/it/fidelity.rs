@@ -37,6 +37,7 @@ fn replay(trace: &Path, vcs: &Path, order: QueueOrder) -> RunReport {
         seed: 1,
         sample_interval_ms: 0,
         rate_model: dlsched::experiment::RateModelKind::Trace,
+        profiles: None,
     };
     run_one(&spec, |_| {}).unwrap()
 }

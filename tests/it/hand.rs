@@ -114,6 +114,7 @@ fn example_trace_with_two_vcs() {
         seed: 1,
         sample_interval_ms: 0,
         rate_model: dlsched::experiment::RateModelKind::Trace,
+        profiles: None,
     };
     let r = run_one(&spec, |_| {}).unwrap();
     let mut got = schedule(&r.output);

@@ -8,6 +8,7 @@ mod fidelity;
 mod formats;
 mod hand;
 mod invariants;
+mod memory;
 mod philly;
 mod profile_db;
 mod profile_model;

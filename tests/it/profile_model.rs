@@ -48,6 +48,7 @@ fn hand_db() -> &'static ProfileDb {
         colocation: vec![],
         multinode: vec![],
         models: vec![info("m"), info("m2")],
+        memory: vec![],
     }))
 }
 
@@ -65,6 +66,7 @@ fn job(name: &str, gpus: u32, recorded: Vec<u32>, model: &str, duration_s: u64) 
         recorded_split: recorded,
         model: Some(model.into()),
         local_bsz: Some(32),
+        gpu_mem_mib: None,
     }
 }
 
@@ -195,6 +197,7 @@ fn philly_replay_under_the_profile_model() {
         seed: 1,
         sample_interval_ms: 0,
         rate_model: RateModelKind::Table,
+        profiles: None,
     };
     let r = run_one(&spec, |_| {}).unwrap();
     assert_eq!(r.summary.jobs_unfinished, 0);

@@ -1,0 +1,137 @@
+//! GPU memory: the memory table's interpolation, placements that use only GPUs
+//! with enough memory, skips for jobs no GPU can hold, and the engine's check.
+
+use dlsched::cluster::{Cluster, ClusterSpec};
+use dlsched::engine::{EngineConfig, Simulation};
+use dlsched::ids::{GpuId, JobId};
+use dlsched::job::{JobState, SkipReason};
+use dlsched::policy::{Decision, PlacementKind, Policy, QueueOrder, View};
+use dlsched::profile::TraceSpeed;
+use dlsched::profile::db::{MemoryRow, ProfileDb};
+use dlsched::trace::build_workload;
+
+use crate::common::{policy, rec, shared};
+
+#[test]
+fn memory_need_is_interpolated_in_the_batch() {
+    let row = |b: u32, m: f64| MemoryRow { model: "r".into(), local_bsz: b, gpu_mem_mib: m, source: "hand".into() };
+    let db = ProfileDb { memory: vec![row(32, 5518.0), row(64, 8570.0), row(128, 13326.0)], ..Default::default() };
+    assert_eq!(db.gpu_mem_mib("r", 64), Some(8570.0));
+    // 48: 5518 + 3052 * 16 / 32 = 7044.
+    assert_eq!(db.gpu_mem_mib("r", 48), Some(7044.0));
+    // 256: beyond 128 along the last segment, 13326 + 4756 * 128 / 64 = 22838.
+    assert_eq!(db.gpu_mem_mib("r", 256), Some(22838.0));
+    // 16: the line would give 3992, below the smallest measurement: 5518.
+    assert_eq!(db.gpu_mem_mib("r", 16), Some(5518.0));
+    assert_eq!(db.gpu_mem_mib("other", 32), None);
+}
+
+/// Node 0: 4 GPUs of 12 GiB; node 1: 4 GPUs of 24 GiB.
+fn two_memories() -> ClusterSpec {
+    let mut s = ClusterSpec::uniform("mixed", 2, 4, "x", 12 * 1024);
+    s.nodes[1].gpu_mem_mib = 24 * 1024;
+    s
+}
+
+#[test]
+fn placements_use_only_gpus_with_enough_memory() {
+    // a needs 16,000 MiB on 2 GPUs: best fit and first fit would pick node 0
+    // (equal free GPUs, lower index) but its GPUs have 12,288 MiB, so node 1.
+    // b needs 30,000 MiB, more than any GPU: skipped. c needs nothing: best
+    // fit takes node 1 (2 free, the tightest), first fit node 0.
+    for (placement, c_node) in
+        [(PlacementKind::Consolidate, 1), (PlacementKind::FirstFit, 0), (PlacementKind::Recorded, 1)]
+    {
+        let mut recs = vec![rec("a", 0, 2, 10), rec("b", 0, 1, 10), rec("c", 0, 2, 10)];
+        recs[0].gpu_mem_mib = Some(16_000);
+        recs[1].gpu_mem_mib = Some(30_000);
+        let cluster = Cluster::new(two_memories()).unwrap();
+        let w = build_workload(recs, &cluster, placement);
+        assert_eq!(
+            w.skipped.iter().map(|s| (s.name.as_str(), s.reason)).collect::<Vec<_>>(),
+            vec![("b", SkipReason::ExceedsGpuMemory)]
+        );
+        let p = policy(QueueOrder::Fifo, false, placement).build(1).unwrap();
+        let mut sim = Simulation::new(cluster, w.jobs, p, Box::new(TraceSpeed), EngineConfig { sample_interval_ms: 0 });
+        sim.step().unwrap();
+        let node_of = |name: &str| {
+            let (s, st) = sim.jobs().iter().find(|(s, _)| s.name == name).unwrap();
+            let JobState::Running(r) = st else { panic!("{} not running", s.name) };
+            sim.cluster().node_of(r.gpus[0]).0
+        };
+        assert_eq!((node_of("a"), node_of("c")), (1, c_node), "{placement:?}");
+    }
+}
+
+/// A policy that puts every job on GPUs 0 and 1 (node 0, 12 GiB).
+struct Careless(bool);
+
+impl Policy for Careless {
+    fn name(&self) -> String {
+        "careless".into()
+    }
+    fn on_arrival(&mut self, _: JobId, _: &View<'_>) {}
+    fn on_completion(&mut self, _: JobId, _: &View<'_>) {}
+    fn decide(&mut self, _: &View<'_>) -> Decision {
+        if std::mem::replace(&mut self.0, true) {
+            Decision::Wait
+        } else {
+            Decision::Launch { job: JobId(0), gpus: vec![GpuId(0), GpuId(1)] }
+        }
+    }
+}
+
+#[test]
+fn the_engine_refuses_a_placement_without_enough_memory() {
+    let mut recs = vec![rec("a", 0, 2, 10)];
+    recs[0].gpu_mem_mib = Some(16_000);
+    let cluster = Cluster::new(two_memories()).unwrap();
+    let w = build_workload(recs, &cluster, PlacementKind::Consolidate);
+    let err = Simulation::new(
+        cluster,
+        w.jobs,
+        Box::new(Careless(false)),
+        Box::new(TraceSpeed),
+        EngineConfig { sample_interval_ms: 0 },
+    )
+    .run()
+    .err()
+    .expect("an invalid decision is an error of the run")
+    .to_string();
+    assert!(
+        err.contains("careless") && err.contains("gpu0") && err.contains("12288 MiB") && err.contains("16000 MiB"),
+        "{err}"
+    );
+}
+
+#[test]
+fn lucid_memory_table_end_to_end() {
+    let Some(shared) = shared("Lucid memory import") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_dlsched"))
+        .args(["profile", "import", "--from"])
+        .arg(shared.join("profiles"))
+        .arg("--out")
+        .arg(dir.path())
+        .arg("--include-lucid")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let db = ProfileDb::load_dir(dir.path()).unwrap();
+    // Lucid single_data.csv, amp = 0: ResNet-50 ImageNet at batch 64 uses 8,570 MiB.
+    assert_eq!(db.gpu_mem_mib("resnet50-imagenet", 64), Some(8570.0));
+    // On lab16 (K80, 12,288 MiB per GPU), every admitted job's need fits a GPU.
+    let out = dir.path().join("run");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_dlsched"))
+        .args(["simulate", "--rate-model", "table", "--jobs", "300", "--profiles"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut rdr = csv::Reader::from_path(out.join("jobs.csv")).unwrap();
+    let col = rdr.headers().unwrap().iter().position(|h| h == "gpu_mem_mib").unwrap();
+    let needs: Vec<u64> = rdr.records().filter_map(|r| r.unwrap()[col].parse().ok()).collect();
+    assert!(!needs.is_empty() && needs.iter().all(|&m| m <= 12 * 1024), "{needs:?}");
+}
