@@ -296,6 +296,12 @@ pub const OUTPUT_FILES: [&str; 6] =
 /// The first I/O error.
 pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+    // A rerun into an old run directory: the old manifest goes first, so an
+    // interrupted rerun never looks complete.
+    let manifest_path = dir.join("manifest.json");
+    if manifest_path.exists() {
+        std::fs::remove_file(&manifest_path)?;
+    }
     let cluster = report.output.cluster.spec();
     let manifest = serde_json::json!({
         "dlsched_version": env!("CARGO_PKG_VERSION"),

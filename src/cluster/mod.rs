@@ -52,6 +52,10 @@ pub struct ClusterSpec {
     pub nodes: Vec<NodeSpec>,
     /// VC names, indexed by [`VcId`]; a cluster without VCs has one, named `default`.
     pub vc_names: Vec<String>,
+    /// True when the partitions are named VCs (from a VC file): jobs then run
+    /// only in the VC they name. False for one unnamed partition, where every
+    /// job runs and the trace's VC label is kept for output only.
+    pub named_vcs: bool,
 }
 
 impl ClusterSpec {
@@ -66,7 +70,12 @@ impl ClusterSpec {
             rack: 0,
             vc: VcId(0),
         };
-        ClusterSpec { name: name.to_string(), nodes: vec![node; nodes as usize], vc_names: vec!["default".to_string()] }
+        ClusterSpec {
+            name: name.to_string(),
+            nodes: vec![node; nodes as usize],
+            vc_names: vec!["default".to_string()],
+            named_vcs: false,
+        }
     }
 
     /// Total GPUs.
@@ -102,6 +111,14 @@ impl ClusterSpec {
                 return Err(ConfigError(format!(
                     "cluster `{}`: node {i} needs at least one PCIe switch and one socket",
                     self.name
+                )));
+            }
+            if self.vc_names.len() > usize::from(u16::MAX) + 1 {
+                return Err(ConfigError(format!(
+                    "cluster `{}` has {} VCs; at most {} are supported",
+                    self.name,
+                    self.vc_names.len(),
+                    usize::from(u16::MAX) + 1
                 )));
             }
             if n.vc.index() >= self.vc_names.len() {

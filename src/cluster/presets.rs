@@ -45,7 +45,7 @@ impl ClusterPreset {
                 };
                 let mut nodes = vec![node(2, "philly-12g", 12); 321];
                 nodes.extend(vec![node(8, "philly-24g", 24); 231]);
-                ClusterSpec { name: "philly".into(), nodes, vc_names: vec!["default".into()] }
+                ClusterSpec { name: "philly".into(), nodes, vc_names: vec!["default".into()], named_vcs: false }
             }
         }
     }
@@ -84,7 +84,12 @@ pub fn load_vc_file(path: &Path, gpu_type: &str, gpu_mem_mib: u64) -> Result<Clu
                 .into(),
     })?;
     let gpn_col = find(&["gpus_per_node"]);
-    let mut spec = ClusterSpec { name: format!("vcs:{}", path.display()), nodes: Vec::new(), vc_names: Vec::new() };
+    let mut spec = ClusterSpec {
+        name: format!("vcs:{}", path.display()),
+        nodes: Vec::new(),
+        vc_names: Vec::new(),
+        named_vcs: true,
+    };
     for rec in rdr.records() {
         let rec = rec.map_err(|e| csv_error(&file, &e))?;
         let line = rec.position().map_or(0, |p| p.line());
@@ -138,7 +143,14 @@ pub fn load_vc_file(path: &Path, gpu_type: &str, gpu_mem_mib: u64) -> Result<Clu
                 message: format!("{gpn} GPUs per node; expected 1 to {}", super::MAX_GPUS_PER_NODE),
             });
         }
-        let vc = VcId(spec.vc_names.len() as u16);
+        let Ok(vc) = u16::try_from(spec.vc_names.len()).map(VcId) else {
+            return Err(TraceError::Field {
+                file,
+                line,
+                column: "vc".into(),
+                message: format!("more than {} VCs; dlsched supports at most that many", usize::from(u16::MAX) + 1),
+            });
+        };
         spec.vc_names.push(name);
         for _ in 0..nodes {
             spec.nodes.push(NodeSpec {

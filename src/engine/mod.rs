@@ -475,9 +475,25 @@ impl Simulation {
     }
 }
 
-/// Whole milliseconds to finish `remaining` work at `rate` (rounded up, with a
-/// 1e-9 ms tolerance so exact quotients are not pushed to the next ms by
-/// floating-point noise).
+/// Whole milliseconds to finish `remaining` work at `rate`, rounded up, with a
+/// tolerance of 1e-9 ms plus 1e-12 of the quotient so that exact quotients are
+/// not pushed to the next ms by floating-point noise.
 fn ms_to_finish(remaining: f64, rate: f64) -> u64 {
-    ((remaining / rate) - 1e-9).ceil().max(0.0) as u64
+    let q = remaining / rate;
+    (q - 1e-9 - q.abs() * 1e-12).ceil().max(0.0) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ms_to_finish;
+
+    #[test]
+    fn exact_quotients_do_not_round_up() {
+        // 20,559,000 ms of work at rate 0.7 is exactly 29,370,000 ms (the
+        // floating-point quotient is 29370000.000000004).
+        assert_eq!(ms_to_finish(20_559_000.0, 0.7), 29_370_000);
+        assert_eq!(ms_to_finish(10.0, 1.0), 10);
+        assert_eq!(ms_to_finish(10.5, 1.0), 11);
+        assert_eq!(ms_to_finish(0.0, 0.3), 0);
+    }
 }

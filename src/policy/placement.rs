@@ -204,7 +204,7 @@ impl Placement for Recorded {
     }
 
     fn place(&mut self, cluster: &Cluster, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
-        if req.shape.is_empty() || req.shape.iter().sum::<u32>() != req.gpus {
+        if req.shape.is_empty() || req.shape.iter().map(|&g| u64::from(g)).sum::<u64>() != u64::from(req.gpus) {
             return Consolidate.place(cluster, req, out);
         }
         let p = cluster.partition(req.vc);

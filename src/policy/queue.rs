@@ -45,12 +45,10 @@ struct VcQueue {
 /// The placement request of a job: its partition, GPU count and recorded split.
 fn request<'a>(view: &View<'a>, job: JobId) -> Request<'a> {
     let spec = view.jobs.spec(job);
-    Request {
-        vc: spec.vc,
-        gpus: spec.gpus,
-        shape: &spec.recorded_split,
-        min_gpu_mem_mib: spec.gpu_mem_mib.unwrap_or(0),
-    }
+    // Only a split the trace recorded is replayed; the packed split assumed for
+    // other jobs is not a placement to reproduce.
+    let shape: &[u32] = if spec.shape.is_some() { &spec.recorded_split } else { &[] };
+    Request { vc: spec.vc, gpus: spec.gpus, shape, min_gpu_mem_mib: spec.gpu_mem_mib.unwrap_or(0) }
 }
 
 /// FIFO or SJF over a placement rule.

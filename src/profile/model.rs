@@ -199,7 +199,12 @@ impl<'a> TableModel<'a> {
             .filter_map(|((m, _), &t)| self.single.get(&(m.clone(), best.clone())).map(|&b| t / b))
             .collect();
         ratios.sort_by(f64::total_cmp);
-        let ratio = if ratios.is_empty() { 1.0 } else { ratios[ratios.len() / 2] };
+        let n = ratios.len();
+        let ratio = match n {
+            0 => 1.0,
+            _ if n % 2 == 1 => ratios[n / 2],
+            _ => (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0,
+        };
         (best, ratio, true)
     }
 

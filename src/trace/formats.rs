@@ -163,7 +163,10 @@ fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
             .map(|p| p.trim().parse::<u32>())
             .collect::<Result<_, _>>()
             .map_err(|_| row.err(c[2], format!("`{}` is not GPUs per server like `2+2+2+2`", row.str(c[2]))))?;
-        if shape.iter().sum::<u32>() != gpus {
+        if shape.contains(&0) {
+            return Err(row.err(c[2], format!("shape `{}` has a server with 0 GPUs", row.str(c[2]))));
+        }
+        if shape.iter().try_fold(0u32, |a, &b| a.checked_add(b)) != Some(gpus) {
             return Err(row.err(c[2], format!("shape `{}` does not add up to size {gpus}", row.str(c[2]))));
         }
         out.push(TraceRecord {

@@ -51,7 +51,7 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
     let rows_total = records.len();
     let mut records = records;
     records.sort_by_key(|r| r.submit_ms); // stable: ties keep trace order
-    let named_vcs = cluster.spec().vc_names != ["default"];
+    let named_vcs = cluster.spec().named_vcs;
     let mut placer = placement.build();
     // The split the placement rule gives a job of n GPUs on the empty
     // partition (None: it cannot place it at all).

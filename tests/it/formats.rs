@@ -299,3 +299,37 @@ fn recorded_placement_replays_the_trace_shape() {
     let w = build_workload(t.records, &c, PlacementKind::Consolidate);
     assert_eq!((w.jobs.len(), w.skipped.len()), (3, 0));
 }
+
+#[test]
+fn review_findings_stay_fixed() {
+    let d = tempfile::tempdir().unwrap();
+    // RFold shapes: a server with 0 GPUs, and parts whose sum overflows u32.
+    let head = "#job id,arrival time (sec),topology,shape,size,duration (sec)\n";
+    let zero = write(d.path(), "zero.csv", &format!("{head}a,0,CLOS,4+0,4,10\n"));
+    assert!(err(&zero, TraceFormat::Auto).contains("0 GPUs"));
+    let big = write(d.path(), "big.csv", &format!("{head}a,0,CLOS,4294967295+5,4,10\n"));
+    assert!(err(&big, TraceFormat::Auto).contains("does not add up"));
+    // A VC file whose only VC is called `default` still partitions by name.
+    let vcs = write(d.path(), "v.csv", "vc,nodes\ndefault,1\n");
+    let cluster = Cluster::new(load_vc_file(&vcs, "V100", 16384).unwrap()).unwrap();
+    let jobs =
+        write(d.path(), "j.csv", "job_id,submit_time,duration,gpu_num,vc\na,0,10,1,research\nb,0,10,1,default\n");
+    let t = load_trace(&jobs, TraceFormat::Auto, &ColumnMap::default()).unwrap();
+    let w = build_workload(t.records, &cluster, PlacementKind::Consolidate);
+    assert_eq!(w.skipped_by_reason().get("unknown_vc"), Some(&1));
+    assert_eq!(w.jobs.len(), 1);
+    // Under `recorded`, jobs without a trace shape are placed as consolidate
+    // places them: 3 nodes × 8 GPUs, x (3 GPUs), y (12), z (8): same schedule.
+    let jobs = write(d.path(), "r.csv", "job_id,submit_time,duration,gpu_num\nx,0,100,3\ny,1,100,12\nz,2,10,8\n");
+    let t = load_trace(&jobs, TraceFormat::Auto, &ColumnMap::default()).unwrap();
+    let spec = ClusterSpec::uniform("3x8", 3, 8, "V100", 16384);
+    let run = |placement| {
+        let out = crate::common::run(
+            t.records.clone(),
+            spec.clone(),
+            crate::common::policy(dlsched::policy::QueueOrder::Fifo, false, placement),
+        );
+        crate::common::schedule(&out)
+    };
+    assert_eq!(run(PlacementKind::Recorded), run(PlacementKind::Consolidate));
+}

@@ -11,6 +11,7 @@ use dlsched::trace::synthetic::{SyntheticSpec, generate};
 fn clusters() -> Vec<ClusterSpec> {
     let mut two_vcs = ClusterSpec::uniform("2vc", 6, 8, "V100", 16384);
     two_vcs.vc_names = vec!["a".into(), "b".into()];
+    two_vcs.named_vcs = true;
     for n in &mut two_vcs.nodes[4..] {
         n.vc = dlsched::ids::VcId(1);
     }
