@@ -8,9 +8,12 @@
 //!   [`genie`]: GENIE's fitted prediction model.
 //! - [`rate`]: the rate model built on either; [`TraceSpeed`]: every job at
 //!   its trace speed (the Helios study's semantics).
+//! - [`coloc`]: a job's speed when other jobs share its GPU (pairs measured,
+//!   a documented rule for more tenants and unmeasured pairs).
 //! - [`check`]: held-out prediction error.
 
 pub mod check;
+pub mod coloc;
 pub mod db;
 pub mod genie;
 pub mod import;

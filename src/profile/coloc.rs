@@ -1,0 +1,105 @@
+//! Co-location: how fast a job runs when other jobs share its GPU.
+//!
+//! Rule (measured pairs from the profile database's co-location table, Gavel
+//! OSDI'20; the extension to more tenants is our proposal):
+//!
+//! - alone: speed 1;
+//! - with one co-tenant: the measured speed of the pair on that GPU type, at
+//!   the nearest measured batch sizes of the two models;
+//! - with several: the product of the pairwise speeds — each co-tenant is
+//!   taken to slow the job independently;
+//! - a pair not measured on the GPU type borrows the same pair measured on
+//!   another GPU type, else the mean speed of all pairs measured on the GPU
+//!   type, else 0.5 (equal time slicing of two jobs). Each of these counts as
+//!   a fallback.
+
+use super::db::{ColocRow, ProfileDb};
+
+/// A tenant: (model, per-GPU batch).
+pub type Tenant<'a> = (&'a str, u32);
+
+/// One pair's speed for `me` next to `other`, and whether it was a fallback.
+fn pair_speed(db: &ProfileDb, gpu_type: &str, me: Tenant<'_>, other: Tenant<'_>) -> (f64, bool) {
+    let oriented = |r: &ColocRow| -> Option<(u32, u32, f64)> {
+        if r.model_a == me.0 && r.model_b == other.0 {
+            Some((r.bsz_a, r.bsz_b, r.speed_a))
+        } else if r.model_b == me.0 && r.model_a == other.0 {
+            Some((r.bsz_b, r.bsz_a, r.speed_b))
+        } else {
+            None
+        }
+    };
+    let nearest = |rows: Vec<(u32, u32, f64)>| {
+        rows.into_iter()
+            .min_by_key(|&(a, b, _)| (a.abs_diff(me.1) + b.abs_diff(other.1), a, b))
+            .map(|(a, b, s)| (s, a != me.1 || b != other.1))
+    };
+    let on_type: Vec<_> = db.colocation.iter().filter(|r| r.gpu_type == gpu_type).filter_map(oriented).collect();
+    if let Some((s, inexact)) = nearest(on_type) {
+        return (s, inexact);
+    }
+    let anywhere: Vec<_> = db.colocation.iter().filter_map(oriented).collect();
+    if let Some((s, _)) = nearest(anywhere) {
+        return (s, true);
+    }
+    let speeds: Vec<f64> =
+        db.colocation.iter().filter(|r| r.gpu_type == gpu_type).flat_map(|r| [r.speed_a, r.speed_b]).collect();
+    if speeds.is_empty() { (0.5, true) } else { (speeds.iter().sum::<f64>() / speeds.len() as f64, true) }
+}
+
+/// The speed of `me` on a GPU of `gpu_type` shared with `others` (1.0 =
+/// as fast as alone), and whether any pair needed a fallback.
+pub fn colocated_speed(db: &ProfileDb, gpu_type: &str, me: Tenant<'_>, others: &[Tenant<'_>]) -> (f64, bool) {
+    let gpu_type = gpu_type.to_ascii_lowercase();
+    others.iter().fold((1.0, false), |(s, fb), &o| {
+        let (p, pfb) = pair_speed(db, &gpu_type, me, o);
+        (s * p, fb || pfb)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> ProfileDb {
+        let row = |g: &str, a: &str, ba: u32, b: &str, bb: u32, sa: f64, sb: f64| ColocRow {
+            gpu_type: g.into(),
+            model_a: a.into(),
+            bsz_a: ba,
+            model_b: b.into(),
+            bsz_b: bb,
+            speed_a: sa,
+            speed_b: sb,
+            source: "hand".into(),
+        };
+        ProfileDb {
+            colocation: vec![
+                row("k80", "x", 32, "y", 64, 0.8, 0.6),
+                row("k80", "x", 32, "x", 32, 0.5, 0.5),
+                row("v100", "y", 64, "z", 16, 0.9, 0.7),
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn pairs_and_more_tenants_by_hand() {
+        let db = db();
+        assert_eq!(colocated_speed(&db, "k80", ("x", 32), &[]), (1.0, false));
+        // Measured pair, both orientations.
+        assert_eq!(colocated_speed(&db, "K80", ("x", 32), &[("y", 64)]), (0.8, false));
+        assert_eq!(colocated_speed(&db, "k80", ("y", 64), &[("x", 32)]), (0.6, false));
+        // Three tenants: x next to y and x: 0.8 * 0.5 = 0.4.
+        let (s, fb) = colocated_speed(&db, "k80", ("x", 32), &[("y", 64), ("x", 32)]);
+        assert!((s - 0.4).abs() < 1e-12 && !fb);
+        // Nearest batch: x at 48 next to y at 64 reads the (32, 64) pair, a fallback.
+        assert_eq!(colocated_speed(&db, "k80", ("x", 48), &[("y", 64)]), (0.8, true));
+        // Pair measured only on v100: borrowed.
+        assert_eq!(colocated_speed(&db, "k80", ("z", 16), &[("y", 64)]), (0.7, true));
+        // Unmeasured pair on k80: mean of k80 speeds (0.8 + 0.6 + 0.5 + 0.5) / 4 = 0.6.
+        let (s, fb) = colocated_speed(&db, "k80", ("w", 8), &[("q", 8)]);
+        assert!((s - 0.6).abs() < 1e-12 && fb);
+        // Nothing on the GPU type at all: equal time slicing.
+        assert_eq!(colocated_speed(&ProfileDb::default(), "t4", ("w", 8), &[("q", 8)]), (0.5, true));
+    }
+}
