@@ -10,6 +10,10 @@
 //! - **Sia** (SOSP'23), `sia/<model>/placements-<suffix>.csv` → V100, A100,
 //!   RTX 2080 Ti and Quadro RTX 6000 throughput rows.
 //! - **Chronus** (SoCC'21, MIT), `chronus/model_info.json` → multi-node rows.
+//! - **ElasticFlow** (ASPLOS'23, Apache-2.0),
+//!   `elasticflow/throughputs_A100/<model>.csv` → A100 throughput rows on 1
+//!   to 64 GPUs (see [`elasticflow`]). Its `throughputs_T4/` is skipped: the
+//!   ElasticFlow README says it was taken from the Pollux data, imported above.
 //! - `models.csv` from the static [`MODEL_FACTS`] table below (papers and
 //!   model zoos, cited per row).
 //!
@@ -84,6 +88,51 @@ pub const CHRONUS_MODELS: [(&str, &str); 5] = [
     ("inception_v3", "inceptionv3-imagenet"),
 ];
 
+/// ElasticFlow `throughputs_A100/<file>.csv` → canonical model. What each
+/// file measured is checked against the ElasticFlow artifact
+/// (pkusys/ElasticFlow, `ElasticFlow/elastic-training-executor/`: `utils.py`
+/// `model_list()` builds the models the trainer runs, the `*_ddp.py` workloads
+/// load the data):
+///
+/// - `bert`: Hugging Face `BertForSequenceClassification` from
+///   **`bert-large-uncased`** (2 labels), not the BERT-base SQuAD model of
+///   Pollux/Sia (`bert-squad`), so it gets its own name. The training data is
+///   a preprocessed `data.pth` that is not in the repository; of the testbed
+///   datasets the README lists (ImageNet, CoLA, aclImdb, LibriSpeech) the
+///   other workloads use ImageNet, aclImdb and LibriSpeech, so CoLA (binary
+///   acceptability) is assumed.
+/// - `deepspeech2`: a DeepSpeech2-style model defined in the artifact (3
+///   residual CNN layers, 5 bidirectional GRU layers of 512, 128 mel bins, 29
+///   labels) trained on LibriSpeech `train-clean-100`: neither the model nor
+///   the data of Pollux's `deepspeech2-cmuarctic`, so its own name.
+/// - `gpt2`: `GPT2ForSequenceClassification` from Hugging Face `gpt2`
+///   (GPT-2 small, 12 layers, d_model 768, 124 M) with 2 labels, fine-tuned
+///   on the IMDB movie reviews (`aclImdb/train`, sentiment), sequences
+///   truncated to 60 tokens.
+/// - `inception3`: torchvision `inception_v3(aux_logits=False)`, ImageNet,
+///   299×299 crops (the `inceptionv3-imagenet` row counts the auxiliary head,
+///   which is not trained here).
+/// - `resnet50`, `vgg16`: torchvision `resnet50`, `vgg16`, ImageNet.
+/// - `resnet50_cifar10`: torchvision `resnet50` with a 10-class head, on
+///   32×32 CIFAR-10 images (not resized), so not `resnet18-cifar10`.
+pub const ELASTICFLOW_MODELS: [(&str, &str); 7] = [
+    ("bert", "bert-large-cola"),
+    ("deepspeech2", "deepspeech2-librispeech"),
+    ("gpt2", "gpt2-imdb"),
+    ("inception3", "inceptionv3-imagenet"),
+    ("resnet50", "resnet50-imagenet"),
+    ("resnet50_cifar10", "resnet50-cifar10"),
+    ("vgg16", "vgg16-imagenet"),
+];
+
+/// ElasticFlow's GPU-count columns (after `global_batch_size`).
+pub const ELASTICFLOW_GPUS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+/// GPUs per server on ElasticFlow's A100 testbed: the ElasticFlow README's
+/// testbed section ("up to 16 VMs, each with 8 A100 GPUs", Azure
+/// Standard_ND96asr_A100).
+pub const ELASTICFLOW_GPUS_PER_SERVER: u32 = 8;
+
 /// Per-model facts: (model, family, millions of parameters, training GFLOPs
 /// per sample, source). Training FLOPs = 3 × forward FLOPs (backward ≈ 2 ×
 /// forward), one multiply-add = 2 FLOPs; torchvision's "GFLOPS" column counts
@@ -93,7 +142,7 @@ pub const CHRONUS_MODELS: [(&str, &str); 5] = [
 /// corroborates: alexnet 235.8 MB → 59 M (61.1), vgg16 526.8 → 132 M (138.4),
 /// resnet50 80.6 → 20 M (25.6), resnet101 119.7 → 30 M (44.5), inception3
 /// 56.6 → 14 M (27.2).
-pub const MODEL_FACTS: [(&str, &str, f64, f64, &str); 16] = [
+pub const MODEL_FACTS: [(&str, &str, f64, f64, &str); 20] = [
     (
         "a3c-pong",
         "rl",
@@ -118,6 +167,16 @@ pub const MODEL_FACTS: [(&str, &str, f64, f64, &str); 16] = [
          size is 2 x 200 x the input dimension (ML-20M items or users after preprocessing), not recorded: unknown",
     ),
     (
+        "bert-large-cola",
+        "transformer",
+        335.144,
+        f64::NAN,
+        "Devlin et al. 2019 (BERT-large uncased, 24 layers, d_model 1024); parameters computed here for \
+         BertForSequenceClassification with 2 labels (335.142 M + 2,050 head) as built by ElasticFlow's \
+         elastic-training-executor/utils.py; dataset CoLA assumed (ElasticFlow README dataset list); GFLOPs unknown \
+         (sequence length of its preprocessed data.pth not recorded)",
+    ),
+    (
         "bert-squad",
         "transformer",
         109.48,
@@ -140,6 +199,25 @@ pub const MODEL_FACTS: [(&str, &str, f64, f64, &str); 16] = [
         f64::NAN,
         "Amodei et al. 2016; parameters computed here for the Pollux benchmark's deepspeech.pytorch model \
          (2 conv + 5 bidirectional GRU layers of 800, 161 spectrogram bins, 29 labels); GFLOPs unknown (depend on utterance length)",
+    ),
+    (
+        "deepspeech2-librispeech",
+        "rnn",
+        23.7054,
+        f64::NAN,
+        "Amodei et al. 2016 style model of ElasticFlow's elastic-training-executor (3 residual CNN + 5 bidirectional \
+         GRU layers of 512, 128 mel bins, 29 labels), LibriSpeech train-clean-100; parameters computed here; GFLOPs \
+         unknown (depend on utterance length)",
+    ),
+    (
+        "gpt2-imdb",
+        "transformer",
+        124.441,
+        30.82,
+        "Radford et al. 2019 (GPT-2 small, Hugging Face `gpt2`, 124.44 M) with a 2-label sequence-classification head \
+         (1,536 params), IMDB reviews (Maas et al. 2011), as in ElasticFlow's GPT2/gpt2_ddp.py; GFLOPs estimated here \
+         for 60-token samples (its max_length) as 3 x forward with forward = 2 x 85.05 M non-embedding params + \
+         attention per token (Kaplan et al. 2020)",
     ),
     (
         "inceptionv3-imagenet",
@@ -184,6 +262,14 @@ pub const MODEL_FACTS: [(&str, &str, f64, f64, &str); 16] = [
         11.174,
         3.34,
         "He et al. 2016; kuangliu/pytorch-cifar ResNet18 as used by Gavel and Pollux (11.17 M params, 0.56 GMAC at 32x32)",
+    ),
+    (
+        "resnet50-cifar10",
+        "cnn",
+        23.5285,
+        0.5006,
+        "He et al. 2016; torchvision resnet50 with a 10-class head as in ElasticFlow (23.53 M params); at 32x32 every \
+         feature map is 1/49 of the 224x224 one: 0.0834 GMAC computed here, x6",
     ),
     (
         "resnet50-imagenet",
@@ -237,6 +323,10 @@ pub fn import(from: &Path) -> Result<ProfileDb, TraceError> {
             let file = from.join("sia").join(dir).join(format!("placements-{suffix}.csv"));
             placements(&file, model, gpu, "sia", &mut db.throughput)?;
         }
+    }
+    for (file, model) in ELASTICFLOW_MODELS {
+        let path = from.join("elasticflow").join("throughputs_A100").join(format!("{file}.csv"));
+        elasticflow(&path, model, &mut db.throughput)?;
     }
     chronus(&from.join("chronus").join("model_info.json"), &mut db.multinode)?;
     let used: Vec<String> = {
@@ -447,6 +537,54 @@ fn placements(
         });
     }
     Ok(())
+}
+
+/// An ElasticFlow `throughputs_A100/<model>.csv`: `global_batch_size`, then
+/// one column per GPU count n in [`ELASTICFLOW_GPUS`]; a cell is the job's
+/// training **iterations per second** at that global batch on n GPUs
+/// (ElasticFlow's trainer counts iterations of the whole job on rank 0 and
+/// gives every GPU `global_batch_size / n` samples).
+///
+/// - `iter_time_s = 1 / value`; `local_bsz = global_batch_size / n`.
+/// - Skipped cells: empty or 0 (not measured; the 0s are `resnet50_cifar10`
+///   on 16, 32 and 64 GPUs), or `global_batch_size` not a multiple of n
+///   (ElasticFlow's trainer would floor it). In the current files that is 10
+///   of 119 cells: 9 zeros and deepspeech2's empty global-batch-32 cell on 64
+///   GPUs (32 / 64 is not whole either).
+/// - Split (assumed: the files do not record the placement of the profiling
+///   runs): n ≤ 8 → one server `[n]`; n > 8 → n / 8 whole servers of
+///   [`ELASTICFLOW_GPUS_PER_SERVER`] = 8 A100s each (`8+8`, …).
+fn elasticflow(file: &Path, model: &str, out: &mut Vec<ThroughputRow>) -> Result<(), TraceError> {
+    const COLS: [&str; 8] = ["global_batch_size", "1", "2", "4", "8", "16", "32", "64"];
+    let bytes = read(file)?;
+    read_csv(file, &bytes, &COLS, |r| {
+        let global = r.pos_u32(0, "samples")?;
+        for (c, n) in ELASTICFLOW_GPUS.into_iter().enumerate().map(|(i, n)| (i + 1, n)) {
+            let s = r.str(c);
+            if s.is_empty() {
+                continue;
+            }
+            let its = match s.parse::<f64>() {
+                Ok(v) if v.is_finite() && v >= 0.0 => v,
+                _ => return Err(r.err(c, format!("`{s}` is not a throughput (iterations/s, 0 or more)"))),
+            };
+            if its == 0.0 || global % n != 0 {
+                continue;
+            }
+            let per = ELASTICFLOW_GPUS_PER_SERVER;
+            let split = if n <= per { vec![n] } else { vec![per; (n / per) as usize] };
+            out.push(ThroughputRow {
+                model: model.to_string(),
+                gpu_type: "a100".into(),
+                local_bsz: global / n,
+                gpus: n,
+                split: Split::Exact(split),
+                iter_time_s: round_num(1.0 / its),
+                source: "elasticflow".into(),
+            });
+        }
+        Ok(())
+    })
 }
 
 /// Chronus's `{model: {gpus: {servers: relative throughput}}}`: one row per

@@ -122,10 +122,10 @@ fn loader_errors_name_file_line_and_column() {
 fn builtin_has_every_source_and_describes_every_model() {
     let db = ProfileDb::builtin();
     let count = |source: &str| db.throughput.iter().filter(|r| r.source == source).count();
-    for source in ["gavel", "pollux", "sia"] {
+    for source in ["gavel", "pollux", "sia", "elasticflow"] {
         assert!(count(source) > 0, "no throughput rows from {source}");
     }
-    assert_eq!(count("gavel") + count("pollux") + count("sia"), db.throughput.len());
+    assert_eq!(count("gavel") + count("pollux") + count("sia") + count("elasticflow"), db.throughput.len());
     assert!(!db.colocation.is_empty() && db.colocation.iter().all(|r| r.source == "gavel"));
     assert!(!db.multinode.is_empty() && db.multinode.iter().all(|r| r.source == "chronus"));
     assert!(!db.throughput.iter().any(|r| r.source.contains("lucid")), "Lucid is non-commercial");
@@ -150,6 +150,36 @@ fn builtin_has_every_source_and_describes_every_model() {
     assert_eq!(gpus("gavel"), ["k80", "p100", "v100"]);
     assert_eq!(gpus("pollux"), ["t4"]);
     assert_eq!(gpus("sia"), ["a100", "quadro6000", "rtx2080ti", "v100"]);
+    assert_eq!(gpus("elasticflow"), ["a100"]);
+
+    // ElasticFlow: 109 of its 119 A100 cells (see src/profile/data/README.md),
+    // per model, and the scaling points up to 64 GPUs on whole 8-GPU servers.
+    let mut per_model: Vec<(&str, usize)> = Vec::new();
+    for r in db.throughput.iter().filter(|r| r.source == "elasticflow") {
+        match per_model.iter_mut().find(|(m, _)| *m == r.model) {
+            Some((_, n)) => *n += 1,
+            None => per_model.push((r.model.as_str(), 1)),
+        }
+    }
+    per_model.sort_unstable();
+    assert_eq!(
+        per_model,
+        [
+            ("bert-large-cola", 14),
+            ("deepspeech2-librispeech", 13),
+            ("gpt2-imdb", 14),
+            ("inceptionv3-imagenet", 14),
+            ("resnet50-cifar10", 12),
+            ("resnet50-imagenet", 21),
+            ("vgg16-imagenet", 21),
+        ]
+    );
+    for r in db.throughput.iter().filter(|r| r.source == "elasticflow") {
+        assert!([1, 2, 4, 8, 16, 32, 64].contains(&r.gpus), "{r:?}");
+        let want = if r.gpus <= 8 { vec![r.gpus] } else { vec![8; (r.gpus / 8) as usize] };
+        assert_eq!(r.split, Split::Exact(want), "{r:?}");
+    }
+    assert!(db.throughput.iter().any(|r| r.source == "elasticflow" && r.gpus == 64));
 
     // Every row is valid (the loader checks it; here the invariants the
     // performance models rely on).
@@ -228,6 +258,32 @@ fn hand_checked_conversions() {
         })
         .unwrap();
     assert_eq!((pair.speed_a, pair.speed_b), (0.502195, 0.502195));
+
+    // ElasticFlow, elasticflow/throughputs_A100/resnet50.csv line 3 (global
+    // batch 128), column `16`: 20.15564728008105 iterations/s of the whole
+    // job → 1 / 20.15564728008105 = 0.0496138866… s → 0.0496139; 128 / 16 =
+    // 8 per GPU; 16 GPUs on two 8-A100 servers.
+    assert_eq!(iter_time("resnet50-imagenet", "a100", 8, 16, Split::Exact(vec![8, 8]), "elasticflow"), 0.0496139);
+    // vgg16.csv line 4 (global 256), column `64`: 20.655522724924108 → 1 /
+    // 20.655522724924108 = 0.0484132022… → 0.0484132; 256 / 64 = 4 per GPU,
+    // eight servers.
+    assert_eq!(iter_time("vgg16-imagenet", "a100", 4, 64, Split::Exact(vec![8; 8]), "elasticflow"), 0.0484132);
+    // gpt2.csv line 2 (global 128), column `1`: 7.3088357107474415 → 1 /
+    // 7.3088357107474415 = 0.1368206975… → 0.136821, one GPU.
+    assert_eq!(iter_time("gpt2-imdb", "a100", 128, 1, Split::Exact(vec![1]), "elasticflow"), 0.136821);
+    // Skipped cells: resnet50_cifar10.csv is 0 on 16, 32 and 64 GPUs (not
+    // measured), and deepspeech2.csv's global-batch-32 row has an empty
+    // 64-GPU cell (32 / 64 is not a whole batch either), so DeepSpeech2's only
+    // 64-GPU row is global batch 64 (line 3): 1 / 13.973921754361951 →
+    // 0.0715619, one sample per GPU.
+    let ef: Vec<_> = db.throughput.iter().filter(|r| r.source == "elasticflow").collect();
+    assert_eq!(ef.iter().filter(|r| r.model == "resnet50-cifar10").map(|r| r.gpus).max(), Some(8));
+    let ds64: Vec<(u32, f64)> = ef
+        .iter()
+        .filter(|r| r.model == "deepspeech2-librispeech" && r.gpus == 64)
+        .map(|r| (r.local_bsz, r.iter_time_s))
+        .collect();
+    assert_eq!(ds64, [(1, 0.0715619)]);
 
     // Chronus: resnet101 on 8 GPUs over 4 servers, 0.8025198551591541 → 0.80252.
     let m = db.multinode.iter().find(|r| r.model == "resnet101-imagenet" && r.gpus == 8 && r.servers == 4).unwrap();
