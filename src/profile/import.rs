@@ -12,7 +12,7 @@
 //! - **Chronus** (SoCC'21, MIT), `chronus/model_info.json` → multi-node rows.
 //! - **ElasticFlow** (ASPLOS'23, Apache-2.0),
 //!   `elasticflow/throughputs_A100/<model>.csv` → A100 throughput rows on 1
-//!   to 64 GPUs (see [`elasticflow`]). Its `throughputs_T4/` is skipped: the
+//!   to 64 GPUs (see `elasticflow` below). Its `throughputs_T4/` is skipped: the
 //!   ElasticFlow README says it was taken from the Pollux data, imported above.
 //! - `models.csv` from the static [`MODEL_FACTS`] table below (papers and
 //!   model zoos, cited per row).
