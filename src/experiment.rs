@@ -107,11 +107,14 @@ pub enum RateModelKind {
 }
 
 impl RateModelKind {
-    fn build(self, db: &'static ProfileDb) -> Box<dyn RateModel> {
+    /// The rate model over `db` (the builtin database when `None`; trace
+    /// speed reads no database).
+    fn build(self, db: Option<&'static ProfileDb>) -> Box<dyn RateModel> {
+        let db = || db.unwrap_or_else(ProfileDb::builtin);
         match self {
             RateModelKind::Trace => Box::new(TraceSpeed),
-            RateModelKind::Table => Box::new(ProfileRate::new(Box::new(TableModel::new(db)), "profile-table")),
-            RateModelKind::Genie => Box::new(ProfileRate::new(Box::new(GenieModel::new(db)), "profile-genie")),
+            RateModelKind::Table => Box::new(ProfileRate::new(Box::new(TableModel::new(db())), "profile-table")),
+            RateModelKind::Genie => Box::new(ProfileRate::new(Box::new(GenieModel::new(db())), "profile-genie")),
         }
     }
 }
@@ -244,17 +247,22 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
             (recs, input)
         }
     };
-    let db: &'static ProfileDb = match &spec.profiles {
+    // The profile database, only when the run uses it (parsing the builtin
+    // tables costs more than replaying a large trace at trace speed).
+    let db: Option<&'static ProfileDb> = match &spec.profiles {
         // A run's own database lives for the process (a CLI run is one process).
-        Some(dir) => Box::leak(Box::new(ProfileDb::load_dir(dir)?)),
-        None => ProfileDb::builtin(),
+        Some(dir) => Some(Box::leak(Box::new(ProfileDb::load_dir(dir)?))),
+        None if spec.rate_model != RateModelKind::Trace => Some(ProfileDb::builtin()),
+        None => None,
     };
     let mut records = records;
-    if spec.rate_model != RateModelKind::Trace {
+    if let Some(db) = db
+        && spec.rate_model != RateModelKind::Trace
+    {
         let gpu_type = cluster.spec().nodes.first().map(|n| n.gpu_type.clone()).unwrap_or_default();
         assign_models(db, &mut records, &gpu_type, spec.seed).map_err(ConfigError)?;
     }
-    if !db.memory.is_empty() {
+    if let Some(db) = db.filter(|db| !db.memory.is_empty()) {
         for r in &mut records {
             if let (Some(m), Some(b)) = (r.model.as_deref(), r.local_bsz) {
                 r.gpu_mem_mib = db.gpu_mem_mib(m, b).map(|mib| mib.ceil() as u64);

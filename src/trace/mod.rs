@@ -171,7 +171,8 @@ fn resolve_format(
 
 /// Job ids must be unique: outputs and comparisons join on them.
 fn check_unique_ids(path: &Path, records: &[TraceRecord], format: TraceFormat) -> Result<(), TraceError> {
-    let mut seen: std::collections::HashMap<&str, u64> = std::collections::HashMap::with_capacity(records.len());
+    let mut seen: std::collections::HashMap<&str, u64, std::hash::BuildHasherDefault<Fnv>> =
+        std::collections::HashMap::with_capacity_and_hasher(records.len(), Default::default());
     for r in records {
         if let Some(first) = seen.insert(r.job_id.as_str(), r.line) {
             return Err(TraceError::Field {
@@ -183,6 +184,25 @@ fn check_unique_ids(path: &Path, records: &[TraceRecord], format: TraceFormat) -
         }
     }
     Ok(())
+}
+
+/// FNV-1a, a fast hash for the job-id set (lookups only; nothing iterates it).
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
 }
 
 fn first_line(bytes: &[u8]) -> &str {
