@@ -331,7 +331,7 @@ pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
         s.push('\n');
         s.into_bytes()
     };
-    export::write_atomic(&dir.join("jobs.csv"), &export::jobs_csv(&report.output))?;
+    export::write_atomic_with(&dir.join("jobs.csv"), |w| export::write_jobs_csv(&report.output, w))?;
     export::write_atomic(&dir.join("vc_summary.csv"), &export::vc_summary_csv(&report.vcs))?;
     export::write_atomic(&dir.join("timeline.csv"), &export::timeline_csv(&report.output))?;
     let skipped = dir.join("skipped.csv");

@@ -18,10 +18,23 @@ use crate::time::fmt_ms_as_secs;
 /// # Errors
 /// The I/O error, with the path in its message.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// Like [`write_atomic`], with the content streamed by `fill` through a buffer.
+///
+/// # Errors
+/// The I/O error, with the path in its message.
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let tmp = path.with_extension(format!("{}.tmp", path.extension().and_then(|e| e.to_str()).unwrap_or("")));
     let res = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?);
+        fill(&mut w)?;
+        w.flush()?;
+        drop(w);
         std::fs::rename(&tmp, path)
     })();
     res.map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
@@ -36,7 +49,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// `gpu_mem_mib` (per-GPU memory need, when the profile database has it).
 /// Times in seconds since the trace origin.
 pub fn jobs_csv(out: &RunOutput) -> Vec<u8> {
-    let mut s = String::with_capacity(out.jobs.len() * 72);
+    let mut v = Vec::new();
+    let _ = write_jobs_csv(out, &mut v);
+    v
+}
+
+/// Streams `jobs.csv` (see [`jobs_csv`]) to `w`, a row at a time.
+///
+/// # Errors
+/// The writer's error.
+pub fn write_jobs_csv(out: &RunOutput, w: &mut impl Write) -> std::io::Result<()> {
+    let mut s = String::with_capacity(256);
     s.push_str("job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status,trace_vc,model,local_bsz,gpu_mem_mib\n");
     let parts = out.cluster.partitions();
     let opt = |s: &mut String, v: Option<u64>| {
@@ -83,8 +106,10 @@ pub fn jobs_csv(out: &RunOutput) -> Vec<u8> {
             push_uint(&mut s, m);
         }
         s.push('\n');
+        w.write_all(s.as_bytes())?;
+        s.clear();
     }
-    s.into_bytes()
+    w.write_all(s.as_bytes())
 }
 
 /// Appends milliseconds as seconds, formatted like [`fmt_ms_as_secs`]
