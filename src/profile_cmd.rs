@@ -80,7 +80,8 @@ struct ImportArgs {
     out: PathBuf,
 
     /// Also write memory.csv, GPU memory (MiB) by model and batch from Lucid's
-    /// profiles (lucid/single_data.csv). Lucid is licensed for non-commercial
+    /// profiles (lucid/single_data.csv), and add Lucid's co-location pairs
+    /// (lucid/colocate_info.csv) to colocation.csv. Lucid is licensed for non-commercial
     /// use only (S-Lab License 1.0): the result is yours to use under it, and
     /// is never part of the builtin database. Load it with
     /// `dlsched simulate --profiles DIR`.
@@ -103,7 +104,14 @@ fn import(a: &ImportArgs) -> Result<()> {
     if a.include_lucid {
         db.memory = dlsched::profile::import::lucid_memory(&a.from)
             .with_context(|| format!("importing Lucid's memory profiles from {}", a.from.display()))?;
-        println!("memory.csv: {} rows from Lucid (non-commercial licence)", db.memory.len());
+        let pairs = dlsched::profile::import::lucid_colocation(&a.from)
+            .with_context(|| format!("importing Lucid's co-location profiles from {}", a.from.display()))?;
+        println!(
+            "memory.csv: {} rows, colocation.csv: {} more pairs, from Lucid (non-commercial licence)",
+            db.memory.len(),
+            pairs.len()
+        );
+        db.colocation.extend(pairs);
     }
     db.write_dir(&a.out).with_context(|| format!("writing the tables to {}", a.out.display()))?;
     let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();

@@ -9,9 +9,12 @@
 //! - with several: the product of the pairwise speeds — each co-tenant is
 //!   taken to slow the job independently;
 //! - a pair not measured on the GPU type borrows the same pair measured on
-//!   another GPU type, else the mean speed of all pairs measured on the GPU
-//!   type, else 0.5 (equal time slicing of two jobs). Each of these counts as
-//!   a fallback.
+//!   another GPU type (Lucid's pairs, from an unstated GPU, are stored as
+//!   `unknown`), else the mean speed of all pairs measured on the GPU type,
+//!   else 0.5 (equal time slicing of two jobs). Each of these counts as a
+//!   fallback;
+//! - a pair speed above 1 (measurement noise: a co-tenant does not speed a
+//!   job up) is read as 1.
 
 use super::db::{ColocRow, ProfileDb};
 
@@ -53,7 +56,7 @@ pub fn colocated_speed(db: &ProfileDb, gpu_type: &str, me: Tenant<'_>, others: &
     let gpu_type = gpu_type.to_ascii_lowercase();
     others.iter().fold((1.0, false), |(s, fb), &o| {
         let (p, pfb) = pair_speed(db, &gpu_type, me, o);
-        (s * p, fb || pfb)
+        (s * p.min(1.0), fb || pfb)
     })
 }
 
@@ -77,6 +80,7 @@ mod tests {
                 row("k80", "x", 32, "y", 64, 0.8, 0.6),
                 row("k80", "x", 32, "x", 32, 0.5, 0.5),
                 row("v100", "y", 64, "z", 16, 0.9, 0.7),
+                row("t4", "n", 8, "n", 8, 1.2, 1.2),
             ],
             ..Default::default()
         }
@@ -101,5 +105,7 @@ mod tests {
         assert!((s - 0.6).abs() < 1e-12 && fb);
         // Nothing on the GPU type at all: equal time slicing.
         assert_eq!(colocated_speed(&ProfileDb::default(), "t4", ("w", 8), &[("q", 8)]), (0.5, true));
+        // A measured speed above 1 (noise) reads as 1.
+        assert_eq!(colocated_speed(&db, "t4", ("n", 8), &[("n", 8)]), (1.0, false));
     }
 }

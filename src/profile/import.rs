@@ -672,6 +672,43 @@ pub fn lucid_memory(from: &Path) -> Result<Vec<MemoryRow>, TraceError> {
     Ok(rows)
 }
 
+/// Co-location pairs from Lucid's profiles (`lucid/colocate_info.csv`, same
+/// origin and **non-commercial licence** as [`lucid_memory`]): two single-GPU
+/// jobs sharing one GPU, each one's speed normalised to its solo speed, full
+/// precision only, for the models of [`LUCID_MODELS`]. Lucid does not state
+/// the GPU it profiled on, so the rows carry GPU type `unknown`; the
+/// co-location rule reads them for any GPU type without measured pairs.
+///
+/// # Errors
+/// A missing or malformed `lucid/colocate_info.csv`.
+pub fn lucid_colocation(from: &Path) -> Result<Vec<ColocRow>, TraceError> {
+    let file = from.join("lucid").join("colocate_info.csv");
+    let bytes = std::fs::read(&file).map_err(|err| TraceError::Io { file: file.clone(), err })?;
+    let mut rows = Vec::new();
+    let cols =
+        ["model1", "dataset1", "batchsize1", "amp1", "speed1", "model2", "dataset2", "batchsize2", "amp2", "speed2"];
+    read_csv(&file, &bytes, &cols, |r: &Rec<'_>| {
+        if r.str(3) != "0" || r.str(8) != "0" {
+            return Ok(());
+        }
+        let name = |m: usize, d: usize| LUCID_MODELS.iter().find(|(k, _)| *k == (r.str(m), r.str(d))).map(|(_, n)| *n);
+        if let (Some(a), Some(b)) = (name(0, 1), name(5, 6)) {
+            rows.push(ColocRow {
+                gpu_type: "unknown".to_string(),
+                model_a: a.to_string(),
+                bsz_a: r.pos_u32(2, "samples")?,
+                model_b: b.to_string(),
+                bsz_b: r.pos_u32(7, "samples")?,
+                speed_a: round_num(r.pos_f64(4, "relative speed")?),
+                speed_b: round_num(r.pos_f64(9, "relative speed")?),
+                source: "lucid".to_string(),
+            });
+        }
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -120,6 +120,29 @@ fn lucid_memory_table_end_to_end() {
     let db = ProfileDb::load_dir(dir.path()).unwrap();
     // Lucid single_data.csv, amp = 0: ResNet-50 ImageNet at batch 64 uses 8,570 MiB.
     assert_eq!(db.gpu_mem_mib("resnet50-imagenet", 64), Some(8570.0));
+    // Co-location pairs: full-precision rows of colocate_info.csv whose two
+    // models both map to database names, counted straight from the file.
+    let mapped = [
+        "BERT,SQuAD",
+        "LSTM,Wikitext2",
+        "NeuMF,MovieLens",
+        "ResNet18,CIFAR-10",
+        "ResNet50,ImageNet",
+        "Transformer,Multi30k",
+    ];
+    let mut rdr = csv::Reader::from_path(shared.join("profiles/lucid/colocate_info.csv")).unwrap();
+    let expected = rdr
+        .records()
+        .map(Result::unwrap)
+        .filter(|r| {
+            r[5].trim() == "0"
+                && r[11].trim() == "0"
+                && mapped.contains(&format!("{},{}", &r[1], &r[2]).as_str())
+                && mapped.contains(&format!("{},{}", &r[7], &r[8]).as_str())
+        })
+        .count();
+    assert_eq!(db.colocation.iter().filter(|c| c.source == "lucid").count(), expected);
+    assert!(expected > 0);
     // On lab16 (K80, 12,288 MiB per GPU), every admitted job's need fits a GPU.
     let out = dir.path().join("run");
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_dlsched"))
