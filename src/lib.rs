@@ -11,5 +11,6 @@ pub mod metrics;
 pub mod policy;
 pub mod profile;
 pub mod rng;
+pub mod sweep;
 pub mod time;
 pub mod trace;

@@ -14,6 +14,7 @@ use dlsched::trace::{ColumnMap, TraceFormat};
 
 mod compare;
 mod profile_cmd;
+mod sweep_cmd;
 
 /// dlsched: an event-driven simulator of deep-learning GPU clusters.
 ///
@@ -45,6 +46,13 @@ enum Command {
     /// finished in both. Exits with status 1 when any job differs or is
     /// missing, 2 on an error.
     Compare(compare::CompareArgs),
+    /// Run an experiment: the cartesian product of a [sweep] table over a
+    /// base configuration, in parallel, resumable and shardable; writes one
+    /// run directory per run and a summary.csv with one row per run.
+    Sweep(sweep_cmd::SweepArgs),
+    /// Join the summary.csv files of a sharded sweep, checking that no run is
+    /// missing or duplicated.
+    Merge(sweep_cmd::MergeArgs),
     /// The calibrated profile database: `profile import` derives its tables from public measurements.
     Profile(profile_cmd::ProfileArgs),
 }
@@ -171,6 +179,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Simulate(args) => simulate(*args).map(|()| ExitCode::SUCCESS),
         Command::Compare(args) => compare::run(&args),
         Command::Profile(args) => profile_cmd::run(&args),
+        Command::Sweep(args) => sweep_cmd::sweep(&args),
+        Command::Merge(args) => sweep_cmd::merge_cmd(&args),
     }
 }
 

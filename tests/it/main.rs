@@ -13,3 +13,4 @@ mod philly;
 mod profile_db;
 mod profile_model;
 mod rates;
+mod sweep;

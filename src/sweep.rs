@@ -1,0 +1,648 @@
+//! Experiments: a TOML file with a base configuration and a `[sweep]` table,
+//! expanded to the cartesian product of its values, run in parallel (rayon),
+//! resumable and shardable.
+//!
+//! ```toml
+//! question = "Does backfill help FIFO and SJF on Philly?"
+//! [base]
+//! trace = "../../shared/traces/philly/rfold_philly_jobs.csv"  # relative to this file
+//! cluster = "philly"
+//! [sweep]
+//! policy = ["fifo", "sjf"]
+//! backfill = [false, true]
+//! seed = { from = 1, to = 3, step = 1 }
+//! ```
+//!
+//! Every run is plain data (a parameter map) until its worker builds it, its
+//! id is a hash of its full configuration, and results are written in run-id
+//! order whatever the thread count, so the outputs are byte-identical.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum;
+use serde::Serialize;
+
+use crate::cluster::ClusterPreset;
+use crate::experiment::{ClusterChoice, RateModelKind, RunSpec, WorkloadSource};
+use crate::policy::{PlacementKind, PolicyConfig, QueueOrder};
+use crate::trace::synthetic::SyntheticSpec;
+use crate::trace::{ColumnMap, TraceFormat};
+
+/// The keys a `[base]` or `[sweep]` table may set, with what each takes.
+pub const KEYS: [(&str, &str); 16] = [
+    ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
+    ("format", "auto, philly, philly-rfold, philly-pollux, helios or jobs-csv"),
+    ("cluster", "lab16 or philly"),
+    ("nodes", "a whole number of nodes (with gpus_per_node)"),
+    ("gpus_per_node", "a whole number of GPUs per node (with nodes)"),
+    ("vcs", "a VC file path, relative to the experiment file"),
+    ("policy", "fifo or sjf"),
+    ("backfill", "true or false"),
+    ("placement", "consolidate, first-fit or recorded"),
+    ("rate_model", "trace, table or genie"),
+    ("seed", "a whole number"),
+    ("jobs", "a whole number of synthetic jobs"),
+    ("jobs_per_hour", "a positive number (synthetic arrival rate)"),
+    ("load", "a positive number (synthetic offered load)"),
+    ("sample_interval", "whole seconds between timeline samples"),
+    ("profiles", "a profile database directory, relative to the experiment file"),
+];
+
+/// A scalar parameter value.
+#[derive(Clone, Debug, PartialEq, PartialOrd, Serialize)]
+#[serde(untagged)]
+pub enum Value {
+    /// A whole number.
+    Int(i64),
+    /// A number.
+    Float(f64),
+    /// A boolean.
+    Bool(bool),
+    /// A string.
+    Str(String),
+}
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Float(x) => write!(f, "{x}"),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Str(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// One run: its id and its full parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Run {
+    /// 12 hex digits of the FNV-1a hash of the run's parameters.
+    pub id: String,
+    /// Every parameter (base with the run's swept values).
+    pub params: BTreeMap<String, Value>,
+}
+
+/// A parsed, validated, expanded experiment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Experiment {
+    /// The file.
+    pub path: PathBuf,
+    /// The question the experiment answers.
+    pub question: String,
+    /// Swept keys, in key order.
+    pub swept: Vec<String>,
+    /// The runs, in run-id order.
+    pub runs: Vec<Run>,
+}
+
+fn err(path: &Path, msg: String) -> String {
+    format!("{}: {msg}", path.display())
+}
+
+fn scalar(path: &Path, key: &str, v: &toml::Value) -> Result<Value, String> {
+    match v {
+        toml::Value::Integer(i) => Ok(Value::Int(*i)),
+        toml::Value::Float(x) => Ok(Value::Float(*x)),
+        toml::Value::Boolean(b) => Ok(Value::Bool(*b)),
+        toml::Value::String(s) => Ok(Value::Str(s.clone())),
+        other => Err(err(path, format!("`{key}` must be a number, boolean or string here, not {}", other.type_str()))),
+    }
+}
+
+fn check_key(path: &Path, table: &str, key: &str) -> Result<(), String> {
+    if KEYS.iter().any(|(k, _)| *k == key) {
+        return Ok(());
+    }
+    let allowed: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
+    Err(err(path, format!("unknown key `{table}.{key}`; allowed: {}", allowed.join(", "))))
+}
+
+/// The values one `[sweep]` entry takes: a value, a list, or `{ from, to, step }`.
+fn sweep_values(path: &Path, key: &str, v: &toml::Value) -> Result<Vec<Value>, String> {
+    match v {
+        toml::Value::Array(items) => {
+            if items.is_empty() {
+                return Err(err(path, format!("`sweep.{key}` is an empty list")));
+            }
+            items.iter().map(|i| scalar(path, &format!("sweep.{key}"), i)).collect()
+        }
+        toml::Value::Table(t) => {
+            for k in t.keys() {
+                if !["from", "to", "step"].contains(&k.as_str()) {
+                    return Err(err(path, format!("`sweep.{key}` has `{k}`; a range takes from, to and step")));
+                }
+            }
+            let num = |k: &str| -> Result<&toml::Value, String> {
+                t.get(k).ok_or_else(|| err(path, format!("`sweep.{key}` range needs `{k}`")))
+            };
+            let (from, to, step) = (num("from")?, num("to")?, num("step")?);
+            if let (Some(a), Some(b), Some(s)) = (from.as_integer(), to.as_integer(), step.as_integer()) {
+                if s <= 0 || a > b {
+                    return Err(err(path, format!("`sweep.{key}` needs step > 0 and from <= to")));
+                }
+                if (b - a) / s > 10_000 {
+                    return Err(err(path, format!("`sweep.{key}` expands to more than 10,000 values")));
+                }
+                return Ok((0..=(b - a) / s).map(|i| Value::Int(a + i * s)).collect());
+            }
+            let f = |v: &toml::Value, k: &str| {
+                v.as_float()
+                    .or_else(|| v.as_integer().map(|i| i as f64))
+                    .ok_or_else(|| err(path, format!("`sweep.{key}.{k}` must be a number")))
+            };
+            let (a, b, s) = (f(from, "from")?, f(to, "to")?, f(step, "step")?);
+            if !(s > 0.0 && a <= b && a.is_finite() && b.is_finite()) {
+                return Err(err(path, format!("`sweep.{key}` needs step > 0 and from <= to")));
+            }
+            let n = ((b - a) / s + 1e-9).floor() as usize;
+            if n > 10_000 {
+                return Err(err(path, format!("`sweep.{key}` expands to more than 10,000 values")));
+            }
+            // Rounded to 1e-9 so that 0.1 steps do not drift.
+            Ok((0..=n).map(|i| Value::Float(((a + i as f64 * s) * 1e9).round() / 1e9)).collect())
+        }
+        other => Ok(vec![scalar(path, &format!("sweep.{key}"), other)?]),
+    }
+}
+
+/// 12 hex digits of FNV-1a over `key=value` lines of the parameters.
+fn run_id(params: &BTreeMap<String, Value>) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (k, v) in params {
+        for b in format!("{k}={v}\n").bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{:012x}", h >> 16)
+}
+
+impl Experiment {
+    /// Reads, validates and expands an experiment file; every run is checked
+    /// by building its [`RunSpec`] before anything runs.
+    ///
+    /// # Errors
+    /// A message naming the file, the key and what is allowed.
+    pub fn load(path: &Path) -> Result<Experiment, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| err(path, format!("cannot read: {e}")))?;
+        let doc: toml::Table = toml::from_str(&text).map_err(|e| err(path, e.to_string()))?;
+        for k in doc.keys() {
+            if !["question", "base", "sweep"].contains(&k.as_str()) {
+                return Err(err(path, format!("unknown top-level key `{k}`; allowed: question, base, sweep")));
+            }
+        }
+        let question = doc
+            .get("question")
+            .and_then(toml::Value::as_str)
+            .ok_or_else(|| err(path, "needs `question = \"...\"`: the question the experiment answers".into()))?
+            .to_string();
+        let table = |name: &str| -> Result<toml::Table, String> {
+            match doc.get(name) {
+                None => Ok(toml::Table::new()),
+                Some(toml::Value::Table(t)) => Ok(t.clone()),
+                Some(_) => Err(err(path, format!("`{name}` must be a table ([{name}])"))),
+            }
+        };
+        let mut base = BTreeMap::new();
+        for (k, v) in table("base")? {
+            check_key(path, "base", &k)?;
+            base.insert(k.clone(), scalar(path, &format!("base.{k}"), &v)?);
+        }
+        let mut axes: Vec<(String, Vec<Value>)> = Vec::new();
+        for (k, v) in table("sweep")? {
+            check_key(path, "sweep", &k)?;
+            axes.push((k.clone(), sweep_values(path, &k, &v)?));
+        }
+        let total: usize = axes.iter().map(|a| a.1.len()).product();
+        if total > 100_000 {
+            return Err(err(path, format!("the sweep expands to {total} runs; at most 100,000")));
+        }
+        let mut runs: Vec<Run> = Vec::with_capacity(total);
+        for i in 0..total {
+            let mut params = base.clone();
+            let mut rest = i;
+            for (k, vals) in axes.iter().rev() {
+                params.insert(k.clone(), vals[rest % vals.len()].clone());
+                rest /= vals.len();
+            }
+            to_run_spec(&params, path).map_err(|e| err(path, format!("run {}: {e}", describe(&params, &axes))))?;
+            runs.push(Run { id: run_id(&params), params });
+        }
+        runs.sort_by(|a, b| a.id.cmp(&b.id));
+        if let Some(w) = runs.windows(2).find(|w| w[0].id == w[1].id) {
+            return Err(err(path, format!("two runs share the id {} (a value listed twice?)", w[0].id)));
+        }
+        Ok(Experiment { path: path.to_path_buf(), question, swept: axes.into_iter().map(|a| a.0).collect(), runs })
+    }
+}
+
+fn describe(params: &BTreeMap<String, Value>, axes: &[(String, Vec<Value>)]) -> String {
+    axes.iter().map(|(k, _)| format!("{k}={}", params[k])).collect::<Vec<_>>().join(", ")
+}
+
+fn enum_of<T: ValueEnum>(key: &str, v: &Value) -> Result<T, String> {
+    let Value::Str(s) = v else { return Err(format!("`{key}` must be a string")) };
+    T::from_str(s, true).map_err(|_| {
+        let allowed: Vec<String> = T::value_variants()
+            .iter()
+            .filter_map(|x| x.to_possible_value())
+            .map(|p| p.get_name().to_string())
+            .collect();
+        format!("`{key}` = `{s}`: expected one of {}", allowed.join(", "))
+    })
+}
+
+/// Builds a run's [`RunSpec`] from its parameters; paths are relative to the
+/// experiment file's directory.
+///
+/// # Errors
+/// A message naming the key at fault.
+pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<RunSpec, String> {
+    let dir = experiment.parent().unwrap_or(Path::new("."));
+    let int = |k: &str| -> Result<Option<i64>, String> {
+        match p.get(k) {
+            None => Ok(None),
+            Some(Value::Int(i)) => Ok(Some(*i)),
+            Some(_) => Err(format!("`{k}` must be a whole number")),
+        }
+    };
+    let uint = |k: &str| -> Result<Option<u64>, String> {
+        int(k)?.map(|i| u64::try_from(i).map_err(|_| format!("`{k}` must not be negative"))).transpose()
+    };
+    let num = |k: &str| -> Result<Option<f64>, String> {
+        match p.get(k) {
+            None => Ok(None),
+            Some(Value::Int(i)) => Ok(Some(*i as f64)),
+            Some(Value::Float(x)) => Ok(Some(*x)),
+            Some(_) => Err(format!("`{k}` must be a number")),
+        }
+    };
+    let path = |k: &str| -> Result<Option<PathBuf>, String> {
+        match p.get(k) {
+            None => Ok(None),
+            Some(Value::Str(s)) => Ok(Some(dir.join(s))),
+            Some(_) => Err(format!("`{k}` must be a path string")),
+        }
+    };
+    let workload = match path("trace")? {
+        Some(trace) => WorkloadSource::Trace {
+            path: trace,
+            format: p.get("format").map(|v| enum_of("format", v)).transpose()?.unwrap_or(TraceFormat::Auto),
+            columns: ColumnMap::default(),
+        },
+        None => {
+            let jobs = uint("jobs")?.unwrap_or(500);
+            if jobs == 0 || jobs > u64::from(u32::MAX) {
+                return Err("`jobs` must be at least 1".into());
+            }
+            WorkloadSource::Synthetic(SyntheticSpec {
+                jobs: jobs as u32,
+                jobs_per_hour: num("jobs_per_hour")?,
+                load: num("load")?.unwrap_or(0.8),
+            })
+        }
+    };
+    let cluster = match (path("vcs")?, uint("nodes")?, uint("gpus_per_node")?, p.get("cluster")) {
+        (Some(vcs), ..) => ClusterChoice::VcFile { path: vcs },
+        (None, Some(n), Some(g), _) => ClusterChoice::Uniform {
+            nodes: u32::try_from(n).map_err(|_| "`nodes` is too large")?,
+            gpus_per_node: u32::try_from(g).map_err(|_| "`gpus_per_node` is too large")?,
+        },
+        (None, Some(_), None, _) | (None, None, Some(_), _) => {
+            return Err("`nodes` and `gpus_per_node` go together".into());
+        }
+        (None, None, None, c) => ClusterChoice::Preset {
+            preset: c.map(|v| enum_of::<ClusterPreset>("cluster", v)).transpose()?.unwrap_or(ClusterPreset::Lab16),
+        },
+    };
+    let backfill = match p.get("backfill") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err("`backfill` must be true or false".into()),
+    };
+    Ok(RunSpec {
+        workload,
+        cluster,
+        policy: PolicyConfig {
+            order: p.get("policy").map(|v| enum_of("policy", v)).transpose()?.unwrap_or(QueueOrder::Fifo),
+            backfill,
+            placement: p
+                .get("placement")
+                .map(|v| enum_of("placement", v))
+                .transpose()?
+                .unwrap_or(PlacementKind::Consolidate),
+        },
+        seed: uint("seed")?.unwrap_or(1),
+        sample_interval_ms: uint("sample_interval")?.unwrap_or(600).saturating_mul(1000),
+        rate_model: p.get("rate_model").map(|v| enum_of("rate_model", v)).transpose()?.unwrap_or(RateModelKind::Trace),
+        profiles: path("profiles")?,
+    })
+}
+
+/// Which share of the runs to do: `index` of `count` (1-based, as `I/N`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// 1..=count.
+    pub index: usize,
+    /// Number of shards.
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (i, n) = s.split_once('/').ok_or_else(|| format!("`{s}` is not I/N (e.g. 2/8)"))?;
+        let (index, count) = (i.trim().parse::<usize>(), n.trim().parse::<usize>());
+        match (index, count) {
+            (Ok(index), Ok(count)) if count >= 1 && (1..=count).contains(&index) => Ok(Shard { index, count }),
+            _ => Err(format!("`{s}`: a shard is I/N with 1 <= I <= N")),
+        }
+    }
+}
+
+impl Shard {
+    /// The runs of this shard: every run whose position in run-id order is
+    /// `index - 1` modulo `count`.
+    pub fn select<'a>(&self, runs: &'a [Run]) -> Vec<&'a Run> {
+        runs.iter().enumerate().filter(|(i, _)| i % self.count == self.index - 1).map(|(_, r)| r).collect()
+    }
+}
+
+/// `summary.csv` text: `run_id`, the swept keys, then every key of each
+/// run's `summary.json` (nested maps as compact JSON; a key that is also a
+/// swept key, such as `policy`, is written `summary.policy`), rows in run-id
+/// order.
+///
+/// # Errors
+/// A message when a row's summary keys differ from the first row's.
+pub fn summary_csv(swept: &[String], rows: &[(Run, serde_json::Value)]) -> Result<String, String> {
+    let keys: Vec<String> = match rows.first() {
+        Some((_, serde_json::Value::Object(m))) => m.keys().cloned().collect(),
+        _ => Vec::new(),
+    };
+    let mut w = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
+    let header: Vec<String> = std::iter::once("run_id".to_string())
+        .chain(swept.iter().cloned())
+        .chain(keys.iter().map(|k| if swept.contains(k) { format!("summary.{k}") } else { k.clone() }))
+        .collect();
+    w.write_record(&header).map_err(|e| e.to_string())?;
+    for (run, summary) in rows {
+        let obj = summary.as_object().ok_or_else(|| format!("run {}: summary is not an object", run.id))?;
+        if obj.len() != keys.len() || !keys.iter().all(|k| obj.contains_key(k)) {
+            return Err(format!("run {}: its summary keys differ from the other runs'", run.id));
+        }
+        let mut rec: Vec<String> = vec![run.id.clone()];
+        rec.extend(swept.iter().map(|k| run.params.get(k).map(ToString::to_string).unwrap_or_default()));
+        rec.extend(keys.iter().map(|k| match &obj[k] {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }));
+        w.write_record(&rec).map_err(|e| e.to_string())?;
+    }
+    String::from_utf8(w.into_inner().map_err(|e| e.to_string())?).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, text: &str) -> PathBuf {
+        let p = dir.join("e.toml");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_list_times_a_range_gives_the_product() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(
+            d.path(),
+            "question = \"q\"\n[base]\njobs = 20\n[sweep]\npolicy = [\"fifo\", \"sjf\"]\nseed = { from = 1, to = 5, step = 2 }\n",
+        );
+        let e = Experiment::load(&p).unwrap();
+        assert_eq!(e.swept, vec!["policy", "seed"]);
+        // 2 policies × seeds 1, 3, 5.
+        assert_eq!(e.runs.len(), 6);
+        let mut combos: Vec<(String, String)> =
+            e.runs.iter().map(|r| (r.params["policy"].to_string(), r.params["seed"].to_string())).collect();
+        combos.sort();
+        let want: Vec<(String, String)> = ["fifo", "sjf"]
+            .iter()
+            .flat_map(|p| ["1", "3", "5"].iter().map(move |s| (p.to_string(), s.to_string())))
+            .collect();
+        assert_eq!(combos, want);
+        // Ids are stable (same file, same ids) and sorted.
+        assert_eq!(Experiment::load(&p).unwrap().runs, e.runs);
+        assert!(e.runs.windows(2).all(|w| w[0].id < w[1].id));
+        // A float range: 0.5, 0.6, 0.7 (no drift).
+        let p = write(d.path(), "question = \"q\"\n[sweep]\nload = { from = 0.5, to = 0.7, step = 0.1 }\n");
+        let mut loads: Vec<String> =
+            Experiment::load(&p).unwrap().runs.iter().map(|r| r.params["load"].to_string()).collect();
+        loads.sort();
+        assert_eq!(loads, vec!["0.5", "0.6", "0.7"]);
+    }
+
+    #[test]
+    fn invalid_files_name_the_key() {
+        let d = tempfile::tempdir().unwrap();
+        let bad = |text: &str| Experiment::load(&write(d.path(), text)).unwrap_err();
+        assert!(bad("[base]\n").contains("question"));
+        assert!(bad("question = \"q\"\n[sweep]\npolicies = [\"fifo\"]\n").contains("unknown key `sweep.policies`"));
+        assert!(
+            bad("question = \"q\"\n[sweep]\npolicy = [\"lifo\"]\n")
+                .contains("`policy` = `lifo`: expected one of fifo, sjf")
+        );
+        assert!(bad("question = \"q\"\n[sweep]\nseed = { from = 5, to = 1, step = 1 }\n").contains("from <= to"));
+        assert!(bad("question = \"q\"\n[sweep]\nseed = []\n").contains("empty list"));
+        assert!(bad("question = \"q\"\n[base]\nbackfill = \"yes\"\n").contains("`backfill` must be true or false"));
+        assert!(bad("question = \"q\"\nextra = 1\n").contains("unknown top-level key `extra`"));
+        assert!(bad("question = \"q\"\n[sweep]\nseed = [1, 1]\n").contains("share the id"));
+    }
+
+    #[test]
+    fn shards_partition_the_runs() {
+        let runs: Vec<Run> = (0..7).map(|i| Run { id: format!("{i:012x}"), params: BTreeMap::new() }).collect();
+        let mut all: Vec<String> = Vec::new();
+        for i in 1..=3 {
+            all.extend(Shard { index: i, count: 3 }.select(&runs).iter().map(|r| r.id.clone()));
+        }
+        all.sort();
+        assert_eq!(all, runs.iter().map(|r| r.id.clone()).collect::<Vec<_>>());
+        assert!("0/3".parse::<Shard>().is_err() && "4/3".parse::<Shard>().is_err() && "x".parse::<Shard>().is_err());
+    }
+}
+
+/// What a sweep did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SweepOutcome {
+    /// Runs simulated now.
+    pub ran: usize,
+    /// Runs found complete and kept (`--resume`).
+    pub kept: usize,
+    /// Runs that failed: (run id, error).
+    pub failed: Vec<(String, String)>,
+}
+
+/// Runs the experiment's runs (this shard's, if any) on `threads` threads,
+/// writing `out/runs/<run id>/` per run, `out/summary.csv`, `out/sweep.json`
+/// (the expansion and the shard) and, if any run failed, `out/failed.csv`.
+/// With `resume`, a run whose directory holds a `manifest.json` (written
+/// last) is kept as it is. `on_done(run id, ok)` is called as runs finish.
+///
+/// # Errors
+/// A message if the thread pool or the sweep's own files cannot be made;
+/// a failing run is reported in the outcome, and the others go on.
+pub fn run_sweep(
+    exp: &Experiment,
+    out: &Path,
+    threads: usize,
+    shard: Option<Shard>,
+    resume: bool,
+    on_done: &(dyn Fn(&str, bool) + Sync),
+) -> Result<SweepOutcome, String> {
+    use rayon::prelude::*;
+    let runs: Vec<&Run> = match shard {
+        Some(s) => s.select(&exp.runs),
+        None => exp.runs.iter().collect(),
+    };
+    let io = |e: std::io::Error| e.to_string();
+    std::fs::create_dir_all(out.join("runs")).map_err(|e| format!("{}: {e}", out.display()))?;
+    let meta = serde_json::json!({
+        "experiment": exp.path,
+        "question": exp.question,
+        "swept": exp.swept,
+        "shard": shard.map(|s| format!("{}/{}", s.index, s.count)),
+        "all_run_ids": exp.runs.iter().map(|r| &r.id).collect::<Vec<_>>(),
+        "run_ids": runs.iter().map(|r| &r.id).collect::<Vec<_>>(),
+    });
+    let mut text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())?;
+    text.push('\n');
+    crate::metrics::export::write_atomic(&out.join("sweep.json"), text.as_bytes()).map_err(io)?;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads.max(1)).build().map_err(|e| e.to_string())?;
+    let results: Vec<(bool, Result<serde_json::Value, String>)> = pool.install(|| {
+        runs.par_iter()
+            .map(|run| {
+                let dir = out.join("runs").join(&run.id);
+                let read_summary = || -> Result<serde_json::Value, String> {
+                    let text = std::fs::read_to_string(dir.join("summary.json")).map_err(|e| e.to_string())?;
+                    serde_json::from_str(&text).map_err(|e| e.to_string())
+                };
+                if resume
+                    && dir.join("manifest.json").exists()
+                    && let Ok(s) = read_summary()
+                {
+                    on_done(&run.id, true);
+                    return (true, Ok(s));
+                }
+                let res = (|| {
+                    let spec = to_run_spec(&run.params, &exp.path)?;
+                    let report = crate::experiment::run_one(&spec, |_| {}).map_err(|e| e.to_string())?;
+                    crate::experiment::write_run_dir(&report, &dir).map_err(|e| e.to_string())?;
+                    serde_json::to_value(&report.summary).map_err(|e| e.to_string())
+                })();
+                on_done(&run.id, res.is_ok());
+                (false, res)
+            })
+            .collect()
+    });
+    let mut outcome = SweepOutcome::default();
+    let mut rows = Vec::new();
+    for (run, (kept, res)) in runs.iter().zip(results) {
+        match res {
+            Ok(summary) => {
+                if kept {
+                    outcome.kept += 1
+                } else {
+                    outcome.ran += 1
+                }
+                rows.push(((*run).clone(), summary));
+            }
+            Err(e) => outcome.failed.push((run.id.clone(), e)),
+        }
+    }
+    let csv_text = summary_csv(&exp.swept, &rows)?;
+    crate::metrics::export::write_atomic(&out.join("summary.csv"), csv_text.as_bytes()).map_err(io)?;
+    let failed = out.join("failed.csv");
+    if outcome.failed.is_empty() {
+        if failed.exists() {
+            std::fs::remove_file(&failed).map_err(io)?;
+        }
+    } else {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(["run_id", "error"]).map_err(|e| e.to_string())?;
+        for (id, e) in &outcome.failed {
+            w.write_record([id, e]).map_err(|e| e.to_string())?;
+        }
+        crate::metrics::export::write_atomic(&failed, &w.into_inner().map_err(|e| e.to_string())?).map_err(io)?;
+    }
+    Ok(outcome)
+}
+
+/// Joins shard outputs into one `summary.csv` in `out`, checking that the
+/// shards come from one expansion and that every run appears exactly once.
+///
+/// # Errors
+/// A message naming a missing or duplicated run, a shard of another
+/// experiment, or unreadable files.
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
+    let mut all_ids: Option<Vec<String>> = None;
+    let mut header: Option<csv::StringRecord> = None;
+    let mut rows: BTreeMap<String, (csv::StringRecord, PathBuf)> = BTreeMap::new();
+    for d in dirs {
+        let meta: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(d.join("sweep.json"))
+                .map_err(|e| format!("{}: {e}", d.join("sweep.json").display()))?,
+        )
+        .map_err(|e| format!("{}: {e}", d.join("sweep.json").display()))?;
+        let ids: Vec<String> = meta["all_run_ids"]
+            .as_array()
+            .ok_or_else(|| format!("{}: no all_run_ids", d.join("sweep.json").display()))?
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        match &all_ids {
+            None => all_ids = Some(ids),
+            Some(a) if *a != ids => {
+                return Err(format!("{} is a shard of another sweep (its run list differs)", d.display()));
+            }
+            _ => {}
+        }
+        let file = d.join("summary.csv");
+        let mut rdr = csv::Reader::from_path(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let h = rdr.headers().map_err(|e| format!("{}: {e}", file.display()))?.clone();
+        match &header {
+            None => header = Some(h),
+            Some(x) if *x != h => return Err(format!("{}: its columns differ from the other shards'", file.display())),
+            _ => {}
+        }
+        for rec in rdr.records() {
+            let rec = rec.map_err(|e| format!("{}: {e}", file.display()))?;
+            let id = rec.get(0).unwrap_or("").to_string();
+            if let Some((_, other)) = rows.get(&id) {
+                return Err(format!("run {id} appears in both {} and {}", other.display(), d.display()));
+            }
+            rows.insert(id, (rec, d.clone()));
+        }
+    }
+    let all_ids = all_ids.ok_or("no shard directories given")?;
+    let missing: Vec<&String> = all_ids.iter().filter(|id| !rows.contains_key(*id)).collect();
+    if !missing.is_empty() {
+        let list: Vec<&str> = missing.iter().take(5).map(|s| s.as_str()).collect();
+        return Err(format!("{} of {} runs are missing (first: {})", missing.len(), all_ids.len(), list.join(", ")));
+    }
+    if let Some(extra) = rows.keys().find(|id| !all_ids.contains(id)) {
+        return Err(format!("run {extra} is not in the sweep's run list"));
+    }
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut w = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
+    if let Some(h) = &header {
+        w.write_record(h).map_err(|e| e.to_string())?;
+    }
+    for (rec, _) in rows.values() {
+        w.write_record(rec).map_err(|e| e.to_string())?;
+    }
+    let bytes = w.into_inner().map_err(|e| e.to_string())?;
+    crate::metrics::export::write_atomic(&out.join("summary.csv"), &bytes).map_err(|e| e.to_string())?;
+    Ok(rows.len())
+}

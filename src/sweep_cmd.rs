@@ -1,0 +1,90 @@
+//! `dlsched sweep` and `dlsched merge`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use clap::Args;
+
+use dlsched::sweep::{Experiment, Shard, merge, run_sweep};
+
+#[derive(Args)]
+pub struct SweepArgs {
+    /// Experiment file: `question`, a `[base]` table and a `[sweep]` table
+    /// whose keys take one value, a list, or `{ from, to, step }`; the runs
+    /// are the cartesian product. See experiments/README.md.
+    experiment: PathBuf,
+    /// Worker threads (each runs one simulation at a time); results do not
+    /// depend on it.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    threads: usize,
+    /// Output directory (default: runs/<experiment name>).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Run only share I of N of the runs (1-based), e.g. for a Slurm job
+    /// array; join the shards' outputs with `dlsched merge`.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
+    /// Keep runs whose directory is complete (has manifest.json) from an
+    /// earlier, interrupted sweep.
+    #[arg(long)]
+    resume: bool,
+}
+
+#[derive(Args)]
+pub struct MergeArgs {
+    /// Shard output directories (each with sweep.json and summary.csv).
+    #[arg(required = true)]
+    dirs: Vec<PathBuf>,
+    /// Where to write the merged summary.csv.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
+    if a.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    let exp = Experiment::load(&a.experiment).map_err(anyhow::Error::msg)?;
+    let out = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from("runs")
+            .join(a.experiment.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
+    });
+    let n = a.shard.map_or(exp.runs.len(), |s| s.select(&exp.runs).len());
+    println!(
+        "{}\n  {} runs{} -> {}",
+        exp.question,
+        n,
+        a.shard.map(|s| format!(" (shard {}/{})", s.index, s.count)).unwrap_or_default(),
+        out.display()
+    );
+    let bar = indicatif::ProgressBar::new(n as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("[{bar:30}] {pos}/{len} runs, {msg} ETA {eta}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let failed = std::sync::atomic::AtomicUsize::new(0);
+    bar.set_message("0 failed,");
+    let outcome = run_sweep(&exp, &out, a.threads, a.shard, a.resume, &|_, ok| {
+        if !ok {
+            failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        bar.set_message(format!("{} failed,", failed.load(std::sync::atomic::Ordering::Relaxed)));
+        bar.inc(1);
+    })
+    .map_err(anyhow::Error::msg)?;
+    bar.finish_and_clear();
+    println!("  ran {}, kept {} (complete from before), failed {}", outcome.ran, outcome.kept, outcome.failed.len());
+    for (id, e) in &outcome.failed {
+        eprintln!("  run {id} failed: {e}");
+    }
+    println!("  wrote {}", out.join("summary.csv").display());
+    Ok(if outcome.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+pub fn merge_cmd(a: &MergeArgs) -> Result<ExitCode> {
+    let n = merge(&a.dirs, &a.out).map_err(anyhow::Error::msg)?;
+    println!("merged {n} runs into {}", a.out.join("summary.csv").display());
+    Ok(ExitCode::SUCCESS)
+}

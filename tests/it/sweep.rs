@@ -1,0 +1,92 @@
+//! Sweeps: thread-count independence, resume, shards and merge, failures.
+
+use std::path::Path;
+
+use dlsched::sweep::{Experiment, Shard, merge, run_sweep};
+
+fn experiment(dir: &Path) -> Experiment {
+    let p = dir.join("e.toml");
+    std::fs::write(
+        &p,
+        "question = \"test\"\n[base]\njobs = 40\nsample_interval = 0\n[sweep]\npolicy = [\"fifo\", \"sjf\"]\nbackfill = [false, true]\nseed = { from = 1, to = 2, step = 1 }\n",
+    )
+    .unwrap();
+    Experiment::load(&p).unwrap()
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap()
+}
+
+#[test]
+fn threads_do_not_change_the_results() {
+    let d = tempfile::tempdir().unwrap();
+    let e = experiment(d.path());
+    assert_eq!(e.runs.len(), 8);
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    let o1 = run_sweep(&e, &a, 1, None, false, &|_, _| {}).unwrap();
+    let o2 = run_sweep(&e, &b, 2, None, false, &|_, _| {}).unwrap();
+    assert_eq!((o1.ran, o2.ran, o1.failed.len()), (8, 8, 0));
+    assert_eq!(read(&a.join("summary.csv")), read(&b.join("summary.csv")));
+    // One row per run, in run-id order, swept keys first.
+    let text = read(&a.join("summary.csv"));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("run_id,backfill,policy,seed,"), "{}", lines[0]);
+    assert!(lines[0].contains(",summary.policy,"));
+    let ids: Vec<&str> = lines[1..].iter().map(|l| l.split(',').next().unwrap()).collect();
+    let want: Vec<&str> = e.runs.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, want);
+}
+
+#[test]
+fn resume_completes_an_interrupted_sweep() {
+    let d = tempfile::tempdir().unwrap();
+    let e = experiment(d.path());
+    let out = d.path().join("out");
+    run_sweep(&e, &out, 2, None, false, &|_, _| {}).unwrap();
+    let full = read(&out.join("summary.csv"));
+    // "Kill" it: two runs lose their outputs, one only its manifest (half written).
+    std::fs::remove_dir_all(out.join("runs").join(&e.runs[0].id)).unwrap();
+    std::fs::remove_dir_all(out.join("runs").join(&e.runs[3].id)).unwrap();
+    std::fs::remove_file(out.join("runs").join(&e.runs[5].id).join("manifest.json")).unwrap();
+    std::fs::remove_file(out.join("summary.csv")).unwrap();
+    let o = run_sweep(&e, &out, 2, None, true, &|_, _| {}).unwrap();
+    assert_eq!((o.ran, o.kept), (3, 5));
+    assert_eq!(read(&out.join("summary.csv")), full);
+}
+
+#[test]
+fn shards_merge_to_the_unsharded_sweep_and_merge_checks() {
+    let d = tempfile::tempdir().unwrap();
+    let e = experiment(d.path());
+    let whole = d.path().join("whole");
+    run_sweep(&e, &whole, 2, None, false, &|_, _| {}).unwrap();
+    let shards: Vec<_> = (1..=3).map(|i| d.path().join(format!("s{i}"))).collect();
+    for (i, s) in shards.iter().enumerate() {
+        run_sweep(&e, s, 1, Some(Shard { index: i + 1, count: 3 }), false, &|_, _| {}).unwrap();
+    }
+    let merged = d.path().join("merged");
+    assert_eq!(merge(&shards, &merged).unwrap(), 8);
+    assert_eq!(read(&merged.join("summary.csv")), read(&whole.join("summary.csv")));
+    // A missing shard, and a duplicated one, are refused.
+    let e1 = merge(&shards[..2], &d.path().join("m2")).unwrap_err();
+    assert!(e1.contains("missing"), "{e1}");
+    let dup = vec![shards[0].clone(), shards[0].clone(), shards[1].clone(), shards[2].clone()];
+    let e2 = merge(&dup, &d.path().join("m3")).unwrap_err();
+    assert!(e2.contains("appears in both"), "{e2}");
+}
+
+#[test]
+fn a_failing_run_is_reported_and_the_others_go_on() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("good.csv"), "job_id,submit_time,duration,gpu_num\na,0,10,1\n").unwrap();
+    let p = d.path().join("e.toml");
+    std::fs::write(&p, "question = \"q\"\n[sweep]\ntrace = [\"good.csv\", \"missing.csv\"]\n").unwrap();
+    let e = Experiment::load(&p).unwrap();
+    let out = d.path().join("out");
+    let o = run_sweep(&e, &out, 2, None, false, &|_, _| {}).unwrap();
+    assert_eq!((o.ran, o.failed.len()), (1, 1));
+    assert!(o.failed[0].1.contains("missing.csv"), "{:?}", o.failed);
+    assert_eq!(read(&out.join("summary.csv")).lines().count(), 2);
+    assert!(read(&out.join("failed.csv")).contains("missing.csv"));
+}
