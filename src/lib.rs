@@ -8,6 +8,7 @@ pub mod experiment;
 pub mod ids;
 pub mod job;
 pub mod metrics;
+pub mod plot;
 pub mod policy;
 pub mod profile;
 pub mod rng;

@@ -53,6 +53,14 @@ enum Command {
     /// Join the summary.csv files of a sharded sweep, checking that no run is
     /// missing or duplicated.
     Merge(sweep_cmd::MergeArgs),
+    /// Draw SVG charts of a run directory (JCT and queueing-delay CDFs, GPU
+    /// utilisation and queue length over time) or of a sweep directory (each
+    /// metric against the swept parameter, one line per policy, error bars
+    /// over seeds; JCT CDF per configuration). Files go into the directory.
+    Plot {
+        /// A run directory (with jobs.csv) or a sweep directory (with summary.csv and sweep.json).
+        dir: PathBuf,
+    },
     /// The calibrated profile database: `profile import` derives its tables from public measurements.
     Profile(profile_cmd::ProfileArgs),
 }
@@ -181,6 +189,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Profile(args) => profile_cmd::run(&args),
         Command::Sweep(args) => sweep_cmd::sweep(&args),
         Command::Merge(args) => sweep_cmd::merge_cmd(&args),
+        Command::Plot { dir } => {
+            let files = if dir.join("sweep.json").exists() {
+                dlsched::plot::plot_sweep(&dir)
+            } else {
+                dlsched::plot::plot_run(&dir)
+            }
+            .map_err(anyhow::Error::msg)?;
+            for f in files {
+                println!("wrote {}", f.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -90,3 +90,32 @@ fn a_failing_run_is_reported_and_the_others_go_on() {
     assert_eq!(read(&out.join("summary.csv")).lines().count(), 2);
     assert!(read(&out.join("failed.csv")).contains("missing.csv"));
 }
+
+#[test]
+fn plots_of_a_run_and_a_sweep() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("e.toml");
+    std::fs::write(&p, "question = \"q\"\n[base]\njobs = 30\n[sweep]\nload = [0.5, 1.0]\npolicy = [\"fifo\", \"sjf\"]\nseed = [1, 2]\n").unwrap();
+    let e = Experiment::load(&p).unwrap();
+    let out = d.path().join("out");
+    run_sweep(&e, &out, 2, None, false, &|_, _| {}).unwrap();
+    let files = dlsched::plot::plot_sweep(&out).unwrap();
+    let names: Vec<String> = files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    assert_eq!(
+        names,
+        [
+            "jct_mean_s_vs_load.svg",
+            "queue_delay_mean_s_vs_load.svg",
+            "makespan_s_vs_load.svg",
+            "gpu_utilization_vs_load.svg",
+            "jct_cdf.svg"
+        ]
+    );
+    // One line per policy in the legend.
+    let svg = read(&out.join("jct_mean_s_vs_load.svg"));
+    assert!(svg.starts_with("<svg") && svg.contains("policy=fifo") && svg.contains("policy=sjf"));
+    let run = out.join("runs").join(&e.runs[0].id);
+    let files = dlsched::plot::plot_run(&run).unwrap();
+    assert_eq!(files.len(), 4);
+    assert!(files.iter().all(|f| read(f).starts_with("<svg")));
+}
