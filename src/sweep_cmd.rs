@@ -80,6 +80,12 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
         eprintln!("  run {id} failed: {e}");
     }
     println!("  wrote {}", out.join("summary.csv").display());
+    if outcome.ran + outcome.kept > 0 {
+        match dlsched::plot::plot_sweep(&out) {
+            Ok(files) => println!("  plots: {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")),
+            Err(e) => eprintln!("  no plots: {e}"),
+        }
+    }
     Ok(if outcome.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
