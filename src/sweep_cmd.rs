@@ -82,7 +82,9 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
     println!("  wrote {}", out.join("summary.csv").display());
     if outcome.ran + outcome.kept > 0 {
         match dlsched::plot::plot_sweep(&out) {
-            Ok(files) => println!("  plots: {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")),
+            Ok(files) => {
+                println!("  plots: {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "))
+            }
             Err(e) => eprintln!("  no plots: {e}"),
         }
     }
