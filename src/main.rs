@@ -192,8 +192,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Plot { dir } => {
             let files = if dir.join("sweep.json").exists() {
                 dlsched::plot::plot_sweep(&dir)
-            } else {
+            } else if dir.join("jobs.csv").exists() {
                 dlsched::plot::plot_run(&dir)
+            } else {
+                bail!(
+                    "{}: expected a run directory (with jobs.csv) or a sweep directory (with summary.csv and sweep.json)",
+                    dir.display()
+                );
             }
             .map_err(anyhow::Error::msg)?;
             for f in files {

@@ -87,7 +87,16 @@ fn line_chart(
     let e = |e: &dyn std::fmt::Display| format!("{}: {e}", file.display());
     let root = SVGBackend::new(file, (800, 500)).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
-    let ((x0, x1), (y0, y1)) = range(series, log_x);
+    let ((x0, x1), (mut y0, mut y1)) = range(series, log_x);
+    // Keep the error bars inside the plot.
+    if let Some(errs) = errors {
+        for (name, pts) in series {
+            for (&(_, y), &s) in pts.iter().zip(errs.get(name).into_iter().flatten()) {
+                y0 = y0.min(y - s);
+                y1 = y1.max((y + s) * 1.02);
+            }
+        }
+    }
     let mut builder = ChartBuilder::on(&root);
     builder.caption(title, ("sans-serif", 20)).margin(15).x_label_area_size(45).y_label_area_size(70);
     macro_rules! draw {

@@ -141,10 +141,11 @@ fn sweep_values(path: &Path, key: &str, v: &toml::Value) -> Result<Vec<Value>, S
                 if s <= 0 || a > b {
                     return Err(err(path, format!("`sweep.{key}` needs step > 0 and from <= to")));
                 }
-                if (b - a) / s > 10_000 {
-                    return Err(err(path, format!("`sweep.{key}` expands to more than 10,000 values")));
+                let n = b.checked_sub(a).map(|d| d / s);
+                match n {
+                    Some(n) if n <= 10_000 => return Ok((0..=n).map(|i| Value::Int(a + i * s)).collect()),
+                    _ => return Err(err(path, format!("`sweep.{key}` expands to more than 10,000 values"))),
                 }
-                return Ok((0..=(b - a) / s).map(|i| Value::Int(a + i * s)).collect());
             }
             let f = |v: &toml::Value, k: &str| {
                 v.as_float()
@@ -152,7 +153,7 @@ fn sweep_values(path: &Path, key: &str, v: &toml::Value) -> Result<Vec<Value>, S
                     .ok_or_else(|| err(path, format!("`sweep.{key}.{k}` must be a number")))
             };
             let (a, b, s) = (f(from, "from")?, f(to, "to")?, f(step, "step")?);
-            if !(s > 0.0 && a <= b && a.is_finite() && b.is_finite()) {
+            if !(s > 0.0 && s.is_finite() && a <= b && a.is_finite() && b.is_finite()) {
                 return Err(err(path, format!("`sweep.{key}` needs step > 0 and from <= to")));
             }
             let n = ((b - a) / s + 1e-9).floor() as usize;
@@ -195,6 +196,7 @@ impl Experiment {
         let question = doc
             .get("question")
             .and_then(toml::Value::as_str)
+            .filter(|q| !q.trim().is_empty())
             .ok_or_else(|| err(path, "needs `question = \"...\"`: the question the experiment answers".into()))?
             .to_string();
         let table = |name: &str| -> Result<toml::Table, String> {
@@ -212,6 +214,9 @@ impl Experiment {
         let mut axes: Vec<(String, Vec<Value>)> = Vec::new();
         for (k, v) in table("sweep")? {
             check_key(path, "sweep", &k)?;
+            if base.contains_key(&k) {
+                return Err(err(path, format!("`{k}` is set in both [base] and [sweep]; keep one")));
+            }
             axes.push((k.clone(), sweep_values(path, &k, &v)?));
         }
         let total: usize = axes.iter().map(|a| a.1.len()).product();
@@ -264,7 +269,8 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
         match p.get(k) {
             None => Ok(None),
             Some(Value::Int(i)) => Ok(Some(*i)),
-            Some(_) => Err(format!("`{k}` must be a whole number")),
+            Some(Value::Float(x)) if x.fract() == 0.0 && x.abs() < 9e15 => Ok(Some(*x as i64)),
+            Some(v) => Err(format!("`{k}` must be a whole number, not `{v}`")),
         }
     };
     let uint = |k: &str| -> Result<Option<u64>, String> {
@@ -281,10 +287,23 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
     let path = |k: &str| -> Result<Option<PathBuf>, String> {
         match p.get(k) {
             None => Ok(None),
-            Some(Value::Str(s)) => Ok(Some(dir.join(s))),
+            Some(Value::Str(s)) => {
+                let full = dir.join(s);
+                if !full.exists() {
+                    return Err(format!("`{k}` = `{s}`: {} does not exist", full.display()));
+                }
+                Ok(Some(full))
+            }
             Some(_) => Err(format!("`{k}` must be a path string")),
         }
     };
+    for k in ["load", "jobs_per_hour"] {
+        if let Some(x) = num(k)?
+            && !(x.is_finite() && x > 0.0)
+        {
+            return Err(format!("`{k}` must be a positive number, not {x}"));
+        }
+    }
     let workload = match path("trace")? {
         Some(trace) => WorkloadSource::Trace {
             path: trace,
@@ -435,6 +454,9 @@ mod tests {
         // Ids are stable (same file, same ids) and sorted.
         assert_eq!(Experiment::load(&p).unwrap().runs, e.runs);
         assert!(e.runs.windows(2).all(|w| w[0].id < w[1].id));
+        // Whole-number floats are accepted where a whole number is meant.
+        let p = write(d.path(), "question = \"q\"\n[sweep]\nseed = { from = 2, to = 3, step = 1.0 }\n");
+        assert_eq!(Experiment::load(&p).unwrap().runs.len(), 2);
         // A float range: 0.5, 0.6, 0.7 (no drift).
         let p = write(d.path(), "question = \"q\"\n[sweep]\nload = { from = 0.5, to = 0.7, step = 0.1 }\n");
         let mut loads: Vec<String> =
@@ -458,6 +480,14 @@ mod tests {
         assert!(bad("question = \"q\"\n[base]\nbackfill = \"yes\"\n").contains("`backfill` must be true or false"));
         assert!(bad("question = \"q\"\nextra = 1\n").contains("unknown top-level key `extra`"));
         assert!(bad("question = \"q\"\n[sweep]\nseed = [1, 1]\n").contains("share the id"));
+        assert!(bad("question = \"q\"\n[sweep]\nseed = { from = -9223372036854775808, to = 9223372036854775807, step = 1 }\n")
+            .contains("more than 10,000"));
+        assert!(bad("question = \"q\"\n[sweep]\nload = { from = 0.1, to = 1.0, step = inf }\n").contains("step > 0"));
+        assert!(
+            bad("question = \"q\"\n[base]\nseed = 1\n[sweep]\nseed = [1, 2]\n").contains("both [base] and [sweep]")
+        );
+        assert!(bad("question = \"\"\n").contains("question"));
+        assert!(bad("question = \"q\"\n[sweep]\nload = [-1.0]\n").contains("`load` must be a positive number"));
     }
 
     #[test]
@@ -519,7 +549,9 @@ pub fn run_sweep(
     let mut text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())?;
     text.push('\n');
     crate::metrics::export::write_atomic(&out.join("sweep.json"), text.as_bytes()).map_err(io)?;
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads.max(1)).build().map_err(|e| e.to_string())?;
+    // More workers than runs (or than 256) only costs thread start-up.
+    let workers = threads.clamp(1, runs.len().clamp(1, 256));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build().map_err(|e| e.to_string())?;
     let results: Vec<(bool, Result<serde_json::Value, String>)> = pool.install(|| {
         runs.par_iter()
             .map(|run| {
@@ -586,6 +618,12 @@ pub fn run_sweep(
 /// A message naming a missing or duplicated run, a shard of another
 /// experiment, or unreadable files.
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    if let Some(d) = dirs.iter().find(|d| canon(d) == canon(out)) {
+        return Err(format!("--out {} is one of the shards; merge into a new directory", d.display()));
+    }
+    let mut failed: Vec<String> = Vec::new();
+    let mut meta_first: Option<serde_json::Value> = None;
     let mut all_ids: Option<Vec<String>> = None;
     let mut header: Option<csv::StringRecord> = None;
     let mut rows: BTreeMap<String, (csv::StringRecord, PathBuf)> = BTreeMap::new();
@@ -601,6 +639,12 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
             .iter()
             .filter_map(|v| v.as_str().map(str::to_string))
             .collect();
+        if let Ok(text) = std::fs::read_to_string(d.join("failed.csv")) {
+            failed.extend(text.lines().skip(1).filter_map(|l| l.split(',').next()).map(str::to_string));
+        }
+        if meta_first.is_none() {
+            meta_first = Some(meta.clone());
+        }
         match &all_ids {
             None => all_ids = Some(ids),
             Some(a) if *a != ids => {
@@ -629,7 +673,18 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
     let missing: Vec<&String> = all_ids.iter().filter(|id| !rows.contains_key(*id)).collect();
     if !missing.is_empty() {
         let list: Vec<&str> = missing.iter().take(5).map(|s| s.as_str()).collect();
-        return Err(format!("{} of {} runs are missing (first: {})", missing.len(), all_ids.len(), list.join(", ")));
+        let n_failed = missing.iter().filter(|id| failed.contains(id)).count();
+        let why = if n_failed > 0 {
+            format!("; {n_failed} of them failed in their shard (see the shards' failed.csv) and need a rerun")
+        } else {
+            "; is a shard directory left out?".to_string()
+        };
+        return Err(format!(
+            "{} of {} runs are missing (first: {}){why}",
+            missing.len(),
+            all_ids.len(),
+            list.join(", ")
+        ));
     }
     if let Some(extra) = rows.keys().find(|id| !all_ids.contains(id)) {
         return Err(format!("run {extra} is not in the sweep's run list"));
@@ -643,6 +698,23 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
         w.write_record(rec).map_err(|e| e.to_string())?;
     }
     let bytes = w.into_inner().map_err(|e| e.to_string())?;
+    // The merged directory is a sweep directory like any other: its runs,
+    // its sweep.json (no shard), and its summary.csv (written last).
+    for (id, (_, shard)) in &rows {
+        let (from, to) = (shard.join("runs").join(id), out.join("runs").join(id));
+        std::fs::create_dir_all(&to).map_err(|e| format!("{}: {e}", to.display()))?;
+        for entry in std::fs::read_dir(&from).map_err(|e| format!("{}: {e}", from.display()))? {
+            let entry = entry.map_err(|e| e.to_string())?;
+            std::fs::copy(entry.path(), to.join(entry.file_name()))
+                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+        }
+    }
+    let mut meta = meta_first.unwrap_or_default();
+    meta["shard"] = serde_json::Value::Null;
+    meta["run_ids"] = meta["all_run_ids"].clone();
+    let mut text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())?;
+    text.push('\n');
+    crate::metrics::export::write_atomic(&out.join("sweep.json"), text.as_bytes()).map_err(|e| e.to_string())?;
     crate::metrics::export::write_atomic(&out.join("summary.csv"), &bytes).map_err(|e| e.to_string())?;
     Ok(rows.len())
 }

@@ -94,5 +94,11 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
 pub fn merge_cmd(a: &MergeArgs) -> Result<ExitCode> {
     let n = merge(&a.dirs, &a.out).map_err(anyhow::Error::msg)?;
     println!("merged {n} runs into {}", a.out.join("summary.csv").display());
+    match dlsched::plot::plot_sweep(&a.out) {
+        Ok(files) => {
+            println!("plots: {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "))
+        }
+        Err(e) => eprintln!("no plots: {e}"),
+    }
     Ok(ExitCode::SUCCESS)
 }

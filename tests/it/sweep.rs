@@ -68,6 +68,10 @@ fn shards_merge_to_the_unsharded_sweep_and_merge_checks() {
     let merged = d.path().join("merged");
     assert_eq!(merge(&shards, &merged).unwrap(), 8);
     assert_eq!(read(&merged.join("summary.csv")), read(&whole.join("summary.csv")));
+    // The merged directory is a sweep directory: it plots.
+    assert!(dlsched::plot::plot_sweep(&merged).is_ok());
+    // Merging into one of the shards is refused.
+    assert!(merge(&shards, &shards[0]).unwrap_err().contains("one of the shards"));
     // A missing shard, and a duplicated one, are refused.
     let e1 = merge(&shards[..2], &d.path().join("m2")).unwrap_err();
     assert!(e1.contains("missing"), "{e1}");
@@ -80,15 +84,19 @@ fn shards_merge_to_the_unsharded_sweep_and_merge_checks() {
 fn a_failing_run_is_reported_and_the_others_go_on() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("good.csv"), "job_id,submit_time,duration,gpu_num\na,0,10,1\n").unwrap();
+    std::fs::write(d.path().join("bad.csv"), "job_id,submit_time,duration,gpu_num\na,0,ten,1\n").unwrap();
     let p = d.path().join("e.toml");
-    std::fs::write(&p, "question = \"q\"\n[sweep]\ntrace = [\"good.csv\", \"missing.csv\"]\n").unwrap();
+    std::fs::write(&p, "question = \"q\"\n[sweep]\ntrace = [\"good.csv\", \"bad.csv\"]\n").unwrap();
     let e = Experiment::load(&p).unwrap();
     let out = d.path().join("out");
     let o = run_sweep(&e, &out, 2, None, false, &|_, _| {}).unwrap();
     assert_eq!((o.ran, o.failed.len()), (1, 1));
-    assert!(o.failed[0].1.contains("missing.csv"), "{:?}", o.failed);
+    assert!(o.failed[0].1.contains("bad.csv:2"), "{:?}", o.failed);
     assert_eq!(read(&out.join("summary.csv")).lines().count(), 2);
-    assert!(read(&out.join("failed.csv")).contains("missing.csv"));
+    assert!(read(&out.join("failed.csv")).contains("bad.csv"));
+    // A path that does not exist is an error of the file, before anything runs.
+    std::fs::write(&p, "question = \"q\"\n[sweep]\ntrace = [\"good.csv\", \"missing.csv\"]\n").unwrap();
+    assert!(Experiment::load(&p).unwrap_err().contains("missing.csv"));
 }
 
 #[test]
