@@ -61,7 +61,8 @@ enum Command {
         /// A run directory (with jobs.csv) or a sweep directory (with summary.csv and sweep.json).
         dir: PathBuf,
     },
-    /// The calibrated profile database: `profile import` derives its tables from public measurements.
+    /// The calibrated profile database: `profile show` prints a model's table, `profile check` the held-out
+    /// prediction error, `profile import` derives the tables from public measurements.
     Profile(profile_cmd::ProfileArgs),
 }
 
