@@ -14,8 +14,16 @@ pub type Stream = ChaCha8Rng;
 
 /// 64-bit FNV-1a of a name: stable across runs, platforms and Rust versions.
 fn fnv1a(name: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name.as_bytes() {
+    fnv1a_update(FNV_OFFSET, name.as_bytes())
+}
+
+/// The FNV-1a offset basis: the hash of no bytes.
+pub(crate) const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a: continues hash `h` over `bytes` (start from [`FNV_OFFSET`]).
+/// Used for stream names, sweep run ids and the job-id set.
+pub(crate) fn fnv1a_update(mut h: u64, bytes: &[u8]) -> u64 {
+    for b in bytes {
         h ^= u64::from(*b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }

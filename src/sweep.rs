@@ -169,13 +169,9 @@ fn sweep_values(path: &Path, key: &str, v: &toml::Value) -> Result<Vec<Value>, S
 
 /// 12 hex digits of FNV-1a over `key=value` lines of the parameters.
 fn run_id(params: &BTreeMap<String, Value>) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for (k, v) in params {
-        for b in format!("{k}={v}\n").bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
+    let h = params
+        .iter()
+        .fold(crate::rng::FNV_OFFSET, |h, (k, v)| crate::rng::fnv1a_update(h, format!("{k}={v}\n").as_bytes()));
     format!("{:012x}", h >> 16)
 }
 

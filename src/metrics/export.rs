@@ -47,14 +47,7 @@ pub fn write_atomic_with(
 /// `pending`), `trace_vc` (the VC the trace names, if any), `model` and
 /// `local_bsz` (the DL model and per-GPU batch, when known or drawn),
 /// `gpu_mem_mib` (per-GPU memory need, when the profile database has it).
-/// Times in seconds since the trace origin.
-pub fn jobs_csv(out: &RunOutput) -> Vec<u8> {
-    let mut v = Vec::new();
-    let _ = write_jobs_csv(out, &mut v);
-    v
-}
-
-/// Streams `jobs.csv` (see [`jobs_csv`]) to `w`, a row at a time.
+/// Times in seconds since the trace origin. Streamed to `w` a row at a time.
 ///
 /// # Errors
 /// The writer's error.

@@ -187,8 +187,13 @@ fn check_unique_ids(path: &Path, records: &[TraceRecord], format: TraceFormat) -
 }
 
 /// FNV-1a, a fast hash for the job-id set (lookups only; nothing iterates it).
-#[derive(Default)]
 struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(crate::rng::FNV_OFFSET)
+    }
+}
 
 impl std::hash::Hasher for Fnv {
     fn finish(&self) -> u64 {
@@ -196,12 +201,7 @@ impl std::hash::Hasher for Fnv {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
+        self.0 = crate::rng::fnv1a_update(self.0, bytes);
     }
 }
 
