@@ -142,6 +142,7 @@ fn pending_jobs(n: usize) -> JobTable {
                 model: None,
                 local_bsz: None,
                 gpu_mem_mib: None,
+                gpu_milli: None,
             }
         })
         .collect();
@@ -168,6 +169,12 @@ fn pass(policy: &mut dyn Policy, cluster: &mut Cluster, jobs: &JobTable, now: Si
             Decision::Wait => return launches,
             Decision::Launch { job, gpus } => {
                 cluster.allocate(job, jobs.spec(job).vc, &gpus).expect("valid launch");
+                launches += 1;
+            }
+            Decision::Colocate { job, gpus } => {
+                let spec = jobs.spec(job);
+                let mem = cluster.tenant_mem_mib(gpus[0], spec.gpu_mem_mib);
+                cluster.allocate_shared(job, spec.vc, &gpus, mem, spec.gpu_milli.unwrap_or(0)).expect("valid launch");
                 launches += 1;
             }
         }
@@ -234,6 +241,7 @@ fn replay_synthetic_10k(c: &mut Criterion) {
             sample_interval_ms: 0,
             rate_model: dlsched::experiment::RateModelKind::Trace,
             profiles: None,
+            share: dlsched::cluster::ShareLimits::default(),
         };
         group.bench_function(policy_label(order, backfill), |b| {
             b.iter_batched(
@@ -268,6 +276,7 @@ fn replay_philly(c: &mut Criterion) {
                 sample_interval_ms: 0,
                 rate_model: dlsched::experiment::RateModelKind::Trace,
                 profiles: None,
+                share: dlsched::cluster::ShareLimits::default(),
             },
         ));
     } else {
@@ -291,6 +300,7 @@ fn replay_philly(c: &mut Criterion) {
                 sample_interval_ms: 0,
                 rate_model: dlsched::experiment::RateModelKind::Trace,
                 profiles: None,
+                share: dlsched::cluster::ShareLimits::default(),
             },
         ));
     } else {

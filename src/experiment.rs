@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::cluster::{Cluster, ClusterPreset, ClusterSpec, load_vc_file};
+use crate::cluster::{Cluster, ClusterPreset, ClusterSpec, ShareLimits, load_vc_file};
 use crate::engine::{EngineConfig, Progress, RunOutput, Simulation};
 use crate::error::{ConfigError, RunError};
 use crate::job::Skipped;
@@ -187,6 +187,8 @@ pub struct RunSpec {
     /// `dlsched profile import`); its optional `memory.csv` turns on the GPU
     /// memory check.
     pub profiles: Option<PathBuf>,
+    /// GPU-sharing limits (tenant cap, memory headroom), used by the sharing placements.
+    pub share: ShareLimits,
 }
 
 /// Facts about the input, for the manifest.
@@ -226,7 +228,8 @@ pub struct RunReport {
 /// [`RunError`] for unreadable or malformed input, an invalid configuration,
 /// an empty workload, or an invalid policy decision.
 pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
-    let cluster = Cluster::new(spec.cluster.spec()?)?;
+    let mut cluster = Cluster::new(spec.cluster.spec()?)?;
+    cluster.set_share_limits(spec.share)?;
     let (records, input) = match &spec.workload {
         WorkloadSource::Trace { path, format, columns } => {
             let t = load_trace(path, *format, columns)?;

@@ -38,6 +38,9 @@ pub struct JobSpec {
     /// GPU memory each of its GPUs needs, MiB, when the profile database's
     /// memory table covers its model; placements use only GPUs that have it.
     pub gpu_mem_mib: Option<u64>,
+    /// A fractional GPU request, milli-GPU (1..=999 of one GPU), if any: the
+    /// compute share the job is guaranteed on a shared GPU.
+    pub gpu_milli: Option<u32>,
 }
 
 /// A running job's progress. Work is measured in milliseconds at rate 1.0 (the
@@ -58,6 +61,13 @@ pub struct RunState {
     pub epoch: u32,
     /// Distinct nodes the placement spans.
     pub nodes_spanned: u32,
+    /// True when it holds its GPUs as a tenant (shared mode).
+    pub shared: bool,
+    /// Its rate with no co-tenants, work units per ms: the interference-free
+    /// reference for the slowdown metric.
+    pub isolated_rate: f64,
+    /// True once another job has shared one of its GPUs.
+    pub colocated: bool,
 }
 
 /// A finished job's record.
@@ -69,6 +79,12 @@ pub struct DoneState {
     pub end: SimTime,
     /// Distinct nodes its placement spanned.
     pub nodes_spanned: u32,
+    /// True if another job shared one of its GPUs at some point.
+    pub colocated: bool,
+    /// How long it would have run with no co-tenant, ms (its work at its
+    /// isolated rate, rounded up): `isolated_ms / (end - start)` is its
+    /// achieved rate over its isolated rate.
+    pub isolated_ms: u64,
 }
 
 /// A job's life: not yet submitted → pending → running → completed.

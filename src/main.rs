@@ -116,7 +116,11 @@ struct SimulateArgs {
     backfill: bool,
 
     /// Placement: consolidate (fewest nodes; best fit on one node when the job
-    /// fits one) or first-fit (first node with room, in node order).
+    /// fits one), first-fit (first node with room, in node order), recorded
+    /// (the trace's per-server split), or a GPU-sharing rule: share-first-fit
+    /// / share-best-fit put a job on GPUs other jobs already use when its
+    /// memory fits beside theirs (best fit = least memory left over), and
+    /// co-located jobs slow each other down by the measured pair speeds.
     #[arg(long, value_enum, default_value = "consolidate")]
     placement: PlacementKind,
 
@@ -136,6 +140,16 @@ struct SimulateArgs {
     /// any GPU of their partition are skipped (exceeds_gpu_memory).
     #[arg(long, value_name = "DIR")]
     profiles: Option<PathBuf>,
+
+    /// With a sharing placement (share-first-fit, share-best-fit): the most
+    /// jobs on one GPU.
+    #[arg(long, value_name = "N", default_value_t = dlsched::cluster::ShareLimits::default().max_tenants)]
+    max_tenants: u32,
+
+    /// With a sharing placement: the fraction of a shared GPU's memory kept
+    /// free (0 <= F < 1); a job alone on a GPU may use all of it.
+    #[arg(long, value_name = "F", default_value_t = dlsched::cluster::ShareLimits::default().mem_headroom)]
+    mem_headroom: f64,
 
     /// Master seed for every random stream (synthetic workload, policies).
     #[arg(long, default_value_t = 1)]
@@ -257,6 +271,11 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
         seed: a.seed,
         rate_model: a.rate_model,
         profiles: a.profiles.clone(),
+        share: {
+            let s = dlsched::cluster::ShareLimits { max_tenants: a.max_tenants, mem_headroom: a.mem_headroom };
+            s.validate()?;
+            s
+        },
         sample_interval_ms: {
             if a.sample_interval as f64 > dlsched::time::MAX_SECS {
                 bail!(

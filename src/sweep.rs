@@ -24,13 +24,14 @@ use clap::ValueEnum;
 use serde::Serialize;
 
 use crate::cluster::ClusterPreset;
+use crate::cluster::ShareLimits;
 use crate::experiment::{ClusterChoice, RateModelKind, RunSpec, WorkloadSource};
 use crate::policy::{PlacementKind, PolicyConfig, QueueOrder};
 use crate::trace::synthetic::SyntheticSpec;
 use crate::trace::{ColumnMap, TraceFormat};
 
 /// The keys a `[base]` or `[sweep]` table may set, with what each takes.
-pub const KEYS: [(&str, &str); 16] = [
+pub const KEYS: [(&str, &str); 18] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios or jobs-csv"),
     ("cluster", "lab16 or philly"),
@@ -39,7 +40,9 @@ pub const KEYS: [(&str, &str); 16] = [
     ("vcs", "a VC file path, relative to the experiment file"),
     ("policy", "fifo or sjf"),
     ("backfill", "true or false"),
-    ("placement", "consolidate, first-fit or recorded"),
+    ("placement", "consolidate, first-fit, recorded, share-first-fit or share-best-fit"),
+    ("max_tenants", "a whole number of jobs that may share one GPU (sharing placements)"),
+    ("mem_headroom", "a fraction in [0, 1) of GPU memory kept free when a GPU is shared"),
     ("rate_model", "trace, table or genie"),
     ("seed", "a whole number"),
     ("jobs", "a whole number of synthetic jobs"),
@@ -352,6 +355,23 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
         sample_interval_ms: uint("sample_interval")?.unwrap_or(600).saturating_mul(1000),
         rate_model: p.get("rate_model").map(|v| enum_of("rate_model", v)).transpose()?.unwrap_or(RateModelKind::Trace),
         profiles: path("profiles")?,
+        share: {
+            let d = ShareLimits::default();
+            let s = ShareLimits {
+                max_tenants: match uint("max_tenants")? {
+                    Some(n) => u32::try_from(n).map_err(|_| "`max_tenants` is too large")?,
+                    None => d.max_tenants,
+                },
+                mem_headroom: match p.get("mem_headroom") {
+                    None => d.mem_headroom,
+                    Some(Value::Float(x)) => *x,
+                    Some(Value::Int(x)) => *x as f64,
+                    Some(_) => return Err("`mem_headroom` must be a number in [0, 1)".into()),
+                },
+            };
+            s.validate().map_err(|e| format!("{e}"))?;
+            s
+        },
     })
 }
 

@@ -1,8 +1,18 @@
 //! The cluster: nodes × GPUs, virtual-cluster partitions, and the allocation ledger.
 //!
-//! Only the engine mutates a [`Cluster`] (through [`Cluster::allocate`] and
-//! [`Cluster::release`]); policies read it. Every allocation is validated: a GPU
-//! that does not exist, is taken, or lies outside the job's partition is refused.
+//! Only the engine mutates a [`Cluster`] (through [`Cluster::allocate`],
+//! [`Cluster::allocate_shared`] and [`Cluster::release`]); policies read it.
+//! Every allocation is validated: a GPU that does not exist, is taken, or lies
+//! outside the job's partition is refused.
+//!
+//! A GPU is held in one of two ways. **Exclusively** (the default): one job owns
+//! it. **Shared**: one or more *tenants* hold it, each with a per-GPU memory
+//! need (MiB) and an optional guaranteed compute share (milli-GPU, as the
+//! Alibaba PAI 2023 trace's `gpu_milli`). A shared GPU admits another tenant
+//! while the tenant cap allows, the tenants' memory fits the GPU's memory less
+//! the headroom ([`ShareLimits`]), and the guaranteed shares add up to at most
+//! 1,000 milli-GPU. A GPU with any holder is not free: exclusive placements
+//! never land on shared GPUs.
 
 mod presets;
 mod topology;
@@ -41,6 +51,55 @@ pub struct NodeSpec {
     pub rack: u32,
     /// The virtual cluster (partition) the node belongs to.
     pub vc: VcId,
+}
+
+/// Limits on GPU sharing, the same for every GPU of a cluster.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct ShareLimits {
+    /// Most jobs on one GPU (at least 1). Default 2: the co-location data
+    /// (Gavel OSDI'20, Lucid ASPLOS'23) measures pairs only, so more tenants
+    /// rest on an extrapolation ([`crate::profile::coloc`]).
+    pub max_tenants: u32,
+    /// Fraction of a GPU's memory kept free when two or more jobs share it
+    /// (0 ≤ headroom < 1), a policy choice that absorbs allocator
+    /// fragmentation; a lone tenant may use the whole memory. Default 0.05.
+    pub mem_headroom: f64,
+}
+
+impl Default for ShareLimits {
+    fn default() -> Self {
+        ShareLimits { max_tenants: 2, mem_headroom: 0.05 }
+    }
+}
+
+impl ShareLimits {
+    /// Checks the limits.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for a tenant cap of 0 or a headroom outside [0, 1).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_tenants == 0 {
+            return Err(ConfigError("the tenant cap (--max-tenants) must be at least 1".into()));
+        }
+        if !(0.0..1.0).contains(&self.mem_headroom) {
+            return Err(ConfigError(format!(
+                "the memory headroom (--mem-headroom) must be in [0, 1), got {}",
+                self.mem_headroom
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The tenants of one GPU and what they hold of it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GpuShare {
+    /// Jobs sharing the GPU, in the order they arrived on it.
+    pub tenants: Vec<JobId>,
+    /// Memory the tenants need, MiB.
+    pub mem_mib: u64,
+    /// Compute shares the tenants were guaranteed, milli-GPU (at most 1,000).
+    pub milli: u32,
 }
 
 /// A cluster's static description.
@@ -251,6 +310,13 @@ pub struct Cluster {
     gpu_node: Vec<NodeId>,
     gpu_owner: Vec<Option<JobId>>,
     node_free_mask: Vec<u64>,
+    /// Per GPU: its tenants when shared (empty when free or held exclusively).
+    shares: Vec<GpuShare>,
+    /// Per tenant job: the memory (MiB) and share (milli-GPU) it holds on each of its GPUs.
+    tenant_claims: std::collections::HashMap<JobId, (u64, u32)>,
+    limits: ShareLimits,
+    /// GPUs with at least one tenant.
+    shared_gpus: u32,
     /// Each node's index within its partition.
     node_local: Vec<u32>,
     partitions: Vec<Partition>,
@@ -307,6 +373,10 @@ impl Cluster {
         Ok(Cluster {
             gpus_free: total as u64,
             gpu_owner: vec![None; total],
+            shares: vec![GpuShare::default(); total],
+            tenant_claims: std::collections::HashMap::new(),
+            limits: ShareLimits::default(),
+            shared_gpus: 0,
             spec,
             node_first_gpu,
             gpu_node,
@@ -346,9 +416,96 @@ impl Cluster {
         self.gpu_node[gpu.index()]
     }
 
-    /// The job holding a GPU, if any.
+    /// The job holding a GPU exclusively, if any.
     pub fn owner(&self, gpu: GpuId) -> Option<JobId> {
         self.gpu_owner[gpu.index()]
+    }
+
+    /// Every job holding a GPU: its exclusive owner, or its tenants.
+    pub fn holders(&self, gpu: GpuId) -> impl Iterator<Item = JobId> + '_ {
+        self.gpu_owner[gpu.index()].into_iter().chain(self.shares[gpu.index()].tenants.iter().copied())
+    }
+
+    /// The tenants of a shared GPU (empty when it is free or held exclusively).
+    pub fn tenants(&self, gpu: GpuId) -> &[JobId] {
+        &self.shares[gpu.index()].tenants
+    }
+
+    /// A GPU's sharing state.
+    pub fn share(&self, gpu: GpuId) -> &GpuShare {
+        &self.shares[gpu.index()]
+    }
+
+    /// GPUs with at least one tenant.
+    pub fn shared_gpus(&self) -> u32 {
+        self.shared_gpus
+    }
+
+    /// The sharing limits.
+    pub fn share_limits(&self) -> ShareLimits {
+        self.limits
+    }
+
+    /// Sets the sharing limits (before any GPU is shared).
+    ///
+    /// # Errors
+    /// The limits' validation error, or a [`ConfigError`] if a GPU is already shared.
+    pub fn set_share_limits(&mut self, limits: ShareLimits) -> Result<(), ConfigError> {
+        limits.validate()?;
+        if self.shared_gpus > 0 {
+            return Err(ConfigError("sharing limits can only be set before any GPU is shared".into()));
+        }
+        self.limits = limits;
+        Ok(())
+    }
+
+    /// Memory of one GPU, MiB.
+    pub fn gpu_mem_mib(&self, gpu: GpuId) -> u64 {
+        self.node(self.node_of(gpu)).gpu_mem_mib
+    }
+
+    /// The memory a tenant with per-GPU need `need` (MiB; `None` = unknown)
+    /// holds on `gpu`: its need, or the whole GPU when unknown (so a job of
+    /// unknown memory never shares).
+    pub fn tenant_mem_mib(&self, gpu: GpuId, need: Option<u64>) -> u64 {
+        need.unwrap_or_else(|| self.gpu_mem_mib(gpu))
+    }
+
+    /// Why `gpu` cannot take one more tenant needing `mem_mib` MiB and
+    /// `milli` milli-GPU in partition `vc`, or `None` if it can.
+    pub fn share_refusal(&self, gpu: GpuId, vc: VcId, mem_mib: u64, milli: u32) -> Option<String> {
+        let node = self.node_of(gpu);
+        if self.node(node).vc != vc {
+            return Some(format!(
+                "GPU is in VC `{}`, not the job's VC `{}`",
+                self.partitions[self.node(node).vc.index()].name,
+                self.partitions[vc.index()].name
+            ));
+        }
+        if let Some(other) = self.gpu_owner[gpu.index()] {
+            return Some(format!("GPU is held exclusively by {other}"));
+        }
+        let s = &self.shares[gpu.index()];
+        let cap = self.node(node).gpu_mem_mib;
+        if s.tenants.len() as u32 >= self.limits.max_tenants {
+            return Some(format!("GPU already has {} tenants (the cap)", s.tenants.len()));
+        }
+        if milli > 1000 || s.milli + milli > 1000 {
+            return Some(format!("GPU has {} milli-GPU guaranteed, the job asks {milli} more", s.milli));
+        }
+        let usable = if s.tenants.is_empty() { cap } else { (cap as f64 * (1.0 - self.limits.mem_headroom)) as u64 };
+        if s.mem_mib + mem_mib > usable {
+            return Some(format!(
+                "GPU memory: {} MiB used + {mem_mib} MiB needed > {usable} MiB usable of {cap} MiB",
+                s.mem_mib
+            ));
+        }
+        None
+    }
+
+    /// True if `gpu` can take one more tenant (see [`Cluster::share_refusal`]).
+    pub fn can_host(&self, gpu: GpuId, vc: VcId, mem_mib: u64, milli: u32) -> bool {
+        self.share_refusal(gpu, vc, mem_mib, milli).is_none()
     }
 
     /// Free GPUs on a node.
@@ -472,6 +629,9 @@ impl Cluster {
             if let Some(other) = self.gpu_owner[g.index()] {
                 return Err(AllocError { gpu: Some(g), reason: format!("GPU already held by {other}") });
             }
+            if let Some(t) = self.shares[g.index()].tenants.first() {
+                return Err(AllocError { gpu: Some(g), reason: format!("GPU is shared by {t}") });
+            }
             let node = self.node_of(g);
             if self.node(node).vc != vc {
                 return Err(AllocError {
@@ -506,11 +666,97 @@ impl Cluster {
         Ok(())
     }
 
-    /// Frees `gpus` held by `job`.
+    /// Makes `job` a tenant of each of `gpus` (shared mode), holding `mem_mib`
+    /// MiB of memory and `milli` milli-GPU on each, after checking every GPU
+    /// with [`Cluster::share_refusal`].
+    ///
+    /// # Errors
+    /// An [`AllocError`] naming the first GPU that cannot take the job; nothing changes then.
+    pub fn allocate_shared(
+        &mut self,
+        job: JobId,
+        vc: VcId,
+        gpus: &[GpuId],
+        mem_mib: u64,
+        milli: u32,
+    ) -> Result<(), AllocError> {
+        if gpus.is_empty() {
+            return Err(AllocError { gpu: None, reason: "no GPUs in the placement".into() });
+        }
+        if self.tenant_claims.contains_key(&job) {
+            return Err(AllocError { gpu: None, reason: format!("{job} already holds shared GPUs") });
+        }
+        for (i, &g) in gpus.iter().enumerate() {
+            if g.index() >= self.gpu_node.len() {
+                return Err(AllocError {
+                    gpu: Some(g),
+                    reason: format!("GPU does not exist (the cluster has {})", self.gpu_node.len()),
+                });
+            }
+            if gpus[..i].contains(&g) {
+                return Err(AllocError { gpu: Some(g), reason: "GPU listed twice".into() });
+            }
+            if let Some(reason) = self.share_refusal(g, vc, mem_mib, milli) {
+                return Err(AllocError { gpu: Some(g), reason });
+            }
+        }
+        for &g in gpus {
+            if self.shares[g.index()].tenants.is_empty() {
+                self.take_free(g);
+                self.shared_gpus += 1;
+            }
+            let s = &mut self.shares[g.index()];
+            s.tenants.push(job);
+            s.mem_mib += mem_mib;
+            s.milli += milli;
+        }
+        self.tenant_claims.insert(job, (mem_mib, milli));
+        Ok(())
+    }
+
+    /// Marks a free GPU busy in the mask, the node index and the counts.
+    fn take_free(&mut self, g: GpuId) {
+        let node = self.node_of(g);
+        let before = self.node_free(node);
+        let bit = g.0 - self.node_first_gpu[node.index()];
+        self.node_free_mask[node.index()] &= !(1u64 << bit);
+        self.reindex(node, before);
+        let vc = self.spec.nodes[node.index()].vc;
+        self.partitions[vc.index()].gpus_free -= 1;
+        self.gpus_free -= 1;
+    }
+
+    /// Frees `gpus` held by `job`, exclusively or as a tenant.
     ///
     /// # Errors
     /// An [`AllocError`] if some GPU is not held by `job` (an engine bug); nothing changes then.
     pub fn release(&mut self, job: JobId, gpus: &[GpuId]) -> Result<(), AllocError> {
+        if let Some(&(mem, milli)) = self.tenant_claims.get(&job) {
+            if let Some(&g) =
+                gpus.iter().find(|g| !self.shares.get(g.index()).is_some_and(|s| s.tenants.contains(&job)))
+            {
+                return Err(AllocError { gpu: Some(g), reason: format!("GPU is not shared by {job}") });
+            }
+            for &g in gpus {
+                let s = &mut self.shares[g.index()];
+                s.tenants.retain(|&t| t != job);
+                s.mem_mib -= mem;
+                s.milli -= milli;
+                if s.tenants.is_empty() {
+                    self.shared_gpus -= 1;
+                    let node = self.node_of(g);
+                    let before = self.node_free(node);
+                    let bit = g.0 - self.node_first_gpu[node.index()];
+                    self.node_free_mask[node.index()] |= 1u64 << bit;
+                    self.reindex(node, before);
+                    let vc = self.spec.nodes[node.index()].vc;
+                    self.partitions[vc.index()].gpus_free += 1;
+                    self.gpus_free += 1;
+                }
+            }
+            self.tenant_claims.remove(&job);
+            return Ok(());
+        }
         if let Some(&g) = gpus.iter().find(|g| self.gpu_owner.get(g.index()).copied().flatten() != Some(job)) {
             return Err(AllocError { gpu: Some(g), reason: format!("GPU is not held by {job}") });
         }
@@ -546,14 +792,45 @@ impl Cluster {
     /// # Errors
     /// A description of the first inconsistency found.
     pub fn check_consistency(&self) -> Result<(), String> {
-        let free = self.gpu_owner.iter().filter(|o| o.is_none()).count() as u64;
+        let held = |g: usize| self.gpu_owner[g].is_some() || !self.shares[g].tenants.is_empty();
+        let free = (0..self.gpu_owner.len()).filter(|&g| !held(g)).count() as u64;
         if free != self.gpus_free {
-            return Err(format!("cluster free count {} but {} GPUs have no owner", self.gpus_free, free));
+            return Err(format!("cluster free count {} but {} GPUs have no holder", self.gpus_free, free));
+        }
+        let shared = self.shares.iter().filter(|s| !s.tenants.is_empty()).count() as u32;
+        if shared != self.shared_gpus {
+            return Err(format!("{} GPUs counted shared but {shared} have tenants", self.shared_gpus));
+        }
+        for (g, s) in self.shares.iter().enumerate() {
+            if s.tenants.is_empty() {
+                continue;
+            }
+            if let Some(o) = self.gpu_owner[g] {
+                return Err(format!("GPU {g} is held exclusively by {o} and shared by {:?}", s.tenants));
+            }
+            if s.tenants.len() as u32 > self.limits.max_tenants {
+                return Err(format!("GPU {g} has {} tenants, over the cap", s.tenants.len()));
+            }
+            let (mut mem, mut milli) = (0u64, 0u32);
+            for t in &s.tenants {
+                let Some(&(m, k)) = self.tenant_claims.get(t) else {
+                    return Err(format!("GPU {g}: tenant {t} has no claim"));
+                };
+                mem += m;
+                milli += k;
+            }
+            let cap = self.node(self.node_of(GpuId(g as u32))).gpu_mem_mib;
+            if mem != s.mem_mib || milli != s.milli || milli > 1000 || (s.tenants.len() > 1 && mem > cap) {
+                return Err(format!(
+                    "GPU {g}: tenants hold {mem} MiB and {milli} milli-GPU, ledger says {} MiB and {}; memory {cap} MiB",
+                    s.mem_mib, s.milli
+                ));
+            }
         }
         for (vi, p) in self.partitions.iter().enumerate() {
             let mut pf = 0;
             for &n in &p.nodes {
-                let owned_free = self.node_gpus(n).filter(|g| self.gpu_owner[g.index()].is_none()).count() as u32;
+                let owned_free = self.node_gpus(n).filter(|g| !held(g.index())).count() as u32;
                 if owned_free != self.node_free(n) {
                     return Err(format!("node {n}: mask says {} free, owners say {owned_free}", self.node_free(n)));
                 }

@@ -12,6 +12,12 @@
 //! at `t`, so a job ending at `t` frees its GPUs for jobs starting at `t`, and a
 //! job submitted at `t` may start at `t` (completions, then arrivals, then one
 //! pass — the order the Helios study's simulator uses).
+//!
+//! GPU sharing: a policy may start a job as a tenant of GPUs that other jobs
+//! share ([`Decision::Colocate`]). A tenant's rate is its placement rate times
+//! the smallest co-location speed over its GPUs ([`Interference`]: a
+//! distributed job steps at the pace of its slowest GPU); whenever a tenant
+//! arrives on or leaves a GPU, the rates of the others on it are recomputed.
 
 mod queue;
 
@@ -23,6 +29,7 @@ use crate::ids::{GpuId, JobId, NodeId};
 use crate::job::{DoneState, JobSpec, JobState, JobTable, RunState};
 use crate::policy::{Decision, Policy, View};
 use crate::profile::RateModel;
+use crate::profile::coloc::{Interference, ProfileInterference};
 use crate::time::SimTime;
 
 /// What the event queue holds. Arrivals are events too, but they come already
@@ -87,6 +94,8 @@ pub struct EngineStats {
     pub stale_completions: u64,
     /// Rate changes applied to running jobs.
     pub rate_changes: u64,
+    /// Jobs started as tenants of shared GPUs.
+    pub shared_launches: u64,
 }
 
 /// Where a run is, for progress reporting.
@@ -114,8 +123,13 @@ pub struct RunOutput {
     pub policy: String,
     /// The rate model's name.
     pub model: &'static str,
-    /// The rate model's counters (e.g. profile fallbacks).
+    /// The rate model's counters (e.g. profile fallbacks), then the
+    /// interference model's.
     pub model_counters: Vec<(&'static str, u64)>,
+    /// Per partition (by [`crate::ids::VcId`]): GPU-milliseconds during which a
+    /// GPU was held (exclusively or by at least one tenant), from t = 0 to the
+    /// last event. A shared GPU counts once, however many tenants it has.
+    pub busy_gpu_ms: Vec<u64>,
 }
 
 /// A simulation: owns the clock, the event queue, the cluster, the jobs, the
@@ -127,12 +141,20 @@ pub struct Simulation {
     jobs: JobTable,
     policy: Box<dyn Policy>,
     model: Box<dyn RateModel>,
+    /// Set at the first shared launch (so runs that never share never load
+    /// the profile database), or by [`Simulation::with_interference`].
+    interference: Option<Box<dyn Interference>>,
     cfg: EngineConfig,
     timeline: Vec<Sample>,
     pending: u32,
     running: u32,
     completed: usize,
     touched: Vec<NodeId>,
+    /// GPUs whose tenants changed at this instant.
+    touched_shared: Vec<GpuId>,
+    /// Per partition: busy GPU-ms up to `busy_since`.
+    busy_gpu_ms: Vec<u64>,
+    busy_since: Vec<SimTime>,
     next_arrival: usize,
     stats: EngineStats,
 }
@@ -149,6 +171,7 @@ impl Simulation {
         model: Box<dyn RateModel>,
         cfg: EngineConfig,
     ) -> Self {
+        let cluster_partitions = cluster.partitions().len();
         let mut events = EventQueue::with_capacity(1024);
         if cfg.sample_interval_ms > 0 && !jobs.is_empty() {
             events.push(SimTime::ZERO, Event::Sample);
@@ -160,15 +183,26 @@ impl Simulation {
             jobs,
             policy,
             model,
+            interference: None,
             cfg,
             timeline: Vec::new(),
             pending: 0,
             running: 0,
             completed: 0,
             touched: Vec::new(),
+            touched_shared: Vec::new(),
+            busy_gpu_ms: vec![0; cluster_partitions],
+            busy_since: vec![SimTime::ZERO; cluster_partitions],
             next_arrival: 0,
             stats: EngineStats::default(),
         }
+    }
+
+    /// Replaces the co-location model (default: the builtin profile
+    /// database's co-location table, [`ProfileInterference`]).
+    pub fn with_interference(mut self, interference: Box<dyn Interference>) -> Self {
+        self.interference = Some(interference);
+        self
     }
 
     /// The time of the next event: the earlier of the heap's top and the next arrival.
@@ -232,10 +266,11 @@ impl Simulation {
             self.policy.on_arrival(job, &view);
         }
         self.schedule_pass()?;
-        if self.model.depends_on_neighbours() && !self.touched.is_empty() {
+        if (self.model.depends_on_neighbours() && !self.touched.is_empty()) || !self.touched_shared.is_empty() {
             self.update_rates();
         }
         self.touched.clear();
+        self.touched_shared.clear();
         if sample_due {
             self.timeline.push(Sample {
                 time: t,
@@ -281,16 +316,36 @@ impl Simulation {
     }
 
     /// Ends the run where it is and hands back its state.
-    pub fn finish(self) -> RunOutput {
+    pub fn finish(mut self) -> RunOutput {
+        for vc in 0..self.busy_gpu_ms.len() {
+            self.settle_busy(crate::ids::VcId(vc as u16));
+        }
         RunOutput {
+            busy_gpu_ms: self.busy_gpu_ms,
             policy: self.policy.name(),
             model: self.model.name(),
-            model_counters: self.model.counters(),
+            model_counters: {
+                let mut c = self.model.counters();
+                if let Some(i) = self.interference.as_ref().filter(|_| self.stats.shared_launches > 0) {
+                    c.extend(i.counters());
+                }
+                c
+            },
             cluster: self.cluster,
             jobs: self.jobs,
             timeline: self.timeline,
             stats: self.stats,
         }
+    }
+
+    /// Brings partition `vc`'s busy GPU-ms up to now (call before its
+    /// allocation changes).
+    fn settle_busy(&mut self, vc: crate::ids::VcId) {
+        let p = self.cluster.partition(vc);
+        let busy = u64::from(p.gpus_total - p.gpus_free);
+        let i = vc.index();
+        self.busy_gpu_ms[i] += busy * self.now.since(self.busy_since[i]);
+        self.busy_since[i] = self.now;
     }
 
     fn invalid(&self, job: JobId, gpu: Option<GpuId>, reason: String) -> SimError {
@@ -302,12 +357,39 @@ impl Simulation {
             let view = View { now: self.now, cluster: &self.cluster, jobs: &self.jobs };
             match self.policy.decide(&view) {
                 Decision::Wait => return Ok(()),
-                Decision::Launch { job, gpus } => self.launch(job, gpus)?,
+                Decision::Launch { job, gpus } => self.launch(job, gpus, false)?,
+                Decision::Colocate { job, gpus } => self.launch(job, gpus, true)?,
             }
         }
     }
 
-    fn launch(&mut self, job: JobId, gpus: Vec<GpuId>) -> Result<(), SimError> {
+    /// A job's rate on `gpus` now: its placement rate from the rate model,
+    /// times the smallest co-location speed over its shared GPUs. Returns
+    /// (rate, isolated rate, co-located now).
+    fn rate_of(&self, job: JobId, gpus: &[GpuId]) -> (f64, f64, bool) {
+        let spec = self.jobs.spec(job);
+        let base = self.model.rate(spec, gpus, &self.cluster);
+        let Some(interference) = self.interference.as_deref().filter(|_| self.cluster.shared_gpus() > 0) else {
+            return (base, base, false);
+        };
+        let mut speed: f64 = 1.0;
+        let mut colocated = false;
+        let mut others: Vec<&JobSpec> = Vec::new();
+        for &g in gpus {
+            let tenants = self.cluster.tenants(g);
+            if tenants.len() < 2 {
+                continue;
+            }
+            colocated = true;
+            others.clear();
+            others.extend(tenants.iter().filter(|&&t| t != job).map(|&t| self.jobs.spec(t)));
+            let gpu_type = &self.cluster.node(self.cluster.node_of(g)).gpu_type;
+            speed = speed.min(interference.speed(gpu_type, spec, &others));
+        }
+        (base * speed, base, colocated)
+    }
+
+    fn launch(&mut self, job: JobId, gpus: Vec<GpuId>, shared: bool) -> Result<(), SimError> {
         if job.index() >= self.jobs.len() {
             return Err(self.invalid(job, None, "no such job".into()));
         }
@@ -333,11 +415,30 @@ impl Simulation {
                 format!("GPU has {have} MiB of memory, the job needs {need} MiB per GPU"),
             ));
         }
-        if let Err(e) = self.cluster.allocate(job, vc, &gpus) {
+        let (milli, mem_need) = (spec.gpu_milli.unwrap_or(0), spec.gpu_mem_mib);
+        self.settle_busy(vc);
+        let allocated = if shared {
+            // Memory is per GPU; a job of unknown memory takes a whole GPU's.
+            let mem = gpus
+                .first()
+                .filter(|g| g.index() < self.cluster.total_gpus() as usize)
+                .map_or(0, |&g| self.cluster.tenant_mem_mib(g, mem_need));
+            self.cluster.allocate_shared(job, vc, &gpus, mem, milli)
+        } else {
+            self.cluster.allocate(job, vc, &gpus)
+        };
+        if let Err(e) = allocated {
             return Err(self.invalid(job, e.gpu, e.reason));
         }
+        if shared {
+            self.touched_shared.extend_from_slice(&gpus);
+            self.stats.shared_launches += 1;
+            if self.interference.is_none() {
+                self.interference = Some(Box::new(ProfileInterference::new(crate::profile::db::ProfileDb::builtin())));
+            }
+        }
+        let (rate, isolated_rate, colocated) = self.rate_of(job, &gpus);
         let spec = self.jobs.spec(job);
-        let rate = self.model.rate(spec, &gpus, &self.cluster);
         if !(rate.is_finite() && rate > 0.0) {
             return Err(SimError::InvalidDecision {
                 policy: self.model.name().to_string(),
@@ -360,6 +461,9 @@ impl Simulation {
             settled_at: self.now,
             epoch: 0,
             nodes_spanned,
+            shared,
+            isolated_rate,
+            colocated,
         });
         self.pending -= 1;
         self.running += 1;
@@ -371,14 +475,24 @@ impl Simulation {
         let JobState::Running(run) = std::mem::replace(self.jobs.state_mut(job), JobState::Pending) else {
             unreachable!("complete() is only called on running jobs");
         };
+        self.settle_busy(self.jobs.spec(job).vc);
         if let Err(e) = self.cluster.release(job, &run.gpus) {
             return Err(SimError::InvalidDecision { policy: "engine".into(), job, gpu: e.gpu, reason: e.reason });
         }
         if self.model.depends_on_neighbours() {
             self.touched.extend(run.gpus.iter().map(|&g| self.cluster.node_of(g)));
         }
-        *self.jobs.state_mut(job) =
-            JobState::Completed(DoneState { start: run.start, end: self.now, nodes_spanned: run.nodes_spanned });
+        if run.shared {
+            self.touched_shared.extend_from_slice(&run.gpus);
+        }
+        let work = self.jobs.spec(job).duration_ms as f64;
+        *self.jobs.state_mut(job) = JobState::Completed(DoneState {
+            start: run.start,
+            end: self.now,
+            nodes_spanned: run.nodes_spanned,
+            colocated: run.colocated,
+            isolated_ms: ms_to_finish(work, run.isolated_rate),
+        });
         self.running -= 1;
         self.completed += 1;
         let view = View { now: self.now, cluster: &self.cluster, jobs: &self.jobs };
@@ -387,15 +501,21 @@ impl Simulation {
     }
 
     /// Recomputes the rate of every job on a node whose occupancy changed at
-    /// this instant; a changed rate settles the work done and re-schedules the
-    /// completion under a new epoch.
+    /// this instant (when the rate model depends on neighbours) and of every
+    /// tenant of a GPU whose tenants changed; a changed rate settles the work
+    /// done and re-schedules the completion under a new epoch.
     fn update_rates(&mut self) {
         let mut nodes = std::mem::take(&mut self.touched);
         nodes.sort_unstable();
         nodes.dedup();
         let mut affected: Vec<JobId> = Vec::new();
-        for &n in &nodes {
-            affected.extend(self.cluster.node_gpus(n).filter_map(|g| self.cluster.owner(g)));
+        if self.model.depends_on_neighbours() {
+            for &n in &nodes {
+                affected.extend(self.cluster.node_gpus(n).flat_map(|g| self.cluster.holders(g)));
+            }
+        }
+        for &g in &self.touched_shared {
+            affected.extend_from_slice(self.cluster.tenants(g));
         }
         affected.sort_unstable();
         affected.dedup();
@@ -403,7 +523,14 @@ impl Simulation {
             let JobState::Running(run) = self.jobs.state(job) else {
                 continue;
             };
-            let new_rate = self.model.rate(self.jobs.spec(job), &run.gpus, &self.cluster);
+            let (new_rate, isolated, colocated) = self.rate_of(job, &run.gpus);
+            if let JobState::Running(run) = self.jobs.state_mut(job) {
+                run.isolated_rate = isolated;
+                run.colocated |= colocated;
+            }
+            let JobState::Running(run) = self.jobs.state(job) else {
+                continue;
+            };
             if new_rate == run.rate || !(new_rate.is_finite() && new_rate > 0.0) {
                 continue;
             }
@@ -433,6 +560,7 @@ impl Simulation {
     pub fn check_invariants(&self) -> Result<(), String> {
         self.cluster.check_consistency()?;
         let (mut pending, mut running, mut completed, mut held) = (0u32, 0u32, 0usize, 0u64);
+        let mut held_shared: Vec<GpuId> = Vec::new();
         for (spec, state) in self.jobs.iter() {
             match state {
                 JobState::NotArrived => {
@@ -447,11 +575,30 @@ impl Simulation {
                         return Err(format!("{} holds {} GPUs, asked for {}", spec.id, r.gpus.len(), spec.gpus));
                     }
                     for &g in &r.gpus {
-                        if self.cluster.owner(g) != Some(spec.id) {
+                        let ok = if r.shared {
+                            self.cluster.tenants(g).contains(&spec.id)
+                        } else {
+                            self.cluster.owner(g) == Some(spec.id)
+                        };
+                        if !ok {
                             return Err(format!("{} thinks it holds {g} but the ledger disagrees", spec.id));
                         }
+                        if r.shared {
+                            let s = self.cluster.share(g);
+                            if s.tenants.len() > 1 && s.mem_mib > self.cluster.gpu_mem_mib(g) {
+                                return Err(format!(
+                                    "GPU {g} memory over-committed: {} MiB held of {} MiB",
+                                    s.mem_mib,
+                                    self.cluster.gpu_mem_mib(g)
+                                ));
+                            }
+                        }
                     }
-                    held += r.gpus.len() as u64;
+                    if r.shared {
+                        held_shared.extend(r.gpus.iter().copied());
+                    } else {
+                        held += r.gpus.len() as u64;
+                    }
                 }
                 JobState::Completed(d) => {
                     completed += 1;
@@ -461,6 +608,9 @@ impl Simulation {
                 }
             }
         }
+        held_shared.sort_unstable();
+        held_shared.dedup();
+        held += held_shared.len() as u64;
         let busy = u64::from(self.cluster.total_gpus()) - self.cluster.free_gpus();
         if held != busy {
             return Err(format!("running jobs hold {held} GPUs but the cluster has {busy} busy"));

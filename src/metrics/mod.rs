@@ -83,14 +83,24 @@ pub struct Summary {
     pub queue_delay_p99_s: f64,
     /// Last end − first submit, s.
     pub makespan_s: f64,
-    /// Allocated GPU-seconds / (GPUs × makespan), 0..1.
+    /// Busy GPU-seconds / (GPUs × makespan), 0..1: the time-averaged fraction
+    /// of GPUs held by a job (a shared GPU counts once).
     pub gpu_utilization: f64,
-    /// GPU-hours allocated to jobs.
+    /// GPU-hours allocated to jobs: GPUs × run time summed over jobs (a GPU
+    /// shared by two jobs counts twice).
     pub gpu_hours: f64,
     /// Offered load: GPU-seconds the admitted jobs ask for (GPUs × trace
     /// duration) / (GPUs × (last submit − first submit)); above 1 the cluster
     /// cannot keep up even with perfect packing.
     pub offered_load: f64,
+    /// Jobs started as tenants of shared GPUs (sharing placements only).
+    pub shared_launches: u64,
+    /// Completed jobs that shared a GPU with another job at some point.
+    pub colocated_jobs: u64,
+    /// Mean over co-located completed jobs of achieved rate / isolated rate
+    /// (their run time alone / their actual run time; 1 = no slowdown); 1
+    /// when no job was co-located.
+    pub interference_slowdown_mean: f64,
 }
 
 /// Per-VC figures, one row of `vc_summary.csv`.
@@ -137,6 +147,7 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
     let (mut first_submit, mut last_end, mut last_submit) = (u64::MAX, 0u64, 0u64);
     let mut demand_ms = 0.0;
     let mut unfinished = 0;
+    let mut slowdowns: Vec<f64> = Vec::new();
     for (spec, state) in out.jobs.iter() {
         first_submit = first_submit.min(spec.submit.as_ms());
         last_submit = last_submit.max(spec.submit.as_ms());
@@ -148,6 +159,10 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
             continue;
         };
         last_end = last_end.max(d.end.as_ms());
+        if d.colocated {
+            let ran = d.end.since(d.start);
+            slowdowns.push(if ran == 0 { 1.0 } else { (d.isolated_ms as f64 / ran as f64).min(1.0) });
+        }
         let jct = d.end.since(spec.submit) as f64 / 1000.0;
         let q = d.start.since(spec.submit) as f64 / 1000.0;
         let gpu_ms = f64::from(spec.gpus) * d.end.since(d.start) as f64;
@@ -189,17 +204,21 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
         queue_delay_p95_s: r3(quantile_sorted(&all.queue, 0.95)),
         queue_delay_p99_s: r3(quantile_sorted(&all.queue, 0.99)),
         makespan_s: r3(makespan_ms as f64 / 1000.0),
-        gpu_utilization: util(all.gpu_ms, out.cluster.total_gpus()),
+        gpu_utilization: util(out.busy_gpu_ms.iter().sum::<u64>() as f64, out.cluster.total_gpus()),
         gpu_hours: r3(all.gpu_ms / 3_600_000.0),
         offered_load: {
             let span = last_submit.saturating_sub(if first_submit == u64::MAX { 0 } else { first_submit });
             if span == 0 { 0.0 } else { r6(demand_ms / (f64::from(out.cluster.total_gpus()) * span as f64)) }
         },
+        shared_launches: out.stats.shared_launches,
+        colocated_jobs: slowdowns.len() as u64,
+        interference_slowdown_mean: if slowdowns.is_empty() { 1.0 } else { r6(mean(&slowdowns)) },
     };
     let vcs = parts
         .iter()
         .zip(per_vc)
-        .map(|(p, acc)| VcSummary {
+        .zip(&out.busy_gpu_ms)
+        .map(|((p, acc), &busy)| VcSummary {
             vc: p.name.clone(),
             gpus: p.gpus_total,
             jobs: acc.jobs,
@@ -208,7 +227,7 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
             jct_p99_s: r3(quantile_sorted(&acc.jct, 0.99)),
             queue_delay_mean_s: r3(mean(&acc.queue)),
             queue_delay_p95_s: r3(quantile_sorted(&acc.queue, 0.95)),
-            gpu_utilization: util(acc.gpu_ms, p.gpus_total),
+            gpu_utilization: util(busy as f64, p.gpus_total),
         })
         .collect();
     (summary, vcs)

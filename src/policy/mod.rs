@@ -8,6 +8,7 @@
 
 pub mod placement;
 pub mod queue;
+pub mod sharing;
 
 use crate::cluster::Cluster;
 use crate::error::ConfigError;
@@ -37,6 +38,15 @@ pub enum Decision {
         /// The job.
         job: JobId,
         /// Its GPUs; as many as it asks for, all free, all in its partition.
+        gpus: Vec<GpuId>,
+    },
+    /// Start a pending job as a tenant of these GPUs (shared mode): each may
+    /// already have tenants, none may be held exclusively, and each must have
+    /// room for the job under the cluster's [`crate::cluster::ShareLimits`].
+    Colocate {
+        /// The job.
+        job: JobId,
+        /// Its GPUs; as many as it asks for, in its partition.
         gpus: Vec<GpuId>,
     },
     /// Nothing more to do at this instant.

@@ -16,12 +16,15 @@ pub struct Request<'a> {
     /// GPU memory each GPU must have, MiB (0: no constraint). Every placement
     /// uses only nodes whose GPUs have at least this much.
     pub min_gpu_mem_mib: u64,
+    /// For shared placements: the compute share guaranteed per GPU, milli-GPU
+    /// (0 for a whole-GPU job that time-slices with its co-tenants).
+    pub milli: u32,
 }
 
 impl<'a> Request<'a> {
     /// A request of `gpus` GPUs in `vc` with no recorded split and no memory need.
     pub fn new(vc: VcId, gpus: u32) -> Self {
-        Request { vc, gpus, shape: &[], min_gpu_mem_mib: 0 }
+        Request { vc, gpus, shape: &[], min_gpu_mem_mib: 0, milli: 0 }
     }
 
     /// True if `node`'s GPUs have the memory this request needs.
@@ -44,12 +47,18 @@ pub trait Placement: Send {
     /// cluster state, so a backfilling queue tries one job per class. By
     /// default the class is the GPU count and the memory need (MiB).
     fn class(&self, req: Request<'_>) -> Vec<u32> {
-        vec![req.gpus, mem_key(req.min_gpu_mem_mib)]
+        vec![req.gpus, mem_key(req.min_gpu_mem_mib), req.milli]
+    }
+
+    /// True if the rule places jobs as tenants of shared GPUs
+    /// ([`super::Decision::Colocate`]) rather than on free GPUs exclusively.
+    fn shares(&self) -> bool {
+        false
     }
 }
 
 /// A memory need as a class component (MiB, saturating at `u32::MAX`).
-fn mem_key(mib: u64) -> u32 {
+pub(crate) fn mem_key(mib: u64) -> u32 {
     u32::try_from(mib).unwrap_or(u32::MAX)
 }
 
@@ -64,6 +73,12 @@ pub enum PlacementKind {
     /// Replay the recorded split over servers (Philly RFold `shape`); jobs
     /// without one are packed as consolidate packs them.
     Recorded,
+    /// GPU sharing, first fit: the first GPUs in index order with room for
+    /// the job as a tenant (memory, tenant cap, guaranteed share).
+    ShareFirstFit,
+    /// GPU sharing, best fit by memory: the GPUs with room that would have
+    /// the least memory left after the job joins.
+    ShareBestFit,
 }
 
 impl PlacementKind {
@@ -73,6 +88,8 @@ impl PlacementKind {
             PlacementKind::Consolidate => "consolidate",
             PlacementKind::FirstFit => "first-fit",
             PlacementKind::Recorded => "recorded",
+            PlacementKind::ShareFirstFit => "share-first-fit",
+            PlacementKind::ShareBestFit => "share-best-fit",
         }
     }
 
@@ -82,7 +99,14 @@ impl PlacementKind {
             PlacementKind::Consolidate => Box::new(Consolidate),
             PlacementKind::FirstFit => Box::new(FirstFit),
             PlacementKind::Recorded => Box::new(Recorded),
+            PlacementKind::ShareFirstFit => Box::new(super::sharing::ShareFit::first_fit()),
+            PlacementKind::ShareBestFit => Box::new(super::sharing::ShareFit::best_fit()),
         }
+    }
+
+    /// True for the GPU-sharing rules.
+    pub fn shares(self) -> bool {
+        matches!(self, PlacementKind::ShareFirstFit | PlacementKind::ShareBestFit)
     }
 }
 
@@ -234,6 +258,7 @@ impl Placement for Recorded {
     fn class(&self, req: Request<'_>) -> Vec<u32> {
         let mut c = if req.shape.is_empty() { vec![req.gpus] } else { req.shape.to_vec() };
         c.push(mem_key(req.min_gpu_mem_mib));
+        c.push(req.milli);
         c
     }
 }

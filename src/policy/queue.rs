@@ -48,7 +48,13 @@ fn request<'a>(view: &View<'a>, job: JobId) -> Request<'a> {
     // Only a split the trace recorded is replayed; the packed split assumed for
     // other jobs is not a placement to reproduce.
     let shape: &[u32] = if spec.shape.is_some() { &spec.recorded_split } else { &[] };
-    Request { vc: spec.vc, gpus: spec.gpus, shape, min_gpu_mem_mib: spec.gpu_mem_mib.unwrap_or(0) }
+    Request {
+        vc: spec.vc,
+        gpus: spec.gpus,
+        shape,
+        min_gpu_mem_mib: spec.gpu_mem_mib.unwrap_or(0),
+        milli: spec.gpu_milli.unwrap_or(0),
+    }
 }
 
 /// FIFO or SJF over a placement rule.
@@ -161,7 +167,12 @@ impl Policy for QueuePolicy {
         while let Some(&vc) = self.dirty.first() {
             if let Some(key) = self.next_in(vc, view) {
                 self.remove(vc, key, view);
-                return Decision::Launch { job: key.1, gpus: std::mem::take(&mut self.scratch) };
+                let gpus = std::mem::take(&mut self.scratch);
+                return if self.placement.shares() {
+                    Decision::Colocate { job: key.1, gpus }
+                } else {
+                    Decision::Launch { job: key.1, gpus }
+                };
             }
             self.dirty.remove(&vc);
         }

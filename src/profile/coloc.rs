@@ -16,7 +16,65 @@
 //! - a pair speed above 1 (measurement noise: a co-tenant does not speed a
 //!   job up) is read as 1.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::db::{ColocRow, ProfileDb};
+use crate::job::JobSpec;
+
+/// How fast a job runs when other jobs share one of its GPUs. The engine
+/// multiplies a job's placement rate by the smallest speed over its GPUs: a
+/// distributed job steps at the pace of its slowest worker.
+pub trait Interference: Send + Sync {
+    /// The speed of `me` on a GPU of `gpu_type` shared with `others`, in
+    /// (0, 1] (1.0 = as fast as alone).
+    fn speed(&self, gpu_type: &str, me: &JobSpec, others: &[&JobSpec]) -> f64;
+
+    /// Named counters for the run summary.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+}
+
+/// [`Interference`] from a profile database's co-location table by the rule
+/// of this module ([`colocated_speed`]). A job without a model is looked up
+/// under the name `unknown`, so its pairs take the fallback (the mean of the
+/// pairs measured on the GPU type). Counts every evaluation and every one that
+/// needed a fallback.
+pub struct ProfileInterference {
+    db: &'static ProfileDb,
+    evaluations: AtomicU64,
+    fallbacks: AtomicU64,
+}
+
+impl ProfileInterference {
+    /// Co-location speeds from `db`.
+    pub fn new(db: &'static ProfileDb) -> Self {
+        ProfileInterference { db, evaluations: AtomicU64::new(0), fallbacks: AtomicU64::new(0) }
+    }
+}
+
+fn tenant(spec: &JobSpec) -> Tenant<'_> {
+    (spec.model.as_deref().unwrap_or("unknown"), spec.local_bsz.unwrap_or(0))
+}
+
+impl Interference for ProfileInterference {
+    fn speed(&self, gpu_type: &str, me: &JobSpec, others: &[&JobSpec]) -> f64 {
+        let others: Vec<Tenant<'_>> = others.iter().map(|o| tenant(o)).collect();
+        let (s, fb) = colocated_speed(self.db, gpu_type, tenant(me), &others);
+        self.evaluations.fetch_add(1, Ordering::Relaxed);
+        if fb {
+            self.fallbacks.fetch_add(1, Ordering::Relaxed);
+        }
+        s
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("coloc_evaluations", self.evaluations.load(Ordering::Relaxed)),
+            ("coloc_fallbacks", self.fallbacks.load(Ordering::Relaxed)),
+        ]
+    }
+}
 
 /// A tenant: (model, per-GPU batch).
 pub type Tenant<'a> = (&'a str, u32);

@@ -180,6 +180,7 @@ fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
             model: None,
             local_bsz: None,
             gpu_mem_mib: None,
+            gpu_milli: None,
             line: row.line,
         });
         Ok(())
@@ -237,6 +238,7 @@ fn read_wallclock(
                 model: None,
                 local_bsz: None,
                 gpu_mem_mib: None,
+                gpu_milli: None,
                 line: row.line,
             },
         ));
@@ -288,6 +290,7 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
                 _ => None,
             },
             gpu_mem_mib: None,
+            gpu_milli: None,
             line: row.line,
         });
         Ok(())

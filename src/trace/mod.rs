@@ -42,6 +42,9 @@ pub struct TraceRecord {
     pub local_bsz: Option<u32>,
     /// GPU memory per GPU, MiB, when known (set from the profile database).
     pub gpu_mem_mib: Option<u64>,
+    /// A fractional GPU request, milli-GPU (1..=999, one GPU), if the trace
+    /// gives one (Alibaba PAI 2023 `gpu_milli`); such a job shares a GPU.
+    pub gpu_milli: Option<u32>,
     /// 1-based line in the file (0 for generated jobs).
     pub line: u64,
 }

@@ -183,6 +183,7 @@ pub fn generate(spec: &SyntheticSpec, cluster_gpus: u32, max_gpus: u32, seed: u6
             model: None,
             local_bsz: None,
             gpu_mem_mib: None,
+            gpu_milli: None,
             line: 0,
         })
         .collect())

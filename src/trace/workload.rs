@@ -76,7 +76,7 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
                 Some(SkipReason::ExceedsGpuMemory)
             } else {
                 let shape = sorted_shape(r.shape.as_deref());
-                let req = Request { vc, gpus: r.gpus, shape: &shape, min_gpu_mem_mib: mem };
+                let req = Request { vc, gpus: r.gpus, shape: &shape, min_gpu_mem_mib: mem, milli: 0 };
                 let class = (!shape.is_empty()).then(|| placer.class(req));
                 let mut on_empty = || {
                     scratch.clear();
@@ -103,6 +103,7 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
                 model: r.model,
                 local_bsz: r.local_bsz,
                 gpu_mem_mib: r.gpu_mem_mib,
+                gpu_milli: r.gpu_milli,
                 id: JobId(specs.len() as u32),
                 name: r.job_id,
                 submit: SimTime::from_ms(r.submit_ms),

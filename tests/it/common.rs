@@ -33,6 +33,7 @@ pub fn rec(id: &str, submit_s: u64, gpus: u32, duration_s: u64) -> TraceRecord {
         model: None,
         local_bsz: None,
         gpu_mem_mib: None,
+        gpu_milli: None,
         line: 0,
     }
 }

@@ -38,6 +38,7 @@ fn replay(trace: &Path, vcs: &Path, order: QueueOrder) -> RunReport {
         sample_interval_ms: 0,
         rate_model: dlsched::experiment::RateModelKind::Trace,
         profiles: None,
+        share: dlsched::cluster::ShareLimits::default(),
     };
     run_one(&spec, |_| {}).unwrap()
 }

@@ -115,6 +115,7 @@ fn example_trace_with_two_vcs() {
         sample_interval_ms: 0,
         rate_model: dlsched::experiment::RateModelKind::Trace,
         profiles: None,
+        share: dlsched::cluster::ShareLimits::default(),
     };
     let r = run_one(&spec, |_| {}).unwrap();
     let mut got = schedule(&r.output);

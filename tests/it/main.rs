@@ -13,4 +13,5 @@ mod philly;
 mod profile_db;
 mod profile_model;
 mod rates;
+mod sharing;
 mod sweep;

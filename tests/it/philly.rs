@@ -25,6 +25,7 @@ fn rfold_philly_fifo_completes_every_usable_job() {
         sample_interval_ms: 600_000,
         rate_model: dlsched::experiment::RateModelKind::Trace,
         profiles: None,
+        share: dlsched::cluster::ShareLimits::default(),
     };
     let r = run_one(&spec, |_| {}).unwrap();
     assert_eq!(r.summary.jobs_total as usize, rows.len());

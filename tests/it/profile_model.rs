@@ -67,6 +67,7 @@ fn job(name: &str, gpus: u32, recorded: Vec<u32>, model: &str, duration_s: u64) 
         model: Some(model.into()),
         local_bsz: Some(32),
         gpu_mem_mib: None,
+        gpu_milli: None,
     }
 }
 
@@ -198,6 +199,7 @@ fn philly_replay_under_the_profile_model() {
         sample_interval_ms: 0,
         rate_model: RateModelKind::Table,
         profiles: None,
+        share: dlsched::cluster::ShareLimits::default(),
     };
     let r = run_one(&spec, |_| {}).unwrap();
     assert_eq!(r.summary.jobs_unfinished, 0);

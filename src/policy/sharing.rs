@@ -1,0 +1,187 @@
+//! GPU-sharing placements: a job joins GPUs as a tenant when its memory fits
+//! next to the tenants already there (see [`crate::cluster::ShareLimits`]).
+//!
+//! These are the baseline packers of issue 8 (first fit; best fit by memory).
+//! A job of unknown memory needs a whole GPU's memory, so it only ever lands
+//! on an idle GPU: the rules then behave as exclusive placements.
+
+use super::placement::{Placement, Request};
+use crate::cluster::Cluster;
+use crate::ids::{GpuId, NodeId};
+
+/// How a sharing rule ranks the GPUs that can take a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rank {
+    /// Index order.
+    FirstFit,
+    /// Least memory left after the job joins, then index order.
+    BestFitMemory,
+}
+
+/// A sharing placement (first fit or best fit by memory).
+///
+/// A job of `n` GPUs takes `n` GPUs that can host it on one node when some
+/// node has that many (the first such node in index order for first fit; the
+/// node whose best `n` GPUs leave the least memory for best fit), else the
+/// best-ranked hostable GPUs across nodes. Within the choice, GPUs are taken
+/// in rank order.
+#[derive(Clone, Debug)]
+pub struct ShareFit {
+    rank: Rank,
+    scratch: Vec<(u64, GpuId)>,
+}
+
+impl ShareFit {
+    /// First fit: GPUs in index order.
+    pub fn first_fit() -> Self {
+        ShareFit { rank: Rank::FirstFit, scratch: Vec::new() }
+    }
+
+    /// Best fit by memory: the GPUs that would have the least memory left.
+    pub fn best_fit() -> Self {
+        ShareFit { rank: Rank::BestFitMemory, scratch: Vec::new() }
+    }
+
+    /// Hostable GPUs of `node` with their rank key, sorted by it.
+    fn hostable(&mut self, cluster: &Cluster, req: &Request<'_>, node: NodeId) {
+        self.scratch.clear();
+        for g in cluster.node_gpus(node) {
+            let mem = need(cluster, req, g);
+            if cluster.can_host(g, req.vc, mem, req.milli) {
+                let key = match self.rank {
+                    Rank::FirstFit => 0,
+                    Rank::BestFitMemory => cluster.gpu_mem_mib(g) - cluster.share(g).mem_mib - mem,
+                };
+                self.scratch.push((key, g));
+            }
+        }
+        self.scratch.sort_unstable();
+    }
+}
+
+/// The memory a request holds on `g`, MiB: its need, or the whole GPU when
+/// unknown (0 in the request means unknown).
+fn need(cluster: &Cluster, req: &Request<'_>, g: GpuId) -> u64 {
+    cluster.tenant_mem_mib(g, (req.min_gpu_mem_mib > 0).then_some(req.min_gpu_mem_mib))
+}
+
+impl Placement for ShareFit {
+    fn name(&self) -> &'static str {
+        match self.rank {
+            Rank::FirstFit => "share-first-fit",
+            Rank::BestFitMemory => "share-best-fit",
+        }
+    }
+
+    fn shares(&self) -> bool {
+        true
+    }
+
+    fn place(&mut self, cluster: &Cluster, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
+        let n = req.gpus as usize;
+        if n == 0 {
+            return false;
+        }
+        let p = cluster.partition(req.vc);
+        // One node if possible.
+        let mut best: Option<(u64, NodeId)> = None;
+        for &node in &p.nodes {
+            self.hostable(cluster, &req, node);
+            if self.scratch.len() < n {
+                continue;
+            }
+            let score: u64 = self.scratch[..n].iter().map(|e| e.0).sum();
+            if best.is_none_or(|(s, _)| score < s) {
+                best = Some((score, node));
+            }
+            if self.rank == Rank::FirstFit {
+                break;
+            }
+        }
+        if let Some((_, node)) = best {
+            self.hostable(cluster, &req, node);
+            out.extend(self.scratch[..n].iter().map(|e| e.1));
+            return true;
+        }
+        // Across nodes: the best-ranked hostable GPUs of the partition.
+        let mut all: Vec<(u64, GpuId)> = Vec::new();
+        for &node in &p.nodes {
+            self.hostable(cluster, &req, node);
+            all.extend_from_slice(&self.scratch);
+        }
+        if all.len() < n {
+            return false;
+        }
+        all.sort_unstable();
+        out.extend(all[..n].iter().map(|e| e.1));
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::ClusterSpec;
+    use crate::ids::{JobId, VcId};
+
+    /// 2 nodes × 2 GPUs of 16,000 MiB (headroom 5 %: 15,200 MiB usable when shared).
+    fn cluster() -> Cluster {
+        Cluster::new(ClusterSpec::uniform("t", 2, 2, "V100", 16_000)).unwrap()
+    }
+
+    fn req(gpus: u32, mem: u64) -> Request<'static> {
+        Request { min_gpu_mem_mib: mem, ..Request::new(VcId(0), gpus) }
+    }
+
+    #[test]
+    fn first_fit_joins_the_first_gpu_with_room() {
+        let mut c = cluster();
+        c.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 10_000, 0).unwrap();
+        let mut out = Vec::new();
+        // 4,000 MiB fits next to 10,000 (14,000 <= 15,200): GPU 0.
+        assert!(ShareFit::first_fit().place(&c, req(1, 4_000), &mut out));
+        assert_eq!(out, vec![GpuId(0)]);
+        out.clear();
+        // 6,000 MiB does not (16,000 > 15,200): GPU 1, idle.
+        assert!(ShareFit::first_fit().place(&c, req(1, 6_000), &mut out));
+        assert_eq!(out, vec![GpuId(1)]);
+    }
+
+    #[test]
+    fn best_fit_takes_the_tightest_gpu() {
+        let mut c = cluster();
+        c.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 10_000, 0).unwrap();
+        c.allocate_shared(JobId(1), VcId(0), &[GpuId(3)], 6_000, 0).unwrap();
+        let mut out = Vec::new();
+        // 3,000 MiB: leftovers GPU0 3,000, GPU1 13,000, GPU2 13,000, GPU3 7,000.
+        assert!(ShareFit::best_fit().place(&c, req(1, 3_000), &mut out));
+        assert_eq!(out, vec![GpuId(0)]);
+        out.clear();
+        // 2 GPUs on one node: node 0 leaves 3,000 + 13,000, node 1 leaves 13,000 + 7,000.
+        assert!(ShareFit::best_fit().place(&c, req(2, 3_000), &mut out));
+        assert_eq!(out, vec![GpuId(0), GpuId(1)]);
+    }
+
+    #[test]
+    fn unknown_memory_never_shares_and_caps_hold() {
+        let mut c = cluster();
+        c.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 1_000, 0).unwrap();
+        let mut out = Vec::new();
+        // Unknown memory = a whole GPU: only idle GPUs.
+        assert!(ShareFit::first_fit().place(&c, req(1, 0), &mut out));
+        assert_eq!(out, vec![GpuId(1)]);
+        // The tenant cap (2) and guaranteed shares (<= 1,000 milli) are enforced.
+        c.allocate_shared(JobId(1), VcId(0), &[GpuId(0)], 1_000, 0).unwrap();
+        assert!(!c.can_host(GpuId(0), VcId(0), 1, 0));
+        assert!(c.can_host(GpuId(2), VcId(0), 1, 600));
+        c.allocate_shared(JobId(2), VcId(0), &[GpuId(2)], 1_000, 600).unwrap();
+        assert!(!c.can_host(GpuId(2), VcId(0), 1, 500), "600 + 500 > 1,000 milli");
+        assert!(c.can_host(GpuId(2), VcId(0), 1, 400));
+        // Exclusive placements never take a shared GPU.
+        assert!(c.allocate(JobId(3), VcId(0), &[GpuId(2)]).is_err());
+        c.check_consistency().unwrap();
+        c.release(JobId(2), &[GpuId(2)]).unwrap();
+        assert_eq!(c.free_gpus(), 3, "GPUs 1, 2 and 3 free again");
+        c.check_consistency().unwrap();
+    }
+}

@@ -1,0 +1,168 @@
+//! GPU sharing in the engine: co-located rates by hand, a tenant leaving,
+//! memory and guaranteed shares never over-committed on seeded random workloads.
+
+use dlsched::cluster::{Cluster, ClusterSpec, ShareLimits};
+use dlsched::engine::{EngineConfig, RunOutput, Simulation};
+use dlsched::job::JobState;
+use dlsched::policy::{PlacementKind, PolicyConfig, QueueOrder};
+use dlsched::profile::TraceSpeed;
+use dlsched::profile::coloc::ProfileInterference;
+use dlsched::profile::db::{ColocRow, ProfileDb};
+use dlsched::trace::{TraceRecord, build_workload};
+
+use crate::common::rec;
+
+/// A profile database with one measured pair on `v100`: `x` (batch 32) keeps
+/// 0.8 of its speed next to `y` (batch 64), which keeps 0.6.
+fn pair_db() -> &'static ProfileDb {
+    let row = ColocRow {
+        gpu_type: "v100".into(),
+        model_a: "x".into(),
+        bsz_a: 32,
+        model_b: "y".into(),
+        bsz_b: 64,
+        speed_a: 0.8,
+        speed_b: 0.6,
+        source: "hand".into(),
+    };
+    Box::leak(Box::new(ProfileDb { colocation: vec![row], ..Default::default() }))
+}
+
+fn job(id: &str, submit_s: u64, gpus: u32, duration_s: u64, model: &str, bsz: u32, mem: u64) -> TraceRecord {
+    TraceRecord {
+        model: Some(model.into()),
+        local_bsz: Some(bsz),
+        gpu_mem_mib: Some(mem),
+        ..rec(id, submit_s, gpus, duration_s)
+    }
+}
+
+fn run_shared(recs: Vec<TraceRecord>, spec: ClusterSpec, placement: PlacementKind, limits: ShareLimits) -> RunOutput {
+    let mut cluster = Cluster::new(spec).unwrap();
+    cluster.set_share_limits(limits).unwrap();
+    let w = build_workload(recs, &cluster, placement);
+    let p = PolicyConfig { order: QueueOrder::Fifo, backfill: true, placement }.build(1).unwrap();
+    let mut sim = Simulation::new(cluster, w.jobs, p, Box::new(TraceSpeed), EngineConfig { sample_interval_ms: 0 })
+        .with_interference(Box::new(ProfileInterference::new(pair_db())));
+    while sim.step().unwrap().is_some() {
+        sim.check_invariants().unwrap();
+    }
+    sim.finish()
+}
+
+fn times(out: &RunOutput) -> Vec<(u64, u64)> {
+    out.jobs
+        .iter()
+        .map(|(_, s)| match s {
+            JobState::Completed(d) => (d.start.as_ms(), d.end.as_ms()),
+            other => panic!("not completed: {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn two_colocated_jobs_by_hand_and_the_survivor_speeds_up() {
+    // One GPU of 16,000 MiB; x needs 6,000 and y 8,000 MiB: 14,000 <= 15,200
+    // (5 % headroom), so they share. Both 100 s of work, submitted at 0.
+    // x runs at 0.8 and y at 0.6 while together; x ends at 100 / 0.8 = 125 s,
+    // when y has done 125 * 0.6 = 75 s of work; alone again (rate 1) y does
+    // the last 25 s and ends at 150 s.
+    let recs = vec![job("x", 0, 1, 100, "x", 32, 6_000), job("y", 0, 1, 100, "y", 64, 8_000)];
+    let out = run_shared(
+        recs,
+        ClusterSpec::uniform("1", 1, 1, "V100", 16_000),
+        PlacementKind::ShareFirstFit,
+        ShareLimits::default(),
+    );
+    assert_eq!(times(&out), vec![(0, 125_000), (0, 150_000)]);
+    assert_eq!(out.stats.shared_launches, 2);
+    // Counters: the interference model was asked and found the measured pair.
+    let c: std::collections::BTreeMap<_, _> = out.model_counters.iter().copied().collect();
+    assert_eq!(c["coloc_fallbacks"], 0);
+    assert!(c["coloc_evaluations"] >= 2);
+    // Summary: x achieved 100/125 = 0.8 of its isolated rate, y 100/150;
+    // the one GPU was busy for the whole 150 s makespan; GPU-hours count
+    // both tenants: (125 + 150) / 3600.
+    let (s, _) = dlsched::metrics::summarize(&out, &[], 2);
+    assert!((s.interference_slowdown_mean - (0.8 + 100.0 / 150.0) / 2.0).abs() < 1e-6, "{s:?}");
+    assert_eq!((s.colocated_jobs, s.shared_launches, s.gpu_utilization), (2, 2, 1.0));
+    assert!((s.gpu_hours - 275.0 / 3600.0).abs() < 1e-3);
+    // Isolated times are the work at rate 1: 100 s each.
+    for (_, s) in out.jobs.iter() {
+        let JobState::Completed(d) = s else { unreachable!() };
+        assert!(d.colocated);
+        assert_eq!(d.isolated_ms, 100_000);
+    }
+}
+
+#[test]
+fn memory_that_does_not_fit_waits_for_an_idle_gpu() {
+    // 9,000 + 8,000 > 15,200: y waits until x leaves at 100 s, then runs alone.
+    let recs = vec![job("x", 0, 1, 100, "x", 32, 9_000), job("y", 0, 1, 100, "y", 64, 8_000)];
+    let out = run_shared(
+        recs,
+        ClusterSpec::uniform("1", 1, 1, "V100", 16_000),
+        PlacementKind::ShareFirstFit,
+        ShareLimits::default(),
+    );
+    assert_eq!(times(&out), vec![(0, 100_000), (100_000, 200_000)]);
+    // With no headroom they fit: 17,000 > 16,000 still does not.
+    let recs = vec![job("x", 0, 1, 100, "x", 32, 8_000), job("y", 0, 1, 100, "y", 64, 8_000)];
+    let none = ShareLimits { mem_headroom: 0.0, ..ShareLimits::default() };
+    let out = run_shared(recs, ClusterSpec::uniform("1", 1, 1, "V100", 16_000), PlacementKind::ShareFirstFit, none);
+    assert_eq!(times(&out), vec![(0, 125_000), (0, 150_000)]);
+}
+
+#[test]
+fn a_distributed_tenant_runs_at_its_slowest_gpu() {
+    // z (2 GPUs, model x) shares GPU 0 with y from 0 s; GPU 1 is its alone.
+    // Its speed is min(0.8, 1) = 0.8 while y is there. y (50 s of work at 0.6)
+    // ends at 83,334 ms (50,000 / 0.6 rounded up to the ms); z has then done
+    // 83,334 * 0.8 = 66,667.2 ms of its 100,000, and finishes the rest alone:
+    // 83,334 + 33,332.8 -> 116,667 ms.
+    let recs = vec![job("y", 0, 1, 50, "y", 64, 4_000), job("z", 0, 2, 100, "x", 32, 4_000)];
+    let out = run_shared(
+        recs,
+        ClusterSpec::uniform("2", 1, 2, "V100", 16_000),
+        PlacementKind::ShareFirstFit,
+        ShareLimits::default(),
+    );
+    assert_eq!(times(&out), vec![(0, 83_334), (0, 116_667)]);
+}
+
+#[test]
+fn memory_and_shares_are_never_over_committed_on_random_workloads() {
+    use rand::{Rng, SeedableRng};
+    let mut checked = 0;
+    for seed in 1..=6u64 {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let recs: Vec<TraceRecord> = (0..200)
+            .map(|i| {
+                let gpus = [1, 1, 1, 2, 4][rng.gen_range(0..5)];
+                let mut r = job(
+                    &format!("j{i}"),
+                    rng.gen_range(0..3_600),
+                    gpus,
+                    rng.gen_range(10..2_000),
+                    ["x", "y", "w"][rng.gen_range(0..3)],
+                    [32, 64][rng.gen_range(0..2)],
+                    rng.gen_range(500..16_000),
+                );
+                if gpus == 1 && rng.gen_bool(0.3) {
+                    r.gpu_milli = Some(rng.gen_range(100..1000));
+                }
+                r
+            })
+            .collect();
+        for placement in [PlacementKind::ShareFirstFit, PlacementKind::ShareBestFit] {
+            let limits = ShareLimits { max_tenants: 2 + (seed as u32 % 3), mem_headroom: 0.05 };
+            // run_shared checks every invariant after every instant, including
+            // memory <= capacity and guaranteed shares <= 1,000 milli per GPU.
+            let out = run_shared(recs.clone(), ClusterSpec::uniform("2x4", 2, 4, "V100", 16_000), placement, limits);
+            assert!(out.jobs.iter().all(|(_, s)| matches!(s, JobState::Completed(_))));
+            assert!(out.stats.shared_launches == 200);
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 12);
+}
