@@ -125,9 +125,20 @@ impl RateModelKind {
 /// batch uniformly among the batches measured for that model on `gpu_type`
 /// (on its best-covered GPU type when `gpu_type` is not measured).
 ///
+/// Only batches whose GPU memory ([`ProfileDb::gpu_mem_mib`], MiB) is at most
+/// `max_gpu_mem_mib` (the largest GPU of the cluster) are drawn, and only
+/// models with such a batch; a model the trace names with no fitting batch
+/// draws among all its batches (the job is then skipped for memory).
+///
 /// # Errors
 /// A message naming the first job whose model the database does not know.
-pub fn assign_models(db: &ProfileDb, records: &mut [TraceRecord], gpu_type: &str, seed: u64) -> Result<(), String> {
+pub fn assign_models(
+    db: &ProfileDb,
+    records: &mut [TraceRecord],
+    gpu_type: &str,
+    max_gpu_mem_mib: u64,
+    seed: u64,
+) -> Result<(), String> {
     use rand::seq::SliceRandom;
     let table = TableModel::new(db);
     let gpu_type = gpu_type.to_ascii_lowercase();
@@ -136,6 +147,7 @@ pub fn assign_models(db: &ProfileDb, records: &mut [TraceRecord], gpu_type: &str
     on_type.sort_unstable();
     on_type.dedup();
     let models = if on_type.is_empty() { table.measured_models() } else { on_type };
+    let fits = |m: &str, b: u32| db.gpu_mem_mib(m, b).is_none_or(|mib| mib.ceil() <= max_gpu_mem_mib as f64);
     if let Some(r) =
         records.iter().find(|r| r.model.as_deref().is_some_and(|m| !db.models.iter().any(|i| i.model == m)))
     {
@@ -146,14 +158,19 @@ pub fn assign_models(db: &ProfileDb, records: &mut [TraceRecord], gpu_type: &str
             r.model.as_deref().unwrap_or_default()
         ));
     }
-    if models.is_empty() {
-        return Ok(());
-    }
     let batches_for = |m: &str| {
         let (gpu, _, _) = table.resolve_gpu(m, &gpu_type);
         let on = table.measured_batches_on(m, &gpu);
-        if on.is_empty() { table.measured_batches(m) } else { on }
+        let all = if on.is_empty() { table.measured_batches(m) } else { on };
+        let fitting: Vec<u32> = all.iter().copied().filter(|&b| fits(m, b)).collect();
+        if fitting.is_empty() { all } else { fitting }
     };
+    let fitting_models: Vec<&str> =
+        models.iter().copied().filter(|m| batches_for(m).iter().any(|&b| fits(m, b))).collect();
+    let models = if fitting_models.is_empty() { models } else { fitting_models };
+    if models.is_empty() {
+        return Ok(());
+    }
     let mut rng = crate::rng::stream(seed, "workload.model_mix");
     for r in records.iter_mut().filter(|r| r.model.is_none() || r.local_bsz.is_none()) {
         if r.model.is_none() {
@@ -251,21 +268,28 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
         }
     };
     // The profile database, only when the run uses it (parsing the builtin
-    // tables costs more than replaying a large trace at trace speed).
+    // tables costs more than replaying a large trace at trace speed): a rate
+    // model that reads it, or jobs with a model and batch, whose GPU memory
+    // it gives.
+    let has_models = records.iter().any(|r| r.model.is_some() && r.local_bsz.is_some());
     let db: Option<&'static ProfileDb> = match &spec.profiles {
         // A run's own database lives for the process (a CLI run is one process).
         Some(dir) => Some(Box::leak(Box::new(ProfileDb::load_dir(dir)?))),
-        None if spec.rate_model != RateModelKind::Trace => Some(ProfileDb::builtin()),
+        None if spec.rate_model != RateModelKind::Trace || has_models => Some(ProfileDb::builtin()),
         None => None,
     };
     let mut records = records;
+    let max_gpu_mem_mib = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).max().unwrap_or(0);
     if let Some(db) = db
         && spec.rate_model != RateModelKind::Trace
     {
         let gpu_type = cluster.spec().nodes.first().map(|n| n.gpu_type.clone()).unwrap_or_default();
-        assign_models(db, &mut records, &gpu_type, spec.seed).map_err(ConfigError)?;
+        assign_models(db, &mut records, &gpu_type, max_gpu_mem_mib, spec.seed).map_err(ConfigError)?;
     }
-    if let Some(db) = db.filter(|db| !db.memory.is_empty()) {
+    // GPU memory per GPU of every job with a model and batch: measured when
+    // the database has a memory table for the model, else the analytical
+    // estimate; placements then use only GPUs with that much memory.
+    if let Some(db) = db {
         for r in &mut records {
             if let (Some(m), Some(b)) = (r.model.as_deref(), r.local_bsz) {
                 r.gpu_mem_mib = db.gpu_mem_mib(m, b).map(|mib| mib.ceil() as u64);

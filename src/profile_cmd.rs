@@ -192,6 +192,34 @@ fn show(a: &ShowArgs) -> Result<()> {
             );
         }
     }
+    let mut batches: Vec<u32> = rows.iter().map(|r| r.local_bsz).collect();
+    batches.sort_unstable();
+    batches.dedup();
+    if let Some(i) = info {
+        println!(
+            "\nGPU memory per GPU, MiB (estimated: {} MiB overhead + {} M params x {} B + batch x {} MiB; {}):",
+            dlsched::profile::db::FRAMEWORK_OVERHEAD_MIB,
+            i.params_m,
+            i.state_bytes_per_param,
+            i.act_mib_per_sample,
+            i.mem_source
+        );
+        for b in if batches.is_empty() { vec![1] } else { batches } {
+            if let Some((mib, src)) = db.gpu_mem(model, b) {
+                let how = match src {
+                    dlsched::profile::db::MemSource::Measured => "measured",
+                    dlsched::profile::db::MemSource::Estimated => "estimated",
+                };
+                let fb = db.estimated_gpu_mem_mib(model, b).filter(|e| e.params_fallback || e.act_fallback);
+                let note = if fb.is_some() && src == dlsched::profile::db::MemSource::Estimated {
+                    " (fallback rule)"
+                } else {
+                    ""
+                };
+                println!("  batch {b:>6}: {mib:>9.0} {how}{note}");
+            }
+        }
+    }
     let multi: Vec<_> = db.multinode.iter().filter(|m| m.model == model).collect();
     if !multi.is_empty() {
         println!("\nthroughput relative to one server:");

@@ -40,7 +40,16 @@ const COLOCATION_COLUMNS: [&str; 8] =
 /// Header of `multinode.csv`.
 const MULTINODE_COLUMNS: [&str; 5] = ["model", "gpus", "servers", "relative", "source"];
 /// Header of `models.csv`.
-const MODELS_COLUMNS: [&str; 5] = ["model", "family", "params_m", "gflops_per_sample", "source"];
+const MODELS_COLUMNS: [&str; 8] = [
+    "model",
+    "family",
+    "params_m",
+    "gflops_per_sample",
+    "source",
+    "state_bytes_per_param",
+    "act_mib_per_sample",
+    "mem_source",
+];
 /// Columns of `memory.csv`.
 const MEMORY_COLUMNS: [&str; 4] = ["model", "local_bsz", "gpu_mem_mib", "source"];
 
@@ -215,6 +224,45 @@ pub struct ModelInfo {
     pub gflops_per_sample: f64,
     /// Citation of the numbers, and what is estimated or unknown.
     pub source: String,
+    /// Bytes of model state per parameter in fp32 training: weights,
+    /// gradients and optimizer state (12 for SGD with momentum, 16 for Adam;
+    /// ZeRO, Rajbhandari et al., SC'20), > 0. Input of the GPU memory estimate.
+    pub state_bytes_per_param: f64,
+    /// MiB of fp32 activations kept for the backward pass per sample, derived
+    /// from the architecture (`src/profile/data/activations.py`); NaN when not
+    /// derived (a fallback rule stands in, see
+    /// [`ProfileDb::estimated_gpu_mem_mib`]).
+    pub act_mib_per_sample: f64,
+    /// How the two memory inputs were chosen or derived.
+    pub mem_source: String,
+}
+
+/// CUDA context plus framework workspace on every GPU of a training job, MiB,
+/// the constant term of [`ProfileDb::estimated_gpu_mem_mib`]: a bare PyTorch
+/// CUDA context shows 781 MB in `nvidia-smi` (pytorch/pytorch issue #34323),
+/// rounded up to 1 GiB for the cuDNN/cuBLAS workspaces and the caching
+/// allocator's slack.
+pub const FRAMEWORK_OVERHEAD_MIB: f64 = 1024.0;
+
+/// An analytical per-GPU memory figure and which of its inputs were fallbacks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MemEstimate {
+    /// GPU memory of one GPU, MiB.
+    pub mib: f64,
+    /// The parameter count was unknown: the family median stood in.
+    pub params_fallback: bool,
+    /// The activation figure was unknown: GFLOPs × the family's median
+    /// MiB-per-GFLOP, or the family's median MiB per sample, stood in.
+    pub act_fallback: bool,
+}
+
+/// Where a GPU memory figure comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemSource {
+    /// The optional measured table (`memory.csv`).
+    Measured,
+    /// The analytical estimate from `models.csv`.
+    Estimated,
 }
 
 /// The profile database: four tables, each in the canonical order when read
@@ -248,11 +296,27 @@ pub struct MemoryRow {
 
 impl ProfileDb {
     /// GPU memory (MiB) one GPU of `model` at per-GPU batch `local_bsz` needs:
-    /// the measured value at that batch, else linear in the batch between (or
-    /// beyond) the two nearest measured batches, never below the smallest
-    /// measurement; a model measured at one batch uses that value. `None` when
-    /// the table has no row for the model.
+    /// the measured table's figure ([`ProfileDb::measured_gpu_mem_mib`]) when
+    /// it has the model, else the analytical estimate
+    /// ([`ProfileDb::estimated_gpu_mem_mib`]). `None` when neither knows the model.
     pub fn gpu_mem_mib(&self, model: &str, local_bsz: u32) -> Option<f64> {
+        self.gpu_mem(model, local_bsz).map(|(m, _)| m)
+    }
+
+    /// [`ProfileDb::gpu_mem_mib`] with where the figure comes from.
+    pub fn gpu_mem(&self, model: &str, local_bsz: u32) -> Option<(f64, MemSource)> {
+        if let Some(m) = self.measured_gpu_mem_mib(model, local_bsz) {
+            return Some((m, MemSource::Measured));
+        }
+        self.estimated_gpu_mem_mib(model, local_bsz).map(|e| (e.mib, MemSource::Estimated))
+    }
+
+    /// Measured GPU memory (MiB) from the optional table: the value at that
+    /// batch, else linear in the batch between (or beyond) the two nearest
+    /// measured batches, never below the smallest measurement; a model
+    /// measured at one batch uses that value. `None` when the table has no
+    /// row for the model.
+    pub fn measured_gpu_mem_mib(&self, model: &str, local_bsz: u32) -> Option<f64> {
         let mut pts: Vec<(f64, f64)> =
             self.memory.iter().filter(|m| m.model == model).map(|m| (f64::from(m.local_bsz), m.gpu_mem_mib)).collect();
         if pts.is_empty() {
@@ -271,6 +335,62 @@ impl ProfileDb {
         let floor = pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
         Some((m0 + (m1 - m0) * (x - x0) / (x1 - x0)).max(floor))
     }
+
+    /// Analytical training memory of one data-parallel GPU, MiB:
+    ///
+    /// `FRAMEWORK_OVERHEAD_MIB + params_m × 10⁶ × state_bytes_per_param / 2²⁰
+    /// + local_bsz × act_mib_per_sample`
+    ///
+    /// (sources and derivations: `src/profile/data/README.md`, "GPU memory
+    /// estimate"). Fallbacks, flagged in the result: an unknown parameter
+    /// count takes the median of the known ones of the model's family (of all
+    /// models if the family has none); an unknown activation figure takes
+    /// GFLOPs per sample × the median ratio activation MiB / GFLOPs of the
+    /// family's models that have both, else the family's median activation
+    /// MiB per sample (of all models if the family has none). `None` when
+    /// `models.csv` has no row for the model.
+    pub fn estimated_gpu_mem_mib(&self, model: &str, local_bsz: u32) -> Option<MemEstimate> {
+        let info = self.model_info(model)?;
+        let family: Vec<&ModelInfo> = self.models.iter().filter(|m| m.family == info.family).collect();
+        let median_of = |f: &dyn Fn(&ModelInfo) -> f64| -> f64 {
+            let mut v: Vec<f64> = family.iter().map(|m| f(m)).filter(|x| x.is_finite()).collect();
+            if v.is_empty() {
+                v = self.models.iter().map(f).filter(|x| x.is_finite()).collect();
+            }
+            median(&mut v).unwrap_or(0.0)
+        };
+        let params_fallback = !info.params_m.is_finite();
+        let params_m = if params_fallback { median_of(&|m| m.params_m) } else { info.params_m };
+        let act_fallback = !info.act_mib_per_sample.is_finite();
+        let act = if !act_fallback {
+            info.act_mib_per_sample
+        } else if info.gflops_per_sample.is_finite() {
+            let mut ratios: Vec<f64> =
+                family.iter().map(|m| m.act_mib_per_sample / m.gflops_per_sample).filter(|x| x.is_finite()).collect();
+            match median(&mut ratios) {
+                Some(r) => info.gflops_per_sample * r,
+                None => median_of(&|m| m.act_mib_per_sample),
+            }
+        } else {
+            median_of(&|m| m.act_mib_per_sample)
+        };
+        let state = params_m * 1e6 * info.state_bytes_per_param / (1024.0 * 1024.0);
+        Some(MemEstimate {
+            mib: FRAMEWORK_OVERHEAD_MIB + state + f64::from(local_bsz) * act,
+            params_fallback,
+            act_fallback,
+        })
+    }
+}
+
+/// The median (mean of the two middle values for an even count); `None` for none.
+fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
 static BUILTIN: OnceLock<ProfileDb> = OnceLock::new();
@@ -407,6 +527,9 @@ impl ProfileDb {
                 &fmt_num(r.params_m),
                 &fmt_num(r.gflops_per_sample),
                 &r.source,
+                &fmt_num(r.state_bytes_per_param),
+                &fmt_num(r.act_mib_per_sample),
+                &r.mem_source,
             ])?;
         }
         let done = |w: csv::Writer<Vec<u8>>| w.into_inner().map_err(|e| std::io::Error::other(e.to_string()));
@@ -737,6 +860,9 @@ fn parse_models(file: &Path, bytes: &[u8]) -> Result<Vec<ModelInfo>, TraceError>
             params_m: r.pos_f64_or_nan(2, "millions of parameters")?,
             gflops_per_sample: r.pos_f64_or_nan(3, "GFLOPs per sample")?,
             source: r.text(4, "source")?,
+            state_bytes_per_param: r.pos_f64(5, "bytes per parameter")?,
+            act_mib_per_sample: r.pos_f64_or_nan(6, "MiB per sample")?,
+            mem_source: r.text(7, "memory source")?,
         });
         Ok(())
     })?;
@@ -867,13 +993,13 @@ mod tests {
     fn models_accept_nan_and_reject_duplicates() {
         let p = Path::new("d/models.csv");
         let rows =
-            parse_models(p, b"model,family,params_m,gflops_per_sample,source\na,cnn,1.5,NaN,\"x, y\"\n").unwrap();
+            parse_models(p, b"model,family,params_m,gflops_per_sample,source,state_bytes_per_param,act_mib_per_sample,mem_source\na,cnn,1.5,NaN,\"x, y\",16,NaN,h\n").unwrap();
         assert!(rows[0].gflops_per_sample.is_nan());
         assert_eq!(rows[0].source, "x, y");
         let e =
-            parse_models(p, b"model,family,params_m,gflops_per_sample,source\na,cnn,1,2,x\na,cnn,1,2,x\n").unwrap_err();
+            parse_models(p, b"model,family,params_m,gflops_per_sample,source,state_bytes_per_param,act_mib_per_sample,mem_source\na,cnn,1,2,x,12,1,h\na,cnn,1,2,x,12,1,h\n").unwrap_err();
         assert_eq!(field(e).1, 3);
-        let e = parse_models(p, b"model,family,params_m,gflops_per_sample,source\na,cnn,-1,2,x\n").unwrap_err();
+        let e = parse_models(p, b"model,family,params_m,gflops_per_sample,source,state_bytes_per_param,act_mib_per_sample,mem_source\na,cnn,-1,2,x,12,1,h\n").unwrap_err();
         assert_eq!(field(e).2, "params_m");
     }
 
@@ -917,6 +1043,9 @@ mod tests {
                 params_m: 11.2,
                 gflops_per_sample: f64::NAN,
                 source: "a, b".into(),
+                state_bytes_per_param: 12.0,
+                act_mib_per_sample: f64::NAN,
+                mem_source: "hand".into(),
             }],
             memory: vec![],
         };

@@ -340,17 +340,129 @@ pub fn import(from: &Path) -> Result<ProfileDb, TraceError> {
                 message: format!("model `{name}` has no row in MODEL_FACTS (src/profile/import.rs); add one"),
             });
         };
+        let Some(&(_, state_bytes, act_mib, mem_source)) = MEMORY_FACTS.iter().find(|f| f.0 == name) else {
+            return Err(TraceError::Format {
+                file: from.to_path_buf(),
+                message: format!("model `{name}` has no row in MEMORY_FACTS (src/profile/import.rs); add one"),
+            });
+        };
         db.models.push(ModelInfo {
             model: model.to_string(),
             family: family.to_string(),
             params_m: round_num(params_m),
             gflops_per_sample: round_num(gflops),
             source: source.to_string(),
+            state_bytes_per_param: round_num(state_bytes),
+            act_mib_per_sample: round_num(act_mib),
+            mem_source: mem_source.to_string(),
         });
     }
     db.sort();
     Ok(db)
 }
+
+/// GPU-memory facts per model for the analytical estimate
+/// ([`crate::profile::db::ProfileDb::estimated_gpu_mem_mib`]): (model, bytes
+/// of model state per parameter, fp32 activation MiB saved for backward per
+/// sample or NaN when not derived, derivation). Not measurements: derived here
+/// from each architecture as `src/profile/data/README.md` ("GPU memory
+/// estimate") explains, with the arithmetic in
+/// `src/profile/data/activations.py`. Optimizer state (ZeRO, Rajbhandari et
+/// al., SC'20, section 3.1, counted in fp32): SGD with momentum = 4 weight + 4
+/// gradient + 4 momentum = 12 B/parameter (the image CNNs' reference recipes);
+/// Adam = 4 + 4 + 8 (two moments) = 16 B/parameter (everything else).
+pub const MEMORY_FACTS: [(&str, f64, f64, &str); 20] = [
+    (
+        "a3c-pong",
+        16.0,
+        2.13238,
+        "Adam (rl_a3c_pytorch shared Adam); act: conv/LSTM outputs of one 80x80 step x2 tensors x4 B",
+    ),
+    (
+        "alexnet-imagenet",
+        12.0,
+        3.77032,
+        "SGD momentum (torchvision reference); act: conv+fc outputs at 224x224 x2 x4 B",
+    ),
+    ("autoencoder-ml20m", 16.0, f64::NAN, "Adam; act not derived (input dimension not recorded): family fallback"),
+    (
+        "bert-large-cola",
+        16.0,
+        253.0,
+        "Adam; act: Korthikanti et al. 2022 per-layer count in fp32 (66sh + 9as^2 B), 24 layers, h 1024, 16 heads, 128 tokens (assumed, GLUE max_seq_length)",
+    ),
+    (
+        "bert-squad",
+        16.0,
+        407.25,
+        "Adam; act: Korthikanti et al. 2022 per-layer count in fp32 (66sh + 9as^2 B), 12 layers, h 768, 12 heads, 384 tokens",
+    ),
+    (
+        "cyclegan-monet2photo",
+        16.0,
+        1527.0,
+        "Adam; act: 6 generator + 2 discriminator passes per 256x256 step, conv outputs x2 x4 B",
+    ),
+    (
+        "deepspeech2-cmuarctic",
+        16.0,
+        24.626,
+        "Adam (assumed); act: 3 s utterance assumed (150 frames after stride 2): 2 conv x2, 5 BiGRU of 800 (4 gate tensors per direction), x4 B",
+    ),
+    (
+        "deepspeech2-librispeech",
+        16.0,
+        172.463,
+        "AdamW (ElasticFlow trainer); act: 12.7 s mean train-clean-100 utterance (Panayotov et al. 2015: 100.6 h / 28,539) = 635 frames after stride 2: 3 residual CNN blocks, 5 BiGRU of 512, x4 B",
+    ),
+    (
+        "gpt2-imdb",
+        16.0,
+        39.6057,
+        "Adam; act: Korthikanti et al. 2022 per-layer count in fp32 (66sh + 9as^2 B), 12 layers, h 768, 12 heads, 60 tokens",
+    ),
+    ("inceptionv3-imagenet", 12.0, f64::NAN, "SGD momentum; act not derived: GFLOPs fallback"),
+    (
+        "lstm-wikitext2",
+        8.0,
+        9.23332,
+        "plain SGD without momentum (pytorch/examples word_language_model): 4 weight + 4 gradient B; act: per token embedding, 2 LSTM layers x (4 gates + c + h) x 200, logits + log-softmax over 33,278 words, 35 tokens x4 B",
+    ),
+    (
+        "mobilenetv2-imagenet",
+        12.0,
+        50.9576,
+        "SGD momentum (torchvision reference); act: conv+fc outputs at 224x224 x2 x4 B",
+    ),
+    ("ncf-ml1m", 16.0, 0.00427628, "Adam (guoyang9/NCF); act: 1,121 embedding/MLP outputs per (user, item) pair x4 B"),
+    (
+        "resnet101-imagenet",
+        12.0,
+        123.847,
+        "SGD momentum (torchvision reference); act: conv+fc outputs at 224x224 x2 x4 B",
+    ),
+    ("resnet18-cifar10", 12.0, 4.68758, "SGD momentum (kuangliu/pytorch-cifar); act: conv+fc outputs at 32x32 x2 x4 B"),
+    ("resnet50-cifar10", 12.0, 1.73055, "SGD momentum; act: conv+fc outputs of torchvision resnet50 at 32x32 x2 x4 B"),
+    (
+        "resnet50-imagenet",
+        12.0,
+        84.8006,
+        "SGD momentum (torchvision reference); act: conv+fc outputs at 224x224 x2 x4 B",
+    ),
+    (
+        "transformer-multi30k",
+        16.0,
+        18.3008,
+        "Adam (Vaswani et al. 2017); act: Korthikanti et al. 2022 fp32 count, 6 encoder + 6 decoder layers (+ cross-attention), h 512, 8 heads, 32 tokens and a 10,000-word target vocabulary assumed",
+    ),
+    ("vgg16-imagenet", 12.0, 103.43, "SGD momentum (torchvision reference); act: conv+fc outputs at 224x224 x2 x4 B"),
+    (
+        "yolov3-voc",
+        12.0,
+        341.144,
+        "SGD momentum (darknet); act: conv outputs of Darknet-53 + 3 heads at 448x448 x2 x4 B",
+    ),
+];
 
 /// A co-location row's key: (GPU type, model a, batch a, model b, batch b).
 type PairKey = (String, &'static str, u32, &'static str, u32);
@@ -733,6 +845,10 @@ mod tests {
             assert!(params.is_nan() || params > 0.0, "{m}");
             assert!(gflops.is_nan() || gflops > 0.0, "{m}");
             assert!(!source.is_empty() && !source.contains('\n'), "{m}");
+        }
+        for (f, m) in MODEL_FACTS.iter().zip(MEMORY_FACTS) {
+            assert_eq!(f.0, m.0);
+            assert!(m.1 > 0.0 && (m.2.is_nan() || m.2 > 0.0) && !m.3.is_empty(), "{}", m.0);
         }
     }
 

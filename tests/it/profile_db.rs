@@ -14,7 +14,8 @@ const THROUGHPUT: &str = "model,gpu_type,local_bsz,gpus,split,iter_time_s,source
     m,k80,32,4,spread,0.3,gavel\n";
 const COLOCATION: &str = "gpu_type,model_a,bsz_a,model_b,bsz_b,speed_a,speed_b,source\nk80,m,32,m,32,0.5,0.5,gavel\n";
 const MULTINODE: &str = "model,gpus,servers,relative,source\nm,4,2,0.9,chronus\n";
-const MODELS: &str = "model,family,params_m,gflops_per_sample,source\nm,cnn,11.2,NaN,\"He et al. 2016; torchvision\"\n";
+const MODELS: &str = "model,family,params_m,gflops_per_sample,source,state_bytes_per_param,act_mib_per_sample,mem_source\n\
+    m,cnn,11.2,NaN,\"He et al. 2016; torchvision\",12,4.5,hand\n";
 
 /// A directory with the four valid hand-made files, `name` replaced by `text`.
 fn dir_with(name: &str, text: &str) -> tempfile::TempDir {
@@ -57,7 +58,7 @@ fn hand_made_tables_load() {
 #[test]
 fn loader_errors_name_file_line_and_column() {
     let head = "model,gpu_type,local_bsz,gpus,split,iter_time_s,source\n";
-    let cases: [(&str, String, (&str, u64, &str)); 8] = [
+    let cases: [(&str, String, (&str, u64, &str)); 11] = [
         // A split that does not add up to `gpus`, on the third line.
         ("throughput.csv", format!("{head}m,t4,32,1,1,0.1,x\nm,t4,32,4,2+1,0.2,x\n"), ("throughput.csv", 3, "split")),
         // Unknown split syntax.
@@ -78,8 +79,32 @@ fn loader_errors_name_file_line_and_column() {
         // Columns in another order are fine; the bad value is still named.
         (
             "models.csv",
-            "source,model,family,gflops_per_sample,params_m\nx,m,cnn,1.5,zero\n".into(),
+            "source,model,family,gflops_per_sample,params_m,mem_source,act_mib_per_sample,state_bytes_per_param\n\
+             x,m,cnn,1.5,zero,h,1,12\n"
+                .into(),
             ("models.csv", 2, "params_m"),
+        ),
+        // The memory inputs: bytes per parameter must be a number > 0 (no NaN).
+        (
+            "models.csv",
+            "model,family,params_m,gflops_per_sample,source,state_bytes_per_param,act_mib_per_sample,mem_source\n\
+             m,cnn,1,1,x,16,NaN,h\nn,cnn,1,1,x,NaN,2,h\n"
+                .into(),
+            ("models.csv", 3, "state_bytes_per_param"),
+        ),
+        (
+            "models.csv",
+            "model,family,params_m,gflops_per_sample,source,state_bytes_per_param,act_mib_per_sample,mem_source\n\
+             m,cnn,1,1,x,16,-2,h\n"
+                .into(),
+            ("models.csv", 2, "act_mib_per_sample"),
+        ),
+        (
+            "models.csv",
+            "model,family,params_m,gflops_per_sample,source,state_bytes_per_param,act_mib_per_sample,mem_source\n\
+             m,cnn,1,1,x,16,2,\n"
+                .into(),
+            ("models.csv", 2, "mem_source"),
         ),
     ];
     for (name, text, (file, line, column)) in cases {
@@ -332,12 +357,15 @@ fn import_reproduces_the_committed_tables() {
             .iter()
             .map(|m| {
                 format!(
-                    "{} {} {} {} {}",
+                    "{} {} {} {} {} {} {} {}",
                     m.model,
                     m.family,
                     fmt_num(m.params_m),
                     fmt_num(m.gflops_per_sample),
-                    m.source
+                    m.source,
+                    fmt_num(m.state_bytes_per_param),
+                    fmt_num(m.act_mib_per_sample),
+                    m.mem_source
                 )
             })
             .collect()

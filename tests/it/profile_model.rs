@@ -37,6 +37,9 @@ fn hand_db() -> &'static ProfileDb {
         params_m: 1.0,
         gflops_per_sample: 1.0,
         source: "hand".into(),
+        state_bytes_per_param: 12.0,
+        act_mib_per_sample: 1.0,
+        mem_source: "hand".into(),
     };
     Box::leak(Box::new(ProfileDb {
         throughput: vec![
