@@ -378,6 +378,12 @@ fn print_summary(r: &RunReport) {
     println!("  makespan        {}", h(s.makespan_s));
     println!("  GPU utilisation {:>12.1} %  ({:.1} GPU-hours)", s.gpu_utilization * 100.0, s.gpu_hours);
     println!("  offered load    {:>12.2}    (GPU demand over the arrival span / GPUs)", s.offered_load);
+    if s.shared_launches > 0 {
+        println!(
+            "  GPU sharing     {:>12} jobs shared a GPU; achieved / isolated speed {:.3} on average",
+            s.colocated_jobs, s.interference_slowdown_mean
+        );
+    }
     if r.vcs.len() > 1 {
         println!("\n  {:<10} {:>6} {:>8} {:>14} {:>14}", "VC", "GPUs", "jobs", "JCT mean s", "queue mean s");
         for v in &r.vcs {
