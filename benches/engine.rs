@@ -143,6 +143,7 @@ fn pending_jobs(n: usize) -> JobTable {
                 local_bsz: None,
                 gpu_mem_mib: None,
                 gpu_milli: None,
+                task: None,
             }
         })
         .collect();
@@ -242,6 +243,7 @@ fn replay_synthetic_10k(c: &mut Criterion) {
             rate_model: dlsched::experiment::RateModelKind::Trace,
             profiles: None,
             share: dlsched::cluster::ShareLimits::default(),
+            genie: None,
         };
         group.bench_function(policy_label(order, backfill), |b| {
             b.iter_batched(
@@ -277,6 +279,7 @@ fn replay_philly(c: &mut Criterion) {
                 rate_model: dlsched::experiment::RateModelKind::Trace,
                 profiles: None,
                 share: dlsched::cluster::ShareLimits::default(),
+                genie: None,
             },
         ));
     } else {
@@ -301,6 +304,7 @@ fn replay_philly(c: &mut Criterion) {
                 rate_model: dlsched::experiment::RateModelKind::Trace,
                 profiles: None,
                 share: dlsched::cluster::ShareLimits::default(),
+                genie: None,
             },
         ));
     } else {

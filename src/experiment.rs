@@ -11,12 +11,14 @@ use crate::error::{ConfigError, RunError};
 use crate::job::Skipped;
 use crate::metrics::{self, Summary, VcSummary, export};
 use crate::policy::PolicyConfig;
+use crate::policy::genie::{GenieOptions, GeniePolicy, GenieProfiles};
 use crate::profile::db::ProfileDb;
 use crate::profile::genie::GenieModel;
 use crate::profile::model::TableModel;
 use crate::profile::rate::ProfileRate;
 use crate::profile::{RateModel, TraceSpeed};
 use crate::trace::TraceRecord;
+use crate::trace::genie::GenieWorkloadSpec;
 use crate::trace::synthetic::{self, SyntheticSpec};
 use crate::trace::{ColumnMap, TraceFormat, build_workload, load_trace};
 
@@ -35,6 +37,18 @@ pub enum WorkloadSource {
     },
     /// The seeded synthetic generator.
     Synthetic(SyntheticSpec),
+    /// GENIE's QoS workload of moldable tasks ([`crate::trace::genie`]).
+    Genie(GenieWorkloadSpec),
+}
+
+/// A GENIE-family policy and where its fitted models come from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GenieRun {
+    /// Which policy, theta, backfill.
+    pub options: GenieOptions,
+    /// Fitted models saved by `dlsched genie-profile`; `None` profiles at the
+    /// start of the run (seeded by the run's seed).
+    pub models: Option<PathBuf>,
 }
 
 /// Which cluster to simulate.
@@ -206,6 +220,9 @@ pub struct RunSpec {
     pub profiles: Option<PathBuf>,
     /// GPU-sharing limits (tenant cap, memory headroom), used by the sharing placements.
     pub share: ShareLimits,
+    /// A GENIE-family policy instead of `policy` (which then only gives the
+    /// placement for nothing: GENIE places tasks itself).
+    pub genie: Option<GenieRun>,
 }
 
 /// Facts about the input, for the manifest.
@@ -247,6 +264,7 @@ pub struct RunReport {
 pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
     let mut cluster = Cluster::new(spec.cluster.spec()?)?;
     cluster.set_share_limits(spec.share)?;
+    let mut genie_tasks: std::collections::HashMap<String, crate::job::TaskSpec> = Default::default();
     let (records, input) = match &spec.workload {
         WorkloadSource::Trace { path, format, columns } => {
             let t = load_trace(path, *format, columns)?;
@@ -266,7 +284,26 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
                 InputInfo { path: None, format: "synthetic".into(), sha256: None, origin: None, rows: recs.len() };
             (recs, input)
         }
+        WorkloadSource::Genie(g) => {
+            let db = match &spec.profiles {
+                Some(dir) => &*Box::leak(Box::new(ProfileDb::load_dir(dir)?)),
+                None => ProfileDb::builtin(),
+            };
+            let node = cluster.spec().nodes.first().cloned().ok_or_else(|| ConfigError("empty cluster".into()))?;
+            let tasks = crate::trace::genie::generate(g, db, &node.gpu_type, node.gpu_mem_mib, spec.seed)
+                .map_err(ConfigError)?;
+            let input =
+                InputInfo { path: None, format: "genie-tasks".into(), sha256: None, origin: None, rows: tasks.len() };
+            let (recs, specs): (Vec<TraceRecord>, Vec<_>) = tasks.into_iter().unzip();
+            genie_tasks = specs.into_iter().enumerate().map(|(i, t)| (format!("t{i}"), t)).collect();
+            (recs, input)
+        }
     };
+    let is_tasks = matches!(spec.workload, WorkloadSource::Genie(_));
+    // Moldable tasks need a performance model: trace speed would run them
+    // equally fast on any number of GPUs.
+    let rate_model =
+        if is_tasks && spec.rate_model == RateModelKind::Trace { RateModelKind::Table } else { spec.rate_model };
     // The profile database, only when the run uses it (parsing the builtin
     // tables costs more than replaying a large trace at trace speed): a rate
     // model that reads it, or jobs with a model and batch, whose GPU memory
@@ -275,13 +312,14 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
     let db: Option<&'static ProfileDb> = match &spec.profiles {
         // A run's own database lives for the process (a CLI run is one process).
         Some(dir) => Some(Box::leak(Box::new(ProfileDb::load_dir(dir)?))),
-        None if spec.rate_model != RateModelKind::Trace || has_models => Some(ProfileDb::builtin()),
+        None if rate_model != RateModelKind::Trace || has_models => Some(ProfileDb::builtin()),
         None => None,
     };
     let mut records = records;
     let max_gpu_mem_mib = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).max().unwrap_or(0);
     if let Some(db) = db
-        && spec.rate_model != RateModelKind::Trace
+        && rate_model != RateModelKind::Trace
+        && !is_tasks
     {
         let gpu_type = cluster.spec().nodes.first().map(|n| n.gpu_type.clone()).unwrap_or_default();
         assign_models(db, &mut records, &gpu_type, max_gpu_mem_mib, spec.seed).map_err(ConfigError)?;
@@ -289,14 +327,17 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
     // GPU memory per GPU of every job with a model and batch: measured when
     // the database has a memory table for the model, else the analytical
     // estimate; placements then use only GPUs with that much memory.
-    if let Some(db) = db {
+    // (Not for moldable tasks: their memory per GPU depends on the GPU count
+    // the policy picks; the generator only draws batches that fit one GPU.)
+    if let Some(db) = db.filter(|_| !is_tasks) {
         for r in &mut records {
             if let (Some(m), Some(b)) = (r.model.as_deref(), r.local_bsz) {
                 r.gpu_mem_mib = db.gpu_mem_mib(m, b).map(|mib| mib.ceil() as u64);
             }
         }
     }
-    let workload = build_workload(records, &cluster, spec.policy.placement);
+    let mut workload = build_workload(records, &cluster, spec.policy.placement);
+    workload.jobs.attach_tasks(&mut genie_tasks);
     if workload.jobs.is_empty() {
         let reasons: Vec<String> = workload.skipped_by_reason().iter().map(|(r, n)| format!("{n} {r}")).collect();
         return Err(ConfigError(format!(
@@ -307,22 +348,58 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
         ))
         .into());
     }
-    let policy = spec.policy.build(cluster.partitions().len())?;
+    let policy: Box<dyn crate::policy::Policy> = match &spec.genie {
+        Some(g) => {
+            let db = db.unwrap_or_else(ProfileDb::builtin);
+            let profiles = match &g.models {
+                Some(path) => load_genie_profiles(path)?,
+                None => {
+                    let p = cluster.partition(crate::ids::VcId(0));
+                    let gpu_type = cluster.node(p.nodes[0]).gpu_type.clone();
+                    let db_name = spec.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
+                    crate::policy::genie::profile(
+                        db,
+                        &db_name,
+                        &gpu_type,
+                        p.nodes.len() as u32,
+                        p.max_node_gpus,
+                        spec.seed,
+                        Default::default(),
+                    )
+                }
+            };
+            Box::new(GeniePolicy::new(g.options, profiles, db))
+        }
+        None => spec.policy.build(cluster.partitions().len())?,
+    };
     let sim = Simulation::new(
         cluster,
         workload.jobs,
         policy,
-        spec.rate_model.build(db),
-        EngineConfig { sample_interval_ms: spec.sample_interval_ms },
+        rate_model.build(db),
+        EngineConfig { sample_interval_ms: spec.sample_interval_ms, time_decisions: spec.genie.is_some() },
     );
     let output = sim.run_with(progress)?;
     let (summary, vcs) = metrics::summarize(&output, &workload.skipped, workload.rows_total);
     Ok(RunReport { spec: spec.clone(), input, output, skipped: workload.skipped, summary, vcs })
 }
 
+/// Reads fitted GENIE models saved by `dlsched genie-profile`.
+///
+/// # Errors
+/// A [`TraceError`](crate::error::TraceError) naming the file when it cannot be read or parsed.
+pub fn load_genie_profiles(path: &Path) -> Result<GenieProfiles, crate::error::TraceError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|err| crate::error::TraceError::Io { file: path.to_path_buf(), err })?;
+    serde_json::from_str(&text).map_err(|e| crate::error::TraceError::Format {
+        file: path.to_path_buf(),
+        message: format!("not a GENIE model file (line {}, column {}): {e}", e.line(), e.column()),
+    })
+}
+
 /// The files a run directory may hold.
-pub const OUTPUT_FILES: [&str; 6] =
-    ["manifest.json", "jobs.csv", "summary.json", "vc_summary.csv", "timeline.csv", "skipped.csv"];
+pub const OUTPUT_FILES: [&str; 7] =
+    ["manifest.json", "jobs.csv", "summary.json", "vc_summary.csv", "timeline.csv", "skipped.csv", "timing.json"];
 
 /// Writes a run directory: `manifest.json`, `jobs.csv`, `summary.json`,
 /// `vc_summary.csv`, `timeline.csv`, and `skipped.csv` when rows were skipped.
@@ -370,6 +447,25 @@ pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
         export::write_atomic(&skipped, &export::skipped_csv(&report.skipped))?;
     }
     export::write_atomic(&dir.join("summary.json"), &json(&serde_json::to_value(&report.summary).unwrap_or_default()))?;
+    // Wall-clock decision cost: the one output that differs from run to run,
+    // so it is kept out of summary.json and jobs.csv.
+    let timing_path = dir.join("timing.json");
+    match &report.output.timing {
+        Some(t) => {
+            let makespan = report.summary.makespan_s;
+            let v = serde_json::json!({
+                "note": "wall-clock time of the policy's decisions on this machine; not deterministic",
+                "decisions": t.decisions,
+                "decision_time_total_s": t.total_s,
+                "decision_time_mean_s": if t.decisions > 0 { t.total_s / t.decisions as f64 } else { 0.0 },
+                "decision_time_max_s": t.max_s,
+                "fraction_of_makespan": if makespan > 0.0 { t.total_s / makespan } else { 0.0 },
+            });
+            export::write_atomic(&timing_path, &json(&v))?;
+        }
+        None if timing_path.exists() => std::fs::remove_file(&timing_path)?,
+        None => {}
+    }
     // The manifest last: its presence marks a complete run directory.
     export::write_atomic(&dir.join("manifest.json"), &json(&manifest))?;
     Ok(())

@@ -41,6 +41,63 @@ pub struct JobSpec {
     /// A fractional GPU request, milli-GPU (1..=999 of one GPU), if any: the
     /// compute share the job is guaranteed on a shared GPU.
     pub gpu_milli: Option<u32>,
+    /// A moldable task (GENIE's setting): the policy chooses its GPU count and
+    /// placement; `gpus` is then only its nominal request. `None` for trace jobs.
+    pub task: Option<Box<TaskSpec>>,
+}
+
+/// A user priority class of GENIE (Chen et al., TPDS 2020, §4), which sets a
+/// task's expected completion time (ECT) as a multiple of its single-GPU latency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QosClass {
+    /// ECT 0: can never be met; exists to get top priority (5 % of tasks).
+    Urgent,
+    /// ECT = 1 × single-GPU latency (35 %).
+    Prior,
+    /// ECT = 2 × single-GPU latency (60 %).
+    Normal,
+}
+
+impl QosClass {
+    /// ECT as a multiple of the single-GPU latency.
+    pub fn ect_factor(self) -> u64 {
+        match self {
+            QosClass::Urgent => 0,
+            QosClass::Prior => 1,
+            QosClass::Normal => 2,
+        }
+    }
+
+    /// The class's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            QosClass::Urgent => "urgent",
+            QosClass::Prior => "prior",
+            QosClass::Normal => "normal",
+        }
+    }
+}
+
+/// A moldable deep-learning task: `iterations` steps at global batch
+/// `global_bsz`, split evenly over whatever GPUs the policy gives it (GENIE's
+/// task `t = <w_type, w_bat, w_iter>`). Its work (`JobSpec::duration_ms`) is
+/// its true single-GPU latency; on `n` GPUs it runs at the profile model's
+/// ratio of single-GPU to `n`-GPU iteration time (local batch `global_bsz / n`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskSpec {
+    /// Task type name (e.g. `resnet50-train`).
+    pub kind: String,
+    /// True for batch inference (no gradient synchronisation), false for training.
+    pub inference: bool,
+    /// Global batch, samples per iteration.
+    pub global_bsz: u32,
+    /// Iterations.
+    pub iterations: u64,
+    /// Priority class.
+    pub qos: QosClass,
+    /// Absolute deadline: submit + ECT.
+    pub deadline: SimTime,
 }
 
 /// A running job's progress. Work is measured in milliseconds at rate 1.0 (the
@@ -85,6 +142,8 @@ pub struct DoneState {
     /// isolated rate, rounded up): `isolated_ms / (end - start)` is its
     /// achieved rate over its isolated rate.
     pub isolated_ms: u64,
+    /// GPUs it ran on (its request, or the policy's choice for a moldable task).
+    pub gpus: u32,
 }
 
 /// A job's life: not yet submitted → pending → running → completed.
@@ -143,6 +202,15 @@ impl JobTable {
     /// All specs, in id order.
     pub fn specs(&self) -> &[JobSpec] {
         &self.specs
+    }
+
+    /// Makes jobs moldable tasks, by trace id (`JobSpec::name`), before a run.
+    pub fn attach_tasks(&mut self, tasks: &mut std::collections::HashMap<String, TaskSpec>) {
+        for s in &mut self.specs {
+            if let Some(t) = tasks.remove(&s.name) {
+                s.task = Some(Box::new(t));
+            }
+        }
     }
 
     /// (spec, state) pairs in id order.

@@ -6,9 +6,12 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
+use clap::ValueEnum;
 use dlsched::cluster::ClusterPreset;
-use dlsched::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir};
-use dlsched::policy::{PlacementKind, PolicyConfig, QueueOrder};
+use dlsched::experiment::{ClusterChoice, GenieRun, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir};
+use dlsched::policy::genie::GenieOptions;
+use dlsched::policy::{PlacementKind, PolicyConfig, PolicyName};
+use dlsched::trace::genie::GenieWorkloadSpec;
 use dlsched::trace::synthetic::SyntheticSpec;
 use dlsched::trace::{ColumnMap, TraceFormat};
 
@@ -106,9 +109,41 @@ struct SimulateArgs {
     #[arg(long, value_name = "PATH")]
     vcs: Option<PathBuf>,
 
-    /// Queue order: fifo (submit time) or sjf (shortest trace duration first).
+    /// Policy. Queue policies (any workload): fifo (submit time), sjf
+    /// (shortest trace duration first), each over --placement. GENIE family
+    /// (moldable tasks of --workload genie; they choose each task's GPUs):
+    /// genie (QoS-aware: best cost-efficiency placement that meets the
+    /// task's expected completion time, least waiting allowance first) and
+    /// the paper's baselines genie-fifo, min-min, weighted-fair, tetris-perf,
+    /// tetris-cer.
     #[arg(long, value_enum, default_value = "fifo")]
-    policy: QueueOrder,
+    policy: PolicyName,
+
+    /// Without --trace: the synthetic Philly-like job mix (synthetic) or
+    /// GENIE's QoS tasks (genie: six DL models, half training, half
+    /// inference, Poisson at --jobs-per-hour, default 10, over --hours,
+    /// priority classes 5/35/60 %).
+    #[arg(long, value_enum, default_value = "synthetic")]
+    workload: WorkloadKind,
+
+    /// GENIE workload: arrival window, hours.
+    #[arg(long, default_value_t = 24.0, value_name = "H")]
+    hours: f64,
+
+    /// GENIE family: concentration weight theta of the placement cost
+    /// n/(N G) + theta d_node/N (the paper's example: 0.4).
+    #[arg(long, default_value_t = 0.4, value_name = "THETA")]
+    theta: f64,
+
+    /// GENIE family: fitted models saved by `dlsched genie-profile` (default:
+    /// profile at the start of the run, seeded by --seed).
+    #[arg(long, value_name = "FILE")]
+    genie_models: Option<PathBuf>,
+
+    /// GENIE family: put a placement's GPUs on the fullest nodes that have
+    /// room (best fit) instead of the emptiest (the spec's proposal).
+    #[arg(long)]
+    genie_best_fit: bool,
 
     /// Let later jobs start when the head of the queue does not fit (greedy,
     /// no reservation). Without it the queue is strict (head-of-line blocking).
@@ -177,6 +212,15 @@ struct SimulateArgs {
     /// timeline.csv (and skipped.csv) to this directory.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+}
+
+/// The generated workloads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum WorkloadKind {
+    /// Philly-like job mix at an offered load.
+    Synthetic,
+    /// GENIE's QoS tasks.
+    Genie,
 }
 
 fn main() -> ExitCode {
@@ -251,7 +295,17 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
             if a.jobs == 0 {
                 bail!("--jobs must be at least 1");
             }
-            WorkloadSource::Synthetic(SyntheticSpec { jobs: a.jobs, jobs_per_hour: a.jobs_per_hour, load: a.load })
+            match a.workload {
+                WorkloadKind::Synthetic => WorkloadSource::Synthetic(SyntheticSpec {
+                    jobs: a.jobs,
+                    jobs_per_hour: a.jobs_per_hour,
+                    load: a.load,
+                }),
+                WorkloadKind::Genie => WorkloadSource::Genie(GenieWorkloadSpec {
+                    jobs_per_hour: a.jobs_per_hour.unwrap_or(10.0),
+                    hours: a.hours,
+                }),
+            }
         }
     };
     let cluster = match (&a.vcs, a.nodes, a.gpus_per_node, a.cluster) {
@@ -264,10 +318,24 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
         }
         (None, _, _, preset) => ClusterChoice::Preset { preset: preset.unwrap_or(ClusterPreset::Lab16) },
     };
+    if !(a.theta.is_finite() && a.theta >= 0.0) {
+        bail!("--theta must be a number >= 0, got {}", a.theta);
+    }
+    let genie = a.policy.genie().map(|variant| GenieRun {
+        options: GenieOptions { variant, theta: a.theta, backfill: a.backfill, best_fit_nodes: a.genie_best_fit },
+        models: a.genie_models.clone(),
+    });
+    if genie.is_some() && !matches!(workload, WorkloadSource::Genie(_)) {
+        bail!(
+            "--policy {} schedules moldable tasks: use it with --workload genie (trace jobs have a fixed GPU count; use fifo or sjf)",
+            a.policy.to_possible_value().map_or_else(String::new, |v| v.get_name().to_string())
+        );
+    }
     Ok(RunSpec {
+        genie,
         workload,
         cluster,
-        policy: PolicyConfig { order: a.policy, backfill: a.backfill, placement: a.placement },
+        policy: PolicyConfig { order: a.policy.queue_order(), backfill: a.backfill, placement: a.placement },
         seed: a.seed,
         rate_model: a.rate_model,
         profiles: a.profiles.clone(),
@@ -338,7 +406,7 @@ fn print_summary(r: &RunReport) {
     let s = &r.summary;
     let input = match &r.input.path {
         Some(p) => format!("{} ({})", p.display(), r.input.format),
-        None => format!("synthetic, {} jobs, seed {}", r.input.rows, r.spec.seed),
+        None => format!("{}, {} jobs, seed {}", r.input.format, r.input.rows, r.spec.seed),
     };
     println!(
         "dlsched {} | policy {} | placement {} | cluster {} ({} GPUs)",
@@ -383,6 +451,21 @@ fn print_summary(r: &RunReport) {
             "  GPU sharing     {:>12} jobs shared a GPU; achieved / isolated speed {:.3} on average",
             s.colocated_jobs, s.interference_slowdown_mean
         );
+    }
+    if let Some(q) = s.qos_guarantee_rate {
+        let classes: Vec<String> =
+            s.qos_guarantee_by_class.iter().map(|(k, v)| format!("{k} {:.1} %", v * 100.0)).collect();
+        println!("  QoS guarantee   {:>12.1} %  ({})", q * 100.0, classes.join(", "));
+        if let Some(l) = s.normalized_latency_mean {
+            println!("  norm. latency   {l:>12.2}    (JCT / single-GPU latency, mean)");
+        }
+        if let (Some(m), Some(p)) = (s.prediction_error_mean, s.prediction_error_p95) {
+            println!(
+                "  pred. error     {:>12.1} %  mean, {:.1} % p95 (predicted vs simulated run time)",
+                m * 100.0,
+                p * 100.0
+            );
+        }
     }
     if r.vcs.len() > 1 {
         println!("\n  {:<10} {:>6} {:>8} {:>14} {:>14}", "VC", "GPUs", "jobs", "JCT mean s", "queue mean s");

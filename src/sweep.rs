@@ -25,20 +25,27 @@ use serde::Serialize;
 
 use crate::cluster::ClusterPreset;
 use crate::cluster::ShareLimits;
-use crate::experiment::{ClusterChoice, RateModelKind, RunSpec, WorkloadSource};
-use crate::policy::{PlacementKind, PolicyConfig, QueueOrder};
+use crate::experiment::{ClusterChoice, GenieRun, RateModelKind, RunSpec, WorkloadSource};
+use crate::policy::genie::GenieOptions;
+use crate::policy::{PlacementKind, PolicyConfig, PolicyName};
+use crate::trace::genie::GenieWorkloadSpec;
 use crate::trace::synthetic::SyntheticSpec;
 use crate::trace::{ColumnMap, TraceFormat};
 
 /// The keys a `[base]` or `[sweep]` table may set, with what each takes.
-pub const KEYS: [(&str, &str); 18] = [
+pub const KEYS: [(&str, &str); 23] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios or jobs-csv"),
     ("cluster", "lab16 or philly"),
     ("nodes", "a whole number of nodes (with gpus_per_node)"),
     ("gpus_per_node", "a whole number of GPUs per node (with nodes)"),
     ("vcs", "a VC file path, relative to the experiment file"),
-    ("policy", "fifo or sjf"),
+    ("policy", "fifo, sjf, genie, genie-fifo, min-min, weighted-fair, tetris-perf or tetris-cer"),
+    ("workload", "synthetic (the default) or genie (GENIE's QoS tasks; ignored with a trace)"),
+    ("hours", "a positive number: the GENIE workload's arrival window"),
+    ("theta", "a number >= 0: GENIE's concentration weight in the cost (default 0.4)"),
+    ("genie_best_fit", "true or false: GENIE family places on the fullest nodes with room"),
+    ("genie_models", "a file of fitted GENIE models (dlsched genie-profile), relative to the experiment file"),
     ("backfill", "true or false"),
     ("placement", "consolidate, first-fit, recorded, share-first-fit or share-best-fit"),
     ("max_tenants", "a whole number of jobs that may share one GPU (sharing placements)"),
@@ -296,19 +303,29 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
             Some(_) => Err(format!("`{k}` must be a path string")),
         }
     };
-    for k in ["load", "jobs_per_hour"] {
+    for k in ["load", "jobs_per_hour", "hours"] {
         if let Some(x) = num(k)?
             && !(x.is_finite() && x > 0.0)
         {
             return Err(format!("`{k}` must be a positive number, not {x}"));
         }
     }
+    let genie_workload = match p.get("workload") {
+        None => false,
+        Some(Value::Str(s)) if s == "synthetic" => false,
+        Some(Value::Str(s)) if s == "genie" => true,
+        Some(_) => return Err("`workload` must be \"synthetic\" or \"genie\"".into()),
+    };
     let workload = match path("trace")? {
         Some(trace) => WorkloadSource::Trace {
             path: trace,
             format: p.get("format").map(|v| enum_of("format", v)).transpose()?.unwrap_or(TraceFormat::Auto),
             columns: ColumnMap::default(),
         },
+        None if genie_workload => WorkloadSource::Genie(GenieWorkloadSpec {
+            jobs_per_hour: num("jobs_per_hour")?.unwrap_or(10.0),
+            hours: num("hours")?.unwrap_or(24.0),
+        }),
         None => {
             let jobs = uint("jobs")?.unwrap_or(500);
             if jobs == 0 || jobs > u64::from(u32::MAX) {
@@ -339,11 +356,30 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err("`backfill` must be true or false".into()),
     };
+    let policy_name: PolicyName =
+        p.get("policy").map(|v| enum_of("policy", v)).transpose()?.unwrap_or(PolicyName::Fifo);
+    let theta = num("theta")?.unwrap_or(0.4);
+    if !(theta.is_finite() && theta >= 0.0) {
+        return Err(format!("`theta` must be a number >= 0, not {theta}"));
+    }
+    let best_fit_nodes = match p.get("genie_best_fit") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err("`genie_best_fit` must be true or false".into()),
+    };
+    let genie = match policy_name.genie() {
+        Some(variant) => Some(GenieRun {
+            options: GenieOptions { variant, theta, backfill, best_fit_nodes },
+            models: path("genie_models")?,
+        }),
+        None => None,
+    };
     Ok(RunSpec {
+        genie,
         workload,
         cluster,
         policy: PolicyConfig {
-            order: p.get("policy").map(|v| enum_of("policy", v)).transpose()?.unwrap_or(QueueOrder::Fifo),
+            order: policy_name.queue_order(),
             backfill,
             placement: p
                 .get("placement")

@@ -58,12 +58,27 @@ pub enum Event {
 pub struct EngineConfig {
     /// Interval between timeline samples, ms; 0 disables sampling.
     pub sample_interval_ms: u64,
+    /// Measure the wall-clock time of every policy decision (two clock reads
+    /// per call: off for plain replays, where it would cost a few percent).
+    pub time_decisions: bool,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { sample_interval_ms: 600_000 }
+        EngineConfig { sample_interval_ms: 600_000, time_decisions: false }
     }
+}
+
+/// Wall-clock cost of the policy's decisions (the one non-deterministic
+/// output: it goes to `timing.json`, never to `summary.json`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct DecisionTiming {
+    /// `decide` calls.
+    pub decisions: u64,
+    /// Their total wall time, s.
+    pub total_s: f64,
+    /// The slowest call, s.
+    pub max_s: f64,
 }
 
 /// One timeline sample: cluster state after the scheduling pass at `time`
@@ -130,6 +145,10 @@ pub struct RunOutput {
     /// GPU was held (exclusively or by at least one tenant), from t = 0 to the
     /// last event. A shared GPU counts once, however many tenants it has.
     pub busy_gpu_ms: Vec<u64>,
+    /// Decision timing, when measured ([`EngineConfig::time_decisions`]).
+    pub timing: Option<DecisionTiming>,
+    /// The policy's own figures ([`Policy::metrics`]).
+    pub policy_metrics: Vec<(&'static str, f64)>,
 }
 
 /// A simulation: owns the clock, the event queue, the cluster, the jobs, the
@@ -155,6 +174,7 @@ pub struct Simulation {
     /// Per partition: busy GPU-ms up to `busy_since`.
     busy_gpu_ms: Vec<u64>,
     busy_since: Vec<SimTime>,
+    timing: DecisionTiming,
     next_arrival: usize,
     stats: EngineStats,
 }
@@ -193,6 +213,7 @@ impl Simulation {
             touched_shared: Vec::new(),
             busy_gpu_ms: vec![0; cluster_partitions],
             busy_since: vec![SimTime::ZERO; cluster_partitions],
+            timing: DecisionTiming::default(),
             next_arrival: 0,
             stats: EngineStats::default(),
         }
@@ -322,6 +343,8 @@ impl Simulation {
         }
         RunOutput {
             busy_gpu_ms: self.busy_gpu_ms,
+            timing: self.cfg.time_decisions.then_some(self.timing),
+            policy_metrics: self.policy.metrics(&self.jobs),
             policy: self.policy.name(),
             model: self.model.name(),
             model_counters: {
@@ -355,7 +378,18 @@ impl Simulation {
     fn schedule_pass(&mut self) -> Result<(), SimError> {
         loop {
             let view = View { now: self.now, cluster: &self.cluster, jobs: &self.jobs };
-            match self.policy.decide(&view) {
+            let decision = if self.cfg.time_decisions {
+                let t0 = std::time::Instant::now();
+                let d = self.policy.decide(&view);
+                let s = t0.elapsed().as_secs_f64();
+                self.timing.decisions += 1;
+                self.timing.total_s += s;
+                self.timing.max_s = self.timing.max_s.max(s);
+                d
+            } else {
+                self.policy.decide(&view)
+            };
+            match decision {
                 Decision::Wait => return Ok(()),
                 Decision::Launch { job, gpus } => self.launch(job, gpus, false)?,
                 Decision::Colocate { job, gpus } => self.launch(job, gpus, true)?,
@@ -397,9 +431,23 @@ impl Simulation {
             return Err(self.invalid(job, None, "job is not pending".into()));
         }
         let spec: &JobSpec = self.jobs.spec(job);
-        if gpus.len() != spec.gpus as usize {
-            let reason = format!("placement has {} GPUs but the job asks for {}", gpus.len(), spec.gpus);
-            return Err(self.invalid(job, None, reason));
+        match &spec.task {
+            // A moldable task takes any GPU count that leaves every GPU at least one sample.
+            Some(t) if gpus.is_empty() || gpus.len() as u64 > u64::from(t.global_bsz) => {
+                let reason = format!(
+                    "placement has {} GPUs; a task of global batch {} takes 1 to {} GPUs",
+                    gpus.len(),
+                    t.global_bsz,
+                    t.global_bsz
+                );
+                return Err(self.invalid(job, None, reason));
+            }
+            Some(_) => {}
+            None if gpus.len() != spec.gpus as usize => {
+                let reason = format!("placement has {} GPUs but the job asks for {}", gpus.len(), spec.gpus);
+                return Err(self.invalid(job, None, reason));
+            }
+            None => {}
         }
         let vc = spec.vc;
         if let Some(need) = spec.gpu_mem_mib
@@ -492,6 +540,7 @@ impl Simulation {
             nodes_spanned: run.nodes_spanned,
             colocated: run.colocated,
             isolated_ms: ms_to_finish(work, run.isolated_rate),
+            gpus: run.gpus.len() as u32,
         });
         self.running -= 1;
         self.completed += 1;
@@ -571,7 +620,7 @@ impl Simulation {
                 JobState::Pending => pending += 1,
                 JobState::Running(r) => {
                     running += 1;
-                    if r.gpus.len() != spec.gpus as usize {
+                    if spec.task.is_none() && r.gpus.len() != spec.gpus as usize {
                         return Err(format!("{} holds {} GPUs, asked for {}", spec.id, r.gpus.len(), spec.gpus));
                     }
                     for &g in &r.gpus {

@@ -73,7 +73,13 @@ pub fn write_jobs_csv(out: &RunOutput, w: &mut impl Write) -> std::io::Result<()
         s.push(',');
         push_field(&mut s, vc);
         s.push(',');
-        push_uint(&mut s, u64::from(spec.gpus));
+        // GPUs used: a moldable task's are the policy's choice.
+        let gpus = match state {
+            JobState::Completed(d) => d.gpus,
+            JobState::Running(r) => r.gpus.len() as u32,
+            _ => spec.gpus,
+        };
+        push_uint(&mut s, u64::from(gpus));
         s.push(',');
         opt(&mut s, Some(submit));
         opt(&mut s, start);

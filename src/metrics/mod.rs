@@ -101,6 +101,23 @@ pub struct Summary {
     /// (their run time alone / their actual run time; 1 = no slowdown); 1
     /// when no job was co-located.
     pub interference_slowdown_mean: f64,
+    /// Moldable tasks (GENIE workload) only, else null. QoS guarantee rate:
+    /// tasks finished by their deadline (arrival + ECT) / all tasks (GENIE
+    /// TPDS 2020 §7.1; Urgent tasks, ECT 0, always count as missed).
+    pub qos_guarantee_rate: Option<f64>,
+    /// The same per priority class (`urgent`, `prior`, `normal`).
+    pub qos_guarantee_by_class: BTreeMap<String, f64>,
+    /// Tasks only: mean of JCT / true single-GPU latency (GENIE's average
+    /// normalised latency; the paper divides by the predicted single-GPU
+    /// latency, we by the true one so that every policy has the same yardstick).
+    pub normalized_latency_mean: Option<f64>,
+    /// Mean relative error |predicted − actual| / actual of the policy's
+    /// latency prediction for the placements it chose (GENIE family), else null.
+    pub prediction_error_mean: Option<f64>,
+    /// 95th percentile of that error.
+    pub prediction_error_p95: Option<f64>,
+    /// Other figures the policy reports (e.g. GENIE's profiling cost in GPU-hours).
+    pub policy_metrics: BTreeMap<String, f64>,
 }
 
 /// Per-VC figures, one row of `vc_summary.csv`.
@@ -148,6 +165,8 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
     let mut demand_ms = 0.0;
     let mut unfinished = 0;
     let mut slowdowns: Vec<f64> = Vec::new();
+    let (mut tasks, mut met, mut norm_lat) = (0u64, 0u64, Vec::new());
+    let mut by_class: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for (spec, state) in out.jobs.iter() {
         first_submit = first_submit.min(spec.submit.as_ms());
         last_submit = last_submit.max(spec.submit.as_ms());
@@ -156,16 +175,30 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
         all.jobs += 1;
         let JobState::Completed(d) = state else {
             unfinished += 1;
+            if let Some(t) = &spec.task {
+                // An unfinished task missed its deadline.
+                tasks += 1;
+                by_class.entry(t.qos.name().to_string()).or_default().0 += 1;
+            }
             continue;
         };
         last_end = last_end.max(d.end.as_ms());
+        if let Some(t) = &spec.task {
+            let ok = d.end <= t.deadline && t.qos.ect_factor() > 0;
+            tasks += 1;
+            met += u64::from(ok);
+            let c = by_class.entry(t.qos.name().to_string()).or_default();
+            c.0 += 1;
+            c.1 += u64::from(ok);
+            norm_lat.push(d.end.since(spec.submit) as f64 / spec.duration_ms.max(1) as f64);
+        }
         if d.colocated {
             let ran = d.end.since(d.start);
             slowdowns.push(if ran == 0 { 1.0 } else { (d.isolated_ms as f64 / ran as f64).min(1.0) });
         }
         let jct = d.end.since(spec.submit) as f64 / 1000.0;
         let q = d.start.since(spec.submit) as f64 / 1000.0;
-        let gpu_ms = f64::from(spec.gpus) * d.end.since(d.start) as f64;
+        let gpu_ms = f64::from(d.gpus) * d.end.since(d.start) as f64;
         for acc in [&mut all, &mut per_vc[spec.vc.index()]] {
             acc.jct.push(jct);
             acc.queue.push(q);
@@ -184,6 +217,7 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
     for s in skipped {
         *by_reason.entry(s.reason.name().to_string()).or_insert(0u64) += 1;
     }
+    let pm = |key: &str| out.policy_metrics.iter().find(|(k, _)| *k == key).map(|&(_, v)| r6(v));
     let summary = Summary {
         policy: out.policy.clone(),
         rate_model: out.model.to_string(),
@@ -213,6 +247,17 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
         shared_launches: out.stats.shared_launches,
         colocated_jobs: slowdowns.len() as u64,
         interference_slowdown_mean: if slowdowns.is_empty() { 1.0 } else { r6(mean(&slowdowns)) },
+        qos_guarantee_rate: (tasks > 0).then(|| r6(met as f64 / tasks as f64)),
+        qos_guarantee_by_class: by_class.into_iter().map(|(k, (n, m))| (k, r6(m as f64 / n as f64))).collect(),
+        normalized_latency_mean: (!norm_lat.is_empty()).then(|| r6(mean(&norm_lat))),
+        prediction_error_mean: pm("prediction_error_mean"),
+        prediction_error_p95: pm("prediction_error_p95"),
+        policy_metrics: out
+            .policy_metrics
+            .iter()
+            .filter(|(k, _)| !k.starts_with("prediction_error"))
+            .map(|&(k, v)| (k.to_string(), r6(v)))
+            .collect(),
     };
     let vcs = parts
         .iter()

@@ -6,6 +6,7 @@
 //! osukhoroslov/dslab). An invalid decision is an error of the run, not a panic.
 //! Baselines compose a queue order with a [`placement::Placement`].
 
+pub mod genie;
 pub mod placement;
 pub mod queue;
 pub mod sharing;
@@ -68,6 +69,55 @@ pub trait Policy: Send {
 
     /// The next decision at this instant.
     fn decide(&mut self, view: &View<'_>) -> Decision;
+
+    /// Named figures the policy computed about its own run (e.g. GENIE's
+    /// prediction error), for the run summary; none by default.
+    fn metrics(&self, _jobs: &JobTable) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+}
+
+/// Every policy by its command-line name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PolicyName {
+    /// First in, first out (submit order).
+    Fifo,
+    /// Shortest job first by the trace duration.
+    Sjf,
+    /// GENIE (QoS-aware; moldable tasks, `--workload genie`).
+    Genie,
+    /// GENIE's FIFO baseline: arrival order, best-CER placement.
+    GenieFifo,
+    /// Min-Min: earliest ECT first, minimum-latency placement.
+    MinMin,
+    /// Weighted Fair: by the mean of arrival time and ECT.
+    WeightedFair,
+    /// Tetris+Perf: highest predicted rate, shortest predicted latency first.
+    TetrisPerf,
+    /// Tetris+CER: best CER, shortest predicted latency first, no QoS.
+    TetrisCer,
+}
+
+impl PolicyName {
+    /// The queue order of the queue policies (FIFO for the GENIE family, unused there).
+    pub fn queue_order(self) -> QueueOrder {
+        if self == PolicyName::Sjf { QueueOrder::Sjf } else { QueueOrder::Fifo }
+    }
+
+    /// The GENIE-family variant, if it is one.
+    pub fn genie(self) -> Option<genie::GenieVariant> {
+        use genie::GenieVariant as G;
+        match self {
+            PolicyName::Fifo | PolicyName::Sjf => None,
+            PolicyName::Genie => Some(G::Genie),
+            PolicyName::GenieFifo => Some(G::GenieFifo),
+            PolicyName::MinMin => Some(G::MinMin),
+            PolicyName::WeightedFair => Some(G::WeightedFair),
+            PolicyName::TetrisPerf => Some(G::TetrisPerf),
+            PolicyName::TetrisCer => Some(G::TetrisCer),
+        }
+    }
 }
 
 /// Which policy to build, with its options: plain data, so a sweep can build one

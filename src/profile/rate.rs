@@ -37,6 +37,19 @@ impl RateModel for ProfileRate {
         let (Some(model), Some(bsz)) = (job.model.as_deref(), job.local_bsz) else { return 1.0 };
         let gpu_type = &cluster.node(cluster.node_of(gpus[0])).gpu_type;
         let actual = cluster.split_of(gpus);
+        if let Some(task) = &job.task {
+            // A moldable task: its work is its single-GPU latency at the global
+            // batch; on n GPUs each steps global / n samples (rounded to the
+            // nearest whole sample). Inference has no gradient exchange, so
+            // its GPUs step as if alone (single-GPU iteration time).
+            let n = gpus.len() as u32;
+            let local = ((f64::from(task.global_bsz) / f64::from(n)).round() as u32).max(1);
+            let split: &[u32] = if task.inference { &[1] } else { &actual };
+            let now = self.model.iter_time(model, gpu_type, local, split);
+            let single = self.model.iter_time(model, gpu_type, task.global_bsz, &[1]);
+            self.counter.record(now.fallbacks.or(single.fallbacks));
+            return single.iter_time_s / now.iter_time_s;
+        }
         if actual == job.recorded_split {
             // Placed as recorded: the trace's own speed, no model needed.
             return 1.0;

@@ -7,6 +7,7 @@
 
 pub(crate) mod csvrows;
 mod formats;
+pub mod genie;
 pub mod synthetic;
 mod workload;
 

@@ -104,6 +104,7 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
                 local_bsz: r.local_bsz,
                 gpu_mem_mib: r.gpu_mem_mib,
                 gpu_milli: r.gpu_milli,
+                task: None,
                 id: JobId(specs.len() as u32),
                 name: r.job_id,
                 submit: SimTime::from_ms(r.submit_ms),

@@ -48,9 +48,15 @@ pub fn run(records: Vec<TraceRecord>, spec: ClusterSpec, p: PolicyConfig) -> Run
     let cluster = Cluster::new(spec).unwrap();
     let w = build_workload(records, &cluster, p.placement);
     let policy = p.build(cluster.partitions().len()).unwrap();
-    Simulation::new(cluster, w.jobs, policy, Box::new(TraceSpeed), EngineConfig { sample_interval_ms: 0 })
-        .run()
-        .unwrap()
+    Simulation::new(
+        cluster,
+        w.jobs,
+        policy,
+        Box::new(TraceSpeed),
+        EngineConfig { sample_interval_ms: 0, ..Default::default() },
+    )
+    .run()
+    .unwrap()
 }
 
 /// (job id, start s, end s) of every job, in job order; panics on an unfinished job.

@@ -39,6 +39,7 @@ fn replay(trace: &Path, vcs: &Path, order: QueueOrder) -> RunReport {
         rate_model: dlsched::experiment::RateModelKind::Trace,
         profiles: None,
         share: dlsched::cluster::ShareLimits::default(),
+        genie: None,
     };
     run_one(&spec, |_| {}).unwrap()
 }

@@ -281,7 +281,7 @@ fn recorded_placement_replays_the_trace_shape() {
         w.jobs,
         p.build(1).unwrap(),
         Box::new(dlsched::profile::TraceSpeed),
-        dlsched::engine::EngineConfig { sample_interval_ms: 0 },
+        dlsched::engine::EngineConfig { sample_interval_ms: 0, ..Default::default() },
     )
     .run()
     .unwrap();

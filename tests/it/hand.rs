@@ -116,6 +116,7 @@ fn example_trace_with_two_vcs() {
         rate_model: dlsched::experiment::RateModelKind::Trace,
         profiles: None,
         share: dlsched::cluster::ShareLimits::default(),
+        genie: None,
     };
     let r = run_one(&spec, |_| {}).unwrap();
     let mut got = schedule(&r.output);

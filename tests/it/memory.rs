@@ -52,7 +52,13 @@ fn placements_use_only_gpus_with_enough_memory() {
             vec![("b", SkipReason::ExceedsGpuMemory)]
         );
         let p = policy(QueueOrder::Fifo, false, placement).build(1).unwrap();
-        let mut sim = Simulation::new(cluster, w.jobs, p, Box::new(TraceSpeed), EngineConfig { sample_interval_ms: 0 });
+        let mut sim = Simulation::new(
+            cluster,
+            w.jobs,
+            p,
+            Box::new(TraceSpeed),
+            EngineConfig { sample_interval_ms: 0, ..Default::default() },
+        );
         sim.step().unwrap();
         let node_of = |name: &str| {
             let (s, st) = sim.jobs().iter().find(|(s, _)| s.name == name).unwrap();
@@ -92,7 +98,7 @@ fn the_engine_refuses_a_placement_without_enough_memory() {
         w.jobs,
         Box::new(Careless(false)),
         Box::new(TraceSpeed),
-        EngineConfig { sample_interval_ms: 0 },
+        EngineConfig { sample_interval_ms: 0, ..Default::default() },
     )
     .run()
     .err()

@@ -26,6 +26,7 @@ fn rfold_philly_fifo_completes_every_usable_job() {
         rate_model: dlsched::experiment::RateModelKind::Trace,
         profiles: None,
         share: dlsched::cluster::ShareLimits::default(),
+        genie: None,
     };
     let r = run_one(&spec, |_| {}).unwrap();
     assert_eq!(r.summary.jobs_total as usize, rows.len());

@@ -71,6 +71,7 @@ fn job(name: &str, gpus: u32, recorded: Vec<u32>, model: &str, duration_s: u64) 
         local_bsz: Some(32),
         gpu_mem_mib: None,
         gpu_milli: None,
+        task: None,
     }
 }
 
@@ -84,7 +85,10 @@ fn a_job_spread_worse_than_recorded_runs_longer_by_the_measured_ratio() {
     let jobs = JobTable::new(vec![job("spread", 2, vec![2], "m", 60)]);
     let rate = ProfileRate::new(Box::new(TableModel::new(hand_db())), "profile-table");
     let p = policy(QueueOrder::Fifo, false, PlacementKind::Consolidate).build(1).unwrap();
-    let out = Simulation::new(cluster, jobs, p, Box::new(rate), EngineConfig { sample_interval_ms: 0 }).run().unwrap();
+    let out =
+        Simulation::new(cluster, jobs, p, Box::new(rate), EngineConfig { sample_interval_ms: 0, ..Default::default() })
+            .run()
+            .unwrap();
     let JobState::Completed(d) = out.jobs.state(JobId(0)) else { panic!("unfinished") };
     assert_eq!((d.start.as_ms(), d.end.as_ms()), (0, 100_000));
 
@@ -92,7 +96,10 @@ fn a_job_spread_worse_than_recorded_runs_longer_by_the_measured_ratio() {
     let jobs = JobTable::new(vec![job("one", 1, vec![1], "m", 30)]);
     let rate = ProfileRate::new(Box::new(TableModel::new(hand_db())), "profile-table");
     let p = policy(QueueOrder::Fifo, false, PlacementKind::Consolidate).build(1).unwrap();
-    let out = Simulation::new(cluster, jobs, p, Box::new(rate), EngineConfig { sample_interval_ms: 0 }).run().unwrap();
+    let out =
+        Simulation::new(cluster, jobs, p, Box::new(rate), EngineConfig { sample_interval_ms: 0, ..Default::default() })
+            .run()
+            .unwrap();
     let JobState::Completed(d) = out.jobs.state(JobId(0)) else { panic!("unfinished") };
     assert_eq!(d.end.as_ms(), 30_000);
 }
@@ -203,6 +210,7 @@ fn philly_replay_under_the_profile_model() {
         rate_model: RateModelKind::Table,
         profiles: None,
         share: dlsched::cluster::ShareLimits::default(),
+        genie: None,
     };
     let r = run_one(&spec, |_| {}).unwrap();
     assert_eq!(r.summary.jobs_unfinished, 0);

@@ -47,7 +47,7 @@ fn rate_change_settles_work_and_skips_stale_completions() {
         w.jobs,
         p.build(1).unwrap(),
         Box::new(NodeContention),
-        EngineConfig { sample_interval_ms: 0 },
+        EngineConfig { sample_interval_ms: 0, ..Default::default() },
     );
     let out = sim.run().unwrap();
     assert_eq!(schedule(&out), expect(&[("J0", 0, 14), ("J1", 4, 12)]));

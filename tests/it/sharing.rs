@@ -42,8 +42,14 @@ fn run_shared(recs: Vec<TraceRecord>, spec: ClusterSpec, placement: PlacementKin
     cluster.set_share_limits(limits).unwrap();
     let w = build_workload(recs, &cluster, placement);
     let p = PolicyConfig { order: QueueOrder::Fifo, backfill: true, placement }.build(1).unwrap();
-    let mut sim = Simulation::new(cluster, w.jobs, p, Box::new(TraceSpeed), EngineConfig { sample_interval_ms: 0 })
-        .with_interference(Box::new(ProfileInterference::new(pair_db())));
+    let mut sim = Simulation::new(
+        cluster,
+        w.jobs,
+        p,
+        Box::new(TraceSpeed),
+        EngineConfig { sample_interval_ms: 0, ..Default::default() },
+    )
+    .with_interference(Box::new(ProfileInterference::new(pair_db())));
     while sim.step().unwrap().is_some() {
         sim.check_invariants().unwrap();
     }
