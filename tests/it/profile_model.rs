@@ -68,6 +68,7 @@ fn job(name: &str, gpus: u32, recorded: Vec<u32>, model: &str, duration_s: u64) 
         local_bsz: Some(32),
         gpu_mem_mib: None,
         gpu_milli: None,
+        gpu_types: None,
     }
 }
 
