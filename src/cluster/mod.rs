@@ -18,7 +18,7 @@ mod presets;
 mod topology;
 
 pub(crate) use presets::csv_error;
-pub use presets::{ClusterPreset, load_vc_file};
+pub use presets::{ClusterPreset, NodeList, OPENB_GPU_NODES, load_nodes_file, load_vc_file, openb_gpu_mem_mib};
 pub use topology::LocalityTier;
 
 use crate::error::ConfigError;
