@@ -210,13 +210,16 @@ fn typed(id: &str, submit_s: u64, gpus: u32, dur_s: u64, types: &[&str]) -> Trac
     TraceRecord { gpu_types, ..rec(id, submit_s, gpus, dur_s) }
 }
 
+/// (job id, start s, end s) per job.
+type Schedule = Vec<(String, u64, u64)>;
+
 /// Runs `recs` with a step-by-step check that every running job holds only
 /// GPUs of a type it allows; returns (name, start s, end s) and the skips.
 fn run_typed(
     recs: Vec<TraceRecord>,
     placement: PlacementKind,
     backfill: bool,
-) -> (Vec<(String, u64, u64)>, Vec<(String, SkipReason)>) {
+) -> (Schedule, Vec<(String, SkipReason)>) {
     let cluster = Cluster::new(two_types()).unwrap();
     let w = build_workload(recs, &cluster, placement);
     let skipped = w.skipped.iter().map(|s| (s.name.clone(), s.reason)).collect();
