@@ -144,6 +144,7 @@ fn pending_jobs(n: usize) -> JobTable {
                 gpu_mem_mib: None,
                 gpu_milli: None,
                 task: None,
+                gpu_types: None,
             }
         })
         .collect();
@@ -174,7 +175,7 @@ fn pass(policy: &mut dyn Policy, cluster: &mut Cluster, jobs: &JobTable, now: Si
             }
             Decision::Colocate { job, gpus } => {
                 let spec = jobs.spec(job);
-                let mem = cluster.tenant_mem_mib(gpus[0], spec.gpu_mem_mib);
+                let mem = cluster.tenant_mem_mib(gpus[0], spec.gpu_mem_mib, spec.gpu_milli.unwrap_or(0));
                 cluster.allocate_shared(job, spec.vc, &gpus, mem, spec.gpu_milli.unwrap_or(0)).expect("valid launch");
                 launches += 1;
             }

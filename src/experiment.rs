@@ -73,6 +73,12 @@ pub enum ClusterChoice {
         /// The file.
         path: PathBuf,
     },
+    /// A heterogeneous cluster from an Alibaba PAI 2023 node list (see
+    /// [`crate::cluster::load_nodes_file`]), one partition.
+    NodesFile {
+        /// The file.
+        path: PathBuf,
+    },
 }
 
 fn ser_preset<S: serde::Serializer>(p: &ClusterPreset, s: S) -> Result<S::Ok, S::Error> {
@@ -101,6 +107,7 @@ impl ClusterChoice {
                 ClusterSpec::uniform(&format!("{nodes}x{gpus_per_node}"), *nodes, *gpus_per_node, "generic", 16 * 1024)
             }
             ClusterChoice::VcFile { path } => load_vc_file(path, "generic", 16 * 1024)?,
+            ClusterChoice::NodesFile { path } => crate::cluster::load_nodes_file(path)?.spec,
         };
         spec.validate()?;
         Ok(spec)

@@ -41,6 +41,10 @@ pub struct JobSpec {
     /// A fractional GPU request, milli-GPU (1..=999 of one GPU), if any: the
     /// compute share the job is guaranteed on a shared GPU.
     pub gpu_milli: Option<u32>,
+    /// The GPU types the job may run on (sorted, no repeats), if constrained;
+    /// `None` = any. Placements use only nodes whose
+    /// [`crate::cluster::NodeSpec::gpu_type`] is one of them.
+    pub gpu_types: Option<Vec<String>>,
     /// A moldable task (GENIE's setting): the policy chooses its GPU count and
     /// placement; `gpus` is then only its nominal request. `None` for trace jobs.
     pub task: Option<Box<TaskSpec>>,
@@ -241,6 +245,11 @@ pub enum SkipReason {
     Unplaceable,
     /// Its per-GPU memory need exceeds every GPU of its partition.
     ExceedsGpuMemory,
+    /// The trace records no run for it: an Alibaba PAI 2023 pod with an empty
+    /// `scheduled_time` (pending until deleted).
+    NeverScheduled,
+    /// None of the GPU types it allows exists in its partition.
+    GpuTypeUnavailable,
 }
 
 impl SkipReason {
@@ -253,6 +262,8 @@ impl SkipReason {
             SkipReason::ExceedsCluster => "exceeds_cluster",
             SkipReason::Unplaceable => "unplaceable",
             SkipReason::ExceedsGpuMemory => "exceeds_gpu_memory",
+            SkipReason::NeverScheduled => "never_scheduled",
+            SkipReason::GpuTypeUnavailable => "gpu_type_unavailable",
         }
     }
 }

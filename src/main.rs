@@ -91,9 +91,19 @@ struct SimulateArgs {
     columns_file: Option<PathBuf>,
 
     /// Cluster preset: lab16 = 4 nodes × 4 K80 (16 GPUs, the GENIE/RIFLING
-    /// cluster); philly = 321 × 2 + 231 × 8 GPUs (2,490). Default: lab16.
-    #[arg(long, value_enum, conflicts_with_all = ["nodes", "vcs"])]
+    /// cluster); philly = 321 × 2 + 231 × 8 GPUs (2,490); alibaba-openb = the
+    /// 1,213 GPU nodes (6,212 GPUs, 7 types) of the Alibaba PAI 2023 trace.
+    /// Default: lab16.
+    #[arg(long, value_enum, conflicts_with_all = ["nodes", "vcs", "nodes_file"])]
     cluster: Option<ClusterPreset>,
+
+    /// A heterogeneous cluster from a node list in the Alibaba PAI 2023
+    /// format (`sn,cpu_milli,memory_mib,gpu,model`): one node per row with
+    /// GPUs, of that GPU type (memory per type: P100, T4, V100M16 16 GiB;
+    /// A10 24 GiB; V100M32 32 GiB; undisclosed G2, G3 assumed 32 GiB).
+    /// CPU-only rows are skipped and counted.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["nodes", "vcs"])]
+    nodes_file: Option<PathBuf>,
 
     /// A uniform cluster of N nodes (with --gpus-per-node) instead of a preset.
     #[arg(long, value_name = "N", requires = "gpus_per_node", conflicts_with = "vcs")]
@@ -310,6 +320,19 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
     };
     let cluster = match (&a.vcs, a.nodes, a.gpus_per_node, a.cluster) {
         (Some(path), ..) => ClusterChoice::VcFile { path: path.clone() },
+        (None, ..) if a.nodes_file.is_some() => {
+            let path = a.nodes_file.clone().expect("checked");
+            let list = dlsched::cluster::load_nodes_file(&path)?;
+            if list.cpu_only_nodes > 0 {
+                eprintln!(
+                    "{}: {} of {} nodes have no GPU and are left out",
+                    path.display(),
+                    list.cpu_only_nodes,
+                    list.rows
+                );
+            }
+            ClusterChoice::NodesFile { path }
+        }
         (None, Some(nodes), Some(gpus_per_node), _) => {
             if nodes == 0 || gpus_per_node == 0 {
                 bail!("--nodes and --gpus-per-node must be at least 1");

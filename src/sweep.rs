@@ -33,13 +33,14 @@ use crate::trace::synthetic::SyntheticSpec;
 use crate::trace::{ColumnMap, TraceFormat};
 
 /// The keys a `[base]` or `[sweep]` table may set, with what each takes.
-pub const KEYS: [(&str, &str); 23] = [
+pub const KEYS: [(&str, &str); 24] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
-    ("format", "auto, philly, philly-rfold, philly-pollux, helios or jobs-csv"),
-    ("cluster", "lab16 or philly"),
+    ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
+    ("cluster", "lab16, philly or alibaba-openb"),
     ("nodes", "a whole number of nodes (with gpus_per_node)"),
     ("gpus_per_node", "a whole number of GPUs per node (with nodes)"),
     ("vcs", "a VC file path, relative to the experiment file"),
+    ("nodes_file", "an Alibaba PAI 2023 node list path, relative to the experiment file"),
     ("policy", "fifo, sjf, genie, genie-fifo, min-min, weighted-fair, tetris-perf or tetris-cer"),
     ("workload", "synthetic (the default) or genie (GENIE's QoS tasks; ignored with a trace)"),
     ("hours", "a positive number: the GENIE workload's arrival window"),
@@ -338,8 +339,14 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
             })
         }
     };
+    if p.contains_key("nodes_file") && ["vcs", "nodes", "gpus_per_node", "cluster"].iter().any(|k| p.contains_key(*k)) {
+        return Err("`nodes_file` builds the cluster; it goes with none of `vcs`, `nodes`, `cluster`".into());
+    }
     let cluster = match (path("vcs")?, uint("nodes")?, uint("gpus_per_node")?, p.get("cluster")) {
         (Some(vcs), ..) => ClusterChoice::VcFile { path: vcs },
+        (None, None, None, None) if p.contains_key("nodes_file") => {
+            ClusterChoice::NodesFile { path: path("nodes_file")?.expect("present") }
+        }
         (None, Some(n), Some(g), _) => ClusterChoice::Uniform {
             nodes: u32::try_from(n).map_err(|_| "`nodes` is too large")?,
             gpus_per_node: u32::try_from(g).map_err(|_| "`gpus_per_node` is too large")?,

@@ -18,7 +18,7 @@ mod presets;
 mod topology;
 
 pub(crate) use presets::csv_error;
-pub use presets::{ClusterPreset, load_vc_file};
+pub use presets::{ClusterPreset, NodeList, OPENB_GPU_NODES, load_nodes_file, load_vc_file, openb_gpu_mem_mib};
 pub use topology::LocalityTier;
 
 use crate::error::ConfigError;
@@ -465,10 +465,26 @@ impl Cluster {
     }
 
     /// The memory a tenant with per-GPU need `need` (MiB; `None` = unknown)
-    /// holds on `gpu`: its need, or the whole GPU when unknown (so a job of
-    /// unknown memory never shares).
-    pub fn tenant_mem_mib(&self, gpu: GpuId, need: Option<u64>) -> u64 {
-        need.unwrap_or_else(|| self.gpu_mem_mib(gpu))
+    /// and guaranteed share `milli` (milli-GPU, 0 = none) holds on `gpu`:
+    ///
+    /// - its need, when known;
+    /// - unknown, with a share: the same fraction of the GPU's shareable
+    ///   memory (its memory less the headroom), rounded down, so that tenants
+    ///   whose shares add up to at most 1,000 milli-GPU also fit in memory.
+    ///   This is the assumption for the Alibaba PAI 2023 trace, whose
+    ///   fractional pods give `gpu_milli` but no memory need: the share is
+    ///   taken as a fraction of the whole GPU, compute and memory alike;
+    /// - unknown, without a share: the whole GPU (such a job never shares).
+    pub fn tenant_mem_mib(&self, gpu: GpuId, need: Option<u64>, milli: u32) -> u64 {
+        match need {
+            Some(n) => n,
+            None if milli > 0 && milli < 1000 => {
+                let cap = self.gpu_mem_mib(gpu);
+                let shareable = (cap as f64 * (1.0 - self.limits.mem_headroom)) as u64;
+                (u128::from(shareable) * u128::from(milli) / 1000) as u64
+            }
+            None => self.gpu_mem_mib(gpu),
+        }
     }
 
     /// Why `gpu` cannot take one more tenant needing `mem_mib` MiB and

@@ -19,6 +19,144 @@ pub enum ClusterPreset {
     /// × 8 GPUs of 24 GB, 2,490 GPUs, in one partition. The GPU models are not
     /// published; the types are named `philly-12g` and `philly-24g`.
     Philly,
+    /// The GPU nodes of the Alibaba PAI 2023 GPU-sharing cluster ("openb",
+    /// Weng et al., ATC'23): 1,213 nodes, 6,212 GPUs of seven types, in one
+    /// partition. A derived summary, not a copy of the node list: the number
+    /// of nodes per (GPUs per node, GPU type) counted from
+    /// `openb_node_list_gpu_node.csv` ([`OPENB_GPU_NODES`]), GPU memory per
+    /// type from [`openb_gpu_mem_mib`]. `--nodes-file` builds the same
+    /// cluster from the file itself (node order then follows the file).
+    AlibabaOpenb,
+}
+
+/// GPU nodes of the Alibaba PAI 2023 ("openb") cluster: (GPUs per node, GPU
+/// type, nodes), counted from `openb_node_list_gpu_node.csv` (1,213 rows, all
+/// with GPUs; sha256 2beca64b…f320b5) of alibaba/clusterdata @ 7a6c496e,
+/// `cluster-trace-gpu-v2023/csv/` (Weng et al., "Beware of Fragmentation:
+/// Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent",
+/// USENIX ATC'23). The data carry no licence file; the repository's README
+/// allows use "for research or study purpose". Only these counts are derived
+/// here; the CPU and memory columns are not used.
+pub const OPENB_GPU_NODES: [(u32, &str, u32); 12] = [
+    (1, "A10", 2),
+    (1, "P100", 3),
+    (1, "V100M16", 19),
+    (2, "P100", 131),
+    (2, "T4", 387),
+    (4, "T4", 17),
+    (4, "V100M16", 28),
+    (4, "V100M32", 9),
+    (8, "G2", 549),
+    (8, "G3", 39),
+    (8, "V100M16", 8),
+    (8, "V100M32", 21),
+];
+
+/// Memory of one GPU of an Alibaba PAI 2023 GPU type, MiB, or `None` for a
+/// type not in the trace. From the vendors' data sheets: P100 16 GiB, T4
+/// 16 GiB, V100M16 (V100 16 GB) 16 GiB, V100M32 (V100 32 GB) 32 GiB, A10
+/// 24 GiB. G2 and G3 are undisclosed in the trace; they are assumed to have
+/// 32 GiB, the most of any disclosed type (both come in 8-GPU servers like
+/// the V100M32). The value matters only for jobs that state a memory need;
+/// the trace's own pods do not.
+pub fn openb_gpu_mem_mib(gpu_type: &str) -> Option<u64> {
+    let gib = match gpu_type {
+        "P100" | "T4" | "V100M16" => 16,
+        "A10" => 24,
+        "V100M32" | "G2" | "G3" => 32,
+        _ => return None,
+    };
+    Some(gib * 1024)
+}
+
+/// An openb-style node: `gpus` GPUs of `gpu_type`, 2 GPUs per PCIe switch,
+/// 2 sockets when it has 2 GPUs or more (the topology is not published).
+fn openb_node(gpus: u32, gpu_type: &str, gpu_mem_mib: u64) -> NodeSpec {
+    NodeSpec {
+        gpus,
+        gpu_type: gpu_type.to_string(),
+        gpu_mem_mib,
+        gpus_per_switch: gpus.clamp(1, 2),
+        sockets: if gpus >= 2 { 2 } else { 1 },
+        rack: 0,
+        vc: VcId(0),
+    }
+}
+
+/// A cluster built from an Alibaba PAI 2023 node list.
+#[derive(Clone, Debug)]
+pub struct NodeList {
+    /// The cluster: one node per GPU node of the file, in file order, in one partition.
+    pub spec: ClusterSpec,
+    /// Data rows read.
+    pub rows: usize,
+    /// Rows skipped because the node has no GPU (`gpu` 0, empty `model`).
+    pub cpu_only_nodes: usize,
+}
+
+/// Builds a cluster from a node list in the Alibaba PAI 2023 ("openb") format:
+/// header `sn, cpu_milli, memory_mib, gpu, model` (`num_gpu` is accepted for
+/// `gpu`; only the GPU count and `model` are read). Each row with GPUs becomes
+/// one node of that many GPUs of type `model`, with the memory
+/// [`openb_gpu_mem_mib`] gives; rows with 0 GPUs (CPU-only nodes) are skipped
+/// and counted.
+///
+/// # Errors
+/// [`TraceError`] naming the file, line and column of a bad GPU count, a GPU
+/// type without a known memory size, a GPU node with no type, or a file with
+/// no GPU node.
+pub fn load_nodes_file(path: &Path) -> Result<NodeList, TraceError> {
+    let bytes = std::fs::read(path).map_err(|err| TraceError::Io { file: path.to_path_buf(), err })?;
+    let mut nodes = Vec::new();
+    let (mut rows, mut cpu_only) = (0, 0);
+    let mut cols: Option<(usize, usize)> = None;
+    crate::trace::csvrows::for_each_row(path, &bytes, |header, row| {
+        if cols.is_none() {
+            let gpu = header.find(&["gpu", "num_gpu"]).ok_or_else(|| TraceError::Format {
+                file: path.to_path_buf(),
+                message: format!(
+                    "no column `gpu` (or `num_gpu`) in the header ({}); expected `sn,cpu_milli,memory_mib,gpu,model`",
+                    header.names.join(", ")
+                ),
+            })?;
+            cols = Some((gpu, header.require(path, "model")?));
+        }
+        let (gpu_col, model_col) = cols.expect("set above");
+        rows += 1;
+        let gpus = row.count(gpu_col)?;
+        if gpus == 0 {
+            cpu_only += 1;
+            return Ok(());
+        }
+        if gpus > super::MAX_GPUS_PER_NODE {
+            let msg = format!("{gpus} GPUs on one node; at most {} are supported", super::MAX_GPUS_PER_NODE);
+            return Err(row.err(gpu_col, msg));
+        }
+        let model = row.str(model_col);
+        if model.is_empty() {
+            return Err(row.err(model_col, format!("a node with {gpus} GPUs has no GPU type")));
+        }
+        let mem = openb_gpu_mem_mib(model).ok_or_else(|| {
+            row.err(model_col, format!("unknown GPU type `{model}`; known: A10, G2, G3, P100, T4, V100M16, V100M32"))
+        })?;
+        if nodes.len() >= super::MAX_NODES {
+            let msg = format!("more than {} nodes; dlsched simulates at most that many", super::MAX_NODES);
+            return Err(row.err(gpu_col, msg));
+        }
+        nodes.push(openb_node(gpus, model, mem));
+        Ok(())
+    })?;
+    if nodes.is_empty() {
+        return Err(TraceError::Format { file: path.to_path_buf(), message: "no node with GPUs".into() });
+    }
+    let spec = ClusterSpec {
+        name: format!("nodes:{}", path.display()),
+        nodes,
+        vc_names: vec!["default".into()],
+        named_vcs: false,
+    };
+    spec.validate().map_err(|ConfigError(m)| TraceError::Format { file: path.to_path_buf(), message: m })?;
+    Ok(NodeList { spec, rows, cpu_only_nodes: cpu_only })
 }
 
 impl ClusterPreset {
@@ -46,6 +184,16 @@ impl ClusterPreset {
                 let mut nodes = vec![node(2, "philly-12g", 12); 321];
                 nodes.extend(vec![node(8, "philly-24g", 24); 231]);
                 ClusterSpec { name: "philly".into(), nodes, vc_names: vec!["default".into()], named_vcs: false }
+            }
+            ClusterPreset::AlibabaOpenb => {
+                let nodes = OPENB_GPU_NODES
+                    .iter()
+                    .flat_map(|&(gpus, ty, count)| {
+                        let mem = openb_gpu_mem_mib(ty).expect("every preset type has a memory size");
+                        std::iter::repeat_n(openb_node(gpus, ty, mem), count as usize)
+                    })
+                    .collect();
+                ClusterSpec { name: "alibaba-openb".into(), nodes, vc_names: vec!["default".into()], named_vcs: false }
             }
         }
     }
@@ -194,6 +342,40 @@ mod tests {
         let p = ClusterPreset::Philly.spec();
         assert_eq!(p.nodes.len(), 321 + 231);
         assert_eq!(p.total_gpus(), 321 * 2 + 231 * 8); // 2,490
+    }
+
+    #[test]
+    fn openb_preset_has_the_node_list_totals() {
+        let s = ClusterPreset::AlibabaOpenb.spec();
+        assert_eq!(s.nodes.len(), 1_213);
+        assert_eq!(s.total_gpus(), 6_212);
+        s.validate().unwrap();
+    }
+
+    #[test]
+    fn nodes_file_skips_cpu_nodes_and_names_bad_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("nodes.csv");
+        std::fs::write(
+            &good,
+            "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,P100\nn1,32000,65536,0,\nn2,96000,393216,8,G2\n",
+        )
+        .unwrap();
+        let l = load_nodes_file(&good).unwrap();
+        assert_eq!((l.rows, l.cpu_only_nodes, l.spec.nodes.len(), l.spec.total_gpus()), (3, 1, 2, 10));
+        assert_eq!((l.spec.nodes[0].gpu_type.as_str(), l.spec.nodes[0].gpu_mem_mib), ("P100", 16 * 1024));
+        assert_eq!((l.spec.nodes[1].gpu_type.as_str(), l.spec.nodes[1].gpus), ("G2", 8));
+
+        let bad = dir.path().join("bad.csv");
+        std::fs::write(&bad, "sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,2,P100\nn1,1,1,two,T4\n").unwrap();
+        let e = load_nodes_file(&bad).unwrap_err().to_string();
+        assert!(e.contains("bad.csv:3") && e.contains("`gpu`") && e.contains("two"), "{e}");
+        std::fs::write(&bad, "sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,2,H100\n").unwrap();
+        let e = load_nodes_file(&bad).unwrap_err().to_string();
+        assert!(e.contains("bad.csv:2") && e.contains("`model`") && e.contains("H100"), "{e}");
+        std::fs::write(&bad, "sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,0,\n").unwrap();
+        let e = load_nodes_file(&bad).unwrap_err().to_string();
+        assert!(e.contains("no node with GPUs"), "{e}");
     }
 
     #[test]

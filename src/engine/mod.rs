@@ -463,6 +463,19 @@ impl Simulation {
                 format!("GPU has {have} MiB of memory, the job needs {need} MiB per GPU"),
             ));
         }
+        if let Some(types) = &spec.gpu_types
+            && let Some(&g) = gpus.iter().find(|&&g| {
+                g.index() < self.cluster.total_gpus() as usize
+                    && !types.contains(&self.cluster.node(self.cluster.node_of(g)).gpu_type)
+            })
+        {
+            let have = &self.cluster.node(self.cluster.node_of(g)).gpu_type;
+            return Err(self.invalid(
+                job,
+                Some(g),
+                format!("GPU is a {have}; the job allows only {}", types.join(", ")),
+            ));
+        }
         let (milli, mem_need) = (spec.gpu_milli.unwrap_or(0), spec.gpu_mem_mib);
         self.settle_busy(vc);
         let allocated = if shared {
@@ -470,7 +483,7 @@ impl Simulation {
             let mem = gpus
                 .first()
                 .filter(|g| g.index() < self.cluster.total_gpus() as usize)
-                .map_or(0, |&g| self.cluster.tenant_mem_mib(g, mem_need));
+                .map_or(0, |&g| self.cluster.tenant_mem_mib(g, mem_need, milli));
             self.cluster.allocate_shared(job, vc, &gpus, mem, milli)
         } else {
             self.cluster.allocate(job, vc, &gpus)

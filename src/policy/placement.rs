@@ -19,17 +19,36 @@ pub struct Request<'a> {
     /// For shared placements: the compute share guaranteed per GPU, milli-GPU
     /// (0 for a whole-GPU job that time-slices with its co-tenants).
     pub milli: u32,
+    /// The GPU types the job may run on (empty: any). Every placement uses
+    /// only nodes whose `gpu_type` is one of them.
+    pub gpu_types: &'a [String],
 }
 
 impl<'a> Request<'a> {
-    /// A request of `gpus` GPUs in `vc` with no recorded split and no memory need.
+    /// A request of `gpus` GPUs in `vc` with no recorded split, no memory need
+    /// and no GPU-type constraint.
     pub fn new(vc: VcId, gpus: u32) -> Self {
-        Request { vc, gpus, shape: &[], min_gpu_mem_mib: 0, milli: 0 }
+        Request { vc, gpus, shape: &[], min_gpu_mem_mib: 0, milli: 0, gpu_types: &[] }
     }
 
     /// True if `node`'s GPUs have the memory this request needs.
     pub fn fits_memory(&self, cluster: &Cluster, node: crate::ids::NodeId) -> bool {
         self.min_gpu_mem_mib == 0 || cluster.node(node).gpu_mem_mib >= self.min_gpu_mem_mib
+    }
+
+    /// True if `node`'s GPUs are of a type this request allows.
+    pub fn fits_type(&self, cluster: &Cluster, node: crate::ids::NodeId) -> bool {
+        self.gpu_types.is_empty() || self.gpu_types.contains(&cluster.node(node).gpu_type)
+    }
+
+    /// True if `node` meets the request's memory need and GPU-type constraint.
+    pub fn fits_node(&self, cluster: &Cluster, node: crate::ids::NodeId) -> bool {
+        self.fits_memory(cluster, node) && self.fits_type(cluster, node)
+    }
+
+    /// True when any node of the partition will do (no memory need, no type constraint).
+    fn unconstrained(&self) -> bool {
+        self.min_gpu_mem_mib == 0 && self.gpu_types.is_empty()
     }
 }
 
@@ -45,9 +64,12 @@ pub trait Placement: Send {
 
     /// Requests of one class (in one partition) are placed alike in every
     /// cluster state, so a backfilling queue tries one job per class. By
-    /// default the class is the GPU count and the memory need (MiB).
+    /// default the class is the GPU count, the memory need (MiB), the
+    /// guaranteed share and the allowed GPU types.
     fn class(&self, req: Request<'_>) -> Vec<u32> {
-        vec![req.gpus, mem_key(req.min_gpu_mem_mib), req.milli]
+        let mut c = vec![req.gpus, mem_key(req.min_gpu_mem_mib), req.milli];
+        push_types_key(req.gpu_types, &mut c);
+        c
     }
 
     /// True if the rule places jobs as tenants of shared GPUs
@@ -60,6 +82,15 @@ pub trait Placement: Send {
 /// A memory need as a class component (MiB, saturating at `u32::MAX`).
 pub(crate) fn mem_key(mib: u64) -> u32 {
     u32::try_from(mib).unwrap_or(u32::MAX)
+}
+
+/// Appends the allowed GPU types to a class, exactly (each name as its length
+/// then its bytes, four to a component); nothing for an unconstrained request.
+pub(crate) fn push_types_key(types: &[String], class: &mut Vec<u32>) {
+    for t in types {
+        class.push(u32::try_from(t.len()).unwrap_or(u32::MAX));
+        class.extend(t.as_bytes().chunks(4).map(|c| c.iter().fold(0u32, |a, &b| (a << 8) | u32::from(b))));
+    }
 }
 
 /// The placement rules on offer.
@@ -142,10 +173,10 @@ impl Placement for Consolidate {
             return false;
         }
         if gpus <= p.max_node_gpus {
-            let node = if req.min_gpu_mem_mib == 0 {
+            let node = if req.unconstrained() {
                 p.best_fit_node(gpus)
             } else {
-                p.nodes_by_free_asc().find(|&(n, free)| free >= gpus && req.fits_memory(cluster, n)).map(|(n, _)| n)
+                p.nodes_by_free_asc().find(|&(n, free)| free >= gpus && req.fits_node(cluster, n)).map(|(n, _)| n)
             };
             return match node {
                 Some(node) => cluster.take_free_gpus(node, gpus, out),
@@ -154,7 +185,7 @@ impl Placement for Consolidate {
         }
         let start = out.len();
         let mut remaining = gpus;
-        for (node, free) in p.nodes_by_free_desc().filter(|&(n, _)| req.fits_memory(cluster, n)) {
+        for (node, free) in p.nodes_by_free_desc().filter(|&(n, _)| req.fits_node(cluster, n)) {
             if free == cluster.node(node).gpus && remaining > free {
                 cluster.take_free_gpus(node, free, out);
                 remaining -= free;
@@ -192,16 +223,15 @@ impl Placement for FirstFit {
             return p
                 .nodes
                 .iter()
-                .find(|&&n| cluster.node_free(n) >= gpus && req.fits_memory(cluster, n))
+                .find(|&&n| cluster.node_free(n) >= gpus && req.fits_node(cluster, n))
                 .is_some_and(|&n| cluster.take_free_gpus(n, gpus, out));
         }
-        let eligible: u32 =
-            p.nodes.iter().filter(|&&n| req.fits_memory(cluster, n)).map(|&n| cluster.node_free(n)).sum();
+        let eligible: u32 = p.nodes.iter().filter(|&&n| req.fits_node(cluster, n)).map(|&n| cluster.node_free(n)).sum();
         if eligible < gpus {
             return false;
         }
         let mut remaining = gpus;
-        for &n in p.nodes.iter().filter(|&&n| req.fits_memory(cluster, n)) {
+        for &n in p.nodes.iter().filter(|&&n| req.fits_node(cluster, n)) {
             let take = cluster.node_free(n).min(remaining);
             if take > 0 {
                 cluster.take_free_gpus(n, take, out);
@@ -240,7 +270,7 @@ impl Placement for Recorded {
         for &part in req.shape {
             match p
                 .nodes_by_free_asc()
-                .find(|&(n, free)| free >= part && !used.contains(&n) && req.fits_memory(cluster, n))
+                .find(|&(n, free)| free >= part && !used.contains(&n) && req.fits_node(cluster, n))
             {
                 Some((n, _)) => {
                     cluster.take_free_gpus(n, part, out);
@@ -259,6 +289,7 @@ impl Placement for Recorded {
         let mut c = if req.shape.is_empty() { vec![req.gpus] } else { req.shape.to_vec() };
         c.push(mem_key(req.min_gpu_mem_mib));
         c.push(req.milli);
+        push_types_key(req.gpu_types, &mut c);
         c
     }
 }

@@ -42,7 +42,8 @@ struct VcQueue {
     by_class: BTreeMap<Vec<u32>, BTreeSet<Key>>,
 }
 
-/// The placement request of a job: its partition, GPU count and recorded split.
+/// The placement request of a job: its partition, GPU count, recorded split,
+/// memory need, guaranteed share and allowed GPU types.
 fn request<'a>(view: &View<'a>, job: JobId) -> Request<'a> {
     let spec = view.jobs.spec(job);
     // Only a split the trace recorded is replayed; the packed split assumed for
@@ -54,6 +55,7 @@ fn request<'a>(view: &View<'a>, job: JobId) -> Request<'a> {
         shape,
         min_gpu_mem_mib: spec.gpu_mem_mib.unwrap_or(0),
         milli: spec.gpu_milli.unwrap_or(0),
+        gpu_types: spec.gpu_types.as_deref().unwrap_or(&[]),
     }
 }
 

@@ -3,7 +3,11 @@
 //!
 //! These are the baseline packers of issue 8 (first fit; best fit by memory).
 //! A job of unknown memory needs a whole GPU's memory, so it only ever lands
-//! on an idle GPU: the rules then behave as exclusive placements.
+//! on an idle GPU: the rules then behave as exclusive placements. The
+//! exception is a job of unknown memory with a guaranteed share (`milli`),
+//! which holds that fraction of the GPU's memory
+//! ([`Cluster::tenant_mem_mib`]). Both rules use only nodes of the GPU types
+//! a job allows.
 
 use super::placement::{Placement, Request};
 use crate::cluster::Cluster;
@@ -59,10 +63,10 @@ impl ShareFit {
     }
 }
 
-/// The memory a request holds on `g`, MiB: its need, or the whole GPU when
-/// unknown (0 in the request means unknown).
+/// The memory a request holds on `g`, MiB (0 in the request means unknown;
+/// see [`Cluster::tenant_mem_mib`]).
 fn need(cluster: &Cluster, req: &Request<'_>, g: GpuId) -> u64 {
-    cluster.tenant_mem_mib(g, (req.min_gpu_mem_mib > 0).then_some(req.min_gpu_mem_mib))
+    cluster.tenant_mem_mib(g, (req.min_gpu_mem_mib > 0).then_some(req.min_gpu_mem_mib), req.milli)
 }
 
 impl Placement for ShareFit {
@@ -86,6 +90,9 @@ impl Placement for ShareFit {
         // One node if possible.
         let mut best: Option<(u64, NodeId)> = None;
         for &node in &p.nodes {
+            if !req.fits_type(cluster, node) {
+                continue;
+            }
             self.hostable(cluster, &req, node);
             if self.scratch.len() < n {
                 continue;
@@ -105,7 +112,7 @@ impl Placement for ShareFit {
         }
         // Across nodes: the best-ranked hostable GPUs of the partition.
         let mut all: Vec<(u64, GpuId)> = Vec::new();
-        for &node in &p.nodes {
+        for &node in p.nodes.iter().filter(|&&node| req.fits_type(cluster, node)) {
             self.hostable(cluster, &req, node);
             all.extend_from_slice(&self.scratch);
         }

@@ -6,12 +6,14 @@ use std::path::Path;
 use super::csvrows::{Header, for_each_row};
 use super::{TraceFormat, TraceRecord};
 use crate::error::TraceError;
+use crate::job::SkipReason;
 
 pub(crate) const EXPECTED_HEADERS: &str =
     "  philly-rfold:  #job id,arrival time (sec),topology,shape,size,duration (sec)
   philly-pollux: timestamp,duration,num_gpus,gpu_time,cluster
   helios:        job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue
-  jobs-csv:      job_id,submit_time,duration,gpu_num[,vc][,user] (names mappable with --columns)";
+  jobs-csv:      job_id,submit_time,duration,gpu_num[,vc][,user] (names mappable with --columns)
+  alibaba-openb: name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time";
 
 /// The logical fields of the `jobs-csv` format and the file columns they come
 /// from. Defaults are the field names themselves; `vc` and `user` are optional.
@@ -113,6 +115,9 @@ pub(crate) fn detect(header: &str, columns: &ColumnMap) -> Option<TraceFormat> {
         Some(TraceFormat::PhillyRfold)
     } else if has("timestamp") && has("num_gpus") && has("duration") {
         Some(TraceFormat::PhillyPollux)
+    } else if has("num_gpu") && has("gpu_milli") {
+        // Also the time-less `multigpuNN` lists, so the reader can say what is missing.
+        Some(TraceFormat::AlibabaOpenb)
     } else if has("job_id") && has("gpu_num") && has("submit_time") && has("state") && has("node_num") {
         Some(TraceFormat::Helios)
     } else if ["job_id", "submit_time", "duration", "gpu_num"].iter().all(|f| has(columns.column(f))) {
@@ -134,6 +139,7 @@ pub(crate) fn read(
         TraceFormat::PhillyPollux => read_wallclock(file, bytes, WallClock::Pollux),
         TraceFormat::Helios => read_wallclock(file, bytes, WallClock::Helios),
         TraceFormat::JobsCsv => read_jobs_csv(file, bytes, columns).map(|r| (r, None)),
+        TraceFormat::AlibabaOpenb => read_openb(file, bytes).map(|r| (r, None)),
         TraceFormat::Auto | TraceFormat::Philly => unreachable!("resolved by load_trace"),
     }
 }
@@ -181,6 +187,8 @@ fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
             local_bsz: None,
             gpu_mem_mib: None,
             gpu_milli: None,
+            gpu_types: None,
+            skip: None,
             line: row.line,
         });
         Ok(())
@@ -239,6 +247,8 @@ fn read_wallclock(
                 local_bsz: None,
                 gpu_mem_mib: None,
                 gpu_milli: None,
+                gpu_types: None,
+                skip: None,
                 line: row.line,
             },
         ));
@@ -291,6 +301,101 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
             },
             gpu_mem_mib: None,
             gpu_milli: None,
+            gpu_types: None,
+            skip: None,
+            line: row.line,
+        });
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// The Alibaba PAI 2023 pod list (`openb_pod_list_*.csv`; FGD, Weng et al.,
+/// ATC'23). Times are whole seconds from the trace origin. One record per pod:
+///
+/// - submit = `creation_time`; run time = `deletion_time − scheduled_time` (a
+///   pod's recorded lifetime once placed; 34 pods of the default list end at
+///   the collection end, so theirs is cut short);
+/// - GPUs = `num_gpu`; a 1-GPU pod with `gpu_milli` below 1,000 asks for that
+///   share of one GPU (`gpu_milli`, milli-GPU); other values of `gpu_milli`
+///   (1,000, or any value on pods of 0 or several GPUs) are whole GPUs;
+/// - `gpu_spec` (GPU types joined by `|`; empty = any) becomes the allowed
+///   GPU types, sorted and without repeats;
+/// - a pod with an empty `scheduled_time` was never placed (deleted while
+///   pending): it has no run time, so it is marked `never_scheduled` and
+///   skipped. Replaying it would need an invented duration, and its
+///   `deletion − creation` is time spent waiting, not running.
+///
+/// CPU-only pods are kept as 0-GPU records (skipped as `zero_gpus`).
+/// `cpu_milli`, `memory_mib`, `qos` and `pod_phase` are not read.
+fn read_openb(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError> {
+    let mut out = Vec::with_capacity(line_count(bytes));
+    let mut cols: Option<(Vec<usize>, Option<usize>)> = None;
+    for_each_row(file, bytes, |header, row| {
+        if cols.is_none() {
+            let need = ["name", "num_gpu", "gpu_milli", "creation_time", "deletion_time", "scheduled_time"];
+            if let Some(missing) = need.iter().find(|n| header.find(&[n]).is_none()) {
+                return Err(TraceError::Format {
+                    file: file.to_path_buf(),
+                    message: format!(
+                        "no column `{missing}` in the header ({}); an alibaba-openb pod list needs {} \
+                         (the multigpuNN lists have no times and cannot be replayed)",
+                        header.names.join(", "),
+                        need.join(", ")
+                    ),
+                });
+            }
+            cols = Some((require_all(header, file, &need)?, header.find(&["gpu_spec"])));
+        }
+        let (c, spec_col) = cols.as_ref().expect("set above");
+        let gpus = row.count(c[1])?;
+        let milli_text = row.str(c[2]);
+        let milli = match milli_text.parse::<u32>() {
+            Ok(m) if m <= 1000 => m,
+            _ => return Err(row.err(c[2], format!("`{milli_text}` is not a whole number of milli-GPU from 0 to 1000"))),
+        };
+        if gpus == 1 && milli == 0 {
+            return Err(row.err(c[2], "a 1-GPU pod asks for 0 milli-GPU; expected 1 to 1000".into()));
+        }
+        let submit_ms = row.time_ms(c[3])?;
+        let deletion_ms = row.time_ms(c[4])?;
+        let (duration_ms, skip) = if row.str(c[5]).is_empty() {
+            (0, Some(SkipReason::NeverScheduled))
+        } else {
+            let scheduled_ms = row.time_ms(c[5])?;
+            if scheduled_ms < submit_ms {
+                let msg = format!("scheduled at {} s, before its creation at {} s", row.str(c[5]), row.str(c[3]));
+                return Err(row.err(c[5], msg));
+            }
+            // A deletion before scheduling gives 0, skipped as nonpositive_duration.
+            (deletion_ms.saturating_sub(scheduled_ms), None)
+        };
+        let gpu_types = spec_col.map(|col| row.str(col)).filter(|t| !t.is_empty()).map(|t| {
+            let mut v: Vec<String> =
+                t.split('|').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();
+            v.sort();
+            v.dedup();
+            v
+        });
+        if let (Some(col), Some(v)) = (spec_col, &gpu_types)
+            && v.is_empty()
+        {
+            return Err(row.err(*col, format!("`{}` names no GPU type", row.str(*col))));
+        }
+        out.push(TraceRecord {
+            job_id: row.text(c[0], "pod name")?,
+            submit_ms,
+            duration_ms,
+            gpus,
+            vc: None,
+            user: None,
+            shape: None,
+            model: None,
+            local_bsz: None,
+            gpu_mem_mib: None,
+            gpu_milli: (gpus == 1 && milli < 1000).then_some(milli),
+            gpu_types,
+            skip,
             line: row.line,
         });
         Ok(())

@@ -116,6 +116,8 @@ pub fn generate(
             local_bsz: Some(global_bsz),
             gpu_mem_mib: None,
             gpu_milli: None,
+            gpu_types: None,
+            skip: None,
             line: 0,
         };
         let task = TaskSpec {

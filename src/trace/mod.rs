@@ -46,6 +46,14 @@ pub struct TraceRecord {
     /// A fractional GPU request, milli-GPU (1..=999, one GPU), if the trace
     /// gives one (Alibaba PAI 2023 `gpu_milli`); such a job shares a GPU.
     pub gpu_milli: Option<u32>,
+    /// The GPU types the job may run on (sorted, no repeats), if the trace
+    /// constrains them (Alibaba PAI 2023 `gpu_spec`); `None` = any type.
+    /// Compared with [`crate::cluster::NodeSpec::gpu_type`] exactly.
+    pub gpu_types: Option<Vec<String>>,
+    /// A reason the adapter already knows the row cannot be replayed (e.g. an
+    /// Alibaba pod that was never scheduled, so it has no run time); the
+    /// workload builder skips the row with this reason.
+    pub skip: Option<crate::job::SkipReason>,
     /// 1-based line in the file (0 for generated jobs).
     pub line: u64,
 }
@@ -72,6 +80,16 @@ pub enum TraceFormat {
     /// `vc`, `user`, `model`, `local_bsz` (seconds); column names can be
     /// mapped with `--columns`.
     JobsCsv,
+    /// Alibaba PAI 2023 GPU-sharing pod list (`openb_pod_list_*.csv`, Weng et
+    /// al., ATC'23): `name, cpu_milli, memory_mib, num_gpu, gpu_milli,
+    /// gpu_spec, qos, pod_phase, creation_time, deletion_time,
+    /// scheduled_time`; times in seconds from the trace origin. One job per
+    /// pod: submitted at `creation_time`, running `deletion_time −
+    /// scheduled_time` s; `gpu_milli` < 1000 on a 1-GPU pod is a fractional
+    /// request; `gpu_spec` (`|`-separated) constrains the GPU type. CPU-only
+    /// pods are skipped (`zero_gpus`), and so are pods never scheduled
+    /// (`never_scheduled`: no run time was recorded).
+    AlibabaOpenb,
 }
 
 impl TraceFormat {
@@ -80,6 +98,7 @@ impl TraceFormat {
         match self {
             TraceFormat::PhillyRfold => "job id",
             TraceFormat::PhillyPollux => "(row index)",
+            TraceFormat::AlibabaOpenb => "name",
             _ => "job_id",
         }
     }
@@ -93,6 +112,7 @@ impl TraceFormat {
             TraceFormat::PhillyPollux => "philly-pollux",
             TraceFormat::Helios => "helios",
             TraceFormat::JobsCsv => "jobs-csv",
+            TraceFormat::AlibabaOpenb => "alibaba-openb",
         }
     }
 }

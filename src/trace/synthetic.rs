@@ -184,6 +184,8 @@ pub fn generate(spec: &SyntheticSpec, cluster_gpus: u32, max_gpus: u32, seed: u6
             local_bsz: None,
             gpu_mem_mib: None,
             gpu_milli: None,
+            gpu_types: None,
+            skip: None,
             line: 0,
         })
         .collect())

@@ -17,6 +17,10 @@ fn sorted_shape(shape: Option<&[u32]>) -> Vec<u32> {
 }
 use crate::time::SimTime;
 
+/// Jobs without a recorded split, keyed by what decides their placement on an
+/// empty partition: partition, GPUs, memory need (MiB), allowed GPU types.
+type SizeKey = (VcId, u32, u64, Vec<String>);
+
 /// The jobs to simulate and the rows that cannot run.
 pub struct Workload {
     /// Admitted jobs, in (submit time, trace order).
@@ -46,7 +50,10 @@ impl Workload {
 ///   every job there and keeps the trace's VC label for output only;
 /// - rows with 0 GPUs (`zero_gpus`), a non-positive duration
 ///   (`nonpositive_duration`), more GPUs than the partition (`exceeds_cluster`),
-///   or no placement even on the empty partition (`unplaceable`) are skipped.
+///   allowed GPU types none of which the partition has (`gpu_type_unavailable`),
+///   or no placement even on the empty partition (`unplaceable`) are skipped;
+/// - so are rows the adapter marked ([`TraceRecord::skip`], e.g.
+///   `never_scheduled`), after the `zero_gpus` check.
 pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: PlacementKind) -> Workload {
     let rows_total = records.len();
     let mut records = records;
@@ -57,33 +64,39 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
     // partition (None: it cannot place it at all).
     // Jobs without a recorded shape are keyed by GPU count (every placement's
     // class for them), others by their placement class.
-    let mut by_size: BTreeMap<(VcId, u32, u64), Option<Vec<u32>>> = BTreeMap::new();
+    let mut by_size: BTreeMap<SizeKey, Option<Vec<u32>>> = BTreeMap::new();
     let mut by_class: BTreeMap<(VcId, Vec<u32>), Option<Vec<u32>>> = BTreeMap::new();
     let mut scratch = Vec::new();
     let mut specs = Vec::with_capacity(records.len());
     let mut skipped = Vec::new();
     for r in records {
         let vc = if named_vcs { r.vc.as_deref().and_then(|v| cluster.vc_by_name(v)) } else { Some(VcId(0)) };
+        let types: &[String] = r.gpu_types.as_deref().unwrap_or(&[]);
         let reason = if r.gpus == 0 {
             Some(SkipReason::ZeroGpus)
+        } else if let Some(reason) = r.skip {
+            Some(reason)
         } else if r.duration_ms == 0 {
             Some(SkipReason::NonpositiveDuration)
         } else if let Some(vc) = vc {
             let mem = r.gpu_mem_mib.unwrap_or(0);
-            if r.gpus > cluster.partition(vc).gpus_total {
+            let partition = cluster.partition(vc);
+            if r.gpus > partition.gpus_total {
                 Some(SkipReason::ExceedsCluster)
-            } else if mem > cluster.partition(vc).max_gpu_mem_mib {
+            } else if mem > partition.max_gpu_mem_mib {
                 Some(SkipReason::ExceedsGpuMemory)
+            } else if !types.is_empty() && !partition.nodes.iter().any(|&n| types.contains(&cluster.node(n).gpu_type)) {
+                Some(SkipReason::GpuTypeUnavailable)
             } else {
                 let shape = sorted_shape(r.shape.as_deref());
-                let req = Request { vc, gpus: r.gpus, shape: &shape, min_gpu_mem_mib: mem, milli: 0 };
+                let req = Request { vc, gpus: r.gpus, shape: &shape, min_gpu_mem_mib: mem, milli: 0, gpu_types: types };
                 let class = (!shape.is_empty()).then(|| placer.class(req));
                 let mut on_empty = || {
                     scratch.clear();
                     placer.place(cluster, req, &mut scratch).then(|| cluster.split_of(&scratch))
                 };
                 let split = match class {
-                    None => by_size.entry((vc, r.gpus, mem)).or_insert_with(&mut on_empty),
+                    None => by_size.entry((vc, r.gpus, mem, types.to_vec())).or_insert_with(&mut on_empty),
                     Some(class) => by_class.entry((vc, class)).or_insert_with(&mut on_empty),
                 };
                 split.is_none().then_some(SkipReason::Unplaceable)
@@ -96,7 +109,7 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
             None => specs.push(JobSpec {
                 recorded_split: match &r.shape {
                     Some(shape) => sorted_shape(Some(shape)),
-                    None => by_size[&(vc.expect("admitted"), r.gpus, r.gpu_mem_mib.unwrap_or(0))]
+                    None => by_size[&(vc.expect("admitted"), r.gpus, r.gpu_mem_mib.unwrap_or(0), types.to_vec())]
                         .clone()
                         .unwrap_or_default(),
                 },
@@ -105,6 +118,7 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
                 gpu_mem_mib: r.gpu_mem_mib,
                 gpu_milli: r.gpu_milli,
                 task: None,
+                gpu_types: r.gpu_types,
                 id: JobId(specs.len() as u32),
                 name: r.job_id,
                 submit: SimTime::from_ms(r.submit_ms),

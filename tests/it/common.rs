@@ -34,6 +34,8 @@ pub fn rec(id: &str, submit_s: u64, gpus: u32, duration_s: u64) -> TraceRecord {
         local_bsz: None,
         gpu_mem_mib: None,
         gpu_milli: None,
+        gpu_types: None,
+        skip: None,
         line: 0,
     }
 }

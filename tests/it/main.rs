@@ -9,6 +9,7 @@ mod formats;
 mod hand;
 mod invariants;
 mod memory;
+mod openb;
 mod philly;
 mod profile_db;
 mod profile_model;
