@@ -409,6 +409,14 @@ impl Simulation {
         let mut speed: f64 = 1.0;
         let mut colocated = false;
         let mut others: Vec<&JobSpec> = Vec::new();
+        // A tenant with a guaranteed compute share (milli-GPU) runs at its
+        // recorded speed: its trace run time was measured under that share
+        // (the Alibaba PAI 2023 pods), so slowing it again would count the
+        // sharing twice. Only whole-GPU jobs that time-slice are slowed.
+        if spec.gpu_milli.is_some() {
+            let colocated = gpus.iter().any(|&g| self.cluster.tenants(g).len() > 1);
+            return (base, base, colocated);
+        }
         for &g in gpus {
             let tenants = self.cluster.tenants(g);
             if tenants.len() < 2 {

@@ -6,6 +6,7 @@ mod cli;
 mod common;
 mod fidelity;
 mod formats;
+mod genie;
 mod hand;
 mod invariants;
 mod memory;
