@@ -398,7 +398,11 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
 pub fn load_genie_profiles(path: &Path) -> Result<GenieProfiles, crate::error::TraceError> {
     let text =
         std::fs::read_to_string(path).map_err(|err| crate::error::TraceError::Io { file: path.to_path_buf(), err })?;
-    serde_json::from_str(&text).map_err(|e| crate::error::TraceError::Format {
+    #[derive(serde::Deserialize)]
+    struct Saved {
+        models: GenieProfiles,
+    }
+    serde_json::from_str::<Saved>(&text).map(|s| s.models).map_err(|e| crate::error::TraceError::Format {
         file: path.to_path_buf(),
         message: format!("not a GENIE model file (line {}, column {}): {e}", e.line(), e.column()),
     })

@@ -67,6 +67,93 @@ enum Command {
     /// The calibrated profile database: `profile show` prints a model's table, `profile check` the held-out
     /// prediction error, `profile import` derives the tables from public measurements.
     Profile(profile_cmd::ProfileArgs),
+    /// Run GENIE's simulated offline profiler for a cluster and save the
+    /// fitted prediction models (k0..k2, gamma, lambda per task type) with a
+    /// manifest (profile database, seed, profiler settings, date). `simulate
+    /// --genie-models FILE` then uses them instead of profiling at start.
+    GenieProfile(GenieProfileArgs),
+}
+
+#[derive(Args)]
+struct GenieProfileArgs {
+    /// Cluster preset whose GPU type and shape (N nodes x G GPUs) are profiled.
+    #[arg(long, value_enum, default_value = "lab16")]
+    cluster: ClusterPreset,
+    /// Seed of the measurement noise.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Standard deviation of the log-normal measurement noise.
+    #[arg(long, default_value_t = 0.02)]
+    noise: f64,
+    /// Iterations per profiling run.
+    #[arg(long, default_value_t = 100)]
+    iterations: u64,
+    /// A profile database directory as ground truth instead of the builtin one.
+    #[arg(long, value_name = "DIR")]
+    profiles: Option<PathBuf>,
+    /// Output file (JSON).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+}
+
+fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
+    use dlsched::policy::genie::{ProfilerConfig, profile};
+    if !(a.noise.is_finite() && a.noise >= 0.0) || a.iterations == 0 {
+        bail!("--noise must be >= 0 and --iterations at least 1");
+    }
+    let db: &'static dlsched::profile::db::ProfileDb = match &a.profiles {
+        Some(d) => Box::leak(Box::new(dlsched::profile::db::ProfileDb::load_dir(d)?)),
+        None => dlsched::profile::db::ProfileDb::builtin(),
+    };
+    let spec = a.cluster.spec();
+    let nodes = spec.nodes.len() as u32;
+    let gpn = spec.nodes.iter().map(|n| n.gpus).max().unwrap_or(1);
+    let name = a.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
+    let cfg = ProfilerConfig { iterations_per_run: a.iterations, noise_sd: a.noise };
+    let p = profile(db, &name, &spec.nodes[0].gpu_type, nodes, gpn, a.seed, cfg);
+    let doc = serde_json::json!({
+        "manifest": {
+            "what": "GENIE prediction models fitted by dlsched's simulated offline profiler",
+            "dlsched_version": env!("CARGO_PKG_VERSION"),
+            "cluster": spec.name,
+            "profile_db": name,
+            "seed": a.seed,
+            "profiler": cfg,
+            "date": std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .and_then(|d| chrono::DateTime::from_timestamp(d.as_secs() as i64, 0))
+                .map_or_else(String::new, |t| t.format("%Y-%m-%d").to_string()),
+            "profiling_gpu_hours": p.gpu_seconds() / 3600.0,
+        },
+        "models": p,
+    });
+    let mut text = serde_json::to_string_pretty(&doc)?;
+    text.push('\n');
+    dlsched::metrics::export::write_atomic(&a.out, text.as_bytes())
+        .with_context(|| format!("writing {}", a.out.display()))?;
+    println!(
+        "profiled {} task types on {} ({} x {} {}): {:.2} GPU-hours of profiling; wrote {}",
+        p.types.len(),
+        spec.name,
+        nodes,
+        gpn,
+        spec.nodes[0].gpu_type,
+        p.gpu_seconds() / 3600.0,
+        a.out.display()
+    );
+    for t in p.types.values() {
+        println!(
+            "  {:<18} sPR(b) = {:.3} + {:.4} b + {:.6} b^2   gamma {:.3}  lambda {}",
+            t.kind,
+            t.k[0],
+            t.k[1],
+            t.k[2],
+            t.gamma,
+            t.lambda.map_or("-".to_string(), |l| format!("{l:.3}"))
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Args)]
@@ -256,6 +343,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Simulate(args) => simulate(*args).map(|()| ExitCode::SUCCESS),
         Command::Compare(args) => compare::run(&args),
         Command::Profile(args) => profile_cmd::run(&args),
+        Command::GenieProfile(args) => genie_profile(&args),
         Command::Sweep(args) => sweep_cmd::sweep(&args),
         Command::Merge(args) => sweep_cmd::merge_cmd(&args),
         Command::Plot { dir } => {
