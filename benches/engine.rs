@@ -237,7 +237,7 @@ fn replay_synthetic_10k(c: &mut Criterion) {
     for (order, backfill) in POLICIES {
         let spec = RunSpec {
             workload: WorkloadSource::Synthetic(SyntheticSpec { jobs: 10_000, jobs_per_hour: None, load: 0.8 }),
-            cluster: ClusterChoice::Uniform { nodes: 64, gpus_per_node: 8 },
+            cluster: ClusterChoice::Uniform { nodes: 64, gpus_per_node: 8, gpu_type: None },
             policy: policy_config(order, backfill),
             seed: 1,
             sample_interval_ms: 0,

@@ -51,6 +51,29 @@ pub struct GenieRun {
     pub models: Option<PathBuf>,
 }
 
+/// GPU types a uniform cluster may have, with the memory of one GPU, MiB (the
+/// vendors' data sheets: K80 24 GB per board = 12 GB per GK210 GPU; P100 16
+/// GB; V100 16 GB (the 32 GB model as `v100-32g`); T4 16 GB; A100 40 GB (80
+/// GB as `a100-80g`); RTX 2080 Ti 11 GB; Quadro RTX 6000 24 GB). The names
+/// match the profile database's GPU types.
+pub const GPU_TYPE_MEMORY: [(&str, u64); 9] = [
+    ("k80", 12 * 1024),
+    ("p100", 16 * 1024),
+    ("v100", 16 * 1024),
+    ("v100-32g", 32 * 1024),
+    ("t4", 16 * 1024),
+    ("a100", 40 * 1024),
+    ("a100-80g", 80 * 1024),
+    ("rtx2080ti", 11 * 1024),
+    ("quadro6000", 24 * 1024),
+];
+
+/// Memory of one GPU of a known type, MiB (case-insensitive).
+pub fn gpu_type_mem_mib(gpu_type: &str) -> Option<u64> {
+    let t = gpu_type.to_ascii_lowercase();
+    GPU_TYPE_MEMORY.iter().find(|g| g.0 == t).map(|g| g.1)
+}
+
 /// Which cluster to simulate.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
@@ -61,12 +84,16 @@ pub enum ClusterChoice {
         #[serde(serialize_with = "ser_preset")]
         preset: ClusterPreset,
     },
-    /// `nodes` × `gpus_per_node` identical GPUs (type `generic`, 16 GiB), one partition.
+    /// `nodes` × `gpus_per_node` identical GPUs, one partition: type
+    /// `gpu_type` (memory per [`gpu_type_mem_mib`]), or `generic` with 16 GiB.
     Uniform {
         /// Nodes.
         nodes: u32,
         /// GPUs per node.
         gpus_per_node: u32,
+        /// GPU type, if not `generic`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        gpu_type: Option<String>,
     },
     /// VC partitions from a file (see [`load_vc_file`]); GPUs of type `generic`, 16 GiB.
     VcFile {
@@ -94,7 +121,7 @@ impl ClusterChoice {
     pub fn spec(&self) -> Result<ClusterSpec, RunError> {
         let spec = match self {
             ClusterChoice::Preset { preset } => preset.spec(),
-            ClusterChoice::Uniform { nodes, gpus_per_node } => {
+            ClusterChoice::Uniform { nodes, gpus_per_node, gpu_type } => {
                 let gpus = u64::from(*nodes) * u64::from(*gpus_per_node);
                 if *nodes as usize > crate::cluster::MAX_NODES || gpus > crate::cluster::MAX_GPUS {
                     return Err(ConfigError(format!(
@@ -104,7 +131,23 @@ impl ClusterChoice {
                     ))
                     .into());
                 }
-                ClusterSpec::uniform(&format!("{nodes}x{gpus_per_node}"), *nodes, *gpus_per_node, "generic", 16 * 1024)
+                let (ty, mem) = match gpu_type {
+                    None => ("generic".to_string(), 16 * 1024),
+                    Some(t) => (
+                        t.clone(),
+                        gpu_type_mem_mib(t).ok_or_else(|| {
+                            ConfigError(format!(
+                                "unknown GPU type `{t}`; known: {}",
+                                GPU_TYPE_MEMORY.iter().map(|g| g.0).collect::<Vec<_>>().join(", ")
+                            ))
+                        })?,
+                    ),
+                };
+                let name = match gpu_type {
+                    None => format!("{nodes}x{gpus_per_node}"),
+                    Some(t) => format!("{nodes}x{gpus_per_node}-{t}"),
+                };
+                ClusterSpec::uniform(&name, *nodes, *gpus_per_node, &ty, mem)
             }
             ClusterChoice::VcFile { path } => load_vc_file(path, "generic", 16 * 1024)?,
             ClusterChoice::NodesFile { path } => crate::cluster::load_nodes_file(path)?.spec,
@@ -272,6 +315,7 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
     let mut cluster = Cluster::new(spec.cluster.spec()?)?;
     cluster.set_share_limits(spec.share)?;
     let mut genie_tasks: std::collections::HashMap<String, crate::job::TaskSpec> = Default::default();
+    let mut run_profiles: Option<GenieProfiles> = None;
     let (records, input) = match &spec.workload {
         WorkloadSource::Trace { path, format, columns } => {
             let t = load_trace(path, *format, columns)?;
@@ -297,8 +341,21 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
                 None => ProfileDb::builtin(),
             };
             let node = cluster.spec().nodes.first().cloned().ok_or_else(|| ConfigError("empty cluster".into()))?;
-            let tasks = crate::trace::genie::generate(g, db, &node.gpu_type, node.gpu_mem_mib, spec.seed)
+            let mut tasks = crate::trace::genie::generate(g, db, &node.gpu_type, node.gpu_mem_mib, spec.seed)
                 .map_err(ConfigError)?;
+            if g.ect == crate::trace::genie::EctBasis::Predicted {
+                // The paper's ECT: a multiple of the predicted single-GPU
+                // latency, from the run's fitted models (the ones a GENIE
+                // policy of this run uses), for every policy alike.
+                let profiles = genie_profiles(spec, &cluster, db)?;
+                for (rec, t) in &mut tasks {
+                    let p = profiles.for_kind(&t.kind, rec.model.as_deref().unwrap_or(""), t.inference, db);
+                    if let Some(lat) = p.and_then(|p| p.latency_ms(t, 1, 1)) {
+                        t.deadline = crate::time::SimTime::from_ms(rec.submit_ms + t.qos.ect_factor() * lat.ceil() as u64);
+                    }
+                }
+                run_profiles = Some(profiles);
+            }
             let input =
                 InputInfo { path: None, format: "genie-tasks".into(), sha256: None, origin: None, rows: tasks.len() };
             let (recs, specs): (Vec<TraceRecord>, Vec<_>) = tasks.into_iter().unzip();
@@ -358,22 +415,9 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
     let policy: Box<dyn crate::policy::Policy> = match &spec.genie {
         Some(g) => {
             let db = db.unwrap_or_else(ProfileDb::builtin);
-            let profiles = match &g.models {
-                Some(path) => load_genie_profiles(path)?,
-                None => {
-                    let p = cluster.partition(crate::ids::VcId(0));
-                    let gpu_type = cluster.node(p.nodes[0]).gpu_type.clone();
-                    let db_name = spec.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
-                    crate::policy::genie::profile(
-                        db,
-                        &db_name,
-                        &gpu_type,
-                        p.nodes.len() as u32,
-                        p.max_node_gpus,
-                        spec.seed,
-                        Default::default(),
-                    )
-                }
+            let profiles = match run_profiles.take() {
+                Some(p) => p,
+                None => genie_profiles(spec, &cluster, db)?,
             };
             Box::new(GeniePolicy::new(g.options, profiles, db))
         }
@@ -389,6 +433,27 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
     let output = sim.run_with(progress)?;
     let (summary, vcs) = metrics::summarize(&output, &workload.skipped, workload.rows_total);
     Ok(RunReport { spec: spec.clone(), input, output, skipped: workload.skipped, summary, vcs })
+}
+
+/// The run's fitted GENIE models: loaded from the run's `genie_models` file
+/// when it names one, else profiled on the cluster's first partition with the
+/// run's seed.
+fn genie_profiles(spec: &RunSpec, cluster: &Cluster, db: &ProfileDb) -> Result<GenieProfiles, RunError> {
+    if let Some(path) = spec.genie.as_ref().and_then(|g| g.models.as_ref()) {
+        return Ok(load_genie_profiles(path)?);
+    }
+    let p = cluster.partition(crate::ids::VcId(0));
+    let gpu_type = cluster.node(p.nodes[0]).gpu_type.clone();
+    let db_name = spec.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
+    Ok(crate::policy::genie::profile(
+        db,
+        &db_name,
+        &gpu_type,
+        p.nodes.len() as u32,
+        p.max_node_gpus,
+        spec.seed,
+        Default::default(),
+    ))
 }
 
 /// Reads fitted GENIE models saved by `dlsched genie-profile`.

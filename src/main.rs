@@ -200,6 +200,12 @@ struct SimulateArgs {
     #[arg(long, value_name = "G", requires = "nodes")]
     gpus_per_node: Option<u32>,
 
+    /// GPU type of the uniform cluster (k80, p100, v100, v100-32g, t4, a100,
+    /// a100-80g, rtx2080ti, quadro6000); default `generic` (16 GiB, no
+    /// profile data: the profile model then borrows another type's speeds).
+    #[arg(long, value_name = "TYPE", requires = "nodes")]
+    gpu_type: Option<String>,
+
     /// Virtual-cluster partitions: a CSV `vc,nodes[,gpus_per_node]` (default 8
     /// GPUs per node). The cluster is built from it; each job runs only on its
     /// VC's nodes, and jobs of other VCs are skipped (counted as unknown_vc).
@@ -222,6 +228,12 @@ struct SimulateArgs {
     /// priority classes 5/35/60 %).
     #[arg(long, value_enum, default_value = "synthetic")]
     workload: WorkloadKind,
+
+    /// GENIE workload: what a task's expected completion time multiplies:
+    /// its single-GPU latency as predicted by the run's fitted GENIE models
+    /// (predicted, the paper's definition) or the true one.
+    #[arg(long, value_enum, default_value = "predicted")]
+    ect: dlsched::trace::genie::EctBasis,
 
     /// GENIE workload: arrival window, hours.
     #[arg(long, default_value_t = 24.0, value_name = "H")]
@@ -400,6 +412,7 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
                     load: a.load,
                 }),
                 WorkloadKind::Genie => WorkloadSource::Genie(GenieWorkloadSpec {
+                    ect: a.ect,
                     jobs_per_hour: a.jobs_per_hour.unwrap_or(10.0),
                     hours: a.hours,
                 }),
@@ -425,7 +438,7 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
             if nodes == 0 || gpus_per_node == 0 {
                 bail!("--nodes and --gpus-per-node must be at least 1");
             }
-            ClusterChoice::Uniform { nodes, gpus_per_node }
+            ClusterChoice::Uniform { nodes, gpus_per_node, gpu_type: a.gpu_type.clone() }
         }
         (None, _, _, preset) => ClusterChoice::Preset { preset: preset.unwrap_or(ClusterPreset::Lab16) },
     };

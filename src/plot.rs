@@ -40,7 +40,8 @@ pub fn cdf(mut values: Vec<f64>) -> Vec<(f64, f64)> {
 }
 
 fn colour(i: usize) -> RGBColor {
-    const C: [RGBColor; 8] = [
+    // matplotlib's tab10 then the light half of tab20: 16 distinguishable series.
+    const C: [RGBColor; 16] = [
         RGBColor(31, 119, 180),
         RGBColor(255, 127, 14),
         RGBColor(44, 160, 44),
@@ -49,6 +50,14 @@ fn colour(i: usize) -> RGBColor {
         RGBColor(140, 86, 75),
         RGBColor(227, 119, 194),
         RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+        RGBColor(0, 0, 128),
+        RGBColor(255, 187, 120),
+        RGBColor(152, 223, 138),
+        RGBColor(255, 152, 150),
+        RGBColor(197, 176, 213),
+        RGBColor(0, 0, 0),
     ];
     C[i % C.len()]
 }
@@ -225,7 +234,14 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut written = Vec::new();
     if let Some(x) = &x_key {
         let xc = col(x)?;
-        for metric in ["jct_mean_s", "queue_delay_mean_s", "makespan_s", "gpu_utilization"] {
+        // QoS metrics only where every run has them (GENIE workloads).
+        let optional = ["qos_guarantee_rate", "normalized_latency_mean", "interference_slowdown_mean"];
+        let metrics = ["jct_mean_s", "queue_delay_mean_s", "makespan_s", "gpu_utilization"]
+            .into_iter()
+            .chain(optional.into_iter().filter(|m| numeric(m) && (*m != "interference_slowdown_mean" || {
+                col("colocated_jobs").is_ok_and(|c| rows.iter().any(|r| r[c] != "0"))
+            })));
+        for metric in metrics {
             let mc = col(metric)?;
             // group -> x -> values over seeds
             let mut acc: BTreeMap<String, BTreeMap<i64, (f64, Vec<f64>)>> = BTreeMap::new();

@@ -28,22 +28,24 @@ use crate::cluster::ShareLimits;
 use crate::experiment::{ClusterChoice, GenieRun, RateModelKind, RunSpec, WorkloadSource};
 use crate::policy::genie::GenieOptions;
 use crate::policy::{PlacementKind, PolicyConfig, PolicyName};
-use crate::trace::genie::GenieWorkloadSpec;
+use crate::trace::genie::{EctBasis, GenieWorkloadSpec};
 use crate::trace::synthetic::SyntheticSpec;
 use crate::trace::{ColumnMap, TraceFormat};
 
 /// The keys a `[base]` or `[sweep]` table may set, with what each takes.
-pub const KEYS: [(&str, &str); 24] = [
+pub const KEYS: [(&str, &str); 26] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     ("cluster", "lab16, philly or alibaba-openb"),
     ("nodes", "a whole number of nodes (with gpus_per_node)"),
     ("gpus_per_node", "a whole number of GPUs per node (with nodes)"),
+    ("gpu_type", "the GPU type of a nodes x gpus_per_node cluster (k80, p100, v100, t4, a100, ...; default generic)"),
     ("vcs", "a VC file path, relative to the experiment file"),
     ("nodes_file", "an Alibaba PAI 2023 node list path, relative to the experiment file"),
     ("policy", "fifo, sjf, genie, genie-fifo, min-min, weighted-fair, tetris-perf or tetris-cer"),
     ("workload", "synthetic (the default) or genie (GENIE's QoS tasks; ignored with a trace)"),
     ("hours", "a positive number: the GENIE workload's arrival window"),
+    ("ect", "predicted (default) or true: what a GENIE task's ECT multiplies (its predicted or true single-GPU latency)"),
     ("theta", "a number >= 0: GENIE's concentration weight in the cost (default 0.4)"),
     ("genie_best_fit", "true or false: GENIE family places on the fullest nodes with room"),
     ("genie_models", "a file of fitted GENIE models (dlsched genie-profile), relative to the experiment file"),
@@ -324,6 +326,10 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
             columns: ColumnMap::default(),
         },
         None if genie_workload => WorkloadSource::Genie(GenieWorkloadSpec {
+            ect: match p.get("ect") {
+                None => EctBasis::Predicted,
+                Some(v) => enum_of("ect", v)?,
+            },
             jobs_per_hour: num("jobs_per_hour")?.unwrap_or(10.0),
             hours: num("hours")?.unwrap_or(24.0),
         }),
@@ -350,6 +356,11 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
         (None, Some(n), Some(g), _) => ClusterChoice::Uniform {
             nodes: u32::try_from(n).map_err(|_| "`nodes` is too large")?,
             gpus_per_node: u32::try_from(g).map_err(|_| "`gpus_per_node` is too large")?,
+            gpu_type: match p.get("gpu_type") {
+                None => None,
+                Some(Value::Str(s)) => Some(s.clone()),
+                Some(_) => return Err("`gpu_type` must be a string such as \"k80\"".into()),
+            },
         },
         (None, Some(_), None, _) | (None, None, Some(_), _) => {
             return Err("`nodes` and `gpus_per_node` go together".into());
