@@ -351,7 +351,8 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
                 for (rec, t) in &mut tasks {
                     let p = profiles.for_kind(&t.kind, rec.model.as_deref().unwrap_or(""), t.inference, db);
                     if let Some(lat) = p.and_then(|p| p.latency_ms(t, 1, 1)) {
-                        t.deadline = crate::time::SimTime::from_ms(rec.submit_ms + t.qos.ect_factor() * lat.ceil() as u64);
+                        t.deadline =
+                            crate::time::SimTime::from_ms(rec.submit_ms + t.qos.ect_factor() * lat.ceil() as u64);
                     }
                 }
                 run_profiles = Some(profiles);

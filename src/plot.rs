@@ -236,11 +236,14 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
         let xc = col(x)?;
         // QoS metrics only where every run has them (GENIE workloads).
         let optional = ["qos_guarantee_rate", "normalized_latency_mean", "interference_slowdown_mean"];
-        let metrics = ["jct_mean_s", "queue_delay_mean_s", "makespan_s", "gpu_utilization"]
-            .into_iter()
-            .chain(optional.into_iter().filter(|m| numeric(m) && (*m != "interference_slowdown_mean" || {
-                col("colocated_jobs").is_ok_and(|c| rows.iter().any(|r| r[c] != "0"))
-            })));
+        let metrics = ["jct_mean_s", "queue_delay_mean_s", "makespan_s", "gpu_utilization"].into_iter().chain(
+            optional.into_iter().filter(|m| {
+                numeric(m)
+                    && (*m != "interference_slowdown_mean" || {
+                        col("colocated_jobs").is_ok_and(|c| rows.iter().any(|r| r[c] != "0"))
+                    })
+            }),
+        );
         for metric in metrics {
             let mc = col(metric)?;
             // group -> x -> values over seeds

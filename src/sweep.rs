@@ -45,7 +45,10 @@ pub const KEYS: [(&str, &str); 26] = [
     ("policy", "fifo, sjf, genie, genie-fifo, min-min, weighted-fair, tetris-perf or tetris-cer"),
     ("workload", "synthetic (the default) or genie (GENIE's QoS tasks; ignored with a trace)"),
     ("hours", "a positive number: the GENIE workload's arrival window"),
-    ("ect", "predicted (default) or true: what a GENIE task's ECT multiplies (its predicted or true single-GPU latency)"),
+    (
+        "ect",
+        "predicted (default) or true: what a GENIE task's ECT multiplies (its predicted or true single-GPU latency)",
+    ),
     ("theta", "a number >= 0: GENIE's concentration weight in the cost (default 0.4)"),
     ("genie_best_fit", "true or false: GENIE family places on the fullest nodes with room"),
     ("genie_models", "a file of fitted GENIE models (dlsched genie-profile), relative to the experiment file"),

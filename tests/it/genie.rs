@@ -177,7 +177,11 @@ fn swaf_orders_by_least_waiting_allowance() {
 
 fn genie_spec(variant: GenieVariant, seed: u64, density: f64) -> RunSpec {
     RunSpec {
-        workload: WorkloadSource::Genie(GenieWorkloadSpec { jobs_per_hour: density, hours: 12.0, ect: Default::default() }),
+        workload: WorkloadSource::Genie(GenieWorkloadSpec {
+            jobs_per_hour: density,
+            hours: 12.0,
+            ect: Default::default(),
+        }),
         cluster: ClusterChoice::Preset { preset: ClusterPreset::Lab16 },
         policy: PolicyConfig { order: QueueOrder::Fifo, backfill: false, placement: PlacementKind::Consolidate },
         seed,
