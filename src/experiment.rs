@@ -420,7 +420,15 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
                 Some(p) => p,
                 None => genie_profiles(spec, &cluster, db)?,
             };
-            Box::new(GeniePolicy::new(g.options, profiles, db))
+            let p = cluster.partition(crate::ids::VcId(0));
+            let online = crate::policy::genie::OnlineProfiling {
+                gpu_type: cluster.node(p.nodes[0]).gpu_type.clone(),
+                nodes: p.nodes.len() as u32,
+                gpus_per_node: p.max_node_gpus,
+                seed: spec.seed,
+                config: profiles.config,
+            };
+            Box::new(GeniePolicy::new(g.options, profiles, db).with_online_profiling(online))
         }
         None => spec.policy.build(cluster.partitions().len())?,
     };

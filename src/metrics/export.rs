@@ -46,14 +46,17 @@ pub fn write_atomic_with(
 /// (trace run time), `nodes_spanned`, `status` (`completed`, `running`,
 /// `pending`), `trace_vc` (the VC the trace names, if any), `model` and
 /// `local_bsz` (the DL model and per-GPU batch, when known or drawn),
-/// `gpu_mem_mib` (per-GPU memory need, when the profile database has it).
-/// Times in seconds since the trace origin. Streamed to `w` a row at a time.
+/// `gpu_mem_mib` (per-GPU memory need, when the profile database has it),
+/// `speed` (completed jobs: trace run time / actual run time, the job's mean
+/// rate relative to its trace speed, 4 decimals; below 1 when its placement or
+/// co-tenants made it slower than recorded; for a moldable task, its speed-up
+/// over one GPU). Times in seconds since the trace origin. Streamed to `w` a row at a time.
 ///
 /// # Errors
 /// The writer's error.
 pub fn write_jobs_csv(out: &RunOutput, w: &mut impl Write) -> std::io::Result<()> {
     let mut s = String::with_capacity(256);
-    s.push_str("job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status,trace_vc,model,local_bsz,gpu_mem_mib\n");
+    s.push_str("job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status,trace_vc,model,local_bsz,gpu_mem_mib,speed\n");
     let parts = out.cluster.partitions();
     let opt = |s: &mut String, v: Option<u64>| {
         if let Some(v) = v {
@@ -103,6 +106,16 @@ pub fn write_jobs_csv(out: &RunOutput, w: &mut impl Write) -> std::io::Result<()
         s.push(',');
         if let Some(m) = spec.gpu_mem_mib {
             push_uint(&mut s, m);
+        }
+        s.push(',');
+        if let JobState::Completed(d) = state {
+            let ran = d.end.since(d.start);
+            if ran == spec.duration_ms {
+                s.push('1');
+            } else if ran > 0 {
+                use std::fmt::Write as _;
+                let _ = write!(s, "{:.4}", spec.duration_ms as f64 / ran as f64);
+            }
         }
         s.push('\n');
         w.write_all(s.as_bytes())?;

@@ -221,64 +221,11 @@ pub fn profile(
 ) -> GenieProfiles {
     let truth = GroundTruth::new(db, gpu_type);
     let mut rng = crate::rng::stream(seed, "genie.profiler");
-    let noise = Normal::new(0.0, cfg.noise_sd.max(0.0)).unwrap_or_else(|_| Normal::new(0.0, 0.0).expect("valid"));
     let mut types = BTreeMap::new();
     for (name, model) in TASK_MODELS {
         for inference in [false, true] {
-            let mut points: Vec<Point> = Vec::new();
-            let (mut runs, mut gpu_s) = (0u32, 0.0);
-            let mut measure = |b: u32, split: Vec<u32>, rng: &mut rand_chacha::ChaCha8Rng| {
-                let t = truth.step_s(model, inference, b, &split) * noise.sample(rng).exp();
-                let n: u32 = split.iter().sum();
-                runs += 1;
-                gpu_s += f64::from(n) * cfg.iterations_per_run as f64 * t;
-                points.push((b, split, t));
-            };
-            // Single-GPU runs: powers of two from 1 up to the largest batch
-            // measured for the model, and the measured batches themselves, so
-            // the fit covers the small per-GPU batches that splitting a task
-            // over many GPUs produces.
-            let measured = truth.batches(model);
-            let largest = measured.last().copied().unwrap_or(32);
-            let mut batches: Vec<u32> =
-                (0..32).map(|i| 1u32 << i).take_while(|&b| b <= largest).chain(measured.iter().copied()).collect();
-            batches.sort_unstable();
-            batches.dedup();
-            for &b in &batches {
-                measure(b, vec![1], &mut rng);
-            }
-            if !inference {
-                let global = largest;
-                for d_node in 2..=nodes {
-                    measure(global / d_node, vec![1; d_node as usize], &mut rng);
-                }
-                for d_gpn in 2..=gpus_per_node {
-                    measure(global / d_gpn, vec![d_gpn], &mut rng);
-                }
-            }
-            let mut f = fit(&points).unwrap_or(GenieFit { k: [0.0; 3], gamma: 0.0, lambda: f64::NAN });
-            // A penalty is a loss: a negative fit (noise, or a ground truth
-            // that scales better than the model's form) is read as none.
-            if f.gamma.is_nan() || f.gamma <= 0.0 {
-                f.gamma = 0.0;
-                f.lambda = f64::NAN;
-            } else if f.lambda < 0.0 {
-                f.lambda = 0.0;
-            }
-            let kind = kind_name(name, inference);
-            types.insert(
-                kind.clone(),
-                TypeProfile {
-                    kind,
-                    model: model.to_string(),
-                    inference,
-                    k: f.k,
-                    gamma: if inference { 0.0 } else { f.gamma },
-                    lambda: (!inference && f.lambda.is_finite()).then_some(f.lambda),
-                    runs,
-                    gpu_seconds: gpu_s,
-                },
-            );
+            let t = profile_type(&truth, name, model, inference, nodes, gpus_per_node, cfg, &mut rng);
+            types.insert(t.kind.clone(), t);
         }
     }
     GenieProfiles {
@@ -289,6 +236,70 @@ pub fn profile(
         config: cfg,
         profile_db: db_name.to_string(),
         types,
+    }
+}
+
+/// Profiles one task type (see [`profile`]) with measurement noise drawn from `rng`.
+#[allow(clippy::too_many_arguments)]
+pub fn profile_type(
+    truth: &GroundTruth<'_>,
+    name: &str,
+    model: &str,
+    inference: bool,
+    nodes: u32,
+    gpus_per_node: u32,
+    cfg: ProfilerConfig,
+    rng: &mut rand_chacha::ChaCha8Rng,
+) -> TypeProfile {
+    let noise = Normal::new(0.0, cfg.noise_sd.max(0.0)).unwrap_or_else(|_| Normal::new(0.0, 0.0).expect("valid"));
+    let mut points: Vec<Point> = Vec::new();
+    let (mut runs, mut gpu_s) = (0u32, 0.0);
+    let mut measure = |b: u32, split: Vec<u32>, rng: &mut rand_chacha::ChaCha8Rng| {
+        let t = truth.step_s(model, inference, b, &split) * noise.sample(rng).exp();
+        let n: u32 = split.iter().sum();
+        runs += 1;
+        gpu_s += f64::from(n) * cfg.iterations_per_run as f64 * t;
+        points.push((b, split, t));
+    };
+    // Single-GPU runs: powers of two from 1 up to the largest batch measured
+    // for the model, and the measured batches themselves, so the fit covers
+    // the small per-GPU batches that splitting a task over many GPUs produces.
+    let measured = truth.batches(model);
+    let largest = measured.last().copied().unwrap_or(32);
+    let mut batches: Vec<u32> =
+        (0..32).map(|i| 1u32 << i).take_while(|&b| b <= largest).chain(measured.iter().copied()).collect();
+    batches.sort_unstable();
+    batches.dedup();
+    for &b in &batches {
+        measure(b, vec![1], rng);
+    }
+    if !inference {
+        let global = largest;
+        for d_node in 2..=nodes {
+            measure(global / d_node, vec![1; d_node as usize], rng);
+        }
+        for d_gpn in 2..=gpus_per_node {
+            measure(global / d_gpn, vec![d_gpn], rng);
+        }
+    }
+    let mut f = fit(&points).unwrap_or(GenieFit { k: [0.0; 3], gamma: 0.0, lambda: f64::NAN });
+    // A penalty is a loss: a negative fit (noise, or a ground truth that
+    // scales better than the model's form) is read as none.
+    if f.gamma.is_nan() || f.gamma <= 0.0 {
+        f.gamma = 0.0;
+        f.lambda = f64::NAN;
+    } else if f.lambda < 0.0 {
+        f.lambda = 0.0;
+    }
+    TypeProfile {
+        kind: kind_name(name, inference),
+        model: model.to_string(),
+        inference,
+        k: f.k,
+        gamma: if inference { 0.0 } else { f.gamma },
+        lambda: (!inference && f.lambda.is_finite()).then_some(f.lambda),
+        runs,
+        gpu_seconds: gpu_s,
     }
 }
 
@@ -356,7 +367,30 @@ struct Choice {
     key: f64,
 }
 
+/// Where and how to profile task types that the models lack, once the
+/// cluster is idle (GENIE: "profiled when the cluster is idle").
+#[derive(Clone, Debug)]
+pub struct OnlineProfiling {
+    /// GPU type to profile on.
+    pub gpu_type: String,
+    /// Nodes (N) of the platform.
+    pub nodes: u32,
+    /// GPUs per node (G).
+    pub gpus_per_node: u32,
+    /// Seed of the measurement noise (stream `genie.profiler.online.<type>`).
+    pub seed: u64,
+    /// Profiler settings.
+    pub config: ProfilerConfig,
+}
+
 /// The GENIE-family policy.
+///
+/// A task whose type the fitted models lack borrows the most similar
+/// profiled type ([`GenieProfiles::for_kind`]); with [`OnlineProfiling`]
+/// set, such types are profiled at the first decision at which every GPU of
+/// the cluster is free, and their own model is used from then on. The
+/// simulated profiling adds its GPU time to the profiling cost but does not
+/// occupy the simulated cluster (it would run on the idle GPUs).
 pub struct GeniePolicy {
     opts: GenieOptions,
     profiles: GenieProfiles,
@@ -366,12 +400,47 @@ pub struct GeniePolicy {
     predicted: HashMap<JobId, f64>,
     /// Tasks that started on a borrowed model.
     borrowed: u64,
+    online: Option<OnlineProfiling>,
+    /// Unprofiled task types seen so far: (kind, type name, model, inference).
+    missing: std::collections::BTreeSet<(String, String, String, bool)>,
+    profiled_online: u64,
 }
 
 impl GeniePolicy {
     /// A policy with fitted `profiles` (see [`profile`]).
     pub fn new(opts: GenieOptions, profiles: GenieProfiles, db: &'static ProfileDb) -> Self {
-        GeniePolicy { opts, profiles, db, pending: Vec::new(), predicted: HashMap::new(), borrowed: 0 }
+        GeniePolicy {
+            opts,
+            profiles,
+            db,
+            pending: Vec::new(),
+            predicted: HashMap::new(),
+            borrowed: 0,
+            online: None,
+            missing: Default::default(),
+            profiled_online: 0,
+        }
+    }
+
+    /// Profiles missing task types when the cluster is idle.
+    pub fn with_online_profiling(mut self, online: OnlineProfiling) -> Self {
+        self.online = Some(online);
+        self
+    }
+
+    /// Profiles every missing type seen so far, if the cluster is idle.
+    fn profile_missing(&mut self, view: &View<'_>) {
+        let Some(op) = &self.online else { return };
+        if self.missing.is_empty() || view.cluster.free_gpus() != u64::from(view.cluster.total_gpus()) {
+            return;
+        }
+        let truth = GroundTruth::new(self.db, &op.gpu_type);
+        for (kind, name, model, inference) in std::mem::take(&mut self.missing) {
+            let mut rng = crate::rng::stream(op.seed, &format!("genie.profiler.online.{kind}"));
+            let t = profile_type(&truth, &name, &model, inference, op.nodes, op.gpus_per_node, op.config, &mut rng);
+            self.profiles.types.insert(kind, t);
+            self.profiled_online += 1;
+        }
     }
 
     fn type_profile(&self, view: &View<'_>, job: JobId) -> Option<&TypeProfile> {
@@ -465,13 +534,21 @@ impl Policy for GeniePolicy {
         n
     }
 
-    fn on_arrival(&mut self, job: JobId, _view: &View<'_>) {
+    fn on_arrival(&mut self, job: JobId, view: &View<'_>) {
         self.pending.push(job);
+        let spec = view.jobs.spec(job);
+        if let Some(t) = &spec.task
+            && !self.profiles.types.contains_key(&t.kind)
+        {
+            let name = t.kind.rsplit_once('-').map_or(t.kind.as_str(), |(n, _)| n).to_string();
+            self.missing.insert((t.kind.clone(), name, spec.model.clone().unwrap_or_default(), t.inference));
+        }
     }
 
     fn on_completion(&mut self, _job: JobId, _view: &View<'_>) {}
 
     fn decide(&mut self, view: &View<'_>) -> Decision {
+        self.profile_missing(view);
         let mut scored: Vec<(f64, JobId, Choice, VcId)> = self
             .pending
             .iter()
@@ -514,6 +591,7 @@ impl Policy for GeniePolicy {
         let mut m = vec![
             ("profiling_gpu_hours", self.profiles.gpu_seconds() / 3600.0),
             ("tasks_on_borrowed_model", self.borrowed as f64),
+            ("task_types_profiled_online", self.profiled_online as f64),
         ];
         if !errs.is_empty() {
             m.push(("prediction_error_mean", errs.iter().sum::<f64>() / errs.len() as f64));

@@ -285,3 +285,49 @@ fn the_profiler_recovers_a_ground_truth_of_genie_form() {
     }
     assert!(close(t.gpu_seconds, cost), "{} vs {cost}", t.gpu_seconds);
 }
+
+#[test]
+fn an_unprofiled_type_borrows_until_the_cluster_is_idle_then_is_profiled() {
+    use dlsched::policy::genie::OnlineProfiling;
+    // The models know only `x-train`. A resnet50 training task arrives at
+    // 10 s while the blocker holds a GPU: it borrows x-train's model (the
+    // only training type) and starts. When everything has finished the
+    // cluster is idle, and the next decision profiles resnet50-train; the
+    // task arriving at 500 s uses its own model.
+    let cluster = Cluster::new(ClusterSpec::uniform("2x2", 2, 2, "V100", 16_000)).unwrap();
+    let recs = vec![rec("blocker", 0, 1, 100), rec("r1", 10, 1, 50), rec("r2", 500, 1, 50)];
+    let mut w = build_workload(recs, &cluster, PlacementKind::Consolidate);
+    let resnet = |deadline_s: u64| TaskSpec { kind: "resnet50-train".into(), ..task(64, 100, deadline_s) };
+    let mut map: HashMap<String, TaskSpec> = [
+        ("blocker".to_string(), task(1, 100, 10_000)),
+        ("r1".to_string(), resnet(10_000)),
+        ("r2".to_string(), resnet(10_000)),
+    ]
+    .into_iter()
+    .collect();
+    w.jobs.attach_tasks(&mut map);
+    let mut specs: Vec<_> = w.jobs.specs().to_vec();
+    for s in &mut specs {
+        if s.name.starts_with('r') {
+            s.model = Some("resnet50-imagenet".into());
+        }
+    }
+    let jobs = dlsched::job::JobTable::new(specs);
+    let opts = GenieOptions { variant: GenieVariant::Genie, theta: 0.4, backfill: false, best_fit_nodes: false };
+    let online = OnlineProfiling {
+        gpu_type: "v100".into(),
+        nodes: 2,
+        gpus_per_node: 2,
+        seed: 1,
+        config: ProfilerConfig::default(),
+    };
+    let policy = GeniePolicy::new(opts, profiles(), ProfileDb::builtin()).with_online_profiling(online);
+    let out =
+        Simulation::new(cluster, jobs, Box::new(policy), Box::new(TraceSpeed), EngineConfig::default()).run().unwrap();
+    let m: BTreeMap<_, _> = out.policy_metrics.iter().copied().collect();
+    assert_eq!(m["tasks_on_borrowed_model"], 1.0, "{m:?}");
+    assert_eq!(m["task_types_profiled_online"], 1.0, "{m:?}");
+    // The hand profile cost nothing; all profiling cost is resnet50-train's.
+    assert!(m["profiling_gpu_hours"] > 0.0);
+    assert!(out.jobs.iter().all(|(_, s)| matches!(s, JobState::Completed(_))));
+}
