@@ -628,6 +628,12 @@ impl Cluster {
     /// # Errors
     /// An [`AllocError`] naming the first offending GPU.
     pub fn check_allocation(&self, vc: VcId, gpus: &[GpuId]) -> Result<(), AllocError> {
+        self.check_gpu_list(gpus, |g| self.exclusive_refusal(g, vc))
+    }
+
+    /// Checks a placement's GPU list: not empty, every GPU exists and appears
+    /// once, and `refusal` has nothing against it.
+    fn check_gpu_list(&self, gpus: &[GpuId], refusal: impl Fn(GpuId) -> Option<String>) -> Result<(), AllocError> {
         if gpus.is_empty() {
             return Err(AllocError { gpu: None, reason: "no GPUs in the placement".into() });
         }
@@ -642,25 +648,29 @@ impl Cluster {
             if gpus[..i].contains(&g) {
                 return Err(AllocError { gpu: Some(g), reason: "GPU listed twice".into() });
             }
-            if let Some(other) = self.gpu_owner[g.index()] {
-                return Err(AllocError { gpu: Some(g), reason: format!("GPU already held by {other}") });
-            }
-            if let Some(t) = self.shares[g.index()].tenants.first() {
-                return Err(AllocError { gpu: Some(g), reason: format!("GPU is shared by {t}") });
-            }
-            let node = self.node_of(g);
-            if self.node(node).vc != vc {
-                return Err(AllocError {
-                    gpu: Some(g),
-                    reason: format!(
-                        "GPU is in VC `{}`, not the job's VC `{}`",
-                        self.partitions[self.node(node).vc.index()].name,
-                        self.partitions[vc.index()].name
-                    ),
-                });
+            if let Some(reason) = refusal(g) {
+                return Err(AllocError { gpu: Some(g), reason });
             }
         }
         Ok(())
+    }
+
+    /// Why an existing GPU cannot be taken exclusively in `vc`, or `None`.
+    fn exclusive_refusal(&self, g: GpuId, vc: VcId) -> Option<String> {
+        if let Some(other) = self.gpu_owner[g.index()] {
+            return Some(format!("GPU already held by {other}"));
+        }
+        if let Some(t) = self.shares[g.index()].tenants.first() {
+            return Some(format!("GPU is shared by {t}"));
+        }
+        let node = self.node_of(g);
+        (self.node(node).vc != vc).then(|| {
+            format!(
+                "GPU is in VC `{}`, not the job's VC `{}`",
+                self.partitions[self.node(node).vc.index()].name,
+                self.partitions[vc.index()].name
+            )
+        })
     }
 
     /// Gives `gpus` to `job` (exclusive mode), after [`Cluster::check_allocation`].
@@ -696,26 +706,10 @@ impl Cluster {
         mem_mib: u64,
         milli: u32,
     ) -> Result<(), AllocError> {
-        if gpus.is_empty() {
-            return Err(AllocError { gpu: None, reason: "no GPUs in the placement".into() });
-        }
         if self.tenant_claims.contains_key(&job) {
             return Err(AllocError { gpu: None, reason: format!("{job} already holds shared GPUs") });
         }
-        for (i, &g) in gpus.iter().enumerate() {
-            if g.index() >= self.gpu_node.len() {
-                return Err(AllocError {
-                    gpu: Some(g),
-                    reason: format!("GPU does not exist (the cluster has {})", self.gpu_node.len()),
-                });
-            }
-            if gpus[..i].contains(&g) {
-                return Err(AllocError { gpu: Some(g), reason: "GPU listed twice".into() });
-            }
-            if let Some(reason) = self.share_refusal(g, vc, mem_mib, milli) {
-                return Err(AllocError { gpu: Some(g), reason });
-            }
-        }
+        self.check_gpu_list(gpus, |g| self.share_refusal(g, vc, mem_mib, milli))?;
         for &g in gpus {
             if self.shares[g.index()].tenants.is_empty() {
                 self.take_free(g);
