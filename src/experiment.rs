@@ -365,6 +365,12 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
         }
     };
     let is_tasks = matches!(spec.workload, WorkloadSource::Genie(_));
+    if spec.genie.is_some() && !is_tasks {
+        return Err(ConfigError(
+            "a GENIE-family policy schedules moldable tasks: use the GENIE workload (`--workload genie`)".into(),
+        )
+        .into());
+    }
     // Moldable tasks need a performance model: trace speed would run them
     // equally fast on any number of GPUs.
     let rate_model =
@@ -448,11 +454,20 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
 /// when it names one, else profiled on the cluster's first partition with the
 /// run's seed.
 fn genie_profiles(spec: &RunSpec, cluster: &Cluster, db: &ProfileDb) -> Result<GenieProfiles, RunError> {
-    if let Some(path) = spec.genie.as_ref().and_then(|g| g.models.as_ref()) {
-        return Ok(load_genie_profiles(path)?);
-    }
     let p = cluster.partition(crate::ids::VcId(0));
     let gpu_type = cluster.node(p.nodes[0]).gpu_type.clone();
+    if let Some(path) = spec.genie.as_ref().and_then(|g| g.models.as_ref()) {
+        let models = load_genie_profiles(path)?;
+        if !models.gpu_type.eq_ignore_ascii_case(&gpu_type) {
+            return Err(ConfigError(format!(
+                "{}: these GENIE models were fitted on {} GPUs, the cluster has {gpu_type}; profile it with `dlsched genie-profile`",
+                path.display(),
+                models.gpu_type
+            ))
+            .into());
+        }
+        return Ok(models);
+    }
     let db_name = spec.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
     Ok(crate::policy::genie::profile(
         db,
@@ -476,10 +491,13 @@ pub fn load_genie_profiles(path: &Path) -> Result<GenieProfiles, crate::error::T
     struct Saved {
         models: GenieProfiles,
     }
-    serde_json::from_str::<Saved>(&text).map(|s| s.models).map_err(|e| crate::error::TraceError::Format {
-        file: path.to_path_buf(),
-        message: format!("not a GENIE model file (line {}, column {}): {e}", e.line(), e.column()),
-    })
+    let models =
+        serde_json::from_str::<Saved>(&text).map(|s| s.models).map_err(|e| crate::error::TraceError::Format {
+            file: path.to_path_buf(),
+            message: format!("not a GENIE model file (line {}, column {}): {e}", e.line(), e.column()),
+        })?;
+    models.validate().map_err(|message| crate::error::TraceError::Format { file: path.to_path_buf(), message })?;
+    Ok(models)
 }
 
 /// The files a run directory may hold.

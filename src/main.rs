@@ -75,6 +75,7 @@ enum Command {
 }
 
 #[derive(Args)]
+#[command(allow_negative_numbers = true)]
 struct GenieProfileArgs {
     /// Cluster preset whose GPU type and shape (N nodes x G GPUs) are profiled.
     #[arg(long, value_enum, default_value = "lab16")]
@@ -98,8 +99,11 @@ struct GenieProfileArgs {
 
 fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
     use dlsched::policy::genie::{ProfilerConfig, profile};
-    if !(a.noise.is_finite() && a.noise >= 0.0) || a.iterations == 0 {
-        bail!("--noise must be >= 0 and --iterations at least 1");
+    if !(a.noise.is_finite() && (0.0..=1.0).contains(&a.noise)) {
+        bail!("--noise is the log-normal noise's standard deviation: between 0 and 1 (0.02 = 2 %), got {}", a.noise);
+    }
+    if a.iterations == 0 || a.iterations > 1_000_000 {
+        bail!("--iterations must be between 1 and 1,000,000, got {}", a.iterations);
     }
     let db: &'static dlsched::profile::db::ProfileDb = match &a.profiles {
         Some(d) => Box::leak(Box::new(dlsched::profile::db::ProfileDb::load_dir(d)?)),
@@ -110,7 +114,15 @@ fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
     let gpn = spec.nodes.iter().map(|n| n.gpus).max().unwrap_or(1);
     let name = a.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
     let cfg = ProfilerConfig { iterations_per_run: a.iterations, noise_sd: a.noise };
+    let first = &spec.nodes[0];
+    if spec.nodes.iter().any(|n| n.gpus != first.gpus || n.gpu_type != first.gpu_type) {
+        bail!(
+            "--cluster {}: GENIE's profiler assumes a uniform cluster (N nodes x G GPUs of one type); this one mixes node sizes or GPU types",
+            spec.name
+        );
+    }
     let p = profile(db, &name, &spec.nodes[0].gpu_type, nodes, gpn, a.seed, cfg);
+    p.validate().map_err(|e| anyhow::anyhow!("the fit failed: {e}"))?;
     let doc = serde_json::json!({
         "manifest": {
             "what": "GENIE prediction models fitted by dlsched's simulated offline profiler",
@@ -379,6 +391,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
+    if a.trace.is_some() && a.workload == WorkloadKind::Genie {
+        bail!("--workload genie generates its own tasks; it cannot go with --trace");
+    }
     let workload = match &a.trace {
         Some(path) => {
             let mut columns = ColumnMap::default();
@@ -515,6 +530,7 @@ fn simulate(a: SimulateArgs) -> Result<()> {
     })
     .context("simulation failed")?;
     bar.finish_and_clear();
+    notes(&a);
     print_summary(&report);
     if let Some(dir) = &a.out {
         write_run_dir(&report, dir).context("writing the run directory")?;
@@ -524,6 +540,32 @@ fn simulate(a: SimulateArgs) -> Result<()> {
     // faster than freeing every job's allocations one by one.
     std::mem::forget(report);
     Ok(())
+}
+
+/// Tells the user, on stderr, about options this run ignores.
+fn notes(a: &SimulateArgs) {
+    let genie_workload = a.trace.is_none() && a.workload == WorkloadKind::Genie;
+    let defaults = dlsched::cluster::ShareLimits::default();
+    let note = |s: &str| eprintln!("note: {s}");
+    if !a.placement.shares() && (a.max_tenants != defaults.max_tenants || a.mem_headroom != defaults.mem_headroom) {
+        note("--max-tenants and --mem-headroom apply only to a sharing placement (share-first-fit, share-best-fit)");
+    }
+    if a.policy.genie().is_none() && (a.genie_models.is_some() || a.genie_best_fit || a.theta != 0.4) {
+        note("--genie-models, --genie-best-fit and --theta apply only to the GENIE-family policies");
+    }
+    if !genie_workload && (a.hours != 24.0 || a.ect != dlsched::trace::genie::EctBasis::Predicted) {
+        note("--hours and --ect apply only to --workload genie");
+    }
+    if genie_workload && a.rate_model == dlsched::experiment::RateModelKind::Trace {
+        note("GENIE tasks run at the profile table's speeds (trace speed would make every placement equal)");
+    }
+    if a.placement.shares()
+        && a.trace.is_none()
+        && !genie_workload
+        && a.rate_model == dlsched::experiment::RateModelKind::Trace
+    {
+        note("synthetic jobs have no model, hence no memory figure, so none will share a GPU; add --rate-model table");
+    }
 }
 
 fn print_summary(r: &RunReport) {

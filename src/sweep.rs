@@ -320,8 +320,11 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
         None => false,
         Some(Value::Str(s)) if s == "synthetic" => false,
         Some(Value::Str(s)) if s == "genie" => true,
-        Some(_) => return Err("`workload` must be \"synthetic\" or \"genie\"".into()),
+        Some(v) => return Err(format!("`workload` must be \"synthetic\" or \"genie\", not {v}")),
     };
+    if genie_workload && p.contains_key("trace") {
+        return Err("`workload = \"genie\"` generates its own tasks; it cannot go with a `trace`".into());
+    }
     let workload = match path("trace")? {
         Some(trace) => WorkloadSource::Trace {
             path: trace,
@@ -361,7 +364,13 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
             gpus_per_node: u32::try_from(g).map_err(|_| "`gpus_per_node` is too large")?,
             gpu_type: match p.get("gpu_type") {
                 None => None,
-                Some(Value::Str(s)) => Some(s.clone()),
+                Some(Value::Str(s)) if crate::experiment::gpu_type_mem_mib(s).is_some() => Some(s.clone()),
+                Some(Value::Str(s)) => {
+                    return Err(format!(
+                        "`gpu_type` = `{s}` is not a known GPU type ({})",
+                        crate::experiment::GPU_TYPE_MEMORY.iter().map(|g| g.0).collect::<Vec<_>>().join(", ")
+                    ));
+                }
                 Some(_) => return Err("`gpu_type` must be a string such as \"k80\"".into()),
             },
         },
@@ -389,10 +398,19 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
         Some(_) => return Err("`genie_best_fit` must be true or false".into()),
     };
     let genie = match policy_name.genie() {
-        Some(variant) => Some(GenieRun {
-            options: GenieOptions { variant, theta, backfill, best_fit_nodes },
-            models: path("genie_models")?,
-        }),
+        Some(variant) => {
+            if !matches!(workload, WorkloadSource::Genie(_)) {
+                return Err(format!(
+                    "`policy` = `{}` schedules moldable tasks: it needs `workload = \"genie\"` and no `trace`",
+                    variant.name()
+                ));
+            }
+            let models = path("genie_models")?;
+            if let Some(m) = &models {
+                crate::experiment::load_genie_profiles(m).map_err(|e| format!("`genie_models`: {e}"))?;
+            }
+            Some(GenieRun { options: GenieOptions { variant, theta, backfill, best_fit_nodes }, models })
+        }
         None => None,
     };
     Ok(RunSpec {

@@ -23,8 +23,8 @@ pub enum ClusterPreset {
     /// Weng et al., ATC'23): 1,213 nodes, 6,212 GPUs of seven types, in one
     /// partition. A derived summary, not a copy of the node list: the number
     /// of nodes per (GPUs per node, GPU type) counted from
-    /// `openb_node_list_gpu_node.csv` ([`OPENB_GPU_NODES`]), GPU memory per
-    /// type from [`openb_gpu_mem_mib`]. `--nodes-file` builds the same
+    /// `openb_node_list_gpu_node.csv` (table `OPENB_GPU_NODES` in the
+    /// source), GPU memory per type as documented there. `--nodes-file` builds the same
     /// cluster from the file itself (node order then follows the file).
     AlibabaOpenb,
 }

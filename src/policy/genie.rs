@@ -176,6 +176,28 @@ pub struct GenieProfiles {
 }
 
 impl GenieProfiles {
+    /// Checks that every coefficient is finite and that `gamma` is not
+    /// negative.
+    ///
+    /// # Errors
+    /// A message naming the first task type at fault.
+    pub fn validate(&self) -> Result<(), String> {
+        for (kind, t) in &self.types {
+            if t.k.iter().any(|k| !k.is_finite())
+                || !t.gamma.is_finite()
+                || t.gamma < 0.0
+                || t.lambda.is_some_and(|l| !l.is_finite() || l < 0.0)
+                || !t.gpu_seconds.is_finite()
+            {
+                return Err(format!(
+                    "task type `{kind}`: coefficients must be finite, gamma and lambda >= 0 (k {:?}, gamma {}, lambda {:?})",
+                    t.k, t.gamma, t.lambda
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Total profiling cost, simulated GPU-seconds.
     pub fn gpu_seconds(&self) -> f64 {
         self.types.values().map(|t| t.gpu_seconds).sum()
@@ -404,6 +426,8 @@ pub struct GeniePolicy {
     /// Unprofiled task types seen so far: (kind, type name, model, inference).
     missing: std::collections::BTreeSet<(String, String, String, bool)>,
     profiled_online: u64,
+    /// Tasks started without a positive predicted rate anywhere.
+    unpredicted: u64,
 }
 
 impl GeniePolicy {
@@ -419,6 +443,7 @@ impl GeniePolicy {
             online: None,
             missing: Default::default(),
             profiled_online: 0,
+            unpredicted: 0,
         }
     }
 
@@ -484,6 +509,12 @@ impl GeniePolicy {
             })
         };
         let submit = spec.submit.as_ms() as f64;
+        if all.is_empty() {
+            // The model predicts no positive rate anywhere (a degenerate
+            // fit): run the task on one GPU, after every predictable task,
+            // rather than never. Counted as `tasks_without_prediction`.
+            return Some(Choice { d_node: 1, d_gpn: 1, latency_ms: f64::NAN, key: f64::INFINITY });
+        }
         let pick = match self.opts.variant {
             GenieVariant::Genie => {
                 let meets = best_by(&mut all.iter().filter(|c| now + c.2 <= deadline), &|c| c.4);
@@ -561,7 +592,11 @@ impl Policy for GeniePolicy {
         for (_, job, c, vc) in scored {
             if let Some(gpus) = physical(view.cluster, vc, c.d_node, c.d_gpn, self.opts.best_fit_nodes) {
                 self.pending.retain(|&j| j != job);
-                self.predicted.insert(job, c.latency_ms);
+                if c.latency_ms.is_finite() {
+                    self.predicted.insert(job, c.latency_ms);
+                } else {
+                    self.unpredicted += 1;
+                }
                 let spec = view.jobs.spec(job);
                 if let Some(t) = &spec.task
                     && !self.profiles.types.contains_key(&t.kind)
@@ -592,6 +627,7 @@ impl Policy for GeniePolicy {
             ("profiling_gpu_hours", self.profiles.gpu_seconds() / 3600.0),
             ("tasks_on_borrowed_model", self.borrowed as f64),
             ("task_types_profiled_online", self.profiled_online as f64),
+            ("tasks_without_prediction", self.unpredicted as f64),
         ];
         if !errs.is_empty() {
             m.push(("prediction_error_mean", errs.iter().sum::<f64>() / errs.len() as f64));

@@ -48,6 +48,9 @@ pub enum EctBasis {
     True,
 }
 
+/// The most tasks (density × window) a GENIE workload may ask for.
+pub const MAX_TASKS: f64 = 50_000.0;
+
 /// The generator's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct GenieWorkloadSpec {
@@ -77,7 +80,15 @@ pub fn generate(
         return Err(format!("the task density must be positive, got {} tasks/hour", spec.jobs_per_hour));
     }
     if !(spec.hours.is_finite() && spec.hours > 0.0 && spec.hours <= 24.0 * 365.0) {
-        return Err(format!("the arrival window must be between 0 and 8,760 hours, got {}", spec.hours));
+        return Err(format!("the arrival window must be more than 0 and at most 8,760 hours, got {}", spec.hours));
+    }
+    let expected = spec.jobs_per_hour * spec.hours;
+    if expected > MAX_TASKS {
+        return Err(format!(
+            "{} tasks/hour over {} hours is about {expected:.0} tasks; at most {MAX_TASKS} are supported \
+             (GENIE scores every waiting task at every decision, so its cost grows with the square of the queue)",
+            spec.jobs_per_hour, spec.hours
+        ));
     }
     let truth = GroundTruth::new(db, gpu_type);
     let mut batches = Vec::new();

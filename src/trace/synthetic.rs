@@ -115,13 +115,24 @@ fn draw_duration<R: Rng>(rng: &mut R) -> f64 {
     PHILLY_DURATION_QUANTILES[PHILLY_DURATION_QUANTILES.len() - 1].1
 }
 
+/// The most synthetic jobs a run may ask for (about 18 times the largest
+/// public job list here, Philly's 111,549 rows).
+pub const MAX_JOBS: u32 = 2_000_000;
+
 /// Generates the workload for a cluster of `cluster_gpus` GPUs whose largest
 /// job may have `max_gpus` GPUs, from the `trace.synthetic` stream of `seed`.
 /// Submit and run times are whole seconds; job ids are `syn-0`, `syn-1`, ...
 ///
 /// # Errors
-/// A message if the spec is unusable (no jobs fit, non-positive rate or load).
+/// A message if the spec is unusable (more than [`MAX_JOBS`] jobs, no jobs
+/// fit, non-positive rate or load).
 pub fn generate(spec: &SyntheticSpec, cluster_gpus: u32, max_gpus: u32, seed: u64) -> Result<Vec<TraceRecord>, String> {
+    if spec.jobs > MAX_JOBS {
+        return Err(format!(
+            "{} synthetic jobs is more than the {MAX_JOBS} supported (about 300 bytes each in memory)",
+            spec.jobs
+        ));
+    }
     let mix = gpu_mix(max_gpus);
     if mix.is_empty() {
         return Err("no GPU count of the Philly mix fits this cluster".into());

@@ -212,3 +212,65 @@ fn profile_inputs_are_checked() {
     assert_clean_error(&dlsched(&["profile", "show", "nosuch"]), &["nosuch", "--list"]);
     assert!(!dlsched(&["profile", "check", "--every", "1"]).status.success());
 }
+
+#[test]
+fn genie_and_sharing_misuse_gives_clear_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let code = |o: &std::process::Output| o.status.code();
+    // Moldable-task policies need the GENIE workload, which has no trace.
+    let o = dlsched(&["simulate", "--policy", "genie"]);
+    assert_clean_error(&o, &["--workload genie"]);
+    assert_eq!(code(&o), Some(2));
+    let t = d.path().join("t.csv");
+    std::fs::write(&t, "job_id,submit_time,duration,gpu_num\na,0,10,1\n").unwrap();
+    assert_clean_error(&dlsched(&["simulate", "--workload", "genie", "--trace", t.to_str().unwrap()]), &["--trace"]);
+    // Sizes that would not finish: refused up front.
+    assert_clean_error(&dlsched(&["simulate", "--workload", "genie", "--jobs-per-hour", "1e9"]), &["at most 50000"]);
+    assert_clean_error(&dlsched(&["simulate", "--jobs", "1000000000"]), &["2000000"]);
+    // A sweep that pairs a GENIE policy with the synthetic workload, or a
+    // bad GPU type, fails before running anything (exit 2).
+    for (body, needle) in [
+        ("[base]\npolicy = \"genie\"\n[sweep]\nseed = [1]\n", "workload = \"genie\""),
+        ("[base]\nnodes = 2\ngpus_per_node = 4\ngpu_type = \"h100\"\n[sweep]\nseed = [1]\n", "h100"),
+    ] {
+        let f = d.path().join("e.toml");
+        std::fs::write(&f, format!("question = \"q\"\n{body}")).unwrap();
+        let o = dlsched(&["sweep", f.to_str().unwrap(), "--out", d.path().join("out").to_str().unwrap()]);
+        assert_clean_error(&o, &[needle]);
+        assert_eq!(code(&o), Some(2), "{}", text(&o.stderr));
+    }
+    // Fitted models: nonsense coefficients, or another GPU type, are refused.
+    let m = d.path().join("m.json");
+    let o = dlsched(&["genie-profile", "--cluster", "lab16", "--out", m.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let good = std::fs::read_to_string(&m).unwrap();
+    let other_gpu = d.path().join("v100.json");
+    std::fs::write(&other_gpu, good.replace("\"gpu_type\": \"k80\"", "\"gpu_type\": \"v100\"")).unwrap();
+    assert_clean_error(
+        &dlsched(&[
+            "simulate",
+            "--workload",
+            "genie",
+            "--policy",
+            "genie",
+            "--genie-models",
+            other_gpu.to_str().unwrap(),
+        ]),
+        &["v100", "K80"],
+    );
+    let neg = d.path().join("neg.json");
+    let v: serde_json::Value = serde_json::from_str(&good).unwrap();
+    let mut v2 = v.clone();
+    v2["models"]["types"]["resnet50-train"]["gamma"] = serde_json::json!(-5.0);
+    std::fs::write(&neg, serde_json::to_string(&v2).unwrap()).unwrap();
+    assert_clean_error(
+        &dlsched(&["simulate", "--workload", "genie", "--policy", "genie", "--genie-models", neg.to_str().unwrap()]),
+        &["resnet50-train", "gamma"],
+    );
+    // The profiler refuses mixed clusters and noise it cannot fit through.
+    assert_clean_error(&dlsched(&["genie-profile", "--cluster", "philly", "--out", m.to_str().unwrap()]), &["uniform"]);
+    assert_clean_error(
+        &dlsched(&["genie-profile", "--noise", "-1", "--out", m.to_str().unwrap()]),
+        &["--noise", "between 0 and 1"],
+    );
+}
