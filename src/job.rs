@@ -210,6 +210,9 @@ impl JobTable {
 
     /// Makes jobs moldable tasks, by trace id (`JobSpec::name`), before a run.
     pub fn attach_tasks(&mut self, tasks: &mut std::collections::HashMap<String, TaskSpec>) {
+        if tasks.is_empty() {
+            return;
+        }
         for s in &mut self.specs {
             if let Some(t) = tasks.remove(&s.name) {
                 s.task = Some(Box::new(t));

@@ -9,7 +9,6 @@ use std::path::Path;
 use super::VcSummary;
 use crate::engine::RunOutput;
 use crate::job::{JobState, Skipped};
-use crate::time::fmt_ms_as_secs;
 
 /// Writes `bytes` to `path` atomically (temporary file in the same directory,
 /// then rename): a killed process leaves the old file or the new one, never
@@ -124,7 +123,7 @@ pub fn write_jobs_csv(out: &RunOutput, w: &mut impl Write) -> std::io::Result<()
     w.write_all(s.as_bytes())
 }
 
-/// Appends milliseconds as seconds, formatted like [`fmt_ms_as_secs`]
+/// Appends milliseconds as seconds, formatted like [`crate::time::fmt_ms_as_secs`]
 /// (`45`, `45.5`, `45.125`), without allocating.
 fn push_secs(s: &mut String, ms: u64) {
     let (whole, frac) = (ms / 1000, ms % 1000);
@@ -174,13 +173,20 @@ pub fn timeline_csv(out: &RunOutput) -> Vec<u8> {
     let mut s = String::from("time_s,gpus_busy,gpu_utilization,jobs_running,jobs_pending\n");
     for x in &out.timeline {
         let util = (f64::from(x.gpus_busy) / total * 1e6).round() / 1e6;
-        s.push_str(&format!(
-            "{},{},{util},{},{}\n",
-            fmt_ms_as_secs(x.time.as_ms()),
-            x.gpus_busy,
-            x.jobs_running,
-            x.jobs_pending
-        ));
+        push_secs(&mut s, x.time.as_ms());
+        s.push(',');
+        push_uint(&mut s, u64::from(x.gpus_busy));
+        s.push(',');
+        if util == 0.0 || util == 1.0 {
+            s.push(if util == 0.0 { '0' } else { '1' });
+        } else {
+            let _ = write!(s, "{util}");
+        }
+        s.push(',');
+        push_uint(&mut s, u64::from(x.jobs_running));
+        s.push(',');
+        push_uint(&mut s, u64::from(x.jobs_pending));
+        s.push('\n');
     }
     s.into_bytes()
 }
@@ -198,6 +204,7 @@ pub fn skipped_csv(skipped: &[Skipped]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::fmt_ms_as_secs;
 
     #[test]
     fn push_secs_formats_like_fmt_ms_as_secs() {
