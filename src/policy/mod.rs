@@ -7,6 +7,7 @@
 //! Baselines compose a queue order with a [`placement::Placement`].
 
 pub mod genie;
+pub mod memeff;
 pub mod placement;
 pub mod queue;
 pub mod sharing;

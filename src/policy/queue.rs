@@ -114,7 +114,7 @@ impl QueuePolicy {
         let q = &self.queues[vc.index()];
         let &head = q.order.first()?;
         self.scratch.clear();
-        if self.placement.place(view.cluster, request(view, head.1), &mut self.scratch) {
+        if self.placement.place_job(view, head.1, request(view, head.1), &mut self.scratch) {
             return Some(head);
         }
         if !self.backfill {
@@ -132,7 +132,7 @@ impl QueuePolicy {
         candidates.sort_unstable();
         for key in candidates {
             self.scratch.clear();
-            if self.placement.place(view.cluster, request(view, key.1), &mut self.scratch) {
+            if self.placement.place_job(view, key.1, request(view, key.1), &mut self.scratch) {
                 return Some(key);
             }
         }

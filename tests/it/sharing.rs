@@ -172,3 +172,58 @@ fn memory_and_shares_are_never_over_committed_on_random_workloads() {
     }
     assert_eq!(checked, 12);
 }
+
+/// Memory-efficiency ranking by hand (`dlsched::policy::memeff`), on one node
+/// of 3 V100s (16,000 MiB): GPU 0 holds resnet18-cifar10 at batch 100
+/// (C = 3.34 × 100 = 334 GFLOP, 2,000 MiB), GPU 1 vgg16-imagenet at batch
+/// 10 (928 GFLOP, 4,000 MiB), GPU 2 is idle.
+#[test]
+fn memory_efficiency_ranks_gpus_by_hand() {
+    use dlsched::ids::{GpuId, JobId, VcId};
+    use dlsched::policy::View;
+    use dlsched::policy::memeff::MemoryEfficiency;
+    use dlsched::policy::placement::{Placement, Request};
+    use dlsched::time::SimTime;
+
+    let mut cluster = Cluster::new(ClusterSpec::uniform("t", 1, 3, "V100", 16_000)).unwrap();
+    let recs = vec![
+        job("a", 0, 1, 10, "resnet18-cifar10", 100, 2_000),
+        job("b", 0, 1, 10, "vgg16-imagenet", 10, 4_000),
+        job("j", 0, 1, 10, "resnet50-imagenet", 10, 4_000),
+        job("k", 0, 1, 10, "resnet50-imagenet", 40, 2_000),
+        rec("u", 0, 1, 10),
+    ];
+    let w = build_workload(recs, &cluster, PlacementKind::MemoryEfficiency);
+    assert_eq!(w.jobs.len(), 5);
+    cluster.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 2_000, 0).unwrap();
+    cluster.allocate_shared(JobId(1), VcId(0), &[GpuId(1)], 4_000, 0).unwrap();
+    let view = View { now: SimTime::ZERO, cluster: &cluster, jobs: &w.jobs };
+    let mut me = MemoryEfficiency::default();
+    // j: C = 24.54 × 10 = 245.4 GFLOP, 4,000 MiB. ME after joining:
+    // GPU 0 (245.4 + 334) / 6,000 = 0.09657, GPU 1 (245.4 + 928) / 8,000 =
+    // 0.14668, GPU 2 245.4 / 4,000 = 0.06135: GPU 1.
+    let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    assert!(near(me.gpu_me(&cluster, &w.jobs, GpuId(0), 245.4, 4_000), 579.4 / 6_000.0));
+    assert!(near(me.gpu_me(&cluster, &w.jobs, GpuId(1), 245.4, 4_000), 1_173.4 / 8_000.0));
+    assert!(near(me.gpu_me(&cluster, &w.jobs, GpuId(2), 245.4, 4_000), 245.4 / 4_000.0));
+    let req = |mem: u64| Request { min_gpu_mem_mib: mem, ..Request::new(VcId(0), 1) };
+    let mut out = Vec::new();
+    assert!(me.place_job(&view, JobId(2), req(4_000), &mut out));
+    assert_eq!(out, vec![GpuId(1)]);
+    // k: C = 24.54 × 40 = 981.6 GFLOP, 2,000 MiB; alone 0.4908, with a
+    // (981.6 + 334) / 4,000 = 0.3289, with b (981.6 + 928) / 6,000 = 0.3183:
+    // the idle GPU 2.
+    out.clear();
+    assert!(me.place_job(&view, JobId(3), req(2_000), &mut out));
+    assert_eq!(out, vec![GpuId(2)]);
+    // Unknown memory: a whole GPU's, so only the idle GPU (exclusive fallback).
+    out.clear();
+    assert!(me.place_job(&view, JobId(4), req(0), &mut out));
+    assert_eq!(out, vec![GpuId(2)]);
+    cluster.allocate_shared(JobId(3), VcId(0), &[GpuId(2)], 2_000, 0).unwrap();
+    let view = View { now: SimTime::ZERO, cluster: &cluster, jobs: &w.jobs };
+    out.clear();
+    // j again: GPU 2 now holds k: (245.4 + 981.6) / 6,000 = 0.2045 beats GPU 1's 0.14668.
+    assert!(me.place_job(&view, JobId(2), req(4_000), &mut out));
+    assert_eq!(out, vec![GpuId(2)]);
+}
