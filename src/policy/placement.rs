@@ -123,6 +123,9 @@ pub enum PlacementKind {
     /// of memory is highest once the job joins (`specs/policies.md` §4;
     /// [`super::memeff`]).
     MemoryEfficiency,
+    /// GPU sharing after FGD (Weng et al., ATC'23): the GPUs where the
+    /// expected fragmentation grows least ([`super::fgd`]).
+    Fgd,
 }
 
 impl PlacementKind {
@@ -135,6 +138,7 @@ impl PlacementKind {
             PlacementKind::ShareFirstFit => "share-first-fit",
             PlacementKind::ShareBestFit => "share-best-fit",
             PlacementKind::MemoryEfficiency => "memory-efficiency",
+            PlacementKind::Fgd => "fgd",
         }
     }
 
@@ -147,12 +151,19 @@ impl PlacementKind {
             PlacementKind::ShareFirstFit => Box::new(super::sharing::ShareFit::first_fit()),
             PlacementKind::ShareBestFit => Box::new(super::sharing::ShareFit::best_fit()),
             PlacementKind::MemoryEfficiency => Box::new(super::memeff::MemoryEfficiency::default()),
+            PlacementKind::Fgd => Box::new(super::fgd::Fgd::default()),
         }
     }
 
     /// True for the GPU-sharing rules.
     pub fn shares(self) -> bool {
-        matches!(self, PlacementKind::ShareFirstFit | PlacementKind::ShareBestFit | PlacementKind::MemoryEfficiency)
+        matches!(
+            self,
+            PlacementKind::ShareFirstFit
+                | PlacementKind::ShareBestFit
+                | PlacementKind::MemoryEfficiency
+                | PlacementKind::Fgd
+        )
     }
 }
 

@@ -227,3 +227,40 @@ fn memory_efficiency_ranks_gpus_by_hand() {
     assert!(me.place_job(&view, JobId(2), req(4_000), &mut out));
     assert_eq!(out, vec![GpuId(2)]);
 }
+
+/// The sharing metrics on a tiny run by hand: one node of 2 V100s, first-fit
+/// sharing; x (8,000 MiB, 100 s) and y (4,000 MiB, 100 s) share GPU 0 from
+/// t = 0 at speeds 0.8 and 0.6, x ends at 125 s, y at 150 s; z (1,000 MiB,
+/// 10 s) arrives at 200 s and runs alone on GPU 0 until 210 s.
+#[test]
+fn sharing_metrics_by_hand() {
+    let recs = vec![
+        job("x", 0, 1, 100, "x", 32, 8_000),
+        job("y", 0, 1, 100, "y", 64, 4_000),
+        job("z", 200, 1, 10, "x", 32, 1_000),
+    ];
+    let out = run_shared(
+        recs,
+        ClusterSpec::uniform("t", 1, 2, "V100", 16_000),
+        PlacementKind::ShareFirstFit,
+        ShareLimits::default(),
+    );
+    let (s, _) = dlsched::metrics::summarize(&out, &[], 3);
+    assert_eq!(s.makespan_s, 210.0);
+    let near = |a: f64, b: f64| (a - b).abs() < 1e-6;
+    // GPU 0 allocated (capped at 1) for 150 + 10 s of 2 × 210 GPU-s.
+    assert!(near(s.gpu_allocation_mean, 160.0 / 420.0), "{}", s.gpu_allocation_mean);
+    // Models x, y have no GFLOPs in the builtin database: SM estimate 1 per job, capped at 1.
+    assert!(near(s.gpu_utilization_effective_mean, 160.0 / 420.0));
+    // Memory: 12,000 / 16,000 for 125 s, 4,000 / 16,000 for 25 s, 1,000 / 16,000 for 10 s.
+    assert!(near(s.gpu_memory_utilization_mean, (0.75 * 125.0 + 0.25 * 25.0 + 0.0625 * 10.0) / 420.0));
+    // One-GPU requests of 0.5, 0.25, 0.1 GPU: an idle GPU is always left or
+    // GPU 0 is at the tenant cap, so nothing fragments.
+    assert_eq!(s.fragmentation_mean, 0.0);
+    // Horizon = last submission (200 s): x and y finished by then, z not.
+    assert!(near(s.completion_rate, 2.0 / 3.0));
+    assert_eq!(s.queue_delay_mean_whole_s, Some(0.0));
+    assert_eq!(s.queue_delay_mean_fractional_s, None);
+    // Interference: x 100 / 125 = 0.8, y 100 / 150.
+    assert!(near(s.interference_slowdown_mean, (0.8 + 100.0 / 150.0) / 2.0));
+}
