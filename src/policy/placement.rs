@@ -126,6 +126,11 @@ pub enum PlacementKind {
     /// GPU sharing after FGD (Weng et al., ATC'23): the GPUs where the
     /// expected fragmentation grows least ([`super::fgd`]).
     Fgd,
+    /// Interference-aware co-location after IAWP (TPDS 2021): a policy of
+    /// its own, FIFO, that admits onto a shared GPU the queued job least
+    /// cosine-similar to its tenants ([`super::iawp`]). As a plain
+    /// placement (without the queue) it packs as `share-best-fit`.
+    Iawp,
 }
 
 impl PlacementKind {
@@ -139,6 +144,7 @@ impl PlacementKind {
             PlacementKind::ShareBestFit => "share-best-fit",
             PlacementKind::MemoryEfficiency => "memory-efficiency",
             PlacementKind::Fgd => "fgd",
+            PlacementKind::Iawp => "iawp",
         }
     }
 
@@ -152,6 +158,7 @@ impl PlacementKind {
             PlacementKind::ShareBestFit => Box::new(super::sharing::ShareFit::best_fit()),
             PlacementKind::MemoryEfficiency => Box::new(super::memeff::MemoryEfficiency::default()),
             PlacementKind::Fgd => Box::new(super::fgd::Fgd::default()),
+            PlacementKind::Iawp => Box::new(super::sharing::ShareFit::best_fit()),
         }
     }
 

@@ -264,3 +264,55 @@ fn sharing_metrics_by_hand() {
     // Interference: x 100 / 125 = 0.8, y 100 / 150.
     assert!(near(s.interference_slowdown_mean, (0.8 + 100.0 / 150.0) / 2.0));
 }
+
+/// IAWP admission by hand: one V100 (16,000 MiB) holds a (0.4 GPU, 8,000
+/// MiB): vector (0.4, 0.5). Waiting, in queue order: c (0.3, 7,000 MiB):
+/// (0.3, 0.4375), cosine 0.33875 / (0.640312 × 0.530477) = 0.9973; b (0.3,
+/// 1,600 MiB): (0.3, 0.1), cosine 0.17 / (0.640312 × 0.316228) = 0.8396.
+/// The GPU's SM estimate 0.4 < 0.8 and memory 0.5 < 0.9, so it admits b, the
+/// less similar, although c is ahead of it.
+#[test]
+fn iawp_admits_the_least_similar_job() {
+    use dlsched::ids::{GpuId, JobId, VcId};
+    use dlsched::policy::iawp::Iawp;
+    use dlsched::policy::{Decision, Policy, View};
+    use dlsched::profile::resources::cosine;
+    use dlsched::time::SimTime;
+
+    let frac = |id: &str, submit: u64, milli: u32, mem: u64| TraceRecord {
+        gpu_milli: Some(milli),
+        gpu_mem_mib: Some(mem),
+        ..rec(id, submit, 1, 10)
+    };
+    let mut cluster = Cluster::new(ClusterSpec::uniform("t", 1, 1, "V100", 16_000)).unwrap();
+    let w = build_workload(
+        vec![frac("a", 0, 400, 8_000), frac("c", 1, 300, 7_000), frac("b", 2, 300, 1_600)],
+        &cluster,
+        PlacementKind::Iawp,
+    );
+    assert_eq!(w.jobs.len(), 3);
+    cluster.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 8_000, 400).unwrap();
+    let view = View { now: SimTime(2_000), cluster: &cluster, jobs: &w.jobs };
+    assert_eq!(Iawp::vector(&view, JobId(0), GpuId(0)), [0.4, 0.5]);
+    assert_eq!(Iawp::vector(&view, JobId(2), GpuId(0)), [0.3, 0.1]);
+    assert!((cosine(&[0.4, 0.5], &[0.3, 0.1]) - 0.839_56).abs() < 1e-4);
+    assert!((cosine(&[0.4, 0.5], &[0.3, 0.4375]) - 0.997_29).abs() < 1e-4);
+    let mut p = Iawp::new(false);
+    p.on_arrival(JobId(1), &view);
+    p.on_arrival(JobId(2), &view);
+    assert_eq!(p.decide(&view), Decision::Colocate { job: JobId(2), gpus: vec![GpuId(0)] });
+    // With b admitted the GPU has 2 tenants, the cap: c waits.
+    cluster.allocate_shared(JobId(2), VcId(0), &[GpuId(0)], 1_600, 300).unwrap();
+    let view = View { now: SimTime(2_000), cluster: &cluster, jobs: &w.jobs };
+    assert_eq!(p.decide(&view), Decision::Wait);
+    // Thresholds: a tenant at 0.85 GPU (SM estimate 0.85 >= 0.8) admits nobody,
+    // although a 0.1-GPU job would fit.
+    let mut cluster = Cluster::new(ClusterSpec::uniform("t", 1, 1, "V100", 16_000)).unwrap();
+    let w = build_workload(vec![frac("a", 0, 850, 2_000), frac("d", 1, 100, 1_000)], &cluster, PlacementKind::Iawp);
+    cluster.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 2_000, 850).unwrap();
+    let view = View { now: SimTime(1_000), cluster: &cluster, jobs: &w.jobs };
+    let mut p = Iawp::new(true);
+    p.on_arrival(JobId(1), &view);
+    assert!(cluster.can_host(GpuId(0), VcId(0), 1_000, 100));
+    assert_eq!(p.decide(&view), Decision::Wait);
+}
