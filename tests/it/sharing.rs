@@ -160,7 +160,13 @@ fn memory_and_shares_are_never_over_committed_on_random_workloads() {
                 r
             })
             .collect();
-        for placement in [PlacementKind::ShareFirstFit, PlacementKind::ShareBestFit] {
+        for placement in [
+            PlacementKind::ShareFirstFit,
+            PlacementKind::ShareBestFit,
+            PlacementKind::Fgd,
+            PlacementKind::MemoryEfficiency,
+            PlacementKind::Iawp,
+        ] {
             let limits = ShareLimits { max_tenants: 2 + (seed as u32 % 3), mem_headroom: 0.05 };
             // run_shared checks every invariant after every instant, including
             // memory <= capacity and guaranteed shares <= 1,000 milli per GPU.
@@ -170,7 +176,7 @@ fn memory_and_shares_are_never_over_committed_on_random_workloads() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 12);
+    assert_eq!(checked, 30);
 }
 
 /// Memory-efficiency ranking by hand (`dlsched::policy::memeff`), on one node
