@@ -207,8 +207,11 @@ pub struct Simulation {
     integrals: ShareIntegrals,
     figs_since: SimTime,
     frag_model: crate::policy::fgd::FragModel,
-    /// Running jobs' SM-utilisation estimates.
-    job_util: std::collections::HashMap<JobId, f64>,
+    /// Jobs' SM-utilisation estimates, by job index (set at launch).
+    job_util: Vec<f64>,
+    /// Scratch for [`Simulation::refresh_figs`]: touched nodes, free capacities.
+    fig_nodes: Vec<NodeId>,
+    fig_free: Vec<f64>,
 }
 
 impl Simulation {
@@ -224,6 +227,7 @@ impl Simulation {
         cfg: EngineConfig,
     ) -> Self {
         let cluster_partitions = cluster.partitions().len();
+        let n_jobs = jobs.len();
         let max_mem = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).max().unwrap_or(0);
         let max_node = cluster.spec().nodes.iter().map(|n| n.gpus).max().unwrap_or(0);
         let frag_model = crate::policy::fgd::FragModel::from_jobs(&jobs, max_mem, max_node);
@@ -266,7 +270,9 @@ impl Simulation {
             integrals: ShareIntegrals::default(),
             figs_since: SimTime::ZERO,
             frag_model,
-            job_util: std::collections::HashMap::new(),
+            job_util: vec![1.0; n_jobs],
+            fig_nodes: Vec::new(),
+            fig_free: Vec::new(),
         }
     }
 
@@ -437,12 +443,13 @@ impl Simulation {
 
     /// Recomputes the figures of `gpus` and the fragmentation of their nodes.
     fn refresh_figs(&mut self, gpus: &[GpuId]) {
-        let mut nodes: Vec<NodeId> = Vec::with_capacity(2);
+        let mut nodes = std::mem::take(&mut self.fig_nodes);
+        nodes.clear();
         for &g in gpus {
             let cap = self.cluster.gpu_mem_mib(g).max(1) as f64;
             let new = if let Some(o) = self.cluster.owner(g) {
                 let mem = self.jobs.spec(o).gpu_mem_mib.map_or(1.0, |m| (m as f64 / cap).min(1.0));
-                [1.0, self.job_util.get(&o).copied().unwrap_or(1.0), mem]
+                [1.0, self.job_util[o.index()], mem]
             } else {
                 let s = self.cluster.share(g);
                 let (mut a, mut u) = (0.0, 0.0);
@@ -451,7 +458,7 @@ impl Simulation {
                         Some(k) if k > 0 && k < 1000 => f64::from(k) / 1000.0,
                         _ => 1.0,
                     };
-                    u += self.job_util.get(t).copied().unwrap_or(1.0);
+                    u += self.job_util[t.index()];
                 }
                 [a.min(1.0), u.min(1.0), (s.mem_mib as f64 / cap).min(1.0)]
             };
@@ -464,12 +471,14 @@ impl Simulation {
                 nodes.push(n);
             }
         }
-        let mut free = Vec::new();
-        for n in nodes {
+        let mut free = std::mem::take(&mut self.fig_free);
+        for &n in &nodes {
             crate::policy::fgd::node_free(&self.cluster, n, &mut free);
             let f = self.frag_model.node_frag(&free);
             self.fig_sums[3] += f - std::mem::replace(&mut self.node_frag[n.index()], f);
         }
+        self.fig_nodes = nodes;
+        self.fig_free = free;
     }
 
     fn invalid(&self, job: JobId, gpu: Option<GpuId>, reason: String) -> SimError {
@@ -603,7 +612,7 @@ impl Simulation {
         }
         let gpu_type = &self.cluster.node(self.cluster.node_of(gpus[0])).gpu_type;
         let u = crate::profile::resources::job_sm_util(self.jobs.spec(job), gpu_type);
-        self.job_util.insert(job, u);
+        self.job_util[job.index()] = u;
         self.refresh_figs(&gpus);
         if shared {
             self.touched_shared.extend_from_slice(&gpus);
@@ -655,7 +664,6 @@ impl Simulation {
         if let Err(e) = self.cluster.release(job, &run.gpus) {
             return Err(SimError::InvalidDecision { policy: "engine".into(), job, gpu: e.gpu, reason: e.reason });
         }
-        self.job_util.remove(&job);
         self.refresh_figs(&run.gpus);
         if self.model.depends_on_neighbours() {
             self.touched.extend(run.gpus.iter().map(|&g| self.cluster.node_of(g)));

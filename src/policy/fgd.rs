@@ -69,15 +69,19 @@ impl FragModel {
     /// node are left out (FGD's fragmentation is per node: such a job never
     /// fits one).
     pub fn from_jobs(jobs: &JobTable, max_mem_mib: u64, max_node_gpus: u32) -> Self {
-        let mut counts: HashMap<(u32, u64), u64> = HashMap::new();
+        // Counts by (k, 20 d): k <= max_node_gpus <= 64, 20 d in 1..=20.
+        let mut counts = vec![0u64; (max_node_gpus as usize + 1) * 21];
         for (spec, _) in jobs.iter().filter(|(s, _)| s.gpus <= max_node_gpus) {
-            let d = demand(spec, max_mem_mib);
-            *counts.entry((spec.gpus.max(1), (d * 20.0).round() as u64)).or_default() += 1;
+            let d = (demand(spec, max_mem_mib) * 20.0).round() as usize;
+            counts[spec.gpus.max(1) as usize * 21 + d.min(20)] += 1;
         }
-        let total = counts.values().sum::<u64>().max(1) as f64;
-        let mut classes: Vec<(u32, f64, f64)> =
-            counts.into_iter().map(|((k, d), c)| (k, d as f64 / 20.0, c as f64 / total)).collect();
-        classes.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        let total = counts.iter().sum::<u64>().max(1) as f64;
+        let classes = counts
+            .iter()
+            .enumerate()
+            .filter(|&(_, &c)| c > 0)
+            .map(|(i, &c)| ((i / 21) as u32, (i % 21) as f64 / 20.0, c as f64 / total))
+            .collect();
         FragModel { classes }
     }
 
