@@ -8,7 +8,9 @@
 //!   `makespan_s` and `gpu_utilization`, a line chart of the metric against
 //!   the first numeric swept key other than `seed`, one line per combination
 //!   of the other swept keys, with error bars of ± one standard deviation
-//!   over seeds; and `jct_cdf.svg`, the JCT CDF of each such line's runs
+//!   over seeds (also, when some run shared GPUs, `gpu_allocation_mean`,
+//!   `gpu_utilization_effective_mean`, `gpu_memory_utilization_mean`,
+//!   `fragmentation_mean` and `completion_rate`); and `jct_cdf.svg`, the JCT CDF of each such line's runs
 //!   pooled (the per-policy CDFs).
 
 use std::collections::BTreeMap;
@@ -235,15 +237,24 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
     if let Some(x) = &x_key {
         let xc = col(x)?;
         // QoS metrics only where every run has them (GENIE workloads).
+        // Sharing metrics only where some run shared a GPU.
         let optional = ["qos_guarantee_rate", "normalized_latency_mean", "interference_slowdown_mean"];
-        let metrics = ["jct_mean_s", "queue_delay_mean_s", "makespan_s", "gpu_utilization"].into_iter().chain(
-            optional.into_iter().filter(|m| {
-                numeric(m)
-                    && (*m != "interference_slowdown_mean" || {
-                        col("colocated_jobs").is_ok_and(|c| rows.iter().any(|r| r[c] != "0"))
-                    })
-            }),
-        );
+        let sharing = [
+            "gpu_allocation_mean",
+            "gpu_utilization_effective_mean",
+            "gpu_memory_utilization_mean",
+            "fragmentation_mean",
+            "completion_rate",
+        ];
+        let any_nonzero = |k: &str| col(k).is_ok_and(|c| rows.iter().any(|r| r[c] != "0"));
+        let metrics = ["jct_mean_s", "queue_delay_mean_s", "makespan_s", "gpu_utilization"]
+            .into_iter()
+            .chain(
+                optional
+                    .into_iter()
+                    .filter(|m| numeric(m) && (*m != "interference_slowdown_mean" || any_nonzero("colocated_jobs"))),
+            )
+            .chain(sharing.into_iter().filter(|m| numeric(m) && any_nonzero("shared_launches")));
         for metric in metrics {
             let mc = col(metric)?;
             // group -> x -> values over seeds

@@ -53,7 +53,7 @@ pub const KEYS: [(&str, &str); 26] = [
     ("genie_best_fit", "true or false: GENIE family places on the fullest nodes with room"),
     ("genie_models", "a file of fitted GENIE models (dlsched genie-profile), relative to the experiment file"),
     ("backfill", "true or false"),
-    ("placement", "consolidate, first-fit, recorded, share-first-fit or share-best-fit"),
+    ("placement", "consolidate, first-fit, recorded, share-first-fit, share-best-fit, memory-efficiency, fgd or iawp"),
     ("max_tenants", "a whole number of jobs that may share one GPU (sharing placements)"),
     ("mem_headroom", "a fraction in [0, 1) of GPU memory kept free when a GPU is shared"),
     ("rate_model", "trace, table or genie"),

@@ -147,8 +147,29 @@ pub struct RunOutput {
     pub busy_gpu_ms: Vec<u64>,
     /// Decision timing, when measured ([`EngineConfig::time_decisions`]).
     pub timing: Option<DecisionTiming>,
+    /// Time integrals from t = 0 to the last event, GPU-ms, of the sharing
+    /// metrics ([`ShareIntegrals`]).
+    pub share_integrals: ShareIntegrals,
     /// The policy's own figures ([`Policy::metrics`]).
     pub policy_metrics: Vec<(&'static str, f64)>,
+}
+
+/// Time integrals (GPU-milliseconds) of per-GPU figures, summed over GPUs;
+/// the engine keeps each GPU's current value and updates only the GPUs and
+/// nodes a launch or completion touches (O(GPUs of the job) per event).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ShareIntegrals {
+    /// Allocated fraction: 1 for a GPU held exclusively; for a shared GPU
+    /// the tenants' requests summed and capped at 1 (a guaranteed share
+    /// counts milli-GPU / 1,000, a whole-GPU tenant 1).
+    pub alloc_gpu_ms: f64,
+    /// SM-busy estimate: the holders' SM-utilisation estimates
+    /// ([`crate::profile::resources::job_sm_util`]) summed and capped at 1.
+    pub util_gpu_ms: f64,
+    /// Memory held / GPU memory (an exclusive job of unknown memory holds it all).
+    pub mem_gpu_ms: f64,
+    /// FGD fragmentation ([`crate::policy::fgd`]) summed over nodes, in GPUs.
+    pub frag_gpu_ms: f64,
 }
 
 /// A simulation: owns the clock, the event queue, the cluster, the jobs, the
@@ -177,6 +198,20 @@ pub struct Simulation {
     timing: DecisionTiming,
     next_arrival: usize,
     stats: EngineStats,
+    /// Per GPU: allocated fraction, SM-busy estimate, memory fraction.
+    gpu_figs: Vec<[f64; 3]>,
+    /// Per node: FGD fragmentation.
+    node_frag: Vec<f64>,
+    /// Current sums of the above (alloc, util, mem, frag).
+    fig_sums: [f64; 4],
+    integrals: ShareIntegrals,
+    figs_since: SimTime,
+    frag_model: crate::policy::fgd::FragModel,
+    /// Jobs' SM-utilisation estimates, by job index (set at launch).
+    job_util: Vec<f64>,
+    /// Scratch for [`Simulation::refresh_figs`]: touched nodes, free capacities.
+    fig_nodes: Vec<NodeId>,
+    fig_free: Vec<f64>,
 }
 
 impl Simulation {
@@ -192,6 +227,19 @@ impl Simulation {
         cfg: EngineConfig,
     ) -> Self {
         let cluster_partitions = cluster.partitions().len();
+        let n_jobs = jobs.len();
+        let max_mem = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).max().unwrap_or(0);
+        let max_node = cluster.spec().nodes.iter().map(|n| n.gpus).max().unwrap_or(0);
+        let frag_model = crate::policy::fgd::FragModel::from_jobs(&jobs, max_mem, max_node);
+        let mut free = Vec::new();
+        let node_frag: Vec<f64> = (0..cluster.num_nodes())
+            .map(|n| {
+                crate::policy::fgd::node_free(&cluster, NodeId(n as u32), &mut free);
+                frag_model.node_frag(&free)
+            })
+            .collect();
+        let frag0: f64 = node_frag.iter().sum();
+        let gpu_figs = vec![[0.0; 3]; cluster.total_gpus() as usize];
         let mut events = EventQueue::with_capacity(1024);
         if cfg.sample_interval_ms > 0 && !jobs.is_empty() {
             events.push(SimTime::ZERO, Event::Sample);
@@ -216,6 +264,15 @@ impl Simulation {
             timing: DecisionTiming::default(),
             next_arrival: 0,
             stats: EngineStats::default(),
+            gpu_figs,
+            node_frag,
+            fig_sums: [0.0, 0.0, 0.0, frag0],
+            integrals: ShareIntegrals::default(),
+            figs_since: SimTime::ZERO,
+            frag_model,
+            job_util: vec![1.0; n_jobs],
+            fig_nodes: Vec::new(),
+            fig_free: Vec::new(),
         }
     }
 
@@ -341,7 +398,9 @@ impl Simulation {
         for vc in 0..self.busy_gpu_ms.len() {
             self.settle_busy(crate::ids::VcId(vc as u16));
         }
+        self.settle_figs();
         RunOutput {
+            share_integrals: self.integrals,
             busy_gpu_ms: self.busy_gpu_ms,
             timing: self.cfg.time_decisions.then_some(self.timing),
             policy_metrics: self.policy.metrics(&self.jobs),
@@ -369,6 +428,57 @@ impl Simulation {
         let i = vc.index();
         self.busy_gpu_ms[i] += busy * self.now.since(self.busy_since[i]);
         self.busy_since[i] = self.now;
+    }
+
+    /// Brings the sharing integrals up to now (call before an allocation changes).
+    fn settle_figs(&mut self) {
+        let dt = self.now.since(self.figs_since) as f64;
+        let [a, u, m, f] = self.fig_sums;
+        self.integrals.alloc_gpu_ms += a * dt;
+        self.integrals.util_gpu_ms += u * dt;
+        self.integrals.mem_gpu_ms += m * dt;
+        self.integrals.frag_gpu_ms += f * dt;
+        self.figs_since = self.now;
+    }
+
+    /// Recomputes the figures of `gpus` and the fragmentation of their nodes.
+    fn refresh_figs(&mut self, gpus: &[GpuId]) {
+        let mut nodes = std::mem::take(&mut self.fig_nodes);
+        nodes.clear();
+        for &g in gpus {
+            let cap = self.cluster.gpu_mem_mib(g).max(1) as f64;
+            let new = if let Some(o) = self.cluster.owner(g) {
+                let mem = self.jobs.spec(o).gpu_mem_mib.map_or(1.0, |m| (m as f64 / cap).min(1.0));
+                [1.0, self.job_util[o.index()], mem]
+            } else {
+                let s = self.cluster.share(g);
+                let (mut a, mut u) = (0.0, 0.0);
+                for t in &s.tenants {
+                    a += match self.jobs.spec(*t).gpu_milli {
+                        Some(k) if k > 0 && k < 1000 => f64::from(k) / 1000.0,
+                        _ => 1.0,
+                    };
+                    u += self.job_util[t.index()];
+                }
+                [a.min(1.0), u.min(1.0), (s.mem_mib as f64 / cap).min(1.0)]
+            };
+            let old = std::mem::replace(&mut self.gpu_figs[g.index()], new);
+            for i in 0..3 {
+                self.fig_sums[i] += new[i] - old[i];
+            }
+            let n = self.cluster.node_of(g);
+            if !nodes.contains(&n) {
+                nodes.push(n);
+            }
+        }
+        let mut free = std::mem::take(&mut self.fig_free);
+        for &n in &nodes {
+            crate::policy::fgd::node_free(&self.cluster, n, &mut free);
+            let f = self.frag_model.node_frag(&free);
+            self.fig_sums[3] += f - std::mem::replace(&mut self.node_frag[n.index()], f);
+        }
+        self.fig_nodes = nodes;
+        self.fig_free = free;
     }
 
     fn invalid(&self, job: JobId, gpu: Option<GpuId>, reason: String) -> SimError {
@@ -486,6 +596,7 @@ impl Simulation {
         }
         let (milli, mem_need) = (spec.gpu_milli.unwrap_or(0), spec.gpu_mem_mib);
         self.settle_busy(vc);
+        self.settle_figs();
         let allocated = if shared {
             // Memory is per GPU; a job of unknown memory takes a whole GPU's.
             let mem = gpus
@@ -499,6 +610,10 @@ impl Simulation {
         if let Err(e) = allocated {
             return Err(self.invalid(job, e.gpu, e.reason));
         }
+        let gpu_type = &self.cluster.node(self.cluster.node_of(gpus[0])).gpu_type;
+        let u = crate::profile::resources::job_sm_util(self.jobs.spec(job), gpu_type);
+        self.job_util[job.index()] = u;
+        self.refresh_figs(&gpus);
         if shared {
             self.touched_shared.extend_from_slice(&gpus);
             self.stats.shared_launches += 1;
@@ -545,9 +660,11 @@ impl Simulation {
             unreachable!("complete() is only called on running jobs");
         };
         self.settle_busy(self.jobs.spec(job).vc);
+        self.settle_figs();
         if let Err(e) = self.cluster.release(job, &run.gpus) {
             return Err(SimError::InvalidDecision { policy: "engine".into(), job, gpu: e.gpu, reason: e.reason });
         }
+        self.refresh_figs(&run.gpus);
         if self.model.depends_on_neighbours() {
             self.touched.extend(run.gpus.iter().map(|&g| self.cluster.node_of(g)));
         }

@@ -114,6 +114,33 @@ pub struct Summary {
     /// (their run time alone / their actual run time; 1 = no slowdown); 1
     /// when no job was co-located.
     pub interference_slowdown_mean: f64,
+    /// Time-averaged GPU allocation: the fraction of GPU capacity requested
+    /// by running jobs (per GPU: 1 when held exclusively, else the tenants'
+    /// requests, milli-GPU / 1,000 or 1 for a whole-GPU tenant, capped at 1),
+    /// integrated over time / (GPUs × makespan). Equals `gpu_utilization`
+    /// without sharing.
+    pub gpu_allocation_mean: f64,
+    /// Time-averaged effective utilisation, the same way: per GPU the
+    /// holders' SM-utilisation estimates summed and capped at 1. The estimate
+    /// is a proxy (achieved FLOP/s alone / the GPU's peak FP32 FLOP/s,
+    /// `dlsched::profile::resources`); a job without one counts its share
+    /// (milli-GPU / 1,000) or 1.
+    pub gpu_utilization_effective_mean: f64,
+    /// Time-averaged GPU memory utilisation: memory held / GPU memory, the
+    /// same way (an exclusive job of unknown memory holds the whole GPU's).
+    pub gpu_memory_utilization_mean: f64,
+    /// Time-averaged GPU fragmentation after FGD (Weng et al., ATC'23;
+    /// `dlsched::policy::fgd`): the expected free GPU capacity the job
+    /// list's request mix cannot use, summed over nodes, / (GPUs × makespan).
+    pub fragmentation_mean: f64,
+    /// Task completion rate: jobs finished by the horizon (the last
+    /// submission) / jobs admitted.
+    pub completion_rate: f64,
+    /// Mean queueing delay of fractional jobs (a guaranteed share under one
+    /// GPU, e.g. the Alibaba pods), s; null when there are none.
+    pub queue_delay_mean_fractional_s: Option<f64>,
+    /// Mean queueing delay of whole-GPU jobs, s; null when there are none.
+    pub queue_delay_mean_whole_s: Option<f64>,
     /// Moldable tasks (GENIE workload) only, else null. QoS guarantee rate:
     /// tasks finished by their deadline (arrival + ECT) / all tasks (GENIE
     /// TPDS 2020 §7.1; Urgent tasks, ECT 0, always count as missed).
@@ -178,6 +205,9 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
     let mut demand_ms = 0.0;
     let mut unfinished = 0;
     let mut slowdowns: Vec<f64> = Vec::new();
+    let (mut q_frac, mut q_whole) = (Vec::new(), Vec::new());
+    let last_submit_ms = out.jobs.iter().map(|(s, _)| s.submit.as_ms()).max().unwrap_or(0);
+    let mut done_by_horizon = 0u64;
     let (mut tasks, mut met, mut norm_lat) = (0u64, 0u64, Vec::new());
     let mut by_class: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for (spec, state) in out.jobs.iter() {
@@ -211,6 +241,12 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
         }
         let jct = d.end.since(spec.submit) as f64 / 1000.0;
         let q = d.start.since(spec.submit) as f64 / 1000.0;
+        done_by_horizon += u64::from(d.end.as_ms() <= last_submit_ms);
+        if matches!(spec.gpu_milli, Some(k) if k > 0 && k < 1000) {
+            q_frac.push(q);
+        } else {
+            q_whole.push(q);
+        }
         let gpu_ms = f64::from(d.gpus) * d.end.since(d.start) as f64;
         for acc in [&mut all, &mut per_vc[spec.vc.index()]] {
             acc.jct.push(jct);
@@ -258,6 +294,13 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
         shared_launches: out.stats.shared_launches,
         colocated_jobs: slowdowns.len() as u64,
         interference_slowdown_mean: if slowdowns.is_empty() { 1.0 } else { r6(mean(&slowdowns)) },
+        gpu_allocation_mean: util(out.share_integrals.alloc_gpu_ms, out.cluster.total_gpus()),
+        gpu_utilization_effective_mean: util(out.share_integrals.util_gpu_ms, out.cluster.total_gpus()),
+        gpu_memory_utilization_mean: util(out.share_integrals.mem_gpu_ms, out.cluster.total_gpus()),
+        fragmentation_mean: util(out.share_integrals.frag_gpu_ms, out.cluster.total_gpus()),
+        completion_rate: if all.jobs == 0 { 0.0 } else { r6(done_by_horizon as f64 / all.jobs as f64) },
+        queue_delay_mean_fractional_s: (!q_frac.is_empty()).then(|| r3(mean(&q_frac))),
+        queue_delay_mean_whole_s: (!q_whole.is_empty()).then(|| r3(mean(&q_whole))),
         qos_guarantee_rate: (tasks > 0).then(|| r6(met as f64 / tasks as f64)),
         qos_guarantee_by_class: by_class.into_iter().map(|(k, (n, m))| (k, r6(m as f64 / n as f64))).collect(),
         normalized_latency_mean: (!norm_lat.is_empty()).then(|| r6(mean(&norm_lat))),

@@ -6,7 +6,10 @@
 //! osukhoroslov/dslab). An invalid decision is an error of the run, not a panic.
 //! Baselines compose a queue order with a [`placement::Placement`].
 
+pub mod fgd;
 pub mod genie;
+pub mod iawp;
+pub mod memeff;
 pub mod placement;
 pub mod queue;
 pub mod sharing;
@@ -138,6 +141,9 @@ impl PolicyConfig {
     /// # Errors
     /// A [`ConfigError`] for an invalid combination (none today).
     pub fn build(&self, partitions: usize) -> Result<Box<dyn Policy>, ConfigError> {
+        if self.placement == PlacementKind::Iawp {
+            return Ok(Box::new(iawp::Iawp::new(self.backfill)));
+        }
         Ok(Box::new(QueuePolicy::new(self.order, self.backfill, self.placement.build(), partitions)))
     }
 }

@@ -1,7 +1,7 @@
 //! Placement rules: which GPUs a job of `n` GPUs gets in its partition.
 
 use crate::cluster::Cluster;
-use crate::ids::{GpuId, VcId};
+use crate::ids::{GpuId, JobId, VcId};
 
 /// What a job asks a placement for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +62,15 @@ pub trait Placement: Send {
     /// be placed now.
     fn place(&mut self, cluster: &Cluster, req: Request<'_>, out: &mut Vec<GpuId>) -> bool;
 
+    /// [`Placement::place`] for a known job, with the whole view (the
+    /// queue policies call this). Rules that read the job's model or its
+    /// would-be co-tenants (memory efficiency, FGD) override it; by default
+    /// it is `place`.
+    fn place_job(&mut self, view: &super::View<'_>, job: JobId, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
+        let _ = job;
+        self.place(view.cluster, req, out)
+    }
+
     /// Requests of one class (in one partition) are placed alike in every
     /// cluster state, so a backfilling queue tries one job per class. By
     /// default the class is the GPU count, the memory need (MiB), the
@@ -110,6 +119,18 @@ pub enum PlacementKind {
     /// GPU sharing, best fit by memory: the GPUs with room that would have
     /// the least memory left after the job joins.
     ShareBestFit,
+    /// GPU sharing by memory efficiency: the GPUs whose computation per MiB
+    /// of memory is highest once the job joins (`specs/policies.md` §4;
+    /// [`super::memeff`]).
+    MemoryEfficiency,
+    /// GPU sharing after FGD (Weng et al., ATC'23): the GPUs where the
+    /// expected fragmentation grows least ([`super::fgd`]).
+    Fgd,
+    /// Interference-aware co-location after IAWP (TPDS 2021): a policy of
+    /// its own, FIFO, that admits onto a shared GPU the queued job least
+    /// cosine-similar to its tenants ([`super::iawp`]). As a plain
+    /// placement (without the queue) it packs as `share-best-fit`.
+    Iawp,
 }
 
 impl PlacementKind {
@@ -121,6 +142,9 @@ impl PlacementKind {
             PlacementKind::Recorded => "recorded",
             PlacementKind::ShareFirstFit => "share-first-fit",
             PlacementKind::ShareBestFit => "share-best-fit",
+            PlacementKind::MemoryEfficiency => "memory-efficiency",
+            PlacementKind::Fgd => "fgd",
+            PlacementKind::Iawp => "iawp",
         }
     }
 
@@ -132,12 +156,21 @@ impl PlacementKind {
             PlacementKind::Recorded => Box::new(Recorded),
             PlacementKind::ShareFirstFit => Box::new(super::sharing::ShareFit::first_fit()),
             PlacementKind::ShareBestFit => Box::new(super::sharing::ShareFit::best_fit()),
+            PlacementKind::MemoryEfficiency => Box::new(super::memeff::MemoryEfficiency::default()),
+            PlacementKind::Fgd => Box::new(super::fgd::Fgd::default()),
+            PlacementKind::Iawp => Box::new(super::sharing::ShareFit::best_fit()),
         }
     }
 
     /// True for the GPU-sharing rules.
     pub fn shares(self) -> bool {
-        matches!(self, PlacementKind::ShareFirstFit | PlacementKind::ShareBestFit)
+        matches!(
+            self,
+            PlacementKind::ShareFirstFit
+                | PlacementKind::ShareBestFit
+                | PlacementKind::MemoryEfficiency
+                | PlacementKind::Fgd
+        )
     }
 }
 

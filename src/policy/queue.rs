@@ -44,7 +44,7 @@ struct VcQueue {
 
 /// The placement request of a job: its partition, GPU count, recorded split,
 /// memory need, guaranteed share and allowed GPU types.
-fn request<'a>(view: &View<'a>, job: JobId) -> Request<'a> {
+pub(crate) fn request<'a>(view: &View<'a>, job: JobId) -> Request<'a> {
     let spec = view.jobs.spec(job);
     // Only a split the trace recorded is replayed; the packed split assumed for
     // other jobs is not a placement to reproduce.
@@ -114,7 +114,7 @@ impl QueuePolicy {
         let q = &self.queues[vc.index()];
         let &head = q.order.first()?;
         self.scratch.clear();
-        if self.placement.place(view.cluster, request(view, head.1), &mut self.scratch) {
+        if self.placement.place_job(view, head.1, request(view, head.1), &mut self.scratch) {
             return Some(head);
         }
         if !self.backfill {
@@ -132,7 +132,7 @@ impl QueuePolicy {
         candidates.sort_unstable();
         for key in candidates {
             self.scratch.clear();
-            if self.placement.place(view.cluster, request(view, key.1), &mut self.scratch) {
+            if self.placement.place_job(view, key.1, request(view, key.1), &mut self.scratch) {
                 return Some(key);
             }
         }

@@ -19,6 +19,7 @@ pub mod genie;
 pub mod import;
 pub mod model;
 pub mod rate;
+pub mod resources;
 
 use crate::cluster::Cluster;
 use crate::ids::GpuId;

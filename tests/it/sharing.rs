@@ -160,7 +160,13 @@ fn memory_and_shares_are_never_over_committed_on_random_workloads() {
                 r
             })
             .collect();
-        for placement in [PlacementKind::ShareFirstFit, PlacementKind::ShareBestFit] {
+        for placement in [
+            PlacementKind::ShareFirstFit,
+            PlacementKind::ShareBestFit,
+            PlacementKind::Fgd,
+            PlacementKind::MemoryEfficiency,
+            PlacementKind::Iawp,
+        ] {
             let limits = ShareLimits { max_tenants: 2 + (seed as u32 % 3), mem_headroom: 0.05 };
             // run_shared checks every invariant after every instant, including
             // memory <= capacity and guaranteed shares <= 1,000 milli per GPU.
@@ -170,5 +176,149 @@ fn memory_and_shares_are_never_over_committed_on_random_workloads() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 12);
+    assert_eq!(checked, 30);
+}
+
+/// Memory-efficiency ranking by hand (`dlsched::policy::memeff`), on one node
+/// of 3 V100s (16,000 MiB): GPU 0 holds resnet18-cifar10 at batch 100
+/// (C = 3.34 × 100 = 334 GFLOP, 2,000 MiB), GPU 1 vgg16-imagenet at batch
+/// 10 (928 GFLOP, 4,000 MiB), GPU 2 is idle.
+#[test]
+fn memory_efficiency_ranks_gpus_by_hand() {
+    use dlsched::ids::{GpuId, JobId, VcId};
+    use dlsched::policy::View;
+    use dlsched::policy::memeff::MemoryEfficiency;
+    use dlsched::policy::placement::{Placement, Request};
+    use dlsched::time::SimTime;
+
+    let mut cluster = Cluster::new(ClusterSpec::uniform("t", 1, 3, "V100", 16_000)).unwrap();
+    let recs = vec![
+        job("a", 0, 1, 10, "resnet18-cifar10", 100, 2_000),
+        job("b", 0, 1, 10, "vgg16-imagenet", 10, 4_000),
+        job("j", 0, 1, 10, "resnet50-imagenet", 10, 4_000),
+        job("k", 0, 1, 10, "resnet50-imagenet", 40, 2_000),
+        rec("u", 0, 1, 10),
+    ];
+    let w = build_workload(recs, &cluster, PlacementKind::MemoryEfficiency);
+    assert_eq!(w.jobs.len(), 5);
+    cluster.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 2_000, 0).unwrap();
+    cluster.allocate_shared(JobId(1), VcId(0), &[GpuId(1)], 4_000, 0).unwrap();
+    let view = View { now: SimTime::ZERO, cluster: &cluster, jobs: &w.jobs };
+    let mut me = MemoryEfficiency::default();
+    // j: C = 24.54 × 10 = 245.4 GFLOP, 4,000 MiB. ME after joining:
+    // GPU 0 (245.4 + 334) / 6,000 = 0.09657, GPU 1 (245.4 + 928) / 8,000 =
+    // 0.14668, GPU 2 245.4 / 4,000 = 0.06135: GPU 1.
+    let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    assert!(near(me.gpu_me(&cluster, &w.jobs, GpuId(0), 245.4, 4_000), 579.4 / 6_000.0));
+    assert!(near(me.gpu_me(&cluster, &w.jobs, GpuId(1), 245.4, 4_000), 1_173.4 / 8_000.0));
+    assert!(near(me.gpu_me(&cluster, &w.jobs, GpuId(2), 245.4, 4_000), 245.4 / 4_000.0));
+    let req = |mem: u64| Request { min_gpu_mem_mib: mem, ..Request::new(VcId(0), 1) };
+    let mut out = Vec::new();
+    assert!(me.place_job(&view, JobId(2), req(4_000), &mut out));
+    assert_eq!(out, vec![GpuId(1)]);
+    // k: C = 24.54 × 40 = 981.6 GFLOP, 2,000 MiB; alone 0.4908, with a
+    // (981.6 + 334) / 4,000 = 0.3289, with b (981.6 + 928) / 6,000 = 0.3183:
+    // the idle GPU 2.
+    out.clear();
+    assert!(me.place_job(&view, JobId(3), req(2_000), &mut out));
+    assert_eq!(out, vec![GpuId(2)]);
+    // Unknown memory: a whole GPU's, so only the idle GPU (exclusive fallback).
+    out.clear();
+    assert!(me.place_job(&view, JobId(4), req(0), &mut out));
+    assert_eq!(out, vec![GpuId(2)]);
+    cluster.allocate_shared(JobId(3), VcId(0), &[GpuId(2)], 2_000, 0).unwrap();
+    let view = View { now: SimTime::ZERO, cluster: &cluster, jobs: &w.jobs };
+    out.clear();
+    // j again: GPU 2 now holds k: (245.4 + 981.6) / 6,000 = 0.2045 beats GPU 1's 0.14668.
+    assert!(me.place_job(&view, JobId(2), req(4_000), &mut out));
+    assert_eq!(out, vec![GpuId(2)]);
+}
+
+/// The sharing metrics on a tiny run by hand: one node of 2 V100s, first-fit
+/// sharing; x (8,000 MiB, 100 s) and y (4,000 MiB, 100 s) share GPU 0 from
+/// t = 0 at speeds 0.8 and 0.6, x ends at 125 s, y at 150 s; z (1,000 MiB,
+/// 10 s) arrives at 200 s and runs alone on GPU 0 until 210 s.
+#[test]
+fn sharing_metrics_by_hand() {
+    let recs = vec![
+        job("x", 0, 1, 100, "x", 32, 8_000),
+        job("y", 0, 1, 100, "y", 64, 4_000),
+        job("z", 200, 1, 10, "x", 32, 1_000),
+    ];
+    let out = run_shared(
+        recs,
+        ClusterSpec::uniform("t", 1, 2, "V100", 16_000),
+        PlacementKind::ShareFirstFit,
+        ShareLimits::default(),
+    );
+    let (s, _) = dlsched::metrics::summarize(&out, &[], 3);
+    assert_eq!(s.makespan_s, 210.0);
+    let near = |a: f64, b: f64| (a - b).abs() < 1e-6;
+    // GPU 0 allocated (capped at 1) for 150 + 10 s of 2 × 210 GPU-s.
+    assert!(near(s.gpu_allocation_mean, 160.0 / 420.0), "{}", s.gpu_allocation_mean);
+    // Models x, y have no GFLOPs in the builtin database: SM estimate 1 per job, capped at 1.
+    assert!(near(s.gpu_utilization_effective_mean, 160.0 / 420.0));
+    // Memory: 12,000 / 16,000 for 125 s, 4,000 / 16,000 for 25 s, 1,000 / 16,000 for 10 s.
+    assert!(near(s.gpu_memory_utilization_mean, (0.75 * 125.0 + 0.25 * 25.0 + 0.0625 * 10.0) / 420.0));
+    // One-GPU requests of 0.5, 0.25, 0.1 GPU: an idle GPU is always left or
+    // GPU 0 is at the tenant cap, so nothing fragments.
+    assert_eq!(s.fragmentation_mean, 0.0);
+    // Horizon = last submission (200 s): x and y finished by then, z not.
+    assert!(near(s.completion_rate, 2.0 / 3.0));
+    assert_eq!(s.queue_delay_mean_whole_s, Some(0.0));
+    assert_eq!(s.queue_delay_mean_fractional_s, None);
+    // Interference: x 100 / 125 = 0.8, y 100 / 150.
+    assert!(near(s.interference_slowdown_mean, (0.8 + 100.0 / 150.0) / 2.0));
+}
+
+/// IAWP admission by hand: one V100 (16,000 MiB) holds a (0.4 GPU, 8,000
+/// MiB): vector (0.4, 0.5). Waiting, in queue order: c (0.3, 7,000 MiB):
+/// (0.3, 0.4375), cosine 0.33875 / (0.640312 × 0.530477) = 0.9973; b (0.3,
+/// 1,600 MiB): (0.3, 0.1), cosine 0.17 / (0.640312 × 0.316228) = 0.8396.
+/// The GPU's SM estimate 0.4 < 0.8 and memory 0.5 < 0.9, so it admits b, the
+/// less similar, although c is ahead of it.
+#[test]
+fn iawp_admits_the_least_similar_job() {
+    use dlsched::ids::{GpuId, JobId, VcId};
+    use dlsched::policy::iawp::Iawp;
+    use dlsched::policy::{Decision, Policy, View};
+    use dlsched::profile::resources::cosine;
+    use dlsched::time::SimTime;
+
+    let frac = |id: &str, submit: u64, milli: u32, mem: u64| TraceRecord {
+        gpu_milli: Some(milli),
+        gpu_mem_mib: Some(mem),
+        ..rec(id, submit, 1, 10)
+    };
+    let mut cluster = Cluster::new(ClusterSpec::uniform("t", 1, 1, "V100", 16_000)).unwrap();
+    let w = build_workload(
+        vec![frac("a", 0, 400, 8_000), frac("c", 1, 300, 7_000), frac("b", 2, 300, 1_600)],
+        &cluster,
+        PlacementKind::Iawp,
+    );
+    assert_eq!(w.jobs.len(), 3);
+    cluster.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 8_000, 400).unwrap();
+    let view = View { now: SimTime(2_000), cluster: &cluster, jobs: &w.jobs };
+    assert_eq!(Iawp::vector(&view, JobId(0), GpuId(0)), [0.4, 0.5]);
+    assert_eq!(Iawp::vector(&view, JobId(2), GpuId(0)), [0.3, 0.1]);
+    assert!((cosine(&[0.4, 0.5], &[0.3, 0.1]) - 0.839_56).abs() < 1e-4);
+    assert!((cosine(&[0.4, 0.5], &[0.3, 0.4375]) - 0.997_29).abs() < 1e-4);
+    let mut p = Iawp::new(false);
+    p.on_arrival(JobId(1), &view);
+    p.on_arrival(JobId(2), &view);
+    assert_eq!(p.decide(&view), Decision::Colocate { job: JobId(2), gpus: vec![GpuId(0)] });
+    // With b admitted the GPU has 2 tenants, the cap: c waits.
+    cluster.allocate_shared(JobId(2), VcId(0), &[GpuId(0)], 1_600, 300).unwrap();
+    let view = View { now: SimTime(2_000), cluster: &cluster, jobs: &w.jobs };
+    assert_eq!(p.decide(&view), Decision::Wait);
+    // Thresholds: a tenant at 0.85 GPU (SM estimate 0.85 >= 0.8) admits nobody,
+    // although a 0.1-GPU job would fit.
+    let mut cluster = Cluster::new(ClusterSpec::uniform("t", 1, 1, "V100", 16_000)).unwrap();
+    let w = build_workload(vec![frac("a", 0, 850, 2_000), frac("d", 1, 100, 1_000)], &cluster, PlacementKind::Iawp);
+    cluster.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 2_000, 850).unwrap();
+    let view = View { now: SimTime(1_000), cluster: &cluster, jobs: &w.jobs };
+    let mut p = Iawp::new(true);
+    p.on_arrival(JobId(1), &view);
+    assert!(cluster.can_host(GpuId(0), VcId(0), 1_000, 100));
+    assert_eq!(p.decide(&view), Decision::Wait);
 }

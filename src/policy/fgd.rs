@@ -1,0 +1,271 @@
+//! GPU fragmentation after FGD (Weng et al., "Beware of Fragmentation:
+//! Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent",
+//! USENIX ATC'23) and the FGD packer (`--placement fgd`).
+//!
+//! FGD's definition: for a node `n` and a task `m`, the fragment `F_n(m)` is
+//! the node's unallocated GPU capacity that `m` cannot use: all of it when
+//! `m` cannot be placed on the node, else the free capacity of the GPUs too
+//! full for `m`. Against a target workload `M` of task classes with
+//! popularity `p_m`, `F_n(M) = Σ_m p_m F_n(m)`; FGD places a task where the
+//! expected fragmentation grows least.
+//!
+//! Our simplified version:
+//!
+//! - a GPU's free capacity `f_g` (in GPUs, 0..1) is 1 when free, 0 when held
+//!   exclusively or at the tenant cap, else `1 − max(guaranteed milli-GPU /
+//!   1,000, memory held / GPU memory)` (memory is what bounds co-location
+//!   of whole-GPU jobs here); CPUs are not modelled;
+//! - a task class is (GPU count `k`, per-GPU demand `d`): `d` = the
+//!   guaranteed share for fractional pods, else the memory need / the
+//!   largest GPU memory of the cluster, else 1; `d` is rounded up to a
+//!   multiple of 0.05;
+//! - `m` fits node `n` when at least `k` of its GPUs have `f_g ≥ d`; then
+//!   `F_n(m) = Σ_{g: f_g < d} f_g`, else `Σ_g f_g`;
+//! - the target workload is the request mix of the whole job list (FGD uses
+//!   the trace's distribution, assumed known from history), leaving out
+//!   jobs wider than a node.
+//!
+//! The packer: for a job of `k` GPUs, on each node with `k` GPUs that can
+//! host it, the `k` hostable GPUs with the least free capacity (best fit) are
+//! tried, and for `k = 1` every hostable GPU; the candidate with the least
+//! growth `F_n(M)` after − before wins (ties: least free capacity left, node
+//! index). Nodes in identical states are evaluated once. When no node can
+//! host the job, it is spread best-fit over the partition as
+//! [`super::sharing::ShareFit`] does.
+
+use std::collections::HashMap;
+
+use super::View;
+use super::placement::{Placement, Request};
+use super::sharing::ShareFit;
+use crate::cluster::Cluster;
+use crate::ids::{GpuId, JobId, NodeId};
+use crate::job::{JobSpec, JobTable};
+
+/// A target workload: task classes `(k GPUs, per-GPU demand d, popularity p)`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FragModel {
+    /// The classes; popularities add up to 1.
+    pub classes: Vec<(u32, f64, f64)>,
+}
+
+/// A demand rounded up to a multiple of 0.05, within (0, 1].
+fn bucket(d: f64) -> f64 {
+    ((d * 20.0 - 1e-9).ceil() / 20.0).clamp(0.05, 1.0)
+}
+
+/// A job's per-GPU demand (module docs), in GPUs.
+pub fn demand(spec: &JobSpec, max_mem_mib: u64) -> f64 {
+    match (spec.gpu_milli, spec.gpu_mem_mib) {
+        (Some(k), _) if k > 0 && k < 1000 => bucket(f64::from(k) / 1000.0),
+        (_, Some(m)) if max_mem_mib > 0 => bucket(m as f64 / max_mem_mib as f64),
+        _ => 1.0,
+    }
+}
+
+impl FragModel {
+    /// The request mix of `jobs` on a cluster whose largest GPU has
+    /// `max_mem_mib` and largest node `max_node_gpus` GPUs. Jobs wider than a
+    /// node are left out (FGD's fragmentation is per node: such a job never
+    /// fits one).
+    pub fn from_jobs(jobs: &JobTable, max_mem_mib: u64, max_node_gpus: u32) -> Self {
+        // Counts by (k, 20 d): k <= max_node_gpus <= 64, 20 d in 1..=20.
+        let mut counts = vec![0u64; (max_node_gpus as usize + 1) * 21];
+        for (spec, _) in jobs.iter().filter(|(s, _)| s.gpus <= max_node_gpus) {
+            let d = (demand(spec, max_mem_mib) * 20.0).round() as usize;
+            counts[spec.gpus.max(1) as usize * 21 + d.min(20)] += 1;
+        }
+        let total = counts.iter().sum::<u64>().max(1) as f64;
+        let classes = counts
+            .iter()
+            .enumerate()
+            .filter(|&(_, &c)| c > 0)
+            .map(|(i, &c)| ((i / 21) as u32, (i % 21) as f64 / 20.0, c as f64 / total))
+            .collect();
+        FragModel { classes }
+    }
+
+    /// `F_n(M)` of a node whose GPUs have free capacities `free`.
+    pub fn node_frag(&self, free: &[f64]) -> f64 {
+        let total: f64 = free.iter().sum();
+        self.classes
+            .iter()
+            .map(|&(k, d, p)| {
+                let fit = free.iter().filter(|&&f| f >= d - 1e-9).count() as u32;
+                let frag = if fit >= k { free.iter().filter(|&&f| f < d - 1e-9).sum::<f64>() } else { total };
+                p * frag
+            })
+            .sum()
+    }
+}
+
+/// A GPU's free capacity `f_g` (module docs).
+pub fn gpu_free(cluster: &Cluster, g: GpuId) -> f64 {
+    if cluster.owner(g).is_some() {
+        return 0.0;
+    }
+    let s = cluster.share(g);
+    if s.tenants.is_empty() {
+        return 1.0;
+    }
+    if s.tenants.len() as u32 >= cluster.share_limits().max_tenants {
+        return 0.0;
+    }
+    let used = (f64::from(s.milli) / 1000.0).max(s.mem_mib as f64 / cluster.gpu_mem_mib(g).max(1) as f64);
+    (1.0 - used).clamp(0.0, 1.0)
+}
+
+/// The free capacities of a node's GPUs.
+pub fn node_free(cluster: &Cluster, node: NodeId, out: &mut Vec<f64>) {
+    out.clear();
+    out.extend(cluster.node_gpus(node).map(|g| gpu_free(cluster, g)));
+}
+
+/// The FGD packer (module docs).
+#[derive(Clone, Debug, Default)]
+pub struct Fgd {
+    model: Option<FragModel>,
+}
+
+impl Fgd {
+    /// A packer against a given target workload (else the job list's mix).
+    pub fn with_model(model: FragModel) -> Self {
+        Fgd { model: Some(model) }
+    }
+}
+
+impl Placement for Fgd {
+    fn name(&self) -> &'static str {
+        "fgd"
+    }
+
+    fn shares(&self) -> bool {
+        true
+    }
+
+    fn place(&mut self, cluster: &Cluster, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
+        ShareFit::best_fit().place(cluster, req, out)
+    }
+
+    fn place_job(&mut self, view: &View<'_>, job: JobId, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
+        let cluster = view.cluster;
+        let p = cluster.partition(req.vc);
+        let model =
+            self.model.get_or_insert_with(|| FragModel::from_jobs(view.jobs, p.max_gpu_mem_mib, p.max_node_gpus));
+        let k = req.gpus as usize;
+        if k == 0 {
+            return false;
+        }
+        let _ = job;
+        let need =
+            |g: GpuId| cluster.tenant_mem_mib(g, (req.min_gpu_mem_mib > 0).then_some(req.min_gpu_mem_mib), req.milli);
+        // Best: (growth, free left, node index, GPUs).
+        let mut best: Option<(f64, f64, NodeId, Vec<GpuId>)> = None;
+        // Per node state: the best (growth, free left, GPU positions), if any.
+        type Eval = Option<(f64, f64, Vec<usize>)>;
+        let mut memo: HashMap<Vec<u64>, Eval> = HashMap::new();
+        let mut free = Vec::new();
+        for &node in &p.nodes {
+            if !req.fits_type(cluster, node) {
+                continue;
+            }
+            let gpus: Vec<GpuId> = cluster.node_gpus(node).collect();
+            let host: Vec<usize> =
+                (0..gpus.len()).filter(|&i| cluster.can_host(gpus[i], req.vc, need(gpus[i]), req.milli)).collect();
+            if host.len() < k {
+                continue;
+            }
+            node_free(cluster, node, &mut free);
+            // The state key: free capacities (to 1e-6) and which GPUs can host.
+            let mut key: Vec<u64> = free
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f * 1e6).round() as u64 * 2 + u64::from(host.contains(&i)))
+                .collect();
+            key.push(cluster.node(node).gpu_mem_mib);
+            let eval = memo.entry(key).or_insert_with(|| {
+                let before = model.node_frag(&free);
+                let after_of = |pick: &[usize]| {
+                    let mut f2 = free.clone();
+                    for &i in pick {
+                        let g = gpus[i];
+                        let mem = need(g) as f64 / cluster.gpu_mem_mib(g).max(1) as f64;
+                        let milli = f64::from(req.milli) / 1000.0;
+                        let s = cluster.share(g);
+                        let full = s.tenants.len() as u32 + 1 >= cluster.share_limits().max_tenants;
+                        let used = (f64::from(s.milli) / 1000.0 + milli)
+                            .max((s.mem_mib as f64) / cluster.gpu_mem_mib(g).max(1) as f64 + mem);
+                        f2[i] = if full { 0.0 } else { (1.0 - used).clamp(0.0, 1.0) };
+                    }
+                    (model.node_frag(&f2) - before, f2.iter().sum::<f64>())
+                };
+                let picks: Vec<Vec<usize>> = if k == 1 {
+                    host.iter().map(|&i| vec![i]).collect()
+                } else {
+                    let mut h = host.clone();
+                    h.sort_by(|&a, &b| free[a].total_cmp(&free[b]).then(a.cmp(&b)));
+                    vec![h[..k].to_vec()]
+                };
+                picks
+                    .into_iter()
+                    .map(|pick| {
+                        let (d, left) = after_of(&pick);
+                        (d, left, pick)
+                    })
+                    .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)))
+            });
+            if let Some((d, left, pick)) = eval.as_ref() {
+                let better =
+                    best.as_ref().is_none_or(|(bd, bl, _, _)| d.total_cmp(bd).then(left.total_cmp(bl)).is_lt());
+                if better {
+                    best = Some((*d, *left, node, pick.iter().map(|&i| gpus[i]).collect()));
+                }
+            }
+        }
+        if let Some((_, _, _, gpus)) = best {
+            out.extend(gpus);
+            return true;
+        }
+        ShareFit::best_fit().place(cluster, req, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::ClusterSpec;
+    use crate::ids::VcId;
+
+    #[test]
+    fn node_fragmentation_by_hand() {
+        // Half the tasks want 0.5 of one GPU, half two whole GPUs.
+        let m = FragModel { classes: vec![(1, 0.5, 0.5), (2, 1.0, 0.5)] };
+        // Free 1.0, 0.3, 0.6, 0.0: the half-GPU task fits (GPUs 0, 2) and
+        // cannot use 0.3 + 0.0; the 2-GPU task does not fit (one whole GPU
+        // free), so all 1.9 free GPUs are fragments: 0.5 × 0.3 + 0.5 × 1.9 = 1.1.
+        assert!((m.node_frag(&[1.0, 0.3, 0.6, 0.0]) - 1.1).abs() < 1e-12);
+        assert_eq!(m.node_frag(&[1.0, 1.0, 1.0, 1.0]), 0.0);
+        assert_eq!(bucket(0.0625), 0.1);
+        assert_eq!(bucket(0.25), 0.25);
+    }
+
+    #[test]
+    fn fgd_packs_where_fragmentation_grows_least() {
+        // 1 node × 3 GPUs of 10,000 MiB, cap 4 tenants; pods of 0.5 GPU
+        // (half of all jobs) and of one whole GPU.
+        let mut c = Cluster::new(ClusterSpec::uniform("t", 1, 3, "T4", 10_000)).unwrap();
+        c.set_share_limits(crate::cluster::ShareLimits { max_tenants: 4, mem_headroom: 0.0 }).unwrap();
+        c.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 5_000, 500).unwrap();
+        let model = FragModel { classes: vec![(1, 0.5, 0.5), (1, 1.0, 0.5)] };
+        let mut fgd = Fgd::with_model(model);
+        let jobs = JobTable::default();
+        let view = View { now: crate::time::SimTime::ZERO, cluster: &c, jobs: &jobs };
+        // Before: GPU 0's free 0.5 is a fragment for whole-GPU pods, F = 0.5 × 0.5.
+        // A 0.5-GPU pod on GPU 0 fills it (F = 0, growth -0.25); on an idle
+        // GPU it leaves two half-free GPUs (F = 0.5 × 1.0, growth +0.25): GPU 0.
+        let req = Request { milli: 500, min_gpu_mem_mib: 5_000, ..Request::new(VcId(0), 1) };
+        let mut out = Vec::new();
+        assert!(fgd.place_job(&view, JobId(1), req, &mut out));
+        assert_eq!(out, vec![GpuId(0)]);
+    }
+}

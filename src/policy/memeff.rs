@@ -1,0 +1,166 @@
+//! Memory-efficiency GPU sharing (issue 8, item 2; `specs/policies.md` §4).
+//!
+//! The thesis behind this policy publishes only its abstract: "memory
+//! efficiency" (computation relative to the GPU memory occupied) rates the
+//! placements of a task, and a heuristic co-locates tasks. Everything below
+//! is a proposal. From the spec (§4.2, itself a proposal):
+//!
+//! - per job `j`, computation per iteration per GPU `C_j` = the model's
+//!   training GFLOPs per sample × the per-GPU batch
+//!   ([`crate::profile::resources::compute_gflop_per_iter`]; 0 when unknown),
+//!   and memory per GPU `M_j` = the job's per-GPU memory need, MiB (the
+//!   database's analytical estimate, or the held share of a GPU for a
+//!   fractional pod, [`Cluster::tenant_mem_mib`]);
+//! - memory efficiency = computation / memory; FIFO order (the queue policy,
+//!   optionally with backfill); the tie-breaks "fewer already-shared GPUs,
+//!   then better locality".
+//!
+//! Ours: trace jobs have a fixed GPU count and batch, so `C_j / M_j` is the
+//! same for every placement of a job. What differs between candidate GPU
+//! sets is who the job would share with, so a candidate is rated by the
+//! memory efficiency of its GPUs **after** the job joins:
+//!
+//! ```text
+//! ME_g(j) = (C_j + Σ_{i on g} C_i) / (M_j + Σ_{i on g} M_i)     GFLOP per MiB
+//! ME(S)   = mean over g in S of ME_g(j)
+//! ```
+//!
+//! An idle GPU rates `C_j / M_j`; joining tenants raises the rating exactly
+//! when their own efficiency is higher than the job's. A job of `n` GPUs
+//! takes, on each node with `n` GPUs that can host it (memory, tenant cap,
+//! guaranteed share, GPU type), the `n` best GPUs by (ME_g desc, idle first,
+//! least memory left, index); among those per-node candidates the best by
+//! (ME(S) desc, fewer already-shared GPUs, least memory left in total,
+//! lowest first GPU). When no node can host it, the best `n` GPUs of the
+//! partition by the same per-GPU key. A job of unknown memory holds a whole
+//! GPU's memory, so it only lands on idle GPUs: the exclusive fallback.
+
+use super::View;
+use super::placement::{Placement, Request};
+use super::sharing::ShareFit;
+use crate::cluster::Cluster;
+use crate::ids::{GpuId, JobId, NodeId};
+use crate::job::JobTable;
+use crate::profile::db::ProfileDb;
+use crate::profile::resources::compute_gflop_per_iter;
+
+/// A hostable GPU with its ranking figures.
+#[derive(Clone, Copy, Debug)]
+struct Cand {
+    me: f64,
+    shared: bool,
+    left_mib: u64,
+    gpu: GpuId,
+}
+
+fn cmp_gpu(a: &Cand, b: &Cand) -> std::cmp::Ordering {
+    b.me.total_cmp(&a.me).then(a.shared.cmp(&b.shared)).then(a.left_mib.cmp(&b.left_mib)).then(a.gpu.cmp(&b.gpu))
+}
+
+/// The memory-efficiency sharing placement (`--placement memory-efficiency`).
+#[derive(Clone, Debug)]
+pub struct MemoryEfficiency {
+    db: &'static ProfileDb,
+    scratch: Vec<Cand>,
+}
+
+impl Default for MemoryEfficiency {
+    fn default() -> Self {
+        MemoryEfficiency { db: ProfileDb::builtin(), scratch: Vec::new() }
+    }
+}
+
+impl MemoryEfficiency {
+    /// The rule over a profile database (for `C_j`).
+    pub fn new(db: &'static ProfileDb) -> Self {
+        MemoryEfficiency { db, scratch: Vec::new() }
+    }
+
+    /// `ME_g(j)` of GPU `g` if a job of computation `c_job` GFLOP and memory
+    /// `m_job` MiB joined it (module docs); 0 when no memory is held.
+    pub fn gpu_me(&self, cluster: &Cluster, jobs: &JobTable, g: GpuId, c_job: f64, m_job: u64) -> f64 {
+        let s = cluster.share(g);
+        let c: f64 = c_job
+            + s.tenants.iter().map(|&t| compute_gflop_per_iter(self.db, jobs.spec(t)).unwrap_or(0.0)).sum::<f64>();
+        let m = s.mem_mib + m_job;
+        if m == 0 { 0.0 } else { c / m as f64 }
+    }
+
+    fn hostable(&mut self, cluster: &Cluster, jobs: &JobTable, req: &Request<'_>, c_job: f64, node: NodeId) {
+        self.scratch.clear();
+        for g in cluster.node_gpus(node) {
+            let mem = cluster.tenant_mem_mib(g, (req.min_gpu_mem_mib > 0).then_some(req.min_gpu_mem_mib), req.milli);
+            if cluster.can_host(g, req.vc, mem, req.milli) {
+                let s = cluster.share(g);
+                self.scratch.push(Cand {
+                    me: self.gpu_me(cluster, jobs, g, c_job, mem),
+                    shared: !s.tenants.is_empty(),
+                    left_mib: cluster.gpu_mem_mib(g).saturating_sub(s.mem_mib + mem),
+                    gpu: g,
+                });
+            }
+        }
+        self.scratch.sort_unstable_by(cmp_gpu);
+    }
+}
+
+impl Placement for MemoryEfficiency {
+    fn name(&self) -> &'static str {
+        "memory-efficiency"
+    }
+
+    fn shares(&self) -> bool {
+        true
+    }
+
+    /// Without the job table the tenants' computation is unknown: best fit by memory.
+    fn place(&mut self, cluster: &Cluster, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
+        ShareFit::best_fit().place(cluster, req, out)
+    }
+
+    fn place_job(&mut self, view: &View<'_>, job: JobId, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
+        let (cluster, jobs) = (view.cluster, view.jobs);
+        let n = req.gpus as usize;
+        if n == 0 {
+            return false;
+        }
+        let c_job = compute_gflop_per_iter(self.db, jobs.spec(job)).unwrap_or(0.0);
+        let p = cluster.partition(req.vc);
+        // (mean ME, shared GPUs, memory left, first GPU) of the best one-node candidate.
+        type Key = (f64, usize, u64, GpuId);
+        let better =
+            |a: &Key, b: &Key| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)).then(a.3.cmp(&b.3)).is_lt();
+        let mut best: Option<(Key, Vec<GpuId>)> = None;
+        let mut all: Vec<Cand> = Vec::new();
+        for &node in &p.nodes {
+            if !req.fits_type(cluster, node) {
+                continue;
+            }
+            self.hostable(cluster, jobs, &req, c_job, node);
+            all.extend_from_slice(&self.scratch);
+            if self.scratch.len() < n {
+                continue;
+            }
+            let pick = &self.scratch[..n];
+            let key: Key = (
+                pick.iter().map(|c| c.me).sum::<f64>() / n as f64,
+                pick.iter().filter(|c| c.shared).count(),
+                pick.iter().map(|c| c.left_mib).sum(),
+                pick.iter().map(|c| c.gpu).min().unwrap_or(GpuId(0)),
+            );
+            if best.as_ref().is_none_or(|(k, _)| better(&key, k)) {
+                best = Some((key, pick.iter().map(|c| c.gpu).collect()));
+            }
+        }
+        if let Some((_, gpus)) = best {
+            out.extend(gpus);
+            return true;
+        }
+        if all.len() < n {
+            return false;
+        }
+        all.sort_unstable_by(cmp_gpu);
+        out.extend(all[..n].iter().map(|c| c.gpu));
+        true
+    }
+}
