@@ -407,6 +407,11 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
             }
         }
     }
+    // The sharing figures say something when jobs have a model or memory
+    // figure, a guaranteed share, or a sharing placement; not in a plain replay.
+    let share_metrics_useful = rate_model != RateModelKind::Trace
+        || spec.policy.placement.shares()
+        || records.iter().any(|r| r.model.is_some() || r.gpu_mem_mib.is_some() || r.gpu_milli.is_some());
     let mut workload = build_workload(records, &cluster, spec.policy.placement);
     workload.jobs.attach_tasks(&mut genie_tasks);
     if workload.jobs.is_empty() {
@@ -443,7 +448,11 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
         workload.jobs,
         policy,
         rate_model.build(db),
-        EngineConfig { sample_interval_ms: spec.sample_interval_ms, time_decisions: spec.genie.is_some() },
+        EngineConfig {
+            sample_interval_ms: spec.sample_interval_ms,
+            time_decisions: spec.genie.is_some(),
+            share_metrics: share_metrics_useful,
+        },
     );
     let output = sim.run_with(progress)?;
     let (summary, vcs) = metrics::summarize(&output, &workload.skipped, workload.rows_total);

@@ -61,11 +61,16 @@ pub struct EngineConfig {
     /// Measure the wall-clock time of every policy decision (two clock reads
     /// per call: off for plain replays, where it would cost a few percent).
     pub time_decisions: bool,
+    /// Keep the sharing figures' time integrals ([`ShareIntegrals`]:
+    /// allocation, SM-busy estimate, memory, fragmentation). They cost about
+    /// a tenth of a plain trace replay, where they say nothing new (no model,
+    /// no memory, no sharing), so `run_one` turns them off there.
+    pub share_metrics: bool,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { sample_interval_ms: 600_000, time_decisions: false }
+        EngineConfig { sample_interval_ms: 600_000, time_decisions: false, share_metrics: true }
     }
 }
 
@@ -148,8 +153,9 @@ pub struct RunOutput {
     /// Decision timing, when measured ([`EngineConfig::time_decisions`]).
     pub timing: Option<DecisionTiming>,
     /// Time integrals from t = 0 to the last event, GPU-ms, of the sharing
-    /// metrics ([`ShareIntegrals`]).
-    pub share_integrals: ShareIntegrals,
+    /// metrics ([`ShareIntegrals`]); `None` when not kept
+    /// ([`EngineConfig::share_metrics`]).
+    pub share_integrals: Option<ShareIntegrals>,
     /// The policy's own figures ([`Policy::metrics`]).
     pub policy_metrics: Vec<(&'static str, f64)>,
 }
@@ -230,16 +236,20 @@ impl Simulation {
         let n_jobs = jobs.len();
         let max_mem = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).max().unwrap_or(0);
         let max_node = cluster.spec().nodes.iter().map(|n| n.gpus).max().unwrap_or(0);
-        let frag_model = crate::policy::fgd::FragModel::from_jobs(&jobs, max_mem, max_node);
-        let mut free = Vec::new();
-        let node_frag: Vec<f64> = (0..cluster.num_nodes())
-            .map(|n| {
-                crate::policy::fgd::node_free(&cluster, NodeId(n as u32), &mut free);
-                frag_model.node_frag(&free)
-            })
-            .collect();
+        let (frag_model, node_frag, gpu_figs) = if cfg.share_metrics {
+            let frag_model = crate::policy::fgd::FragModel::from_jobs(&jobs, max_mem, max_node);
+            let mut free = Vec::new();
+            let node_frag: Vec<f64> = (0..cluster.num_nodes())
+                .map(|n| {
+                    crate::policy::fgd::node_free(&cluster, NodeId(n as u32), &mut free);
+                    frag_model.node_frag(&free)
+                })
+                .collect();
+            (frag_model, node_frag, vec![[0.0; 3]; cluster.total_gpus() as usize])
+        } else {
+            (Default::default(), Vec::new(), Vec::new())
+        };
         let frag0: f64 = node_frag.iter().sum();
-        let gpu_figs = vec![[0.0; 3]; cluster.total_gpus() as usize];
         let mut events = EventQueue::with_capacity(1024);
         if cfg.sample_interval_ms > 0 && !jobs.is_empty() {
             events.push(SimTime::ZERO, Event::Sample);
@@ -400,7 +410,7 @@ impl Simulation {
         }
         self.settle_figs();
         RunOutput {
-            share_integrals: self.integrals,
+            share_integrals: self.cfg.share_metrics.then_some(self.integrals),
             busy_gpu_ms: self.busy_gpu_ms,
             timing: self.cfg.time_decisions.then_some(self.timing),
             policy_metrics: self.policy.metrics(&self.jobs),
@@ -432,6 +442,9 @@ impl Simulation {
 
     /// Brings the sharing integrals up to now (call before an allocation changes).
     fn settle_figs(&mut self) {
+        if !self.cfg.share_metrics {
+            return;
+        }
         let dt = self.now.since(self.figs_since) as f64;
         let [a, u, m, f] = self.fig_sums;
         self.integrals.alloc_gpu_ms += a * dt;
@@ -443,6 +456,9 @@ impl Simulation {
 
     /// Recomputes the figures of `gpus` and the fragmentation of their nodes.
     fn refresh_figs(&mut self, gpus: &[GpuId]) {
+        if !self.cfg.share_metrics {
+            return;
+        }
         let mut nodes = std::mem::take(&mut self.fig_nodes);
         nodes.clear();
         for &g in gpus {

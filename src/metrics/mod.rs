@@ -118,21 +118,23 @@ pub struct Summary {
     /// by running jobs (per GPU: 1 when held exclusively, else the tenants'
     /// requests, milli-GPU / 1,000 or 1 for a whole-GPU tenant, capped at 1),
     /// integrated over time / (GPUs × makespan). Equals `gpu_utilization`
-    /// without sharing.
-    pub gpu_allocation_mean: f64,
+    /// without sharing. These four are null for a plain trace replay (no
+    /// model, no memory figure, no sharing placement: see
+    /// `EngineConfig::share_metrics`).
+    pub gpu_allocation_mean: Option<f64>,
     /// Time-averaged effective utilisation, the same way: per GPU the
     /// holders' SM-utilisation estimates summed and capped at 1. The estimate
     /// is a proxy (achieved FLOP/s alone / the GPU's peak FP32 FLOP/s,
     /// `dlsched::profile::resources`); a job without one counts its share
     /// (milli-GPU / 1,000) or 1.
-    pub gpu_utilization_effective_mean: f64,
+    pub gpu_utilization_effective_mean: Option<f64>,
     /// Time-averaged GPU memory utilisation: memory held / GPU memory, the
     /// same way (an exclusive job of unknown memory holds the whole GPU's).
-    pub gpu_memory_utilization_mean: f64,
+    pub gpu_memory_utilization_mean: Option<f64>,
     /// Time-averaged GPU fragmentation after FGD (Weng et al., ATC'23;
     /// `dlsched::policy::fgd`): the expected free GPU capacity the job
     /// list's request mix cannot use, summed over nodes, / (GPUs × makespan).
-    pub fragmentation_mean: f64,
+    pub fragmentation_mean: Option<f64>,
     /// Task completion rate: jobs finished by the horizon (the last
     /// submission) / jobs admitted.
     pub completion_rate: f64,
@@ -294,10 +296,10 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
         shared_launches: out.stats.shared_launches,
         colocated_jobs: slowdowns.len() as u64,
         interference_slowdown_mean: if slowdowns.is_empty() { 1.0 } else { r6(mean(&slowdowns)) },
-        gpu_allocation_mean: util(out.share_integrals.alloc_gpu_ms, out.cluster.total_gpus()),
-        gpu_utilization_effective_mean: util(out.share_integrals.util_gpu_ms, out.cluster.total_gpus()),
-        gpu_memory_utilization_mean: util(out.share_integrals.mem_gpu_ms, out.cluster.total_gpus()),
-        fragmentation_mean: util(out.share_integrals.frag_gpu_ms, out.cluster.total_gpus()),
+        gpu_allocation_mean: out.share_integrals.map(|i| util(i.alloc_gpu_ms, out.cluster.total_gpus())),
+        gpu_utilization_effective_mean: out.share_integrals.map(|i| util(i.util_gpu_ms, out.cluster.total_gpus())),
+        gpu_memory_utilization_mean: out.share_integrals.map(|i| util(i.mem_gpu_ms, out.cluster.total_gpus())),
+        fragmentation_mean: out.share_integrals.map(|i| util(i.frag_gpu_ms, out.cluster.total_gpus())),
         completion_rate: if all.jobs == 0 { 0.0 } else { r6(done_by_horizon as f64 / all.jobs as f64) },
         queue_delay_mean_fractional_s: (!q_frac.is_empty()).then(|| r3(mean(&q_frac))),
         queue_delay_mean_whole_s: (!q_whole.is_empty()).then(|| r3(mean(&q_whole))),

@@ -255,14 +255,20 @@ fn sharing_metrics_by_hand() {
     assert_eq!(s.makespan_s, 210.0);
     let near = |a: f64, b: f64| (a - b).abs() < 1e-6;
     // GPU 0 allocated (capped at 1) for 150 + 10 s of 2 × 210 GPU-s.
-    assert!(near(s.gpu_allocation_mean, 160.0 / 420.0), "{}", s.gpu_allocation_mean);
+    let (alloc, util, mem, frag) = (
+        s.gpu_allocation_mean.unwrap(),
+        s.gpu_utilization_effective_mean.unwrap(),
+        s.gpu_memory_utilization_mean.unwrap(),
+        s.fragmentation_mean.unwrap(),
+    );
+    assert!(near(alloc, 160.0 / 420.0), "{alloc}");
     // Models x, y have no GFLOPs in the builtin database: SM estimate 1 per job, capped at 1.
-    assert!(near(s.gpu_utilization_effective_mean, 160.0 / 420.0));
+    assert!(near(util, 160.0 / 420.0));
     // Memory: 12,000 / 16,000 for 125 s, 4,000 / 16,000 for 25 s, 1,000 / 16,000 for 10 s.
-    assert!(near(s.gpu_memory_utilization_mean, (0.75 * 125.0 + 0.25 * 25.0 + 0.0625 * 10.0) / 420.0));
+    assert!(near(mem, (0.75 * 125.0 + 0.25 * 25.0 + 0.0625 * 10.0) / 420.0));
     // One-GPU requests of 0.5, 0.25, 0.1 GPU: an idle GPU is always left or
     // GPU 0 is at the tenant cap, so nothing fragments.
-    assert_eq!(s.fragmentation_mean, 0.0);
+    assert_eq!(frag, 0.0);
     // Horizon = last submission (200 s): x and y finished by then, z not.
     assert!(near(s.completion_rate, 2.0 / 3.0));
     assert_eq!(s.queue_delay_mean_whole_s, Some(0.0));
