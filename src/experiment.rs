@@ -51,6 +51,35 @@ pub struct GenieRun {
     pub models: Option<PathBuf>,
 }
 
+/// A RIFLING policy (or the random-placement baseline) and its agent.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RiflingRun {
+    /// Online, frozen or random.
+    pub mode: crate::policy::rifling::RiflingMode,
+    /// The agent's parameters (a loaded table keeps its own).
+    pub params: crate::policy::rifling::RiflingParams,
+    /// A Q-table saved by `dlsched rifling-train`: the frozen policy's table,
+    /// or an online agent's starting point.
+    pub table: Option<PathBuf>,
+}
+
+/// Reads an agent saved by `dlsched rifling-train`.
+///
+/// # Errors
+/// A [`TraceError`](crate::error::TraceError) naming the file when it cannot be read or parsed.
+pub fn load_rifling_agent(path: &Path) -> Result<crate::policy::rifling::Agent, crate::error::TraceError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|err| crate::error::TraceError::Io { file: path.to_path_buf(), err })?;
+    #[derive(serde::Deserialize)]
+    struct Saved {
+        agent: crate::policy::rifling::Agent,
+    }
+    serde_json::from_str::<Saved>(&text).map(|s| s.agent).map_err(|e| crate::error::TraceError::Format {
+        file: path.to_path_buf(),
+        message: format!("not a RIFLING table (line {}, column {}): {e}", e.line(), e.column()),
+    })
+}
+
 /// GPU types a uniform cluster may have, with the memory of one GPU, MiB (the
 /// vendors' data sheets: K80 24 GB per board = 12 GB per GK210 GPU; P100 16
 /// GB; V100 16 GB (the 32 GB model as `v100-32g`); T4 16 GB; A100 40 GB (80
@@ -273,6 +302,9 @@ pub struct RunSpec {
     /// A GENIE-family policy instead of `policy` (which then only gives the
     /// placement for nothing: GENIE places tasks itself).
     pub genie: Option<GenieRun>,
+    /// A RIFLING-family policy (moldable tasks) instead of `policy`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rifling: Option<RiflingRun>,
 }
 
 /// Facts about the input, for the manifest.
@@ -312,6 +344,19 @@ pub struct RunReport {
 /// [`RunError`] for unreadable or malformed input, an invalid configuration,
 /// an empty workload, or an invalid policy decision.
 pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
+    run_one_with_agent(spec, None, progress)
+}
+
+/// [`run_one`] with a RIFLING policy driving `agent` (kept by the caller, e.g.
+/// across training episodes) instead of a fresh or loaded one.
+///
+/// # Errors
+/// As [`run_one`].
+pub fn run_one_with_agent(
+    spec: &RunSpec,
+    agent: Option<std::sync::Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
+    progress: impl FnMut(Progress),
+) -> Result<RunReport, RunError> {
     let mut cluster = Cluster::new(spec.cluster.spec()?)?;
     cluster.set_share_limits(spec.share)?;
     let mut genie_tasks: std::collections::HashMap<String, crate::job::TaskSpec> = Default::default();
@@ -413,8 +458,42 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
         ))
         .into());
     }
-    let policy: Box<dyn crate::policy::Policy> = match &spec.genie {
-        Some(g) => {
+    let policy: Box<dyn crate::policy::Policy> = match (&spec.genie, &spec.rifling) {
+        (_, Some(r)) => {
+            use crate::policy::rifling::{Agent, RiflingMode, RiflingPolicy};
+            if !is_tasks {
+                return Err(
+                    ConfigError("the RIFLING policies schedule moldable tasks: use --workload genie".into()).into()
+                );
+            }
+            let p = cluster.partition(crate::ids::VcId(0));
+            let actions = (p.nodes.len() as u32 * p.max_node_gpus) as usize + 1;
+            let agent = match (agent, &r.table) {
+                (Some(a), _) => a,
+                (None, Some(path)) => {
+                    let mut a = load_rifling_agent(path)?;
+                    if a.actions != actions {
+                        return Err(ConfigError(format!(
+                            "{}: the table has {} actions, cluster `{}` needs {actions}",
+                            path.display(),
+                            a.actions,
+                            cluster.spec().name
+                        ))
+                        .into());
+                    }
+                    a.reseed(spec.seed);
+                    std::sync::Arc::new(std::sync::Mutex::new(a))
+                }
+                (None, None) if r.mode == RiflingMode::Frozen => {
+                    return Err(
+                        ConfigError("rifling-frozen needs a trained table (--rifling-table FILE)".into()).into()
+                    );
+                }
+                (None, None) => std::sync::Arc::new(std::sync::Mutex::new(Agent::new(r.params, actions, spec.seed))),
+            };
+            Box::new(RiflingPolicy::new(r.mode, agent, db.unwrap_or_else(ProfileDb::builtin)))
+        }
+        (Some(g), None) => {
             let db = db.unwrap_or_else(ProfileDb::builtin);
             let profiles = match run_profiles.take() {
                 Some(p) => p,
@@ -422,14 +501,17 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
             };
             Box::new(GeniePolicy::new(g.options, profiles, db))
         }
-        None => spec.policy.build(cluster.partitions().len())?,
+        (None, None) => spec.policy.build(cluster.partitions().len())?,
     };
     let sim = Simulation::new(
         cluster,
         workload.jobs,
         policy,
         rate_model.build(db),
-        EngineConfig { sample_interval_ms: spec.sample_interval_ms, time_decisions: spec.genie.is_some() },
+        EngineConfig {
+            sample_interval_ms: spec.sample_interval_ms,
+            time_decisions: spec.genie.is_some() || spec.rifling.is_some(),
+        },
     );
     let output = sim.run_with(progress)?;
     let (summary, vcs) = metrics::summarize(&output, &workload.skipped, workload.rows_total);
@@ -475,8 +557,16 @@ pub fn load_genie_profiles(path: &Path) -> Result<GenieProfiles, crate::error::T
 }
 
 /// The files a run directory may hold.
-pub const OUTPUT_FILES: [&str; 7] =
-    ["manifest.json", "jobs.csv", "summary.json", "vc_summary.csv", "timeline.csv", "skipped.csv", "timing.json"];
+pub const OUTPUT_FILES: [&str; 8] = [
+    "manifest.json",
+    "jobs.csv",
+    "summary.json",
+    "vc_summary.csv",
+    "timeline.csv",
+    "skipped.csv",
+    "timing.json",
+    "learning_curve.csv",
+];
 
 /// Writes a run directory: `manifest.json`, `jobs.csv`, `summary.json`,
 /// `vc_summary.csv`, `timeline.csv`, and `skipped.csv` when rows were skipped.
@@ -542,6 +632,9 @@ pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
         }
         None if timing_path.exists() => std::fs::remove_file(&timing_path)?,
         None => {}
+    }
+    for (name, text) in &report.output.policy_files {
+        export::write_atomic(&dir.join(name), text.as_bytes())?;
     }
     // The manifest last: its presence marks a complete run directory.
     export::write_atomic(&dir.join("manifest.json"), &json(&manifest))?;

@@ -149,6 +149,8 @@ pub struct RunOutput {
     pub timing: Option<DecisionTiming>,
     /// The policy's own figures ([`Policy::metrics`]).
     pub policy_metrics: Vec<(&'static str, f64)>,
+    /// The policy's extra run-directory files ([`Policy::files`]).
+    pub policy_files: Vec<(&'static str, String)>,
 }
 
 /// A simulation: owns the clock, the event queue, the cluster, the jobs, the
@@ -345,6 +347,7 @@ impl Simulation {
             busy_gpu_ms: self.busy_gpu_ms,
             timing: self.cfg.time_decisions.then_some(self.timing),
             policy_metrics: self.policy.metrics(&self.jobs),
+            policy_files: self.policy.files(),
             policy: self.policy.name(),
             model: self.model.name(),
             model_counters: {

@@ -111,6 +111,10 @@ pub struct Summary {
     /// normalised latency; the paper divides by the predicted single-GPU
     /// latency, we by the true one so that every policy has the same yardstick).
     pub normalized_latency_mean: Option<f64>,
+    /// Tasks only: mean over completed tasks of achieved rate / single-GPU
+    /// rate (true single-GPU latency / run time): RIFLING's average
+    /// normalised processing rate (`specs/policies.md` §7, our reading).
+    pub normalized_throughput_mean: Option<f64>,
     /// Mean relative error |predicted − actual| / actual of the policy's
     /// latency prediction for the placements it chose (GENIE family), else null.
     pub prediction_error_mean: Option<f64>,
@@ -165,7 +169,7 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
     let mut demand_ms = 0.0;
     let mut unfinished = 0;
     let mut slowdowns: Vec<f64> = Vec::new();
-    let (mut tasks, mut met, mut norm_lat) = (0u64, 0u64, Vec::new());
+    let (mut tasks, mut met, mut norm_lat, mut norm_tput) = (0u64, 0u64, Vec::new(), Vec::new());
     let mut by_class: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for (spec, state) in out.jobs.iter() {
         first_submit = first_submit.min(spec.submit.as_ms());
@@ -191,6 +195,7 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
             c.0 += 1;
             c.1 += u64::from(ok);
             norm_lat.push(d.end.since(spec.submit) as f64 / spec.duration_ms.max(1) as f64);
+            norm_tput.push(spec.duration_ms as f64 / d.end.since(d.start).max(1) as f64);
         }
         if d.colocated {
             let ran = d.end.since(d.start);
@@ -250,6 +255,7 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
         qos_guarantee_rate: (tasks > 0).then(|| r6(met as f64 / tasks as f64)),
         qos_guarantee_by_class: by_class.into_iter().map(|(k, (n, m))| (k, r6(m as f64 / n as f64))).collect(),
         normalized_latency_mean: (!norm_lat.is_empty()).then(|| r6(mean(&norm_lat))),
+        normalized_throughput_mean: (!norm_tput.is_empty()).then(|| r6(mean(&norm_tput))),
         prediction_error_mean: pm("prediction_error_mean"),
         prediction_error_p95: pm("prediction_error_p95"),
         policy_metrics: out
