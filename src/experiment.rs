@@ -39,6 +39,16 @@ pub enum WorkloadSource {
     Synthetic(SyntheticSpec),
     /// GENIE's QoS workload of moldable tasks ([`crate::trace::genie`]).
     Genie(GenieWorkloadSpec),
+    /// A trace's jobs as moldable tasks ([`crate::trace::genie::from_trace`]):
+    /// its arrival pattern and durations, GENIE's task types.
+    TraceTasks {
+        /// The trace file.
+        path: PathBuf,
+        /// Its format (`auto` detects).
+        format: TraceFormat,
+        /// Density (jobs kept = jobs_per_hour × hours), window and ECT basis.
+        spec: GenieWorkloadSpec,
+    },
 }
 
 /// A GENIE-family policy and where its fitted models come from.
@@ -380,14 +390,30 @@ pub fn run_one_with_agent(
                 InputInfo { path: None, format: "synthetic".into(), sha256: None, origin: None, rows: recs.len() };
             (recs, input)
         }
-        WorkloadSource::Genie(g) => {
+        WorkloadSource::Genie(g) | WorkloadSource::TraceTasks { spec: g, .. } => {
             let db = match &spec.profiles {
                 Some(dir) => &*Box::leak(Box::new(ProfileDb::load_dir(dir)?)),
                 None => ProfileDb::builtin(),
             };
             let node = cluster.spec().nodes.first().cloned().ok_or_else(|| ConfigError("empty cluster".into()))?;
-            let mut tasks = crate::trace::genie::generate(g, db, &node.gpu_type, node.gpu_mem_mib, spec.seed)
-                .map_err(ConfigError)?;
+            let mut tasks = match &spec.workload {
+                WorkloadSource::TraceTasks { path, format, .. } => {
+                    let t = load_trace(path, *format, &ColumnMap::default())?;
+                    let p = cluster.partition(crate::ids::VcId(0));
+                    crate::trace::genie::from_trace(
+                        &t.records,
+                        g,
+                        db,
+                        &node.gpu_type,
+                        node.gpu_mem_mib,
+                        p.gpus_total,
+                        p.max_node_gpus,
+                        spec.seed,
+                    )
+                }
+                _ => crate::trace::genie::generate(g, db, &node.gpu_type, node.gpu_mem_mib, spec.seed),
+            }
+            .map_err(ConfigError)?;
             if g.ect == crate::trace::genie::EctBasis::Predicted {
                 // The paper's ECT: a multiple of the predicted single-GPU
                 // latency, from the run's fitted models (the ones a GENIE
@@ -409,7 +435,7 @@ pub fn run_one_with_agent(
             (recs, input)
         }
     };
-    let is_tasks = matches!(spec.workload, WorkloadSource::Genie(_));
+    let is_tasks = matches!(spec.workload, WorkloadSource::Genie(_) | WorkloadSource::TraceTasks { .. });
     // Moldable tasks need a performance model: trace speed would run them
     // equally fast on any number of GPUs.
     let rate_model =

@@ -231,7 +231,10 @@ struct SimulateArgs {
     /// Without --trace: the synthetic Philly-like job mix (synthetic) or
     /// GENIE's QoS tasks (genie: six DL models, half training, half
     /// inference, Poisson at --jobs-per-hour, default 10, over --hours,
-    /// priority classes 5/35/60 %).
+    /// priority classes 5/35/60 %). With --trace, genie turns the trace's
+    /// first jobs-per-hour x hours jobs into moldable tasks (their arrival
+    /// pattern rescaled to --hours, durations to a 45-minute median; GENIE's
+    /// task types drawn per job).
     #[arg(long, value_enum, default_value = "synthetic")]
     workload: WorkloadKind,
 
@@ -574,7 +577,19 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
             if let Some(c) = &a.columns {
                 columns.parse_pairs(c).map_err(|e| anyhow::anyhow!("--columns: {e}"))?;
             }
-            WorkloadSource::Trace { path: path.clone(), format: a.format, columns }
+            if a.workload == WorkloadKind::Genie {
+                WorkloadSource::TraceTasks {
+                    path: path.clone(),
+                    format: a.format,
+                    spec: GenieWorkloadSpec {
+                        ect: a.ect,
+                        jobs_per_hour: a.jobs_per_hour.unwrap_or(10.0),
+                        hours: a.hours,
+                    },
+                }
+            } else {
+                WorkloadSource::Trace { path: path.clone(), format: a.format, columns }
+            }
         }
         None => {
             if a.columns.is_some() || a.columns_file.is_some() {
@@ -635,7 +650,8 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
         options: GenieOptions { variant, theta: a.theta, backfill: a.backfill, best_fit_nodes: a.genie_best_fit },
         models: a.genie_models.clone(),
     });
-    if genie.is_some() && !matches!(workload, WorkloadSource::Genie(_)) {
+    let tasks = matches!(workload, WorkloadSource::Genie(_) | WorkloadSource::TraceTasks { .. });
+    if genie.is_some() && !tasks {
         bail!(
             "--policy {} schedules moldable tasks: use it with --workload genie (trace jobs have a fixed GPU count; use fifo or sjf)",
             a.policy.to_possible_value().map_or_else(String::new, |v| v.get_name().to_string())
@@ -649,7 +665,7 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
         }),
         None => None,
     };
-    if rifling.is_some() && !matches!(workload, WorkloadSource::Genie(_)) {
+    if rifling.is_some() && !tasks {
         bail!("the RIFLING policies schedule moldable tasks: use them with --workload genie");
     }
     Ok(RunSpec {

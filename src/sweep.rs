@@ -46,7 +46,7 @@ pub const KEYS: [(&str, &str); 35] = [
         "policy",
         "fifo, sjf, genie, genie-fifo, min-min, weighted-fair, tetris-perf, tetris-cer, rifling, rifling-frozen or random-placement",
     ),
-    ("workload", "synthetic (the default) or genie (GENIE's QoS tasks; ignored with a trace)"),
+    ("workload", "synthetic (the default) or genie (GENIE's QoS tasks; with a trace: its jobs as moldable tasks)"),
     ("hours", "a positive number: the GENIE workload's arrival window"),
     (
         "ect",
@@ -335,6 +335,18 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
         Some(_) => return Err("`workload` must be \"synthetic\" or \"genie\"".into()),
     };
     let workload = match path("trace")? {
+        Some(trace) if genie_workload => WorkloadSource::TraceTasks {
+            path: trace,
+            format: p.get("format").map(|v| enum_of("format", v)).transpose()?.unwrap_or(TraceFormat::Auto),
+            spec: GenieWorkloadSpec {
+                ect: match p.get("ect") {
+                    None => EctBasis::Predicted,
+                    Some(v) => enum_of("ect", v)?,
+                },
+                jobs_per_hour: num("jobs_per_hour")?.unwrap_or(10.0),
+                hours: num("hours")?.unwrap_or(24.0),
+            },
+        },
         Some(trace) => WorkloadSource::Trace {
             path: trace,
             format: p.get("format").map(|v| enum_of("format", v)).transpose()?.unwrap_or(TraceFormat::Auto),
