@@ -236,6 +236,7 @@ fn replay_synthetic_10k(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4));
     for (order, backfill) in POLICIES {
         let spec = RunSpec {
+            rifling: None,
             workload: WorkloadSource::Synthetic(SyntheticSpec { jobs: 10_000, jobs_per_hour: None, load: 0.8 }),
             cluster: ClusterChoice::Uniform { nodes: 64, gpus_per_node: 8, gpu_type: None },
             policy: policy_config(order, backfill),
@@ -268,6 +269,7 @@ fn replay_philly(c: &mut Criterion) {
         runs.push((
             "rfold_philly_fifo",
             RunSpec {
+                rifling: None,
                 workload: WorkloadSource::Trace {
                     path: rfold.clone(),
                     format: TraceFormat::Philly,
@@ -293,6 +295,7 @@ fn replay_philly(c: &mut Criterion) {
         runs.push((
             "helios_window_fifo",
             RunSpec {
+                rifling: None,
                 workload: WorkloadSource::Trace {
                     path: window.clone(),
                     format: TraceFormat::JobsCsv,

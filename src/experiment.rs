@@ -39,6 +39,16 @@ pub enum WorkloadSource {
     Synthetic(SyntheticSpec),
     /// GENIE's QoS workload of moldable tasks ([`crate::trace::genie`]).
     Genie(GenieWorkloadSpec),
+    /// A trace's jobs as moldable tasks ([`crate::trace::genie::from_trace`]):
+    /// its arrival pattern and durations, GENIE's task types.
+    TraceTasks {
+        /// The trace file.
+        path: PathBuf,
+        /// Its format (`auto` detects).
+        format: TraceFormat,
+        /// Density (jobs kept = jobs_per_hour × hours), window and ECT basis.
+        spec: GenieWorkloadSpec,
+    },
 }
 
 /// A GENIE-family policy and where its fitted models come from.
@@ -49,6 +59,35 @@ pub struct GenieRun {
     /// Fitted models saved by `dlsched genie-profile`; `None` profiles at the
     /// start of the run (seeded by the run's seed).
     pub models: Option<PathBuf>,
+}
+
+/// A RIFLING policy (or the random-placement baseline) and its agent.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RiflingRun {
+    /// Online, frozen or random.
+    pub mode: crate::policy::rifling::RiflingMode,
+    /// The agent's parameters (a loaded table keeps its own).
+    pub params: crate::policy::rifling::RiflingParams,
+    /// A Q-table saved by `dlsched rifling-train`: the frozen policy's table,
+    /// or an online agent's starting point.
+    pub table: Option<PathBuf>,
+}
+
+/// Reads an agent saved by `dlsched rifling-train`.
+///
+/// # Errors
+/// A [`TraceError`](crate::error::TraceError) naming the file when it cannot be read or parsed.
+pub fn load_rifling_agent(path: &Path) -> Result<crate::policy::rifling::Agent, crate::error::TraceError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|err| crate::error::TraceError::Io { file: path.to_path_buf(), err })?;
+    #[derive(serde::Deserialize)]
+    struct Saved {
+        agent: crate::policy::rifling::Agent,
+    }
+    serde_json::from_str::<Saved>(&text).map(|s| s.agent).map_err(|e| crate::error::TraceError::Format {
+        file: path.to_path_buf(),
+        message: format!("not a RIFLING table (line {}, column {}): {e}", e.line(), e.column()),
+    })
 }
 
 /// GPU types a uniform cluster may have, with the memory of one GPU, MiB (the
@@ -273,6 +312,9 @@ pub struct RunSpec {
     /// A GENIE-family policy instead of `policy` (which then only gives the
     /// placement for nothing: GENIE places tasks itself).
     pub genie: Option<GenieRun>,
+    /// A RIFLING-family policy (moldable tasks) instead of `policy`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rifling: Option<RiflingRun>,
 }
 
 /// Facts about the input, for the manifest.
@@ -312,6 +354,19 @@ pub struct RunReport {
 /// [`RunError`] for unreadable or malformed input, an invalid configuration,
 /// an empty workload, or an invalid policy decision.
 pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
+    run_one_with_agent(spec, None, progress)
+}
+
+/// [`run_one`] with a RIFLING policy driving `agent` (kept by the caller, e.g.
+/// across training episodes) instead of a fresh or loaded one.
+///
+/// # Errors
+/// As [`run_one`].
+pub fn run_one_with_agent(
+    spec: &RunSpec,
+    agent: Option<std::sync::Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
+    progress: impl FnMut(Progress),
+) -> Result<RunReport, RunError> {
     let mut cluster = Cluster::new(spec.cluster.spec()?)?;
     cluster.set_share_limits(spec.share)?;
     let mut genie_tasks: std::collections::HashMap<String, crate::job::TaskSpec> = Default::default();
@@ -335,14 +390,30 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
                 InputInfo { path: None, format: "synthetic".into(), sha256: None, origin: None, rows: recs.len() };
             (recs, input)
         }
-        WorkloadSource::Genie(g) => {
+        WorkloadSource::Genie(g) | WorkloadSource::TraceTasks { spec: g, .. } => {
             let db = match &spec.profiles {
                 Some(dir) => &*Box::leak(Box::new(ProfileDb::load_dir(dir)?)),
                 None => ProfileDb::builtin(),
             };
             let node = cluster.spec().nodes.first().cloned().ok_or_else(|| ConfigError("empty cluster".into()))?;
-            let mut tasks = crate::trace::genie::generate(g, db, &node.gpu_type, node.gpu_mem_mib, spec.seed)
-                .map_err(ConfigError)?;
+            let mut tasks = match &spec.workload {
+                WorkloadSource::TraceTasks { path, format, .. } => {
+                    let t = load_trace(path, *format, &ColumnMap::default())?;
+                    let p = cluster.partition(crate::ids::VcId(0));
+                    crate::trace::genie::from_trace(
+                        &t.records,
+                        g,
+                        db,
+                        &node.gpu_type,
+                        node.gpu_mem_mib,
+                        p.gpus_total,
+                        p.max_node_gpus,
+                        spec.seed,
+                    )
+                }
+                _ => crate::trace::genie::generate(g, db, &node.gpu_type, node.gpu_mem_mib, spec.seed),
+            }
+            .map_err(ConfigError)?;
             if g.ect == crate::trace::genie::EctBasis::Predicted {
                 // The paper's ECT: a multiple of the predicted single-GPU
                 // latency, from the run's fitted models (the ones a GENIE
@@ -364,10 +435,10 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
             (recs, input)
         }
     };
-    let is_tasks = matches!(spec.workload, WorkloadSource::Genie(_));
-    if spec.genie.is_some() && !is_tasks {
+    let is_tasks = matches!(spec.workload, WorkloadSource::Genie(_) | WorkloadSource::TraceTasks { .. });
+    if (spec.genie.is_some() || spec.rifling.is_some()) && !is_tasks {
         return Err(ConfigError(
-            "a GENIE-family policy schedules moldable tasks: use the GENIE workload (`--workload genie`)".into(),
+            "GENIE-family and RIFLING policies schedule moldable tasks: use `--workload genie`".into(),
         )
         .into());
     }
@@ -424,8 +495,42 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
         ))
         .into());
     }
-    let policy: Box<dyn crate::policy::Policy> = match &spec.genie {
-        Some(g) => {
+    let policy: Box<dyn crate::policy::Policy> = match (&spec.genie, &spec.rifling) {
+        (_, Some(r)) => {
+            use crate::policy::rifling::{Agent, RiflingMode, RiflingPolicy};
+            if !is_tasks {
+                return Err(
+                    ConfigError("the RIFLING policies schedule moldable tasks: use --workload genie".into()).into()
+                );
+            }
+            let p = cluster.partition(crate::ids::VcId(0));
+            let actions = (p.nodes.len() as u32 * p.max_node_gpus) as usize + 1;
+            let agent = match (agent, &r.table) {
+                (Some(a), _) => a,
+                (None, Some(path)) => {
+                    let mut a = load_rifling_agent(path)?;
+                    if a.actions != actions {
+                        return Err(ConfigError(format!(
+                            "{}: the table has {} actions, cluster `{}` needs {actions}",
+                            path.display(),
+                            a.actions,
+                            cluster.spec().name
+                        ))
+                        .into());
+                    }
+                    a.reseed(spec.seed);
+                    std::sync::Arc::new(std::sync::Mutex::new(a))
+                }
+                (None, None) if r.mode == RiflingMode::Frozen => {
+                    return Err(
+                        ConfigError("rifling-frozen needs a trained table (--rifling-table FILE)".into()).into()
+                    );
+                }
+                (None, None) => std::sync::Arc::new(std::sync::Mutex::new(Agent::new(r.params, actions, spec.seed))),
+            };
+            Box::new(RiflingPolicy::new(r.mode, agent, db.unwrap_or_else(ProfileDb::builtin)))
+        }
+        (Some(g), None) => {
             let db = db.unwrap_or_else(ProfileDb::builtin);
             let profiles = match run_profiles.take() {
                 Some(p) => p,
@@ -441,7 +546,7 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
             };
             Box::new(GeniePolicy::new(g.options, profiles, db).with_online_profiling(online))
         }
-        None => spec.policy.build(cluster.partitions().len())?,
+        (None, None) => spec.policy.build(cluster.partitions().len())?,
     };
     let sim = Simulation::new(
         cluster,
@@ -450,7 +555,7 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
         rate_model.build(db),
         EngineConfig {
             sample_interval_ms: spec.sample_interval_ms,
-            time_decisions: spec.genie.is_some(),
+            time_decisions: spec.genie.is_some() || spec.rifling.is_some(),
             share_metrics: share_metrics_useful,
         },
     );
@@ -510,8 +615,16 @@ pub fn load_genie_profiles(path: &Path) -> Result<GenieProfiles, crate::error::T
 }
 
 /// The files a run directory may hold.
-pub const OUTPUT_FILES: [&str; 7] =
-    ["manifest.json", "jobs.csv", "summary.json", "vc_summary.csv", "timeline.csv", "skipped.csv", "timing.json"];
+pub const OUTPUT_FILES: [&str; 8] = [
+    "manifest.json",
+    "jobs.csv",
+    "summary.json",
+    "vc_summary.csv",
+    "timeline.csv",
+    "skipped.csv",
+    "timing.json",
+    "learning_curve.csv",
+];
 
 /// Writes a run directory: `manifest.json`, `jobs.csv`, `summary.json`,
 /// `vc_summary.csv`, `timeline.csv`, and `skipped.csv` when rows were skipped.
@@ -577,6 +690,9 @@ pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
         }
         None if timing_path.exists() => std::fs::remove_file(&timing_path)?,
         None => {}
+    }
+    for (name, text) in &report.output.policy_files {
+        export::write_atomic(&dir.join(name), text.as_bytes())?;
     }
     // The manifest last: its presence marks a complete run directory.
     export::write_atomic(&dir.join("manifest.json"), &json(&manifest))?;

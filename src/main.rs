@@ -72,6 +72,12 @@ enum Command {
     /// manifest (profile database, seed, profiler settings, date). `simulate
     /// --genie-models FILE` then uses them instead of profiling at start.
     GenieProfile(GenieProfileArgs),
+    /// Train a RIFLING agent over repeated episodes of the GENIE workload
+    /// (one seed per episode) and save its Q-table and K-means centroids with
+    /// a manifest (workload, seeds, parameters), plus a per-episode learning
+    /// curve beside it (`FILE.curve.csv`). `simulate --policy rifling-frozen
+    /// --rifling-table FILE` runs it greedily.
+    RiflingTrain(Box<RiflingTrainArgs>),
 }
 
 #[derive(Args)]
@@ -237,7 +243,10 @@ struct SimulateArgs {
     /// Without --trace: the synthetic Philly-like job mix (synthetic) or
     /// GENIE's QoS tasks (genie: six DL models, half training, half
     /// inference, Poisson at --jobs-per-hour, default 10, over --hours,
-    /// priority classes 5/35/60 %).
+    /// priority classes 5/35/60 %). With --trace, genie turns the trace's
+    /// first jobs-per-hour x hours jobs into moldable tasks (their arrival
+    /// pattern rescaled to --hours, durations to a 45-minute median; GENIE's
+    /// task types drawn per job).
     #[arg(long, value_enum, default_value = "synthetic")]
     workload: WorkloadKind,
 
@@ -265,6 +274,9 @@ struct SimulateArgs {
     /// room (best fit) instead of the emptiest (the spec's proposal).
     #[arg(long)]
     genie_best_fit: bool,
+
+    #[command(flatten)]
+    rifling: RiflingArgs,
 
     /// Let later jobs start when the head of the queue does not fit (greedy,
     /// no reservation). Without it the queue is strict (head-of-line blocking).
@@ -335,6 +347,182 @@ struct SimulateArgs {
     out: Option<PathBuf>,
 }
 
+/// RIFLING's parameters (`specs/policies.md` §3.2; defaults = the spec's proposal).
+#[derive(Args, Clone)]
+struct RiflingArgs {
+    /// RIFLING: a Q-table saved by `dlsched rifling-train` (required by
+    /// rifling-frozen; rifling starts learning from it).
+    #[arg(long, value_name = "FILE")]
+    rifling_table: Option<PathBuf>,
+    /// RIFLING: K-means groups of training tasks (inference is one more).
+    #[arg(long, default_value_t = 4, value_name = "K")]
+    rifling_k: usize,
+    /// RIFLING: learning rate alpha.
+    #[arg(long, default_value_t = 0.1, value_name = "ALPHA")]
+    rifling_alpha: f64,
+    /// RIFLING: discount gamma.
+    #[arg(long, default_value_t = 0.9, value_name = "GAMMA")]
+    rifling_gamma: f64,
+    /// RIFLING: exploration rate at the first decision.
+    #[arg(long, default_value_t = 0.3, value_name = "EPS")]
+    rifling_epsilon: f64,
+    /// RIFLING: exploration rate after the decay.
+    #[arg(long, default_value_t = 0.05, value_name = "EPS")]
+    rifling_epsilon_end: f64,
+    /// RIFLING: decisions over which epsilon decays linearly.
+    #[arg(long, default_value_t = 500, value_name = "N")]
+    rifling_epsilon_decay: u64,
+    /// RIFLING: re-run the K-means every N arrivals.
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    rifling_regroup: u64,
+    /// RIFLING: K-means over the last N training tasks.
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    rifling_window: usize,
+    /// RIFLING: reward: throughput (time-average cluster-normalised
+    /// throughput between decisions) or scaling-efficiency (placed task's
+    /// normalised rate per GPU).
+    #[arg(long, value_enum, default_value = "throughput")]
+    rifling_reward: dlsched::policy::rifling::RewardKind,
+}
+
+impl RiflingArgs {
+    fn params(&self, best_fit_nodes: bool) -> Result<dlsched::policy::rifling::RiflingParams> {
+        let p = dlsched::policy::rifling::RiflingParams {
+            k: self.rifling_k,
+            alpha: self.rifling_alpha,
+            gamma: self.rifling_gamma,
+            epsilon_start: self.rifling_epsilon,
+            epsilon_end: self.rifling_epsilon_end,
+            epsilon_decay: self.rifling_epsilon_decay,
+            regroup_every: self.rifling_regroup,
+            window: self.rifling_window,
+            reward: self.rifling_reward,
+            best_fit_nodes,
+        };
+        p.validate().map_err(anyhow::Error::msg)?;
+        Ok(p)
+    }
+}
+
+#[derive(Args)]
+struct RiflingTrainArgs {
+    /// Cluster preset to train on.
+    #[arg(long, value_enum, default_value = "lab16")]
+    cluster: ClusterPreset,
+    /// Episodes (each a GENIE workload of its own seed).
+    #[arg(long, default_value_t = 20)]
+    episodes: u64,
+    /// Seed of the first episode; episode i uses seed + i (keep it away from
+    /// the evaluation seeds).
+    #[arg(long, default_value_t = 1000)]
+    seed: u64,
+    /// Task density, tasks per hour.
+    #[arg(long, default_value_t = 10.0)]
+    jobs_per_hour: f64,
+    /// Arrival window per episode, hours.
+    #[arg(long, default_value_t = 24.0)]
+    hours: f64,
+    /// Put placements on the fullest nodes with room.
+    #[arg(long)]
+    genie_best_fit: bool,
+    #[command(flatten)]
+    rifling: RiflingArgs,
+    /// Output file (JSON: manifest, centroids, Q-table).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+}
+
+fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
+    use dlsched::policy::rifling::{Agent, RiflingMode};
+    use std::sync::{Arc, Mutex};
+    if a.episodes == 0 || !(a.jobs_per_hour > 0.0 && a.hours > 0.0) {
+        bail!("--episodes, --jobs-per-hour and --hours must be positive");
+    }
+    let params = a.rifling.params(a.genie_best_fit)?;
+    let cspec = a.cluster.spec();
+    let gpn = cspec.nodes.iter().map(|n| n.gpus).max().unwrap_or(1);
+    let actions = (cspec.nodes.len() as u32 * gpn) as usize + 1;
+    let agent = match &a.rifling.rifling_table {
+        Some(p) => dlsched::experiment::load_rifling_agent(p)?,
+        None => Agent::new(params, actions, a.seed),
+    };
+    let agent = Arc::new(Mutex::new(agent));
+    let mut curve =
+        String::from("episode,seed,decisions,epsilon,reward_mean,normalized_throughput_mean,makespan_s,jct_mean_s\n");
+    for e in 0..a.episodes {
+        let seed = a.seed + e;
+        agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?.reseed(seed);
+        let spec = RunSpec {
+            rifling: Some(dlsched::experiment::RiflingRun { mode: RiflingMode::Online, params, table: None }),
+            genie: None,
+            workload: WorkloadSource::Genie(GenieWorkloadSpec {
+                ect: dlsched::trace::genie::EctBasis::True,
+                jobs_per_hour: a.jobs_per_hour,
+                hours: a.hours,
+            }),
+            cluster: ClusterChoice::Preset { preset: a.cluster },
+            policy: PolicyConfig {
+                order: PolicyName::Fifo.queue_order(),
+                backfill: false,
+                placement: PlacementKind::Consolidate,
+            },
+            seed,
+            rate_model: dlsched::experiment::RateModelKind::Table,
+            profiles: None,
+            share: Default::default(),
+            sample_interval_ms: 0,
+        };
+        let r = dlsched::experiment::run_one_with_agent(&spec, Some(agent.clone()), |_| {})
+            .with_context(|| format!("episode {e}"))?;
+        let s = &r.summary;
+        let g = agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?;
+        let reward = s.policy_metrics.get("rifling_reward_mean").copied().unwrap_or(0.0);
+        let nt = s.normalized_throughput_mean.unwrap_or(0.0);
+        println!(
+            "episode {e:>3} seed {seed}: {} decisions, epsilon {:.3}, reward {reward:.4}, norm. throughput {nt:.4}, makespan {:.0} s, JCT {:.0} s",
+            g.decisions,
+            g.epsilon(),
+            s.makespan_s,
+            s.jct_mean_s
+        );
+        curve.push_str(&format!(
+            "{e},{seed},{},{:.4},{reward:.6},{nt:.6},{:.3},{:.3}\n",
+            g.decisions,
+            g.epsilon(),
+            s.makespan_s,
+            s.jct_mean_s
+        ));
+    }
+    let g = agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?;
+    let doc = serde_json::json!({
+        "manifest": {
+            "what": "RIFLING Q-table and K-means centroids trained by dlsched rifling-train",
+            "dlsched_version": env!("CARGO_PKG_VERSION"),
+            "cluster": cspec.name,
+            "workload": { "kind": "genie", "jobs_per_hour": a.jobs_per_hour, "hours": a.hours, "rate_model": "table" },
+            "episodes": a.episodes,
+            "seeds": format!("{}..={}", a.seed, a.seed + a.episodes - 1),
+            "parameters": g.params,
+        },
+        "agent": &*g,
+    });
+    let mut text = serde_json::to_string_pretty(&doc)?;
+    text.push('\n');
+    dlsched::metrics::export::write_atomic(&a.out, text.as_bytes())
+        .with_context(|| format!("writing {}", a.out.display()))?;
+    let curve_path = a.out.with_extension("curve.csv");
+    dlsched::metrics::export::write_atomic(&curve_path, curve.as_bytes())
+        .with_context(|| format!("writing {}", curve_path.display()))?;
+    println!(
+        "wrote {} ({} states, {} groups) and {}",
+        a.out.display(),
+        g.q.len(),
+        g.centroids.len(),
+        curve_path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// The generated workloads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum WorkloadKind {
@@ -368,6 +556,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Compare(args) => compare::run(&args),
         Command::Profile(args) => profile_cmd::run(&args),
         Command::GenieProfile(args) => genie_profile(&args),
+        Command::RiflingTrain(args) => rifling_train(&args),
         Command::Sweep(args) => sweep_cmd::sweep(&args),
         Command::Merge(args) => sweep_cmd::merge_cmd(&args),
         Command::Plot { dir } => {
@@ -391,9 +580,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
-    if a.trace.is_some() && a.workload == WorkloadKind::Genie {
-        bail!("--workload genie generates its own tasks; it cannot go with --trace");
-    }
     let workload = match &a.trace {
         Some(path) => {
             let mut columns = ColumnMap::default();
@@ -403,7 +589,19 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
             if let Some(c) = &a.columns {
                 columns.parse_pairs(c).map_err(|e| anyhow::anyhow!("--columns: {e}"))?;
             }
-            WorkloadSource::Trace { path: path.clone(), format: a.format, columns }
+            if a.workload == WorkloadKind::Genie {
+                WorkloadSource::TraceTasks {
+                    path: path.clone(),
+                    format: a.format,
+                    spec: GenieWorkloadSpec {
+                        ect: a.ect,
+                        jobs_per_hour: a.jobs_per_hour.unwrap_or(10.0),
+                        hours: a.hours,
+                    },
+                }
+            } else {
+                WorkloadSource::Trace { path: path.clone(), format: a.format, columns }
+            }
         }
         None => {
             if a.columns.is_some() || a.columns_file.is_some() {
@@ -464,13 +662,26 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
         options: GenieOptions { variant, theta: a.theta, backfill: a.backfill, best_fit_nodes: a.genie_best_fit },
         models: a.genie_models.clone(),
     });
-    if genie.is_some() && !matches!(workload, WorkloadSource::Genie(_)) {
+    let tasks = matches!(workload, WorkloadSource::Genie(_) | WorkloadSource::TraceTasks { .. });
+    if genie.is_some() && !tasks {
         bail!(
             "--policy {} schedules moldable tasks: use it with --workload genie (trace jobs have a fixed GPU count; use fifo or sjf)",
             a.policy.to_possible_value().map_or_else(String::new, |v| v.get_name().to_string())
         );
     }
+    let rifling = match a.policy.rifling() {
+        Some(mode) => Some(dlsched::experiment::RiflingRun {
+            mode,
+            params: a.rifling.params(a.genie_best_fit)?,
+            table: a.rifling.rifling_table.clone(),
+        }),
+        None => None,
+    };
+    if rifling.is_some() && !tasks {
+        bail!("the RIFLING policies schedule moldable tasks: use them with --workload genie");
+    }
     Ok(RunSpec {
+        rifling,
         genie,
         workload,
         cluster,
@@ -544,7 +755,7 @@ fn simulate(a: SimulateArgs) -> Result<()> {
 
 /// Tells the user, on stderr, about options this run ignores.
 fn notes(a: &SimulateArgs) {
-    let genie_workload = a.trace.is_none() && a.workload == WorkloadKind::Genie;
+    let genie_workload = a.workload == WorkloadKind::Genie;
     let defaults = dlsched::cluster::ShareLimits::default();
     let note = |s: &str| eprintln!("note: {s}");
     if !a.placement.shares() && (a.max_tenants != defaults.max_tenants || a.mem_headroom != defaults.mem_headroom) {
@@ -624,6 +835,9 @@ fn print_summary(r: &RunReport) {
         println!("  QoS guarantee   {:>12.1} %  ({})", q * 100.0, classes.join(", "));
         if let Some(l) = s.normalized_latency_mean {
             println!("  norm. latency   {l:>12.2}    (JCT / single-GPU latency, mean)");
+        }
+        if let Some(t) = s.normalized_throughput_mean {
+            println!("  norm. rate      {t:>12.3}    (achieved / single-GPU processing rate, mean)");
         }
         if let (Some(m), Some(p)) = (s.prediction_error_mean, s.prediction_error_p95) {
             println!(

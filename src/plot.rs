@@ -204,7 +204,44 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, String> {
             written.push(path);
         }
     }
+    let curve = dir.join("learning_curve.csv");
+    if curve.exists() {
+        written.push(plot_learning_curve(&curve, &dir.join("learning_curve.svg"), &name)?);
+    }
     Ok(written)
+}
+
+/// Decisions averaged per point of the learning curve.
+pub const CURVE_WINDOW: usize = 50;
+
+/// Plots a RIFLING `learning_curve.csv` (reward, cluster-normalised
+/// throughput and epsilon against decisions; reward and throughput as means
+/// over consecutive windows of [`CURVE_WINDOW`] decisions) into `out`.
+///
+/// # Errors
+/// A message naming a missing file or column.
+pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<PathBuf, String> {
+    let (h, rows) = read_csv(curve)?;
+    let (d, r, t, e) = (
+        column(&h, "decision", curve)?,
+        column(&h, "reward", curve)?,
+        column(&h, "normalized_throughput", curve)?,
+        column(&h, "epsilon", curve)?,
+    );
+    let mut series: Series = Vec::new();
+    for (label, c) in [("reward", r), ("cluster-normalised throughput", t), ("epsilon", e)] {
+        let pts: Vec<(f64, f64)> = rows
+            .chunks(CURVE_WINDOW)
+            .filter_map(|w| {
+                let v: Vec<f64> = w.iter().filter_map(|row| row[c].parse::<f64>().ok()).collect();
+                let x = w.last()?[d].parse::<f64>().ok()?;
+                (!v.is_empty()).then(|| (x, v.iter().sum::<f64>() / v.len() as f64))
+            })
+            .collect();
+        series.push((format!("{label} ({CURVE_WINDOW}-decision mean)"), pts));
+    }
+    line_chart(out, &format!("RIFLING learning curve, {name}"), "decision", "value", &series, None, false)?;
+    Ok(out.to_path_buf())
 }
 
 /// Plots a sweep directory (with `summary.csv` and `sweep.json`); returns the files written.
@@ -238,7 +275,12 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
         let xc = col(x)?;
         // QoS metrics only where every run has them (GENIE workloads).
         // Sharing metrics only where some run shared a GPU.
-        let optional = ["qos_guarantee_rate", "normalized_latency_mean", "interference_slowdown_mean"];
+        let optional = [
+            "qos_guarantee_rate",
+            "normalized_latency_mean",
+            "normalized_throughput_mean",
+            "interference_slowdown_mean",
+        ];
         let sharing = [
             "gpu_allocation_mean",
             "gpu_utilization_effective_mean",

@@ -33,7 +33,7 @@ use crate::trace::synthetic::SyntheticSpec;
 use crate::trace::{ColumnMap, TraceFormat};
 
 /// The keys a `[base]` or `[sweep]` table may set, with what each takes.
-pub const KEYS: [(&str, &str); 26] = [
+pub const KEYS: [(&str, &str); 35] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     ("cluster", "lab16, philly or alibaba-openb"),
@@ -42,8 +42,11 @@ pub const KEYS: [(&str, &str); 26] = [
     ("gpu_type", "the GPU type of a nodes x gpus_per_node cluster (k80, p100, v100, t4, a100, ...; default generic)"),
     ("vcs", "a VC file path, relative to the experiment file"),
     ("nodes_file", "an Alibaba PAI 2023 node list path, relative to the experiment file"),
-    ("policy", "fifo, sjf, genie, genie-fifo, min-min, weighted-fair, tetris-perf or tetris-cer"),
-    ("workload", "synthetic (the default) or genie (GENIE's QoS tasks; ignored with a trace)"),
+    (
+        "policy",
+        "fifo, sjf, genie, genie-fifo, min-min, weighted-fair, tetris-perf, tetris-cer, rifling, rifling-frozen or random-placement",
+    ),
+    ("workload", "synthetic (the default) or genie (GENIE's QoS tasks; with a trace: its jobs as moldable tasks)"),
     ("hours", "a positive number: the GENIE workload's arrival window"),
     (
         "ect",
@@ -63,6 +66,15 @@ pub const KEYS: [(&str, &str); 26] = [
     ("load", "a positive number (synthetic offered load)"),
     ("sample_interval", "whole seconds between timeline samples"),
     ("profiles", "a profile database directory, relative to the experiment file"),
+    ("rifling_table", "a RIFLING table (dlsched rifling-train), relative to the experiment file"),
+    ("rifling_k", "RIFLING: K-means groups of training tasks (default 4)"),
+    ("rifling_alpha", "RIFLING: learning rate in (0, 1] (default 0.1)"),
+    ("rifling_gamma", "RIFLING: discount in [0, 1] (default 0.9)"),
+    ("rifling_epsilon", "RIFLING: exploration rate at the start (default 0.3)"),
+    ("rifling_epsilon_end", "RIFLING: exploration rate after the decay (default 0.05)"),
+    ("rifling_epsilon_decay", "RIFLING: decisions of the linear epsilon decay (default 500)"),
+    ("rifling_regroup", "RIFLING: arrivals between K-means regroupings (default 50)"),
+    ("rifling_reward", "RIFLING: throughput (default) or scaling-efficiency"),
 ];
 
 /// A scalar parameter value.
@@ -322,10 +334,19 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
         Some(Value::Str(s)) if s == "genie" => true,
         Some(v) => return Err(format!("`workload` must be \"synthetic\" or \"genie\", not {v}")),
     };
-    if genie_workload && p.contains_key("trace") {
-        return Err("`workload = \"genie\"` generates its own tasks; it cannot go with a `trace`".into());
-    }
     let workload = match path("trace")? {
+        Some(trace) if genie_workload => WorkloadSource::TraceTasks {
+            path: trace,
+            format: p.get("format").map(|v| enum_of("format", v)).transpose()?.unwrap_or(TraceFormat::Auto),
+            spec: GenieWorkloadSpec {
+                ect: match p.get("ect") {
+                    None => EctBasis::Predicted,
+                    Some(v) => enum_of("ect", v)?,
+                },
+                jobs_per_hour: num("jobs_per_hour")?.unwrap_or(10.0),
+                hours: num("hours")?.unwrap_or(24.0),
+            },
+        },
         Some(trace) => WorkloadSource::Trace {
             path: trace,
             format: p.get("format").map(|v| enum_of("format", v)).transpose()?.unwrap_or(TraceFormat::Auto),
@@ -399,9 +420,9 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
     };
     let genie = match policy_name.genie() {
         Some(variant) => {
-            if !matches!(workload, WorkloadSource::Genie(_)) {
+            if !matches!(workload, WorkloadSource::Genie(_) | WorkloadSource::TraceTasks { .. }) {
                 return Err(format!(
-                    "`policy` = `{}` schedules moldable tasks: it needs `workload = \"genie\"` and no `trace`",
+                    "`policy` = `{}` schedules moldable tasks: it needs `workload = \"genie\"`",
                     variant.name()
                 ));
             }
@@ -413,7 +434,31 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
         }
         None => None,
     };
+    let rifling = match policy_name.rifling() {
+        Some(mode) => {
+            let d = crate::policy::rifling::RiflingParams::default();
+            let params = crate::policy::rifling::RiflingParams {
+                k: uint("rifling_k")?.map_or(d.k, |x| x as usize),
+                alpha: num("rifling_alpha")?.unwrap_or(d.alpha),
+                gamma: num("rifling_gamma")?.unwrap_or(d.gamma),
+                epsilon_start: num("rifling_epsilon")?.unwrap_or(d.epsilon_start),
+                epsilon_end: num("rifling_epsilon_end")?.unwrap_or(d.epsilon_end),
+                epsilon_decay: uint("rifling_epsilon_decay")?.unwrap_or(d.epsilon_decay),
+                regroup_every: uint("rifling_regroup")?.unwrap_or(d.regroup_every),
+                window: d.window,
+                reward: p.get("rifling_reward").map(|v| enum_of("rifling_reward", v)).transpose()?.unwrap_or(d.reward),
+                best_fit_nodes,
+            };
+            params.validate()?;
+            if !genie_workload {
+                return Err(format!("`policy` = `{}` schedules moldable tasks: set workload = \"genie\"", p["policy"]));
+            }
+            Some(crate::experiment::RiflingRun { mode, params, table: path("rifling_table")? })
+        }
+        None => None,
+    };
     Ok(RunSpec {
+        rifling,
         genie,
         workload,
         cluster,

@@ -158,6 +158,8 @@ pub struct RunOutput {
     pub share_integrals: Option<ShareIntegrals>,
     /// The policy's own figures ([`Policy::metrics`]).
     pub policy_metrics: Vec<(&'static str, f64)>,
+    /// The policy's extra run-directory files ([`Policy::files`]).
+    pub policy_files: Vec<(&'static str, String)>,
 }
 
 /// Time integrals (GPU-milliseconds) of per-GPU figures, summed over GPUs;
@@ -414,6 +416,7 @@ impl Simulation {
             busy_gpu_ms: self.busy_gpu_ms,
             timing: self.cfg.time_decisions.then_some(self.timing),
             policy_metrics: self.policy.metrics(&self.jobs),
+            policy_files: self.policy.files(),
             policy: self.policy.name(),
             model: self.model.name(),
             model_counters: {

@@ -153,6 +153,10 @@ pub struct Summary {
     /// normalised latency; the paper divides by the predicted single-GPU
     /// latency, we by the true one so that every policy has the same yardstick).
     pub normalized_latency_mean: Option<f64>,
+    /// Tasks only: mean over completed tasks of achieved rate / single-GPU
+    /// rate (true single-GPU latency / run time): RIFLING's average
+    /// normalised processing rate (`specs/policies.md` §7, our reading).
+    pub normalized_throughput_mean: Option<f64>,
     /// Mean relative error |predicted − actual| / actual of the policy's
     /// latency prediction for the placements it chose (GENIE family), else null.
     pub prediction_error_mean: Option<f64>,
@@ -210,7 +214,7 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
     let (mut q_frac, mut q_whole) = (Vec::new(), Vec::new());
     let last_submit_ms = out.jobs.iter().map(|(s, _)| s.submit.as_ms()).max().unwrap_or(0);
     let mut done_by_horizon = 0u64;
-    let (mut tasks, mut met, mut norm_lat) = (0u64, 0u64, Vec::new());
+    let (mut tasks, mut met, mut norm_lat, mut norm_tput) = (0u64, 0u64, Vec::new(), Vec::new());
     let mut by_class: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for (spec, state) in out.jobs.iter() {
         first_submit = first_submit.min(spec.submit.as_ms());
@@ -236,6 +240,7 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
             c.0 += 1;
             c.1 += u64::from(ok);
             norm_lat.push(d.end.since(spec.submit) as f64 / spec.duration_ms.max(1) as f64);
+            norm_tput.push(spec.duration_ms as f64 / d.end.since(d.start).max(1) as f64);
         }
         if d.colocated {
             let ran = d.end.since(d.start);
@@ -306,6 +311,7 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
         qos_guarantee_rate: (tasks > 0).then(|| r6(met as f64 / tasks as f64)),
         qos_guarantee_by_class: by_class.into_iter().map(|(k, (n, m))| (k, r6(m as f64 / n as f64))).collect(),
         normalized_latency_mean: (!norm_lat.is_empty()).then(|| r6(mean(&norm_lat))),
+        normalized_throughput_mean: (!norm_tput.is_empty()).then(|| r6(mean(&norm_tput))),
         prediction_error_mean: pm("prediction_error_mean"),
         prediction_error_p95: pm("prediction_error_p95"),
         policy_metrics: out

@@ -12,6 +12,7 @@ pub mod iawp;
 pub mod memeff;
 pub mod placement;
 pub mod queue;
+pub mod rifling;
 pub mod sharing;
 
 use crate::cluster::Cluster;
@@ -78,6 +79,12 @@ pub trait Policy: Send {
     fn metrics(&self, _jobs: &JobTable) -> Vec<(&'static str, f64)> {
         Vec::new()
     }
+
+    /// Extra files for the run directory, (name, contents) (e.g. RIFLING's
+    /// `learning_curve.csv`); none by default.
+    fn files(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 }
 
 /// Every policy by its command-line name.
@@ -100,6 +107,12 @@ pub enum PolicyName {
     TetrisPerf,
     /// Tetris+CER: best CER, shortest predicted latency first, no QoS.
     TetrisCer,
+    /// RIFLING: online tabular Q-learning over placements (moldable tasks).
+    Rifling,
+    /// RIFLING from a trained table (`--rifling-table`), greedy, not learning.
+    RiflingFrozen,
+    /// FCFS, a uniformly random feasible placement per task (moldable tasks).
+    RandomPlacement,
 }
 
 impl PolicyName {
@@ -108,11 +121,25 @@ impl PolicyName {
         if self == PolicyName::Sjf { QueueOrder::Sjf } else { QueueOrder::Fifo }
     }
 
+    /// The RIFLING mode, if it is one of the RIFLING policies.
+    pub fn rifling(self) -> Option<rifling::RiflingMode> {
+        match self {
+            PolicyName::Rifling => Some(rifling::RiflingMode::Online),
+            PolicyName::RiflingFrozen => Some(rifling::RiflingMode::Frozen),
+            PolicyName::RandomPlacement => Some(rifling::RiflingMode::Random),
+            _ => None,
+        }
+    }
+
     /// The GENIE-family variant, if it is one.
     pub fn genie(self) -> Option<genie::GenieVariant> {
         use genie::GenieVariant as G;
         match self {
-            PolicyName::Fifo | PolicyName::Sjf => None,
+            PolicyName::Fifo
+            | PolicyName::Sjf
+            | PolicyName::Rifling
+            | PolicyName::RiflingFrozen
+            | PolicyName::RandomPlacement => None,
             PolicyName::Genie => Some(G::Genie),
             PolicyName::GenieFifo => Some(G::GenieFifo),
             PolicyName::MinMin => Some(G::MinMin),

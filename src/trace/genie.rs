@@ -161,6 +161,123 @@ pub fn generate(
     Ok(out)
 }
 
+/// Median single-GPU-equivalent duration, s, that [`from_trace`] scales a
+/// trace's durations to (the GENIE workload's median, 45 min).
+pub const TRACE_MEDIAN_S: f64 = 2700.0;
+
+/// Shortest and longest trace duration kept after scaling, s (1 min, 24 h).
+pub const TRACE_DURATION_RANGE_S: (f64, f64) = (60.0, 86_400.0);
+
+/// Trace jobs as moldable tasks (`specs/policies.md` §8, PROPOSAL; the
+/// choices are ours): the first `jobs_per_hour × hours` trace jobs (submit
+/// order) that ask for at most `max_gpus` GPUs keep their order and relative
+/// inter-arrival gaps, rescaled so that they span `hours`; each draws a task
+/// type, training or inference and a global batch as [`generate`] does; its
+/// trace duration, multiplied by one factor so that the median is
+/// [`TRACE_MEDIAN_S`] and clipped to [`TRACE_DURATION_RANGE_S`], is its
+/// latency at its requested GPU count packed on as few nodes of
+/// `gpus_per_node` as possible (at least one sample per GPU), which sets its
+/// iteration count; its work is then its true single-GPU latency. Priority
+/// classes 5/35/60 % and deadlines as in [`generate`]. Streams
+/// `genie.trace_tasks`.
+///
+/// # Errors
+/// A message when no trace job fits or a task type has no fitting batch.
+#[allow(clippy::too_many_arguments)]
+pub fn from_trace(
+    records: &[TraceRecord],
+    spec: &GenieWorkloadSpec,
+    db: &ProfileDb,
+    gpu_type: &str,
+    gpu_mem_mib: u64,
+    max_gpus: u32,
+    gpus_per_node: u32,
+    seed: u64,
+) -> Result<Vec<(TraceRecord, TaskSpec)>, String> {
+    let truth = GroundTruth::new(db, gpu_type);
+    let n = (spec.jobs_per_hour * spec.hours).round().max(1.0) as usize;
+    let mut picked: Vec<&TraceRecord> =
+        records.iter().filter(|r| r.gpus >= 1 && r.gpus <= max_gpus && r.duration_ms > 0).collect();
+    picked.sort_by_key(|r| r.submit_ms);
+    picked.truncate(n);
+    if picked.is_empty() {
+        return Err(format!("no trace job asks for 1 to {max_gpus} GPUs"));
+    }
+    let t0 = picked[0].submit_ms as f64;
+    let span = (picked.last().map_or(0, |r| r.submit_ms) as f64 - t0).max(1.0);
+    let time_scale = spec.hours * 3_600_000.0 * (picked.len() as f64 - 1.0).max(1.0) / picked.len() as f64 / span;
+    let mut durs: Vec<f64> = picked.iter().map(|r| r.duration_ms as f64 / 1000.0).collect();
+    durs.sort_by(f64::total_cmp);
+    let dur_scale = TRACE_MEDIAN_S / durs[durs.len() / 2].max(1e-3);
+    let mut batches = Vec::new();
+    for (name, model) in TASK_MODELS {
+        let fit: Vec<u32> = truth
+            .batches(model)
+            .into_iter()
+            .filter(|&b| db.gpu_mem_mib(model, b).is_none_or(|m| m <= gpu_mem_mib as f64))
+            .collect();
+        if fit.is_empty() {
+            return Err(format!("task type `{name}` ({model}) has no measured batch that fits {gpu_mem_mib} MiB"));
+        }
+        batches.push(fit);
+    }
+    let mut rng = crate::rng::stream(seed, "genie.trace_tasks");
+    let mut out = Vec::with_capacity(picked.len());
+    for (id, r) in picked.iter().enumerate() {
+        let i = rng.gen_range(0..TASK_MODELS.len());
+        let (name, model) = TASK_MODELS[i];
+        let inference = rng.gen_bool(0.5);
+        let global_bsz = batches[i][rng.gen_range(0..batches[i].len())];
+        let gpus = r.gpus.min(global_bsz).max(1);
+        let gpn = gpus_per_node.max(1);
+        let mut split = vec![gpn; (gpus / gpn) as usize];
+        if gpus % gpn > 0 {
+            split.push(gpus % gpn);
+        }
+        let target_s =
+            (r.duration_ms as f64 / 1000.0 * dur_scale).clamp(TRACE_DURATION_RANGE_S.0, TRACE_DURATION_RANGE_S.1);
+        let step_n = truth.step_s(model, inference, (global_bsz / gpus).max(1), &split);
+        let iterations = ((target_s / step_n).round() as u64).max(1);
+        let step_1 = truth.step_s(model, inference, global_bsz, &[1]);
+        let latency_ms = (iterations as f64 * step_1 * 1000.0).ceil() as u64;
+        let u: f64 = rng.r#gen();
+        let qos = if u < 0.05 {
+            QosClass::Urgent
+        } else if u < 0.40 {
+            QosClass::Prior
+        } else {
+            QosClass::Normal
+        };
+        let submit_ms = ((r.submit_ms as f64 - t0) * time_scale).floor() as u64;
+        let rec = TraceRecord {
+            job_id: format!("t{id}"),
+            submit_ms,
+            duration_ms: latency_ms,
+            gpus: 1,
+            vc: None,
+            user: None,
+            shape: None,
+            model: Some(model.to_string()),
+            local_bsz: Some(global_bsz),
+            gpu_mem_mib: None,
+            gpu_milli: None,
+            gpu_types: None,
+            skip: None,
+            line: r.line,
+        };
+        let task = TaskSpec {
+            kind: kind_name(name, inference),
+            inference,
+            global_bsz,
+            iterations,
+            qos,
+            deadline: SimTime::from_ms(submit_ms + qos.ect_factor() * latency_ms),
+        };
+        out.push((rec, task));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,5 +306,39 @@ mod tests {
         let again = generate(&spec, db, "K80", 12 * 1024, 7).unwrap();
         assert_eq!(tasks.len(), again.len());
         assert!(tasks.iter().zip(&again).all(|(a, b)| a.0 == b.0 && a.1 == b.1));
+    }
+
+    #[test]
+    fn trace_jobs_become_tasks_with_rescaled_arrivals() {
+        let db = ProfileDb::builtin();
+        let rec = |i: u64, gpus: u32, dur_s: u64| TraceRecord {
+            job_id: format!("j{i}"),
+            submit_ms: i * 10_000_000,
+            duration_ms: dur_s * 1000,
+            gpus,
+            vc: None,
+            user: None,
+            shape: None,
+            model: None,
+            local_bsz: None,
+            gpu_mem_mib: None,
+            gpu_milli: None,
+            gpu_types: None,
+            skip: None,
+            line: i + 2,
+        };
+        // 40 jobs of 1 to 8 GPUs and one of 32 GPUs (left out on 16 GPUs).
+        let mut recs: Vec<TraceRecord> = (0..40).map(|i| rec(i, [1, 2, 4, 8][i as usize % 4], 600 + 100 * i)).collect();
+        recs.insert(3, rec(3, 32, 1000));
+        let spec = GenieWorkloadSpec { jobs_per_hour: 10.0, hours: 2.0, ect: EctBasis::True };
+        let tasks = from_trace(&recs, &spec, db, "K80", 12 * 1024, 16, 4, 1).unwrap();
+        assert_eq!(tasks.len(), 20);
+        assert!(tasks.windows(2).all(|w| w[0].0.submit_ms < w[1].0.submit_ms));
+        assert_eq!(tasks[0].0.submit_ms, 0);
+        assert!(tasks.last().unwrap().0.submit_ms < 2 * 3_600_000);
+        assert!(tasks.iter().all(|(r, t)| r.duration_ms > 0 && t.iterations >= 1));
+        // Deterministic for a seed.
+        let again = from_trace(&recs, &spec, db, "K80", 12 * 1024, 16, 4, 1).unwrap();
+        assert!(tasks.iter().zip(&again).all(|(a, b)| a == b));
     }
 }

@@ -221,9 +221,6 @@ fn genie_and_sharing_misuse_gives_clear_errors() {
     let o = dlsched(&["simulate", "--policy", "genie"]);
     assert_clean_error(&o, &["--workload genie"]);
     assert_eq!(code(&o), Some(2));
-    let t = d.path().join("t.csv");
-    std::fs::write(&t, "job_id,submit_time,duration,gpu_num\na,0,10,1\n").unwrap();
-    assert_clean_error(&dlsched(&["simulate", "--workload", "genie", "--trace", t.to_str().unwrap()]), &["--trace"]);
     // Sizes that would not finish: refused up front.
     assert_clean_error(&dlsched(&["simulate", "--workload", "genie", "--jobs-per-hour", "1e9"]), &["at most 50000"]);
     assert_clean_error(&dlsched(&["simulate", "--jobs", "1000000000"]), &["2000000"]);

@@ -27,6 +27,7 @@ use crate::common::{policy, shared};
 
 fn replay(trace: &Path, vcs: &Path, order: QueueOrder) -> RunReport {
     let spec = RunSpec {
+        rifling: None,
         workload: WorkloadSource::Trace {
             path: trace.to_path_buf(),
             format: TraceFormat::JobsCsv,

@@ -177,6 +177,7 @@ fn swaf_orders_by_least_waiting_allowance() {
 
 fn genie_spec(variant: GenieVariant, seed: u64, density: f64) -> RunSpec {
     RunSpec {
+        rifling: None,
         workload: WorkloadSource::Genie(GenieWorkloadSpec {
             jobs_per_hour: density,
             hours: 12.0,

@@ -104,6 +104,7 @@ fn example_trace_with_two_vcs() {
     use dlsched::trace::{ColumnMap, TraceFormat};
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let spec = RunSpec {
+        rifling: None,
         workload: WorkloadSource::Trace {
             path: root.join("traces/example_jobs.csv"),
             format: TraceFormat::Auto,

@@ -15,5 +15,6 @@ mod philly;
 mod profile_db;
 mod profile_model;
 mod rates;
+mod rifling;
 mod sharing;
 mod sweep;

@@ -333,6 +333,7 @@ fn the_default_pod_list_replays_on_the_preset_and_the_node_file() {
     let dir = root.join("traces/alibaba-pai-2023");
     let run = |cluster: ClusterChoice, placement: PlacementKind| {
         let spec = RunSpec {
+            rifling: None,
             workload: WorkloadSource::Trace {
                 path: dir.join("openb_pod_list_default.csv"),
                 format: TraceFormat::Auto,

@@ -18,6 +18,7 @@ fn rfold_philly_fifo_completes_every_usable_job() {
     let rows: Vec<&str> = text.lines().skip(1).filter(|l| !l.trim().is_empty()).collect();
     let usable = rows.iter().filter(|l| l.rsplit(',').next().unwrap().trim().parse::<f64>().unwrap() > 0.0).count();
     let spec = RunSpec {
+        rifling: None,
         workload: WorkloadSource::Trace { path, format: TraceFormat::Philly, columns: ColumnMap::default() },
         cluster: ClusterChoice::Preset { preset: ClusterPreset::Philly },
         policy: policy(QueueOrder::Fifo, false, PlacementKind::Consolidate),

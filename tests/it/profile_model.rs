@@ -199,6 +199,7 @@ fn philly_replay_under_the_profile_model() {
     let Some(shared) = shared("Philly replay under the profile model") else { return };
     use dlsched::experiment::{ClusterChoice, RateModelKind, RunSpec, WorkloadSource, run_one};
     let spec = RunSpec {
+        rifling: None,
         workload: WorkloadSource::Trace {
             path: shared.join("traces/philly/rfold_philly_jobs.csv"),
             format: dlsched::trace::TraceFormat::PhillyRfold,
