@@ -16,6 +16,8 @@ use dlsched::trace::synthetic::SyntheticSpec;
 use dlsched::trace::{ColumnMap, TraceFormat};
 
 mod compare;
+#[cfg(target_os = "linux")]
+mod hugealloc;
 mod profile_cmd;
 mod sweep_cmd;
 
@@ -531,6 +533,10 @@ enum WorkloadKind {
     /// GENIE's QoS tasks.
     Genie,
 }
+
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static GLOBAL: hugealloc::HugePageAlloc = hugealloc::HugePageAlloc;
 
 fn main() -> ExitCode {
     // Die quietly on a closed pipe (`dlsched ... | head`), as command-line
