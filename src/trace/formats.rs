@@ -176,20 +176,9 @@ fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
             return Err(row.err(c[2], format!("shape `{}` does not add up to size {gpus}", row.str(c[2]))));
         }
         out.push(TraceRecord {
-            job_id: row.text(c[0], "job id")?,
-            submit_ms: row.time_ms(c[1])?,
-            duration_ms: row.duration_ms(c[4])?,
-            gpus,
-            vc: None,
-            user: None,
             shape: Some(shape),
-            model: None,
-            local_bsz: None,
-            gpu_mem_mib: None,
-            gpu_milli: None,
-            gpu_types: None,
-            skip: None,
             line: row.line,
+            ..TraceRecord::new(row.text(c[0], "job id")?, row.time_ms(c[1])?, row.duration_ms(c[4])?, gpus)
         });
         Ok(())
     })?;
@@ -236,20 +225,10 @@ fn read_wallclock(
         rows.push((
             submit,
             TraceRecord {
-                job_id,
-                submit_ms: 0,
-                duration_ms: row.duration_ms(c[1])?,
-                gpus: row.count(c[2])?,
                 vc: row.opt(*vc),
                 user: row.opt(*user),
-                shape: None,
-                model: None,
-                local_bsz: None,
-                gpu_mem_mib: None,
-                gpu_milli: None,
-                gpu_types: None,
-                skip: None,
                 line: row.line,
+                ..TraceRecord::new(job_id, 0, row.duration_ms(c[1])?, row.count(c[2])?)
             },
         ));
         Ok(())
@@ -383,20 +362,11 @@ fn read_openb(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
             return Err(row.err(*col, format!("`{}` names no GPU type", row.str(*col))));
         }
         out.push(TraceRecord {
-            job_id: row.text(c[0], "pod name")?,
-            submit_ms,
-            duration_ms,
-            gpus,
-            vc: None,
-            user: None,
-            shape: None,
-            model: None,
-            local_bsz: None,
-            gpu_mem_mib: None,
             gpu_milli: (gpus == 1 && milli < 1000).then_some(milli),
             gpu_types,
             skip,
             line: row.line,
+            ..TraceRecord::new(row.text(c[0], "pod name")?, submit_ms, duration_ms, gpus)
         });
         Ok(())
     })?;

@@ -48,6 +48,18 @@ pub enum EctBasis {
     True,
 }
 
+/// A priority class with GENIE's default mix: Urgent 5 %, Prior 35 %, Normal 60 %.
+fn draw_qos(rng: &mut impl Rng) -> QosClass {
+    let u: f64 = rng.r#gen();
+    if u < 0.05 {
+        QosClass::Urgent
+    } else if u < 0.40 {
+        QosClass::Prior
+    } else {
+        QosClass::Normal
+    }
+}
+
 /// The most tasks (density × window) a GENIE workload may ask for.
 pub const MAX_TASKS: f64 = 50_000.0;
 
@@ -122,31 +134,13 @@ pub fn generate(
         let step_s = truth.step_s(model, inference, global_bsz, &[1]);
         let iterations = ((target_s / step_s).round() as u64).max(1);
         let latency_ms = (iterations as f64 * step_s * 1000.0).ceil() as u64;
-        let u: f64 = rng.r#gen();
-        let qos = if u < 0.05 {
-            QosClass::Urgent
-        } else if u < 0.40 {
-            QosClass::Prior
-        } else {
-            QosClass::Normal
-        };
+        let qos = draw_qos(&mut rng);
         let submit_ms = t.floor() as u64;
         let id = out.len();
         let rec = TraceRecord {
-            job_id: format!("t{id}"),
-            submit_ms,
-            duration_ms: latency_ms,
-            gpus: 1,
-            vc: None,
-            user: None,
-            shape: None,
             model: Some(model.to_string()),
             local_bsz: Some(global_bsz),
-            gpu_mem_mib: None,
-            gpu_milli: None,
-            gpu_types: None,
-            skip: None,
-            line: 0,
+            ..TraceRecord::new(format!("t{id}"), submit_ms, latency_ms, 1)
         };
         let task = TaskSpec {
             kind: kind_name(name, inference),
@@ -240,30 +234,13 @@ pub fn from_trace(
         let iterations = ((target_s / step_n).round() as u64).max(1);
         let step_1 = truth.step_s(model, inference, global_bsz, &[1]);
         let latency_ms = (iterations as f64 * step_1 * 1000.0).ceil() as u64;
-        let u: f64 = rng.r#gen();
-        let qos = if u < 0.05 {
-            QosClass::Urgent
-        } else if u < 0.40 {
-            QosClass::Prior
-        } else {
-            QosClass::Normal
-        };
+        let qos = draw_qos(&mut rng);
         let submit_ms = ((r.submit_ms as f64 - t0) * time_scale).floor() as u64;
         let rec = TraceRecord {
-            job_id: format!("t{id}"),
-            submit_ms,
-            duration_ms: latency_ms,
-            gpus: 1,
-            vc: None,
-            user: None,
-            shape: None,
             model: Some(model.to_string()),
             local_bsz: Some(global_bsz),
-            gpu_mem_mib: None,
-            gpu_milli: None,
-            gpu_types: None,
-            skip: None,
             line: r.line,
+            ..TraceRecord::new(format!("t{id}"), submit_ms, latency_ms, 1)
         };
         let task = TaskSpec {
             kind: kind_name(name, inference),
@@ -312,20 +289,8 @@ mod tests {
     fn trace_jobs_become_tasks_with_rescaled_arrivals() {
         let db = ProfileDb::builtin();
         let rec = |i: u64, gpus: u32, dur_s: u64| TraceRecord {
-            job_id: format!("j{i}"),
-            submit_ms: i * 10_000_000,
-            duration_ms: dur_s * 1000,
-            gpus,
-            vc: None,
-            user: None,
-            shape: None,
-            model: None,
-            local_bsz: None,
-            gpu_mem_mib: None,
-            gpu_milli: None,
-            gpu_types: None,
-            skip: None,
             line: i + 2,
+            ..TraceRecord::new(format!("j{i}"), i * 10_000_000, dur_s * 1000, gpus)
         };
         // 40 jobs of 1 to 8 GPUs and one of 32 GPUs (left out on 16 GPUs).
         let mut recs: Vec<TraceRecord> = (0..40).map(|i| rec(i, [1, 2, 4, 8][i as usize % 4], 600 + 100 * i)).collect();

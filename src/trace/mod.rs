@@ -58,6 +58,29 @@ pub struct TraceRecord {
     pub line: u64,
 }
 
+impl TraceRecord {
+    /// A record with only the required fields (the job id, submit time and
+    /// run time in ms, GPUs) and line 0; every optional field empty.
+    pub fn new(job_id: impl Into<String>, submit_ms: u64, duration_ms: u64, gpus: u32) -> Self {
+        TraceRecord {
+            job_id: job_id.into(),
+            submit_ms,
+            duration_ms,
+            gpus,
+            vc: None,
+            user: None,
+            shape: None,
+            model: None,
+            local_bsz: None,
+            gpu_mem_mib: None,
+            gpu_milli: None,
+            gpu_types: None,
+            skip: None,
+            line: 0,
+        }
+    }
+}
+
 /// Trace file formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -183,21 +183,8 @@ pub fn generate(spec: &SyntheticSpec, cluster_gpus: u32, max_gpus: u32, seed: u6
     Ok(jobs
         .into_iter()
         .enumerate()
-        .map(|(i, (t, gpus, dur))| TraceRecord {
-            job_id: format!("syn-{i}"),
-            submit_ms: ((t * scale).round() as u64) * 1000,
-            duration_ms: (dur as u64) * 1000,
-            gpus,
-            vc: None,
-            user: None,
-            shape: None,
-            model: None,
-            local_bsz: None,
-            gpu_mem_mib: None,
-            gpu_milli: None,
-            gpu_types: None,
-            skip: None,
-            line: 0,
+        .map(|(i, (t, gpus, dur))| {
+            TraceRecord::new(format!("syn-{i}"), ((t * scale).round() as u64) * 1000, (dur as u64) * 1000, gpus)
         })
         .collect())
 }

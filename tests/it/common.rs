@@ -22,22 +22,7 @@ pub fn shared(what: &str) -> Option<PathBuf> {
 
 /// A job record: id, submit (s), GPUs, duration (s).
 pub fn rec(id: &str, submit_s: u64, gpus: u32, duration_s: u64) -> TraceRecord {
-    TraceRecord {
-        job_id: id.to_string(),
-        submit_ms: submit_s * 1000,
-        duration_ms: duration_s * 1000,
-        gpus,
-        vc: None,
-        user: None,
-        shape: None,
-        model: None,
-        local_bsz: None,
-        gpu_mem_mib: None,
-        gpu_milli: None,
-        gpu_types: None,
-        skip: None,
-        line: 0,
-    }
+    TraceRecord::new(id, submit_s * 1000, duration_s * 1000, gpus)
 }
 
 /// A policy config.
