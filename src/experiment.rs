@@ -78,16 +78,51 @@ pub struct RiflingRun {
 /// # Errors
 /// A [`TraceError`](crate::error::TraceError) naming the file when it cannot be read or parsed.
 pub fn load_rifling_agent(path: &Path) -> Result<crate::policy::rifling::Agent, crate::error::TraceError> {
+    load_rifling_table(path).map(|(a, _)| a)
+}
+
+/// [`load_rifling_agent`] with the cluster named in the file's manifest, after
+/// checking the table: parameters in range, centroids finite and ascending
+/// (at most `k` of them), every Q row `actions` long and finite.
+///
+/// # Errors
+/// A [`TraceError`](crate::error::TraceError) naming the file and what is wrong.
+pub fn load_rifling_table(
+    path: &Path,
+) -> Result<(crate::policy::rifling::Agent, Option<String>), crate::error::TraceError> {
     let text =
         std::fs::read_to_string(path).map_err(|err| crate::error::TraceError::Io { file: path.to_path_buf(), err })?;
     #[derive(serde::Deserialize)]
+    struct Manifest {
+        cluster: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
     struct Saved {
         agent: crate::policy::rifling::Agent,
+        manifest: Option<Manifest>,
     }
-    serde_json::from_str::<Saved>(&text).map(|s| s.agent).map_err(|e| crate::error::TraceError::Format {
-        file: path.to_path_buf(),
-        message: format!("not a RIFLING table (line {}, column {}): {e}", e.line(), e.column()),
-    })
+    let bad = |message: String| crate::error::TraceError::Format { file: path.to_path_buf(), message };
+    let s = serde_json::from_str::<Saved>(&text)
+        .map_err(|e| bad(format!("not a RIFLING table (line {}, column {}): {e}", e.line(), e.column())))?;
+    let a = s.agent;
+    a.params.validate().map_err(|e| bad(format!("parameters: {e}")))?;
+    if a.centroids.len() > a.params.k
+        || a.centroids.iter().any(|c| !c.is_finite())
+        || !a.centroids.is_sorted_by(|x, y| x <= y)
+    {
+        return Err(bad(format!(
+            "centroids must be at most k = {} finite values in ascending order, got {:?}",
+            a.params.k, a.centroids
+        )));
+    }
+    if let Some((state, row)) = a.q.iter().find(|(_, r)| r.len() != a.actions || r.iter().any(|v| !v.is_finite())) {
+        return Err(bad(format!(
+            "Q row `{state}` must hold {} finite values, one per action (it has {})",
+            a.actions,
+            row.len()
+        )));
+    }
+    Ok((a, s.manifest.and_then(|m| m.cluster)))
 }
 
 /// GPU types a uniform cluster may have, with the memory of one GPU, MiB (the
@@ -481,7 +516,7 @@ pub fn run_one_with_agent(
     // The sharing figures say something when jobs have a model or memory
     // figure, a guaranteed share, or a sharing placement; not in a plain replay.
     let share_metrics_useful = rate_model != RateModelKind::Trace
-        || spec.policy.placement.shares()
+        || spec.policy.placement.may_share()
         || records.iter().any(|r| r.model.is_some() || r.gpu_mem_mib.is_some() || r.gpu_milli.is_some());
     let mut workload = build_workload(records, &cluster, spec.policy.placement);
     workload.jobs.attach_tasks(&mut genie_tasks);
@@ -508,7 +543,29 @@ pub fn run_one_with_agent(
             let agent = match (agent, &r.table) {
                 (Some(a), _) => a,
                 (None, Some(path)) => {
-                    let mut a = load_rifling_agent(path)?;
+                    let (mut a, trained_on) = load_rifling_table(path)?;
+                    if let Some(c) = trained_on.filter(|c| *c != cluster.spec().name) {
+                        return Err(ConfigError(format!(
+                            "{}: the table was trained on cluster `{c}`, this run is on `{}`",
+                            path.display(),
+                            cluster.spec().name
+                        ))
+                        .into());
+                    }
+                    if r.mode == RiflingMode::Online {
+                        // An online agent keeps learning from the table with
+                        // this run's parameters; its groups come from the table.
+                        if r.params.k != a.params.k {
+                            return Err(ConfigError(format!(
+                                "{}: the table's groups come from k = {}; this run asks k = {} (--rifling-k)",
+                                path.display(),
+                                a.params.k,
+                                r.params.k
+                            ))
+                            .into());
+                        }
+                        a.params = r.params;
+                    }
                     if a.actions != actions {
                         return Err(ConfigError(format!(
                             "{}: the table has {} actions, cluster `{}` needs {actions}",

@@ -437,8 +437,23 @@ struct RiflingTrainArgs {
 fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
     use dlsched::policy::rifling::{Agent, RiflingMode};
     use std::sync::{Arc, Mutex};
-    if a.episodes == 0 || !(a.jobs_per_hour > 0.0 && a.hours > 0.0) {
-        bail!("--episodes, --jobs-per-hour and --hours must be positive");
+    if a.episodes == 0 {
+        bail!("--episodes must be at least 1");
+    }
+    if !(a.jobs_per_hour.is_finite() && a.jobs_per_hour > 0.0) {
+        bail!("--jobs-per-hour must be a positive number, got {}", a.jobs_per_hour);
+    }
+    if !(a.hours.is_finite() && a.hours > 0.0) {
+        bail!("--hours must be a positive number, got {}", a.hours);
+    }
+    if a.seed.checked_add(a.episodes - 1).is_none() {
+        bail!("--seed {} + {} episodes overflows the 64-bit seed range", a.seed, a.episodes);
+    }
+    // Fail before training, not after: the output's directory must exist.
+    if let Some(parent) = a.out.parent().filter(|p| !p.as_os_str().is_empty())
+        && !parent.is_dir()
+    {
+        bail!("--out {}: the directory {} does not exist", a.out.display(), parent.display());
     }
     let params = a.rifling.params(a.genie_best_fit)?;
     let cspec = a.cluster.spec();
@@ -764,8 +779,10 @@ fn notes(a: &SimulateArgs) {
     let genie_workload = a.workload == WorkloadKind::Genie;
     let defaults = dlsched::cluster::ShareLimits::default();
     let note = |s: &str| eprintln!("note: {s}");
-    if !a.placement.shares() && (a.max_tenants != defaults.max_tenants || a.mem_headroom != defaults.mem_headroom) {
-        note("--max-tenants and --mem-headroom apply only to a sharing placement (share-first-fit, share-best-fit)");
+    if !a.placement.may_share() && (a.max_tenants != defaults.max_tenants || a.mem_headroom != defaults.mem_headroom) {
+        note(
+            "--max-tenants and --mem-headroom apply only to a sharing placement (share-first-fit, share-best-fit, fgd, memory-efficiency, iawp)",
+        );
     }
     if a.policy.genie().is_none() && (a.genie_models.is_some() || a.genie_best_fit || a.theta != 0.4) {
         note("--genie-models, --genie-best-fit and --theta apply only to the GENIE-family policies");

@@ -33,7 +33,7 @@ use crate::trace::synthetic::SyntheticSpec;
 use crate::trace::{ColumnMap, TraceFormat};
 
 /// The keys a `[base]` or `[sweep]` table may set, with what each takes.
-pub const KEYS: [(&str, &str); 35] = [
+pub const KEYS: [(&str, &str); 36] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     ("cluster", "lab16, philly or alibaba-openb"),
@@ -74,6 +74,7 @@ pub const KEYS: [(&str, &str); 35] = [
     ("rifling_epsilon_end", "RIFLING: exploration rate after the decay (default 0.05)"),
     ("rifling_epsilon_decay", "RIFLING: decisions of the linear epsilon decay (default 500)"),
     ("rifling_regroup", "RIFLING: arrivals between K-means regroupings (default 50)"),
+    ("rifling_window", "RIFLING: training tasks the K-means looks back over (default 200)"),
     ("rifling_reward", "RIFLING: throughput (default) or scaling-efficiency"),
 ];
 
@@ -445,7 +446,7 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
                 epsilon_end: num("rifling_epsilon_end")?.unwrap_or(d.epsilon_end),
                 epsilon_decay: uint("rifling_epsilon_decay")?.unwrap_or(d.epsilon_decay),
                 regroup_every: uint("rifling_regroup")?.unwrap_or(d.regroup_every),
-                window: d.window,
+                window: uint("rifling_window")?.map_or(d.window, |x| x as usize),
                 reward: p.get("rifling_reward").map(|v| enum_of("rifling_reward", v)).transpose()?.unwrap_or(d.reward),
                 best_fit_nodes,
             };

@@ -166,9 +166,16 @@ impl PolicyConfig {
     /// Builds the policy for a cluster with `partitions` VC partitions.
     ///
     /// # Errors
-    /// A [`ConfigError`] for an invalid combination (none today).
+    /// A [`ConfigError`] for an invalid combination: `iawp` is a FIFO policy
+    /// of its own, so it refuses another queue order.
     pub fn build(&self, partitions: usize) -> Result<Box<dyn Policy>, ConfigError> {
         if self.placement == PlacementKind::Iawp {
+            if self.order != QueueOrder::Fifo {
+                return Err(ConfigError(format!(
+                    "--placement iawp is a FIFO policy of its own; it cannot use --policy {}",
+                    self.order.name()
+                )));
+            }
             return Ok(Box::new(iawp::Iawp::new(self.backfill)));
         }
         Ok(Box::new(QueuePolicy::new(self.order, self.backfill, self.placement.build(), partitions)))

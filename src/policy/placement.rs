@@ -162,7 +162,14 @@ impl PlacementKind {
         }
     }
 
-    /// True for the GPU-sharing rules.
+    /// True for every rule that may put several jobs on one GPU: the sharing
+    /// placements and `iawp` (a policy of its own that co-locates).
+    pub fn may_share(self) -> bool {
+        self.shares() || self == PlacementKind::Iawp
+    }
+
+    /// True for the GPU-sharing placements (the queue policy starts their
+    /// jobs as tenants).
     pub fn shares(self) -> bool {
         matches!(
             self,

@@ -99,16 +99,25 @@ impl RiflingParams {
     pub fn validate(&self) -> Result<(), String> {
         let unit = |x: f64| (0.0..=1.0).contains(&x);
         if self.k == 0 {
-            return Err("RIFLING k must be at least 1".into());
+            return Err("RIFLING k (--rifling-k) must be at least 1".into());
         }
         if !(self.alpha > 0.0 && self.alpha <= 1.0) {
-            return Err(format!("RIFLING alpha must be in (0, 1], got {}", self.alpha));
+            return Err(format!("RIFLING alpha (--rifling-alpha) must be in (0, 1], got {}", self.alpha));
         }
-        if !unit(self.gamma) || !unit(self.epsilon_start) || !unit(self.epsilon_end) {
-            return Err("RIFLING gamma and epsilon must be in [0, 1]".into());
+        for (name, x) in [
+            ("gamma (--rifling-gamma)", self.gamma),
+            ("epsilon (--rifling-epsilon)", self.epsilon_start),
+            ("final epsilon (--rifling-epsilon-end)", self.epsilon_end),
+        ] {
+            if !unit(x) {
+                return Err(format!("RIFLING {name} must be in [0, 1], got {x}"));
+            }
         }
-        if self.regroup_every == 0 || self.window == 0 {
-            return Err("RIFLING regroup interval and window must be at least 1".into());
+        if self.regroup_every == 0 {
+            return Err("RIFLING regroup interval (--rifling-regroup) must be at least 1".into());
+        }
+        if self.window == 0 {
+            return Err("RIFLING window (--rifling-window) must be at least 1".into());
         }
         Ok(())
     }

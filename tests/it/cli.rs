@@ -271,3 +271,59 @@ fn genie_and_sharing_misuse_gives_clear_errors() {
         &["--noise", "between 0 and 1"],
     );
 }
+
+#[test]
+fn rifling_tables_and_iawp_misuse_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let table = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/rifling-lab16.json");
+    let good: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&table).unwrap()).unwrap();
+    let run = |t: &std::path::Path, extra: &[&str]| {
+        let mut args = vec!["simulate", "--workload", "genie", "--policy", "rifling-frozen", "--rifling-table"];
+        args.push(t.to_str().unwrap());
+        args.extend_from_slice(extra);
+        dlsched(&args)
+    };
+    // The committed table runs.
+    let o = run(&table, &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for (edit, needle) in [
+        (("agent", "params", "alpha", serde_json::json!(-5.0)), "alpha"),
+        (("agent", "params", "k", serde_json::json!(0)), "k"),
+        (("agent", "centroids", "", serde_json::json!([3.0, 1.0])), "centroids"),
+        (("manifest", "cluster", "", serde_json::json!("philly")), "philly"),
+    ] {
+        let mut v = good.clone();
+        let ((a, b, c, val), needle) = (edit, needle);
+        if c.is_empty() {
+            v[a][b] = val;
+        } else {
+            v[a][b][c] = val;
+        }
+        let f = d.path().join("t.json");
+        std::fs::write(&f, serde_json::to_string(&v).unwrap()).unwrap();
+        let o = run(&f, &[]);
+        assert_clean_error(&o, &[needle]);
+        assert_eq!(o.status.code(), Some(2));
+    }
+    // An online agent resumed from a table learns with this run's parameters,
+    // but its groups come from the table's k.
+    let o = dlsched(&[
+        "simulate",
+        "--workload",
+        "genie",
+        "--policy",
+        "rifling",
+        "--rifling-table",
+        table.to_str().unwrap(),
+        "--rifling-k",
+        "3",
+    ]);
+    assert_clean_error(&o, &["k = 4", "--rifling-k"]);
+    // IAWP is FIFO of its own.
+    assert_clean_error(&dlsched(&["simulate", "--placement", "iawp", "--policy", "sjf"]), &["iawp", "sjf"]);
+    // rifling-train refuses an output it could not write before training.
+    assert_clean_error(
+        &dlsched(&["rifling-train", "--episodes", "1", "--out", "/no/such/dir/t.json"]),
+        &["/no/such/dir"],
+    );
+}
