@@ -66,7 +66,10 @@ pub const KEYS: [(&str, &str); 36] = [
     ("load", "a positive number (synthetic offered load)"),
     ("sample_interval", "whole seconds between timeline samples"),
     ("profiles", "a profile database directory, relative to the experiment file"),
-    ("rifling_table", "a RIFLING table (dlsched rifling-train), relative to the experiment file"),
+    (
+        "rifling_table",
+        "the rifling-frozen policy's table (dlsched rifling-train), relative to the experiment file; online runs of the sweep start empty",
+    ),
     ("rifling_k", "RIFLING: K-means groups of training tasks (default 4)"),
     ("rifling_alpha", "RIFLING: learning rate in (0, 1] (default 0.1)"),
     ("rifling_gamma", "RIFLING: discount in [0, 1] (default 0.9)"),
@@ -454,7 +457,11 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
             if !genie_workload {
                 return Err(format!("`policy` = `{}` schedules moldable tasks: set workload = \"genie\"", p["policy"]));
             }
-            Some(crate::experiment::RiflingRun { mode, params, table: path("rifling_table")? })
+            // In a sweep the table is the frozen policy's: online runs of the
+            // same sweep start from an empty Q-table, as the experiments compare.
+            let table = path("rifling_table")?;
+            let table = if mode == crate::policy::rifling::RiflingMode::Frozen { table } else { None };
+            Some(crate::experiment::RiflingRun { mode, params, table })
         }
         None => None,
     };
