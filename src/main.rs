@@ -790,6 +790,14 @@ fn notes(a: &SimulateArgs) {
     if !genie_workload && (a.hours != 24.0 || a.ect != dlsched::trace::genie::EctBasis::Predicted) {
         note("--hours and --ect apply only to --workload genie");
     }
+    if a.policy.rifling().is_some() && (a.backfill || a.placement != PlacementKind::Consolidate) {
+        note(
+            "the RIFLING policies choose each task's placement themselves and take tasks in arrival order: --placement and --backfill do not apply",
+        );
+    }
+    if a.policy.rifling().is_none() && a.rifling.rifling_table.is_some() {
+        note("--rifling-table and the --rifling-* options apply only to the RIFLING policies");
+    }
     if genie_workload && a.rate_model == dlsched::experiment::RateModelKind::Trace {
         note("GENIE tasks run at the profile table's speeds (trace speed would make every placement equal)");
     }

@@ -615,8 +615,9 @@ impl Policy for RiflingPolicy {
             self.curve,
             "{decision_no},{:.3},{},{:.6},{:.4},{act}",
             view.now.as_secs_f64(),
-            reward.map_or(String::new(), |r| format!("{r:.6}")),
-            self.phi,
+            // `+ 0.0` turns a negative zero into 0 (no `-0.000000` in the file).
+            reward.map_or(String::new(), |r| format!("{:.6}", r + 0.0)),
+            self.phi + 0.0,
             eps
         );
         decision
