@@ -236,16 +236,12 @@ fn replay_synthetic_10k(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4));
     for (order, backfill) in POLICIES {
         let spec = RunSpec {
-            rifling: None,
-            workload: WorkloadSource::Synthetic(SyntheticSpec { jobs: 10_000, jobs_per_hour: None, load: 0.8 }),
-            cluster: ClusterChoice::Uniform { nodes: 64, gpus_per_node: 8, gpu_type: None },
             policy: policy_config(order, backfill),
-            seed: 1,
             sample_interval_ms: 0,
-            rate_model: dlsched::experiment::RateModelKind::Trace,
-            profiles: None,
-            share: dlsched::cluster::ShareLimits::default(),
-            genie: None,
+            ..RunSpec::new(
+                WorkloadSource::Synthetic(SyntheticSpec { jobs: 10_000, jobs_per_hour: None, load: 0.8 }),
+                ClusterChoice::Uniform { nodes: 64, gpus_per_node: 8, gpu_type: None },
+            )
         };
         group.bench_function(policy_label(order, backfill), |b| {
             b.iter_batched(
@@ -269,20 +265,15 @@ fn replay_philly(c: &mut Criterion) {
         runs.push((
             "rfold_philly_fifo",
             RunSpec {
-                rifling: None,
-                workload: WorkloadSource::Trace {
-                    path: rfold.clone(),
-                    format: TraceFormat::Philly,
-                    columns: ColumnMap::default(),
-                },
-                cluster: ClusterChoice::Preset { preset: ClusterPreset::Philly },
-                policy: policy_config(QueueOrder::Fifo, false),
-                seed: 1,
                 sample_interval_ms: 0,
-                rate_model: dlsched::experiment::RateModelKind::Trace,
-                profiles: None,
-                share: dlsched::cluster::ShareLimits::default(),
-                genie: None,
+                ..RunSpec::new(
+                    WorkloadSource::Trace {
+                        path: rfold.clone(),
+                        format: TraceFormat::Philly,
+                        columns: ColumnMap::default(),
+                    },
+                    ClusterChoice::Preset { preset: ClusterPreset::Philly },
+                )
             },
         ));
     } else {
@@ -295,20 +286,15 @@ fn replay_philly(c: &mut Criterion) {
         runs.push((
             "helios_window_fifo",
             RunSpec {
-                rifling: None,
-                workload: WorkloadSource::Trace {
-                    path: window.clone(),
-                    format: TraceFormat::JobsCsv,
-                    columns: ColumnMap::default(),
-                },
-                cluster: ClusterChoice::VcFile { path: vcs.clone() },
-                policy: policy_config(QueueOrder::Fifo, false),
-                seed: 1,
                 sample_interval_ms: 0,
-                rate_model: dlsched::experiment::RateModelKind::Trace,
-                profiles: None,
-                share: dlsched::cluster::ShareLimits::default(),
-                genie: None,
+                ..RunSpec::new(
+                    WorkloadSource::Trace {
+                        path: window.clone(),
+                        format: TraceFormat::JobsCsv,
+                        columns: ColumnMap::default(),
+                    },
+                    ClusterChoice::VcFile { path: vcs.clone() },
+                )
             },
         ));
     } else {

@@ -352,6 +352,31 @@ pub struct RunSpec {
     pub rifling: Option<RiflingRun>,
 }
 
+impl RunSpec {
+    /// A run of `workload` on `cluster` with every other setting at its
+    /// command-line default: strict FIFO with consolidated placement, seed 1,
+    /// 600 s timeline samples, trace speed, the builtin profile database,
+    /// default sharing limits, no GENIE or RIFLING policy.
+    pub fn new(workload: WorkloadSource, cluster: ClusterChoice) -> Self {
+        RunSpec {
+            workload,
+            cluster,
+            policy: PolicyConfig {
+                order: crate::policy::QueueOrder::Fifo,
+                backfill: false,
+                placement: crate::policy::PlacementKind::Consolidate,
+            },
+            seed: 1,
+            sample_interval_ms: 600_000,
+            rate_model: RateModelKind::Trace,
+            profiles: None,
+            share: ShareLimits::default(),
+            genie: None,
+            rifling: None,
+        }
+    }
+}
+
 /// Facts about the input, for the manifest.
 #[derive(Clone, Debug, Serialize)]
 pub struct InputInfo {

@@ -48,6 +48,29 @@ pub enum EctBasis {
     True,
 }
 
+/// Per task type (in [`TASK_MODELS`] order), the global batches measured for
+/// its model that fit one GPU of `gpu_mem_mib` MiB.
+///
+/// # Errors
+/// A message naming a task type with no such batch.
+fn fitting_batches(truth: &GroundTruth<'_>, db: &ProfileDb, gpu_mem_mib: u64) -> Result<Vec<Vec<u32>>, String> {
+    TASK_MODELS
+        .iter()
+        .map(|&(name, model)| {
+            let fit: Vec<u32> = truth
+                .batches(model)
+                .into_iter()
+                .filter(|&b| db.gpu_mem_mib(model, b).is_none_or(|m| m <= gpu_mem_mib as f64))
+                .collect();
+            if fit.is_empty() {
+                Err(format!("task type `{name}` ({model}) has no measured batch that fits {gpu_mem_mib} MiB"))
+            } else {
+                Ok(fit)
+            }
+        })
+        .collect()
+}
+
 /// A priority class with GENIE's default mix: Urgent 5 %, Prior 35 %, Normal 60 %.
 fn draw_qos(rng: &mut impl Rng) -> QosClass {
     let u: f64 = rng.r#gen();
@@ -103,18 +126,7 @@ pub fn generate(
         ));
     }
     let truth = GroundTruth::new(db, gpu_type);
-    let mut batches = Vec::new();
-    for (name, model) in TASK_MODELS {
-        let fit: Vec<u32> = truth
-            .batches(model)
-            .into_iter()
-            .filter(|&b| db.gpu_mem_mib(model, b).is_none_or(|m| m <= gpu_mem_mib as f64))
-            .collect();
-        if fit.is_empty() {
-            return Err(format!("task type `{name}` ({model}) has no measured batch that fits {gpu_mem_mib} MiB"));
-        }
-        batches.push(fit);
-    }
+    let batches = fitting_batches(&truth, db, gpu_mem_mib)?;
     let mut arrivals = crate::rng::stream(seed, "genie.arrivals");
     let mut rng = crate::rng::stream(seed, "genie.tasks");
     let gap = Exp::new(spec.jobs_per_hour / 3_600_000.0).map_err(|e| e.to_string())?;
@@ -203,18 +215,7 @@ pub fn from_trace(
     let mut durs: Vec<f64> = picked.iter().map(|r| r.duration_ms as f64 / 1000.0).collect();
     durs.sort_by(f64::total_cmp);
     let dur_scale = TRACE_MEDIAN_S / durs[durs.len() / 2].max(1e-3);
-    let mut batches = Vec::new();
-    for (name, model) in TASK_MODELS {
-        let fit: Vec<u32> = truth
-            .batches(model)
-            .into_iter()
-            .filter(|&b| db.gpu_mem_mib(model, b).is_none_or(|m| m <= gpu_mem_mib as f64))
-            .collect();
-        if fit.is_empty() {
-            return Err(format!("task type `{name}` ({model}) has no measured batch that fits {gpu_mem_mib} MiB"));
-        }
-        batches.push(fit);
-    }
+    let batches = fitting_batches(&truth, db, gpu_mem_mib)?;
     let mut rng = crate::rng::stream(seed, "genie.trace_tasks");
     let mut out = Vec::with_capacity(picked.len());
     for (id, r) in picked.iter().enumerate() {

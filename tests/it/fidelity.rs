@@ -27,20 +27,16 @@ use crate::common::{policy, shared};
 
 fn replay(trace: &Path, vcs: &Path, order: QueueOrder) -> RunReport {
     let spec = RunSpec {
-        rifling: None,
-        workload: WorkloadSource::Trace {
-            path: trace.to_path_buf(),
-            format: TraceFormat::JobsCsv,
-            columns: ColumnMap::default(),
-        },
-        cluster: ClusterChoice::VcFile { path: vcs.to_path_buf() },
         policy: policy(order, false, PlacementKind::Consolidate),
-        seed: 1,
         sample_interval_ms: 0,
-        rate_model: dlsched::experiment::RateModelKind::Trace,
-        profiles: None,
-        share: dlsched::cluster::ShareLimits::default(),
-        genie: None,
+        ..RunSpec::new(
+            WorkloadSource::Trace {
+                path: trace.to_path_buf(),
+                format: TraceFormat::JobsCsv,
+                columns: ColumnMap::default(),
+            },
+            ClusterChoice::VcFile { path: vcs.to_path_buf() },
+        )
     };
     run_one(&spec, |_| {}).unwrap()
 }

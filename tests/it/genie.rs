@@ -7,8 +7,8 @@ use dlsched::cluster::{Cluster, ClusterPreset, ClusterSpec};
 use dlsched::engine::{EngineConfig, RunOutput, Simulation};
 use dlsched::experiment::{ClusterChoice, GenieRun, RateModelKind, RunSpec, WorkloadSource, run_one};
 use dlsched::job::{JobState, QosClass, TaskSpec};
+use dlsched::policy::PlacementKind;
 use dlsched::policy::genie::{GenieOptions, GeniePolicy, GenieProfiles, GenieVariant, ProfilerConfig, TypeProfile};
-use dlsched::policy::{PlacementKind, PolicyConfig, QueueOrder};
 use dlsched::profile::TraceSpeed;
 use dlsched::profile::db::ProfileDb;
 use dlsched::time::SimTime;
@@ -177,19 +177,9 @@ fn swaf_orders_by_least_waiting_allowance() {
 
 fn genie_spec(variant: GenieVariant, seed: u64, density: f64) -> RunSpec {
     RunSpec {
-        rifling: None,
-        workload: WorkloadSource::Genie(GenieWorkloadSpec {
-            jobs_per_hour: density,
-            hours: 12.0,
-            ect: Default::default(),
-        }),
-        cluster: ClusterChoice::Preset { preset: ClusterPreset::Lab16 },
-        policy: PolicyConfig { order: QueueOrder::Fifo, backfill: false, placement: PlacementKind::Consolidate },
         seed,
         sample_interval_ms: 0,
         rate_model: RateModelKind::Table,
-        profiles: None,
-        share: Default::default(),
         genie: Some(GenieRun {
             options: GenieOptions {
                 variant,
@@ -199,6 +189,10 @@ fn genie_spec(variant: GenieVariant, seed: u64, density: f64) -> RunSpec {
             },
             models: None,
         }),
+        ..RunSpec::new(
+            WorkloadSource::Genie(GenieWorkloadSpec { jobs_per_hour: density, hours: 12.0, ect: Default::default() }),
+            ClusterChoice::Preset { preset: ClusterPreset::Lab16 },
+        )
     }
 }
 

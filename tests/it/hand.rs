@@ -104,20 +104,15 @@ fn example_trace_with_two_vcs() {
     use dlsched::trace::{ColumnMap, TraceFormat};
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let spec = RunSpec {
-        rifling: None,
-        workload: WorkloadSource::Trace {
-            path: root.join("traces/example_jobs.csv"),
-            format: TraceFormat::Auto,
-            columns: ColumnMap::default(),
-        },
-        cluster: ClusterChoice::VcFile { path: root.join("traces/example_vcs.csv") },
-        policy: policy(QueueOrder::Fifo, false, PlacementKind::Consolidate),
-        seed: 1,
         sample_interval_ms: 0,
-        rate_model: dlsched::experiment::RateModelKind::Trace,
-        profiles: None,
-        share: dlsched::cluster::ShareLimits::default(),
-        genie: None,
+        ..RunSpec::new(
+            WorkloadSource::Trace {
+                path: root.join("traces/example_jobs.csv"),
+                format: TraceFormat::Auto,
+                columns: ColumnMap::default(),
+            },
+            ClusterChoice::VcFile { path: root.join("traces/example_vcs.csv") },
+        )
     };
     let r = run_one(&spec, |_| {}).unwrap();
     let mut got = schedule(&r.output);

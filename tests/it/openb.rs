@@ -328,25 +328,21 @@ fn fractional_shares_never_exceed_one_gpu_in_a_replay() {
 
 #[test]
 fn the_default_pod_list_replays_on_the_preset_and_the_node_file() {
-    use dlsched::experiment::{ClusterChoice, RateModelKind, RunSpec, WorkloadSource, run_one};
+    use dlsched::experiment::{ClusterChoice, RunSpec, WorkloadSource, run_one};
     let Some(root) = shared("openb replay") else { return };
     let dir = root.join("traces/alibaba-pai-2023");
     let run = |cluster: ClusterChoice, placement: PlacementKind| {
         let spec = RunSpec {
-            rifling: None,
-            workload: WorkloadSource::Trace {
-                path: dir.join("openb_pod_list_default.csv"),
-                format: TraceFormat::Auto,
-                columns: ColumnMap::default(),
-            },
-            cluster,
             policy: PolicyConfig { order: QueueOrder::Fifo, backfill: true, placement },
-            seed: 1,
             sample_interval_ms: 0,
-            rate_model: RateModelKind::Trace,
-            profiles: None,
-            share: ShareLimits::default(),
-            genie: None,
+            ..RunSpec::new(
+                WorkloadSource::Trace {
+                    path: dir.join("openb_pod_list_default.csv"),
+                    format: TraceFormat::Auto,
+                    columns: ColumnMap::default(),
+                },
+                cluster,
+            )
         };
         run_one(&spec, |_| {}).unwrap().summary
     };

@@ -2,10 +2,9 @@
 
 use dlsched::cluster::ClusterPreset;
 use dlsched::experiment::{ClusterChoice, RunSpec, WorkloadSource, run_one};
-use dlsched::policy::{PlacementKind, QueueOrder};
 use dlsched::trace::{ColumnMap, TraceFormat};
 
-use crate::common::{policy, shared};
+use crate::common::shared;
 
 #[test]
 fn rfold_philly_fifo_completes_every_usable_job() {
@@ -17,18 +16,10 @@ fn rfold_philly_fifo_completes_every_usable_job() {
     let text = std::fs::read_to_string(&path).unwrap();
     let rows: Vec<&str> = text.lines().skip(1).filter(|l| !l.trim().is_empty()).collect();
     let usable = rows.iter().filter(|l| l.rsplit(',').next().unwrap().trim().parse::<f64>().unwrap() > 0.0).count();
-    let spec = RunSpec {
-        rifling: None,
-        workload: WorkloadSource::Trace { path, format: TraceFormat::Philly, columns: ColumnMap::default() },
-        cluster: ClusterChoice::Preset { preset: ClusterPreset::Philly },
-        policy: policy(QueueOrder::Fifo, false, PlacementKind::Consolidate),
-        seed: 1,
-        sample_interval_ms: 600_000,
-        rate_model: dlsched::experiment::RateModelKind::Trace,
-        profiles: None,
-        share: dlsched::cluster::ShareLimits::default(),
-        genie: None,
-    };
+    let spec = RunSpec::new(
+        WorkloadSource::Trace { path, format: TraceFormat::Philly, columns: ColumnMap::default() },
+        ClusterChoice::Preset { preset: ClusterPreset::Philly },
+    );
     let r = run_one(&spec, |_| {}).unwrap();
     assert_eq!(r.summary.jobs_total as usize, rows.len());
     assert_eq!(r.summary.jobs_completed as usize, usable);

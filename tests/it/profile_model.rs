@@ -199,20 +199,16 @@ fn philly_replay_under_the_profile_model() {
     let Some(shared) = shared("Philly replay under the profile model") else { return };
     use dlsched::experiment::{ClusterChoice, RateModelKind, RunSpec, WorkloadSource, run_one};
     let spec = RunSpec {
-        rifling: None,
-        workload: WorkloadSource::Trace {
-            path: shared.join("traces/philly/rfold_philly_jobs.csv"),
-            format: dlsched::trace::TraceFormat::PhillyRfold,
-            columns: Default::default(),
-        },
-        cluster: ClusterChoice::Preset { preset: dlsched::cluster::ClusterPreset::Philly },
-        policy: policy(QueueOrder::Fifo, false, PlacementKind::Consolidate),
-        seed: 1,
         sample_interval_ms: 0,
         rate_model: RateModelKind::Table,
-        profiles: None,
-        share: dlsched::cluster::ShareLimits::default(),
-        genie: None,
+        ..RunSpec::new(
+            WorkloadSource::Trace {
+                path: shared.join("traces/philly/rfold_philly_jobs.csv"),
+                format: dlsched::trace::TraceFormat::PhillyRfold,
+                columns: Default::default(),
+            },
+            ClusterChoice::Preset { preset: dlsched::cluster::ClusterPreset::Philly },
+        )
     };
     let r = run_one(&spec, |_| {}).unwrap();
     assert_eq!(r.summary.jobs_unfinished, 0);

@@ -9,21 +9,18 @@ use dlsched::experiment::{
 };
 use dlsched::job::JobState;
 use dlsched::policy::rifling::{Agent, RiflingMode, RiflingParams};
-use dlsched::policy::{PlacementKind, PolicyConfig, QueueOrder};
 use dlsched::trace::genie::GenieWorkloadSpec;
 
 fn spec(mode: RiflingMode, seed: u64) -> RunSpec {
     RunSpec {
         rifling: Some(RiflingRun { mode, params: RiflingParams::default(), table: None }),
-        workload: WorkloadSource::Genie(GenieWorkloadSpec { jobs_per_hour: 15.0, hours: 8.0, ect: Default::default() }),
-        cluster: ClusterChoice::Preset { preset: ClusterPreset::Lab16 },
-        policy: PolicyConfig { order: QueueOrder::Fifo, backfill: false, placement: PlacementKind::Consolidate },
         seed,
         sample_interval_ms: 0,
         rate_model: RateModelKind::Table,
-        profiles: None,
-        share: Default::default(),
-        genie: None,
+        ..RunSpec::new(
+            WorkloadSource::Genie(GenieWorkloadSpec { jobs_per_hour: 15.0, hours: 8.0, ect: Default::default() }),
+            ClusterChoice::Preset { preset: ClusterPreset::Lab16 },
+        )
     }
 }
 
