@@ -461,6 +461,9 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
             // same sweep start from an empty Q-table, as the experiments compare.
             let table = path("rifling_table")?;
             let table = if mode == crate::policy::rifling::RiflingMode::Frozen { table } else { None };
+            if let Some(t) = &table {
+                crate::experiment::load_rifling_table(t).map_err(|e| format!("`rifling_table`: {e}"))?;
+            }
             Some(crate::experiment::RiflingRun { mode, params, table })
         }
         None => None,

@@ -113,6 +113,12 @@ impl RiflingParams {
                 return Err(format!("RIFLING {name} must be in [0, 1], got {x}"));
             }
         }
+        if self.epsilon_end > self.epsilon_start {
+            return Err(format!(
+                "RIFLING final epsilon (--rifling-epsilon-end, {}) must not exceed the starting one (--rifling-epsilon, {})",
+                self.epsilon_end, self.epsilon_start
+            ));
+        }
         if self.regroup_every == 0 {
             return Err("RIFLING regroup interval (--rifling-regroup) must be at least 1".into());
         }
