@@ -629,9 +629,12 @@ impl Simulation {
         if let Err(e) = allocated {
             return Err(self.invalid(job, e.gpu, e.reason));
         }
-        let gpu_type = &self.cluster.node(self.cluster.node_of(gpus[0])).gpu_type;
-        let u = crate::profile::resources::job_sm_util(self.jobs.spec(job), gpu_type);
-        self.job_util[job.index()] = u;
+        if self.cfg.share_metrics {
+            // The SM-utilisation estimate feeds only the sharing figures.
+            let gpu_type = &self.cluster.node(self.cluster.node_of(gpus[0])).gpu_type;
+            let u = crate::profile::resources::job_sm_util(self.jobs.spec(job), gpu_type);
+            self.job_util[job.index()] = u;
+        }
         self.refresh_figs(&gpus);
         if shared {
             self.touched_shared.extend_from_slice(&gpus);

@@ -48,6 +48,38 @@ pub enum EctBasis {
     True,
 }
 
+/// What was drawn for one task.
+struct Drawn {
+    name: &'static str,
+    model: &'static str,
+    inference: bool,
+    global_bsz: u32,
+    iterations: u64,
+    qos: QosClass,
+}
+
+impl Drawn {
+    /// Task `t<id>` as a trace record (nominal 1 GPU, duration = its
+    /// single-GPU latency, ms) with its task spec (deadline = submit + ECT).
+    fn task(&self, id: usize, submit_ms: u64, latency_ms: u64, line: u64) -> (TraceRecord, TaskSpec) {
+        let rec = TraceRecord {
+            model: Some(self.model.to_string()),
+            local_bsz: Some(self.global_bsz),
+            line,
+            ..TraceRecord::new(format!("t{id}"), submit_ms, latency_ms, 1)
+        };
+        let task = TaskSpec {
+            kind: kind_name(self.name, self.inference),
+            inference: self.inference,
+            global_bsz: self.global_bsz,
+            iterations: self.iterations,
+            qos: self.qos,
+            deadline: SimTime::from_ms(submit_ms + self.qos.ect_factor() * latency_ms),
+        };
+        (rec, task)
+    }
+}
+
 /// Per task type (in [`TASK_MODELS`] order), the global batches measured for
 /// its model that fit one GPU of `gpu_mem_mib` MiB.
 ///
@@ -149,20 +181,8 @@ pub fn generate(
         let qos = draw_qos(&mut rng);
         let submit_ms = t.floor() as u64;
         let id = out.len();
-        let rec = TraceRecord {
-            model: Some(model.to_string()),
-            local_bsz: Some(global_bsz),
-            ..TraceRecord::new(format!("t{id}"), submit_ms, latency_ms, 1)
-        };
-        let task = TaskSpec {
-            kind: kind_name(name, inference),
-            inference,
-            global_bsz,
-            iterations,
-            qos,
-            deadline: SimTime::from_ms(submit_ms + qos.ect_factor() * latency_ms),
-        };
-        out.push((rec, task));
+        let t = Drawn { name, model, inference, global_bsz, iterations, qos };
+        out.push(t.task(id, submit_ms, latency_ms, 0));
     }
     Ok(out)
 }
@@ -237,21 +257,8 @@ pub fn from_trace(
         let latency_ms = (iterations as f64 * step_1 * 1000.0).ceil() as u64;
         let qos = draw_qos(&mut rng);
         let submit_ms = ((r.submit_ms as f64 - t0) * time_scale).floor() as u64;
-        let rec = TraceRecord {
-            model: Some(model.to_string()),
-            local_bsz: Some(global_bsz),
-            line: r.line,
-            ..TraceRecord::new(format!("t{id}"), submit_ms, latency_ms, 1)
-        };
-        let task = TaskSpec {
-            kind: kind_name(name, inference),
-            inference,
-            global_bsz,
-            iterations,
-            qos,
-            deadline: SimTime::from_ms(submit_ms + qos.ect_factor() * latency_ms),
-        };
-        out.push((rec, task));
+        let t = Drawn { name, model, inference, global_bsz, iterations, qos };
+        out.push(t.task(id, submit_ms, latency_ms, r.line));
     }
     Ok(out)
 }
