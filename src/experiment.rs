@@ -20,6 +20,7 @@ use crate::profile::{RateModel, TraceSpeed};
 use crate::trace::TraceRecord;
 use crate::trace::genie::GenieWorkloadSpec;
 use crate::trace::synthetic::{self, SyntheticSpec};
+use crate::trace::tie_order::TieOrder;
 use crate::trace::{ColumnMap, TraceFormat, build_workload, load_trace};
 
 /// Where the jobs come from.
@@ -350,6 +351,10 @@ pub struct RunSpec {
     /// A RIFLING-family policy (moldable tasks) instead of `policy`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rifling: Option<RiflingRun>,
+    /// The order of jobs submitted at the same instant (default: trace order;
+    /// left out of manifests and run ids when default).
+    #[serde(skip_serializing_if = "TieOrder::is_trace")]
+    pub tie_order: TieOrder,
 }
 
 impl RunSpec {
@@ -373,6 +378,7 @@ impl RunSpec {
             share: ShareLimits::default(),
             genie: None,
             rifling: None,
+            tie_order: TieOrder::Trace,
         }
     }
 }
@@ -518,6 +524,12 @@ pub fn run_one_with_agent(
         None => None,
     };
     let mut records = records;
+    if !spec.tie_order.is_trace() {
+        // Same-instant submissions in the rule's order (the permutation also
+        // sorts by submit time, so the stable sort later keeps it).
+        let keys: Vec<i64> = records.iter().map(|r| r.submit_ms as i64).collect();
+        crate::trace::tie_order::apply_permutation(&mut records, &spec.tie_order.permutation(&keys));
+    }
     let max_gpu_mem_mib = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).max().unwrap_or(0);
     if let Some(db) = db
         && rate_model != RateModelKind::Trace

@@ -285,6 +285,14 @@ struct SimulateArgs {
     #[arg(long)]
     backfill: bool,
 
+    /// Order of jobs submitted at the same instant: trace (file order) or
+    /// numpy2-avx512, the order pandas' default sort_values gives them under
+    /// NumPy 2.0-2.2 on an AVX-512 CPU (an unstable quicksort over the submit
+    /// times in file order). Simulators written with pandas, such as the
+    /// Helios simulator, queue ties that way; use it to match one job for job.
+    #[arg(long, value_enum, default_value = "trace", value_name = "ORDER")]
+    tie_order: dlsched::trace::tie_order::TieOrder,
+
     /// Placement: consolidate (fewest nodes; best fit on one node when the job
     /// fits one), first-fit (first node with room, in node order), recorded
     /// (the trace's per-server split), or a GPU-sharing rule: share-first-fit
@@ -488,6 +496,7 @@ fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
             profiles: None,
             share: Default::default(),
             sample_interval_ms: 0,
+            tie_order: Default::default(),
         };
         let r = dlsched::experiment::run_one_with_agent(&spec, Some(agent.clone()), |_| {})
             .with_context(|| format!("episode {e}"))?;
@@ -707,6 +716,7 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
         workload,
         cluster,
         policy: PolicyConfig { order: a.policy.queue_order(), backfill: a.backfill, placement: a.placement },
+        tie_order: a.tie_order,
         seed: a.seed,
         rate_model: a.rate_model,
         profiles: a.profiles.clone(),

@@ -33,7 +33,7 @@ use crate::trace::synthetic::SyntheticSpec;
 use crate::trace::{ColumnMap, TraceFormat};
 
 /// The keys a `[base]` or `[sweep]` table may set, with what each takes.
-pub const KEYS: [(&str, &str); 36] = [
+pub const KEYS: [(&str, &str); 37] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     ("cluster", "lab16, philly or alibaba-openb"),
@@ -56,6 +56,7 @@ pub const KEYS: [(&str, &str); 36] = [
     ("genie_best_fit", "true or false: GENIE family places on the fullest nodes with room"),
     ("genie_models", "a file of fitted GENIE models (dlsched genie-profile), relative to the experiment file"),
     ("backfill", "true or false"),
+    ("tie_order", "trace (default) or numpy2-avx512: the order of same-instant submissions"),
     ("placement", "consolidate, first-fit, recorded, share-first-fit, share-best-fit, memory-efficiency, fgd or iawp"),
     ("max_tenants", "a whole number of jobs that may share one GPU (sharing placements)"),
     ("mem_headroom", "a fraction in [0, 1) of GPU memory kept free when a GPU is shared"),
@@ -482,6 +483,7 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
                 .transpose()?
                 .unwrap_or(PlacementKind::Consolidate),
         },
+        tie_order: p.get("tie_order").map(|v| enum_of("tie_order", v)).transpose()?.unwrap_or_default(),
         seed: uint("seed")?.unwrap_or(1),
         sample_interval_ms: uint("sample_interval")?.unwrap_or(600).saturating_mul(1000),
         rate_model: p.get("rate_model").map(|v| enum_of("rate_model", v)).transpose()?.unwrap_or(RateModelKind::Trace),

@@ -9,6 +9,7 @@ pub(crate) mod csvrows;
 mod formats;
 pub mod genie;
 pub mod synthetic;
+pub mod tie_order;
 mod workload;
 
 use std::path::{Path, PathBuf};

@@ -327,3 +327,61 @@ fn rifling_tables_and_iawp_misuse_are_refused() {
         &["/no/such/dir"],
     );
 }
+
+#[test]
+fn tie_order_decides_which_same_second_job_goes_first() {
+    // 300 one-GPU jobs of 10 s, all submitted at 0, on one GPU: FIFO runs
+    // them one after another, so the k-th job served starts at 10 k s.
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("ties.csv");
+    let mut rows = String::from("job_id,vc,gpu_num,submit_time,duration\n");
+    for i in 0..300 {
+        rows.push_str(&format!("j{i},default,1,0,10\n"));
+    }
+    std::fs::write(&trace, rows).unwrap();
+    let run = |order: &str| {
+        let out = d.path().join(order);
+        let o = dlsched(&[
+            "simulate",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--format",
+            "jobs-csv",
+            "--nodes",
+            "1",
+            "--gpus-per-node",
+            "1",
+            "--tie-order",
+            order,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let mut starts = std::collections::HashMap::new();
+        let mut rdr = csv::Reader::from_path(out.join("jobs.csv")).unwrap();
+        let h = rdr.headers().unwrap().clone();
+        let (id, start) =
+            (h.iter().position(|c| c == "job_id").unwrap(), h.iter().position(|c| c == "start_s").unwrap());
+        for r in rdr.records() {
+            let r = r.unwrap();
+            starts.insert(r[id].to_string(), r[start].parse::<f64>().unwrap());
+        }
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+        (starts, manifest)
+    };
+    let (trace_starts, m) = run("trace");
+    for i in 0..300 {
+        assert_eq!(trace_starts[&format!("j{i}")], 10.0 * i as f64);
+    }
+    assert!(m["config"].get("tie_order").is_none(), "the default stays out of the manifest: {m}");
+    let (numpy_starts, m) = run("numpy2-avx512");
+    assert_eq!(m["config"]["tie_order"], "numpy2-avx512");
+    // The order served is the emulated argsort's (checked against NumPy in tie_order.rs).
+    let order = dlsched::trace::tie_order::numpy2_avx512_argsort(&[0; 300]);
+    assert_ne!(order, (0..300).collect::<Vec<_>>(), "equal keys are reordered");
+    for (k, &i) in order.iter().enumerate() {
+        assert_eq!(numpy_starts[&format!("j{i}")], 10.0 * k as f64, "job j{i}");
+    }
+    assert_clean_error(&dlsched(&["simulate", "--tie-order", "pandas"]), &["--tie-order", "numpy2-avx512"]);
+}

@@ -18,3 +18,4 @@ mod rates;
 mod rifling;
 mod sharing;
 mod sweep;
+mod tie_order;

@@ -1,0 +1,531 @@
+//! The order of jobs submitted at the same instant.
+//!
+//! dlsched keeps trace order for same-instant submissions (a stable sort by
+//! submit time). Simulators written with pandas usually sort their job table
+//! with `DataFrame.sort_values(by="submit_time")`, whose default algorithm
+//! (`kind="quicksort"`) is not stable: jobs submitted in the same second come
+//! out in an order set by the sorting code, not by the file. A FIFO queue then
+//! serves them in that order. [`TieOrder::Numpy2Avx512`] reproduces the order
+//! one widely installed build gives, so that such a simulator's schedule can
+//! be matched job for job.
+//!
+//! # The emulated sort
+//!
+//! NumPy 2.0, 2.1 and 2.2 hand `argsort(kind="quicksort")` of a 64-bit integer
+//! array to Intel's x86-simd-sort (BSD-3-Clause; the copy vendored in NumPy
+//! 2.2.6, `numpy/_core/src/npysort/x86-simd-sort/src/xss-common-argsort.h`)
+//! when the CPU has AVX-512 (Skylake-X or newer, AMD Zen 4). Its order of equal
+//! keys follows from four pieces, all emulated here lane by lane (one 512-bit
+//! register = 8 keys and their 8 indices):
+//!
+//! - a quicksort whose pivot is the 5th smallest of 8 samples taken at
+//!   `left + k·⌊(right − left)/8⌋`, k = 1..8;
+//! - a partition that first moves `(right − left) mod 32` elements one by one
+//!   from the left end (keys ≥ pivot swapped to the shrinking right end), then
+//!   keeps the first and last 32 elements aside, reads 4 registers at a time
+//!   from whichever side has less room left, and compress-stores each
+//!   register's keys < pivot to the left store point and keys ≥ pivot to the
+//!   right one, in lane order; the 64 kept elements are stored last;
+//! - recursion skipped on a side whose elements all equal the pivot, and a
+//!   depth limit of 2·⌊log2 n⌋ partitions, beyond which the range goes to
+//!   `std::sort` (emulated as GNU libstdc++ implements it: introsort with a
+//!   median-of-3 pivot and unguarded partition, heapsort past 2·⌊log2 n⌋
+//!   levels, insertion sort of runs of 16). A range whose pivot is its
+//!   smallest key is partitioned again unchanged, so ranges with few distinct
+//!   keys reach this fallback;
+//! - ranges of at most 256 elements sorted by bitonic networks over
+//!   ⌈n/8⌉ registers rounded up to a power of two (the last ones padded with
+//!   `i64::MAX`), where every compare-exchange swaps two lanes only if the
+//!   keys differ.
+//!
+//! The test `tests/it/tie_order.rs` checks the emulation against NumPy 2.2.6's
+//! own output on generated arrays, and the differential test in
+//! `tests/it/fidelity.rs` uses it to reproduce the Helios simulator's FIFO
+//! schedule of `../shared/fidelity/helios-philly/` job for job.
+
+use serde::Serialize;
+
+/// How jobs submitted at the same instant are ordered before the policy sees
+/// them (FIFO serves them in this order; SJF uses it among equal durations).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum TieOrder {
+    /// Trace file order (a stable sort by submit time). The default.
+    #[default]
+    Trace,
+    /// The order NumPy 2.0–2.2's `argsort(kind="quicksort")` gives on an
+    /// AVX-512 CPU, as pandas' default `sort_values` over the submit times in
+    /// file order does (the Helios simulator's tie order in
+    /// `../shared/fidelity/helios-philly`).
+    #[value(name = "numpy2-avx512")]
+    Numpy2Avx512,
+}
+
+/// Reorders `items` so that `items[i]` becomes the old `items[perm[i]]`, in
+/// place (following the permutation's cycles).
+///
+/// # Panics
+/// If `perm` is not a permutation of `0..items.len()` (a bug in the caller).
+pub fn apply_permutation<T>(items: &mut [T], perm: &[usize]) {
+    assert_eq!(items.len(), perm.len(), "permutation length");
+    let mut done = vec![false; perm.len()];
+    for start in 0..perm.len() {
+        if done[start] {
+            continue;
+        }
+        // Walk the cycle: the slot `i` takes the item at `perm[i]`.
+        let mut i = start;
+        loop {
+            done[i] = true;
+            let j = perm[i];
+            if j == start {
+                break;
+            }
+            items.swap(i, j);
+            i = j;
+        }
+    }
+}
+
+impl TieOrder {
+    /// True for the default, so manifests and run ids leave it out.
+    pub fn is_trace(&self) -> bool {
+        *self == TieOrder::Trace
+    }
+
+    /// The order in which to take `keys` (one per trace row, in file order):
+    /// a permutation of `0..keys.len()` that sorts `keys` ascending, ties as
+    /// this rule orders them.
+    ///
+    pub fn permutation(self, keys: &[i64]) -> Vec<usize> {
+        match self {
+            TieOrder::Trace => {
+                let mut p: Vec<usize> = (0..keys.len()).collect();
+                p.sort_by_key(|&i| keys[i]);
+                p
+            }
+            TieOrder::Numpy2Avx512 => numpy2_avx512_argsort(keys),
+        }
+    }
+}
+
+/// Keys per 512-bit register.
+const LANES: usize = 8;
+/// Registers the partition reads at a time.
+const UNROLL: usize = 4;
+/// Largest range sorted by the bitonic networks.
+const NETWORK_MAX: usize = 256;
+
+/// `numpy.argsort(keys, kind="quicksort")` as NumPy 2.0–2.2 computes it on a
+/// CPU with AVX-512 (see the module documentation for the algorithm).
+///
+/// Returns a permutation `p` of `0..keys.len()` with `keys[p[i]]` ascending.
+pub fn numpy2_avx512_argsort(keys: &[i64]) -> Vec<usize> {
+    let n = keys.len();
+    let mut arg: Vec<usize> = (0..n).collect();
+    if n > 1 {
+        let max_iters = 2 * ((n as f64).log2() as usize);
+        sort_range(keys, &mut arg, 0, n - 1, max_iters);
+    }
+    arg
+}
+
+/// Sorts `arg[left..=right]` (x86-simd-sort's `argsort_64bit_`).
+fn sort_range(keys: &[i64], arg: &mut [usize], left: usize, right: usize, max_iters: usize) {
+    if max_iters == 0 {
+        std_sort(keys, &mut arg[left..=right]);
+        return;
+    }
+    if right + 1 - left <= NETWORK_MAX {
+        network_sort(keys, &mut arg[left..=right]);
+        return;
+    }
+    let pivot = pivot_of(keys, arg, left, right);
+    let (pivot_index, smallest, biggest) = partition(keys, arg, left, right + 1, pivot);
+    if pivot != smallest {
+        sort_range(keys, arg, left, pivot_index - 1, max_iters - 1);
+    }
+    if pivot != biggest {
+        sort_range(keys, arg, pivot_index, right, max_iters - 1);
+    }
+}
+
+/// Runs at most this long are left to the final insertion sort (libstdc++'s
+/// `_S_threshold`).
+const STD_THRESHOLD: usize = 16;
+
+/// GNU libstdc++'s `std::sort` of indices by key (`__introsort_loop`, then
+/// `__final_insertion_sort`), as the library's fallback calls it.
+fn std_sort(keys: &[i64], a: &mut [usize]) {
+    let n = a.len();
+    if n == 0 {
+        return;
+    }
+    let less = |x: usize, y: usize| keys[x] < keys[y];
+    introsort_loop(keys, a, 2 * n.ilog2() as usize);
+    if n > STD_THRESHOLD {
+        insertion_sort(keys, &mut a[..STD_THRESHOLD]);
+        for i in STD_THRESHOLD..n {
+            // Unguarded: a[..16] holds the range's minimum.
+            let v = a[i];
+            let mut j = i;
+            while less(v, a[j - 1]) {
+                a[j] = a[j - 1];
+                j -= 1;
+            }
+            a[j] = v;
+        }
+    } else {
+        insertion_sort(keys, a);
+    }
+}
+
+fn introsort_loop(keys: &[i64], a: &mut [usize], mut depth: usize) {
+    let less = |x: usize, y: usize| keys[x] < keys[y];
+    let mut last = a.len();
+    while last > STD_THRESHOLD {
+        if depth == 0 {
+            heap_sort(keys, &mut a[..last]);
+            return;
+        }
+        depth -= 1;
+        // __move_median_to_first(first, first + 1, mid, last - 1)
+        let (x, y, z) = (1, last / 2, last - 1);
+        let m = if less(a[x], a[y]) {
+            if less(a[y], a[z]) {
+                y
+            } else if less(a[x], a[z]) {
+                z
+            } else {
+                x
+            }
+        } else if less(a[x], a[z]) {
+            x
+        } else if less(a[y], a[z]) {
+            z
+        } else {
+            y
+        };
+        a.swap(0, m);
+        // __unguarded_partition(first + 1, last, pivot = first)
+        let p = a[0];
+        let (mut i, mut j) = (1, last);
+        let cut = loop {
+            while less(a[i], p) {
+                i += 1;
+            }
+            j -= 1;
+            while less(p, a[j]) {
+                j -= 1;
+            }
+            if i >= j {
+                break i;
+            }
+            a.swap(i, j);
+            i += 1;
+        };
+        introsort_loop(keys, &mut a[cut..last], depth);
+        last = cut;
+    }
+}
+
+fn insertion_sort(keys: &[i64], a: &mut [usize]) {
+    let less = |x: usize, y: usize| keys[x] < keys[y];
+    for i in 1..a.len() {
+        let v = a[i];
+        if less(v, a[0]) {
+            a.copy_within(0..i, 1);
+            a[0] = v;
+        } else {
+            let mut j = i;
+            while less(v, a[j - 1]) {
+                a[j] = a[j - 1];
+                j -= 1;
+            }
+            a[j] = v;
+        }
+    }
+}
+
+/// libstdc++'s `__partial_sort(first, last, last)`: `__make_heap`, then
+/// `__sort_heap`.
+fn heap_sort(keys: &[i64], a: &mut [usize]) {
+    let len = a.len();
+    if len < 2 {
+        return;
+    }
+    let mut parent = (len - 2) / 2;
+    loop {
+        let v = a[parent];
+        adjust_heap(keys, a, parent, len, v);
+        if parent == 0 {
+            break;
+        }
+        parent -= 1;
+    }
+    let mut last = len;
+    while last > 1 {
+        last -= 1;
+        let v = a[last];
+        a[last] = a[0];
+        adjust_heap(keys, a, 0, last, v);
+    }
+}
+
+fn adjust_heap(keys: &[i64], a: &mut [usize], mut hole: usize, len: usize, v: usize) {
+    let less = |x: usize, y: usize| keys[x] < keys[y];
+    let top = hole;
+    let mut child = hole;
+    while child < (len - 1) / 2 {
+        child = 2 * (child + 1);
+        if less(a[child], a[child - 1]) {
+            child -= 1;
+        }
+        a[hole] = a[child];
+        hole = child;
+    }
+    if len & 1 == 0 && child == (len - 2) / 2 {
+        child = 2 * (child + 1);
+        a[hole] = a[child - 1];
+        hole = child - 1;
+    }
+    // __push_heap
+    let mut parent = hole.wrapping_sub(1) / 2;
+    while hole > top && less(a[parent], v) {
+        a[hole] = a[parent];
+        hole = parent;
+        parent = hole.wrapping_sub(1) / 2;
+    }
+    a[hole] = v;
+}
+
+/// The 5th smallest of 8 keys sampled evenly from `arg[left..=right]`.
+fn pivot_of(keys: &[i64], arg: &[usize], left: usize, right: usize) -> i64 {
+    if right - left < LANES {
+        return keys[arg[right]];
+    }
+    let step = (right - left) / LANES;
+    let mut sample: [i64; LANES] = std::array::from_fn(|k| keys[arg[left + (k + 1) * step]]);
+    sample.sort_unstable();
+    sample[4]
+}
+
+/// Partitions `arg[left..right]` (right exclusive) around `pivot`: keys below
+/// it first. Returns the first index of the upper part and the smallest and
+/// largest key of the range.
+fn partition(keys: &[i64], arg: &mut [usize], mut left: usize, mut right: usize, pivot: i64) -> (usize, i64, i64) {
+    let (mut smallest, mut biggest) = (i64::MAX, i64::MIN);
+    // The caller only partitions ranges above NETWORK_MAX, which is more than
+    // the 8 · UNROLL · LANES below which the library uses a one-register pass.
+    debug_assert!(right - left > 8 * UNROLL * LANES);
+    let block = UNROLL * LANES;
+    for _ in 0..(right - left) % block {
+        let k = keys[arg[left]];
+        smallest = smallest.min(k);
+        biggest = biggest.max(k);
+        if k >= pivot {
+            right -= 1;
+            arg.swap(left, right);
+        } else {
+            left += 1;
+        }
+    }
+    if left == right {
+        return (left, smallest, biggest);
+    }
+    let load = |arg: &[usize], at: usize| -> [usize; LANES] { std::array::from_fn(|j| arg[at + j]) };
+    let kept_left: [[usize; LANES]; UNROLL] = std::array::from_fn(|i| load(arg, left + LANES * i));
+    let kept_right: [[usize; LANES]; UNROLL] = std::array::from_fn(|i| load(arg, right - LANES * (UNROLL - i)));
+    let mut r_store = right - LANES;
+    let mut l_store = left;
+    left += block;
+    right -= block;
+    let mut store = |arg: &mut [usize], reg: &[usize; LANES], l_store: &mut usize, r_store: &mut usize| {
+        let upper = reg.iter().filter(|&&i| keys[i] >= pivot).count();
+        let mut l = *l_store;
+        let mut r = *r_store + LANES - upper;
+        for &i in reg {
+            let k = keys[i];
+            smallest = smallest.min(k);
+            biggest = biggest.max(k);
+            if k >= pivot {
+                arg[r] = i;
+                r += 1;
+            } else {
+                arg[l] = i;
+                l += 1;
+            }
+        }
+        *l_store += LANES - upper;
+        *r_store -= upper;
+    };
+    while right != left {
+        let regs: [[usize; LANES]; UNROLL] = if (r_store + LANES) - right < left - l_store {
+            right -= block;
+            std::array::from_fn(|i| load(arg, right + i * LANES))
+        } else {
+            let regs = std::array::from_fn(|i| load(arg, left + i * LANES));
+            left += block;
+            regs
+        };
+        for reg in &regs {
+            store(arg, reg, &mut l_store, &mut r_store);
+        }
+    }
+    for reg in kept_left.iter().chain(&kept_right) {
+        store(arg, reg, &mut l_store, &mut r_store);
+    }
+    (l_store, smallest, biggest)
+}
+
+/// One register: 8 keys and the indices they came from.
+#[derive(Clone, Copy)]
+struct Reg {
+    key: [i64; LANES],
+    idx: [usize; LANES],
+}
+
+impl Reg {
+    /// Every lane `i` meets lane `partner(i)`; lanes whose bit is set in
+    /// `upper` keep the larger key, the others the smaller. A lane takes its
+    /// partner's index only if its key changed, so equal keys stay put.
+    fn compare_lanes(&mut self, partner: impl Fn(usize) -> usize, upper: u8) {
+        let old = *self;
+        for i in 0..LANES {
+            let (a, b) = (old.key[i], old.key[partner(i)]);
+            let k = if upper >> i & 1 == 1 { a.max(b) } else { a.min(b) };
+            if k != a {
+                self.key[i] = k;
+                self.idx[i] = old.idx[partner(i)];
+            }
+        }
+    }
+
+    fn reversed(mut self) -> Self {
+        self.key.reverse();
+        self.idx.reverse();
+        self
+    }
+
+    /// Sorts the register (x86-simd-sort's `sort_reg_8lanes`).
+    fn sort(&mut self) {
+        self.compare_lanes(|i| i ^ 1, 0xAA);
+        self.compare_lanes(|i| if i < 4 { 3 - i } else { 11 - i }, 0xCC);
+        self.compare_lanes(|i| i ^ 1, 0xAA);
+        self.compare_lanes(|i| 7 - i, 0xF0);
+        self.compare_lanes(|i| i ^ 2, 0xCC);
+        self.compare_lanes(|i| i ^ 1, 0xAA);
+    }
+
+    /// Sorts a bitonic register (`bitonic_merge_reg_8lanes`).
+    fn merge_bitonic(&mut self) {
+        self.compare_lanes(|i| i ^ 4, 0xF0);
+        self.compare_lanes(|i| i ^ 2, 0xCC);
+        self.compare_lanes(|i| i ^ 1, 0xAA);
+    }
+}
+
+/// Lane-wise compare-exchange of two registers: smaller keys to `a`, swapping
+/// a lane pair only if `a`'s key is the larger (`COEX`).
+fn coex(a: &mut Reg, b: &mut Reg) {
+    for i in 0..LANES {
+        if a.key[i] > b.key[i] {
+            std::mem::swap(&mut a.key[i], &mut b.key[i]);
+            std::mem::swap(&mut a.idx[i], &mut b.idx[i]);
+        }
+    }
+}
+
+/// Merges `regs` (each sorted, as pairs of sorted halves) into one sorted run
+/// (`bitonic_merge_n_vec`).
+fn merge_regs(regs: &mut [Reg]) {
+    let n = regs.len();
+    for i in 0..n / 2 {
+        let mut hi = regs[n - 1 - i].reversed();
+        coex(&mut regs[i], &mut hi);
+        regs[n - 1 - i] = hi.reversed();
+    }
+    let mut num = n / 2;
+    while num >= 2 {
+        for j in (0..n).step_by(num) {
+            for i in 0..num / 2 {
+                let (lo, hi) = regs.split_at_mut(i + j + num / 2);
+                coex(&mut lo[i + j], &mut hi[0]);
+            }
+        }
+        num /= 2;
+    }
+    for r in regs.iter_mut() {
+        r.merge_bitonic();
+    }
+}
+
+/// Sorts up to [`NETWORK_MAX`] indices by their keys (`argsort_n`).
+fn network_sort(keys: &[i64], arg: &mut [usize]) {
+    let n = arg.len();
+    let mut vecs = NETWORK_MAX / LANES;
+    while vecs > 1 && n * 2 <= vecs * LANES {
+        vecs /= 2;
+    }
+    let mut regs: Vec<Reg> = (0..vecs)
+        .map(|v| {
+            let mut r = Reg { key: [i64::MAX; LANES], idx: [usize::MAX; LANES] };
+            for j in 0..LANES {
+                if let Some(&i) = arg.get(v * LANES + j) {
+                    r.key[j] = keys[i];
+                    r.idx[j] = i;
+                }
+            }
+            r
+        })
+        .collect();
+    for r in &mut regs {
+        r.sort();
+    }
+    let mut per = 2;
+    while per <= vecs {
+        for chunk in regs.chunks_mut(per) {
+            merge_regs(chunk);
+        }
+        per *= 2;
+    }
+    for (p, slot) in arg.iter_mut().enumerate() {
+        *slot = regs[p / LANES].idx[p % LANES];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorts_and_is_a_permutation() {
+        let mut x = 12345u64;
+        for n in [0usize, 1, 2, 7, 8, 9, 100, 256, 257, 300, 1000, 5000] {
+            let keys: Vec<i64> = (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x % 37) as i64
+                })
+                .collect();
+            let p = numpy2_avx512_argsort(&keys);
+            let mut seen = p.clone();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..n).collect::<Vec<_>>(), "n = {n}");
+            assert!(p.windows(2).all(|w| keys[w[0]] <= keys[w[1]]), "n = {n}");
+            let mut items: Vec<usize> = (0..n).map(|i| i * 10).collect();
+            apply_permutation(&mut items, &p);
+            assert_eq!(items, p.iter().map(|i| i * 10).collect::<Vec<_>>(), "n = {n}");
+        }
+    }
+
+    #[test]
+    fn a_permutation_applied_in_place_by_hand() {
+        let mut v = vec!['a', 'b', 'c', 'd', 'e'];
+        // Slot 0 takes item 2, slot 1 item 0, slot 2 item 1 (one 3-cycle), 3 and 4 swap.
+        apply_permutation(&mut v, &[2, 0, 1, 4, 3]);
+        assert_eq!(v, vec!['c', 'a', 'b', 'e', 'd']);
+    }
+}
