@@ -122,31 +122,51 @@ const NETWORK_MAX: usize = 256;
 /// Returns a permutation `p` of `0..keys.len()` with `keys[p[i]]` ascending.
 pub fn numpy2_avx512_argsort(keys: &[i64]) -> Vec<usize> {
     let n = keys.len();
-    let mut arg: Vec<usize> = (0..n).collect();
+    // Each index travels with its key, so no step gathers keys by index.
+    let mut arg: Vec<Item> = keys.iter().copied().zip(0..n).collect();
     if n > 1 {
         let max_iters = 2 * ((n as f64).log2() as usize);
-        sort_range(keys, &mut arg, 0, n - 1, max_iters);
+        sort_range(&mut arg, max_iters);
     }
-    arg
+    arg.into_iter().map(|(_, i)| i).collect()
 }
 
-/// Sorts `arg[left..=right]` (x86-simd-sort's `argsort_64bit_`).
-fn sort_range(keys: &[i64], arg: &mut [usize], left: usize, right: usize, max_iters: usize) {
+/// A key and the index it came from.
+type Item = (i64, usize);
+
+/// Ranges above this many rows sort their two parts on two threads (the
+/// parts are disjoint, so the result does not depend on the thread count).
+const PARALLEL_MIN: usize = 16_384;
+
+/// Sorts `arg` (x86-simd-sort's `argsort_64bit_` on one range).
+fn sort_range(arg: &mut [Item], max_iters: usize) {
     if max_iters == 0 {
-        std_sort(keys, &mut arg[left..=right]);
+        std_sort(arg);
         return;
     }
-    if right + 1 - left <= NETWORK_MAX {
-        network_sort(keys, &mut arg[left..=right]);
+    if arg.len() <= NETWORK_MAX {
+        network_sort(arg);
         return;
     }
-    let pivot = pivot_of(keys, arg, left, right);
-    let (pivot_index, smallest, biggest) = partition(keys, arg, left, right + 1, pivot);
-    if pivot != smallest {
-        sort_range(keys, arg, left, pivot_index - 1, max_iters - 1);
-    }
-    if pivot != biggest {
-        sort_range(keys, arg, pivot_index, right, max_iters - 1);
+    let pivot = pivot_of(arg, 0, arg.len() - 1);
+    let (pivot_index, smallest, biggest) = partition(arg, 0, arg.len(), pivot);
+    let (lo, hi) = arg.split_at_mut(pivot_index);
+    let parallel = lo.len().min(hi.len()) >= PARALLEL_MIN;
+    let mut sort_lo = move || {
+        if pivot != smallest {
+            sort_range(lo, max_iters - 1);
+        }
+    };
+    let mut sort_hi = move || {
+        if pivot != biggest {
+            sort_range(hi, max_iters - 1);
+        }
+    };
+    if parallel {
+        rayon::join(sort_lo, sort_hi);
+    } else {
+        sort_lo();
+        sort_hi();
     }
 }
 
@@ -156,15 +176,15 @@ const STD_THRESHOLD: usize = 16;
 
 /// GNU libstdc++'s `std::sort` of indices by key (`__introsort_loop`, then
 /// `__final_insertion_sort`), as the library's fallback calls it.
-fn std_sort(keys: &[i64], a: &mut [usize]) {
+fn std_sort(a: &mut [Item]) {
     let n = a.len();
     if n == 0 {
         return;
     }
-    let less = |x: usize, y: usize| keys[x] < keys[y];
-    introsort_loop(keys, a, 2 * n.ilog2() as usize);
+    let less = |x: Item, y: Item| x.0 < y.0;
+    introsort_loop(a, 2 * n.ilog2() as usize);
     if n > STD_THRESHOLD {
-        insertion_sort(keys, &mut a[..STD_THRESHOLD]);
+        insertion_sort(&mut a[..STD_THRESHOLD]);
         for i in STD_THRESHOLD..n {
             // Unguarded: a[..16] holds the range's minimum.
             let v = a[i];
@@ -176,16 +196,16 @@ fn std_sort(keys: &[i64], a: &mut [usize]) {
             a[j] = v;
         }
     } else {
-        insertion_sort(keys, a);
+        insertion_sort(a);
     }
 }
 
-fn introsort_loop(keys: &[i64], a: &mut [usize], mut depth: usize) {
-    let less = |x: usize, y: usize| keys[x] < keys[y];
+fn introsort_loop(a: &mut [Item], mut depth: usize) {
+    let less = |x: Item, y: Item| x.0 < y.0;
     let mut last = a.len();
     while last > STD_THRESHOLD {
         if depth == 0 {
-            heap_sort(keys, &mut a[..last]);
+            heap_sort(&mut a[..last]);
             return;
         }
         depth -= 1;
@@ -224,13 +244,13 @@ fn introsort_loop(keys: &[i64], a: &mut [usize], mut depth: usize) {
             a.swap(i, j);
             i += 1;
         };
-        introsort_loop(keys, &mut a[cut..last], depth);
+        introsort_loop(&mut a[cut..last], depth);
         last = cut;
     }
 }
 
-fn insertion_sort(keys: &[i64], a: &mut [usize]) {
-    let less = |x: usize, y: usize| keys[x] < keys[y];
+fn insertion_sort(a: &mut [Item]) {
+    let less = |x: Item, y: Item| x.0 < y.0;
     for i in 1..a.len() {
         let v = a[i];
         if less(v, a[0]) {
@@ -249,7 +269,7 @@ fn insertion_sort(keys: &[i64], a: &mut [usize]) {
 
 /// libstdc++'s `__partial_sort(first, last, last)`: `__make_heap`, then
 /// `__sort_heap`.
-fn heap_sort(keys: &[i64], a: &mut [usize]) {
+fn heap_sort(a: &mut [Item]) {
     let len = a.len();
     if len < 2 {
         return;
@@ -257,7 +277,7 @@ fn heap_sort(keys: &[i64], a: &mut [usize]) {
     let mut parent = (len - 2) / 2;
     loop {
         let v = a[parent];
-        adjust_heap(keys, a, parent, len, v);
+        adjust_heap(a, parent, len, v);
         if parent == 0 {
             break;
         }
@@ -268,12 +288,12 @@ fn heap_sort(keys: &[i64], a: &mut [usize]) {
         last -= 1;
         let v = a[last];
         a[last] = a[0];
-        adjust_heap(keys, a, 0, last, v);
+        adjust_heap(a, 0, last, v);
     }
 }
 
-fn adjust_heap(keys: &[i64], a: &mut [usize], mut hole: usize, len: usize, v: usize) {
-    let less = |x: usize, y: usize| keys[x] < keys[y];
+fn adjust_heap(a: &mut [Item], mut hole: usize, len: usize, v: Item) {
+    let less = |x: Item, y: Item| x.0 < y.0;
     let top = hole;
     let mut child = hole;
     while child < (len - 1) / 2 {
@@ -300,12 +320,12 @@ fn adjust_heap(keys: &[i64], a: &mut [usize], mut hole: usize, len: usize, v: us
 }
 
 /// The 5th smallest of 8 keys sampled evenly from `arg[left..=right]`.
-fn pivot_of(keys: &[i64], arg: &[usize], left: usize, right: usize) -> i64 {
+fn pivot_of(arg: &[Item], left: usize, right: usize) -> i64 {
     if right - left < LANES {
-        return keys[arg[right]];
+        return arg[right].0;
     }
     let step = (right - left) / LANES;
-    let mut sample: [i64; LANES] = std::array::from_fn(|k| keys[arg[left + (k + 1) * step]]);
+    let mut sample: [i64; LANES] = std::array::from_fn(|k| arg[left + (k + 1) * step].0);
     sample.sort_unstable();
     sample[4]
 }
@@ -313,14 +333,14 @@ fn pivot_of(keys: &[i64], arg: &[usize], left: usize, right: usize) -> i64 {
 /// Partitions `arg[left..right]` (right exclusive) around `pivot`: keys below
 /// it first. Returns the first index of the upper part and the smallest and
 /// largest key of the range.
-fn partition(keys: &[i64], arg: &mut [usize], mut left: usize, mut right: usize, pivot: i64) -> (usize, i64, i64) {
+fn partition(arg: &mut [Item], mut left: usize, mut right: usize, pivot: i64) -> (usize, i64, i64) {
     let (mut smallest, mut biggest) = (i64::MAX, i64::MIN);
     // The caller only partitions ranges above NETWORK_MAX, which is more than
     // the 8 · UNROLL · LANES below which the library uses a one-register pass.
     debug_assert!(right - left > 8 * UNROLL * LANES);
     let block = UNROLL * LANES;
     for _ in 0..(right - left) % block {
-        let k = keys[arg[left]];
+        let k = arg[left].0;
         smallest = smallest.min(k);
         biggest = biggest.max(k);
         if k >= pivot {
@@ -333,19 +353,19 @@ fn partition(keys: &[i64], arg: &mut [usize], mut left: usize, mut right: usize,
     if left == right {
         return (left, smallest, biggest);
     }
-    let load = |arg: &[usize], at: usize| -> [usize; LANES] { std::array::from_fn(|j| arg[at + j]) };
-    let kept_left: [[usize; LANES]; UNROLL] = std::array::from_fn(|i| load(arg, left + LANES * i));
-    let kept_right: [[usize; LANES]; UNROLL] = std::array::from_fn(|i| load(arg, right - LANES * (UNROLL - i)));
+    let load = |arg: &[Item], at: usize| -> [Item; LANES] { std::array::from_fn(|j| arg[at + j]) };
+    let kept_left: [[Item; LANES]; UNROLL] = std::array::from_fn(|i| load(arg, left + LANES * i));
+    let kept_right: [[Item; LANES]; UNROLL] = std::array::from_fn(|i| load(arg, right - LANES * (UNROLL - i)));
     let mut r_store = right - LANES;
     let mut l_store = left;
     left += block;
     right -= block;
-    let mut store = |arg: &mut [usize], reg: &[usize; LANES], l_store: &mut usize, r_store: &mut usize| {
-        let upper = reg.iter().filter(|&&i| keys[i] >= pivot).count();
+    let mut store = |arg: &mut [Item], reg: &[Item; LANES], l_store: &mut usize, r_store: &mut usize| {
+        let upper = reg.iter().filter(|i| i.0 >= pivot).count();
         let mut l = *l_store;
         let mut r = *r_store + LANES - upper;
         for &i in reg {
-            let k = keys[i];
+            let k = i.0;
             smallest = smallest.min(k);
             biggest = biggest.max(k);
             if k >= pivot {
@@ -360,7 +380,7 @@ fn partition(keys: &[i64], arg: &mut [usize], mut left: usize, mut right: usize,
         *r_store -= upper;
     };
     while right != left {
-        let regs: [[usize; LANES]; UNROLL] = if (r_store + LANES) - right < left - l_store {
+        let regs: [[Item; LANES]; UNROLL] = if (r_store + LANES) - right < left - l_store {
             right -= block;
             std::array::from_fn(|i| load(arg, right + i * LANES))
         } else {
@@ -385,18 +405,28 @@ struct Reg {
     idx: [usize; LANES],
 }
 
+/// Lane pairings of the register networks: `(low, high)` lanes compared,
+/// the high lane keeping the larger key. Each is one permutation of
+/// x86-simd-sort with its mask: `swap_n<2>` with 0xAA, `NETWORK_64BIT_1`
+/// (reverse within halves) with 0xCC, `reverse` with 0xF0,
+/// `NETWORK_64BIT_3` (lane ^ 2) with 0xCC, `NETWORK_64BIT_4` (lane ^ 4) with 0xF0.
+type Pairs = [(usize, usize); 4];
+const SWAP_1: Pairs = [(0, 1), (2, 3), (4, 5), (6, 7)];
+const REV_HALVES: Pairs = [(0, 3), (1, 2), (4, 7), (5, 6)];
+const REVERSE: Pairs = [(0, 7), (1, 6), (2, 5), (3, 4)];
+const SWAP_2: Pairs = [(0, 2), (1, 3), (4, 6), (5, 7)];
+const SWAP_4: Pairs = [(0, 4), (1, 5), (2, 6), (3, 7)];
+
 impl Reg {
-    /// Every lane `i` meets lane `partner(i)`; lanes whose bit is set in
-    /// `upper` keep the larger key, the others the smaller. A lane takes its
-    /// partner's index only if its key changed, so equal keys stay put.
-    fn compare_lanes(&mut self, partner: impl Fn(usize) -> usize, upper: u8) {
-        let old = *self;
-        for i in 0..LANES {
-            let (a, b) = (old.key[i], old.key[partner(i)]);
-            let k = if upper >> i & 1 == 1 { a.max(b) } else { a.min(b) };
-            if k != a {
-                self.key[i] = k;
-                self.idx[i] = old.idx[partner(i)];
+    /// Compare-exchange of each lane pair: the high lane keeps the larger
+    /// key; the lanes trade indices only if their keys differ, so equal keys
+    /// stay put (the register form of `cmp_merge`).
+    #[inline(always)]
+    fn compare_lanes(&mut self, pairs: &Pairs) {
+        for &(lo, hi) in pairs {
+            if self.key[lo] > self.key[hi] {
+                self.key.swap(lo, hi);
+                self.idx.swap(lo, hi);
             }
         }
     }
@@ -409,19 +439,16 @@ impl Reg {
 
     /// Sorts the register (x86-simd-sort's `sort_reg_8lanes`).
     fn sort(&mut self) {
-        self.compare_lanes(|i| i ^ 1, 0xAA);
-        self.compare_lanes(|i| if i < 4 { 3 - i } else { 11 - i }, 0xCC);
-        self.compare_lanes(|i| i ^ 1, 0xAA);
-        self.compare_lanes(|i| 7 - i, 0xF0);
-        self.compare_lanes(|i| i ^ 2, 0xCC);
-        self.compare_lanes(|i| i ^ 1, 0xAA);
+        for pairs in [&SWAP_1, &REV_HALVES, &SWAP_1, &REVERSE, &SWAP_2, &SWAP_1] {
+            self.compare_lanes(pairs);
+        }
     }
 
     /// Sorts a bitonic register (`bitonic_merge_reg_8lanes`).
     fn merge_bitonic(&mut self) {
-        self.compare_lanes(|i| i ^ 4, 0xF0);
-        self.compare_lanes(|i| i ^ 2, 0xCC);
-        self.compare_lanes(|i| i ^ 1, 0xAA);
+        for pairs in [&SWAP_4, &SWAP_2, &SWAP_1] {
+            self.compare_lanes(pairs);
+        }
     }
 }
 
@@ -461,25 +488,19 @@ fn merge_regs(regs: &mut [Reg]) {
 }
 
 /// Sorts up to [`NETWORK_MAX`] indices by their keys (`argsort_n`).
-fn network_sort(keys: &[i64], arg: &mut [usize]) {
+fn network_sort(arg: &mut [Item]) {
     let n = arg.len();
     let mut vecs = NETWORK_MAX / LANES;
     while vecs > 1 && n * 2 <= vecs * LANES {
         vecs /= 2;
     }
-    let mut regs: Vec<Reg> = (0..vecs)
-        .map(|v| {
-            let mut r = Reg { key: [i64::MAX; LANES], idx: [usize::MAX; LANES] };
-            for j in 0..LANES {
-                if let Some(&i) = arg.get(v * LANES + j) {
-                    r.key[j] = keys[i];
-                    r.idx[j] = i;
-                }
-            }
-            r
-        })
-        .collect();
-    for r in &mut regs {
+    let mut all = [Reg { key: [i64::MAX; LANES], idx: [usize::MAX; LANES] }; NETWORK_MAX / LANES];
+    let regs = &mut all[..vecs];
+    for (p, &(k, i)) in arg.iter().enumerate() {
+        regs[p / LANES].key[p % LANES] = k;
+        regs[p / LANES].idx[p % LANES] = i;
+    }
+    for r in regs.iter_mut() {
         r.sort();
     }
     let mut per = 2;
@@ -490,7 +511,7 @@ fn network_sort(keys: &[i64], arg: &mut [usize]) {
         per *= 2;
     }
     for (p, slot) in arg.iter_mut().enumerate() {
-        *slot = regs[p / LANES].idx[p % LANES];
+        *slot = (regs[p / LANES].key[p % LANES], regs[p / LANES].idx[p % LANES]);
     }
 }
 
