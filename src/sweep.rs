@@ -277,7 +277,9 @@ fn describe(params: &BTreeMap<String, Value>, axes: &[(String, Vec<Value>)]) -> 
 
 fn enum_of<T: ValueEnum>(key: &str, v: &Value) -> Result<T, String> {
     let Value::Str(s) = v else { return Err(format!("`{key}` must be a string")) };
-    T::from_str(s, true).map_err(|_| {
+    // Case-sensitive, as on the command line: `FIFO` and `fifo` would
+    // otherwise be two runs (two run ids) of one configuration.
+    T::from_str(s, false).map_err(|_| {
         let allowed: Vec<String> = T::value_variants()
             .iter()
             .filter_map(|x| x.to_possible_value())
@@ -636,6 +638,11 @@ mod tests {
             bad("question = \"q\"\n[base]\nseed = 1\n[sweep]\nseed = [1, 2]\n").contains("both [base] and [sweep]")
         );
         assert!(bad("question = \"\"\n").contains("question"));
+        // Case-sensitive like the command line, so one configuration has one run id.
+        assert!(
+            bad("question = \"q\"\n[sweep]\ntie_order = [\"NUMPY2-AVX512\"]\n")
+                .contains("`tie_order` = `NUMPY2-AVX512`: expected one of trace, numpy2-avx512")
+        );
         assert!(bad("question = \"q\"\n[sweep]\nload = [-1.0]\n").contains("`load` must be a positive number"));
     }
 
