@@ -770,7 +770,12 @@ fn simulate(a: SimulateArgs) -> Result<()> {
         bar.set_position(p.completed as u64);
         bar.set_message(format!("simulated time {:.1} h", p.now.as_secs_f64() / 3600.0));
     })
-    .context("simulation failed")?;
+    .map_err(|e| match e {
+        // Input and option errors speak for themselves; only a failure of the
+        // simulation itself is labelled so.
+        dlsched::error::RunError::Sim(_) => anyhow::Error::new(e).context("simulation failed"),
+        e => anyhow::Error::new(e),
+    })?;
     bar.finish_and_clear();
     notes(&a);
     print_summary(&report);

@@ -110,6 +110,10 @@ fn bad_input_gives_one_clear_error() {
     assert_clean_error(&dlsched(&["simulate", "--jobs-per-hour=-3"]), &["--jobs-per-hour"]);
     let o = dlsched(&["compare", "/no/run", "/no/ref.csv"]);
     assert_clean_error(&o, &["/no/run"]);
+    // An option checked inside the run is an option error, not a failed simulation.
+    let o = dlsched(&["simulate", "--workload", "genie", "--hours", "0"]);
+    assert_clean_error(&o, &["error: the arrival window", "got 0"]);
+    assert!(!text(&o.stderr).contains("simulation failed"), "{}", text(&o.stderr));
 }
 
 #[test]
