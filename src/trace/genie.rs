@@ -208,7 +208,8 @@ pub const TRACE_DURATION_RANGE_S: (f64, f64) = (60.0, 86_400.0);
 /// `genie.trace_tasks`.
 ///
 /// # Errors
-/// A message when no trace job fits or a task type has no fitting batch.
+/// A message when no trace job fits, the trace has fewer fitting jobs than
+/// `jobs_per_hour × hours`, or a task type has no fitting batch.
 #[allow(clippy::too_many_arguments)]
 pub fn from_trace(
     records: &[TraceRecord],
@@ -225,10 +226,18 @@ pub fn from_trace(
     let mut picked: Vec<&TraceRecord> =
         records.iter().filter(|r| r.gpus >= 1 && r.gpus <= max_gpus && r.duration_ms > 0).collect();
     picked.sort_by_key(|r| r.submit_ms);
-    picked.truncate(n);
     if picked.is_empty() {
         return Err(format!("no trace job asks for 1 to {max_gpus} GPUs"));
     }
+    if picked.len() < n {
+        return Err(format!(
+            "{} jobs per hour for {} h asks for {n} tasks, but the trace has only {} jobs of 1 to {max_gpus} GPUs with a positive duration; lower --jobs-per-hour or --hours",
+            spec.jobs_per_hour,
+            spec.hours,
+            picked.len()
+        ));
+    }
+    picked.truncate(n);
     let t0 = picked[0].submit_ms as f64;
     let span = (picked.last().map_or(0, |r| r.submit_ms) as f64 - t0).max(1.0);
     let time_scale = spec.hours * 3_600_000.0 * (picked.len() as f64 - 1.0).max(1.0) / picked.len() as f64 / span;
@@ -313,5 +322,9 @@ mod tests {
         // Deterministic for a seed.
         let again = from_trace(&recs, &spec, db, "K80", 12 * 1024, 16, 4, 1).unwrap();
         assert!(tasks.iter().zip(&again).all(|(a, b)| a == b));
+        // 41 tasks asked of the 40 jobs that fit: refused, not silently fewer.
+        let more = GenieWorkloadSpec { jobs_per_hour: 20.5, hours: 2.0, ect: EctBasis::True };
+        let e = from_trace(&recs, &more, db, "K80", 12 * 1024, 16, 4, 1).unwrap_err();
+        assert!(e.contains("asks for 41 tasks") && e.contains("only 40 jobs"), "{e}");
     }
 }
