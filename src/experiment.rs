@@ -458,7 +458,7 @@ pub fn run_one_with_agent(
         }
         WorkloadSource::Genie(g) | WorkloadSource::TraceTasks { spec: g, .. } => {
             let db = match &spec.profiles {
-                Some(dir) => &*Box::leak(Box::new(ProfileDb::load_dir(dir)?)),
+                Some(dir) => ProfileDb::load_dir_cached(dir)?,
                 None => ProfileDb::builtin(),
             };
             let node = cluster.spec().nodes.first().cloned().ok_or_else(|| ConfigError("empty cluster".into()))?;
@@ -518,8 +518,8 @@ pub fn run_one_with_agent(
     // it gives.
     let has_models = records.iter().any(|r| r.model.is_some() && r.local_bsz.is_some());
     let db: Option<&'static ProfileDb> = match &spec.profiles {
-        // A run's own database lives for the process (a CLI run is one process).
-        Some(dir) => Some(Box::leak(Box::new(ProfileDb::load_dir(dir)?))),
+        // Read once per directory for the process, so a sweep's runs share it.
+        Some(dir) => Some(ProfileDb::load_dir_cached(dir)?),
         None if rate_model != RateModelKind::Trace || has_models => Some(ProfileDb::builtin()),
         None => None,
     };

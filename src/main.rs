@@ -114,7 +114,7 @@ fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
         bail!("--iterations must be between 1 and 1,000,000, got {}", a.iterations);
     }
     let db: &'static dlsched::profile::db::ProfileDb = match &a.profiles {
-        Some(d) => Box::leak(Box::new(dlsched::profile::db::ProfileDb::load_dir(d)?)),
+        Some(d) => dlsched::profile::db::ProfileDb::load_dir_cached(d)?,
         None => dlsched::profile::db::ProfileDb::builtin(),
     };
     let spec = a.cluster.spec();

@@ -414,14 +414,33 @@ impl ProfileDb {
         })
     }
 
-    /// Reads `throughput.csv`, `colocation.csv`, `multinode.csv` and
-    /// `models.csv` from `dir` (schemas in `src/profile/data/README.md`).
+    /// [`ProfileDb::load_dir`], read once per directory for the whole
+    /// process: runs (and a sweep's many runs) share one database, which
+    /// lives until the process ends. The directory's files are not re-read.
     ///
     /// # Errors
     /// A missing or unreadable file ([`TraceError::Io`]), an empty file or a
     /// missing column ([`TraceError::Format`]), a row with the wrong number of
     /// fields ([`TraceError::Row`]), or a bad value ([`TraceError::Field`],
     /// naming file, 1-based line and column).
+    pub fn load_dir_cached(dir: &Path) -> Result<&'static ProfileDb, TraceError> {
+        use std::collections::HashMap;
+        use std::sync::{Mutex, OnceLock};
+        static CACHE: OnceLock<Mutex<HashMap<std::path::PathBuf, &'static ProfileDb>>> = OnceLock::new();
+        let key = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        let cache = CACHE.get_or_init(Default::default);
+        if let Some(db) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(db);
+        }
+        let db: &'static ProfileDb = Box::leak(Box::new(ProfileDb::load_dir(dir)?));
+        Ok(*cache.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_insert(db))
+    }
+
+    /// Reads `throughput.csv`, `colocation.csv`, `multinode.csv` and
+    /// `models.csv` from `dir` (schemas in `src/profile/data/README.md`).
+    ///
+    /// # Errors
+    /// As [`ProfileDb::load_dir_cached`].
     pub fn load_dir(dir: &Path) -> Result<ProfileDb, TraceError> {
         let mut bytes: Vec<Vec<u8>> = Vec::with_capacity(FILES.len());
         for name in FILES {
@@ -897,6 +916,16 @@ mod tests {
             }
             other => panic!("expected a field error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_directory_is_read_once_per_process() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/profile/data");
+        let a = ProfileDb::load_dir_cached(&dir).unwrap();
+        let b = ProfileDb::load_dir_cached(&dir.join(".")).unwrap();
+        assert!(std::ptr::eq(a, b), "the same directory by another spelling is the same database");
+        assert_eq!(a.throughput.len(), ProfileDb::builtin().throughput.len());
+        assert!(ProfileDb::load_dir_cached(&dir.join("no-such-dir")).is_err());
     }
 
     #[test]
