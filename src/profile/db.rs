@@ -470,15 +470,19 @@ impl ProfileDb {
     /// Writes the four CSV files into `dir` (created if needed): rows in the
     /// canonical order whatever the order in memory, numbers with 6
     /// significant digits (trailing zeros dropped, `NaN` for unknown), `\n`
-    /// line ends. The same database always gives the same bytes.
+    /// line ends. The same database always gives the same bytes. A
+    /// `memory.csv` is written when the database has memory rows, and an
+    /// older one is removed when it has none.
+    ///
+    /// Every file is first written beside its final name (`.NAME.tmp`) and
+    /// renamed into place only when all were written, so a failed write
+    /// leaves the directory's previous database whole.
     ///
     /// # Errors
     /// The directory cannot be created or a file cannot be written.
     pub fn write_dir(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
-        for (name, text) in FILES.iter().zip(self.to_csv()?) {
-            std::fs::write(dir.join(name), text)?;
-        }
+        let mut files: Vec<(&str, Vec<u8>)> = FILES.iter().copied().zip(self.to_csv()?).collect();
         if !self.memory.is_empty() {
             let mut rows = self.memory.clone();
             rows.sort_by(|a, b| (&a.model, a.local_bsz, &a.source).cmp(&(&b.model, b.local_bsz, &b.source)));
@@ -487,7 +491,25 @@ impl ProfileDb {
             for r in &rows {
                 w.write_record([r.model.as_str(), &r.local_bsz.to_string(), &fmt_num(r.gpu_mem_mib), &r.source])?;
             }
-            std::fs::write(dir.join(MEMORY_FILE), w.into_inner().map_err(|e| e.into_error())?)?;
+            files.push((MEMORY_FILE, w.into_inner().map_err(|e| e.into_error())?));
+        }
+        let tmp = |name: &str| dir.join(format!(".{name}.tmp"));
+        for (name, bytes) in &files {
+            if let Err(e) = std::fs::write(tmp(name), bytes) {
+                for (n, _) in &files {
+                    let _ = std::fs::remove_file(tmp(n));
+                }
+                return Err(e);
+            }
+        }
+        for (name, _) in &files {
+            std::fs::rename(tmp(name), dir.join(name))?;
+        }
+        if self.memory.is_empty() {
+            match std::fs::remove_file(dir.join(MEMORY_FILE)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
         }
         Ok(())
     }
@@ -1094,5 +1116,21 @@ mod tests {
         for f in FILES {
             assert_eq!(std::fs::read(dir.path().join(f)).unwrap(), std::fs::read(again.path().join(f)).unwrap());
         }
+        // Memory rows add memory.csv; writing a database without them again
+        // removes it, and no temporary file is left behind.
+        let mut with_mem = back.clone();
+        with_mem.memory =
+            vec![MemoryRow { model: "m".into(), local_bsz: 8, gpu_mem_mib: 1500.0, source: "hand".into() }];
+        with_mem.write_dir(again.path()).unwrap();
+        assert!(again.path().join(MEMORY_FILE).exists());
+        back.write_dir(again.path()).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(again.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let mut want: Vec<String> = FILES.iter().map(|f| f.to_string()).collect();
+        want.sort();
+        assert_eq!(names, want);
     }
 }
