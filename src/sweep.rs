@@ -668,6 +668,10 @@ pub struct SweepOutcome {
     pub kept: usize,
     /// Runs that failed: (run id, error).
     pub failed: Vec<(String, String)>,
+    /// Directories in `out/runs/` that are not runs of this experiment (from
+    /// an earlier sweep into the same place), sorted; left untouched and not
+    /// in `summary.csv`.
+    pub foreign: Vec<String>,
 }
 
 /// Runs the experiment's runs (this shard's, if any) on `threads` threads,
@@ -748,6 +752,15 @@ pub fn run_sweep(
             }
             Err(e) => outcome.failed.push((run.id.clone(), e)),
         }
+    }
+    if let Ok(entries) = std::fs::read_dir(out.join("runs")) {
+        let ours: std::collections::HashSet<&str> = exp.runs.iter().map(|r| r.id.as_str()).collect();
+        outcome.foreign = entries
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !ours.contains(n.as_str()))
+            .collect();
+        outcome.foreign.sort();
     }
     let csv_text = summary_csv(&exp.swept, &rows)?;
     crate::metrics::export::write_atomic(&out.join("summary.csv"), csv_text.as_bytes()).map_err(io)?;

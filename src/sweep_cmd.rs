@@ -79,6 +79,17 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
     for (id, e) in &outcome.failed {
         eprintln!("  run {id} failed: {e}");
     }
+    if !outcome.foreign.is_empty() {
+        let shown: Vec<&str> = outcome.foreign.iter().take(5).map(String::as_str).collect();
+        eprintln!(
+            "  note: {} has {} run director{} not of this experiment ({}{}), from an earlier sweep; left as they are and not in summary.csv",
+            out.join("runs").display(),
+            outcome.foreign.len(),
+            if outcome.foreign.len() == 1 { "y" } else { "ies" },
+            shown.join(", "),
+            if outcome.foreign.len() > shown.len() { ", ..." } else { "" }
+        );
+    }
     println!("  wrote {}", out.join("summary.csv").display());
     if outcome.ran + outcome.kept > 0 {
         match dlsched::plot::plot_sweep(&out) {

@@ -53,6 +53,16 @@ fn resume_completes_an_interrupted_sweep() {
     let o = run_sweep(&e, &out, 2, None, true, &|_, _| {}).unwrap();
     assert_eq!((o.ran, o.kept), (3, 5));
     assert_eq!(read(&out.join("summary.csv")), full);
+    assert!(o.foreign.is_empty());
+    // Another experiment into the same place: the 8 earlier runs are reported, not mixed in.
+    let p = d.path().join("other.toml");
+    std::fs::write(&p, "question = \"other\"\n[base]\njobs = 40\nsample_interval = 0\nseed = 9\n").unwrap();
+    let other = Experiment::load(&p).unwrap();
+    let o = run_sweep(&other, &out, 2, None, false, &|_, _| {}).unwrap();
+    let mut earlier: Vec<String> = e.runs.iter().map(|r| r.id.clone()).collect();
+    earlier.sort();
+    assert_eq!((o.ran, o.foreign.clone()), (1, earlier));
+    assert_eq!(read(&out.join("summary.csv")).lines().count(), 2);
 }
 
 #[test]
