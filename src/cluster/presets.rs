@@ -96,22 +96,26 @@ pub struct NodeList {
 
 /// Builds a cluster from a node list in the Alibaba PAI 2023 ("openb") format:
 /// header `sn, cpu_milli, memory_mib, gpu, model` (`num_gpu` is accepted for
-/// `gpu`; only the GPU count and `model` are read). Each row with GPUs becomes
+/// `gpu`; the GPU count, `model` and, if present, the node name `sn` are
+/// read). Each row with GPUs becomes
 /// one node of that many GPUs of type `model`, with the memory
 /// [`openb_gpu_mem_mib`] gives; rows with 0 GPUs (CPU-only nodes) are skipped
 /// and counted.
 ///
 /// # Errors
 /// [`TraceError`] naming the file, line and column of a bad GPU count, a GPU
-/// type without a known memory size, a GPU node with no type, or a file with
-/// no GPU node.
+/// type without a known memory size, a GPU node with no type, a node name
+/// listed twice, or a file with no GPU node.
 pub fn load_nodes_file(path: &Path) -> Result<NodeList, TraceError> {
     let bytes = std::fs::read(path).map_err(|err| TraceError::Io { file: path.to_path_buf(), err })?;
     let mut nodes = Vec::new();
     let (mut rows, mut cpu_only) = (0, 0);
     let mut cols: Option<(usize, usize)> = None;
+    let mut sn_col: Option<usize> = None;
+    let mut seen: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
     crate::trace::csvrows::for_each_row(path, &bytes, |header, row| {
         if cols.is_none() {
+            sn_col = header.find(&["sn"]);
             let gpu = header.find(&["gpu", "num_gpu"]).ok_or_else(|| TraceError::Format {
                 file: path.to_path_buf(),
                 message: format!(
@@ -123,6 +127,15 @@ pub fn load_nodes_file(path: &Path) -> Result<NodeList, TraceError> {
         }
         let (gpu_col, model_col) = cols.expect("set above");
         rows += 1;
+        if let Some(c) = sn_col {
+            let name = row.str(c);
+            if !name.is_empty() {
+                if let Some(first) = seen.get(name) {
+                    return Err(row.err(c, format!("node `{name}` is listed twice (first on line {first})")));
+                }
+                seen.insert(name.to_string(), row.line);
+            }
+        }
         let gpus = row.count(gpu_col)?;
         if gpus == 0 {
             cpu_only += 1;
@@ -376,6 +389,9 @@ mod tests {
         std::fs::write(&bad, "sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,0,\n").unwrap();
         let e = load_nodes_file(&bad).unwrap_err().to_string();
         assert!(e.contains("no node with GPUs"), "{e}");
+        std::fs::write(&bad, "sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,2,P100\nn1,1,1,0,\nn0,1,1,8,G2\n").unwrap();
+        let e = load_nodes_file(&bad).unwrap_err().to_string();
+        assert!(e.contains("bad.csv:4") && e.contains("`sn`") && e.contains("first on line 2"), "{e}");
     }
 
     #[test]
