@@ -12,11 +12,14 @@
 //! is ignored. Linux only.
 //!
 //! Small blocks (a trace's job ids and labels, one or two per job) come from
-//! glibc's main heap, which grows by `brk`. The allocator sets the heap's
-//! growth step ([`TOP_PAD`]) and gives each new stretch of the heap the same
-//! hint, as glibc's `glibc.malloc.hugetlb=1` tunable would.
+//! glibc's heaps: the main heap, which grows by `brk`, and the heaps of the
+//! arenas of other threads (64 MiB regions, 64 MiB-aligned). The allocator
+//! sets the heaps' growth step ([`TOP_PAD`]) and gives each new stretch of
+//! the main heap, and each other heap once, the same hint, as glibc's
+//! `glibc.malloc.hugetlb=1` tunable would.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Blocks of at least this many bytes get the hint (4 MiB: two huge pages).
@@ -34,6 +37,19 @@ pub const TOP_PAD: usize = 16 << 20;
 /// The end of the part of the main heap already hinted: 0 before the first
 /// allocation, 1 until the first block of the heap is seen.
 static HEAP_HINTED: AtomicUsize = AtomicUsize::new(0);
+
+/// The span and alignment of a glibc heap of a thread's arena (64-bit).
+const ARENA_HEAP: usize = 64 << 20;
+
+/// Blocks below this size never get a mapping of their own (glibc's mmap
+/// threshold is 128 KiB, and fixed once `M_TOP_PAD` is set): one outside the
+/// main heap lies in an arena's heap.
+const ARENA_BLOCK_MAX: usize = 64 << 10;
+
+thread_local! {
+    /// The arena heap this thread last hinted.
+    static ARENA_HINTED: Cell<usize> = const { Cell::new(0) };
+}
 
 unsafe extern "C" {
     /// The C library's `sbrk`; `sbrk(0)` returns the current end of the heap.
@@ -59,7 +75,17 @@ fn advise_heap(ptr: *mut u8, size: usize) {
     // SAFETY: sbrk(0) only reads the current end of the heap.
     let brk = unsafe { sbrk(0) } as usize;
     if end > brk {
-        // Not on the main heap: a mapped block or another thread's arena.
+        // Not on the main heap: a block mapped on its own, or one in the heap
+        // of another thread's arena, which starts at the 64 MiB boundary below.
+        if size < ARENA_BLOCK_MAX {
+            let heap = ptr as usize & !(ARENA_HEAP - 1);
+            if ARENA_HINTED.with(|h| h.replace(heap)) != heap {
+                // SAFETY: advice only, on the heap's own mapping.
+                unsafe {
+                    libc::madvise(heap as *mut libc::c_void, ARENA_HEAP, libc::MADV_HUGEPAGE);
+                }
+            }
+        }
         return;
     }
     let from = if hinted > 1 { hinted } else { ptr as usize & !4095 };
