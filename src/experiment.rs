@@ -754,9 +754,12 @@ pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
         s.push('\n');
         s.into_bytes()
     };
-    export::write_atomic_with(&dir.join("jobs.csv"), |w| export::write_jobs_csv(&report.output, w))?;
+    // The old manifest is gone, so the large files may be replaced without
+    // keeping the old ones until the rename (see `write_replacing_with`).
+    export::write_replacing_with(&dir.join("jobs.csv"), |w| export::write_jobs_csv(&report.output, w))?;
     export::write_atomic(&dir.join("vc_summary.csv"), &export::vc_summary_csv(&report.vcs))?;
-    export::write_atomic(&dir.join("timeline.csv"), &export::timeline_csv(&report.output))?;
+    let timeline = export::timeline_csv(&report.output);
+    export::write_replacing_with(&dir.join("timeline.csv"), |w| std::io::Write::write_all(w, &timeline))?;
     let skipped = dir.join("skipped.csv");
     if report.skipped.is_empty() {
         if skipped.exists() {

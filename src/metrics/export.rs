@@ -2,12 +2,12 @@
 //! `timeline.csv`, `skipped.csv`, `manifest.json`. Each file is written to a
 //! temporary name and renamed, so a reader never sees half a file.
 
-use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
 use super::VcSummary;
 use crate::engine::RunOutput;
+use crate::ids::JobId;
 use crate::job::{JobState, Skipped};
 
 /// Writes `bytes` to `path` atomically (temporary file in the same directory,
@@ -28,12 +28,42 @@ pub fn write_atomic_with(
     path: &Path,
     fill: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
+    write_renamed(path, false, fill)
+}
+
+/// Like [`write_atomic_with`], except that an old file at `path` is removed
+/// just before the new one is renamed into place, so a killed process may
+/// leave no file at all (never half of one). For files of a run directory
+/// whose manifest, the mark of a complete run, is already gone: renaming over
+/// an existing file makes ext4 (`auto_da_alloc`) start writing the new one
+/// out at once, which costs more than the rest of writing it.
+///
+/// # Errors
+/// The I/O error, with the path in its message.
+pub fn write_replacing_with(
+    path: &Path,
+    fill: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    write_renamed(path, true, fill)
+}
+
+fn write_renamed(
+    path: &Path,
+    remove_old: bool,
+    fill: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let tmp = path.with_extension(format!("{}.tmp", path.extension().and_then(|e| e.to_str()).unwrap_or("")));
     let res = (|| {
         let mut w = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?);
         fill(&mut w)?;
         w.flush()?;
         drop(w);
+        if remove_old {
+            match std::fs::remove_file(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
         std::fs::rename(&tmp, path)
     })();
     res.map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
@@ -54,107 +84,128 @@ pub fn write_atomic_with(
 /// # Errors
 /// The writer's error.
 pub fn write_jobs_csv(out: &RunOutput, w: &mut impl Write) -> std::io::Result<()> {
-    let mut s = String::with_capacity(256);
-    s.push_str("job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status,trace_vc,model,local_bsz,gpu_mem_mib,speed\n");
-    let parts = out.cluster.partitions();
-    let opt = |s: &mut String, v: Option<u64>| {
+    use rayon::prelude::*;
+    w.write_all(
+        b"job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status,trace_vc,model,local_bsz,gpu_mem_mib,speed\n",
+    )?;
+    // Rows are formatted in one block per thread, in parallel, and written in
+    // job order: the bytes are the same whatever the number of threads.
+    let n = out.jobs.len();
+    let block = n.div_ceil(rayon::current_num_threads().max(1)).max(1);
+    let blocks: Vec<Vec<u8>> = (0..n.div_ceil(block))
+        .into_par_iter()
+        .map(|b| {
+            let mut buf = Vec::with_capacity((block * 96).max(HUGE_BUFFER));
+            for i in b * block..n.min((b + 1) * block) {
+                push_job_row(&mut buf, out, JobId(i as u32));
+            }
+            buf
+        })
+        .collect();
+    for b in &blocks {
+        w.write_all(b)?;
+    }
+    Ok(())
+}
+
+/// The least room a `jobs.csv` block starts with (4 MiB: glibc maps so large
+/// a block on its own, and the binary's allocator asks huge pages for it).
+const HUGE_BUFFER: usize = 4 << 20;
+
+/// Appends one `jobs.csv` row (with its line break).
+fn push_job_row(s: &mut Vec<u8>, out: &RunOutput, id: JobId) {
+    let (spec, state) = (out.jobs.spec(id), out.jobs.state(id));
+    let vc = &out.cluster.partitions()[spec.vc.index()].name;
+    let submit = spec.submit.as_ms();
+    let (start, end, nodes, status): (_, _, _, &[u8]) = match state {
+        JobState::Completed(d) => (Some(d.start.as_ms()), Some(d.end.as_ms()), Some(d.nodes_spanned), b"completed"),
+        JobState::Running(r) => (Some(r.start.as_ms()), None, Some(r.nodes_spanned), b"running"),
+        JobState::Pending | JobState::NotArrived => (None, None, None, b"pending"),
+    };
+    let opt = |s: &mut Vec<u8>, v: Option<u64>| {
         if let Some(v) = v {
             push_secs(s, v);
         }
-        s.push(',');
+        s.push(b',');
     };
-    for (spec, state) in out.jobs.iter() {
-        let vc = &parts[spec.vc.index()].name;
-        let submit = spec.submit.as_ms();
-        let (start, end, nodes, status) = match state {
-            JobState::Completed(d) => (Some(d.start.as_ms()), Some(d.end.as_ms()), Some(d.nodes_spanned), "completed"),
-            JobState::Running(r) => (Some(r.start.as_ms()), None, Some(r.nodes_spanned), "running"),
-            JobState::Pending | JobState::NotArrived => (None, None, None, "pending"),
-        };
-        push_field(&mut s, &spec.name);
-        s.push(',');
-        push_field(&mut s, vc);
-        s.push(',');
-        // GPUs used: a moldable task's are the policy's choice.
-        let gpus = match state {
-            JobState::Completed(d) => d.gpus,
-            JobState::Running(r) => r.gpus.len() as u32,
-            _ => spec.gpus,
-        };
-        push_uint(&mut s, u64::from(gpus));
-        s.push(',');
-        opt(&mut s, Some(submit));
-        opt(&mut s, start);
-        opt(&mut s, end);
-        opt(&mut s, end.map(|e| e - submit));
-        opt(&mut s, start.map(|st| st - submit));
-        opt(&mut s, Some(spec.duration_ms));
-        if let Some(n) = nodes {
-            push_uint(&mut s, u64::from(n));
-        }
-        s.push(',');
-        s.push_str(status);
-        s.push(',');
-        push_field(&mut s, spec.vc_label.as_deref().unwrap_or(""));
-        s.push(',');
-        push_field(&mut s, spec.model.as_deref().unwrap_or(""));
-        s.push(',');
-        if let Some(b) = spec.local_bsz {
-            push_uint(&mut s, u64::from(b));
-        }
-        s.push(',');
-        if let Some(m) = spec.gpu_mem_mib {
-            push_uint(&mut s, m);
-        }
-        s.push(',');
-        if let JobState::Completed(d) = state {
-            let ran = d.end.since(d.start);
-            if ran == spec.duration_ms {
-                s.push('1');
-            } else if ran > 0 {
-                use std::fmt::Write as _;
-                let _ = write!(s, "{:.4}", spec.duration_ms as f64 / ran as f64);
-            }
-        }
-        s.push('\n');
-        w.write_all(s.as_bytes())?;
-        s.clear();
+    push_field(s, &spec.name);
+    s.push(b',');
+    push_field(s, vc);
+    s.push(b',');
+    // GPUs used: a moldable task's are the policy's choice.
+    let gpus = match state {
+        JobState::Completed(d) => d.gpus,
+        JobState::Running(r) => r.gpus.len() as u32,
+        _ => spec.gpus,
+    };
+    push_uint(s, u64::from(gpus));
+    s.push(b',');
+    opt(s, Some(submit));
+    opt(s, start);
+    opt(s, end);
+    opt(s, end.map(|e| e - submit));
+    opt(s, start.map(|st| st - submit));
+    opt(s, Some(spec.duration_ms));
+    if let Some(n) = nodes {
+        push_uint(s, u64::from(n));
     }
-    w.write_all(s.as_bytes())
+    s.push(b',');
+    s.extend_from_slice(status);
+    s.push(b',');
+    push_field(s, spec.vc_label.as_deref().unwrap_or(""));
+    s.push(b',');
+    push_field(s, spec.model.as_deref().unwrap_or(""));
+    s.push(b',');
+    if let Some(b) = spec.local_bsz {
+        push_uint(s, u64::from(b));
+    }
+    s.push(b',');
+    if let Some(m) = spec.gpu_mem_mib {
+        push_uint(s, m);
+    }
+    s.push(b',');
+    if let JobState::Completed(d) = state {
+        let ran = d.end.since(d.start);
+        if ran == spec.duration_ms {
+            s.push(b'1');
+        } else if ran > 0 {
+            let _ = write!(s, "{:.4}", spec.duration_ms as f64 / ran as f64);
+        }
+    }
+    s.push(b'\n');
 }
 
 /// Appends milliseconds as seconds, formatted like [`crate::time::fmt_ms_as_secs`]
 /// (`45`, `45.5`, `45.125`), without allocating.
-fn push_secs(s: &mut String, ms: u64) {
+fn push_secs(s: &mut Vec<u8>, ms: u64) {
     let (whole, frac) = (ms / 1000, ms % 1000);
-    s.push_str(itoa::Buffer::new().format(whole));
+    s.extend_from_slice(itoa::Buffer::new().format(whole).as_bytes());
     if frac != 0 {
-        let digits = [b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8];
+        let digits = [b'.', b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8];
         let n = if frac % 100 == 0 {
-            1
-        } else if frac % 10 == 0 {
             2
-        } else {
+        } else if frac % 10 == 0 {
             3
+        } else {
+            4
         };
-        s.push('.');
-        s.push_str(std::str::from_utf8(&digits[..n]).unwrap_or("0"));
+        s.extend_from_slice(&digits[..n]);
     }
 }
 
 /// Appends an unsigned integer without going through `fmt`.
-fn push_uint(s: &mut String, v: u64) {
-    s.push_str(itoa::Buffer::new().format(v));
+fn push_uint(s: &mut Vec<u8>, v: u64) {
+    s.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
 /// Appends a CSV field, quoted when it holds a comma, quote or line break.
-fn push_field(s: &mut String, field: &str) {
-    if field.contains([',', '"', '\n', '\r']) {
-        s.push('"');
-        s.push_str(&field.replace('"', "\"\""));
-        s.push('"');
+fn push_field(s: &mut Vec<u8>, field: &str) {
+    if field.bytes().any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
+        s.push(b'"');
+        s.extend_from_slice(field.replace('"', "\"\"").as_bytes());
+        s.push(b'"');
     } else {
-        s.push_str(field);
+        s.extend_from_slice(field.as_bytes());
     }
 }
 
@@ -170,35 +221,35 @@ pub fn vc_summary_csv(rows: &[VcSummary]) -> Vec<u8> {
 /// `timeline.csv`: `time_s, gpus_busy, gpu_utilization, jobs_running, jobs_pending`.
 pub fn timeline_csv(out: &RunOutput) -> Vec<u8> {
     let total = f64::from(out.cluster.total_gpus().max(1));
-    let mut s = String::from("time_s,gpus_busy,gpu_utilization,jobs_running,jobs_pending\n");
+    let mut s = b"time_s,gpus_busy,gpu_utilization,jobs_running,jobs_pending\n".to_vec();
     for x in &out.timeline {
         let util = (f64::from(x.gpus_busy) / total * 1e6).round() / 1e6;
         push_secs(&mut s, x.time.as_ms());
-        s.push(',');
+        s.push(b',');
         push_uint(&mut s, u64::from(x.gpus_busy));
-        s.push(',');
+        s.push(b',');
         if util == 0.0 || util == 1.0 {
-            s.push(if util == 0.0 { '0' } else { '1' });
+            s.push(if util == 0.0 { b'0' } else { b'1' });
         } else {
             let _ = write!(s, "{util}");
         }
-        s.push(',');
+        s.push(b',');
         push_uint(&mut s, u64::from(x.jobs_running));
-        s.push(',');
+        s.push(b',');
         push_uint(&mut s, u64::from(x.jobs_pending));
-        s.push('\n');
+        s.push(b'\n');
     }
-    s.into_bytes()
+    s
 }
 
 /// `skipped.csv`: `job_id, line, gpus, reason` for every row not simulated.
 pub fn skipped_csv(skipped: &[Skipped]) -> Vec<u8> {
-    let mut s = String::from("job_id,line,gpus,reason\n");
+    let mut s = b"job_id,line,gpus,reason\n".to_vec();
     for k in skipped {
         push_field(&mut s, &k.name);
         let _ = writeln!(s, ",{},{},{}", k.line, k.gpus, k.reason.name());
     }
-    s.into_bytes()
+    s
 }
 
 #[cfg(test)]
@@ -209,9 +260,9 @@ mod tests {
     #[test]
     fn push_secs_formats_like_fmt_ms_as_secs() {
         for ms in [0, 7, 10, 100, 999, 1000, 1001, 1010, 1100, 45_125, 45_500, 86_400_000, 123_456_789_012] {
-            let mut s = String::new();
+            let mut s = Vec::new();
             push_secs(&mut s, ms);
-            assert_eq!(s, fmt_ms_as_secs(ms), "{ms} ms");
+            assert_eq!(String::from_utf8(s).unwrap(), fmt_ms_as_secs(ms), "{ms} ms");
         }
     }
 }

@@ -206,12 +206,15 @@ impl Acc {
 pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Summary, Vec<VcSummary>) {
     let parts = out.cluster.partitions();
     let mut all = Acc::new();
+    // Room for every job up front: growing these by doubling copied them.
+    all.jct.reserve(out.jobs.len());
+    all.queue.reserve(out.jobs.len());
     let mut per_vc: Vec<Acc> = parts.iter().map(|_| Acc::new()).collect();
     let (mut first_submit, mut last_end, mut last_submit) = (u64::MAX, 0u64, 0u64);
     let mut demand_ms = 0.0;
     let mut unfinished = 0;
     let mut slowdowns: Vec<f64> = Vec::new();
-    let (mut q_frac, mut q_whole) = (Vec::new(), Vec::new());
+    let (mut q_frac, mut q_whole) = (Vec::new(), Vec::with_capacity(out.jobs.len()));
     let last_submit_ms = out.jobs.iter().map(|(s, _)| s.submit.as_ms()).max().unwrap_or(0);
     let mut done_by_horizon = 0u64;
     let (mut tasks, mut met, mut norm_lat, mut norm_tput) = (0u64, 0u64, Vec::new(), Vec::new());

@@ -55,17 +55,28 @@ impl Header {
     }
 }
 
+/// The fields of a data row: a csv record, or the pieces of a line that
+/// holds no quote (split at commas).
+pub(crate) enum Fields<'a> {
+    Record(&'a csv::StringRecord),
+    Split(&'a [&'a str]),
+}
+
 /// One data row.
 pub(crate) struct Row<'a> {
     pub file: &'a Path,
     pub line: u64,
-    pub rec: &'a csv::StringRecord,
+    pub fields: Fields<'a>,
     pub header: &'a Header,
 }
 
 impl Row<'_> {
     pub fn str(&self, col: usize) -> &str {
-        self.rec.get(col).unwrap_or("").trim()
+        let s = match self.fields {
+            Fields::Record(rec) => rec.get(col),
+            Fields::Split(fields) => fields.get(col).copied(),
+        };
+        trim(s.unwrap_or(""))
     }
 
     pub fn err(&self, col: usize, message: String) -> TraceError {
@@ -230,10 +241,202 @@ pub(crate) fn for_each_row(
             Ok(false) => break,
             Ok(true) => {
                 let line = lines.line_at(rec.position().map_or(0, |p| p.byte() as usize));
-                f(&header, Row { file, line, rec: &rec, header: &header })?;
+                f(&header, Row { file, line, fields: Fields::Record(&rec), header: &header })?;
             }
             Err(e) => return Err(csv_error(file, &e, &mut lines)),
         }
     }
     Ok(header)
+}
+
+/// Data rows at least this many bytes long are read by two threads.
+const PARALLEL_MIN_BYTES: usize = 256 << 10;
+
+/// Reads every data row of `bytes` (CSV with a header) into one value each,
+/// in file order: `cols` finds the columns from the header (called at the
+/// first data row, so that a file with no data row needs none), `f` maps a row.
+///
+/// Errors as [`for_each_row`]: the first one in file order. A large file
+/// without quotes (so that every line break ends a record) is read in two
+/// halves by two threads; rows are independent, so the values and the first
+/// error are the same as when it is read in one pass.
+///
+/// # Errors
+/// An empty file, a header that is not text or names a column twice, a
+/// malformed row, or the first error `cols` or `f` returns.
+pub(crate) fn map_rows<C: Sync, T: Send>(
+    file: &Path,
+    bytes: &[u8],
+    cols: impl Fn(&Header) -> Result<C, TraceError> + Sync,
+    f: impl Fn(&C, &Row<'_>) -> Result<T, TraceError> + Sync,
+) -> Result<Vec<T>, TraceError> {
+    let format_err = |message: &str| TraceError::Format { file: file.to_path_buf(), message: message.to_string() };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(format_err("the file is empty (no header line)"));
+    }
+    let mut lines = LineCounter::new(bytes);
+    let mut rdr = csv::ReaderBuilder::new().has_headers(true).from_reader(bytes);
+    let header = match rdr.headers() {
+        Ok(h) => Header::new(h),
+        Err(e) if matches!(e.kind(), csv::ErrorKind::Utf8 { .. }) => {
+            return Err(format_err("the header line is not UTF-8 text (a binary or compressed file?)"));
+        }
+        Err(e) => return Err(csv_error(file, &e, &mut lines)),
+    };
+    header.check_unique(file)?;
+    let fields = rdr.headers().map_or(0, csv::StringRecord::len);
+    // Where the data rows start: the reader has read the header line only.
+    let data = rdr.position().byte() as usize;
+    let rest = &bytes[data..];
+    // Without quotes, and with line breaks `\n` or `\r\n` only, every line
+    // is one record and every comma a field separator: the lines can be
+    // split directly, and in parts. Anything else goes through the reader.
+    let plain = !rest.contains(&b'"')
+        && (!rest.contains(&b'\r') || !rest.windows(2).any(|w| w[0] == b'\r' && w[1] != b'\n'))
+        && rest.last() != Some(&b'\r');
+    let text = if plain { std::str::from_utf8(rest).ok() } else { None };
+    let Some(text) = text else {
+        let mut out = Vec::with_capacity(line_estimate(rest));
+        let mut c = None;
+        let mut rec = csv::StringRecord::new();
+        loop {
+            match rdr.read_record(&mut rec) {
+                Ok(false) => break,
+                Ok(true) => {
+                    let line = lines.line_at(rec.position().map_or(0, |p| p.byte() as usize));
+                    let row = Row { file, line, fields: Fields::Record(&rec), header: &header };
+                    let c = match &c {
+                        Some(c) => c,
+                        None => c.insert(cols(&header)?),
+                    };
+                    out.push(f(c, &row)?);
+                }
+                Err(e) => return Err(csv_error(file, &e, &mut lines)),
+            }
+        }
+        return Ok(out);
+    };
+    drop(rdr);
+    let first_line = 1 + bytes[..data].iter().filter(|&&b| b == b'\n').count() as u64;
+    // The rows of `part`, whose first line is `line`, appended to `out`.
+    let read = |part: &str, mut line: u64, out: &mut Vec<T>| -> Result<(), TraceError> {
+        let mut c = None;
+        let mut split: Vec<&str> = Vec::with_capacity(fields);
+        for l in part.split('\n') {
+            let this = line;
+            line += 1;
+            let l = l.strip_suffix('\r').unwrap_or(l);
+            if l.is_empty() {
+                continue;
+            }
+            split.clear();
+            split.extend(l.split(','));
+            if split.len() != fields {
+                let message = format!("row has {} fields but the header has {fields}", split.len());
+                return Err(TraceError::Row { file: file.to_path_buf(), line: this, message });
+            }
+            let row = Row { file, line: this, fields: Fields::Split(&split), header: &header };
+            let c = match &c {
+                Some(c) => c,
+                None => c.insert(cols(&header)?),
+            };
+            out.push(f(c, &row)?);
+        }
+        Ok(())
+    };
+    // A large file in two halves, the second on another thread; rows are
+    // independent, so the values and the first error are those of one pass.
+    let mid = text.len() / 2;
+    let split = (text.len() >= PARALLEL_MIN_BYTES).then(|| text[mid..].find('\n').map(|i| mid + i + 1)).flatten();
+    let mut out = Vec::with_capacity(line_estimate(rest));
+    let Some(split) = split else {
+        read(text, first_line, &mut out)?;
+        return Ok(out);
+    };
+    let (head, tail) = text.split_at(split);
+    let tail_line = first_line + head.bytes().filter(|&b| b == b'\n').count() as u64;
+    let second = std::thread::scope(|scope| {
+        let second = scope.spawn(|| {
+            let mut v = Vec::with_capacity(line_estimate(tail.as_bytes()));
+            read(tail, tail_line, &mut v).map(|()| v)
+        });
+        // The second half's rows only count once the first half has none wrong.
+        let first = read(head, first_line, &mut out);
+        let second = second.join();
+        first.map(|()| second)
+    })?;
+    match second {
+        Ok(second) => out.extend(second?),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+    Ok(out)
+}
+
+/// `s` without leading and trailing white space, as `str::trim`, with a
+/// quick path for fields that have none at either end (most of them).
+fn trim(s: &str) -> &str {
+    match (s.as_bytes().first(), s.as_bytes().last()) {
+        (Some(a), Some(z)) if a.is_ascii_graphic() && z.is_ascii_graphic() => s,
+        _ => s.trim(),
+    }
+}
+
+/// Lines in `bytes`: an upper bound on the records they hold, to size vectors once.
+fn line_estimate(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (line, first field, second field as a number) of every row, or the error.
+    fn rows(bytes: &[u8]) -> Result<Vec<(u64, String, u64)>, String> {
+        map_rows(
+            Path::new("t.csv"),
+            bytes,
+            |h| h.require(Path::new("t.csv"), "b"),
+            |&b, row| Ok((row.line, row.str(0).to_string(), row.time_ms(b)? / 1000)),
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn plain_lines_read_as_the_csv_reader_reads_them() {
+        // Line 1 header, 2 blank, 3 row, 4 blank (CRLF), 5 row with spaces.
+        let plain = "a,b\n\nx,1\r\n\r\n y ,2\n";
+        let want = vec![(3, "x".to_string(), 1), (5, "y".to_string(), 2)];
+        assert_eq!(rows(plain.as_bytes()).unwrap(), want);
+        // A quoted field sends the file through the csv reader: same rows.
+        let quoted = "a,b\n\n\"x\",1\r\n\r\n y ,2\n";
+        assert_eq!(rows(quoted.as_bytes()).unwrap(), want);
+        // A field too many, on line 4, either way.
+        for text in ["a,b\nx,1\n\nx,1,2\n", "a,b\n\"x\",1\n\nx,1,2\n"] {
+            assert_eq!(rows(text.as_bytes()).unwrap_err(), "t.csv:4: row has 3 fields but the header has 2");
+        }
+        // A bad number names its line and column.
+        let err = rows(b"a,b\nx,1\ny,zz\n").unwrap_err();
+        assert!(err.starts_with("t.csv:3: column `b`: `zz`"), "{err}");
+        // No data row: the missing column is not asked for.
+        let none = map_rows(Path::new("t.csv"), b"a,c\n", |h| h.require(Path::new("t.csv"), "b"), |_, _| Ok(()));
+        assert!(none.unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_large_file_read_in_halves_gives_rows_and_first_error_in_file_order() {
+        let n = 40_000;
+        let mut text = String::from("a,b\n");
+        for i in 0..n {
+            text.push_str(&format!("j{i},{i}\n"));
+        }
+        assert!(text.len() >= PARALLEL_MIN_BYTES);
+        let got = rows(text.as_bytes()).unwrap();
+        assert_eq!(got.len(), n);
+        assert!(got.iter().enumerate().all(|(i, r)| *r == (i as u64 + 2, format!("j{i}"), i as u64)));
+        // Errors near the end and near the start: the one nearer the start wins.
+        let late = text.replacen(&format!("j{},{}\n", n - 5, n - 5), "bad,x\n", 1);
+        assert!(rows(late.as_bytes()).unwrap_err().starts_with(&format!("t.csv:{}: ", n - 5 + 2)));
+        let both = late.replacen("j7,7\n", "bad,y\n", 1);
+        assert!(rows(both.as_bytes()).unwrap_err().starts_with("t.csv:9: "));
+    }
 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::csvrows::{Header, for_each_row};
+use super::csvrows::{Header, for_each_row, map_rows};
 use super::{TraceFormat, TraceRecord};
 use crate::error::TraceError;
 use crate::job::SkipReason;
@@ -154,14 +154,10 @@ fn require_all(header: &Header, file: &Path, names: &[&str]) -> Result<Vec<usize
 }
 
 fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError> {
-    let mut out = Vec::with_capacity(line_count(bytes));
-    let mut cols: Option<Vec<usize>> = None;
-    for_each_row(file, bytes, |header, row| {
-        if cols.is_none() {
-            cols =
-                Some(require_all(header, file, &["job id", "arrival time (sec)", "shape", "size", "duration (sec)"])?);
-        }
-        let c = cols.as_ref().expect("set above");
+    let cols = |header: &Header| {
+        require_all(header, file, &["job id", "arrival time (sec)", "shape", "size", "duration (sec)"])
+    };
+    map_rows(file, bytes, cols, |c, row| {
         let gpus = row.count(c[3])?;
         let shape: Vec<u32> = row
             .str(c[2])
@@ -175,14 +171,12 @@ fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
         if shape.iter().try_fold(0u32, |a, &b| a.checked_add(b)) != Some(gpus) {
             return Err(row.err(c[2], format!("shape `{}` does not add up to size {gpus}", row.str(c[2]))));
         }
-        out.push(TraceRecord {
+        Ok(TraceRecord {
             shape: Some(shape),
             line: row.line,
             ..TraceRecord::new(row.text(c[0], "job id")?, row.time_ms(c[1])?, row.duration_ms(c[4])?, gpus)
-        });
-        Ok(())
-    })?;
-    Ok(out)
+        })
+    })
 }
 
 #[derive(Clone, Copy)]
@@ -249,23 +243,19 @@ fn read_wallclock(
 }
 
 fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<TraceRecord>, TraceError> {
-    let mut out = Vec::with_capacity(line_count(bytes));
-    type Cols = (Vec<usize>, Option<usize>, Option<usize>, Option<usize>, Option<usize>);
-    let mut cols: Option<Cols> = None;
-    for_each_row(file, bytes, |header, row| {
-        if cols.is_none() {
-            let req: Vec<&str> =
-                ["job_id", "submit_time", "duration", "gpu_num"].iter().map(|f| columns.column(f)).collect();
-            cols = Some((
-                require_all(header, file, &req)?,
-                header.find(&[columns.column("vc")]),
-                header.find(&[columns.column("user")]),
-                header.find(&[columns.column("model")]),
-                header.find(&[columns.column("local_bsz")]),
-            ));
-        }
-        let (c, vc, user, model, local_bsz) = cols.as_ref().expect("set above");
-        out.push(TraceRecord {
+    let cols = |header: &Header| {
+        let req: Vec<&str> =
+            ["job_id", "submit_time", "duration", "gpu_num"].iter().map(|f| columns.column(f)).collect();
+        Ok((
+            require_all(header, file, &req)?,
+            header.find(&[columns.column("vc")]),
+            header.find(&[columns.column("user")]),
+            header.find(&[columns.column("model")]),
+            header.find(&[columns.column("local_bsz")]),
+        ))
+    };
+    map_rows(file, bytes, cols, |(c, vc, user, model, local_bsz), row| {
+        Ok(TraceRecord {
             job_id: row.text(c[0], "job id")?,
             submit_ms: row.time_ms(c[1])?,
             duration_ms: row.duration_ms(c[2])?,
@@ -283,10 +273,8 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
             gpu_types: None,
             skip: None,
             line: row.line,
-        });
-        Ok(())
-    })?;
-    Ok(out)
+        })
+    })
 }
 
 /// The Alibaba PAI 2023 pod list (`openb_pod_list_*.csv`; FGD, Weng et al.,

@@ -174,8 +174,14 @@ pub fn load_trace(path: &Path, format: TraceFormat, columns: &ColumnMap) -> Resu
             message: format!("--columns and --columns-file apply to jobs-csv traces; this one is {}", format.name()),
         });
     }
-    let sha256 = hex(&Sha256::digest(&bytes));
-    let (records, origin) = formats::read(path, &bytes, format, columns)?;
+    // The digest on another thread while the rows are read.
+    let (sha256, read) = std::thread::scope(|scope| {
+        let sha = scope.spawn(|| hex(&Sha256::digest(&bytes)));
+        let read = formats::read(path, &bytes, format, columns);
+        (sha.join(), read)
+    });
+    let sha256 = sha256.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let (records, origin) = read?;
     check_unique_ids(path, &records, format)?;
     Ok(LoadedTrace { path: path.to_path_buf(), format, sha256, origin, records })
 }

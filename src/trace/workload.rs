@@ -74,6 +74,8 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
     let mut specs = Vec::with_capacity(records.len());
     let mut skipped = Vec::new();
     for r in records {
+        // The job's recorded split (see `JobSpec::recorded_split`), found below.
+        let mut recorded = Vec::new();
         let vc = if named_vcs { r.vc.as_deref().and_then(|v| cluster.vc_by_name(v)) } else { Some(VcId(0)) };
         let types: &[String] = r.gpu_types.as_deref().unwrap_or(&[]);
         let reason = if r.gpus == 0 {
@@ -99,11 +101,19 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
                     scratch.clear();
                     placer.place(cluster, req, &mut scratch).then(|| cluster.split_of(&scratch))
                 };
-                let split = match class {
-                    None => by_size.entry((vc, r.gpus, mem, types.to_vec())).or_insert_with(&mut on_empty),
-                    Some(class) => by_class.entry((vc, class)).or_insert_with(&mut on_empty),
+                let unplaceable = match class {
+                    None => {
+                        let split = by_size.entry((vc, r.gpus, mem, types.to_vec())).or_insert_with(&mut on_empty);
+                        recorded = split.clone().unwrap_or_default();
+                        split.is_none()
+                    }
+                    Some(class) => {
+                        let unplaceable = by_class.entry((vc, class)).or_insert_with(&mut on_empty).is_none();
+                        recorded = shape;
+                        unplaceable
+                    }
                 };
-                split.is_none().then_some(SkipReason::Unplaceable)
+                unplaceable.then_some(SkipReason::Unplaceable)
             }
         } else {
             Some(SkipReason::UnknownVc)
@@ -111,12 +121,7 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
         match reason {
             Some(reason) => skipped.push(Skipped { name: r.job_id, line: r.line, gpus: r.gpus, reason }),
             None => specs.push(JobSpec {
-                recorded_split: match &r.shape {
-                    Some(shape) => sorted_shape(Some(shape)),
-                    None => by_size[&(vc.expect("admitted"), r.gpus, r.gpu_mem_mib.unwrap_or(0), types.to_vec())]
-                        .clone()
-                        .unwrap_or_default(),
-                },
+                recorded_split: recorded,
                 model: r.model,
                 local_bsz: r.local_bsz,
                 gpu_mem_mib: r.gpu_mem_mib,
