@@ -55,28 +55,17 @@ impl Header {
     }
 }
 
-/// The fields of a data row: a csv record, or the pieces of a line that
-/// holds no quote (split at commas).
-pub(crate) enum Fields<'a> {
-    Record(&'a csv::StringRecord),
-    Split(&'a [&'a str]),
-}
-
 /// One data row.
 pub(crate) struct Row<'a> {
     pub file: &'a Path,
     pub line: u64,
-    pub fields: Fields<'a>,
+    pub rec: &'a csv::StringRecord,
     pub header: &'a Header,
 }
 
 impl Row<'_> {
     pub fn str(&self, col: usize) -> &str {
-        let s = match self.fields {
-            Fields::Record(rec) => rec.get(col),
-            Fields::Split(fields) => fields.get(col).copied(),
-        };
-        trim(s.unwrap_or(""))
+        trim(self.rec.get(col).unwrap_or(""))
     }
 
     pub fn err(&self, col: usize, message: String) -> TraceError {
@@ -241,7 +230,7 @@ pub(crate) fn for_each_row(
             Ok(false) => break,
             Ok(true) => {
                 let line = lines.line_at(rec.position().map_or(0, |p| p.byte() as usize));
-                f(&header, Row { file, line, fields: Fields::Record(&rec), header: &header })?;
+                f(&header, Row { file, line, rec: &rec, header: &header })?;
             }
             Err(e) => return Err(csv_error(file, &e, &mut lines)),
         }
@@ -258,8 +247,9 @@ const PARALLEL_MIN_BYTES: usize = 256 << 10;
 ///
 /// Errors as [`for_each_row`]: the first one in file order. A large file
 /// without quotes (so that every line break ends a record) is read in two
-/// halves by two threads; rows are independent, so the values and the first
-/// error are the same as when it is read in one pass.
+/// halves, each by its own csv reader on its own thread; rows are
+/// independent, so the values and the first error are the same as when it is
+/// read in one pass.
 ///
 /// # Errors
 /// An empty file, a header that is not text or names a column twice, a
@@ -289,8 +279,8 @@ pub(crate) fn map_rows<C: Sync, T: Send>(
     let data = rdr.position().byte() as usize;
     let rest = &bytes[data..];
     // Without quotes, and with line breaks `\n` or `\r\n` only, every line
-    // is one record and every comma a field separator: the lines can be
-    // split directly, and in parts. Anything else goes through the reader.
+    // break ends a record, so the rows can be cut in two at a line break and
+    // each part given to a reader of its own.
     let plain = !rest.contains(&b'"')
         && (!rest.contains(&b'\r') || !rest.windows(2).any(|w| w[0] == b'\r' && w[1] != b'\n'))
         && rest.last() != Some(&b'\r');
@@ -304,7 +294,7 @@ pub(crate) fn map_rows<C: Sync, T: Send>(
                 Ok(false) => break,
                 Ok(true) => {
                     let line = lines.line_at(rec.position().map_or(0, |p| p.byte() as usize));
-                    let row = Row { file, line, fields: Fields::Record(&rec), header: &header };
+                    let row = Row { file, line, rec: &rec, header: &header };
                     let c = match &c {
                         Some(c) => c,
                         None => c.insert(cols(&header)?),
@@ -318,31 +308,39 @@ pub(crate) fn map_rows<C: Sync, T: Send>(
     };
     drop(rdr);
     let first_line = 1 + bytes[..data].iter().filter(|&&b| b == b'\n').count() as u64;
-    // The rows of `part`, whose first line is `line`, appended to `out`.
-    let read = |part: &str, mut line: u64, out: &mut Vec<T>| -> Result<(), TraceError> {
+    // The rows of `part`, whose first line is `line`, appended to `out`. The
+    // part has no header; its field counts are checked against the file's.
+    let read = |part: &str, line: u64, out: &mut Vec<T>| -> Result<(), TraceError> {
         let mut c = None;
-        let mut split: Vec<&str> = Vec::with_capacity(fields);
-        for l in part.split('\n') {
-            let this = line;
-            line += 1;
-            let l = l.strip_suffix('\r').unwrap_or(l);
-            if l.is_empty() {
-                continue;
+        let mut rdr = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(part.as_bytes());
+        let mut lines = LineCounter::new(part.as_bytes());
+        let mut rec = csv::StringRecord::new();
+        loop {
+            match rdr.read_record(&mut rec) {
+                Ok(false) => return Ok(()),
+                Ok(true) => {
+                    let this = line + lines.line_at(rec.position().map_or(0, |p| p.byte() as usize)) - 1;
+                    if rec.len() != fields {
+                        let message = format!("row has {} fields but the header has {fields}", rec.len());
+                        return Err(TraceError::Row { file: file.to_path_buf(), line: this, message });
+                    }
+                    let row = Row { file, line: this, rec: &rec, header: &header };
+                    let c = match &c {
+                        Some(c) => c,
+                        None => c.insert(cols(&header)?),
+                    };
+                    out.push(f(c, &row)?);
+                }
+                // Without quotes only a non-UTF-8 field can fail here.
+                Err(e) => {
+                    let mut err = csv_error(file, &e, &mut lines);
+                    if let TraceError::Row { line: l, .. } = &mut err {
+                        *l += line - 1;
+                    }
+                    return Err(err);
+                }
             }
-            split.clear();
-            split.extend(l.split(','));
-            if split.len() != fields {
-                let message = format!("row has {} fields but the header has {fields}", split.len());
-                return Err(TraceError::Row { file: file.to_path_buf(), line: this, message });
-            }
-            let row = Row { file, line: this, fields: Fields::Split(&split), header: &header };
-            let c = match &c {
-                Some(c) => c,
-                None => c.insert(cols(&header)?),
-            };
-            out.push(f(c, &row)?);
         }
-        Ok(())
     };
     // A large file in two halves, the second on another thread; rows are
     // independent, so the values and the first error are those of one pass.
