@@ -361,23 +361,25 @@ fn partition(arg: &mut [Item], mut left: usize, mut right: usize, pivot: i64) ->
     left += block;
     right -= block;
     let mut store = |arg: &mut [Item], reg: &[Item; LANES], l_store: &mut usize, r_store: &mut usize| {
-        let upper = reg.iter().filter(|i| i.0 >= pivot).count();
-        let mut l = *l_store;
-        let mut r = *r_store + LANES - upper;
+        // Both compress-stores at once, without branches: every lane is
+        // written to both buffers and counted in one.
+        let mut lower_buf = [(0, 0); LANES];
+        let mut upper_buf = [(0, 0); LANES];
+        let (mut nl, mut nu) = (0, 0);
         for &i in reg {
-            let k = i.0;
-            smallest = smallest.min(k);
-            biggest = biggest.max(k);
-            if k >= pivot {
-                arg[r] = i;
-                r += 1;
-            } else {
-                arg[l] = i;
-                l += 1;
-            }
+            smallest = smallest.min(i.0);
+            biggest = biggest.max(i.0);
+            lower_buf[nl] = i;
+            upper_buf[nu] = i;
+            let up = usize::from(i.0 >= pivot);
+            nu += up;
+            nl += 1 - up;
         }
-        *l_store += LANES - upper;
-        *r_store -= upper;
+        arg[*l_store..*l_store + nl].copy_from_slice(&lower_buf[..nl]);
+        let r = *r_store + LANES - nu;
+        arg[r..r + nu].copy_from_slice(&upper_buf[..nu]);
+        *l_store += nl;
+        *r_store -= nu;
     };
     while right != left {
         let regs: [[Item; LANES]; UNROLL] = if (r_store + LANES) - right < left - l_store {
