@@ -200,16 +200,13 @@ pub(crate) fn csv_error(file: &Path, e: &csv::Error, lines: &mut LineCounter<'_>
     err
 }
 
-/// Reads every data row of `bytes` (CSV with a header), calling `f` on each.
+/// A csv reader over `bytes` past its header line, the header, and a line
+/// counter over the bytes.
 ///
 /// # Errors
-/// An empty file, a header that is not text or names a column twice, a
-/// malformed row, or the first error `f` returns.
-pub(crate) fn for_each_row(
-    file: &Path,
-    bytes: &[u8],
-    mut f: impl FnMut(&Header, Row<'_>) -> Result<(), TraceError>,
-) -> Result<Header, TraceError> {
+/// An empty file, or a header that is not text, is malformed or names a
+/// column twice.
+fn open<'a>(file: &Path, bytes: &'a [u8]) -> Result<(Header, csv::Reader<&'a [u8]>, LineCounter<'a>), TraceError> {
     let format_err = |message: &str| TraceError::Format { file: file.to_path_buf(), message: message.to_string() };
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(format_err("the file is empty (no header line)"));
@@ -224,18 +221,44 @@ pub(crate) fn for_each_row(
         Err(e) => return Err(csv_error(file, &e, &mut lines)),
     };
     header.check_unique(file)?;
+    Ok((header, rdr, lines))
+}
+
+/// Reads every data row of `bytes` (CSV with a header), calling `f` on each.
+///
+/// # Errors
+/// An empty file, a header that is not text or names a column twice, a
+/// malformed row, or the first error `f` returns.
+pub(crate) fn for_each_row(
+    file: &Path,
+    bytes: &[u8],
+    mut f: impl FnMut(&Header, Row<'_>) -> Result<(), TraceError>,
+) -> Result<Header, TraceError> {
+    let (header, mut rdr, mut lines) = open(file, bytes)?;
+    each_record(file, &header, &mut rdr, &mut lines, |row| f(&header, row))?;
+    Ok(header)
+}
+
+/// Calls `f` on every remaining record of `rdr`, with its line counted by
+/// `lines`.
+fn each_record(
+    file: &Path,
+    header: &Header,
+    rdr: &mut csv::Reader<&[u8]>,
+    lines: &mut LineCounter<'_>,
+    mut f: impl FnMut(Row<'_>) -> Result<(), TraceError>,
+) -> Result<(), TraceError> {
     let mut rec = csv::StringRecord::new();
     loop {
         match rdr.read_record(&mut rec) {
-            Ok(false) => break,
+            Ok(false) => return Ok(()),
             Ok(true) => {
                 let line = lines.line_at(rec.position().map_or(0, |p| p.byte() as usize));
-                f(&header, Row { file, line, rec: &rec, header: &header })?;
+                f(Row { file, line, rec: &rec, header })?;
             }
-            Err(e) => return Err(csv_error(file, &e, &mut lines)),
+            Err(e) => return Err(csv_error(file, &e, lines)),
         }
     }
-    Ok(header)
 }
 
 /// Data rows at least this many bytes long are read by two threads.
@@ -260,20 +283,7 @@ pub(crate) fn map_rows<C: Sync, T: Send>(
     cols: impl Fn(&Header) -> Result<C, TraceError> + Sync,
     f: impl Fn(&C, &Row<'_>) -> Result<T, TraceError> + Sync,
 ) -> Result<Vec<T>, TraceError> {
-    let format_err = |message: &str| TraceError::Format { file: file.to_path_buf(), message: message.to_string() };
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(format_err("the file is empty (no header line)"));
-    }
-    let mut lines = LineCounter::new(bytes);
-    let mut rdr = csv::ReaderBuilder::new().has_headers(true).from_reader(bytes);
-    let header = match rdr.headers() {
-        Ok(h) => Header::new(h),
-        Err(e) if matches!(e.kind(), csv::ErrorKind::Utf8 { .. }) => {
-            return Err(format_err("the header line is not UTF-8 text (a binary or compressed file?)"));
-        }
-        Err(e) => return Err(csv_error(file, &e, &mut lines)),
-    };
-    header.check_unique(file)?;
+    let (header, mut rdr, mut lines) = open(file, bytes)?;
     let fields = rdr.headers().map_or(0, csv::StringRecord::len);
     // Where the data rows start: the reader has read the header line only.
     let data = rdr.position().byte() as usize;
@@ -288,22 +298,14 @@ pub(crate) fn map_rows<C: Sync, T: Send>(
     let Some(text) = text else {
         let mut out = Vec::with_capacity(line_estimate(rest));
         let mut c = None;
-        let mut rec = csv::StringRecord::new();
-        loop {
-            match rdr.read_record(&mut rec) {
-                Ok(false) => break,
-                Ok(true) => {
-                    let line = lines.line_at(rec.position().map_or(0, |p| p.byte() as usize));
-                    let row = Row { file, line, rec: &rec, header: &header };
-                    let c = match &c {
-                        Some(c) => c,
-                        None => c.insert(cols(&header)?),
-                    };
-                    out.push(f(c, &row)?);
-                }
-                Err(e) => return Err(csv_error(file, &e, &mut lines)),
-            }
-        }
+        each_record(file, &header, &mut rdr, &mut lines, |row| {
+            let c = match &c {
+                Some(c) => c,
+                None => c.insert(cols(&header)?),
+            };
+            out.push(f(c, &row)?);
+            Ok(())
+        })?;
         return Ok(out);
     };
     drop(rdr);
