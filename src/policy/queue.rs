@@ -2,9 +2,11 @@
 //!
 //! Each VC partition has its own queue, ordered by a key (submit time for FIFO,
 //! trace duration for SJF) with ties broken by job id, i.e. submission order.
-//! Pending jobs live in ordered sets, so a scheduling pass touches only the jobs
-//! it starts plus one blocked head per partition (and, with backfill, one
-//! candidate per distinct GPU count): its cost does not grow with queue length.
+//! Pending jobs live in ordered collections, so a scheduling pass touches only
+//! the jobs it starts plus one blocked head per partition (and, with backfill,
+//! one candidate per distinct GPU count). SJF's queue is a B-tree set; FIFO's,
+//! whose jobs arrive in key order, a sorted double-ended queue (O(1) at both
+//! ends; a job backfilled from the middle shifts the shorter side).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -34,9 +36,88 @@ impl QueueOrder {
 
 type Key = (u64, JobId);
 
-#[derive(Default)]
+/// Pending jobs in key order. Under FIFO, jobs arrive in key order (submit
+/// time, then id), so a sorted double-ended queue takes them at its back and
+/// gives the head from its front in O(1); a key out of order is still
+/// inserted at its place. Under SJF keys arrive in any order, so a B-tree
+/// set keeps insertions O(log n) however long the queue.
+enum Pending {
+    Sorted(std::collections::VecDeque<Key>),
+    Tree(BTreeSet<Key>),
+}
+
+impl Pending {
+    fn new(order: QueueOrder) -> Self {
+        match order {
+            QueueOrder::Fifo => Pending::Sorted(Default::default()),
+            QueueOrder::Sjf => Pending::Tree(BTreeSet::new()),
+        }
+    }
+
+    fn insert(&mut self, key: Key) {
+        match self {
+            Pending::Sorted(q) if q.back().is_none_or(|&b| b < key) => q.push_back(key),
+            Pending::Sorted(q) => {
+                let at = q.partition_point(|&k| k < key);
+                if q.get(at) != Some(&key) {
+                    q.insert(at, key);
+                }
+            }
+            Pending::Tree(t) => {
+                t.insert(key);
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &Key) {
+        match self {
+            Pending::Sorted(q) if q.front() == Some(key) => {
+                q.pop_front();
+            }
+            Pending::Sorted(q) => {
+                if let Ok(at) = q.binary_search(key) {
+                    q.remove(at);
+                }
+            }
+            Pending::Tree(t) => {
+                t.remove(key);
+            }
+        }
+    }
+
+    fn first(&self) -> Option<&Key> {
+        match self {
+            Pending::Sorted(q) => q.front(),
+            Pending::Tree(t) => t.first(),
+        }
+    }
+}
+
+/// The partitions whose queue may have a job to start: a bit set, taken
+/// lowest partition first.
+struct Dirty(Vec<u64>);
+
+impl Dirty {
+    fn new(partitions: usize) -> Self {
+        Dirty(vec![0; partitions.div_ceil(64).max(1)])
+    }
+
+    fn insert(&mut self, vc: VcId) {
+        self.0[vc.index() / 64] |= 1 << (vc.index() % 64);
+    }
+
+    fn remove(&mut self, vc: VcId) {
+        self.0[vc.index() / 64] &= !(1 << (vc.index() % 64));
+    }
+
+    fn first(&self) -> Option<VcId> {
+        let (w, bits) = self.0.iter().enumerate().find(|(_, b)| **b != 0)?;
+        Some(VcId((w * 64 + bits.trailing_zeros() as usize) as u16))
+    }
+}
+
 struct VcQueue {
-    order: BTreeSet<Key>,
+    order: Pending,
     /// Only kept with backfill: the same jobs bucketed by placement class
     /// (the GPU count, or the recorded split for the recorded placement).
     by_class: BTreeMap<Vec<u32>, BTreeSet<Key>>,
@@ -70,7 +151,7 @@ pub struct QueuePolicy {
     backfill: bool,
     placement: Box<dyn Placement>,
     queues: Vec<VcQueue>,
-    dirty: BTreeSet<VcId>,
+    dirty: Dirty,
     scratch: Vec<GpuId>,
 }
 
@@ -81,8 +162,10 @@ impl QueuePolicy {
             order,
             backfill,
             placement,
-            queues: (0..partitions.max(1)).map(|_| VcQueue::default()).collect(),
-            dirty: BTreeSet::new(),
+            queues: (0..partitions.max(1))
+                .map(|_| VcQueue { order: Pending::new(order), by_class: BTreeMap::new() })
+                .collect(),
+            dirty: Dirty::new(partitions.max(1)),
             scratch: Vec::new(),
         }
     }
@@ -166,7 +249,7 @@ impl Policy for QueuePolicy {
     }
 
     fn decide(&mut self, view: &View<'_>) -> Decision {
-        while let Some(&vc) = self.dirty.first() {
+        while let Some(vc) = self.dirty.first() {
             if let Some(key) = self.next_in(vc, view) {
                 self.remove(vc, key, view);
                 let gpus = std::mem::take(&mut self.scratch);
@@ -176,8 +259,33 @@ impl Policy for QueuePolicy {
                     Decision::Launch { job: key.1, gpus }
                 };
             }
-            self.dirty.remove(&vc);
+            self.dirty.remove(vc);
         }
         Decision::Wait
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_pending_collections_keep_key_order() {
+        let keys: Vec<Key> = [(5, 3), (1, 0), (5, 1), (9, 2), (1, 4), (7, 5)].map(|(t, j)| (t, JobId(j))).to_vec();
+        for order in [QueueOrder::Fifo, QueueOrder::Sjf] {
+            let mut p = Pending::new(order);
+            for &k in &keys {
+                p.insert(k);
+            }
+            p.insert(keys[0]); // a repeat is kept once, as in a set
+            let mut taken = Vec::new();
+            p.remove(&(5, JobId(1))); // from the middle
+            while let Some(&k) = p.first() {
+                taken.push(k);
+                p.remove(&k);
+            }
+            let want: Vec<Key> = [(1, 0), (1, 4), (5, 3), (7, 5), (9, 2)].map(|(t, j)| (t, JobId(j))).to_vec();
+            assert_eq!(taken, want, "{order:?}");
+        }
     }
 }
