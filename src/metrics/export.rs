@@ -88,14 +88,20 @@ pub fn write_jobs_csv(out: &RunOutput, w: &mut impl Write) -> std::io::Result<()
     w.write_all(
         b"job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status,trace_vc,model,local_bsz,gpu_mem_mib,speed\n",
     )?;
-    // Rows are formatted in one block per thread, in parallel, and written in
-    // job order: the bytes are the same whatever the number of threads.
+    // Rows are formatted in blocks, one per thread but none under
+    // MIN_BLOCK_ROWS rows (so that memory does not grow with the thread
+    // count), in parallel, and written in job order: the bytes are the same
+    // whatever the number of threads.
     let n = out.jobs.len();
-    let block = n.div_ceil(rayon::current_num_threads().max(1)).max(1);
+    let blocks_n = rayon::current_num_threads().min(n / MIN_BLOCK_ROWS).max(1);
+    let block = n.div_ceil(blocks_n).max(1);
     let blocks: Vec<Vec<u8>> = (0..n.div_ceil(block))
         .into_par_iter()
         .map(|b| {
-            let mut buf = Vec::with_capacity((block * 96).max(HUGE_BUFFER));
+            let guess = block * 96;
+            // A large block starts at HUGE_BUFFER, so that it is mapped on its
+            // own with huge pages; a small one at its likely size.
+            let mut buf = Vec::with_capacity(if guess >= HUGE_BUFFER / 2 { guess.max(HUGE_BUFFER) } else { guess });
             for i in b * block..n.min((b + 1) * block) {
                 push_job_row(&mut buf, out, JobId(i as u32));
             }
@@ -108,9 +114,12 @@ pub fn write_jobs_csv(out: &RunOutput, w: &mut impl Write) -> std::io::Result<()
     Ok(())
 }
 
-/// The least room a `jobs.csv` block starts with (4 MiB: glibc maps so large
-/// a block on its own, and the binary's allocator asks huge pages for it).
+/// The least room a large `jobs.csv` block starts with (4 MiB: glibc maps so
+/// large a block on its own, and the binary's allocator asks huge pages for it).
 const HUGE_BUFFER: usize = 4 << 20;
+
+/// Fewest jobs in a `jobs.csv` block (about 3 MB of rows).
+const MIN_BLOCK_ROWS: usize = 32_768;
 
 /// Appends one `jobs.csv` row (with its line break).
 fn push_job_row(s: &mut Vec<u8>, out: &RunOutput, id: JobId) {

@@ -261,6 +261,9 @@ fn each_record(
     }
 }
 
+/// The UTF-8 byte-order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// Data rows at least this many bytes long are read by two threads.
 const PARALLEL_MIN_BYTES: usize = 256 << 10;
 
@@ -291,9 +294,13 @@ pub(crate) fn map_rows<C: Sync, T: Send>(
     // Without quotes, and with line breaks `\n` or `\r\n` only, every line
     // break ends a record, so the rows can be cut in two at a line break and
     // each part given to a reader of its own.
+    // A byte-order mark is stripped by a reader at the start of its input
+    // only, so a part must not start with one (the whole file's reader would
+    // keep it in the field).
     let plain = !rest.contains(&b'"')
         && (!rest.contains(&b'\r') || !rest.windows(2).any(|w| w[0] == b'\r' && w[1] != b'\n'))
-        && rest.last() != Some(&b'\r');
+        && rest.last() != Some(&b'\r')
+        && !rest.starts_with(BOM);
     let text = if plain { std::str::from_utf8(rest).ok() } else { None };
     let Some(text) = text else {
         let mut out = Vec::with_capacity(line_estimate(rest));
@@ -346,8 +353,14 @@ pub(crate) fn map_rows<C: Sync, T: Send>(
     };
     // A large file in two halves, the second on another thread; rows are
     // independent, so the values and the first error are those of one pass.
+    // The cut: just after the first line break past the middle byte (a line
+    // break is one byte, so the cut is a character boundary), unless the
+    // second part would start with a byte-order mark.
     let mid = text.len() / 2;
-    let split = (text.len() >= PARALLEL_MIN_BYTES).then(|| text[mid..].find('\n').map(|i| mid + i + 1)).flatten();
+    let split = (text.len() >= PARALLEL_MIN_BYTES)
+        .then(|| text.as_bytes()[mid..].iter().position(|&b| b == b'\n').map(|i| mid + i + 1))
+        .flatten()
+        .filter(|&s| !text.as_bytes()[s..].starts_with(BOM));
     let mut out = Vec::with_capacity(line_estimate(rest));
     let Some(split) = split else {
         read(text, first_line, &mut out)?;
@@ -420,6 +433,37 @@ mod tests {
         // No data row: the missing column is not asked for.
         let none = map_rows(Path::new("t.csv"), b"a,c\n", |h| h.require(Path::new("t.csv"), "b"), |_, _| Ok(()));
         assert!(none.unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_cut_respects_characters_and_byte_order_marks() {
+        // Multi-byte characters everywhere: whatever byte the middle falls
+        // on, the rows are those the single reader (forced by a quote) gives.
+        for pad in 0..4 {
+            let mut text = format!("a{},b\n", "x".repeat(pad));
+            for i in 0..6_000 {
+                text.push_str(&format!("{}{i},{i}\n", "é語".repeat(10)));
+            }
+            assert!(text.len() >= PARALLEL_MIN_BYTES);
+            let split = rows(text.as_bytes()).unwrap();
+            let single = rows(text.replacen(",0\n", ",\"0\"\n", 1).as_bytes()).unwrap();
+            assert_eq!(split, single, "pad {pad}");
+            assert_eq!(split.len(), 6_000);
+        }
+        // A byte-order mark that starts a data line stays in its field, as
+        // the single reader leaves it: at the first data line and at the cut.
+        let got = rows("a,b\n\u{feff}first,1\nsecond,2\n".as_bytes()).unwrap();
+        assert_eq!((got[0].1.as_str(), got[1].1.as_str()), ("\u{feff}first", "second"));
+        let mut text = String::from("a,b\n");
+        for i in 0..30_000 {
+            text.push_str(&format!("j{i},{i}\n"));
+        }
+        let mid = text.len() / 2;
+        let cut = mid + text[mid..].find('\n').unwrap() + 1;
+        text.insert(cut, '\u{feff}');
+        let got = rows(text.as_bytes()).unwrap();
+        assert_eq!(got.iter().filter(|r| r.1.starts_with('\u{feff}')).count(), 1);
+        assert_eq!(got, rows(text.replacen(",1\n", ",\"1\"\n", 1).as_bytes()).unwrap());
     }
 
     #[test]
