@@ -66,6 +66,10 @@ fn write_renamed(
         }
         std::fs::rename(&tmp, path)
     })();
+    if res.is_err() {
+        // Leave nothing half-made behind (the temporary may not exist).
+        let _ = std::fs::remove_file(&tmp);
+    }
     res.map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
@@ -273,5 +277,22 @@ mod tests {
             push_secs(&mut s, ms);
             assert_eq!(String::from_utf8(s).unwrap(), fmt_ms_as_secs(ms), "{ms} ms");
         }
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_temporary_file() {
+        let d = tempfile::tempdir().unwrap();
+        // The target is a directory: the rename fails, for both variants.
+        let target = d.path().join("jobs.csv");
+        std::fs::create_dir(&target).unwrap();
+        assert!(write_atomic(&target, b"x").is_err());
+        let e = write_replacing_with(&target, |w| w.write_all(b"x")).unwrap_err();
+        assert!(e.to_string().contains("jobs.csv"), "{e}");
+        let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("jobs.csv")]);
+        // And a good write leaves the file only.
+        write_atomic(&d.path().join("a.csv"), b"ok").unwrap();
+        assert_eq!(std::fs::read(d.path().join("a.csv")).unwrap(), b"ok");
+        assert!(!d.path().join("a.csv.tmp").exists());
     }
 }
