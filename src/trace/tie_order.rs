@@ -56,7 +56,11 @@ pub enum TieOrder {
     /// The order NumPy 2.0–2.2's `argsort(kind="quicksort")` gives on an
     /// AVX-512 CPU, as pandas' default `sort_values` over the submit times in
     /// file order does (the Helios simulator's tie order in
-    /// `../shared/fidelity/helios-philly`).
+    /// `../shared/fidelity/helios-philly`). The sort runs over every row of
+    /// the file, skipped ones included; a simulator that drops rows before
+    /// sorting (the Helios one drops 0-GPU jobs and other VCs' jobs) is
+    /// matched when the file holds only rows it keeps, as the fidelity window
+    /// does.
     #[value(name = "numpy2-avx512")]
     Numpy2Avx512,
 }
