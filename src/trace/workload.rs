@@ -69,6 +69,9 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
     // Jobs without a recorded shape are keyed by GPU count (every placement's
     // class for them), others by their placement class.
     let mut by_size: BTreeMap<SizeKey, Option<Vec<u32>>> = BTreeMap::new();
+    // The common case (no GPU-type constraint) keyed without the type list,
+    // in a hash map: one lookup per job.
+    let mut by_plain_size: std::collections::HashMap<(VcId, u32, u64), Option<Vec<u32>>> = Default::default();
     let mut by_class: BTreeMap<(VcId, Vec<u32>), Option<Vec<u32>>> = BTreeMap::new();
     let mut scratch = Vec::new();
     let mut specs = Vec::with_capacity(records.len());
@@ -103,7 +106,11 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
                 };
                 let unplaceable = match class {
                     None => {
-                        let split = by_size.entry((vc, r.gpus, mem, types.to_vec())).or_insert_with(&mut on_empty);
+                        let split = if types.is_empty() {
+                            by_plain_size.entry((vc, r.gpus, mem)).or_insert_with(&mut on_empty)
+                        } else {
+                            by_size.entry((vc, r.gpus, mem, types.to_vec())).or_insert_with(&mut on_empty)
+                        };
                         recorded = split.clone().unwrap_or_default();
                         split.is_none()
                     }
