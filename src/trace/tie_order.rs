@@ -31,12 +31,15 @@
 //!   `std::sort` (emulated as GNU libstdc++ implements it: introsort with a
 //!   median-of-3 pivot and unguarded partition, heapsort past 2·⌊log2 n⌋
 //!   levels, insertion sort of runs of 16). A range whose pivot is its
-//!   smallest key is partitioned again unchanged, so ranges with few distinct
-//!   keys reach this fallback;
+//!   smallest key is partitioned again as a whole (reordered, not shrunk),
+//!   so ranges with few distinct keys reach this fallback;
 //! - ranges of at most 256 elements sorted by bitonic networks over
 //!   ⌈n/8⌉ registers rounded up to a power of two (the last ones padded with
 //!   `i64::MAX`), where every compare-exchange swaps two lanes only if the
 //!   keys differ.
+//!
+//! The two sides of a large partition are sorted on two threads; they are
+//! disjoint, so the result does not depend on the thread count.
 //!
 //! The test `tests/it/tie_order.rs` checks the emulation against NumPy 2.2.6's
 //! own output on generated arrays, and the differential test in
