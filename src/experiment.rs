@@ -524,12 +524,7 @@ pub fn run_one_with_agent(
         None => None,
     };
     let mut records = records;
-    if !spec.tie_order.is_trace() {
-        // Same-instant submissions in the rule's order (the permutation also
-        // sorts by submit time, so the stable sort later keeps it).
-        let keys: Vec<i64> = records.iter().map(|r| r.submit_ms as i64).collect();
-        crate::trace::tie_order::apply_permutation(&mut records, &spec.tie_order.permutation(&keys));
-    }
+    spec.tie_order.order_records(&mut records);
     let max_gpu_mem_mib = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).max().unwrap_or(0);
     if let Some(db) = db
         && rate_model != RateModelKind::Trace

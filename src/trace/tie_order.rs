@@ -114,6 +114,18 @@ impl TieOrder {
             TieOrder::Numpy2Avx512 => numpy2_avx512_argsort(keys),
         }
     }
+
+    /// Puts trace rows (in file order) in this rule's order by submit time.
+    /// [`TieOrder::Trace`] leaves them as they are: admission's stable sort
+    /// by submit time gives its order. The other rules' order is sorted by
+    /// submit time too, so that stable sort keeps it.
+    pub fn order_records(self, records: &mut [crate::trace::TraceRecord]) {
+        if self.is_trace() {
+            return;
+        }
+        let keys: Vec<i64> = records.iter().map(|r| r.submit_ms as i64).collect();
+        apply_permutation(records, &self.permutation(&keys));
+    }
 }
 
 /// Keys per 512-bit register.
