@@ -15,6 +15,20 @@ use dlsched::trace::genie::GenieWorkloadSpec;
 use dlsched::trace::synthetic::SyntheticSpec;
 use dlsched::trace::{ColumnMap, TraceFormat};
 
+/// Writes a line to standard output, like `println!`, but a failed write (a
+/// full disk, `> /dev/full`) is an `anyhow` error ([`StdioError`]) instead of
+/// a panic: `outln!(...)?`.
+macro_rules! outln {
+    () => { $crate::write_line(false, format_args!("")) };
+    ($($arg:tt)*) => { $crate::write_line(false, format_args!($($arg)*)) };
+}
+
+/// Writes a line to standard error, like `eprintln!`, but a failed write is
+/// an `anyhow` error ([`StdioError`]) instead of a panic: `errln!(...)?`.
+macro_rules! errln {
+    ($($arg:tt)*) => { $crate::write_line(true, format_args!($($arg)*)) };
+}
+
 mod compare;
 #[cfg(target_os = "linux")]
 mod hugealloc;
@@ -152,7 +166,7 @@ fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
     text.push('\n');
     dlsched::metrics::export::write_atomic(&a.out, text.as_bytes())
         .with_context(|| format!("writing {}", a.out.display()))?;
-    println!(
+    outln!(
         "profiled {} task types on {} ({} x {} {}): {:.2} GPU-hours of profiling; wrote {}",
         p.types.len(),
         spec.name,
@@ -161,9 +175,9 @@ fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
         spec.nodes[0].gpu_type,
         p.gpu_seconds() / 3600.0,
         a.out.display()
-    );
+    )?;
     for t in p.types.values() {
-        println!(
+        outln!(
             "  {:<18} sPR(b) = {:.3} + {:.4} b + {:.6} b^2   gamma {:.3}  lambda {}",
             t.kind,
             t.k[0],
@@ -171,7 +185,7 @@ fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
             t.k[2],
             t.gamma,
             t.lambda.map_or("-".to_string(), |l| format!("{l:.3}"))
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -474,6 +488,8 @@ fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
     let agent = Arc::new(Mutex::new(agent));
     let mut curve =
         String::from("episode,seed,decisions,epsilon,reward_mean,normalized_throughput_mean,makespan_s,jct_mean_s\n");
+    // Episode lines as training goes; a full stdout must not cost the table.
+    let mut progress = DeferredOut::default();
     for e in 0..a.episodes {
         let seed = a.seed + e;
         agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?.reseed(seed);
@@ -504,13 +520,13 @@ fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
         let g = agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?;
         let reward = s.policy_metrics.get("rifling_reward_mean").copied().unwrap_or(0.0);
         let nt = s.normalized_throughput_mean.unwrap_or(0.0);
-        println!(
+        progress.line(format_args!(
             "episode {e:>3} seed {seed}: {} decisions, epsilon {:.3}, reward {reward:.4}, norm. throughput {nt:.4}, makespan {:.0} s, JCT {:.0} s",
             g.decisions,
             g.epsilon(),
             s.makespan_s,
             s.jct_mean_s
-        );
+        ));
         curve.push_str(&format!(
             "{e},{seed},{},{:.4},{reward:.6},{nt:.6},{:.3},{:.3}\n",
             g.decisions,
@@ -539,13 +555,14 @@ fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
     let curve_path = a.out.with_extension("curve.csv");
     dlsched::metrics::export::write_atomic(&curve_path, curve.as_bytes())
         .with_context(|| format!("writing {}", curve_path.display()))?;
-    println!(
+    progress.finish()?;
+    outln!(
         "wrote {} ({} states, {} groups) and {}",
         a.out.display(),
         g.q.len(),
         g.centroids.len(),
         curve_path.display()
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -562,6 +579,62 @@ enum WorkloadKind {
 #[global_allocator]
 static GLOBAL: hugealloc::HugePageAlloc = hugealloc::HugePageAlloc;
 
+/// A failed write to standard output or standard error.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write to standard {}: {err}", if *.stderr { "error" } else { "output" })]
+struct StdioError {
+    /// Standard error (else standard output).
+    stderr: bool,
+    /// The write's error.
+    err: std::io::Error,
+}
+
+/// One line to standard output or standard error; see [`outln!`], [`errln!`].
+fn write_line(stderr: bool, args: std::fmt::Arguments) -> Result<()> {
+    use std::io::Write;
+    let res = if stderr {
+        writeln!(std::io::stderr().lock(), "{args}")
+    } else {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{args}").and_then(|()| out.flush())
+    };
+    res.map_err(|err| anyhow::Error::new(StdioError { stderr, err }))
+}
+
+/// Standard output of a command that prints as it goes and writes its files
+/// at the end: the first failed write is kept and later lines are dropped,
+/// so the work goes on; [`DeferredOut::finish`] returns the error once the
+/// files are written.
+#[derive(Default)]
+struct DeferredOut(Option<anyhow::Error>);
+
+impl DeferredOut {
+    /// Writes a line, unless an earlier one failed.
+    fn line(&mut self, args: std::fmt::Arguments) {
+        if self.0.is_none()
+            && let Err(e) = write_line(false, args)
+        {
+            self.0 = Some(e);
+        }
+    }
+
+    /// The first failed write, if any.
+    fn finish(self) -> Result<()> {
+        self.0.map_or(Ok(()), Err)
+    }
+}
+
+/// Reports a command's error on stderr and exits with status 2; when
+/// standard error itself cannot be written, exits 2 without a word (nothing
+/// else is possible).
+fn fail(e: &anyhow::Error) -> ExitCode {
+    let stderr_failed = e.chain().any(|c| c.downcast_ref::<StdioError>().is_some_and(|s| s.stderr));
+    if !stderr_failed {
+        let _ = errln!("error: {e:#}");
+    }
+    ExitCode::from(2)
+}
+
 fn main() -> ExitCode {
     // Die quietly on a closed pipe (`dlsched ... | head`), as command-line
     // tools do, instead of panicking on the next print.
@@ -570,13 +643,22 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version (exit 0) go to stdout, usage errors (exit 2)
+        // to stderr, as clap's own `exit` does, but a failed write is an error.
+        Err(e) => {
+            let text = e.render().to_string();
+            let text = text.strip_suffix('\n').unwrap_or(&text);
+            return match write_line(e.use_stderr(), format_args!("{text}")) {
+                Ok(()) => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
+                Err(w) => fail(&w),
+            };
+        }
+    };
     match run(cli) {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(2)
-        }
+        Err(e) => fail(&e),
     }
 }
 
@@ -592,7 +674,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Plot { dir } => {
             let files = if dir.join("sweep.json").exists() {
                 dlsched::plot::plot_sweep(&dir)
-            } else if dir.join("jobs.csv").exists() {
+            } else if dlsched::experiment::run_dir_files().any(|f| dir.join(f).exists()) {
+                // A run directory, complete or not: `plot_run` says what is missing.
                 dlsched::plot::plot_run(&dir)
             } else {
                 bail!(
@@ -602,7 +685,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             .map_err(anyhow::Error::msg)?;
             for f in files {
-                println!("wrote {}", f.display());
+                outln!("wrote {}", f.display())?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -668,12 +751,12 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
             let path = a.nodes_file.clone().expect("checked");
             let list = dlsched::cluster::load_nodes_file(&path)?;
             if list.cpu_only_nodes > 0 {
-                eprintln!(
+                errln!(
                     "{}: {} of {} nodes have no GPU and are left out",
                     path.display(),
                     list.cpu_only_nodes,
                     list.rows
-                );
+                )?;
             }
             ClusterChoice::NodesFile { path }
         }
@@ -738,8 +821,11 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
     })
 }
 
-/// Refuses an output directory that is a file, or that would overwrite the input.
-fn check_out_dir(out: &Path, trace: Option<&Path>) -> Result<()> {
+/// Refuses an output directory that is a file, that would overwrite the
+/// input, or that cannot be written (a file is created and removed in it);
+/// creates it. Called before the simulation, so that a long run does not end
+/// on an unwritable `--out`. Returns whether it created the directory.
+fn check_out_dir(out: &Path, trace: Option<&Path>) -> Result<bool> {
     if out.exists() && !out.is_dir() {
         bail!("--out {}: exists and is not a directory", out.display());
     }
@@ -747,18 +833,31 @@ fn check_out_dir(out: &Path, trace: Option<&Path>) -> Result<()> {
         && let (Some(parent), Some(name)) =
             (trace.canonicalize().ok().and_then(|t| t.parent().map(Path::to_path_buf)), trace.file_name())
         && parent == dir
-        && dlsched::experiment::OUTPUT_FILES.iter().any(|f| name == *f)
+        && dlsched::experiment::run_dir_files().any(|f| name == f.as_str())
     {
         bail!("--out {} would overwrite the input trace {}; choose another directory", out.display(), trace.display());
     }
-    Ok(())
+    let created = !out.exists();
+    std::fs::create_dir_all(out).with_context(|| format!("--out {}: cannot create the directory", out.display()))?;
+    // A name of the run directory's own (a leftover is removed by the next run).
+    let probe = out.join("manifest.json.tmp");
+    let res = std::fs::File::create(&probe).and_then(|mut f| std::io::Write::write_all(&mut f, b"\n"));
+    let _ = std::fs::remove_file(&probe);
+    if let Err(e) = res {
+        if created {
+            let _ = std::fs::remove_dir(out);
+        }
+        bail!("--out {}: cannot write there: {e}", out.display());
+    }
+    Ok(created)
 }
 
 fn simulate(a: SimulateArgs) -> Result<()> {
     let spec = run_spec(&a)?;
-    if let Some(out) = &a.out {
-        check_out_dir(out, a.trace.as_deref())?;
-    }
+    let created = match &a.out {
+        Some(out) => check_out_dir(out, a.trace.as_deref())?,
+        None => false,
+    };
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{spinner} simulating [{bar:30}] {pos}/{len} jobs done, {msg}")
@@ -770,18 +869,27 @@ fn simulate(a: SimulateArgs) -> Result<()> {
         bar.set_position(p.completed as u64);
         bar.set_message(format!("simulated time {:.1} h", p.now.as_secs_f64() / 3600.0));
     })
-    .map_err(|e| match e {
-        // Input and option errors speak for themselves; only a failure of the
-        // simulation itself is labelled so.
-        dlsched::error::RunError::Sim(_) => anyhow::Error::new(e).context("simulation failed"),
-        e => anyhow::Error::new(e),
+    .map_err(|e| {
+        // Leave no empty directory behind for a run that never wrote one.
+        if let (true, Some(out)) = (created, &a.out) {
+            let _ = std::fs::remove_dir(out);
+        }
+        match e {
+            // Input and option errors speak for themselves; only a failure of
+            // the simulation itself is labelled so.
+            dlsched::error::RunError::Sim(_) => anyhow::Error::new(e).context("simulation failed"),
+            e => anyhow::Error::new(e),
+        }
     })?;
     bar.finish_and_clear();
-    notes(&a);
-    print_summary(&report);
+    // The files first: a failed print (a full stdout) must not cost the run.
     if let Some(dir) = &a.out {
         write_run_dir(&report, dir).context("writing the run directory")?;
-        println!("\nwrote {}", dir.display());
+    }
+    notes(&a)?;
+    print_summary(&report)?;
+    if let Some(dir) = &a.out {
+        outln!("\nwrote {}", dir.display())?;
     }
     // The process exits next: the OS reclaims the run's memory at once, far
     // faster than freeing every job's allocations one by one.
@@ -790,60 +898,61 @@ fn simulate(a: SimulateArgs) -> Result<()> {
 }
 
 /// Tells the user, on stderr, about options this run ignores.
-fn notes(a: &SimulateArgs) {
+fn notes(a: &SimulateArgs) -> Result<()> {
     let genie_workload = a.workload == WorkloadKind::Genie;
     let defaults = dlsched::cluster::ShareLimits::default();
-    let note = |s: &str| eprintln!("note: {s}");
+    let note = |s: &str| errln!("note: {s}");
     if !a.placement.may_share() && (a.max_tenants != defaults.max_tenants || a.mem_headroom != defaults.mem_headroom) {
         note(
             "--max-tenants and --mem-headroom apply only to a sharing placement (share-first-fit, share-best-fit, fgd, memory-efficiency, iawp)",
-        );
+        )?;
     }
     if a.policy.genie().is_none() && (a.genie_models.is_some() || a.genie_best_fit || a.theta != 0.4) {
-        note("--genie-models, --genie-best-fit and --theta apply only to the GENIE-family policies");
+        note("--genie-models, --genie-best-fit and --theta apply only to the GENIE-family policies")?;
     }
     if !genie_workload && (a.hours != 24.0 || a.ect != dlsched::trace::genie::EctBasis::Predicted) {
-        note("--hours and --ect apply only to --workload genie");
+        note("--hours and --ect apply only to --workload genie")?;
     }
     if a.policy.rifling().is_some() && (a.backfill || a.placement != PlacementKind::Consolidate) {
         note(
             "the RIFLING policies choose each task's placement themselves and take tasks in arrival order: --placement and --backfill do not apply",
-        );
+        )?;
     }
     if a.policy.rifling().is_none() && a.rifling.rifling_table.is_some() {
-        note("--rifling-table and the --rifling-* options apply only to the RIFLING policies");
+        note("--rifling-table and the --rifling-* options apply only to the RIFLING policies")?;
     }
     if genie_workload && a.rate_model == dlsched::experiment::RateModelKind::Trace {
-        note("GENIE tasks run at the profile table's speeds (trace speed would make every placement equal)");
+        note("GENIE tasks run at the profile table's speeds (trace speed would make every placement equal)")?;
     }
     if a.placement.shares()
         && a.trace.is_none()
         && !genie_workload
         && a.rate_model == dlsched::experiment::RateModelKind::Trace
     {
-        note("synthetic jobs have no model, hence no memory figure, so none will share a GPU; add --rate-model table");
+        note("synthetic jobs have no model, hence no memory figure, so none will share a GPU; add --rate-model table")?;
     }
+    Ok(())
 }
 
-fn print_summary(r: &RunReport) {
+fn print_summary(r: &RunReport) -> Result<()> {
     let s = &r.summary;
     let input = match &r.input.path {
         Some(p) => format!("{} ({})", p.display(), r.input.format),
         None => format!("{}, {} jobs, seed {}", r.input.format, r.input.rows, r.spec.seed),
     };
-    println!(
+    outln!(
         "dlsched {} | policy {} | placement {} | cluster {} ({} GPUs)",
         env!("CARGO_PKG_VERSION"),
         s.policy,
         r.spec.policy.placement.name(),
         s.cluster,
         s.gpus_total
-    );
-    println!("input     {input}");
+    )?;
+    outln!("input     {input}")?;
     if !s.rate_model_counters.is_empty() {
         let c = &s.rate_model_counters;
         let get = |k: &str| c.get(k).copied().unwrap_or(0);
-        println!(
+        outln!(
             "speed     {}: {} rate evaluations; fallbacks: model {}, GPU type {}, split {}, batch {}",
             s.rate_model,
             get("evaluations"),
@@ -851,55 +960,57 @@ fn print_summary(r: &RunReport) {
             get("gpu_type"),
             get("split"),
             get("batch")
-        );
+        )?;
     }
-    println!();
-    println!(
+    outln!()?;
+    outln!(
         "  jobs            {:>12} total, {} completed, {} skipped, {} unfinished",
-        s.jobs_total, s.jobs_completed, s.jobs_skipped, s.jobs_unfinished
-    );
+        s.jobs_total,
+        s.jobs_completed,
+        s.jobs_skipped,
+        s.jobs_unfinished
+    )?;
     for (reason, n) in &s.jobs_skipped_by_reason {
-        println!("    skipped       {n:>12} {reason}");
+        outln!("    skipped       {n:>12} {reason}")?;
     }
     let h = |x: f64| format!("{x:>12.1} s  ({:.2} h)", x / 3600.0);
-    println!("  JCT mean        {}", h(s.jct_mean_s));
-    println!("  JCT p50/p95/p99 {:>12.1} / {:.1} / {:.1} s", s.jct_p50_s, s.jct_p95_s, s.jct_p99_s);
-    println!("  queueing mean   {}", h(s.queue_delay_mean_s));
-    println!("  queueing p95    {}", h(s.queue_delay_p95_s));
-    println!("  makespan        {}", h(s.makespan_s));
-    println!("  GPU utilisation {:>12.1} %  ({:.1} GPU-hours)", s.gpu_utilization * 100.0, s.gpu_hours);
-    println!("  offered load    {:>12.2}    (GPU demand over the arrival span / GPUs)", s.offered_load);
+    outln!("  JCT mean        {}", h(s.jct_mean_s))?;
+    outln!("  JCT p50/p95/p99 {:>12.1} / {:.1} / {:.1} s", s.jct_p50_s, s.jct_p95_s, s.jct_p99_s)?;
+    outln!("  queueing mean   {}", h(s.queue_delay_mean_s))?;
+    outln!("  queueing p95    {}", h(s.queue_delay_p95_s))?;
+    outln!("  makespan        {}", h(s.makespan_s))?;
+    outln!("  GPU utilisation {:>12.1} %  ({:.1} GPU-hours)", s.gpu_utilization * 100.0, s.gpu_hours)?;
+    outln!("  offered load    {:>12.2}    (GPU demand over the arrival span / GPUs)", s.offered_load)?;
     if s.shared_launches > 0 {
-        println!(
+        outln!(
             "  GPU sharing     {:>12} jobs shared a GPU; achieved / isolated speed {:.3} on average",
-            s.colocated_jobs, s.interference_slowdown_mean
-        );
+            s.colocated_jobs,
+            s.interference_slowdown_mean
+        )?;
     }
     if let Some(q) = s.qos_guarantee_rate {
         let classes: Vec<String> =
             s.qos_guarantee_by_class.iter().map(|(k, v)| format!("{k} {:.1} %", v * 100.0)).collect();
-        println!("  QoS guarantee   {:>12.1} %  ({})", q * 100.0, classes.join(", "));
+        outln!("  QoS guarantee   {:>12.1} %  ({})", q * 100.0, classes.join(", "))?;
         if let Some(l) = s.normalized_latency_mean {
-            println!("  norm. latency   {l:>12.2}    (JCT / single-GPU latency, mean)");
+            outln!("  norm. latency   {l:>12.2}    (JCT / single-GPU latency, mean)")?;
         }
         if let Some(t) = s.normalized_throughput_mean {
-            println!("  norm. rate      {t:>12.3}    (achieved / single-GPU processing rate, mean)");
+            outln!("  norm. rate      {t:>12.3}    (achieved / single-GPU processing rate, mean)")?;
         }
         if let (Some(m), Some(p)) = (s.prediction_error_mean, s.prediction_error_p95) {
-            println!(
+            outln!(
                 "  pred. error     {:>12.1} %  mean, {:.1} % p95 (predicted vs simulated run time)",
                 m * 100.0,
                 p * 100.0
-            );
+            )?;
         }
     }
     if r.vcs.len() > 1 {
-        println!("\n  {:<10} {:>6} {:>8} {:>14} {:>14}", "VC", "GPUs", "jobs", "JCT mean s", "queue mean s");
+        outln!("\n  {:<10} {:>6} {:>8} {:>14} {:>14}", "VC", "GPUs", "jobs", "JCT mean s", "queue mean s")?;
         for v in &r.vcs {
-            println!(
-                "  {:<10} {:>6} {:>8} {:>14.1} {:>14.1}",
-                v.vc, v.gpus, v.jobs, v.jct_mean_s, v.queue_delay_mean_s
-            );
+            outln!("  {:<10} {:>6} {:>8} {:>14.1} {:>14.1}", v.vc, v.gpus, v.jobs, v.jct_mean_s, v.queue_delay_mean_s)?;
         }
     }
+    Ok(())
 }

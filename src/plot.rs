@@ -149,11 +149,14 @@ fn line_chart(
     root.present().map_err(|x| e(&x))
 }
 
-/// Plots a run directory; returns the files written.
+/// Plots a run directory; returns the files written (named in
+/// [`crate::experiment::PLOT_FILES`]).
 ///
 /// # Errors
-/// A message naming a missing file or column.
+/// A message naming a missing file or column, or a directory that is not a
+/// complete run ([`crate::experiment::check_run_dir`]).
 pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    crate::experiment::check_run_dir(dir)?;
     let jobs = dir.join("jobs.csv");
     let (h, rows) = read_csv(&jobs)?;
     let (jct, q, status) =
@@ -247,7 +250,9 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<PathB
 /// Plots a sweep directory (with `summary.csv` and `sweep.json`); returns the files written.
 ///
 /// # Errors
-/// A message naming a missing file or column, or a sweep with nothing to plot against.
+/// A message naming a missing file or column, a run directory that is not
+/// complete ([`crate::experiment::check_run_dir`]), or a sweep with nothing to
+/// plot against.
 pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let summary = dir.join("summary.csv");
     let (h, rows) = read_csv(&summary)?;
@@ -347,7 +352,9 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let idc = col("run_id")?;
     let mut pooled: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for r in &rows {
-        let jobs = dir.join("runs").join(&r[idc]).join("jobs.csv");
+        let run_dir = dir.join("runs").join(&r[idc]);
+        crate::experiment::check_run_dir(&run_dir)?;
+        let jobs = run_dir.join("jobs.csv");
         let (jh, jrows) = read_csv(&jobs)?;
         let (jc, sc) = (column(&jh, "jct_s", &jobs)?, column(&jh, "status", &jobs)?);
         pooled

@@ -1,7 +1,7 @@
 //! `dlsched profile`: commands of the calibrated profile database.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -99,21 +99,23 @@ pub fn run(args: &ProfileArgs) -> Result<ExitCode> {
 }
 
 fn import(a: &ImportArgs) -> Result<()> {
+    check_import_out(&a.from, &a.out)?;
     let mut db = dlsched::profile::import::import(&a.from)
         .with_context(|| format!("importing the profiles in {}", a.from.display()))?;
+    let mut lucid = None;
     if a.include_lucid {
         db.memory = dlsched::profile::import::lucid_memory(&a.from)
             .with_context(|| format!("importing Lucid's memory profiles from {}", a.from.display()))?;
         let pairs = dlsched::profile::import::lucid_colocation(&a.from)
             .with_context(|| format!("importing Lucid's co-location profiles from {}", a.from.display()))?;
-        println!(
-            "memory.csv: {} rows, colocation.csv: {} more pairs, from Lucid (non-commercial licence)",
-            db.memory.len(),
-            pairs.len()
-        );
+        lucid = Some((db.memory.len(), pairs.len()));
         db.colocation.extend(pairs);
     }
+    // The files first, then the report.
     db.write_dir(&a.out).with_context(|| format!("writing the tables to {}", a.out.display()))?;
+    if let Some((memory, pairs)) = lucid {
+        outln!("memory.csv: {memory} rows, colocation.csv: {pairs} more pairs, from Lucid (non-commercial licence)")?;
+    }
     let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for r in &db.throughput {
         *counts.entry((FILES[0], &r.source)).or_default() += 1;
@@ -124,13 +126,13 @@ fn import(a: &ImportArgs) -> Result<()> {
     for r in &db.multinode {
         *counts.entry((FILES[2], &r.source)).or_default() += 1;
     }
-    println!("{:<16} {:<10} {:>7}", "table", "source", "rows");
+    outln!("{:<16} {:<10} {:>7}", "table", "source", "rows")?;
     for file in FILES.iter().take(3) {
         for ((f, source), n) in counts.iter().filter(|((f, _), _)| f == file) {
-            println!("{f:<16} {source:<10} {n:>7}");
+            outln!("{f:<16} {source:<10} {n:>7}")?;
         }
     }
-    println!("{:<16} {:<10} {:>7}", FILES[3], "", db.models.len());
+    outln!("{:<16} {:<10} {:>7}", FILES[3], "", db.models.len())?;
     let unknown: Vec<&str> = db
         .models
         .iter()
@@ -138,9 +140,40 @@ fn import(a: &ImportArgs) -> Result<()> {
         .map(|m| m.model.as_str())
         .collect();
     if !unknown.is_empty() {
-        println!("models with an unknown parameter count or GFLOPs (NaN): {}", unknown.join(", "));
+        outln!("models with an unknown parameter count or GFLOPs (NaN): {}", unknown.join(", "))?;
     }
-    println!("\nwrote {}", a.out.display());
+    outln!("\nwrote {}", a.out.display())?;
+    Ok(())
+}
+
+/// Refuses an `--out` that is `--from` or lies inside it: the derived tables
+/// would be written into the raw measurements (`--from` is read only).
+fn check_import_out(from: &Path, out: &Path) -> Result<()> {
+    let from_c = from.canonicalize().with_context(|| format!("--from {}", from.display()))?;
+    // `out` may not exist yet: resolve its nearest existing ancestor.
+    let mut existing = out.to_path_buf();
+    let mut rest = Vec::new();
+    let out_c = loop {
+        match existing.canonicalize() {
+            Ok(c) => break rest.iter().rev().fold(c, |p: PathBuf, part| p.join(part)),
+            Err(_) => match (existing.file_name().map(ToOwned::to_owned), existing.parent()) {
+                (Some(name), Some(parent)) => {
+                    rest.push(name);
+                    existing = if parent.as_os_str().is_empty() { PathBuf::from(".") } else { parent.to_path_buf() };
+                }
+                // Nothing of it exists (`..` at a root): it cannot be inside --from.
+                _ => return Ok(()),
+            },
+        }
+    };
+    if out_c.starts_with(&from_c) {
+        anyhow::bail!(
+            "--out {} is {} --from {}: the derived tables would be written into the raw measurements; choose a directory outside it",
+            out.display(),
+            if out_c == from_c { "the same directory as" } else { "inside" },
+            from.display()
+        );
+    }
     Ok(())
 }
 
@@ -151,7 +184,7 @@ fn show(a: &ShowArgs) -> Result<()> {
     if a.list {
         for m in db.models() {
             let rows = db.throughput.iter().filter(|r| r.model == m).count();
-            println!("{m:<24} {rows:>6} measured points");
+            outln!("{m:<24} {rows:>6} measured points")?;
         }
         return Ok(());
     }
@@ -162,48 +195,60 @@ fn show(a: &ShowArgs) -> Result<()> {
         anyhow::bail!("no model `{model}` in the profile database; `dlsched profile show --list` lists them");
     }
     if let Some(i) = info {
-        println!(
+        outln!(
             "{model}: family {}, {} M parameters, {} training GFLOPs/sample ({})",
-            i.family, i.params_m, i.gflops_per_sample, i.source
-        );
+            i.family,
+            i.params_m,
+            i.gflops_per_sample,
+            i.source
+        )?;
     }
     let genie = GenieModel::new(db);
     let mut gpus: Vec<&str> = rows.iter().map(|r| r.gpu_type.as_str()).collect();
     gpus.sort_unstable();
     gpus.dedup();
     for g in gpus {
-        println!("\n{model} on {g}");
+        outln!("\n{model} on {g}")?;
         if let Some(f) = genie.fit_for(model, g) {
-            println!(
+            outln!(
                 "  GENIE fit: sPR(b) = {:.4} {:+.4} b {:+.6} b^2 samples/s per GPU, gamma {:.4}, lambda {:.4}",
-                f.k[0], f.k[1], f.k[2], f.gamma, f.lambda
-            );
+                f.k[0],
+                f.k[1],
+                f.k[2],
+                f.gamma,
+                f.lambda
+            )?;
         }
-        println!("  {:>6} {:>5} {:>10} {:>12} {:>14}  source", "batch", "GPUs", "split", "iter time s", "samples/s");
+        outln!("  {:>6} {:>5} {:>10} {:>12} {:>14}  source", "batch", "GPUs", "split", "iter time s", "samples/s")?;
         for r in rows.iter().filter(|r| r.gpu_type == g) {
             let split = match &r.split {
                 Split::Exact(s) => s.iter().map(u32::to_string).collect::<Vec<_>>().join("+"),
                 Split::Spread => "spread".into(),
             };
             let tput = f64::from(r.local_bsz) * f64::from(r.gpus) / r.iter_time_s;
-            println!(
+            outln!(
                 "  {:>6} {:>5} {:>10} {:>12.4} {:>14.1}  {}",
-                r.local_bsz, r.gpus, split, r.iter_time_s, tput, r.source
-            );
+                r.local_bsz,
+                r.gpus,
+                split,
+                r.iter_time_s,
+                tput,
+                r.source
+            )?;
         }
     }
     let mut batches: Vec<u32> = rows.iter().map(|r| r.local_bsz).collect();
     batches.sort_unstable();
     batches.dedup();
     if let Some(i) = info {
-        println!(
+        outln!(
             "\nGPU memory per GPU, MiB (estimated: {} MiB overhead + {} M params x {} B + batch x {} MiB; {}):",
             dlsched::profile::db::FRAMEWORK_OVERHEAD_MIB,
             i.params_m,
             i.state_bytes_per_param,
             i.act_mib_per_sample,
             i.mem_source
-        );
+        )?;
         for b in if batches.is_empty() { vec![1] } else { batches } {
             if let Some((mib, src)) = db.gpu_mem(model, b) {
                 let how = match src {
@@ -216,16 +261,16 @@ fn show(a: &ShowArgs) -> Result<()> {
                 } else {
                     ""
                 };
-                println!("  batch {b:>6}: {mib:>9.0} {how}{note}");
+                outln!("  batch {b:>6}: {mib:>9.0} {how}{note}")?;
             }
         }
     }
     let multi: Vec<_> = db.multinode.iter().filter(|m| m.model == model).collect();
     if !multi.is_empty() {
-        println!("\nthroughput relative to one server:");
+        outln!("\nthroughput relative to one server:")?;
         for m in multi {
             let servers = if m.servers == 1 { "server" } else { "servers" };
-            println!("  {:>3} GPUs on {} {servers}: {:.3} ({})", m.gpus, m.servers, m.relative, m.source);
+            outln!("  {:>3} GPUs on {} {servers}: {:.3} ({})", m.gpus, m.servers, m.relative, m.source)?;
         }
     }
     Ok(())
@@ -236,10 +281,10 @@ fn check(a: &CheckArgs) -> Result<()> {
     if rows.is_empty() {
         anyhow::bail!("no (model, GPU type) has {} points, so nothing was held out; choose a smaller --every", a.every);
     }
-    println!("held out every {} point of each (model, GPU type); MAPE of the iteration time", ordinal(a.every));
-    println!("{:<8} {:<24} {:>7} {:>10} {:>10}", "group", "name", "points", "table %", "GENIE %");
+    outln!("held out every {} point of each (model, GPU type); MAPE of the iteration time", ordinal(a.every))?;
+    outln!("{:<8} {:<24} {:>7} {:>10} {:>10}", "group", "name", "points", "table %", "GENIE %")?;
     for r in &rows {
-        println!("{:<8} {:<24} {:>7} {:>10.2} {:>10.2}", r.group, r.name, r.points, r.table_mape_pct, r.genie_mape_pct);
+        outln!("{:<8} {:<24} {:>7} {:>10.2} {:>10.2}", r.group, r.name, r.points, r.table_mape_pct, r.genie_mape_pct)?;
     }
     if let Some(p) = &a.out {
         let mut w = csv::Writer::from_path(p).with_context(|| format!("writing {}", p.display()))?;
@@ -247,7 +292,7 @@ fn check(a: &CheckArgs) -> Result<()> {
             w.serialize(r)?;
         }
         w.flush()?;
-        println!("\nwrote {}", p.display());
+        outln!("\nwrote {}", p.display())?;
     }
     Ok(())
 }

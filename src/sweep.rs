@@ -672,6 +672,11 @@ pub struct SweepOutcome {
     /// an earlier sweep into the same place), sorted; left untouched and not
     /// in `summary.csv`.
     pub foreign: Vec<String>,
+    /// The sweep's own files that could not be written at the end
+    /// (`failed.csv`, `summary.csv`; a full disk): one message each. The
+    /// rest of the outcome still holds, and a file not written is removed
+    /// rather than left from an earlier sweep.
+    pub write_errors: Vec<String>,
 }
 
 /// Runs the experiment's runs (this shard's, if any) on `threads` threads,
@@ -681,8 +686,11 @@ pub struct SweepOutcome {
 /// last) is kept as it is. `on_done(run id, ok)` is called as runs finish.
 ///
 /// # Errors
-/// A message if the thread pool or the sweep's own files cannot be made;
-/// a failing run is reported in the outcome, and the others go on.
+/// A message if the thread pool or the sweep's start (`out/runs/`,
+/// `sweep.json`) cannot be made; a failing run is reported in the outcome,
+/// and the others go on, and so is a failure to write `failed.csv` or
+/// `summary.csv` ([`SweepOutcome::write_errors`]), so that no run's error is
+/// lost with them.
 pub fn run_sweep(
     exp: &Experiment,
     out: &Path,
@@ -721,7 +729,7 @@ pub fn run_sweep(
                     serde_json::from_str(&text).map_err(|e| e.to_string())
                 };
                 if resume
-                    && dir.join("manifest.json").exists()
+                    && crate::experiment::check_run_dir(&dir).is_ok()
                     && let Ok(s) = read_summary()
                 {
                     on_done(&run.id, true);
@@ -762,12 +770,12 @@ pub fn run_sweep(
             .collect();
         outcome.foreign.sort();
     }
-    let csv_text = summary_csv(&exp.swept, &rows)?;
-    crate::metrics::export::write_atomic(&out.join("summary.csv"), csv_text.as_bytes()).map_err(io)?;
+    // failed.csv first: when the disk is full, the runs' errors matter most.
     let failed = out.join("failed.csv");
-    if outcome.failed.is_empty() {
-        if failed.exists() {
-            std::fs::remove_file(&failed).map_err(io)?;
+    let failed_res = if outcome.failed.is_empty() {
+        match std::fs::remove_file(&failed) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("{}: {e}", failed.display())),
+            _ => Ok(()),
         }
     } else {
         let mut w = csv::Writer::from_writer(Vec::new());
@@ -775,9 +783,22 @@ pub fn run_sweep(
         for (id, e) in &outcome.failed {
             w.write_record([id, e]).map_err(|e| e.to_string())?;
         }
-        crate::metrics::export::write_atomic(&failed, &w.into_inner().map_err(|e| e.to_string())?).map_err(io)?;
-    }
+        write_or_remove(&failed, &w.into_inner().map_err(|e| e.to_string())?)
+    };
+    let csv_text = summary_csv(&exp.swept, &rows)?;
+    let summary_res = write_or_remove(&out.join("summary.csv"), csv_text.as_bytes());
+    outcome.write_errors = [failed_res, summary_res].into_iter().filter_map(Result::err).collect();
     Ok(outcome)
+}
+
+/// Writes one of the sweep's own files ([`crate::metrics::export::write_atomic`]);
+/// when that fails, removes the file, so that none is left from an earlier
+/// sweep to be read as this one's.
+fn write_or_remove(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    crate::metrics::export::write_atomic(path, bytes).map_err(|e| {
+        let _ = std::fs::remove_file(path);
+        e.to_string()
+    })
 }
 
 /// Joins shard outputs into one `summary.csv` in `out`, checking that the

@@ -51,13 +51,16 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
             .join(a.experiment.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
     });
     let n = a.shard.map_or(exp.runs.len(), |s| s.select(&exp.runs).len());
-    println!(
+    // Stdout as the sweep goes: a failed write (a full stdout) is reported
+    // after the sweep has written its files, not instead of them.
+    let mut stdout = crate::DeferredOut::default();
+    stdout.line(format_args!(
         "{}\n  {} runs{} -> {}",
         exp.question,
         n,
         a.shard.map(|s| format!(" (shard {}/{})", s.index, s.count)).unwrap_or_default(),
         out.display()
-    );
+    ));
     let bar = indicatif::ProgressBar::new(n as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("[{bar:30}] {pos}/{len} runs, {msg} ETA {eta}")
@@ -75,41 +78,56 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
     })
     .map_err(anyhow::Error::msg)?;
     bar.finish_and_clear();
-    println!("  ran {}, kept {} (complete from before), failed {}", outcome.ran, outcome.kept, outcome.failed.len());
+    // The plots are files too: drawn before the report is printed.
+    let plots =
+        (outcome.write_errors.is_empty() && outcome.ran + outcome.kept > 0).then(|| dlsched::plot::plot_sweep(&out));
+    stdout.line(format_args!(
+        "  ran {}, kept {} (complete from before), failed {}",
+        outcome.ran,
+        outcome.kept,
+        outcome.failed.len()
+    ));
     for (id, e) in &outcome.failed {
-        eprintln!("  run {id} failed: {e}");
+        errln!("  run {id} failed: {e}")?;
     }
     if !outcome.foreign.is_empty() {
         let shown: Vec<&str> = outcome.foreign.iter().take(5).map(String::as_str).collect();
-        eprintln!(
+        errln!(
             "  note: {} has {} run director{} not of this experiment ({}{}), from an earlier sweep; left as they are and not in summary.csv",
             out.join("runs").display(),
             outcome.foreign.len(),
             if outcome.foreign.len() == 1 { "y" } else { "ies" },
             shown.join(", "),
             if outcome.foreign.len() > shown.len() { ", ..." } else { "" }
+        )?;
+    }
+    if !outcome.write_errors.is_empty() {
+        bail!(
+            "the sweep's results could not all be written ({}); the runs' errors are above",
+            outcome.write_errors.join("; ")
         );
     }
-    println!("  wrote {}", out.join("summary.csv").display());
-    if outcome.ran + outcome.kept > 0 {
-        match dlsched::plot::plot_sweep(&out) {
-            Ok(files) => {
-                println!("  plots: {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "))
-            }
-            Err(e) => eprintln!("  no plots: {e}"),
-        }
+    stdout.line(format_args!("  wrote {}", out.join("summary.csv").display()));
+    match plots {
+        Some(Ok(files)) => stdout.line(format_args!(
+            "  plots: {}",
+            files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")
+        )),
+        Some(Err(e)) => errln!("  no plots: {e}")?,
+        None => {}
     }
+    stdout.finish()?;
     Ok(if outcome.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 pub fn merge_cmd(a: &MergeArgs) -> Result<ExitCode> {
     let n = merge(&a.dirs, &a.out).map_err(anyhow::Error::msg)?;
-    println!("merged {n} runs into {}", a.out.join("summary.csv").display());
-    match dlsched::plot::plot_sweep(&a.out) {
-        Ok(files) => {
-            println!("plots: {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "))
-        }
-        Err(e) => eprintln!("no plots: {e}"),
+    // The plots first, then the report.
+    let plots = dlsched::plot::plot_sweep(&a.out);
+    outln!("merged {n} runs into {}", a.out.join("summary.csv").display())?;
+    match plots {
+        Ok(files) => outln!("plots: {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "))?,
+        Err(e) => errln!("no plots: {e}")?,
     }
     Ok(ExitCode::SUCCESS)
 }
