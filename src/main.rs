@@ -42,7 +42,7 @@ mod sweep_cmd;
 /// queueing delay, makespan and GPU utilisation.
 ///
 /// Exit status: 0 on success, 1 when `compare` finds a difference, 2 on an
-/// error (bad input or options).
+/// error (bad input or options, or a failed write, to stdout included).
 #[derive(Parser)]
 #[command(version, about, long_about)]
 struct Cli {

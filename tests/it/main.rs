@@ -11,6 +11,7 @@ mod hand;
 mod invariants;
 mod memory;
 mod openb;
+mod output_safety;
 mod philly;
 mod profile_db;
 mod profile_model;
