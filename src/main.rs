@@ -648,11 +648,10 @@ fn main() -> ExitCode {
         // --help and --version (exit 0) go to stdout, usage errors (exit 2)
         // to stderr, as clap's own `exit` does, but a failed write is an error.
         Err(e) => {
-            let text = e.render().to_string();
-            let text = text.strip_suffix('\n').unwrap_or(&text);
-            return match write_line(e.use_stderr(), format_args!("{text}")) {
+            let res = e.print().and_then(|()| std::io::Write::flush(&mut std::io::stdout()));
+            return match res {
                 Ok(()) => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
-                Err(w) => fail(&w),
+                Err(err) => fail(&anyhow::Error::new(StdioError { stderr: e.use_stderr(), err })),
             };
         }
     };
