@@ -38,6 +38,12 @@ pub fn run(a: &CompareArgs) -> Result<ExitCode> {
         a.run.clone()
     };
     let r = compare_files(&jobs, &a.reference)?;
+    // The file first, then the report: a full stdout must not cost it.
+    if let Some(p) = &a.json {
+        let mut s = serde_json::to_string_pretty(&r)?;
+        s.push('\n');
+        std::fs::write(p, s).with_context(|| format!("writing {}", p.display()))?;
+    }
     let pct = |n: u64| {
         if r.reference_jobs == 0 { 0.0 } else { n as f64 * 100.0 / r.reference_jobs as f64 }
     };
@@ -83,11 +89,6 @@ pub fn run(a: &CompareArgs) -> Result<ExitCode> {
         outln!("  first differing jobs   {}", r.first_differences.join(", "))?;
     }
     outln!("\n{}", if r.identical() { "IDENTICAL" } else { "DIFFERENT" })?;
-    if let Some(p) = &a.json {
-        let mut s = serde_json::to_string_pretty(&r)?;
-        s.push('\n');
-        std::fs::write(p, s).with_context(|| format!("writing {}", p.display()))?;
-    }
     Ok(if r.identical() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

@@ -74,7 +74,10 @@ fn other_commands_on_a_full_stdout_exit_2_without_a_panic() {
     // compare and plot of a finished run.
     let run = d.path().join("run");
     assert!(dlsched(&["simulate", "--jobs", "10", "--out", s(&run)]).status.success());
-    assert_stdout_error(&dlsched_full(&["compare", s(&run), s(&run.join("jobs.csv"))], false));
+    let json = d.path().join("compare.json");
+    assert_stdout_error(&dlsched_full(&["compare", s(&run), s(&run.join("jobs.csv")), "--json", s(&json)], false));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["exact"], 10, "the run against its own jobs.csv: all 10 jobs match");
     assert_stdout_error(&dlsched_full(&["plot", s(&run)], false));
     assert!(run.join("jct_cdf.svg").exists(), "plot draws its files before it reports them");
 }
