@@ -71,6 +71,19 @@ fn other_commands_on_a_full_stdout_exit_2_without_a_panic() {
     // Two runs: a header line and two rows.
     assert_eq!(std::fs::read_to_string(out.join("summary.csv")).unwrap().lines().count(), 3);
     assert!(out.join("jct_cdf.svg").exists());
+    // rifling-train prints a line per episode before it saves the table: the
+    // table and its curve (a header and one row per episode) are saved still.
+    let table = d.path().join("rt.json");
+    assert_stdout_error(&dlsched_full(
+        &["rifling-train", "--episodes", "2", "--hours", "2", "--out", s(&table)],
+        false,
+    ));
+    let t: serde_json::Value = serde_json::from_slice(&std::fs::read(&table).unwrap()).unwrap();
+    assert_eq!(t["manifest"]["episodes"], 2);
+    assert_eq!(std::fs::read_to_string(d.path().join("rt.curve.csv")).unwrap().lines().count(), 3);
+    let fits = d.path().join("gp.json");
+    assert_stdout_error(&dlsched_full(&["genie-profile", "--out", s(&fits)], false));
+    assert!(fits.exists());
     // compare and plot of a finished run.
     let run = d.path().join("run");
     assert!(dlsched(&["simulate", "--jobs", "10", "--out", s(&run)]).status.success());
