@@ -77,7 +77,8 @@ enum Command {
     /// metric against the swept parameter, one line per policy, error bars
     /// over seeds; JCT CDF per configuration). Files go into the directory.
     Plot {
-        /// A run directory (with jobs.csv) or a sweep directory (with summary.csv and sweep.json).
+        /// A run directory (complete: with the manifest.json a run writes last) or a sweep
+        /// directory (with summary.csv and sweep.json).
         dir: PathBuf,
     },
     /// The calibrated profile database: `profile show` prints a model's table, `profile check` the held-out
