@@ -129,6 +129,27 @@ pub struct Experiment {
     pub runs: Vec<Run>,
     /// The RIFLING tables and GENIE models the runs name, each read once.
     pub artefacts: crate::experiment::Artefacts,
+    /// Options some runs set that do not change them (`backfill` where the
+    /// policy takes tasks in order anyway), once each, for the user.
+    pub notes: Vec<String>,
+}
+
+/// What a run's parameters set that the run ignores.
+fn ignored(p: &BTreeMap<String, Value>) -> Option<String> {
+    if p.get("backfill") != Some(&Value::Bool(true)) {
+        return None;
+    }
+    let policy = p.get("policy").map_or_else(|| "fifo".to_string(), ToString::to_string);
+    let genie_workload = p.get("workload") == Some(&Value::Str("genie".into()));
+    match policy.as_str() {
+        "rifling" | "rifling-frozen" | "random-placement" => Some(format!(
+            "`backfill` does not apply to `policy` = `{policy}`: it places each task itself, in arrival order"
+        )),
+        "fifo" | "sjf" if genie_workload => Some(format!(
+            "`backfill` changes nothing for `policy` = `{policy}` on GENIE tasks: each runs on 1 GPU, so none can start while the first in the queue waits"
+        )),
+        _ => None,
+    }
 }
 
 fn err(path: &Path, msg: String) -> String {
@@ -256,6 +277,7 @@ impl Experiment {
         }
         let mut runs: Vec<Run> = Vec::with_capacity(total);
         let mut artefacts = crate::experiment::Artefacts::default();
+        let mut notes = std::collections::BTreeSet::new();
         for i in 0..total {
             let mut params = base.clone();
             let mut rest = i;
@@ -265,6 +287,7 @@ impl Experiment {
             }
             to_run_spec_with(&params, path, &mut artefacts)
                 .map_err(|e| err(path, format!("run {}: {e}", describe(&params, &axes))))?;
+            notes.extend(ignored(&params));
             runs.push(Run { id: run_id(&params), params });
         }
         runs.sort_by(|a, b| a.id.cmp(&b.id));
@@ -277,6 +300,7 @@ impl Experiment {
             swept: axes.into_iter().map(|a| a.0).collect(),
             runs,
             artefacts,
+            notes: notes.into_iter().collect(),
         })
     }
 }

@@ -162,6 +162,16 @@ fn backfill_is_said_to_change_nothing_where_it_changes_nothing() {
     assert_eq!(column(&strict, "start_s"), column(&bf, "start_s"));
     let (_, note) = run("rp", &["--policy", "random-placement", "--backfill"]);
     assert!(note.contains("random-placement") && note.contains("--backfill do not apply"), "{note}");
+    // A sweep says so too, once per case.
+    let f = write(
+        d.path(),
+        "e.toml",
+        "question = \"q\"\n[base]\nworkload = \"genie\"\nbackfill = true\n\
+         [sweep]\npolicy = [\"fifo\", \"random-placement\", \"genie\"]\nseed = [1, 2]\n",
+    );
+    let e = dlsched::sweep::Experiment::load(&f).unwrap();
+    assert_eq!(e.notes.len(), 2, "{:?}", e.notes);
+    assert!(e.notes[0].contains("`fifo` on GENIE tasks") && e.notes[1].contains("`random-placement`"), "{:?}", e.notes);
 }
 
 #[test]
