@@ -1,6 +1,7 @@
 //! One run from plain data: build the cluster, the workload and the policy,
 //! simulate, summarise, and write the run directory.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -91,8 +92,7 @@ pub fn load_rifling_agent(path: &Path) -> Result<crate::policy::rifling::Agent, 
 pub fn load_rifling_table(
     path: &Path,
 ) -> Result<(crate::policy::rifling::Agent, Option<String>), crate::error::TraceError> {
-    let text =
-        std::fs::read_to_string(path).map_err(|err| crate::error::TraceError::Io { file: path.to_path_buf(), err })?;
+    let text = crate::io::read_text(path)?;
     #[derive(serde::Deserialize)]
     struct Manifest {
         cluster: Option<String>,
@@ -420,7 +420,79 @@ pub struct RunReport {
 /// [`RunError`] for unreadable or malformed input, an invalid configuration,
 /// an empty workload, or an invalid policy decision.
 pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
-    run_one_with_agent(spec, None, progress)
+    run_inner(spec, None, &Artefacts::default(), progress)
+}
+
+/// Files that many runs read (RIFLING tables, fitted GENIE models), each
+/// read and checked once and shared, keyed by the path the runs name. A
+/// sweep builds one before its runs, so that 100,000 runs of one table parse
+/// it once, not 200,000 times.
+#[derive(Clone, Debug, Default)]
+pub struct Artefacts {
+    rifling: BTreeMap<PathBuf, std::sync::Arc<(crate::policy::rifling::Agent, Option<String>)>>,
+    genie: BTreeMap<PathBuf, std::sync::Arc<GenieProfiles>>,
+}
+
+/// Two sets are equal when they hold the same files (the contents are those
+/// files', read once).
+impl PartialEq for Artefacts {
+    fn eq(&self, other: &Self) -> bool {
+        self.rifling.keys().eq(other.rifling.keys()) && self.genie.keys().eq(other.genie.keys())
+    }
+}
+
+impl Artefacts {
+    /// The RIFLING table at `path` ([`load_rifling_table`]), read on first use.
+    ///
+    /// # Errors
+    /// As [`load_rifling_table`].
+    pub fn rifling_table(
+        &mut self,
+        path: &Path,
+    ) -> Result<std::sync::Arc<(crate::policy::rifling::Agent, Option<String>)>, crate::error::TraceError> {
+        if let Some(t) = self.rifling.get(path) {
+            return Ok(t.clone());
+        }
+        let t = std::sync::Arc::new(load_rifling_table(path)?);
+        self.rifling.insert(path.to_path_buf(), t.clone());
+        Ok(t)
+    }
+
+    /// The GENIE models at `path` ([`load_genie_profiles`]), read on first use.
+    ///
+    /// # Errors
+    /// As [`load_genie_profiles`].
+    pub fn genie_models(&mut self, path: &Path) -> Result<std::sync::Arc<GenieProfiles>, crate::error::TraceError> {
+        if let Some(m) = self.genie.get(path) {
+            return Ok(m.clone());
+        }
+        let m = std::sync::Arc::new(load_genie_profiles(path)?);
+        self.genie.insert(path.to_path_buf(), m.clone());
+        Ok(m)
+    }
+
+    /// Distinct files held.
+    pub fn len(&self) -> usize {
+        self.rifling.len() + self.genie.len()
+    }
+
+    /// True when no file is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// [`run_one`] taking the RIFLING table and GENIE models from `artefacts`
+/// where it holds them (read from disk otherwise, and not kept).
+///
+/// # Errors
+/// As [`run_one`].
+pub fn run_one_with_artefacts(
+    spec: &RunSpec,
+    artefacts: &Artefacts,
+    progress: impl FnMut(Progress),
+) -> Result<RunReport, RunError> {
+    run_inner(spec, None, artefacts, progress)
 }
 
 /// [`run_one`] with a RIFLING policy driving `agent` (kept by the caller, e.g.
@@ -431,6 +503,15 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
 pub fn run_one_with_agent(
     spec: &RunSpec,
     agent: Option<std::sync::Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
+    progress: impl FnMut(Progress),
+) -> Result<RunReport, RunError> {
+    run_inner(spec, agent, &Artefacts::default(), progress)
+}
+
+fn run_inner(
+    spec: &RunSpec,
+    agent: Option<std::sync::Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
+    artefacts: &Artefacts,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
     let mut cluster = Cluster::new(spec.cluster.spec()?)?;
@@ -484,7 +565,7 @@ pub fn run_one_with_agent(
                 // The paper's ECT: a multiple of the predicted single-GPU
                 // latency, from the run's fitted models (the ones a GENIE
                 // policy of this run uses), for every policy alike.
-                let profiles = genie_profiles(spec, &cluster, db)?;
+                let profiles = genie_profiles(spec, &cluster, db, artefacts)?;
                 for (rec, t) in &mut tasks {
                     let p = profiles.for_kind(&t.kind, rec.model.as_deref().unwrap_or(""), t.inference, db);
                     if let Some(lat) = p.and_then(|p| p.latency_ms(t, 1, 1)) {
@@ -575,7 +656,10 @@ pub fn run_one_with_agent(
             let agent = match (agent, &r.table) {
                 (Some(a), _) => a,
                 (None, Some(path)) => {
-                    let (mut a, trained_on) = load_rifling_table(path)?;
+                    let (mut a, trained_on) = match artefacts.rifling.get(path) {
+                        Some(t) => (t.0.clone(), t.1.clone()),
+                        None => load_rifling_table(path)?,
+                    };
                     if let Some(c) = trained_on.filter(|c| *c != cluster.spec().name) {
                         return Err(ConfigError(format!(
                             "{}: the table was trained on cluster `{c}`, this run is on `{}`",
@@ -623,7 +707,7 @@ pub fn run_one_with_agent(
             let db = db.unwrap_or_else(ProfileDb::builtin);
             let profiles = match run_profiles.take() {
                 Some(p) => p,
-                None => genie_profiles(spec, &cluster, db)?,
+                None => genie_profiles(spec, &cluster, db, artefacts)?,
             };
             let p = cluster.partition(crate::ids::VcId(0));
             let online = crate::policy::genie::OnlineProfiling {
@@ -656,11 +740,19 @@ pub fn run_one_with_agent(
 /// The run's fitted GENIE models: loaded from the run's `genie_models` file
 /// when it names one, else profiled on the cluster's first partition with the
 /// run's seed.
-fn genie_profiles(spec: &RunSpec, cluster: &Cluster, db: &ProfileDb) -> Result<GenieProfiles, RunError> {
+fn genie_profiles(
+    spec: &RunSpec,
+    cluster: &Cluster,
+    db: &ProfileDb,
+    artefacts: &Artefacts,
+) -> Result<GenieProfiles, RunError> {
     let p = cluster.partition(crate::ids::VcId(0));
     let gpu_type = cluster.node(p.nodes[0]).gpu_type.clone();
     if let Some(path) = spec.genie.as_ref().and_then(|g| g.models.as_ref()) {
-        let models = load_genie_profiles(path)?;
+        let models = match artefacts.genie.get(path) {
+            Some(m) => GenieProfiles::clone(m),
+            None => load_genie_profiles(path)?,
+        };
         if !models.gpu_type.eq_ignore_ascii_case(&gpu_type) {
             return Err(ConfigError(format!(
                 "{}: these GENIE models were fitted on {} GPUs, the cluster has {gpu_type}; profile it with `dlsched genie-profile`",
@@ -688,8 +780,7 @@ fn genie_profiles(spec: &RunSpec, cluster: &Cluster, db: &ProfileDb) -> Result<G
 /// # Errors
 /// A [`TraceError`](crate::error::TraceError) naming the file when it cannot be read or parsed.
 pub fn load_genie_profiles(path: &Path) -> Result<GenieProfiles, crate::error::TraceError> {
-    let text =
-        std::fs::read_to_string(path).map_err(|err| crate::error::TraceError::Io { file: path.to_path_buf(), err })?;
+    let text = crate::io::read_text(path)?;
     #[derive(serde::Deserialize)]
     struct Saved {
         models: GenieProfiles,

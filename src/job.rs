@@ -245,8 +245,10 @@ pub enum SkipReason {
     NonpositiveDuration,
     /// The job's VC is not one of the configured partitions.
     UnknownVc,
-    /// More GPUs than its partition (or the cluster) has.
+    /// More GPUs than the whole cluster has.
     ExceedsCluster,
+    /// More GPUs than its VC partition has, but no more than the cluster.
+    ExceedsVc,
     /// Few enough GPUs, but the placement rule can never place it, even on an
     /// empty partition (e.g. a recorded 5-GPU part on 4-GPU nodes).
     Unplaceable,
@@ -267,6 +269,7 @@ impl SkipReason {
             SkipReason::NonpositiveDuration => "nonpositive_duration",
             SkipReason::UnknownVc => "unknown_vc",
             SkipReason::ExceedsCluster => "exceeds_cluster",
+            SkipReason::ExceedsVc => "exceeds_vc",
             SkipReason::Unplaceable => "unplaceable",
             SkipReason::ExceedsGpuMemory => "exceeds_gpu_memory",
             SkipReason::NeverScheduled => "never_scheduled",

@@ -1,11 +1,13 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+pub mod bounds;
 pub mod cluster;
 pub mod engine;
 pub mod error;
 pub mod experiment;
 pub mod ids;
+pub mod io;
 pub mod job;
 pub mod metrics;
 pub mod plot;

@@ -7,6 +7,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
 use clap::ValueEnum;
+use dlsched::bounds;
 use dlsched::cluster::ClusterPreset;
 use dlsched::experiment::{ClusterChoice, GenieRun, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir};
 use dlsched::policy::genie::GenieOptions;
@@ -100,9 +101,27 @@ enum Command {
 #[derive(Args)]
 #[command(allow_negative_numbers = true)]
 struct GenieProfileArgs {
-    /// Cluster preset whose GPU type and shape (N nodes x G GPUs) are profiled.
-    #[arg(long, value_enum, default_value = "lab16")]
-    cluster: ClusterPreset,
+    /// Cluster preset to profile (lab16, philly, alibaba-openb; default
+    /// lab16). Any cluster `simulate` takes can be profiled: the profiler runs
+    /// on its first partition's GPU type, node count and largest node, as
+    /// `simulate --policy genie` does when it is given no models.
+    #[arg(long, value_enum, conflicts_with_all = ["nodes", "vcs", "nodes_file"])]
+    cluster: Option<ClusterPreset>,
+    /// A cluster from an Alibaba PAI 2023 node list, as `simulate --nodes-file`.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["nodes", "vcs"])]
+    nodes_file: Option<PathBuf>,
+    /// A uniform cluster of N nodes (with --gpus-per-node), as `simulate --nodes`.
+    #[arg(long, value_name = "N", requires = "gpus_per_node", conflicts_with = "vcs")]
+    nodes: Option<u32>,
+    /// GPUs per node of the uniform cluster (with --nodes).
+    #[arg(long, value_name = "G", requires = "nodes")]
+    gpus_per_node: Option<u32>,
+    /// GPU type of the uniform cluster (k80, v100, ...; see `simulate --gpu-type`).
+    #[arg(long, value_name = "TYPE", requires = "nodes")]
+    gpu_type: Option<String>,
+    /// VC partitions, as `simulate --vcs`; the first VC is profiled.
+    #[arg(long, value_name = "PATH")]
+    vcs: Option<PathBuf>,
     /// Seed of the measurement noise.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -132,19 +151,28 @@ fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
         Some(d) => dlsched::profile::db::ProfileDb::load_dir_cached(d)?,
         None => dlsched::profile::db::ProfileDb::builtin(),
     };
-    let spec = a.cluster.spec();
-    let nodes = spec.nodes.len() as u32;
-    let gpn = spec.nodes.iter().map(|n| n.gpus).max().unwrap_or(1);
+    let choice = cluster_choice(
+        a.vcs.as_ref(),
+        a.nodes_file.as_ref(),
+        (a.nodes, a.gpus_per_node, a.gpu_type.as_ref()),
+        a.cluster,
+    )?;
+    let cluster = dlsched::cluster::Cluster::new(choice.spec()?)?;
+    let spec = cluster.spec();
+    // The shape `simulate` profiles when it has no models: the first
+    // partition's node count, largest node and GPU type.
+    let part = cluster.partition(dlsched::ids::VcId(0));
+    let (nodes, gpn) = (part.nodes.len() as u32, part.max_node_gpus);
+    let gpu_type = cluster.node(part.nodes[0]).gpu_type.clone();
     let name = a.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
     let cfg = ProfilerConfig { iterations_per_run: a.iterations, noise_sd: a.noise };
-    let first = &spec.nodes[0];
-    if spec.nodes.iter().any(|n| n.gpus != first.gpus || n.gpu_type != first.gpu_type) {
-        bail!(
-            "--cluster {}: GENIE's profiler assumes a uniform cluster (N nodes x G GPUs of one type); this one mixes node sizes or GPU types",
+    if part.nodes.iter().any(|&n| cluster.node(n).gpu_type != gpu_type) {
+        errln!(
+            "note: {}: the first partition mixes GPU types; profiling {gpu_type} (its first node's), as simulate does",
             spec.name
-        );
+        )?;
     }
-    let p = profile(db, &name, &spec.nodes[0].gpu_type, nodes, gpn, a.seed, cfg);
+    let p = profile(db, &name, &gpu_type, nodes, gpn, a.seed, cfg);
     p.validate().map_err(|e| anyhow::anyhow!("the fit failed: {e}"))?;
     let doc = serde_json::json!({
         "manifest": {
@@ -173,7 +201,7 @@ fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
         spec.name,
         nodes,
         gpn,
-        spec.nodes[0].gpu_type,
+        gpu_type,
         p.gpu_seconds() / 3600.0,
         a.out.display()
     )?;
@@ -723,14 +751,11 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
             if a.vcs.is_some() {
                 bail!("the synthetic workload has no VCs; --vcs needs a --trace whose jobs name their VC");
             }
-            if let Some(r) = a.jobs_per_hour
-                && !(r.is_finite() && r > 0.0)
-            {
-                bail!("--jobs-per-hour must be a positive number, got {r}");
+            if let Some(r) = a.jobs_per_hour {
+                bounds::positive(r).map_err(|e| anyhow::anyhow!("--jobs-per-hour {e}"))?;
             }
-            if a.jobs == 0 {
-                bail!("--jobs must be at least 1");
-            }
+            bounds::jobs(a.jobs.into()).map_err(|e| anyhow::anyhow!("--jobs {e}"))?;
+            bounds::positive(a.load).map_err(|e| anyhow::anyhow!("--load {e}"))?;
             match a.workload {
                 WorkloadKind::Synthetic => WorkloadSource::Synthetic(SyntheticSpec {
                     jobs: a.jobs,
@@ -745,31 +770,15 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
             }
         }
     };
-    let cluster = match (&a.vcs, a.nodes, a.gpus_per_node, a.cluster) {
-        (Some(path), ..) => ClusterChoice::VcFile { path: path.clone() },
-        (None, ..) if a.nodes_file.is_some() => {
-            let path = a.nodes_file.clone().expect("checked");
-            let list = dlsched::cluster::load_nodes_file(&path)?;
-            if list.cpu_only_nodes > 0 {
-                errln!(
-                    "{}: {} of {} nodes have no GPU and are left out",
-                    path.display(),
-                    list.cpu_only_nodes,
-                    list.rows
-                )?;
-            }
-            ClusterChoice::NodesFile { path }
-        }
-        (None, Some(nodes), Some(gpus_per_node), _) => {
-            if nodes == 0 || gpus_per_node == 0 {
-                bail!("--nodes and --gpus-per-node must be at least 1");
-            }
-            ClusterChoice::Uniform { nodes, gpus_per_node, gpu_type: a.gpu_type.clone() }
-        }
-        (None, _, _, preset) => ClusterChoice::Preset { preset: preset.unwrap_or(ClusterPreset::Lab16) },
-    };
-    if !(a.theta.is_finite() && a.theta >= 0.0) {
-        bail!("--theta must be a number >= 0, got {}", a.theta);
+    let cluster = cluster_choice(
+        a.vcs.as_ref(),
+        a.nodes_file.as_ref(),
+        (a.nodes, a.gpus_per_node, a.gpu_type.as_ref()),
+        a.cluster,
+    )?;
+    bounds::theta(a.theta).map_err(|e| anyhow::anyhow!("--theta {e}"))?;
+    if a.workload == WorkloadKind::Genie {
+        bounds::hours(a.hours).map_err(|e| anyhow::anyhow!("--hours {e}"))?;
     }
     let genie = a.policy.genie().map(|variant| GenieRun {
         options: GenieOptions { variant, theta: a.theta, backfill: a.backfill, best_fit_nodes: a.genie_best_fit },
@@ -808,16 +817,40 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
             s.validate()?;
             s
         },
-        sample_interval_ms: {
-            if a.sample_interval as f64 > dlsched::time::MAX_SECS {
-                bail!(
-                    "--sample-interval {} s is out of range (at most {:e} s)",
-                    a.sample_interval,
-                    dlsched::time::MAX_SECS
-                );
+        sample_interval_ms: bounds::sample_interval_ms(a.sample_interval)
+            .map_err(|e| anyhow::anyhow!("--sample-interval {e}"))?,
+    })
+}
+
+/// The cluster the options `--vcs`, `--nodes-file`, `--nodes --gpus-per-node
+/// [--gpu-type]` and `--cluster` name (in that order of precedence; default
+/// lab16), shared by `simulate` and `genie-profile`.
+fn cluster_choice(
+    vcs: Option<&PathBuf>,
+    nodes_file: Option<&PathBuf>,
+    uniform: (Option<u32>, Option<u32>, Option<&String>),
+    preset: Option<ClusterPreset>,
+) -> Result<ClusterChoice> {
+    Ok(match (vcs, nodes_file, uniform) {
+        (Some(path), ..) => ClusterChoice::VcFile { path: path.clone() },
+        (None, Some(path), _) => {
+            let list = dlsched::cluster::load_nodes_file(path)?;
+            if list.cpu_only_nodes > 0 {
+                errln!(
+                    "{}: {} of {} nodes have no GPU and are left out",
+                    path.display(),
+                    list.cpu_only_nodes,
+                    list.rows
+                )?;
             }
-            a.sample_interval * 1000
-        },
+            ClusterChoice::NodesFile { path: path.clone() }
+        }
+        (None, None, (Some(nodes), Some(gpus_per_node), gpu_type)) => {
+            bounds::nodes(nodes.into()).map_err(|e| anyhow::anyhow!("--nodes {e}"))?;
+            bounds::gpus_per_node(gpus_per_node.into()).map_err(|e| anyhow::anyhow!("--gpus-per-node {e}"))?;
+            ClusterChoice::Uniform { nodes, gpus_per_node, gpu_type: gpu_type.cloned() }
+        }
+        (None, None, _) => ClusterChoice::Preset { preset: preset.unwrap_or(ClusterPreset::Lab16) },
     })
 }
 
@@ -915,7 +948,14 @@ fn notes(a: &SimulateArgs) -> Result<()> {
     }
     if a.policy.rifling().is_some() && (a.backfill || a.placement != PlacementKind::Consolidate) {
         note(
-            "the RIFLING policies choose each task's placement themselves and take tasks in arrival order: --placement and --backfill do not apply",
+            "the RIFLING policies and random-placement choose each task's placement themselves and take tasks in arrival order: --placement and --backfill do not apply",
+        )?;
+    }
+    if genie_workload && a.backfill && a.policy.genie().is_none() && a.policy.rifling().is_none() {
+        // Every GENIE task asks for one GPU under a queue policy: when the
+        // first task in the queue cannot start, no GPU is free for a later one.
+        note(
+            "--backfill changes nothing here: fifo and sjf run each GENIE task on 1 GPU, so no task can start while the first in the queue waits",
         )?;
     }
     if a.policy.rifling().is_none() && a.rifling.rifling_table.is_some() {
@@ -980,7 +1020,10 @@ fn print_summary(r: &RunReport) -> Result<()> {
     outln!("  queueing p95    {}", h(s.queue_delay_p95_s))?;
     outln!("  makespan        {}", h(s.makespan_s))?;
     outln!("  GPU utilisation {:>12.1} %  ({:.1} GPU-hours)", s.gpu_utilization * 100.0, s.gpu_hours)?;
-    outln!("  offered load    {:>12.2}    (GPU demand over the arrival span / GPUs)", s.offered_load)?;
+    outln!(
+        "  offered load    {:>12.2}    (GPU demand over the arrival span, at least one mean run time / GPUs)",
+        s.offered_load
+    )?;
     if s.shared_launches > 0 {
         outln!(
             "  GPU sharing     {:>12} jobs shared a GPU; achieved / isolated speed {:.3} on average",

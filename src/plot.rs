@@ -21,7 +21,8 @@ use plotters::prelude::*;
 type Series = Vec<(String, Vec<(f64, f64)>)>;
 
 fn read_csv(path: &Path) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
-    let mut rdr = csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = crate::io::read_csv(path).map_err(|e| e.to_string())?;
+    let mut rdr = csv::Reader::from_reader(&bytes[..]);
     let header = rdr.headers().map_err(|e| format!("{}: {e}", path.display()))?.iter().map(str::to_string).collect();
     let rows = rdr
         .records()
@@ -256,11 +257,9 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<PathB
 pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let summary = dir.join("summary.csv");
     let (h, rows) = read_csv(&summary)?;
-    let meta: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("sweep.json"))
-            .map_err(|e| format!("{}: {e}", dir.join("sweep.json").display()))?,
-    )
-    .map_err(|e| e.to_string())?;
+    let meta: serde_json::Value =
+        serde_json::from_str(&crate::io::read_text(&dir.join("sweep.json")).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
     let swept: Vec<String> = meta["swept"]
         .as_array()
         .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())

@@ -37,8 +37,8 @@ pub const KEYS: [(&str, &str); 37] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     ("cluster", "lab16, philly or alibaba-openb"),
-    ("nodes", "a whole number of nodes (with gpus_per_node)"),
-    ("gpus_per_node", "a whole number of GPUs per node (with nodes)"),
+    ("nodes", "a whole number of nodes, 1 to 100,000 (with gpus_per_node)"),
+    ("gpus_per_node", "a whole number of GPUs per node, 1 to 64 (with nodes)"),
     ("gpu_type", "the GPU type of a nodes x gpus_per_node cluster (k80, p100, v100, t4, a100, ...; default generic)"),
     ("vcs", "a VC file path, relative to the experiment file"),
     ("nodes_file", "an Alibaba PAI 2023 node list path, relative to the experiment file"),
@@ -47,12 +47,12 @@ pub const KEYS: [(&str, &str); 37] = [
         "fifo, sjf, genie, genie-fifo, min-min, weighted-fair, tetris-perf, tetris-cer, rifling, rifling-frozen or random-placement",
     ),
     ("workload", "synthetic (the default) or genie (GENIE's QoS tasks; with a trace: its jobs as moldable tasks)"),
-    ("hours", "a positive number: the GENIE workload's arrival window"),
+    ("hours", "a positive number, at most 8,760: the GENIE workload's arrival window"),
     (
         "ect",
         "predicted (default) or true: what a GENIE task's ECT multiplies (its predicted or true single-GPU latency)",
     ),
-    ("theta", "a number >= 0: GENIE's concentration weight in the cost (default 0.4)"),
+    ("theta", "a number >= 0: GENIE's concentration weight in the cost (default 0.4; GENIE-family policies only)"),
     ("genie_best_fit", "true or false: GENIE family places on the fullest nodes with room"),
     ("genie_models", "a file of fitted GENIE models (dlsched genie-profile), relative to the experiment file"),
     ("backfill", "true or false"),
@@ -62,10 +62,10 @@ pub const KEYS: [(&str, &str); 37] = [
     ("mem_headroom", "a fraction in [0, 1) of GPU memory kept free when a GPU is shared"),
     ("rate_model", "trace, table or genie"),
     ("seed", "a whole number"),
-    ("jobs", "a whole number of synthetic jobs"),
+    ("jobs", "a whole number of synthetic jobs, 1 to 2,000,000"),
     ("jobs_per_hour", "a positive number (synthetic arrival rate)"),
     ("load", "a positive number (synthetic offered load)"),
-    ("sample_interval", "whole seconds between timeline samples"),
+    ("sample_interval", "whole seconds between timeline samples, 0 to 1e11"),
     ("profiles", "a profile database directory, relative to the experiment file"),
     (
         "rifling_table",
@@ -127,6 +127,29 @@ pub struct Experiment {
     pub swept: Vec<String>,
     /// The runs, in run-id order.
     pub runs: Vec<Run>,
+    /// The RIFLING tables and GENIE models the runs name, each read once.
+    pub artefacts: crate::experiment::Artefacts,
+    /// Options some runs set that do not change them (`backfill` where the
+    /// policy takes tasks in order anyway), once each, for the user.
+    pub notes: Vec<String>,
+}
+
+/// What a run's parameters set that the run ignores.
+fn ignored(p: &BTreeMap<String, Value>) -> Option<String> {
+    if p.get("backfill") != Some(&Value::Bool(true)) {
+        return None;
+    }
+    let policy = p.get("policy").map_or_else(|| "fifo".to_string(), ToString::to_string);
+    let genie_workload = p.get("workload") == Some(&Value::Str("genie".into()));
+    match policy.as_str() {
+        "rifling" | "rifling-frozen" | "random-placement" => Some(format!(
+            "`backfill` does not apply to `policy` = `{policy}`: it places each task itself, in arrival order"
+        )),
+        "fifo" | "sjf" if genie_workload => Some(format!(
+            "`backfill` changes nothing for `policy` = `{policy}` on GENIE tasks: each runs on 1 GPU, so none can start while the first in the queue waits"
+        )),
+        _ => None,
+    }
 }
 
 fn err(path: &Path, msg: String) -> String {
@@ -215,7 +238,7 @@ impl Experiment {
     /// # Errors
     /// A message naming the file, the key and what is allowed.
     pub fn load(path: &Path) -> Result<Experiment, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| err(path, format!("cannot read: {e}")))?;
+        let text = crate::io::read_text(path).map_err(|e| e.to_string())?;
         let doc: toml::Table = toml::from_str(&text).map_err(|e| err(path, e.to_string()))?;
         for k in doc.keys() {
             if !["question", "base", "sweep"].contains(&k.as_str()) {
@@ -253,6 +276,8 @@ impl Experiment {
             return Err(err(path, format!("the sweep expands to {total} runs; at most 100,000")));
         }
         let mut runs: Vec<Run> = Vec::with_capacity(total);
+        let mut artefacts = crate::experiment::Artefacts::default();
+        let mut notes = std::collections::BTreeSet::new();
         for i in 0..total {
             let mut params = base.clone();
             let mut rest = i;
@@ -260,14 +285,23 @@ impl Experiment {
                 params.insert(k.clone(), vals[rest % vals.len()].clone());
                 rest /= vals.len();
             }
-            to_run_spec(&params, path).map_err(|e| err(path, format!("run {}: {e}", describe(&params, &axes))))?;
+            to_run_spec_with(&params, path, &mut artefacts)
+                .map_err(|e| err(path, format!("run {}: {e}", describe(&params, &axes))))?;
+            notes.extend(ignored(&params));
             runs.push(Run { id: run_id(&params), params });
         }
         runs.sort_by(|a, b| a.id.cmp(&b.id));
         if let Some(w) = runs.windows(2).find(|w| w[0].id == w[1].id) {
             return Err(err(path, format!("two runs share the id {} (a value listed twice?)", w[0].id)));
         }
-        Ok(Experiment { path: path.to_path_buf(), question, swept: axes.into_iter().map(|a| a.0).collect(), runs })
+        Ok(Experiment {
+            path: path.to_path_buf(),
+            question,
+            swept: axes.into_iter().map(|a| a.0).collect(),
+            runs,
+            artefacts,
+            notes: notes.into_iter().collect(),
+        })
     }
 }
 
@@ -295,6 +329,19 @@ fn enum_of<T: ValueEnum>(key: &str, v: &Value) -> Result<T, String> {
 /// # Errors
 /// A message naming the key at fault.
 pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<RunSpec, String> {
+    to_run_spec_with(p, experiment, &mut crate::experiment::Artefacts::default())
+}
+
+/// [`to_run_spec`] checking the RIFLING table and GENIE models a run names
+/// through `artefacts`, which reads each file once and keeps it for the runs.
+///
+/// # Errors
+/// As [`to_run_spec`].
+pub fn to_run_spec_with(
+    p: &BTreeMap<String, Value>,
+    experiment: &Path,
+    artefacts: &mut crate::experiment::Artefacts,
+) -> Result<RunSpec, String> {
     let dir = experiment.parent().unwrap_or(Path::new("."));
     let int = |k: &str| -> Result<Option<i64>, String> {
         match p.get(k) {
@@ -328,12 +375,14 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
             Some(_) => Err(format!("`{k}` must be a path string")),
         }
     };
-    for k in ["load", "jobs_per_hour", "hours"] {
-        if let Some(x) = num(k)?
-            && !(x.is_finite() && x > 0.0)
-        {
-            return Err(format!("`{k}` must be a positive number, not {x}"));
+    // The bounds are the command line's (crate::bounds).
+    for k in ["load", "jobs_per_hour"] {
+        if let Some(x) = num(k)? {
+            crate::bounds::positive(x).map_err(|e| format!("`{k}` {e}"))?;
         }
+    }
+    if let Some(h) = num("hours")? {
+        crate::bounds::hours(h).map_err(|e| format!("`hours` {e}"))?;
     }
     let genie_workload = match p.get("workload") {
         None => false,
@@ -368,12 +417,9 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
             hours: num("hours")?.unwrap_or(24.0),
         }),
         None => {
-            let jobs = uint("jobs")?.unwrap_or(500);
-            if jobs == 0 || jobs > u64::from(u32::MAX) {
-                return Err("`jobs` must be at least 1".into());
-            }
+            let jobs = crate::bounds::jobs(uint("jobs")?.unwrap_or(500)).map_err(|e| format!("`jobs` {e}"))?;
             WorkloadSource::Synthetic(SyntheticSpec {
-                jobs: jobs as u32,
+                jobs,
                 jobs_per_hour: num("jobs_per_hour")?,
                 load: num("load")?.unwrap_or(0.8),
             })
@@ -388,8 +434,8 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
             ClusterChoice::NodesFile { path: path("nodes_file")?.expect("present") }
         }
         (None, Some(n), Some(g), _) => ClusterChoice::Uniform {
-            nodes: u32::try_from(n).map_err(|_| "`nodes` is too large")?,
-            gpus_per_node: u32::try_from(g).map_err(|_| "`gpus_per_node` is too large")?,
+            nodes: crate::bounds::nodes(n).map_err(|e| format!("`nodes` {e}"))?,
+            gpus_per_node: crate::bounds::gpus_per_node(g).map_err(|e| format!("`gpus_per_node` {e}"))?,
             gpu_type: match p.get("gpu_type") {
                 None => None,
                 Some(Value::Str(s)) if crate::experiment::gpu_type_mem_mib(s).is_some() => Some(s.clone()),
@@ -416,9 +462,13 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
     };
     let policy_name: PolicyName =
         p.get("policy").map(|v| enum_of("policy", v)).transpose()?.unwrap_or(PolicyName::Fifo);
-    let theta = num("theta")?.unwrap_or(0.4);
-    if !(theta.is_finite() && theta >= 0.0) {
-        return Err(format!("`theta` must be a number >= 0, not {theta}"));
+    let theta = crate::bounds::theta(num("theta")?.unwrap_or(0.4)).map_err(|e| format!("`theta` {e}"))?;
+    if p.contains_key("theta") && policy_name.genie().is_none() {
+        // An ignored key would make runs that differ only in their ids.
+        return Err(format!(
+            "`theta` applies only to the GENIE-family policies, not `policy` = `{}`",
+            p.get("policy").map_or_else(|| "fifo".to_string(), ToString::to_string)
+        ));
     }
     let best_fit_nodes = match p.get("genie_best_fit") {
         None => false,
@@ -435,7 +485,7 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
             }
             let models = path("genie_models")?;
             if let Some(m) = &models {
-                crate::experiment::load_genie_profiles(m).map_err(|e| format!("`genie_models`: {e}"))?;
+                artefacts.genie_models(m).map_err(|e| format!("`genie_models`: {e}"))?;
             }
             Some(GenieRun { options: GenieOptions { variant, theta, backfill, best_fit_nodes }, models })
         }
@@ -465,7 +515,7 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
             let table = path("rifling_table")?;
             let table = if mode == crate::policy::rifling::RiflingMode::Frozen { table } else { None };
             if let Some(t) = &table {
-                crate::experiment::load_rifling_table(t).map_err(|e| format!("`rifling_table`: {e}"))?;
+                artefacts.rifling_table(t).map_err(|e| format!("`rifling_table`: {e}"))?;
             }
             Some(crate::experiment::RiflingRun { mode, params, table })
         }
@@ -487,7 +537,8 @@ pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<Run
         },
         tie_order: p.get("tie_order").map(|v| enum_of("tie_order", v)).transpose()?.unwrap_or_default(),
         seed: uint("seed")?.unwrap_or(1),
-        sample_interval_ms: uint("sample_interval")?.unwrap_or(600).saturating_mul(1000),
+        sample_interval_ms: crate::bounds::sample_interval_ms(uint("sample_interval")?.unwrap_or(600))
+            .map_err(|e| format!("`sample_interval` {e}"))?,
         rate_model: p.get("rate_model").map(|v| enum_of("rate_model", v)).transpose()?.unwrap_or(RateModelKind::Trace),
         profiles: path("profiles")?,
         share: {
@@ -725,7 +776,7 @@ pub fn run_sweep(
             .map(|run| {
                 let dir = out.join("runs").join(&run.id);
                 let read_summary = || -> Result<serde_json::Value, String> {
-                    let text = std::fs::read_to_string(dir.join("summary.json")).map_err(|e| e.to_string())?;
+                    let text = crate::io::read_text(&dir.join("summary.json")).map_err(|e| e.to_string())?;
                     serde_json::from_str(&text).map_err(|e| e.to_string())
                 };
                 if resume
@@ -736,8 +787,11 @@ pub fn run_sweep(
                     return (true, Ok(s));
                 }
                 let res = (|| {
-                    let spec = to_run_spec(&run.params, &exp.path)?;
-                    let report = crate::experiment::run_one(&spec, |_| {}).map_err(|e| e.to_string())?;
+                    // The load read every artefact: these look-ups read no file.
+                    let mut artefacts = exp.artefacts.clone();
+                    let spec = to_run_spec_with(&run.params, &exp.path, &mut artefacts)?;
+                    let report = crate::experiment::run_one_with_artefacts(&spec, &artefacts, |_| {})
+                        .map_err(|e| e.to_string())?;
                     crate::experiment::write_run_dir(&report, &dir).map_err(|e| e.to_string())?;
                     serde_json::to_value(&report.summary).map_err(|e| e.to_string())
                 })();
@@ -818,18 +872,16 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
     let mut header: Option<csv::StringRecord> = None;
     let mut rows: BTreeMap<String, (csv::StringRecord, PathBuf)> = BTreeMap::new();
     for d in dirs {
-        let meta: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(d.join("sweep.json"))
-                .map_err(|e| format!("{}: {e}", d.join("sweep.json").display()))?,
-        )
-        .map_err(|e| format!("{}: {e}", d.join("sweep.json").display()))?;
+        let meta: serde_json::Value =
+            serde_json::from_str(&crate::io::read_text(&d.join("sweep.json")).map_err(|e| e.to_string())?)
+                .map_err(|e| format!("{}: {e}", d.join("sweep.json").display()))?;
         let ids: Vec<String> = meta["all_run_ids"]
             .as_array()
             .ok_or_else(|| format!("{}: no all_run_ids", d.join("sweep.json").display()))?
             .iter()
             .filter_map(|v| v.as_str().map(str::to_string))
             .collect();
-        if let Ok(text) = std::fs::read_to_string(d.join("failed.csv")) {
+        if let Ok(text) = crate::io::read_text(&d.join("failed.csv")) {
             failed.extend(text.lines().skip(1).filter_map(|l| l.split(',').next()).map(str::to_string));
         }
         if meta_first.is_none() {
@@ -843,7 +895,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
             _ => {}
         }
         let file = d.join("summary.csv");
-        let mut rdr = csv::Reader::from_path(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let bytes = crate::io::read_csv(&file).map_err(|e| e.to_string())?;
+        let mut rdr = csv::Reader::from_reader(&bytes[..]);
         let h = rdr.headers().map_err(|e| format!("{}: {e}", file.display()))?.clone();
         match &header {
             None => header = Some(h),

@@ -50,6 +50,9 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
         PathBuf::from("runs")
             .join(a.experiment.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
     });
+    for note in &exp.notes {
+        errln!("note: {note}")?;
+    }
     let n = a.shard.map_or(exp.runs.len(), |s| s.select(&exp.runs).len());
     // Stdout as the sweep goes: a failed write (a full stdout) is reported
     // after the sweep has written its files, not instead of them.

@@ -107,7 +107,7 @@ pub struct NodeList {
 /// type without a known memory size, a GPU node with no type, a node name
 /// listed twice, or a file with no GPU node.
 pub fn load_nodes_file(path: &Path) -> Result<NodeList, TraceError> {
-    let bytes = std::fs::read(path).map_err(|err| TraceError::Io { file: path.to_path_buf(), err })?;
+    let bytes = crate::io::read_csv(path)?;
     let mut nodes = Vec::new();
     let (mut rows, mut cpu_only) = (0, 0);
     let mut cols: Option<(usize, usize)> = None;
@@ -224,10 +224,8 @@ impl ClusterPreset {
 /// missing column, a repeated VC, or an empty file.
 pub fn load_vc_file(path: &Path, gpu_type: &str, gpu_mem_mib: u64) -> Result<ClusterSpec, TraceError> {
     let file = path.to_path_buf();
-    let mut rdr = csv::ReaderBuilder::new()
-        .trim(csv::Trim::All)
-        .from_path(path)
-        .map_err(|e| TraceError::Io { file: file.clone(), err: std::io::Error::other(e) })?;
+    let bytes = crate::io::read_csv(path)?;
+    let mut rdr = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(&bytes[..]);
     let headers = rdr
         .headers()
         .map_err(|e| TraceError::Format { file: file.clone(), message: format!("cannot read header: {e}") })?

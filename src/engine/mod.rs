@@ -837,7 +837,15 @@ impl Simulation {
 /// Whole milliseconds to finish `remaining` work at `rate`, rounded up, with a
 /// tolerance of 1e-9 ms plus 1e-12 of the quotient so that exact quotients are
 /// not pushed to the next ms by floating-point noise.
+///
+/// A whole number of ms at rate exactly 1 (trace speed) is its own answer:
+/// the division is exact there, and the tolerance, 1 ms or more above 10^12 ms,
+/// would end such a job early. Every whole number of ms up to the largest
+/// accepted duration ([`crate::time::MAX_SECS`], 10^14 ms) is exact in `f64`.
 fn ms_to_finish(remaining: f64, rate: f64) -> u64 {
+    if rate == 1.0 && remaining.fract() == 0.0 {
+        return remaining.max(0.0) as u64;
+    }
     let q = remaining / rate;
     (q - 1e-9 - q.abs() * 1e-12).ceil().max(0.0) as u64
 }
@@ -854,5 +862,17 @@ mod tests {
         assert_eq!(ms_to_finish(10.0, 1.0), 10);
         assert_eq!(ms_to_finish(10.5, 1.0), 11);
         assert_eq!(ms_to_finish(0.0, 0.3), 0);
+    }
+
+    #[test]
+    fn trace_speed_ends_exactly_at_long_durations() {
+        // 10^9 s = 10^12 ms, 10^10 s = 10^13 ms, 10^11 s (the accepted
+        // maximum) = 10^14 ms; at rate 1 the run time is the duration itself.
+        // The old tolerance took 1 ms (10^12 ms), 10 ms and 100 ms off them.
+        assert_eq!(ms_to_finish(1e12, 1.0), 1_000_000_000_000);
+        assert_eq!(ms_to_finish(1e13, 1.0), 10_000_000_000_000);
+        assert_eq!(ms_to_finish(1e14, 1.0), 100_000_000_000_000);
+        // An odd number of ms just below the maximum: 10^14 - 1.
+        assert_eq!(ms_to_finish(99_999_999_999_999.0, 1.0), 99_999_999_999_999);
     }
 }

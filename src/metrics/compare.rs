@@ -90,7 +90,7 @@ const END: &[&str] = &["end_s", "end_time", "end", "finish_time"];
 /// seconds; an empty start or end means the job did not start or end.
 fn read_times(path: &Path) -> Result<(Vec<String>, BTreeMap<String, Times>), TraceError> {
     let file = path.to_path_buf();
-    let bytes = std::fs::read(path).map_err(|err| TraceError::Io { file: file.clone(), err })?;
+    let bytes = crate::io::read_csv(path)?;
     let mut rdr = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(&bytes[..]);
     let headers = rdr.headers().map_err(|e| crate::cluster::csv_error(path, &e))?.clone();
     let find = |names: &[&str]| headers.iter().position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)));

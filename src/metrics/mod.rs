@@ -103,8 +103,14 @@ pub struct Summary {
     /// shared by two jobs counts twice).
     pub gpu_hours: f64,
     /// Offered load: GPU-seconds the admitted jobs ask for (GPUs × trace
-    /// duration) / (GPUs × (last submit − first submit)); above 1 the cluster
-    /// cannot keep up even with perfect packing.
+    /// duration) / (cluster GPUs × window), the window being the arrival span
+    /// (last submit − first submit) or, if longer, the mean trace duration of
+    /// the admitted jobs. Above 1 the cluster cannot keep up even with perfect
+    /// packing. The mean duration stands in when the jobs arrive within less
+    /// than one mean run time of each other (all at one instant, say): the
+    /// load is then the work that arrived per mean run time, in cluster-fulls
+    /// (three 16-GPU jobs at t = 0 on 16 GPUs give 3), and never 0 for a run
+    /// with an admitted job. 0 only when no job was admitted.
     pub offered_load: f64,
     /// Jobs started as tenants of shared GPUs (sharing placements only).
     pub shared_launches: u64,
@@ -211,7 +217,7 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
     all.queue.reserve(out.jobs.len());
     let mut per_vc: Vec<Acc> = parts.iter().map(|_| Acc::new()).collect();
     let (mut first_submit, mut last_end, mut last_submit) = (u64::MAX, 0u64, 0u64);
-    let mut demand_ms = 0.0;
+    let (mut demand_ms, mut duration_sum_ms) = (0.0, 0.0);
     let mut unfinished = 0;
     let mut slowdowns: Vec<f64> = Vec::new();
     let (mut q_frac, mut q_whole) = (Vec::new(), Vec::with_capacity(out.jobs.len()));
@@ -223,6 +229,7 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
         first_submit = first_submit.min(spec.submit.as_ms());
         last_submit = last_submit.max(spec.submit.as_ms());
         demand_ms += f64::from(spec.gpus) * spec.duration_ms as f64;
+        duration_sum_ms += spec.duration_ms as f64;
         per_vc[spec.vc.index()].jobs += 1;
         all.jobs += 1;
         let JobState::Completed(d) = state else {
@@ -299,7 +306,11 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
         gpu_hours: r3(all.gpu_ms / 3_600_000.0),
         offered_load: {
             let span = last_submit.saturating_sub(if first_submit == u64::MAX { 0 } else { first_submit });
-            if span == 0 { 0.0 } else { r6(demand_ms / (f64::from(out.cluster.total_gpus()) * span as f64)) }
+            let mean_duration_ms = if all.jobs == 0 { 0.0 } else { duration_sum_ms / all.jobs as f64 };
+            // `span` when it is the longer (every trace of many jobs), so that
+            // the figure is unchanged there.
+            let window_ms = if span as f64 >= mean_duration_ms { span as f64 } else { mean_duration_ms };
+            if window_ms == 0.0 { 0.0 } else { r6(demand_ms / (f64::from(out.cluster.total_gpus()) * window_ms)) }
         },
         shared_launches: out.stats.shared_launches,
         colocated_jobs: slowdowns.len() as u64,

@@ -445,12 +445,12 @@ impl ProfileDb {
         let mut bytes: Vec<Vec<u8>> = Vec::with_capacity(FILES.len());
         for name in FILES {
             let file = dir.join(name);
-            bytes.push(std::fs::read(&file).map_err(|err| TraceError::Io { file, err })?);
+            bytes.push(crate::io::read_csv(&file)?);
         }
         let mut db = ProfileDb::parse(dir, [&bytes[0][..], &bytes[1][..], &bytes[2][..], &bytes[3][..]])?;
         let memory = dir.join(MEMORY_FILE);
         if memory.exists() {
-            let b = std::fs::read(&memory).map_err(|err| TraceError::Io { file: memory.clone(), err })?;
+            let b = crate::io::read_csv(&memory)?;
             db.memory = parse_memory(&memory, &b)?;
         }
         Ok(db)

@@ -468,7 +468,7 @@ pub const MEMORY_FACTS: [(&str, f64, f64, &str); 20] = [
 type PairKey = (String, &'static str, u32, &'static str, u32);
 
 fn read(file: &Path) -> Result<Vec<u8>, TraceError> {
-    std::fs::read(file).map_err(|err| TraceError::Io { file: file.to_path_buf(), err })
+    crate::io::read_csv(file)
 }
 
 /// `Gavel job type` → (canonical model, per-GPU batch).
@@ -763,7 +763,7 @@ pub const LUCID_MODELS: [((&str, &str), &str); 6] = [
 /// A missing or malformed `lucid/single_data.csv`.
 pub fn lucid_memory(from: &Path) -> Result<Vec<MemoryRow>, TraceError> {
     let file = from.join("lucid").join("single_data.csv");
-    let bytes = std::fs::read(&file).map_err(|err| TraceError::Io { file: file.clone(), err })?;
+    let bytes = crate::io::read_csv(&file)?;
     let mut rows = Vec::new();
     read_csv(&file, &bytes, &["model", "dataset", "batchsize", "amp", "gmem"], |r: &Rec<'_>| {
         if r.str(3) != "0" {
@@ -795,7 +795,7 @@ pub fn lucid_memory(from: &Path) -> Result<Vec<MemoryRow>, TraceError> {
 /// A missing or malformed `lucid/colocate_info.csv`.
 pub fn lucid_colocation(from: &Path) -> Result<Vec<ColocRow>, TraceError> {
     let file = from.join("lucid").join("colocate_info.csv");
-    let bytes = std::fs::read(&file).map_err(|err| TraceError::Io { file: file.clone(), err })?;
+    let bytes = crate::io::read_csv(&file)?;
     let mut rows = Vec::new();
     let cols =
         ["model1", "dataset1", "batchsize1", "amp1", "speed1", "model2", "dataset2", "batchsize2", "amp2", "speed2"];

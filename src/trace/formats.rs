@@ -7,6 +7,7 @@ use super::csvrows::{Header, for_each_row, map_rows};
 use super::{TraceFormat, TraceRecord};
 use crate::error::TraceError;
 use crate::job::SkipReason;
+use crate::time::MAX_SECS;
 
 pub(crate) const EXPECTED_HEADERS: &str =
     "  philly-rfold:  #job id,arrival time (sec),topology,shape,size,duration (sec)
@@ -93,7 +94,7 @@ impl ColumnMap {
     /// # Errors
     /// A message naming the file and the bad key or value.
     pub fn load_toml(&mut self, path: &Path) -> Result<(), String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let text = crate::io::read_text(path).map_err(|e| e.to_string())?;
         let value: toml::Table = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         let cols = value.get("columns").and_then(|v| v.as_table()).ok_or_else(|| {
             format!("{}: no [columns] table (e.g. [columns] submit_time = \"arrival\")", path.display())
@@ -194,6 +195,7 @@ fn read_wallclock(
 ) -> Result<(Vec<TraceRecord>, Option<String>), TraceError> {
     let mut rows: Vec<(i64, TraceRecord)> = Vec::with_capacity(line_count(bytes));
     let mut cols: Option<(Vec<usize>, Option<usize>, Option<usize>)> = None;
+    let mut submit_name = String::new();
     for_each_row(file, bytes, |header, row| {
         if cols.is_none() {
             cols = Some(match kind {
@@ -211,6 +213,9 @@ fn read_wallclock(
             });
         }
         let (c, vc, user) = cols.as_ref().expect("set above");
+        if submit_name.is_empty() {
+            submit_name = header.names[c[0]].clone();
+        }
         let submit = row.datetime(c[0])?;
         let job_id = match kind {
             WallClock::Pollux => rows.len().to_string(),
@@ -232,13 +237,27 @@ fn read_wallclock(
         .and_then(|o| chrono::DateTime::from_timestamp(o, 0))
         .map(|t| t.naive_utc().format("%Y-%m-%d %H:%M:%S").to_string());
     let o = origin.unwrap_or(0);
+    // Submissions are held to the limit of every other format's times
+    // (MAX_SECS from the origin), which keeps sums of times exact.
     let records = rows
         .into_iter()
         .map(|(t, mut r)| {
-            r.submit_ms = ((t - o) as u64) * 1000;
-            r
+            let secs = (t - o) as u64;
+            if secs as f64 > MAX_SECS {
+                return Err(TraceError::Field {
+                    file: file.to_path_buf(),
+                    line: r.line,
+                    column: submit_name.clone(),
+                    message: format!(
+                        "{secs} s after the earliest submission ({}); at most {MAX_SECS:e} s (about 3,170 years) are supported",
+                        origin_text.as_deref().unwrap_or("?")
+                    ),
+                });
+            }
+            r.submit_ms = secs * 1000;
+            Ok(r)
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     Ok((records, origin_text))
 }
 

@@ -165,7 +165,7 @@ pub struct LoadedTrace {
 /// [`TraceError`] when the file cannot be read, its header matches no format
 /// (or not the one asked for), or a row is malformed (naming file, line and column).
 pub fn load_trace(path: &Path, format: TraceFormat, columns: &ColumnMap) -> Result<LoadedTrace, TraceError> {
-    let bytes = std::fs::read(path).map_err(|err| TraceError::Io { file: path.to_path_buf(), err })?;
+    let bytes = crate::io::read_csv(path)?;
     let header = first_line(&bytes);
     let format = resolve_format(path, &bytes, header, format, columns)?;
     if format != TraceFormat::JobsCsv && !columns.is_default() {

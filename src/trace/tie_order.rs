@@ -328,12 +328,15 @@ fn adjust_heap(a: &mut [Item], mut hole: usize, len: usize, v: Item) {
         a[hole] = a[child - 1];
         hole = child - 1;
     }
-    // __push_heap
-    let mut parent = hole.wrapping_sub(1) / 2;
-    while hole > top && less(a[parent], v) {
+    // __push_heap (the parent is only computed for a hole above `top`, so
+    // `hole - 1` never goes below 0)
+    while hole > top {
+        let parent = (hole - 1) / 2;
+        if !less(a[parent], v) {
+            break;
+        }
         a[hole] = a[parent];
         hole = parent;
-        parent = hole.wrapping_sub(1) / 2;
     }
     a[hole] = v;
 }
@@ -375,11 +378,14 @@ fn partition(arg: &mut [Item], mut left: usize, mut right: usize, pivot: i64) ->
     let load = |arg: &[Item], at: usize| -> [Item; LANES] { std::array::from_fn(|j| arg[at + j]) };
     let kept_left: [[Item; LANES]; UNROLL] = std::array::from_fn(|i| load(arg, left + LANES * i));
     let kept_right: [[Item; LANES]; UNROLL] = std::array::from_fn(|i| load(arg, right - LANES * (UNROLL - i)));
-    let mut r_store = right - LANES;
+    // The upper part is written downwards from `r_end` (exclusive): the
+    // library keeps `r_end - LANES`, which would go below 0 when the upper
+    // part reaches the start of the slice, so the end itself is kept here.
+    let mut r_end = right;
     let mut l_store = left;
     left += block;
     right -= block;
-    let mut store = |arg: &mut [Item], reg: &[Item; LANES], l_store: &mut usize, r_store: &mut usize| {
+    let mut store = |arg: &mut [Item], reg: &[Item; LANES], l_store: &mut usize, r_end: &mut usize| {
         // Both compress-stores at once, without branches: every lane is
         // written to both buffers and counted in one.
         let mut lower_buf = [(0, 0); LANES];
@@ -395,13 +401,13 @@ fn partition(arg: &mut [Item], mut left: usize, mut right: usize, pivot: i64) ->
             nl += 1 - up;
         }
         arg[*l_store..*l_store + nl].copy_from_slice(&lower_buf[..nl]);
-        let r = *r_store + LANES - nu;
+        let r = *r_end - nu;
         arg[r..r + nu].copy_from_slice(&upper_buf[..nu]);
         *l_store += nl;
-        *r_store -= nu;
+        *r_end = r;
     };
     while right != left {
-        let regs: [[Item; LANES]; UNROLL] = if (r_store + LANES) - right < left - l_store {
+        let regs: [[Item; LANES]; UNROLL] = if r_end - right < left - l_store {
             right -= block;
             std::array::from_fn(|i| load(arg, right + i * LANES))
         } else {
@@ -410,11 +416,11 @@ fn partition(arg: &mut [Item], mut left: usize, mut right: usize, pivot: i64) ->
             regs
         };
         for reg in &regs {
-            store(arg, reg, &mut l_store, &mut r_store);
+            store(arg, reg, &mut l_store, &mut r_end);
         }
     }
     for reg in kept_left.iter().chain(&kept_right) {
-        store(arg, reg, &mut l_store, &mut r_store);
+        store(arg, reg, &mut l_store, &mut r_end);
     }
     (l_store, smallest, biggest)
 }

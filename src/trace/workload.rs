@@ -49,7 +49,8 @@ impl Workload {
 ///   (`unknown_vc` if it has none); a cluster with one unnamed partition puts
 ///   every job there and keeps the trace's VC label for output only;
 /// - rows with 0 GPUs (`zero_gpus`), a non-positive duration
-///   (`nonpositive_duration`), more GPUs than the partition (`exceeds_cluster`),
+///   (`nonpositive_duration`), more GPUs than the cluster (`exceeds_cluster`) or,
+///   with VCs, than the job's partition (`exceeds_vc`),
 ///   allowed GPU types none of which the partition has (`gpu_type_unavailable`),
 ///   or no placement even on the empty partition (`unplaceable`) are skipped;
 /// - so are rows the adapter marked ([`TraceRecord::skip`], e.g.
@@ -91,7 +92,9 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
             let mem = r.gpu_mem_mib.unwrap_or(0);
             let partition = cluster.partition(vc);
             if r.gpus > partition.gpus_total {
-                Some(SkipReason::ExceedsCluster)
+                // A job too large for its VC may still fit the cluster: that
+                // is a VC too small, not a cluster too small.
+                Some(if r.gpus > cluster.total_gpus() { SkipReason::ExceedsCluster } else { SkipReason::ExceedsVc })
             } else if mem > partition.max_gpu_mem_mib {
                 Some(SkipReason::ExceedsGpuMemory)
             } else if !types.is_empty() && !partition.nodes.iter().any(|&n| types.contains(&cluster.node(n).gpu_type)) {

@@ -5,6 +5,7 @@
 mod cli;
 mod common;
 mod fidelity;
+mod figures;
 mod formats;
 mod genie;
 mod hand;
