@@ -321,8 +321,7 @@ pub fn colocated_speed_with(
     let mut tenants = Vec::with_capacity(others.len() + 1);
     tenants.push(me);
     tenants.extend_from_slice(others);
-    let r =
-        tenant_speeds(&tenants, best_pair_sum(db, &gpu_type), switch_cost, |a, b| pair_speed(db, &gpu_type, a, b));
+    let r = tenant_speeds(&tenants, best_pair_sum(db, &gpu_type), switch_cost, |a, b| pair_speed(db, &gpu_type, a, b));
     (r.speeds[0], r.fallback)
 }
 
