@@ -320,7 +320,7 @@ impl Simulation {
 
     /// The run's profile database; the builtin one when none was given.
     fn profiles(&mut self) -> &'static ProfileDb {
-        *self.profiles.get_or_insert_with(ProfileDb::builtin)
+        self.profiles.get_or_insert_with(ProfileDb::builtin)
     }
 
     /// The time of the next event: the earlier of the heap's top and the next arrival.

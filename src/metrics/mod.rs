@@ -124,10 +124,10 @@ pub struct Summary {
     pub gpu_allocation_mean: Option<f64>,
     /// Time-averaged effective utilisation from the work actually done, the
     /// same way: per GPU, the sum over its holders of (co-location speed =
-    /// achieved / isolated rate) × (SM-utilisation estimate alone), capped at
-    /// 1. The estimate is a proxy (FLOP/s achieved alone / the GPU's peak
-    /// FP32 FLOP/s, `dlsched::profile::resources`); a job without one counts
-    /// its share (milli-GPU / 1,000) or 1.
+    /// achieved / isolated rate) × (SM-utilisation estimate alone), capped
+    /// at one GPU. The estimate is a proxy (FLOP/s achieved alone / the
+    /// GPU's peak FP32 FLOP/s, `dlsched::profile::resources`); a job without
+    /// one counts its share (milli-GPU / 1,000) or 1.
     pub gpu_utilization_effective_mean: Option<f64>,
     /// Time-averaged GPU memory utilisation: memory held / GPU memory, the
     /// same way (an exclusive job of unknown memory holds the whole GPU's).
