@@ -62,7 +62,12 @@ pub struct Summary {
     pub rate_model: String,
     /// The rate model's counters: for the profile models, `evaluations` (rate
     /// computations) and how many needed each fallback (`model`, `gpu_type`,
-    /// `split`, `batch`); empty for trace speed.
+    /// `split`, `batch`); empty for trace speed. A run that shared a GPU
+    /// adds the co-location model's: `coloc_evaluations`, `coloc_fallbacks`
+    /// (a pair read needed a fallback), `coloc_bounded_above` and
+    /// `coloc_bounded_below` (the tenants' summed speed was scaled to the
+    /// best measured pair sum or to the time-slicing floor;
+    /// `dlsched::profile::coloc`).
     pub rate_model_counters: BTreeMap<String, u64>,
     /// Cluster name.
     pub cluster: String,

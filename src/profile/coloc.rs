@@ -37,6 +37,8 @@
 //!   `unknown`), else the mean speed of all pairs measured on the GPU type,
 //!   else 0.5 (equal time slicing of two jobs). Each of these, and a pair
 //!   read at the nearest measured batches, counts as a fallback;
+//! - a row of one model with itself at two batches reads from either side
+//!   (`m` at 64 next to `m` at 16 finds the row stored as (16, 64));
 //! - a pair speed above 1 (measurement noise: a co-tenant does not speed a
 //!   job up) is read as 1.
 
