@@ -518,4 +518,22 @@ fn a_profiles_directory_drives_colocation_memory_efficiency_and_the_sm_proxy() {
     let r = run("a,0,100,1,resnet18-cifar10,32\n", 1, PlacementKind::Consolidate);
     let u = r.summary.gpu_utilization_effective_mean.unwrap();
     assert!((u - 0.5).abs() < 1e-6, "{u}");
+    // A sweep's `profiles` key (relative to the experiment file) does the same.
+    let toml = d.path().join("e.toml");
+    std::fs::write(
+        &toml,
+        "question = \"profiles\"\n[base]\ntrace = \"jobs-2.csv\"\nformat = \"jobs-csv\"\nnodes = 1\n\
+         gpus_per_node = 2\ngpu_type = \"v100\"\nplacement = \"memory-efficiency\"\nsample_interval = 0\n\
+         [sweep]\nprofiles = [\"profiles\"]\n",
+    )
+    .unwrap();
+    let e = dlsched::sweep::Experiment::load(&toml).unwrap();
+    let out = d.path().join("sweep");
+    let o = dlsched::sweep::run_sweep(&e, &out, 1, None, false, &|_, _| {}).unwrap();
+    assert_eq!((o.ran, o.failed.len()), (1, 0));
+    let jobs = std::fs::read_to_string(out.join("runs").join(&e.runs[0].id).join("jobs.csv")).unwrap();
+    let header: Vec<&str> = jobs.lines().next().unwrap().split(',').collect();
+    let end = header.iter().position(|&c| c == "end_s").unwrap();
+    let ends: Vec<&str> = jobs.lines().skip(1).map(|l| l.split(',').nth(end).unwrap()).collect();
+    assert_eq!(ends, vec!["200", "100", "200"]);
 }
