@@ -719,9 +719,9 @@ fn run_inner(
             };
             Box::new(GeniePolicy::new(g.options, profiles, db).with_online_profiling(online))
         }
-        (None, None) => spec.policy.build(cluster.partitions().len())?,
+        (None, None) => spec.policy.build_with_profiles(cluster.partitions().len(), db)?,
     };
-    let sim = Simulation::new(
+    let mut sim = Simulation::new(
         cluster,
         workload.jobs,
         policy,
@@ -732,6 +732,10 @@ fn run_inner(
             share_metrics: share_metrics_useful,
         },
     );
+    // Co-location speeds and the SM proxy read the run's database too.
+    if let Some(db) = db {
+        sim = sim.with_profiles(db);
+    }
     let output = sim.run_with(progress)?;
     let (summary, vcs) = metrics::summarize(&output, &workload.skipped, workload.rows_total);
     Ok(RunReport { spec: spec.clone(), input, output, skipped: workload.skipped, summary, vcs })

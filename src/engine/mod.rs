@@ -30,6 +30,7 @@ use crate::job::{DoneState, JobSpec, JobState, JobTable, RunState};
 use crate::policy::{Decision, Policy, View};
 use crate::profile::RateModel;
 use crate::profile::coloc::{Interference, ProfileInterference};
+use crate::profile::db::ProfileDb;
 use crate::time::SimTime;
 
 /// What the event queue holds. Arrivals are events too, but they come already
@@ -171,8 +172,12 @@ pub struct ShareIntegrals {
     /// the tenants' requests summed and capped at 1 (a guaranteed share
     /// counts milli-GPU / 1,000, a whole-GPU tenant 1).
     pub alloc_gpu_ms: f64,
-    /// SM-busy estimate: the holders' SM-utilisation estimates
-    /// ([`crate::profile::resources::job_sm_util`]) summed and capped at 1.
+    /// SM-busy estimate from the work actually done: per GPU, the sum over
+    /// its holders of (achieved rate / isolated rate, the job's co-location
+    /// speed) × (its SM-utilisation estimate alone,
+    /// [`crate::profile::resources::job_sm_util`]), capped at 1. A job that
+    /// runs at 0.6 of its isolated speed keeps its GPU's SMs busy 0.6 as
+    /// long per unit of time as it would alone.
     pub util_gpu_ms: f64,
     /// Memory held / GPU memory (an exclusive job of unknown memory holds it all).
     pub mem_gpu_ms: f64,
@@ -192,6 +197,10 @@ pub struct Simulation {
     /// Set at the first shared launch (so runs that never share never load
     /// the profile database), or by [`Simulation::with_interference`].
     interference: Option<Box<dyn Interference>>,
+    /// The run's profile database ([`Simulation::with_profiles`]), for the
+    /// co-location model and the SM-utilisation estimates; the builtin one,
+    /// loaded when first needed, when unset.
+    profiles: Option<&'static ProfileDb>,
     cfg: EngineConfig,
     timeline: Vec<Sample>,
     pending: u32,
@@ -217,6 +226,9 @@ pub struct Simulation {
     frag_model: crate::policy::fgd::FragModel,
     /// Jobs' SM-utilisation estimates, by job index (set at launch).
     job_util: Vec<f64>,
+    /// Jobs' co-location speeds (achieved / isolated rate), by job index
+    /// (set at launch and whenever a rate is recomputed).
+    job_speed: Vec<f64>,
     /// Scratch for [`Simulation::refresh_figs`]: touched nodes, free capacities.
     fig_nodes: Vec<NodeId>,
     fig_free: Vec<f64>,
@@ -264,6 +276,7 @@ impl Simulation {
             policy,
             model,
             interference: None,
+            profiles: None,
             cfg,
             timeline: Vec::new(),
             pending: 0,
@@ -283,16 +296,31 @@ impl Simulation {
             figs_since: SimTime::ZERO,
             frag_model,
             job_util: vec![1.0; n_jobs],
+            job_speed: vec![1.0; n_jobs],
             fig_nodes: Vec::new(),
             fig_free: Vec::new(),
         }
     }
 
-    /// Replaces the co-location model (default: the builtin profile
+    /// Replaces the co-location model (default: the run's profile
     /// database's co-location table, [`ProfileInterference`]).
     pub fn with_interference(mut self, interference: Box<dyn Interference>) -> Self {
         self.interference = Some(interference);
         self
+    }
+
+    /// Reads the run's profile database `db` (the one its `--profiles`
+    /// names, else the builtin one) for the default co-location model and
+    /// the SM-utilisation estimates of the sharing figures. Without it the
+    /// engine reads the builtin database.
+    pub fn with_profiles(mut self, db: &'static ProfileDb) -> Self {
+        self.profiles = Some(db);
+        self
+    }
+
+    /// The run's profile database; the builtin one when none was given.
+    fn profiles(&mut self) -> &'static ProfileDb {
+        self.profiles.get_or_insert_with(ProfileDb::builtin)
     }
 
     /// The time of the next event: the earlier of the heap's top and the next arrival.
@@ -468,7 +496,7 @@ impl Simulation {
             let cap = self.cluster.gpu_mem_mib(g).max(1) as f64;
             let new = if let Some(o) = self.cluster.owner(g) {
                 let mem = self.jobs.spec(o).gpu_mem_mib.map_or(1.0, |m| (m as f64 / cap).min(1.0));
-                [1.0, self.job_util[o.index()], mem]
+                [1.0, self.job_util[o.index()] * self.job_speed[o.index()], mem]
             } else {
                 let s = self.cluster.share(g);
                 let (mut a, mut u) = (0.0, 0.0);
@@ -477,7 +505,7 @@ impl Simulation {
                         Some(k) if k > 0 && k < 1000 => f64::from(k) / 1000.0,
                         _ => 1.0,
                     };
-                    u += self.job_util[t.index()];
+                    u += self.job_util[t.index()] * self.job_speed[t.index()];
                 }
                 [a.min(1.0), u.min(1.0), (s.mem_mib as f64 / cap).min(1.0)]
             };
@@ -528,12 +556,12 @@ impl Simulation {
 
     /// A job's rate on `gpus` now: its placement rate from the rate model,
     /// times the smallest co-location speed over its shared GPUs. Returns
-    /// (rate, isolated rate, co-located now).
-    fn rate_of(&self, job: JobId, gpus: &[GpuId]) -> (f64, f64, bool) {
+    /// (rate, isolated rate, co-located now, co-location speed).
+    fn rate_of(&self, job: JobId, gpus: &[GpuId]) -> (f64, f64, bool, f64) {
         let spec = self.jobs.spec(job);
         let base = self.model.rate(spec, gpus, &self.cluster);
         let Some(interference) = self.interference.as_deref().filter(|_| self.cluster.shared_gpus() > 0) else {
-            return (base, base, false);
+            return (base, base, false, 1.0);
         };
         let mut speed: f64 = 1.0;
         let mut colocated = false;
@@ -544,7 +572,7 @@ impl Simulation {
         // sharing twice. Only whole-GPU jobs that time-slice are slowed.
         if spec.gpu_milli.is_some() {
             let colocated = gpus.iter().any(|&g| self.cluster.tenants(g).len() > 1);
-            return (base, base, colocated);
+            return (base, base, colocated, 1.0);
         }
         for &g in gpus {
             let tenants = self.cluster.tenants(g);
@@ -557,7 +585,7 @@ impl Simulation {
             let gpu_type = &self.cluster.node(self.cluster.node_of(g)).gpu_type;
             speed = speed.min(interference.speed(gpu_type, spec, &others));
         }
-        (base * speed, base, colocated)
+        (base * speed, base, colocated, speed)
     }
 
     fn launch(&mut self, job: JobId, gpus: Vec<GpuId>, shared: bool) -> Result<(), SimError> {
@@ -630,20 +658,31 @@ impl Simulation {
             return Err(self.invalid(job, e.gpu, e.reason));
         }
         if self.cfg.share_metrics {
-            // The SM-utilisation estimate feeds only the sharing figures.
-            let gpu_type = &self.cluster.node(self.cluster.node_of(gpus[0])).gpu_type;
-            let u = crate::profile::resources::job_sm_util(self.jobs.spec(job), gpu_type);
+            // The SM-utilisation estimate feeds only the sharing figures; the
+            // database is read (and the builtin one loaded) only for a job
+            // with a model and batch.
+            let spec = self.jobs.spec(job);
+            let u = if spec.model.is_some() && spec.local_bsz.is_some() {
+                let db = self.profiles();
+                let spec = self.jobs.spec(job);
+                let gpu_type = &self.cluster.node(self.cluster.node_of(gpus[0])).gpu_type;
+                crate::profile::resources::job_sm_util(db, spec, gpu_type)
+            } else {
+                crate::profile::resources::held_share(spec)
+            };
             self.job_util[job.index()] = u;
         }
-        self.refresh_figs(&gpus);
         if shared {
             self.touched_shared.extend_from_slice(&gpus);
             self.stats.shared_launches += 1;
             if self.interference.is_none() {
-                self.interference = Some(Box::new(ProfileInterference::new(crate::profile::db::ProfileDb::builtin())));
+                let db = self.profiles();
+                self.interference = Some(Box::new(ProfileInterference::new(db)));
             }
         }
-        let (rate, isolated_rate, colocated) = self.rate_of(job, &gpus);
+        let (rate, isolated_rate, colocated, speed) = self.rate_of(job, &gpus);
+        self.job_speed[job.index()] = speed;
+        self.refresh_figs(&gpus);
         let spec = self.jobs.spec(job);
         if !(rate.is_finite() && rate > 0.0) {
             return Err(SimError::InvalidDecision {
@@ -728,11 +767,24 @@ impl Simulation {
         }
         affected.sort_unstable();
         affected.dedup();
+        let mut fig_gpus: Vec<GpuId> = Vec::new();
         for job in affected {
             let JobState::Running(run) = self.jobs.state(job) else {
                 continue;
             };
-            let (new_rate, isolated, colocated) = self.rate_of(job, &run.gpus);
+            let (new_rate, isolated, colocated, speed) = self.rate_of(job, &run.gpus);
+            if self.job_speed[job.index()] != speed {
+                // The sharing figures count the work done at the new speed from now.
+                self.job_speed[job.index()] = speed;
+                self.settle_figs();
+                fig_gpus.clear();
+                if let JobState::Running(run) = self.jobs.state(job) {
+                    fig_gpus.extend_from_slice(&run.gpus);
+                }
+                let gpus = std::mem::take(&mut fig_gpus);
+                self.refresh_figs(&gpus);
+                fig_gpus = gpus;
+            }
             if let JobState::Running(run) = self.jobs.state_mut(job) {
                 run.isolated_rate = isolated;
                 run.colocated |= colocated;

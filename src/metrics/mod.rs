@@ -62,7 +62,12 @@ pub struct Summary {
     pub rate_model: String,
     /// The rate model's counters: for the profile models, `evaluations` (rate
     /// computations) and how many needed each fallback (`model`, `gpu_type`,
-    /// `split`, `batch`); empty for trace speed.
+    /// `split`, `batch`); empty for trace speed. A run that shared a GPU
+    /// adds the co-location model's: `coloc_evaluations`, `coloc_fallbacks`
+    /// (a pair read needed a fallback), `coloc_bounded_above` and
+    /// `coloc_bounded_below` (the tenants' summed speed was scaled to the
+    /// best measured pair sum or to the time-slicing floor;
+    /// `dlsched::profile::coloc`).
     pub rate_model_counters: BTreeMap<String, u64>,
     /// Cluster name.
     pub cluster: String,
@@ -128,11 +133,12 @@ pub struct Summary {
     /// model, no memory figure, no sharing placement: see
     /// `EngineConfig::share_metrics`).
     pub gpu_allocation_mean: Option<f64>,
-    /// Time-averaged effective utilisation, the same way: per GPU the
-    /// holders' SM-utilisation estimates summed and capped at 1. The estimate
-    /// is a proxy (achieved FLOP/s alone / the GPU's peak FP32 FLOP/s,
-    /// `dlsched::profile::resources`); a job without one counts its share
-    /// (milli-GPU / 1,000) or 1.
+    /// Time-averaged effective utilisation from the work actually done, the
+    /// same way: per GPU, the sum over its holders of (co-location speed =
+    /// achieved / isolated rate) × (SM-utilisation estimate alone), capped
+    /// at one GPU. The estimate is a proxy (FLOP/s achieved alone / the
+    /// GPU's peak FP32 FLOP/s, `dlsched::profile::resources`); a job without
+    /// one counts its share (milli-GPU / 1,000) or 1.
     pub gpu_utilization_effective_mean: Option<f64>,
     /// Time-averaged GPU memory utilisation: memory held / GPU memory, the
     /// same way (an exclusive job of unknown memory holds the whole GPU's).

@@ -41,6 +41,7 @@ use super::placement::{Consolidate, Placement};
 use super::queue::request;
 use super::{Decision, Policy, View};
 use crate::ids::{GpuId, JobId, VcId};
+use crate::profile::db::ProfileDb;
 use crate::profile::resources::{cosine, job_sm_util};
 
 /// Queued jobs considered for admission and backfill, in queue order.
@@ -53,23 +54,37 @@ pub const MEM_MAX: f64 = 0.9;
 /// The IAWP-style policy (module docs).
 pub struct Iawp {
     backfill: bool,
+    /// The run's profile database (for the SM proxy); `None`: the builtin one.
+    db: Option<&'static ProfileDb>,
     queues: BTreeMap<VcId, BTreeSet<(u64, JobId)>>,
     dirty: BTreeSet<VcId>,
 }
 
 impl Iawp {
     /// FIFO, with or without backfill onto idle GPUs.
+    /// The SM proxy reads the builtin profile database unless
+    /// [`Iawp::with_profiles`] names the run's.
     pub fn new(backfill: bool) -> Self {
-        Iawp { backfill, queues: BTreeMap::new(), dirty: BTreeSet::new() }
+        Iawp { backfill, db: None, queues: BTreeMap::new(), dirty: BTreeSet::new() }
+    }
+
+    /// The same, reading the SM proxy from the run's database `db`.
+    pub fn with_profiles(mut self, db: &'static ProfileDb) -> Self {
+        self.db = Some(db);
+        self
+    }
+
+    fn db(&self) -> &'static ProfileDb {
+        self.db.unwrap_or_else(ProfileDb::builtin)
     }
 
     /// The resource vector of `job` on `g` (module docs).
-    pub fn vector(view: &View<'_>, job: JobId, g: GpuId) -> [f64; 2] {
+    pub fn vector(&self, view: &View<'_>, job: JobId, g: GpuId) -> [f64; 2] {
         let c = view.cluster;
         let spec = view.jobs.spec(job);
         let gpu_type = &c.node(c.node_of(g)).gpu_type;
         let mem = c.tenant_mem_mib(g, spec.gpu_mem_mib, spec.gpu_milli.unwrap_or(0));
-        [job_sm_util(spec, gpu_type), mem as f64 / c.gpu_mem_mib(g).max(1) as f64]
+        [job_sm_util(self.db(), spec, gpu_type), mem as f64 / c.gpu_mem_mib(g).max(1) as f64]
     }
 
     fn next_in(&self, vc: VcId, view: &View<'_>) -> Option<Decision> {
@@ -94,11 +109,11 @@ impl Iawp {
                     continue;
                 }
                 let gpu_type = &c.node(node).gpu_type;
-                let util: f64 = s.tenants.iter().map(|&t| job_sm_util(view.jobs.spec(t), gpu_type)).sum();
+                let util: f64 = s.tenants.iter().map(|&t| job_sm_util(self.db(), view.jobs.spec(t), gpu_type)).sum();
                 if util >= UTIL_MAX || s.mem_mib as f64 >= MEM_MAX * c.gpu_mem_mib(g) as f64 {
                     continue;
                 }
-                let tenants: Vec<[f64; 2]> = s.tenants.iter().map(|&t| Self::vector(view, t, g)).collect();
+                let tenants: Vec<[f64; 2]> = s.tenants.iter().map(|&t| self.vector(view, t, g)).collect();
                 let mut best: Option<(f64, JobId)> = None;
                 for &job in &window {
                     let req = request(view, job);
@@ -110,7 +125,7 @@ impl Iawp {
                     if !c.can_host(g, vc, mem, req.milli) {
                         continue;
                     }
-                    let v = Self::vector(view, job, g);
+                    let v = self.vector(view, job, g);
                     let sim = tenants.iter().map(|t| cosine(&v, t)).sum::<f64>() / tenants.len() as f64;
                     if best.is_none_or(|(b, _)| sim < b) {
                         best = Some((sim, job));

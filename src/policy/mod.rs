@@ -169,6 +169,20 @@ impl PolicyConfig {
     /// A [`ConfigError`] for an invalid combination: `iawp` is a FIFO policy
     /// of its own, so it refuses another queue order.
     pub fn build(&self, partitions: usize) -> Result<Box<dyn Policy>, ConfigError> {
+        self.build_with_profiles(partitions, None)
+    }
+
+    /// [`PolicyConfig::build`] with every part that reads the profile
+    /// database (memory-efficiency ranks, IAWP's SM proxy) reading the run's
+    /// database `db` (`None`: the builtin one).
+    ///
+    /// # Errors
+    /// As [`PolicyConfig::build`].
+    pub fn build_with_profiles(
+        &self,
+        partitions: usize,
+        db: Option<&'static crate::profile::db::ProfileDb>,
+    ) -> Result<Box<dyn Policy>, ConfigError> {
         if self.placement == PlacementKind::Iawp {
             if self.order != QueueOrder::Fifo {
                 return Err(ConfigError(format!(
@@ -176,8 +190,12 @@ impl PolicyConfig {
                     self.order.name()
                 )));
             }
-            return Ok(Box::new(iawp::Iawp::new(self.backfill)));
+            let p = iawp::Iawp::new(self.backfill);
+            return Ok(Box::new(match db {
+                Some(db) => p.with_profiles(db),
+                None => p,
+            }));
         }
-        Ok(Box::new(QueuePolicy::new(self.order, self.backfill, self.placement.build(), partitions)))
+        Ok(Box::new(QueuePolicy::new(self.order, self.backfill, self.placement.build_for(db), partitions)))
     }
 }

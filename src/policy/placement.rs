@@ -148,15 +148,25 @@ impl PlacementKind {
         }
     }
 
-    /// A fresh placement of this kind.
+    /// A fresh placement of this kind; rules that read the profile database
+    /// (`memory-efficiency`) read the builtin one ([`PlacementKind::build_for`]).
     pub fn build(self) -> Box<dyn Placement> {
+        self.build_for(None)
+    }
+
+    /// A fresh placement of this kind over the run's profile database `db`
+    /// (`None`: the builtin one).
+    pub fn build_for(self, db: Option<&'static crate::profile::db::ProfileDb>) -> Box<dyn Placement> {
         match self {
             PlacementKind::Consolidate => Box::new(Consolidate),
             PlacementKind::FirstFit => Box::new(FirstFit),
             PlacementKind::Recorded => Box::new(Recorded),
             PlacementKind::ShareFirstFit => Box::new(super::sharing::ShareFit::first_fit()),
             PlacementKind::ShareBestFit => Box::new(super::sharing::ShareFit::best_fit()),
-            PlacementKind::MemoryEfficiency => Box::new(super::memeff::MemoryEfficiency::default()),
+            PlacementKind::MemoryEfficiency => Box::new(match db {
+                Some(db) => super::memeff::MemoryEfficiency::new(db),
+                None => super::memeff::MemoryEfficiency::default(),
+            }),
             PlacementKind::Fgd => Box::new(super::fgd::Fgd::default()),
             PlacementKind::Iawp => Box::new(super::sharing::ShareFit::best_fit()),
         }

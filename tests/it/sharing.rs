@@ -7,7 +7,7 @@ use dlsched::job::JobState;
 use dlsched::policy::{PlacementKind, PolicyConfig, QueueOrder};
 use dlsched::profile::TraceSpeed;
 use dlsched::profile::coloc::ProfileInterference;
-use dlsched::profile::db::{ColocRow, ProfileDb};
+use dlsched::profile::db::{ColocRow, ModelInfo, ProfileDb, Split, ThroughputRow};
 use dlsched::trace::{TraceRecord, build_workload};
 
 use crate::common::rec;
@@ -38,6 +38,17 @@ fn job(id: &str, submit_s: u64, gpus: u32, duration_s: u64, model: &str, bsz: u3
 }
 
 fn run_shared(recs: Vec<TraceRecord>, spec: ClusterSpec, placement: PlacementKind, limits: ShareLimits) -> RunOutput {
+    run_shared_on(pair_db(), recs, spec, placement, limits)
+}
+
+/// [`run_shared`] over the profile database `db` (co-location speeds and SM proxy).
+fn run_shared_on(
+    db: &'static ProfileDb,
+    recs: Vec<TraceRecord>,
+    spec: ClusterSpec,
+    placement: PlacementKind,
+    limits: ShareLimits,
+) -> RunOutput {
     let mut cluster = Cluster::new(spec).unwrap();
     cluster.set_share_limits(limits).unwrap();
     let w = build_workload(recs, &cluster, placement);
@@ -49,7 +60,8 @@ fn run_shared(recs: Vec<TraceRecord>, spec: ClusterSpec, placement: PlacementKin
         Box::new(TraceSpeed),
         EngineConfig { sample_interval_ms: 0, ..Default::default() },
     )
-    .with_interference(Box::new(ProfileInterference::new(pair_db())));
+    .with_profiles(db)
+    .with_interference(Box::new(ProfileInterference::new(db)));
     while sim.step().unwrap().is_some() {
         sim.check_invariants().unwrap();
     }
@@ -99,6 +111,99 @@ fn two_colocated_jobs_by_hand_and_the_survivor_speeds_up() {
         assert!(d.colocated);
         assert_eq!(d.isolated_ms, 100_000);
     }
+}
+
+/// A database with one pair measured on `v100`: model `m` at batch 32 next
+/// to itself at speeds `sa`, `sb`.
+fn self_pair_db(sa: f64, sb: f64) -> &'static ProfileDb {
+    let row = ColocRow {
+        gpu_type: "v100".into(),
+        model_a: "m".into(),
+        bsz_a: 32,
+        model_b: "m".into(),
+        bsz_b: 32,
+        speed_a: sa,
+        speed_b: sb,
+        source: "hand".into(),
+    };
+    Box::leak(Box::new(ProfileDb { colocation: vec![row], ..Default::default() }))
+}
+
+#[test]
+fn many_tenants_never_beat_the_best_measured_pair_nor_fall_below_time_slicing() {
+    // Issue 13 point 3. One V100 of 16,000 MiB, up to 4 tenants, no
+    // headroom; four jobs of model m (batch 32, 4,000 MiB, 100 s of work)
+    // at 0 s, all four on the GPU at once.
+    let four = || (0..4).map(|i| job(&format!("j{i}"), 0, 1, 100, "m", 32, 4_000)).collect::<Vec<_>>();
+    let limits = ShareLimits { max_tenants: 4, mem_headroom: 0.0 };
+    let gpu = || ClusterSpec::uniform("1", 1, 1, "V100", 16_000);
+    // Pair speeds 1 (resnet18-cifar10 on V100 in Gavel's table): the product
+    // would run all four at full speed, four GPUs' worth on one. The best
+    // pair sum on v100 is 2, so each runs at 2 / 4 = 0.5 and ends at
+    // 100 / 0.5 = 200 s.
+    let out = run_shared_on(self_pair_db(1.0, 1.0), four(), gpu(), PlacementKind::ShareFirstFit, limits);
+    assert_eq!(times(&out), vec![(0, 200_000); 4]);
+    let c: std::collections::BTreeMap<_, _> = out.model_counters.iter().copied().collect();
+    assert!(c["coloc_bounded_above"] > 0 && c["coloc_bounded_below"] == 0, "{c:?}");
+    // Pair speeds 0.3 (slower than time slicing even for two): the product
+    // gives 0.3^3 = 0.027 each, 0.108 of the GPU together. Floor: 1 - 0.05
+    // shared by four, 0.2375 each: 100 / 0.2375 = 421.0526 s -> 421,053 ms.
+    let out = run_shared_on(self_pair_db(0.3, 0.3), four(), gpu(), PlacementKind::ShareFirstFit, limits);
+    assert_eq!(times(&out), vec![(0, 421_053); 4]);
+    // Two of them alone keep the measured pair speed 0.3: 100 / 0.3 = 333.334 s.
+    let two: Vec<TraceRecord> = four().into_iter().take(2).collect();
+    let out = run_shared_on(self_pair_db(0.3, 0.3), two, gpu(), PlacementKind::ShareFirstFit, limits);
+    assert_eq!(times(&out), vec![(0, 333_334); 2]);
+}
+
+/// Issue 13 point 5: effective utilisation counts the work done. A database
+/// where x (batch 32, 1.57 GFLOP per sample, 0.016 s per iteration alone on
+/// a V100) keeps 50.24 / 0.016 = 3,140 GFLOP/s busy, 0.2 of the V100's
+/// 15,700, and y (batch 64, 0.0128 s) 100.48 / 0.0128 = 7,850, 0.5; the pair
+/// x/y runs at 0.8/0.6.
+#[test]
+fn effective_utilisation_counts_the_work_done_by_hand() {
+    let model = |m: &str| ModelInfo {
+        model: m.into(),
+        family: "cnn".into(),
+        params_m: 1.0,
+        gflops_per_sample: 1.57,
+        source: "hand".into(),
+        state_bytes_per_param: 16.0,
+        act_mib_per_sample: 1.0,
+        mem_source: "hand".into(),
+    };
+    let tp = |m: &str, bsz: u32, t: f64| ThroughputRow {
+        model: m.into(),
+        gpu_type: "v100".into(),
+        local_bsz: bsz,
+        gpus: 1,
+        split: Split::Exact(vec![1]),
+        iter_time_s: t,
+        source: "hand".into(),
+    };
+    let db: &'static ProfileDb = Box::leak(Box::new(ProfileDb {
+        throughput: vec![tp("x", 32, 0.016), tp("y", 64, 0.0128)],
+        models: vec![model("x"), model("y")],
+        ..pair_db().clone()
+    }));
+    // x and y share the GPU from 0 s (100 s of work each): x ends at 125 s,
+    // y runs alone from 125 s to 150 s. Busy SMs: 0.2 × 0.8 + 0.5 × 0.6 =
+    // 0.46 for 125 s, then 0.5 for 25 s: (57.5 + 12.5) / 150 = 0.466667 of
+    // the GPU over the 150 s makespan. (Summing the isolated figures,
+    // 0.7 for 125 s, would give 100 / 150 = 0.666667.)
+    let recs = vec![job("x", 0, 1, 100, "x", 32, 6_000), job("y", 0, 1, 100, "y", 64, 8_000)];
+    let out = run_shared_on(
+        db,
+        recs,
+        ClusterSpec::uniform("1", 1, 1, "V100", 16_000),
+        PlacementKind::ShareFirstFit,
+        ShareLimits::default(),
+    );
+    assert_eq!(times(&out), vec![(0, 125_000), (0, 150_000)]);
+    let (s, _) = dlsched::metrics::summarize(&out, &[], 2);
+    let u = s.gpu_utilization_effective_mean.unwrap();
+    assert!((u - 70.0 / 150.0).abs() < 1e-6, "{u}");
 }
 
 #[test]
@@ -305,8 +410,8 @@ fn iawp_admits_the_least_similar_job() {
     assert_eq!(w.jobs.len(), 3);
     cluster.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 8_000, 400).unwrap();
     let view = View { now: SimTime(2_000), cluster: &cluster, jobs: &w.jobs };
-    assert_eq!(Iawp::vector(&view, JobId(0), GpuId(0)), [0.4, 0.5]);
-    assert_eq!(Iawp::vector(&view, JobId(2), GpuId(0)), [0.3, 0.1]);
+    assert_eq!(Iawp::new(false).vector(&view, JobId(0), GpuId(0)), [0.4, 0.5]);
+    assert_eq!(Iawp::new(false).vector(&view, JobId(2), GpuId(0)), [0.3, 0.1]);
     assert!((cosine(&[0.4, 0.5], &[0.3, 0.1]) - 0.839_56).abs() < 1e-4);
     assert!((cosine(&[0.4, 0.5], &[0.3, 0.4375]) - 0.997_29).abs() < 1e-4);
     let mut p = Iawp::new(false);
@@ -327,4 +432,108 @@ fn iawp_admits_the_least_similar_job() {
     p.on_arrival(JobId(1), &view);
     assert!(cluster.can_host(GpuId(0), VcId(0), 1_000, 100));
     assert_eq!(p.decide(&view), Decision::Wait);
+}
+
+/// Issue 13 point 4: a run's `--profiles` directory drives its co-location
+/// speeds, memory-efficiency ranks and SM proxy. The directory holds the
+/// builtin tables with three changes:
+/// - co-location: only two v100 pairs, resnet18-cifar10/resnet50-cifar10
+///   (batch 32 each) at 0.5/0.5 and resnet50-imagenet/resnet50-cifar10 at
+///   0.25/0.25;
+/// - resnet50-cifar10 at 100,000 GFLOP per sample (builtin 0.5006);
+/// - resnet18-cifar10: one v100 iteration time, 0.02 s at batch 32 on one
+///   GPU, and 4.90625 GFLOP per sample (builtin 3.34), so its SM proxy is
+///   4.90625 × 32 / 0.02 / 15,700 = 0.5.
+#[test]
+fn a_profiles_directory_drives_colocation_memory_efficiency_and_the_sm_proxy() {
+    use dlsched::experiment::{ClusterChoice, RunSpec, WorkloadSource, run_one};
+    use dlsched::trace::{ColumnMap, TraceFormat};
+
+    let mut db = ProfileDb::builtin().clone();
+    let pair = |a: &str, b: &str, s: f64| ColocRow {
+        gpu_type: "v100".into(),
+        model_a: a.into(),
+        bsz_a: 32,
+        model_b: b.into(),
+        bsz_b: 32,
+        speed_a: s,
+        speed_b: s,
+        source: "hand".into(),
+    };
+    db.colocation =
+        vec![pair("resnet18-cifar10", "resnet50-cifar10", 0.5), pair("resnet50-imagenet", "resnet50-cifar10", 0.25)];
+    for m in &mut db.models {
+        match m.model.as_str() {
+            "resnet50-cifar10" => m.gflops_per_sample = 1e5,
+            "resnet18-cifar10" => m.gflops_per_sample = 4.90625,
+            _ => {}
+        }
+    }
+    db.throughput.retain(|r| !(r.model == "resnet18-cifar10" && r.gpu_type == "v100"));
+    db.throughput.push(ThroughputRow {
+        model: "resnet18-cifar10".into(),
+        gpu_type: "v100".into(),
+        local_bsz: 32,
+        gpus: 1,
+        split: Split::Exact(vec![1]),
+        iter_time_s: 0.02,
+        source: "hand".into(),
+    });
+    let d = tempfile::tempdir().unwrap();
+    let profiles = d.path().join("profiles");
+    db.write_dir(&profiles).unwrap();
+    let run = |jobs: &str, gpus: u32, placement: PlacementKind| {
+        let trace = d.path().join(format!("jobs-{gpus}.csv"));
+        std::fs::write(&trace, format!("job_id,submit_time,duration,gpu_num,model,local_bsz\n{jobs}")).unwrap();
+        let spec = RunSpec {
+            policy: PolicyConfig { order: QueueOrder::Fifo, backfill: false, placement },
+            profiles: Some(profiles.clone()),
+            sample_interval_ms: 0,
+            ..RunSpec::new(
+                WorkloadSource::Trace { path: trace, format: TraceFormat::JobsCsv, columns: ColumnMap::default() },
+                ClusterChoice::Uniform { nodes: 1, gpus_per_node: gpus, gpu_type: Some("v100".into()) },
+            )
+        };
+        run_one(&spec, |_| {}).unwrap()
+    };
+    // Memory-efficiency on two V100s, a (resnet18-cifar10), b
+    // (resnet50-imagenet), j (resnet50-cifar10), batch 32, 100 s each, all at
+    // 0 s; memory per GPU (the database's estimate): a 1,302, b 4,031, j
+    // 1,349 MiB; C = GFLOP per sample × 32: a 157, b 785.28, j 3,200,000.
+    // a: both GPUs idle and equal: GPU 0. b: with a (785.28 + 157) / 5,333
+    // = 0.177 < alone 785.28 / 4,031 = 0.195: GPU 1. j: with a 3,200,157 /
+    // 2,651 = 1,207 > with b 3,200,785 / 5,380 = 595: GPU 0, beside a. (With
+    // the builtin 0.5006 GFLOP, j would rate 122.9 / 2,651 = 0.046 beside a
+    // and 801.3 / 5,380 = 0.149 beside b, and join b.) a and j share at the
+    // directory's 0.5: both end at 200 s; b runs alone, 100 s.
+    let r = run(
+        "a,0,100,1,resnet18-cifar10,32\nb,0,100,1,resnet50-imagenet,32\nj,0,100,1,resnet50-cifar10,32\n",
+        2,
+        PlacementKind::MemoryEfficiency,
+    );
+    assert_eq!(times(&r.output), vec![(0, 200_000), (0, 100_000), (0, 200_000)]);
+    let mem: Vec<Option<u64>> = r.output.jobs.specs().iter().map(|s| s.gpu_mem_mib).collect();
+    assert_eq!(mem, vec![Some(1_302), Some(4_031), Some(1_349)]);
+    // The SM proxy: a alone on one V100 keeps 0.5 of it busy all along.
+    let r = run("a,0,100,1,resnet18-cifar10,32\n", 1, PlacementKind::Consolidate);
+    let u = r.summary.gpu_utilization_effective_mean.unwrap();
+    assert!((u - 0.5).abs() < 1e-6, "{u}");
+    // A sweep's `profiles` key (relative to the experiment file) does the same.
+    let toml = d.path().join("e.toml");
+    std::fs::write(
+        &toml,
+        "question = \"profiles\"\n[base]\ntrace = \"jobs-2.csv\"\nformat = \"jobs-csv\"\nnodes = 1\n\
+         gpus_per_node = 2\ngpu_type = \"v100\"\nplacement = \"memory-efficiency\"\nsample_interval = 0\n\
+         [sweep]\nprofiles = [\"profiles\"]\n",
+    )
+    .unwrap();
+    let e = dlsched::sweep::Experiment::load(&toml).unwrap();
+    let out = d.path().join("sweep");
+    let o = dlsched::sweep::run_sweep(&e, &out, 1, None, false, &|_, _| {}).unwrap();
+    assert_eq!((o.ran, o.failed.len()), (1, 0));
+    let jobs = std::fs::read_to_string(out.join("runs").join(&e.runs[0].id).join("jobs.csv")).unwrap();
+    let header: Vec<&str> = jobs.lines().next().unwrap().split(',').collect();
+    let end = header.iter().position(|&c| c == "end_s").unwrap();
+    let ends: Vec<&str> = jobs.lines().skip(1).map(|l| l.split(',').nth(end).unwrap()).collect();
+    assert_eq!(ends, vec!["200", "100", "200"]);
 }
