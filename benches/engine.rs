@@ -138,6 +138,7 @@ fn pending_jobs(n: usize) -> JobTable {
                 vc_label: None,
                 user: None,
                 shape: None,
+                line: 0,
                 recorded_split: vec![SIZES[(h % 4) as usize]],
                 model: None,
                 local_bsz: None,

@@ -648,7 +648,11 @@ pub fn run_one_with_agent(
             share_metrics: share_metrics_useful,
         },
     );
-    let output = sim.run_with(progress)?;
+    // An invalid decision names the job's trace file and line.
+    let output = sim.run_with(progress).map_err(|e| match &spec.workload {
+        WorkloadSource::Trace { path, .. } => e.in_file(path),
+        _ => e,
+    })?;
     let (summary, vcs) = metrics::summarize(&output, &workload.skipped, workload.rows_total);
     Ok(RunReport { spec: spec.clone(), input, output, skipped: workload.skipped, summary, vcs })
 }

@@ -312,8 +312,10 @@ pub struct Cluster {
     node_free_mask: Vec<u64>,
     /// Per GPU: its tenants when shared (empty when free or held exclusively).
     shares: Vec<GpuShare>,
-    /// Per tenant job: the memory (MiB) and share (milli-GPU) it holds on each of its GPUs.
-    tenant_claims: std::collections::HashMap<JobId, (u64, u32)>,
+    /// Per tenant job: its per-GPU memory need (MiB, `None` = unknown) and
+    /// share (milli-GPU); the memory it holds on each of its GPUs is
+    /// [`Cluster::tenant_mem_mib`] of that GPU.
+    tenant_claims: std::collections::HashMap<JobId, (Option<u64>, u32)>,
     limits: ShareLimits,
     /// GPUs with at least one tenant.
     shared_gpus: u32,
@@ -479,12 +481,17 @@ impl Cluster {
         match need {
             Some(n) => n,
             None if milli > 0 && milli < 1000 => {
-                let cap = self.gpu_mem_mib(gpu);
-                let shareable = (cap as f64 * (1.0 - self.limits.mem_headroom)) as u64;
+                let shareable = self.shareable_mem_mib(gpu);
                 (u128::from(shareable) * u128::from(milli) / 1000) as u64
             }
             None => self.gpu_mem_mib(gpu),
         }
+    }
+
+    /// Memory a GPU offers two or more tenants: its memory less the headroom,
+    /// MiB, rounded down.
+    pub fn shareable_mem_mib(&self, gpu: GpuId) -> u64 {
+        (self.gpu_mem_mib(gpu) as f64 * (1.0 - self.limits.mem_headroom)) as u64
     }
 
     /// Why `gpu` cannot take one more tenant needing `mem_mib` MiB and
@@ -509,7 +516,7 @@ impl Cluster {
         if milli > 1000 || s.milli + milli > 1000 {
             return Some(format!("GPU has {} milli-GPU guaranteed, the job asks {milli} more", s.milli));
         }
-        let usable = if s.tenants.is_empty() { cap } else { (cap as f64 * (1.0 - self.limits.mem_headroom)) as u64 };
+        let usable = if s.tenants.is_empty() { cap } else { self.shareable_mem_mib(gpu) };
         if s.mem_mib + mem_mib > usable {
             return Some(format!(
                 "GPU memory: {} MiB used + {mem_mib} MiB needed > {usable} MiB usable of {cap} MiB",
@@ -694,7 +701,8 @@ impl Cluster {
 
     /// Makes `job` a tenant of each of `gpus` (shared mode), holding `mem_mib`
     /// MiB of memory and `milli` milli-GPU on each, after checking every GPU
-    /// with [`Cluster::share_refusal`].
+    /// with [`Cluster::share_refusal`]. (A known per-GPU need: the same as
+    /// [`Cluster::allocate_tenant`] with `Some(mem_mib)`.)
     ///
     /// # Errors
     /// An [`AllocError`] naming the first GPU that cannot take the job; nothing changes then.
@@ -706,11 +714,31 @@ impl Cluster {
         mem_mib: u64,
         milli: u32,
     ) -> Result<(), AllocError> {
+        self.allocate_tenant(job, vc, gpus, Some(mem_mib), milli)
+    }
+
+    /// Makes `job` a tenant of each of `gpus` (shared mode), with per-GPU
+    /// memory need `need` (MiB, `None` = unknown) and `milli` milli-GPU: on
+    /// each GPU it holds [`Cluster::tenant_mem_mib`] of that GPU (so a job of
+    /// unknown memory holds each GPU's whole memory, whatever its type),
+    /// after checking every GPU with [`Cluster::share_refusal`].
+    ///
+    /// # Errors
+    /// An [`AllocError`] naming the first GPU that cannot take the job; nothing changes then.
+    pub fn allocate_tenant(
+        &mut self,
+        job: JobId,
+        vc: VcId,
+        gpus: &[GpuId],
+        need: Option<u64>,
+        milli: u32,
+    ) -> Result<(), AllocError> {
         if self.tenant_claims.contains_key(&job) {
             return Err(AllocError { gpu: None, reason: format!("{job} already holds shared GPUs") });
         }
-        self.check_gpu_list(gpus, |g| self.share_refusal(g, vc, mem_mib, milli))?;
+        self.check_gpu_list(gpus, |g| self.share_refusal(g, vc, self.tenant_mem_mib(g, need, milli), milli))?;
         for &g in gpus {
+            let mem_mib = self.tenant_mem_mib(g, need, milli);
             if self.shares[g.index()].tenants.is_empty() {
                 self.take_free(g);
                 self.shared_gpus += 1;
@@ -720,7 +748,7 @@ impl Cluster {
             s.mem_mib += mem_mib;
             s.milli += milli;
         }
-        self.tenant_claims.insert(job, (mem_mib, milli));
+        self.tenant_claims.insert(job, (need, milli));
         Ok(())
     }
 
@@ -741,13 +769,14 @@ impl Cluster {
     /// # Errors
     /// An [`AllocError`] if some GPU is not held by `job` (an engine bug); nothing changes then.
     pub fn release(&mut self, job: JobId, gpus: &[GpuId]) -> Result<(), AllocError> {
-        if let Some(&(mem, milli)) = self.tenant_claims.get(&job) {
+        if let Some(&(need, milli)) = self.tenant_claims.get(&job) {
             if let Some(&g) =
                 gpus.iter().find(|g| !self.shares.get(g.index()).is_some_and(|s| s.tenants.contains(&job)))
             {
                 return Err(AllocError { gpu: Some(g), reason: format!("GPU is not shared by {job}") });
             }
             for &g in gpus {
+                let mem = self.tenant_mem_mib(g, need, milli);
                 let s = &mut self.shares[g.index()];
                 s.tenants.retain(|&t| t != job);
                 s.mem_mib -= mem;
@@ -823,10 +852,10 @@ impl Cluster {
             }
             let (mut mem, mut milli) = (0u64, 0u32);
             for t in &s.tenants {
-                let Some(&(m, k)) = self.tenant_claims.get(t) else {
+                let Some(&(need, k)) = self.tenant_claims.get(t) else {
                     return Err(format!("GPU {g}: tenant {t} has no claim"));
                 };
-                mem += m;
+                mem += self.tenant_mem_mib(GpuId(g as u32), need, k);
                 milli += k;
             }
             let cap = self.node(self.node_of(GpuId(g as u32))).gpu_mem_mib;

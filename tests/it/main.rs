@@ -10,6 +10,7 @@ mod genie;
 mod hand;
 mod invariants;
 mod memory;
+mod mixed_memory;
 mod openb;
 mod philly;
 mod profile_db;
