@@ -778,6 +778,7 @@ fn simulate(a: SimulateArgs) -> Result<()> {
     })?;
     bar.finish_and_clear();
     notes(&a);
+    share_note(&a, &report);
     print_summary(&report);
     if let Some(dir) = &a.out {
         write_run_dir(&report, dir).context("writing the run directory")?;
@@ -816,12 +817,35 @@ fn notes(a: &SimulateArgs) {
     if genie_workload && a.rate_model == dlsched::experiment::RateModelKind::Trace {
         note("GENIE tasks run at the profile table's speeds (trace speed would make every placement equal)");
     }
-    if a.placement.shares()
-        && a.trace.is_none()
-        && !genie_workload
-        && a.rate_model == dlsched::experiment::RateModelKind::Trace
-    {
-        note("synthetic jobs have no model, hence no memory figure, so none will share a GPU; add --rate-model table");
+}
+
+/// Tells the user, on stderr, when a sharing placement ran jobs that cannot
+/// share: a job with neither a memory figure nor a guaranteed share holds
+/// whole GPUs ([`dlsched::cluster::Cluster::tenant_mem_mib`]), synthetic or
+/// trace job alike.
+fn share_note(a: &SimulateArgs, report: &RunReport) {
+    if !a.placement.may_share() {
+        return;
+    }
+    let specs = report.output.jobs.specs();
+    let whole = specs.iter().filter(|s| s.task.is_none() && s.gpu_mem_mib.is_none() && s.gpu_milli.is_none()).count();
+    if whole == 0 {
+        return;
+    }
+    let hint = if a.rate_model == dlsched::experiment::RateModelKind::Trace {
+        "; --rate-model table gives jobs a model and a memory estimate"
+    } else {
+        ""
+    };
+    if whole == specs.len() {
+        eprintln!(
+            "note: no job has a memory figure or a guaranteed share (gpu_milli), so none will share a GPU: each holds whole GPUs, as with an exclusive placement{hint}"
+        );
+    } else {
+        eprintln!(
+            "note: {whole} of {} jobs have no memory figure or guaranteed share (gpu_milli); they hold whole GPUs and share none{hint}",
+            specs.len()
+        );
     }
 }
 

@@ -147,13 +147,18 @@ impl Placement for Fgd {
         ShareFit::best_fit().place(cluster, req, out)
     }
 
+    fn fails_by_count(&self) -> bool {
+        true
+    }
+
     fn place_job(&mut self, view: &View<'_>, job: JobId, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
         let cluster = view.cluster;
         let p = cluster.partition(req.vc);
         let model =
             self.model.get_or_insert_with(|| FragModel::from_jobs(view.jobs, p.max_gpu_mem_mib, p.max_node_gpus));
         let k = req.gpus as usize;
-        if k == 0 {
+        // Fewer free or open GPUs than k (`Cluster::is_open`): nowhere to go.
+        if k == 0 || p.gpus_free + p.gpus_open < req.gpus {
             return false;
         }
         let _ = job;
@@ -166,7 +171,8 @@ impl Placement for Fgd {
         let mut memo: HashMap<Vec<u64>, Eval> = HashMap::new();
         let mut free = Vec::new();
         for &node in &p.nodes {
-            if !req.fits_type(cluster, node) {
+            // A node with fewer than k free or open GPUs cannot host k.
+            if cluster.node_share_candidates(node) < req.gpus || !req.fits_type(cluster, node) {
                 continue;
             }
             let gpus: Vec<GpuId> = cluster.node_gpus(node).collect();

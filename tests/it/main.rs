@@ -17,6 +17,7 @@ mod profile_db;
 mod profile_model;
 mod rates;
 mod rifling;
+mod share_search;
 mod sharing;
 mod sweep;
 mod tie_order;
