@@ -125,12 +125,22 @@ pub fn node_free(cluster: &Cluster, node: NodeId, out: &mut Vec<f64>) {
 #[derive(Clone, Debug, Default)]
 pub struct Fgd {
     model: Option<FragModel>,
+    /// Scratch reused across calls (no choice depends on it): per node state,
+    /// its evaluation; a node's GPUs, hostable positions, free capacities, state key.
+    memo: HashMap<Vec<u64>, Eval>,
+    gpus: Vec<GpuId>,
+    host: Vec<usize>,
+    free: Vec<f64>,
+    key: Vec<u64>,
 }
+
+/// A node state's best pick, if any: (growth, free left, GPU positions).
+type Eval = Option<(f64, f64, Vec<usize>)>;
 
 impl Fgd {
     /// A packer against a given target workload (else the job list's mix).
     pub fn with_model(model: FragModel) -> Self {
-        Fgd { model: Some(model) }
+        Fgd { model: Some(model), ..Default::default() }
     }
 }
 
@@ -166,30 +176,32 @@ impl Placement for Fgd {
             |g: GpuId| cluster.tenant_mem_mib(g, (req.min_gpu_mem_mib > 0).then_some(req.min_gpu_mem_mib), req.milli);
         // Best: (growth, free left, node index, GPUs).
         let mut best: Option<(f64, f64, NodeId, Vec<GpuId>)> = None;
-        // Per node state: the best (growth, free left, GPU positions), if any.
-        type Eval = Option<(f64, f64, Vec<usize>)>;
-        let mut memo: HashMap<Vec<u64>, Eval> = HashMap::new();
-        let mut free = Vec::new();
+        // Per node state: the best (growth, free left, GPU positions), if any
+        // (one call's states; the buffers are kept to save allocations).
+        let memo = &mut self.memo;
+        memo.clear();
+        let (gpus, host, free, key) = (&mut self.gpus, &mut self.host, &mut self.free, &mut self.key);
         for &node in &p.nodes {
             // A node with fewer than k free or open GPUs cannot host k.
             if cluster.node_share_candidates(node) < req.gpus || !req.fits_type(cluster, node) {
                 continue;
             }
-            let gpus: Vec<GpuId> = cluster.node_gpus(node).collect();
-            let host: Vec<usize> =
-                (0..gpus.len()).filter(|&i| cluster.can_host(gpus[i], req.vc, need(gpus[i]), req.milli)).collect();
+            gpus.clear();
+            gpus.extend(cluster.node_gpus(node));
+            host.clear();
+            host.extend((0..gpus.len()).filter(|&i| cluster.can_host(gpus[i], req.vc, need(gpus[i]), req.milli)));
             if host.len() < k {
                 continue;
             }
-            node_free(cluster, node, &mut free);
+            node_free(cluster, node, free);
             // The state key: free capacities (to 1e-6) and which GPUs can host.
-            let mut key: Vec<u64> = free
-                .iter()
-                .enumerate()
-                .map(|(i, f)| (f * 1e6).round() as u64 * 2 + u64::from(host.contains(&i)))
-                .collect();
+            key.clear();
+            key.extend(
+                free.iter().enumerate().map(|(i, f)| (f * 1e6).round() as u64 * 2 + u64::from(host.contains(&i))),
+            );
             key.push(cluster.node(node).gpu_mem_mib);
-            let eval = memo.entry(key).or_insert_with(|| {
+            if !memo.contains_key(&key[..]) {
+                let (gpus, host, free) = (&*gpus, &*host, &*free);
                 let before = model.node_frag(&free);
                 let after_of = |pick: &[usize]| {
                     let mut f2 = free.clone();
@@ -212,15 +224,16 @@ impl Placement for Fgd {
                     h.sort_by(|&a, &b| free[a].total_cmp(&free[b]).then(a.cmp(&b)));
                     vec![h[..k].to_vec()]
                 };
-                picks
+                let eval = picks
                     .into_iter()
                     .map(|pick| {
                         let (d, left) = after_of(&pick);
                         (d, left, pick)
                     })
-                    .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)))
-            });
-            if let Some((d, left, pick)) = eval.as_ref() {
+                    .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
+                memo.insert(key.clone(), eval);
+            }
+            if let Some((d, left, pick)) = memo[&key[..]].as_ref() {
                 let better =
                     best.as_ref().is_none_or(|(bd, bl, _, _)| d.total_cmp(bd).then(left.total_cmp(bl)).is_lt());
                 if better {

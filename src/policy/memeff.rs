@@ -136,6 +136,14 @@ impl Placement for MemoryEfficiency {
         let better =
             |a: &Key, b: &Key| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)).then(a.3.cmp(&b.3)).is_lt();
         let mut best: Option<(Key, Vec<GpuId>)> = None;
+        // A job of unknown memory without a share holds a whole GPU, more
+        // than any shared GPU offers (headroom > 0): only idle GPUs host it.
+        // Without computation every such GPU rates (ME 0, idle, 0 MiB left),
+        // so the first node with room wins on its lowest GPU: stop there.
+        let first_wins = c_job == 0.0
+            && req.min_gpu_mem_mib == 0
+            && !(1..1000).contains(&req.milli)
+            && cluster.share_limits().mem_headroom > 0.0;
         for &node in &p.nodes {
             // A node with fewer than n free or open GPUs cannot host n.
             if cluster.node_share_candidates(node) < req.gpus || !req.fits_type(cluster, node) {
@@ -154,6 +162,9 @@ impl Placement for MemoryEfficiency {
             );
             if best.as_ref().is_none_or(|(k, _)| better(&key, k)) {
                 best = Some((key, pick.iter().map(|c| c.gpu).collect()));
+            }
+            if first_wins {
+                break;
             }
         }
         if let Some((_, gpus)) = best {
