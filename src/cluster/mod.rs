@@ -338,6 +338,9 @@ pub struct Cluster {
     shared_gpus: u32,
     /// Per node: its open shared GPUs ([`Cluster::is_open`]).
     node_open: Vec<u32>,
+    /// Per node: a stamp that changes whenever the node's holders change
+    /// ([`Cluster::node_stamp`]).
+    node_stamp: Vec<u64>,
     /// Each node's index within its partition.
     node_local: Vec<u32>,
     partitions: Vec<Partition>,
@@ -400,6 +403,7 @@ impl Cluster {
             limits: ShareLimits::default(),
             shared_gpus: 0,
             node_open: vec![0; spec.nodes.len()],
+            node_stamp: (0..spec.nodes.len()).map(|_| next_stamp()).collect(),
             spec,
             node_first_gpu,
             gpu_node,
@@ -479,6 +483,10 @@ impl Cluster {
             return Err(ConfigError("sharing limits can only be set before any GPU is shared".into()));
         }
         self.limits = limits;
+        // What a node can host depends on the limits: new stamps.
+        for st in &mut self.node_stamp {
+            *st = next_stamp();
+        }
         Ok(())
     }
 
@@ -576,6 +584,15 @@ impl Cluster {
         !s.tenants.is_empty()
             && (s.tenants.len() as u32) < self.limits.max_tenants
             && s.mem_mib <= self.shareable_mem_mib(gpu)
+    }
+
+    /// A stamp of the node's state: it changes whenever a job takes or leaves
+    /// one of its GPUs, and no two nodes of any clusters of the process (nor a
+    /// node before and after a change) share one, while a clone keeps its
+    /// original's stamps until it changes. Equal stamps mean equal node
+    /// states, so a placement may cache what it computed about a node.
+    pub fn node_stamp(&self, node: NodeId) -> u64 {
+        self.node_stamp[node.index()]
     }
 
     /// Open shared GPUs on a node ([`Cluster::is_open`]).
@@ -815,6 +832,8 @@ impl Cluster {
     /// Updates the open counts of `g`'s node and partition after its tenants
     /// changed (`was_open`: [`Cluster::is_open`] before).
     fn recount_open(&mut self, g: GpuId, was_open: bool) {
+        let n = self.node_of(g).index();
+        self.node_stamp[n] = next_stamp();
         let open = self.is_open(g);
         if open == was_open {
             return;
@@ -895,6 +914,7 @@ impl Cluster {
     }
 
     fn reindex(&mut self, node: NodeId, before: u32) {
+        self.node_stamp[node.index()] = next_stamp();
         let after = self.node_free(node);
         let local = self.node_local[node.index()] as usize;
         let p = &mut self.partitions[self.spec.nodes[node.index()].vc.index()];
@@ -978,6 +998,12 @@ impl Cluster {
         }
         Ok(())
     }
+}
+
+/// A process-wide fresh value for [`Cluster::node_stamp`].
+fn next_stamp() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 fn full_mask(gpus: u32) -> u64 {

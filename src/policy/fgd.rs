@@ -132,7 +132,14 @@ pub struct Fgd {
     host: Vec<usize>,
     free: Vec<f64>,
     key: Vec<u64>,
+    /// Per node: evaluations by (node stamp, GPUs, memory need MiB, milli-GPU),
+    /// the last few (a node's evaluation is a function of its state and the
+    /// request's figures, so a stamp that has not changed gives it again).
+    cache: Vec<Vec<(u64, (u32, u64, u32), Eval)>>,
 }
+
+/// Evaluations kept per node.
+const CACHE_PER_NODE: usize = 4;
 
 /// A node state's best pick, if any: (growth, free left, GPU positions).
 type Eval = Option<(f64, f64, Vec<usize>)>;
@@ -181,17 +188,69 @@ impl Placement for Fgd {
         let memo = &mut self.memo;
         memo.clear();
         let (gpus, host, free, key) = (&mut self.gpus, &mut self.host, &mut self.free, &mut self.key);
+        let cache = &mut self.cache;
+        if cache.len() < cluster.num_nodes() {
+            cache.resize_with(cluster.num_nodes(), Vec::new);
+        }
+        let class = (req.gpus, req.min_gpu_mem_mib, req.milli);
         for &node in &p.nodes {
             // A node with fewer than k free or open GPUs cannot host k.
             if cluster.node_share_candidates(node) < req.gpus || !req.fits_type(cluster, node) {
                 continue;
             }
+            let stamp = cluster.node_stamp(node);
+            let cached = &mut cache[node.index()];
+            let eval = match cached.iter().position(|e| e.0 == stamp && e.1 == class) {
+                Some(i) => &cached[i].2,
+                None => {
+                    let eval = Self::evaluate(cluster, model, &req, node, k, &need, memo, gpus, host, free, key);
+                    if cached.len() >= CACHE_PER_NODE {
+                        cached.remove(0);
+                    }
+                    cached.push((stamp, class, eval));
+                    &cached[cached.len() - 1].2
+                }
+            };
+            if let Some((d, left, pick)) = eval.as_ref() {
+                let better =
+                    best.as_ref().is_none_or(|(bd, bl, _, _)| d.total_cmp(bd).then(left.total_cmp(bl)).is_lt());
+                if better {
+                    let first = cluster.node_gpus(node).next().map_or(0, |g| g.0);
+                    best = Some((*d, *left, node, pick.iter().map(|&i| GpuId(first + i as u32)).collect()));
+                }
+            }
+        }
+        if let Some((_, _, _, gpus)) = best {
+            out.extend(gpus);
+            return true;
+        }
+        ShareFit::best_fit().place(cluster, req, out)
+    }
+}
+
+impl Fgd {
+    /// The best pick on `node` for a request of `k` GPUs (module docs), if any.
+    #[allow(clippy::too_many_arguments)]
+    fn evaluate(
+        cluster: &Cluster,
+        model: &FragModel,
+        req: &Request<'_>,
+        node: NodeId,
+        k: usize,
+        need: &dyn Fn(GpuId) -> u64,
+        memo: &mut HashMap<Vec<u64>, Eval>,
+        gpus: &mut Vec<GpuId>,
+        host: &mut Vec<usize>,
+        free: &mut Vec<f64>,
+        key: &mut Vec<u64>,
+    ) -> Eval {
+        {
             gpus.clear();
             gpus.extend(cluster.node_gpus(node));
             host.clear();
             host.extend((0..gpus.len()).filter(|&i| cluster.can_host(gpus[i], req.vc, need(gpus[i]), req.milli)));
             if host.len() < k {
-                continue;
+                return None;
             }
             node_free(cluster, node, free);
             // The state key: free capacities (to 1e-6) and which GPUs can host.
@@ -233,19 +292,8 @@ impl Placement for Fgd {
                     .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
                 memo.insert(key.clone(), eval);
             }
-            if let Some((d, left, pick)) = memo[&key[..]].as_ref() {
-                let better =
-                    best.as_ref().is_none_or(|(bd, bl, _, _)| d.total_cmp(bd).then(left.total_cmp(bl)).is_lt());
-                if better {
-                    best = Some((*d, *left, node, pick.iter().map(|&i| gpus[i]).collect()));
-                }
-            }
+            memo[&key[..]].clone()
         }
-        if let Some((_, _, _, gpus)) = best {
-            out.extend(gpus);
-            return true;
-        }
-        ShareFit::best_fit().place(cluster, req, out)
     }
 }
 

@@ -235,3 +235,41 @@ fn asks_at_least_by_hand() {
     let typed = ["b".to_string()];
     assert!(!Request { gpu_types: &typed, ..r(2, 8_000, 0) }.asks_at_least(&r(1, 4_000, 0)));
 }
+
+#[test]
+fn fgd_cached_node_evaluations_equal_fresh_ones() {
+    // One FGD packer kept across a sequence of cluster states (its per-node
+    // cache keyed by node stamps) against a fresh packer for every call.
+    use dlsched::job::JobTable;
+    use dlsched::policy::fgd::{Fgd, FragModel};
+    let model = FragModel { classes: vec![(1, 0.25, 0.4), (1, 1.0, 0.3), (2, 0.5, 0.2), (4, 1.0, 0.1)] };
+    let mut kept = Fgd::with_model(model.clone());
+    let jobs = JobTable::default();
+    let mut c = Cluster::new(mixed_cluster()).unwrap();
+    let mut live: Vec<(JobId, Vec<GpuId>)> = Vec::new();
+    for step in 0..600u64 {
+        let h = mix(step + 77);
+        // Change the state: a tenant joins a random GPU, or one leaves.
+        if h % 3 == 0 && !live.is_empty() {
+            let (job, gpus) = live.remove((h >> 8) as usize % live.len());
+            c.release(job, &gpus).unwrap();
+        } else {
+            let g = GpuId(((h >> 8) % 24) as u32);
+            let job = JobId(step as u32);
+            let need = (h % 5 != 0).then_some(500 + (h >> 16) % 20_000);
+            if c.allocate_tenant(job, VcId(0), &[g], need, 0).is_ok() {
+                live.push((job, vec![g]));
+            }
+        }
+        let view = View { now: dlsched::time::SimTime::ZERO, cluster: &c, jobs: &jobs };
+        for gpus in [1, 2, 4] {
+            for mem in [0, 3_000, 12_000] {
+                let req = Request { min_gpu_mem_mib: mem, ..Request::new(VcId(0), gpus) };
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                let pa = kept.place_job(&view, JobId(0), req, &mut a);
+                let pb = Fgd::with_model(model.clone()).place_job(&view, JobId(0), req, &mut b);
+                assert_eq!((pa, a), (pb, b), "step {step} {req:?}");
+            }
+        }
+    }
+}
