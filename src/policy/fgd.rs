@@ -135,7 +135,7 @@ pub struct Fgd {
     /// Per node: evaluations by (node stamp, GPUs, memory need MiB, milli-GPU),
     /// the last few (a node's evaluation is a function of its state and the
     /// request's figures, so a stamp that has not changed gives it again).
-    cache: Vec<Vec<(u64, (u32, u64, u32), Eval)>>,
+    cache: Vec<Vec<Cached>>,
 }
 
 /// Evaluations kept per node.
@@ -143,6 +143,9 @@ const CACHE_PER_NODE: usize = 4;
 
 /// A node state's best pick, if any: (growth, free left, GPU positions).
 type Eval = Option<(f64, f64, Vec<usize>)>;
+
+/// A cached node evaluation: (node stamp, (GPUs, memory need MiB, milli-GPU), evaluation).
+type Cached = (u64, (u32, u64, u32), Eval);
 
 impl Fgd {
     /// A packer against a given target workload (else the job list's mix).
@@ -261,7 +264,7 @@ impl Fgd {
             key.push(cluster.node(node).gpu_mem_mib);
             if !memo.contains_key(&key[..]) {
                 let (gpus, host, free) = (&*gpus, &*host, &*free);
-                let before = model.node_frag(&free);
+                let before = model.node_frag(free);
                 let after_of = |pick: &[usize]| {
                     let mut f2 = free.clone();
                     for &i in pick {

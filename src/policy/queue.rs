@@ -247,12 +247,7 @@ impl QueuePolicy {
             .filter_map(|(_, set)| set.first().copied())
             .collect();
         candidates.sort_unstable();
-        for key in candidates {
-            if self.try_place(view, key.1) {
-                return Some(key);
-            }
-        }
-        None
+        candidates.into_iter().find(|&key| self.try_place(view, key.1))
     }
 }
 

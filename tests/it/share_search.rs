@@ -27,8 +27,8 @@ fn mix(x: u64) -> u64 {
 fn mixed_cluster() -> ClusterSpec {
     let node = |i: u32| NodeSpec {
         gpus: 4,
-        gpu_type: if i % 2 == 0 { "a".into() } else { "b".into() },
-        gpu_mem_mib: if i % 2 == 0 { 16_000 } else { 32_000 },
+        gpu_type: if i.is_multiple_of(2) { "a".into() } else { "b".into() },
+        gpu_mem_mib: if i.is_multiple_of(2) { 16_000 } else { 32_000 },
         gpus_per_switch: 2,
         sockets: 2,
         rack: 0,
@@ -51,13 +51,13 @@ fn workload(seed: u64) -> Vec<TraceRecord> {
             let h = mix(seed * 1_000 + i);
             let gpus = [1, 1, 1, 2, 3, 4, 6][(h % 7) as usize];
             let mut r = rec(&format!("j{i}"), (i / 50) * 100, gpus, 50 + (h >> 8) % 400);
-            if i % 7 != 0 {
+            if !i.is_multiple_of(7) {
                 r.gpu_mem_mib = Some(1_000 + (h >> 20) % 19_001);
             }
-            if gpus == 1 && i % 5 == 0 {
+            if gpus == 1 && i.is_multiple_of(5) {
                 r.gpu_milli = Some(100 + ((h >> 40) % 8) as u32 * 100);
             }
-            if i % 11 == 0 {
+            if i.is_multiple_of(11) {
                 r.gpu_types = Some(vec!["b".into()]);
             }
             r
@@ -178,18 +178,18 @@ fn reference(cluster: &Cluster, req: &Request<'_>, best_fit: bool) -> Option<Vec
 fn share_fit_equals_a_slow_reference_in_random_states() {
     // Random states of the mixed cluster: tenants of random memory and share
     // on random GPUs (some exclusive holders too), then every request shape.
-    let types_b = vec!["b".to_string()];
+    let types_b = ["b".to_string()];
     for seed in 0..200u64 {
         let mut c = Cluster::new(mixed_cluster()).unwrap();
         for k in 0..(mix(seed) % 30) {
             let h = mix(seed * 100 + k);
             let g = GpuId((h % 24) as u32);
             let job = JobId(10_000 + k as u32);
-            if h % 9 == 0 {
+            if h.is_multiple_of(9) {
                 let _ = c.allocate(job, VcId(0), &[g]);
             } else {
-                let need = (h % 5 != 0).then_some(500 + (h >> 16) % 20_000);
-                let milli = if h % 4 == 0 { ((h >> 32) % 10) as u32 * 100 } else { 0 };
+                let need = (!h.is_multiple_of(5)).then_some(500 + (h >> 16) % 20_000);
+                let milli = if h.is_multiple_of(4) { ((h >> 32) % 10) as u32 * 100 } else { 0 };
                 let _ = c.allocate_tenant(job, VcId(0), &[g], need, milli);
             }
         }
@@ -250,13 +250,13 @@ fn fgd_cached_node_evaluations_equal_fresh_ones() {
     for step in 0..600u64 {
         let h = mix(step + 77);
         // Change the state: a tenant joins a random GPU, or one leaves.
-        if h % 3 == 0 && !live.is_empty() {
+        if h.is_multiple_of(3) && !live.is_empty() {
             let (job, gpus) = live.remove((h >> 8) as usize % live.len());
             c.release(job, &gpus).unwrap();
         } else {
             let g = GpuId(((h >> 8) % 24) as u32);
             let job = JobId(step as u32);
-            let need = (h % 5 != 0).then_some(500 + (h >> 16) % 20_000);
+            let need = (!h.is_multiple_of(5)).then_some(500 + (h >> 16) % 20_000);
             if c.allocate_tenant(job, VcId(0), &[g], need, 0).is_ok() {
                 live.push((job, vec![g]));
             }
