@@ -138,6 +138,7 @@ fn pending_jobs(n: usize) -> JobTable {
                 vc_label: None,
                 user: None,
                 shape: None,
+                line: 0,
                 recorded_split: vec![SIZES[(h % 4) as usize]],
                 model: None,
                 local_bsz: None,
@@ -175,8 +176,8 @@ fn pass(policy: &mut dyn Policy, cluster: &mut Cluster, jobs: &JobTable, now: Si
             }
             Decision::Colocate { job, gpus } => {
                 let spec = jobs.spec(job);
-                let mem = cluster.tenant_mem_mib(gpus[0], spec.gpu_mem_mib, spec.gpu_milli.unwrap_or(0));
-                cluster.allocate_shared(job, spec.vc, &gpus, mem, spec.gpu_milli.unwrap_or(0)).expect("valid launch");
+                let milli = spec.gpu_milli.unwrap_or(0);
+                cluster.allocate_tenant(job, spec.vc, &gpus, spec.gpu_mem_mib, milli).expect("valid launch");
                 launches += 1;
             }
         }

@@ -58,6 +58,7 @@ fn tasks(n: usize) -> JobTable {
                 vc_label: None,
                 user: None,
                 shape: None,
+                line: 0,
                 recorded_split: vec![1],
                 model: Some(model.to_string()),
                 local_bsz: Some(global_bsz),

@@ -56,19 +56,51 @@ pub struct ConfigError(pub String);
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     /// A policy asked for something the cluster cannot do: a policy bug,
-    /// reported as an error of that run.
-    #[error("policy `{policy}` made an invalid decision for {job}{}: {reason}",
+    /// reported as an error of that run, naming the job as the trace does
+    /// (its id, and its file and line where it has them).
+    #[error("policy `{policy}` made an invalid decision for {}{}: {reason}",
+        job_label(*.job, .job_name, *.line, .file.as_deref()),
         gpu.map(|g| format!(" on {g}")).unwrap_or_default())]
     InvalidDecision {
         /// The policy's name.
         policy: String,
-        /// The job the decision was about.
+        /// The job the decision was about (the engine's dense id).
         job: JobId,
+        /// The job's id in the trace (empty when no such job exists).
+        job_name: String,
+        /// The job's 1-based line in the trace file (0 for generated jobs).
+        line: u64,
+        /// The trace file, once the run pipeline knows it (`None` from the engine).
+        file: Option<PathBuf>,
         /// The GPU at fault, where one is.
         gpu: Option<GpuId>,
         /// What was wrong.
         reason: String,
     },
+}
+
+impl SimError {
+    /// The error with the trace file its jobs' lines refer to.
+    pub fn in_file(self, path: &std::path::Path) -> Self {
+        match self {
+            SimError::InvalidDecision { policy, job, job_name, line, gpu, reason, .. } => {
+                SimError::InvalidDecision { policy, job, job_name, line, file: Some(path.to_path_buf()), gpu, reason }
+            }
+        }
+    }
+}
+
+/// `job `a` (trace.csv line 2)`, `job `a``, or the dense id for a job the
+/// table does not have.
+fn job_label(job: JobId, name: &str, line: u64, file: Option<&std::path::Path>) -> String {
+    if name.is_empty() {
+        return format!("{job} (no such job)");
+    }
+    match (line, file) {
+        (0, _) => format!("job `{name}`"),
+        (l, Some(f)) => format!("job `{name}` ({}, line {l})", f.display()),
+        (l, None) => format!("job `{name}` (line {l})"),
+    }
 }
 
 /// Any error of one run: bad input, bad configuration, or a policy bug.

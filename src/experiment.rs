@@ -736,7 +736,11 @@ fn run_inner(
     if let Some(db) = db {
         sim = sim.with_profiles(db);
     }
-    let output = sim.run_with(progress)?;
+    // An invalid decision names the job's trace file and line.
+    let output = sim.run_with(progress).map_err(|e| match &spec.workload {
+        WorkloadSource::Trace { path, .. } => e.in_file(path),
+        _ => e,
+    })?;
     let (summary, vcs) = metrics::summarize(&output, &workload.skipped, workload.rows_total);
     Ok(RunReport { spec: spec.clone(), input, output, skipped: workload.skipped, summary, vcs })
 }

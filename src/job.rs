@@ -12,6 +12,9 @@ pub struct JobSpec {
     pub id: JobId,
     /// The job's id in the trace (written to `jobs.csv`).
     pub name: String,
+    /// The job's 1-based line in the trace file (0 for generated jobs), for
+    /// error messages.
+    pub line: u64,
     /// Submission time.
     pub submit: SimTime,
     /// Run time in the trace under its recorded allocation, ms. With the

@@ -341,7 +341,9 @@ struct SimulateArgs {
     /// (the trace's per-server split), or a GPU-sharing rule: share-first-fit
     /// / share-best-fit put a job on GPUs other jobs already use when its
     /// memory fits beside theirs (best fit = least memory left over), and
-    /// co-located jobs slow each other down by the measured pair speeds.
+    /// co-located jobs slow each other down: two tenants at their measured pair
+    /// speeds, more tenants (or unmeasured pairs) within [1 - switch cost, best
+    /// measured pair sum] of one GPU together (`dlsched::profile::coloc`).
     #[arg(long, value_enum, default_value = "consolidate")]
     placement: PlacementKind,
 
@@ -920,6 +922,7 @@ fn simulate(a: SimulateArgs) -> Result<()> {
         write_run_dir(&report, dir).context("writing the run directory")?;
     }
     notes(&a)?;
+    share_note(&a, &report)?;
     print_summary(&report)?;
     if let Some(dir) = &a.out {
         outln!("\nwrote {}", dir.display())?;
@@ -964,12 +967,36 @@ fn notes(a: &SimulateArgs) -> Result<()> {
     if genie_workload && a.rate_model == dlsched::experiment::RateModelKind::Trace {
         note("GENIE tasks run at the profile table's speeds (trace speed would make every placement equal)")?;
     }
-    if a.placement.shares()
-        && a.trace.is_none()
-        && !genie_workload
-        && a.rate_model == dlsched::experiment::RateModelKind::Trace
-    {
-        note("synthetic jobs have no model, hence no memory figure, so none will share a GPU; add --rate-model table")?;
+    Ok(())
+}
+
+/// Tells the user, on stderr, when a sharing placement ran jobs that cannot
+/// share: a job with neither a memory figure nor a guaranteed share holds
+/// whole GPUs ([`dlsched::cluster::Cluster::tenant_mem_mib`]), synthetic or
+/// trace job alike.
+fn share_note(a: &SimulateArgs, report: &RunReport) -> Result<()> {
+    if !a.placement.may_share() {
+        return Ok(());
+    }
+    let specs = report.output.jobs.specs();
+    let whole = specs.iter().filter(|s| s.task.is_none() && s.gpu_mem_mib.is_none() && s.gpu_milli.is_none()).count();
+    if whole == 0 {
+        return Ok(());
+    }
+    let hint = if a.rate_model == dlsched::experiment::RateModelKind::Trace {
+        "; --rate-model table gives jobs a model and a memory estimate"
+    } else {
+        ""
+    };
+    if whole == specs.len() {
+        errln!(
+            "note: no job has a memory figure or a guaranteed share (gpu_milli), so none will share a GPU: each holds whole GPUs, as with an exclusive placement{hint}"
+        )?;
+    } else {
+        errln!(
+            "note: {whole} of {} jobs have no memory figure or guaranteed share (gpu_milli); they hold whole GPUs and share none{hint}",
+            specs.len()
+        )?;
     }
     Ok(())
 }

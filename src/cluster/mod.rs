@@ -209,6 +209,8 @@ pub struct Partition {
     pub max_node_gpus: u32,
     /// The largest GPU memory of its nodes, MiB.
     pub max_gpu_mem_mib: u64,
+    /// Its shared GPUs open to another tenant ([`Cluster::is_open`]).
+    pub gpus_open: u32,
     /// Nodes with at least one free GPU, bucketed by free GPUs.
     index: FreeIndex,
 }
@@ -302,6 +304,21 @@ pub struct AllocError {
     pub reason: String,
 }
 
+/// Why a GPU cannot take another tenant (formatted by [`Cluster::share_refusal`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refusal {
+    /// The GPU is in another partition.
+    Vc,
+    /// A job holds it exclusively.
+    Exclusive(JobId),
+    /// It has as many tenants as the cap allows.
+    TenantCap,
+    /// The guaranteed shares would exceed 1,000 milli-GPU.
+    Milli,
+    /// The memory would exceed this many usable MiB.
+    Memory(u64),
+}
+
 /// The cluster's live state: who holds which GPU, free GPUs per node and per partition.
 #[derive(Clone, Debug)]
 pub struct Cluster {
@@ -312,11 +329,18 @@ pub struct Cluster {
     node_free_mask: Vec<u64>,
     /// Per GPU: its tenants when shared (empty when free or held exclusively).
     shares: Vec<GpuShare>,
-    /// Per tenant job: the memory (MiB) and share (milli-GPU) it holds on each of its GPUs.
-    tenant_claims: std::collections::HashMap<JobId, (u64, u32)>,
+    /// Per tenant job: its per-GPU memory need (MiB, `None` = unknown) and
+    /// share (milli-GPU); the memory it holds on each of its GPUs is
+    /// [`Cluster::tenant_mem_mib`] of that GPU.
+    tenant_claims: std::collections::HashMap<JobId, (Option<u64>, u32)>,
     limits: ShareLimits,
     /// GPUs with at least one tenant.
     shared_gpus: u32,
+    /// Per node: its open shared GPUs ([`Cluster::is_open`]).
+    node_open: Vec<u32>,
+    /// Per node: a stamp that changes whenever the node's holders change
+    /// ([`Cluster::node_stamp`]).
+    node_stamp: Vec<u64>,
     /// Each node's index within its partition.
     node_local: Vec<u32>,
     partitions: Vec<Partition>,
@@ -343,6 +367,7 @@ impl Cluster {
                 gpus_free: 0,
                 max_node_gpus: 0,
                 max_gpu_mem_mib: 0,
+                gpus_open: 0,
                 index: FreeIndex::new(0, 0),
             })
             .collect();
@@ -377,6 +402,8 @@ impl Cluster {
             tenant_claims: std::collections::HashMap::new(),
             limits: ShareLimits::default(),
             shared_gpus: 0,
+            node_open: vec![0; spec.nodes.len()],
+            node_stamp: (0..spec.nodes.len()).map(|_| next_stamp()).collect(),
             spec,
             node_first_gpu,
             gpu_node,
@@ -456,6 +483,10 @@ impl Cluster {
             return Err(ConfigError("sharing limits can only be set before any GPU is shared".into()));
         }
         self.limits = limits;
+        // What a node can host depends on the limits: new stamps.
+        for st in &mut self.node_stamp {
+            *st = next_stamp();
+        }
         Ok(())
     }
 
@@ -479,49 +510,100 @@ impl Cluster {
         match need {
             Some(n) => n,
             None if milli > 0 && milli < 1000 => {
-                let cap = self.gpu_mem_mib(gpu);
-                let shareable = (cap as f64 * (1.0 - self.limits.mem_headroom)) as u64;
+                let shareable = self.shareable_mem_mib(gpu);
                 (u128::from(shareable) * u128::from(milli) / 1000) as u64
             }
             None => self.gpu_mem_mib(gpu),
         }
     }
 
+    /// Memory a GPU offers two or more tenants: its memory less the headroom,
+    /// MiB, rounded down.
+    pub fn shareable_mem_mib(&self, gpu: GpuId) -> u64 {
+        (self.gpu_mem_mib(gpu) as f64 * (1.0 - self.limits.mem_headroom)) as u64
+    }
+
     /// Why `gpu` cannot take one more tenant needing `mem_mib` MiB and
     /// `milli` milli-GPU in partition `vc`, or `None` if it can.
+    /// ([`Cluster::can_host`] answers the same question without building the text.)
     pub fn share_refusal(&self, gpu: GpuId, vc: VcId, mem_mib: u64, milli: u32) -> Option<String> {
         let node = self.node_of(gpu);
-        if self.node(node).vc != vc {
-            return Some(format!(
+        let s = &self.shares[gpu.index()];
+        let cap = self.node(node).gpu_mem_mib;
+        Some(match self.refusal(gpu, vc, mem_mib, milli)? {
+            Refusal::Vc => format!(
                 "GPU is in VC `{}`, not the job's VC `{}`",
                 self.partitions[self.node(node).vc.index()].name,
                 self.partitions[vc.index()].name
-            ));
+            ),
+            Refusal::Exclusive(other) => format!("GPU is held exclusively by {other}"),
+            Refusal::TenantCap => format!("GPU already has {} tenants (the cap)", s.tenants.len()),
+            Refusal::Milli => format!("GPU has {} milli-GPU guaranteed, the job asks {milli} more", s.milli),
+            Refusal::Memory(usable) => {
+                format!("GPU memory: {} MiB used + {mem_mib} MiB needed > {usable} MiB usable of {cap} MiB", s.mem_mib)
+            }
+        })
+    }
+
+    /// The first rule that keeps `gpu` from taking one more tenant (see
+    /// [`Cluster::share_refusal`]), without formatting anything.
+    fn refusal(&self, gpu: GpuId, vc: VcId, mem_mib: u64, milli: u32) -> Option<Refusal> {
+        let node = self.node_of(gpu);
+        if self.node(node).vc != vc {
+            return Some(Refusal::Vc);
         }
         if let Some(other) = self.gpu_owner[gpu.index()] {
-            return Some(format!("GPU is held exclusively by {other}"));
+            return Some(Refusal::Exclusive(other));
         }
         let s = &self.shares[gpu.index()];
-        let cap = self.node(node).gpu_mem_mib;
         if s.tenants.len() as u32 >= self.limits.max_tenants {
-            return Some(format!("GPU already has {} tenants (the cap)", s.tenants.len()));
+            return Some(Refusal::TenantCap);
         }
         if milli > 1000 || s.milli + milli > 1000 {
-            return Some(format!("GPU has {} milli-GPU guaranteed, the job asks {milli} more", s.milli));
+            return Some(Refusal::Milli);
         }
-        let usable = if s.tenants.is_empty() { cap } else { (cap as f64 * (1.0 - self.limits.mem_headroom)) as u64 };
+        let usable = if s.tenants.is_empty() { self.node(node).gpu_mem_mib } else { self.shareable_mem_mib(gpu) };
         if s.mem_mib + mem_mib > usable {
-            return Some(format!(
-                "GPU memory: {} MiB used + {mem_mib} MiB needed > {usable} MiB usable of {cap} MiB",
-                s.mem_mib
-            ));
+            return Some(Refusal::Memory(usable));
         }
         None
     }
 
     /// True if `gpu` can take one more tenant (see [`Cluster::share_refusal`]).
     pub fn can_host(&self, gpu: GpuId, vc: VcId, mem_mib: u64, milli: u32) -> bool {
-        self.share_refusal(gpu, vc, mem_mib, milli).is_none()
+        self.refusal(gpu, vc, mem_mib, milli).is_none()
+    }
+
+    /// True if a shared GPU might still take another tenant, whatever it
+    /// needs: it has at least one tenant, fewer than the cap, and its tenants
+    /// hold no more than its shareable memory ([`Cluster::shareable_mem_mib`]).
+    /// Every GPU that can host a request is free or open, so free + open GPUs
+    /// bound a placement's choice from above.
+    pub fn is_open(&self, gpu: GpuId) -> bool {
+        let s = &self.shares[gpu.index()];
+        !s.tenants.is_empty()
+            && (s.tenants.len() as u32) < self.limits.max_tenants
+            && s.mem_mib <= self.shareable_mem_mib(gpu)
+    }
+
+    /// A stamp of the node's state: it changes whenever a job takes or leaves
+    /// one of its GPUs, and no two nodes of any clusters of the process (nor a
+    /// node before and after a change) share one, while a clone keeps its
+    /// original's stamps until it changes. Equal stamps mean equal node
+    /// states, so a placement may cache what it computed about a node.
+    pub fn node_stamp(&self, node: NodeId) -> u64 {
+        self.node_stamp[node.index()]
+    }
+
+    /// Open shared GPUs on a node ([`Cluster::is_open`]).
+    pub fn node_open(&self, node: NodeId) -> u32 {
+        self.node_open[node.index()]
+    }
+
+    /// GPUs of a node that might take another tenant: free ones and open
+    /// shared ones ([`Cluster::is_open`]); no request can be hosted on more.
+    pub fn node_share_candidates(&self, node: NodeId) -> u32 {
+        self.node_free(node) + self.node_open[node.index()]
     }
 
     /// Free GPUs on a node.
@@ -694,7 +776,8 @@ impl Cluster {
 
     /// Makes `job` a tenant of each of `gpus` (shared mode), holding `mem_mib`
     /// MiB of memory and `milli` milli-GPU on each, after checking every GPU
-    /// with [`Cluster::share_refusal`].
+    /// with [`Cluster::share_refusal`]. (A known per-GPU need: the same as
+    /// [`Cluster::allocate_tenant`] with `Some(mem_mib)`.)
     ///
     /// # Errors
     /// An [`AllocError`] naming the first GPU that cannot take the job; nothing changes then.
@@ -706,11 +789,32 @@ impl Cluster {
         mem_mib: u64,
         milli: u32,
     ) -> Result<(), AllocError> {
+        self.allocate_tenant(job, vc, gpus, Some(mem_mib), milli)
+    }
+
+    /// Makes `job` a tenant of each of `gpus` (shared mode), with per-GPU
+    /// memory need `need` (MiB, `None` = unknown) and `milli` milli-GPU: on
+    /// each GPU it holds [`Cluster::tenant_mem_mib`] of that GPU (so a job of
+    /// unknown memory holds each GPU's whole memory, whatever its type),
+    /// after checking every GPU with [`Cluster::share_refusal`].
+    ///
+    /// # Errors
+    /// An [`AllocError`] naming the first GPU that cannot take the job; nothing changes then.
+    pub fn allocate_tenant(
+        &mut self,
+        job: JobId,
+        vc: VcId,
+        gpus: &[GpuId],
+        need: Option<u64>,
+        milli: u32,
+    ) -> Result<(), AllocError> {
         if self.tenant_claims.contains_key(&job) {
             return Err(AllocError { gpu: None, reason: format!("{job} already holds shared GPUs") });
         }
-        self.check_gpu_list(gpus, |g| self.share_refusal(g, vc, mem_mib, milli))?;
+        self.check_gpu_list(gpus, |g| self.share_refusal(g, vc, self.tenant_mem_mib(g, need, milli), milli))?;
         for &g in gpus {
+            let mem_mib = self.tenant_mem_mib(g, need, milli);
+            let was_open = self.is_open(g);
             if self.shares[g.index()].tenants.is_empty() {
                 self.take_free(g);
                 self.shared_gpus += 1;
@@ -719,9 +823,30 @@ impl Cluster {
             s.tenants.push(job);
             s.mem_mib += mem_mib;
             s.milli += milli;
+            self.recount_open(g, was_open);
         }
-        self.tenant_claims.insert(job, (mem_mib, milli));
+        self.tenant_claims.insert(job, (need, milli));
         Ok(())
+    }
+
+    /// Updates the open counts of `g`'s node and partition after its tenants
+    /// changed (`was_open`: [`Cluster::is_open`] before).
+    fn recount_open(&mut self, g: GpuId, was_open: bool) {
+        let n = self.node_of(g).index();
+        self.node_stamp[n] = next_stamp();
+        let open = self.is_open(g);
+        if open == was_open {
+            return;
+        }
+        let node = self.node_of(g);
+        let vc = self.spec.nodes[node.index()].vc;
+        if open {
+            self.node_open[node.index()] += 1;
+            self.partitions[vc.index()].gpus_open += 1;
+        } else {
+            self.node_open[node.index()] -= 1;
+            self.partitions[vc.index()].gpus_open -= 1;
+        }
     }
 
     /// Marks a free GPU busy in the mask, the node index and the counts.
@@ -741,18 +866,22 @@ impl Cluster {
     /// # Errors
     /// An [`AllocError`] if some GPU is not held by `job` (an engine bug); nothing changes then.
     pub fn release(&mut self, job: JobId, gpus: &[GpuId]) -> Result<(), AllocError> {
-        if let Some(&(mem, milli)) = self.tenant_claims.get(&job) {
+        if let Some(&(need, milli)) = self.tenant_claims.get(&job) {
             if let Some(&g) =
                 gpus.iter().find(|g| !self.shares.get(g.index()).is_some_and(|s| s.tenants.contains(&job)))
             {
                 return Err(AllocError { gpu: Some(g), reason: format!("GPU is not shared by {job}") });
             }
             for &g in gpus {
+                let mem = self.tenant_mem_mib(g, need, milli);
+                let was_open = self.is_open(g);
                 let s = &mut self.shares[g.index()];
                 s.tenants.retain(|&t| t != job);
                 s.mem_mib -= mem;
                 s.milli -= milli;
-                if s.tenants.is_empty() {
+                let emptied = s.tenants.is_empty();
+                self.recount_open(g, was_open);
+                if emptied {
                     self.shared_gpus -= 1;
                     let node = self.node_of(g);
                     let before = self.node_free(node);
@@ -785,6 +914,7 @@ impl Cluster {
     }
 
     fn reindex(&mut self, node: NodeId, before: u32) {
+        self.node_stamp[node.index()] = next_stamp();
         let after = self.node_free(node);
         let local = self.node_local[node.index()] as usize;
         let p = &mut self.partitions[self.spec.nodes[node.index()].vc.index()];
@@ -823,10 +953,10 @@ impl Cluster {
             }
             let (mut mem, mut milli) = (0u64, 0u32);
             for t in &s.tenants {
-                let Some(&(m, k)) = self.tenant_claims.get(t) else {
+                let Some(&(need, k)) = self.tenant_claims.get(t) else {
                     return Err(format!("GPU {g}: tenant {t} has no claim"));
                 };
-                mem += m;
+                mem += self.tenant_mem_mib(GpuId(g as u32), need, k);
                 milli += k;
             }
             let cap = self.node(self.node_of(GpuId(g as u32))).gpu_mem_mib;
@@ -838,8 +968,13 @@ impl Cluster {
             }
         }
         for (vi, p) in self.partitions.iter().enumerate() {
-            let mut pf = 0;
+            let (mut pf, mut po) = (0, 0);
             for &n in &p.nodes {
+                let open = self.node_gpus(n).filter(|&g| self.is_open(g)).count() as u32;
+                if open != self.node_open[n.index()] {
+                    return Err(format!("node {n}: {open} open shared GPUs, counted {}", self.node_open[n.index()]));
+                }
+                po += open;
                 let owned_free = self.node_gpus(n).filter(|g| !held(g.index())).count() as u32;
                 if owned_free != self.node_free(n) {
                     return Err(format!("node {n}: mask says {} free, owners say {owned_free}", self.node_free(n)));
@@ -853,6 +988,9 @@ impl Cluster {
             if pf != p.gpus_free {
                 return Err(format!("VC {vi}: free count {} but nodes have {pf} free", p.gpus_free));
             }
+            if po != p.gpus_open {
+                return Err(format!("VC {vi}: open count {} but nodes have {po} open", p.gpus_open));
+            }
             let with_free = p.nodes.iter().filter(|&&n| self.node_free(n) > 0).count() as u32;
             if p.index.len() != with_free {
                 return Err(format!("VC {vi}: index holds {} nodes, {with_free} have free GPUs", p.index.len()));
@@ -860,6 +998,12 @@ impl Cluster {
         }
         Ok(())
     }
+}
+
+/// A process-wide fresh value for [`Cluster::node_stamp`].
+fn next_stamp() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 fn full_mask(gpus: u32) -> u64 {
@@ -887,6 +1031,31 @@ mod tests {
         assert!(c.release(JobId(1), &[GpuId(0)]).is_err(), "job 1 does not hold GPU 0");
         c.release(JobId(0), &[GpuId(0), GpuId(1)]).unwrap();
         assert_eq!(c.free_gpus(), 8);
+        c.check_consistency().unwrap();
+    }
+
+    #[test]
+    fn open_shared_gpus_are_counted_by_hand() {
+        // 2 nodes × 4 GPUs of 12,288 MiB; shareable with 5 % headroom:
+        // floor(12,288 × 0.95) = 11,673 MiB; tenant cap 2.
+        let mut c = c2x4();
+        assert_eq!(c.shareable_mem_mib(GpuId(0)), 11_673);
+        // A tenant of 6,000 MiB on GPU 0: open (1 tenant, 6,000 <= 11,673).
+        c.allocate_tenant(JobId(0), VcId(0), &[GpuId(0)], Some(6_000), 0).unwrap();
+        // A whole-GPU tenant (unknown memory) on GPUs 1 and 4: 12,288 > 11,673, closed.
+        c.allocate_tenant(JobId(1), VcId(0), &[GpuId(1), GpuId(4)], None, 0).unwrap();
+        assert_eq!((c.node_open(NodeId(0)), c.node_open(NodeId(1)), c.partition(VcId(0)).gpus_open), (1, 0, 1));
+        // Node 0: 2 free + 1 open; node 1: 3 free.
+        assert_eq!((c.node_share_candidates(NodeId(0)), c.node_share_candidates(NodeId(1))), (3, 3));
+        // A second tenant on GPU 0 reaches the cap: closed.
+        c.allocate_tenant(JobId(2), VcId(0), &[GpuId(0)], Some(1_000), 0).unwrap();
+        assert_eq!(c.partition(VcId(0)).gpus_open, 0);
+        c.check_consistency().unwrap();
+        // It leaves: open again; the first leaves too: free, not open.
+        c.release(JobId(2), &[GpuId(0)]).unwrap();
+        assert_eq!(c.node_open(NodeId(0)), 1);
+        c.release(JobId(0), &[GpuId(0)]).unwrap();
+        assert_eq!((c.node_open(NodeId(0)), c.node_free(NodeId(0))), (0, 3));
         c.check_consistency().unwrap();
     }
 

@@ -529,7 +529,17 @@ impl Simulation {
     }
 
     fn invalid(&self, job: JobId, gpu: Option<GpuId>, reason: String) -> SimError {
-        SimError::InvalidDecision { policy: self.policy.name(), job, gpu, reason }
+        self.invalid_by(self.policy.name(), job, gpu, reason)
+    }
+
+    /// An invalid decision of `who` (the policy, the rate model or the engine)
+    /// about `job`, named as the trace names it.
+    fn invalid_by(&self, who: String, job: JobId, gpu: Option<GpuId>, reason: String) -> SimError {
+        let (job_name, line) = match self.jobs.specs().get(job.index()) {
+            Some(s) => (s.name.clone(), s.line),
+            None => (String::new(), 0),
+        };
+        SimError::InvalidDecision { policy: who, job, job_name, line, file: None, gpu, reason }
     }
 
     fn schedule_pass(&mut self) -> Result<(), SimError> {
@@ -645,12 +655,10 @@ impl Simulation {
         self.settle_busy(vc);
         self.settle_figs();
         let allocated = if shared {
-            // Memory is per GPU; a job of unknown memory takes a whole GPU's.
-            let mem = gpus
-                .first()
-                .filter(|g| g.index() < self.cluster.total_gpus() as usize)
-                .map_or(0, |&g| self.cluster.tenant_mem_mib(g, mem_need, milli));
-            self.cluster.allocate_shared(job, vc, &gpus, mem, milli)
+            // Memory is per GPU, by the one rule the placements use
+            // (`Cluster::tenant_mem_mib` of each GPU): a job of unknown
+            // memory holds each GPU's whole memory, whatever its type.
+            self.cluster.allocate_tenant(job, vc, &gpus, mem_need, milli)
         } else {
             self.cluster.allocate(job, vc, &gpus)
         };
@@ -685,12 +693,8 @@ impl Simulation {
         self.refresh_figs(&gpus);
         let spec = self.jobs.spec(job);
         if !(rate.is_finite() && rate > 0.0) {
-            return Err(SimError::InvalidDecision {
-                policy: self.model.name().to_string(),
-                job,
-                gpu: None,
-                reason: format!("rate model gave rate {rate}; rates must be finite and positive"),
-            });
+            let reason = format!("rate model gave rate {rate}; rates must be finite and positive");
+            return Err(self.invalid_by(self.model.name().to_string(), job, None, reason));
         }
         let remaining = spec.duration_ms as f64;
         let nodes_spanned = self.cluster.nodes_spanned(&gpus);
@@ -723,7 +727,7 @@ impl Simulation {
         self.settle_busy(self.jobs.spec(job).vc);
         self.settle_figs();
         if let Err(e) = self.cluster.release(job, &run.gpus) {
-            return Err(SimError::InvalidDecision { policy: "engine".into(), job, gpu: e.gpu, reason: e.reason });
+            return Err(self.invalid_by("engine".into(), job, e.gpu, e.reason));
         }
         self.refresh_figs(&run.gpus);
         if self.model.depends_on_neighbours() {

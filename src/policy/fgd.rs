@@ -125,12 +125,32 @@ pub fn node_free(cluster: &Cluster, node: NodeId, out: &mut Vec<f64>) {
 #[derive(Clone, Debug, Default)]
 pub struct Fgd {
     model: Option<FragModel>,
+    /// Scratch reused across calls (no choice depends on it): per node state,
+    /// its evaluation; a node's GPUs, hostable positions, free capacities, state key.
+    memo: HashMap<Vec<u64>, Eval>,
+    gpus: Vec<GpuId>,
+    host: Vec<usize>,
+    free: Vec<f64>,
+    key: Vec<u64>,
+    /// Per node: evaluations by (node stamp, GPUs, memory need MiB, milli-GPU),
+    /// the last few (a node's evaluation is a function of its state and the
+    /// request's figures, so a stamp that has not changed gives it again).
+    cache: Vec<Vec<Cached>>,
 }
+
+/// Evaluations kept per node.
+const CACHE_PER_NODE: usize = 4;
+
+/// A node state's best pick, if any: (growth, free left, GPU positions).
+type Eval = Option<(f64, f64, Vec<usize>)>;
+
+/// A cached node evaluation: (node stamp, (GPUs, memory need MiB, milli-GPU), evaluation).
+type Cached = (u64, (u32, u64, u32), Eval);
 
 impl Fgd {
     /// A packer against a given target workload (else the job list's mix).
     pub fn with_model(model: FragModel) -> Self {
-        Fgd { model: Some(model) }
+        Fgd { model: Some(model), ..Default::default() }
     }
 }
 
@@ -147,13 +167,18 @@ impl Placement for Fgd {
         ShareFit::best_fit().place(cluster, req, out)
     }
 
+    fn fails_by_count(&self) -> bool {
+        true
+    }
+
     fn place_job(&mut self, view: &View<'_>, job: JobId, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
         let cluster = view.cluster;
         let p = cluster.partition(req.vc);
         let model =
             self.model.get_or_insert_with(|| FragModel::from_jobs(view.jobs, p.max_gpu_mem_mib, p.max_node_gpus));
         let k = req.gpus as usize;
-        if k == 0 {
+        // Fewer free or open GPUs than k (`Cluster::is_open`): nowhere to go.
+        if k == 0 || p.gpus_free + p.gpus_open < req.gpus {
             return false;
         }
         let _ = job;
@@ -161,30 +186,85 @@ impl Placement for Fgd {
             |g: GpuId| cluster.tenant_mem_mib(g, (req.min_gpu_mem_mib > 0).then_some(req.min_gpu_mem_mib), req.milli);
         // Best: (growth, free left, node index, GPUs).
         let mut best: Option<(f64, f64, NodeId, Vec<GpuId>)> = None;
-        // Per node state: the best (growth, free left, GPU positions), if any.
-        type Eval = Option<(f64, f64, Vec<usize>)>;
-        let mut memo: HashMap<Vec<u64>, Eval> = HashMap::new();
-        let mut free = Vec::new();
+        // Per node state: the best (growth, free left, GPU positions), if any
+        // (one call's states; the buffers are kept to save allocations).
+        let memo = &mut self.memo;
+        memo.clear();
+        let (gpus, host, free, key) = (&mut self.gpus, &mut self.host, &mut self.free, &mut self.key);
+        let cache = &mut self.cache;
+        if cache.len() < cluster.num_nodes() {
+            cache.resize_with(cluster.num_nodes(), Vec::new);
+        }
+        let class = (req.gpus, req.min_gpu_mem_mib, req.milli);
         for &node in &p.nodes {
-            if !req.fits_type(cluster, node) {
+            // A node with fewer than k free or open GPUs cannot host k.
+            if cluster.node_share_candidates(node) < req.gpus || !req.fits_type(cluster, node) {
                 continue;
             }
-            let gpus: Vec<GpuId> = cluster.node_gpus(node).collect();
-            let host: Vec<usize> =
-                (0..gpus.len()).filter(|&i| cluster.can_host(gpus[i], req.vc, need(gpus[i]), req.milli)).collect();
+            let stamp = cluster.node_stamp(node);
+            let cached = &mut cache[node.index()];
+            let eval = match cached.iter().position(|e| e.0 == stamp && e.1 == class) {
+                Some(i) => &cached[i].2,
+                None => {
+                    let eval = Self::evaluate(cluster, model, &req, node, k, &need, memo, gpus, host, free, key);
+                    if cached.len() >= CACHE_PER_NODE {
+                        cached.remove(0);
+                    }
+                    cached.push((stamp, class, eval));
+                    &cached[cached.len() - 1].2
+                }
+            };
+            if let Some((d, left, pick)) = eval.as_ref() {
+                let better =
+                    best.as_ref().is_none_or(|(bd, bl, _, _)| d.total_cmp(bd).then(left.total_cmp(bl)).is_lt());
+                if better {
+                    let first = cluster.node_gpus(node).next().map_or(0, |g| g.0);
+                    best = Some((*d, *left, node, pick.iter().map(|&i| GpuId(first + i as u32)).collect()));
+                }
+            }
+        }
+        if let Some((_, _, _, gpus)) = best {
+            out.extend(gpus);
+            return true;
+        }
+        ShareFit::best_fit().place(cluster, req, out)
+    }
+}
+
+impl Fgd {
+    /// The best pick on `node` for a request of `k` GPUs (module docs), if any.
+    #[allow(clippy::too_many_arguments)]
+    fn evaluate(
+        cluster: &Cluster,
+        model: &FragModel,
+        req: &Request<'_>,
+        node: NodeId,
+        k: usize,
+        need: &dyn Fn(GpuId) -> u64,
+        memo: &mut HashMap<Vec<u64>, Eval>,
+        gpus: &mut Vec<GpuId>,
+        host: &mut Vec<usize>,
+        free: &mut Vec<f64>,
+        key: &mut Vec<u64>,
+    ) -> Eval {
+        {
+            gpus.clear();
+            gpus.extend(cluster.node_gpus(node));
+            host.clear();
+            host.extend((0..gpus.len()).filter(|&i| cluster.can_host(gpus[i], req.vc, need(gpus[i]), req.milli)));
             if host.len() < k {
-                continue;
+                return None;
             }
-            node_free(cluster, node, &mut free);
+            node_free(cluster, node, free);
             // The state key: free capacities (to 1e-6) and which GPUs can host.
-            let mut key: Vec<u64> = free
-                .iter()
-                .enumerate()
-                .map(|(i, f)| (f * 1e6).round() as u64 * 2 + u64::from(host.contains(&i)))
-                .collect();
+            key.clear();
+            key.extend(
+                free.iter().enumerate().map(|(i, f)| (f * 1e6).round() as u64 * 2 + u64::from(host.contains(&i))),
+            );
             key.push(cluster.node(node).gpu_mem_mib);
-            let eval = memo.entry(key).or_insert_with(|| {
-                let before = model.node_frag(&free);
+            if !memo.contains_key(&key[..]) {
+                let (gpus, host, free) = (&*gpus, &*host, &*free);
+                let before = model.node_frag(free);
                 let after_of = |pick: &[usize]| {
                     let mut f2 = free.clone();
                     for &i in pick {
@@ -206,27 +286,17 @@ impl Placement for Fgd {
                     h.sort_by(|&a, &b| free[a].total_cmp(&free[b]).then(a.cmp(&b)));
                     vec![h[..k].to_vec()]
                 };
-                picks
+                let eval = picks
                     .into_iter()
                     .map(|pick| {
                         let (d, left) = after_of(&pick);
                         (d, left, pick)
                     })
-                    .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)))
-            });
-            if let Some((d, left, pick)) = eval.as_ref() {
-                let better =
-                    best.as_ref().is_none_or(|(bd, bl, _, _)| d.total_cmp(bd).then(left.total_cmp(bl)).is_lt());
-                if better {
-                    best = Some((*d, *left, node, pick.iter().map(|&i| gpus[i]).collect()));
-                }
+                    .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
+                memo.insert(key.clone(), eval);
             }
+            memo[&key[..]].clone()
         }
-        if let Some((_, _, _, gpus)) = best {
-            out.extend(gpus);
-            return true;
-        }
-        ShareFit::best_fit().place(cluster, req, out)
     }
 }
 

@@ -101,16 +101,23 @@ impl Iawp {
         // 2. Admission onto shared GPUs.
         let c = view.cluster;
         let p = c.partition(vc);
-        let cap = c.share_limits().max_tenants as usize;
+        // Only an open shared GPU (`Cluster::is_open`: a tenant, below the
+        // cap, memory not over its shareable part) can take another tenant.
+        if p.gpus_open == 0 {
+            return None;
+        }
         for &node in &p.nodes {
+            if c.node_open(node) == 0 {
+                continue;
+            }
             for g in c.node_gpus(node) {
                 let s = c.share(g);
-                if s.tenants.is_empty() || s.tenants.len() >= cap {
+                if !c.is_open(g) || s.mem_mib as f64 >= MEM_MAX * c.gpu_mem_mib(g) as f64 {
                     continue;
                 }
                 let gpu_type = &c.node(node).gpu_type;
                 let util: f64 = s.tenants.iter().map(|&t| job_sm_util(self.db(), view.jobs.spec(t), gpu_type)).sum();
-                if util >= UTIL_MAX || s.mem_mib as f64 >= MEM_MAX * c.gpu_mem_mib(g) as f64 {
+                if util >= UTIL_MAX {
                     continue;
                 }
                 let tenants: Vec<[f64; 2]> = s.tenants.iter().map(|&t| self.vector(view, t, g)).collect();

@@ -118,26 +118,38 @@ impl Placement for MemoryEfficiency {
         ShareFit::best_fit().place(cluster, req, out)
     }
 
+    fn fails_by_count(&self) -> bool {
+        true
+    }
+
     fn place_job(&mut self, view: &View<'_>, job: JobId, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
         let (cluster, jobs) = (view.cluster, view.jobs);
         let n = req.gpus as usize;
-        if n == 0 {
+        let p = cluster.partition(req.vc);
+        // Fewer free or open GPUs than n (`Cluster::is_open`): nowhere to go.
+        if n == 0 || p.gpus_free + p.gpus_open < req.gpus {
             return false;
         }
         let c_job = compute_gflop_per_iter(self.db, jobs.spec(job)).unwrap_or(0.0);
-        let p = cluster.partition(req.vc);
         // (mean ME, shared GPUs, memory left, first GPU) of the best one-node candidate.
         type Key = (f64, usize, u64, GpuId);
         let better =
             |a: &Key, b: &Key| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)).then(a.3.cmp(&b.3)).is_lt();
         let mut best: Option<(Key, Vec<GpuId>)> = None;
-        let mut all: Vec<Cand> = Vec::new();
+        // A job of unknown memory without a share holds a whole GPU, more
+        // than any shared GPU offers (headroom > 0): only idle GPUs host it.
+        // Without computation every such GPU rates (ME 0, idle, 0 MiB left),
+        // so the first node with room wins on its lowest GPU: stop there.
+        let first_wins = c_job == 0.0
+            && req.min_gpu_mem_mib == 0
+            && !(1..1000).contains(&req.milli)
+            && cluster.share_limits().mem_headroom > 0.0;
         for &node in &p.nodes {
-            if !req.fits_type(cluster, node) {
+            // A node with fewer than n free or open GPUs cannot host n.
+            if cluster.node_share_candidates(node) < req.gpus || !req.fits_type(cluster, node) {
                 continue;
             }
             self.hostable(cluster, jobs, &req, c_job, node);
-            all.extend_from_slice(&self.scratch);
             if self.scratch.len() < n {
                 continue;
             }
@@ -151,10 +163,22 @@ impl Placement for MemoryEfficiency {
             if best.as_ref().is_none_or(|(k, _)| better(&key, k)) {
                 best = Some((key, pick.iter().map(|c| c.gpu).collect()));
             }
+            if first_wins {
+                break;
+            }
         }
         if let Some((_, gpus)) = best {
             out.extend(gpus);
             return true;
+        }
+        // No node can host it alone: the best n hostable GPUs of the partition
+        // (`cmp_gpu` is a total order, so the collection order does not matter).
+        let mut all: Vec<Cand> = Vec::new();
+        for &node in &p.nodes {
+            if cluster.node_share_candidates(node) > 0 && req.fits_type(cluster, node) {
+                self.hostable(cluster, jobs, &req, c_job, node);
+                all.extend_from_slice(&self.scratch);
+            }
         }
         if all.len() < n {
             return false;

@@ -46,6 +46,26 @@ impl<'a> Request<'a> {
         self.fits_memory(cluster, node) && self.fits_type(cluster, node)
     }
 
+    /// True if every GPU that cannot host `other` as a tenant cannot host this
+    /// request either: same partition and GPU types, at least as many GPUs, a
+    /// guaranteed share at least as large, and on every GPU at least as much
+    /// memory ([`Cluster::tenant_mem_mib`]: both needs known and this one at
+    /// least as large, or both unknown with the same share). So when a
+    /// placement that [`Placement::fails_by_count`] cannot place `other`, it
+    /// cannot place this request in the same cluster state, or in any state
+    /// reached from it by allocations only.
+    pub fn asks_at_least(&self, other: &Request<'_>) -> bool {
+        let mem = match (self.min_gpu_mem_mib, other.min_gpu_mem_mib) {
+            (0, 0) => self.milli == other.milli,
+            (0, _) | (_, 0) => false,
+            (a, b) => a >= b,
+        };
+        mem && self.vc == other.vc
+            && self.gpus >= other.gpus
+            && self.milli >= other.milli
+            && self.gpu_types == other.gpu_types
+    }
+
     /// True when any node of the partition will do (no memory need, no type constraint).
     fn unconstrained(&self) -> bool {
         self.min_gpu_mem_mib == 0 && self.gpu_types.is_empty()
@@ -79,6 +99,17 @@ pub trait Placement: Send {
         let mut c = vec![req.gpus, mem_key(req.min_gpu_mem_mib), req.milli];
         push_types_key(req.gpu_types, &mut c);
         c
+    }
+
+    /// True if the rule places a request exactly when enough GPUs of its
+    /// partition (of its allowed types) can host it as a tenant
+    /// ([`Cluster::can_host`] with [`Cluster::tenant_mem_mib`] of each GPU): the sharing packers. A failed request
+    /// then implies the failure of every request of the same partition and
+    /// GPU types that asks at least as much of each GPU (see
+    /// [`Request::asks_at_least`]) until GPUs are released, which lets a
+    /// backfilling queue skip such jobs within one scheduling pass.
+    fn fails_by_count(&self) -> bool {
+        false
     }
 
     /// True if the rule places jobs as tenants of shared GPUs

@@ -153,6 +153,13 @@ pub struct QueuePolicy {
     queues: Vec<VcQueue>,
     dirty: Dirty,
     scratch: Vec<GpuId>,
+    /// For placements that [`Placement::fails_by_count`]: jobs that could not
+    /// be placed at `failed_at`, none asking at least as much as another.
+    /// Allocations only take capacity away, so until GPUs are released (a
+    /// completion, a later instant) any job asking at least as much as one of
+    /// them fails too and is not tried.
+    failed: Vec<JobId>,
+    failed_at: Option<crate::time::SimTime>,
 }
 
 impl QueuePolicy {
@@ -167,6 +174,8 @@ impl QueuePolicy {
                 .collect(),
             dirty: Dirty::new(partitions.max(1)),
             scratch: Vec::new(),
+            failed: Vec::new(),
+            failed_at: None,
         }
     }
 
@@ -192,14 +201,39 @@ impl QueuePolicy {
         }
     }
 
+    /// Places `job` now (its GPUs in `scratch`), unless it asks at least as
+    /// much as a job that already failed at this instant.
+    fn try_place(&mut self, view: &View<'_>, job: JobId) -> bool {
+        let memo = self.placement.fails_by_count();
+        if memo {
+            if self.failed_at != Some(view.now) {
+                self.failed.clear();
+                self.failed_at = Some(view.now);
+            }
+            let req = request(view, job);
+            if self.failed.iter().any(|&f| req.asks_at_least(&request(view, f))) {
+                return false;
+            }
+        }
+        self.scratch.clear();
+        if self.placement.place_job(view, job, request(view, job), &mut self.scratch) {
+            return true;
+        }
+        if memo {
+            let req = request(view, job);
+            self.failed.retain(|&f| !request(view, f).asks_at_least(&req));
+            self.failed.push(job);
+        }
+        false
+    }
+
     /// The next job of partition `vc` to start now (its GPUs in `scratch`), if any.
     fn next_in(&mut self, vc: VcId, view: &View<'_>) -> Option<Key> {
-        let q = &self.queues[vc.index()];
-        let &head = q.order.first()?;
-        self.scratch.clear();
-        if self.placement.place_job(view, head.1, request(view, head.1), &mut self.scratch) {
+        let &head = self.queues[vc.index()].order.first()?;
+        if self.try_place(view, head.1) {
             return Some(head);
         }
+        let q = &self.queues[vc.index()];
         if !self.backfill {
             return None;
         }
@@ -213,13 +247,7 @@ impl QueuePolicy {
             .filter_map(|(_, set)| set.first().copied())
             .collect();
         candidates.sort_unstable();
-        for key in candidates {
-            self.scratch.clear();
-            if self.placement.place_job(view, key.1, request(view, key.1), &mut self.scratch) {
-                return Some(key);
-            }
-        }
-        None
+        candidates.into_iter().find(|&key| self.try_place(view, key.1))
     }
 }
 
@@ -246,6 +274,8 @@ impl Policy for QueuePolicy {
 
     fn on_completion(&mut self, job: JobId, view: &View<'_>) {
         self.dirty.insert(view.jobs.spec(job).vc);
+        // GPUs were released: earlier failures say nothing any more.
+        self.failed.clear();
     }
 
     fn decide(&mut self, view: &View<'_>) -> Decision {

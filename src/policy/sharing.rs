@@ -87,10 +87,17 @@ impl Placement for ShareFit {
             return false;
         }
         let p = cluster.partition(req.vc);
+        // Every GPU that can host the job is free or open
+        // (`Cluster::is_open`): fewer than n such GPUs, in the partition or
+        // on a node, and the job cannot go there. These bounds skip the
+        // per-GPU checks without changing any choice.
+        if p.gpus_free + p.gpus_open < req.gpus {
+            return false;
+        }
         // One node if possible.
         let mut best: Option<(u64, NodeId)> = None;
         for &node in &p.nodes {
-            if !req.fits_type(cluster, node) {
+            if cluster.node_share_candidates(node) < req.gpus || !req.fits_type(cluster, node) {
                 continue;
             }
             self.hostable(cluster, &req, node);
@@ -101,7 +108,9 @@ impl Placement for ShareFit {
             if best.is_none_or(|(s, _)| score < s) {
                 best = Some((score, node));
             }
-            if self.rank == Rank::FirstFit {
+            // First fit takes the first node; best fit cannot beat a score
+            // of 0 (ties keep the earlier node).
+            if self.rank == Rank::FirstFit || score == 0 {
                 break;
             }
         }
@@ -110,17 +119,33 @@ impl Placement for ShareFit {
             out.extend(self.scratch[..n].iter().map(|e| e.1));
             return true;
         }
-        // Across nodes: the best-ranked hostable GPUs of the partition.
+        if n == 1 {
+            // Every node with a candidate GPU was searched: none can host it.
+            return false;
+        }
+        // Across nodes: the best-ranked hostable GPUs of the partition. For
+        // first fit (every key 0) that is the first n in index order: nodes
+        // are in index order, and so are their GPUs.
         let mut all: Vec<(u64, GpuId)> = Vec::new();
-        for &node in p.nodes.iter().filter(|&&node| req.fits_type(cluster, node)) {
+        for &node in &p.nodes {
+            if cluster.node_share_candidates(node) == 0 || !req.fits_type(cluster, node) {
+                continue;
+            }
             self.hostable(cluster, &req, node);
             all.extend_from_slice(&self.scratch);
+            if self.rank == Rank::FirstFit && all.len() >= n {
+                break;
+            }
         }
         if all.len() < n {
             return false;
         }
         all.sort_unstable();
         out.extend(all[..n].iter().map(|e| e.1));
+        true
+    }
+
+    fn fails_by_count(&self) -> bool {
         true
     }
 }

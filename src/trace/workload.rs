@@ -140,6 +140,7 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
                 gpu_types: r.gpu_types,
                 id: JobId(specs.len() as u32),
                 name: r.job_id,
+                line: r.line,
                 submit: SimTime::from_ms(r.submit_ms),
                 duration_ms: r.duration_ms,
                 gpus: r.gpus,

@@ -66,6 +66,7 @@ fn job(name: &str, gpus: u32, recorded: Vec<u32>, model: &str, duration_s: u64) 
         vc_label: None,
         user: None,
         shape: None,
+        line: 0,
         recorded_split: recorded,
         model: Some(model.into()),
         local_bsz: Some(32),
