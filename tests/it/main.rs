@@ -8,6 +8,7 @@ mod fidelity;
 mod figures;
 mod formats;
 mod genie;
+mod golden;
 mod hand;
 mod invariants;
 mod memory;
