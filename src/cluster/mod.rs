@@ -211,6 +211,9 @@ pub struct Partition {
     pub max_gpu_mem_mib: u64,
     /// Its shared GPUs open to another tenant ([`Cluster::is_open`]).
     pub gpus_open: u32,
+    /// Its GPUs with tenants and part of their capacity still free
+    /// ([`Cluster::free_capacity`] strictly between 0 and 1).
+    pub gpus_partial: u32,
     /// Nodes with at least one free GPU, bucketed by free GPUs.
     index: FreeIndex,
 }
@@ -280,6 +283,12 @@ impl Partition {
     /// (ties: lowest node index), or `None`.
     pub fn best_fit_node(&self, gpus: u32) -> Option<NodeId> {
         (gpus.max(1)..=self.index.max_free()).find_map(|f| self.index.bucket(f).next()).map(|l| self.nodes[l])
+    }
+
+    /// Nodes with exactly `free` free GPUs (at least one), lowest index first.
+    pub fn nodes_with_free(&self, free: u32) -> impl Iterator<Item = NodeId> + '_ {
+        let f = if free == 0 || free > self.index.max_free() { None } else { Some(free) };
+        f.into_iter().flat_map(move |f| self.index.bucket(f).map(move |l| self.nodes[l]))
     }
 
     /// Nodes with at least one free GPU, most free first (ties: lowest index),
@@ -368,6 +377,7 @@ impl Cluster {
                 max_node_gpus: 0,
                 max_gpu_mem_mib: 0,
                 gpus_open: 0,
+                gpus_partial: 0,
                 index: FreeIndex::new(0, 0),
             })
             .collect();
@@ -584,6 +594,31 @@ impl Cluster {
         !s.tenants.is_empty()
             && (s.tenants.len() as u32) < self.limits.max_tenants
             && s.mem_mib <= self.shareable_mem_mib(gpu)
+    }
+
+    /// A GPU's free capacity in GPUs, 0 to 1 (FGD's `f_g`, Weng et al.,
+    /// ATC'23, as `dlsched::policy::fgd` reads it): 1 when free, 0 when held
+    /// exclusively or at the tenant cap, else 1 − max(guaranteed milli-GPU /
+    /// 1,000, memory held / GPU memory).
+    pub fn free_capacity(&self, g: GpuId) -> f64 {
+        if self.gpu_owner[g.index()].is_some() {
+            return 0.0;
+        }
+        let s = &self.shares[g.index()];
+        if s.tenants.is_empty() {
+            return 1.0;
+        }
+        if s.tenants.len() as u32 >= self.limits.max_tenants {
+            return 0.0;
+        }
+        let used = (f64::from(s.milli) / 1000.0).max(s.mem_mib as f64 / self.gpu_mem_mib(g).max(1) as f64);
+        (1.0 - used).clamp(0.0, 1.0)
+    }
+
+    /// Whether a GPU with tenants has part of its capacity free
+    /// ([`Cluster::free_capacity`] above 0).
+    fn is_partial(&self, g: GpuId) -> bool {
+        !self.shares[g.index()].tenants.is_empty() && self.free_capacity(g) > 0.0
     }
 
     /// A stamp of the node's state: it changes whenever a job takes or leaves
@@ -814,7 +849,7 @@ impl Cluster {
         self.check_gpu_list(gpus, |g| self.share_refusal(g, vc, self.tenant_mem_mib(g, need, milli), milli))?;
         for &g in gpus {
             let mem_mib = self.tenant_mem_mib(g, need, milli);
-            let was_open = self.is_open(g);
+            let (was_open, was_partial) = (self.is_open(g), self.is_partial(g));
             if self.shares[g.index()].tenants.is_empty() {
                 self.take_free(g);
                 self.shared_gpus += 1;
@@ -823,23 +858,33 @@ impl Cluster {
             s.tenants.push(job);
             s.mem_mib += mem_mib;
             s.milli += milli;
-            self.recount_open(g, was_open);
+            self.recount_open(g, was_open, was_partial);
         }
         self.tenant_claims.insert(job, (need, milli));
         Ok(())
     }
 
-    /// Updates the open counts of `g`'s node and partition after its tenants
-    /// changed (`was_open`: [`Cluster::is_open`] before).
-    fn recount_open(&mut self, g: GpuId, was_open: bool) {
+    /// Updates the open and partial counts of `g`'s node and partition after
+    /// its tenants changed (`was_open`, `was_partial`: [`Cluster::is_open`],
+    /// [`Cluster::is_partial`] before).
+    fn recount_open(&mut self, g: GpuId, was_open: bool, was_partial: bool) {
         let n = self.node_of(g).index();
         self.node_stamp[n] = next_stamp();
+        let node = self.node_of(g);
+        let vc = self.spec.nodes[node.index()].vc;
+        let partial = self.is_partial(g);
+        if partial != was_partial {
+            let p = &mut self.partitions[vc.index()];
+            if partial {
+                p.gpus_partial += 1;
+            } else {
+                p.gpus_partial -= 1;
+            }
+        }
         let open = self.is_open(g);
         if open == was_open {
             return;
         }
-        let node = self.node_of(g);
-        let vc = self.spec.nodes[node.index()].vc;
         if open {
             self.node_open[node.index()] += 1;
             self.partitions[vc.index()].gpus_open += 1;
@@ -874,13 +919,13 @@ impl Cluster {
             }
             for &g in gpus {
                 let mem = self.tenant_mem_mib(g, need, milli);
-                let was_open = self.is_open(g);
+                let (was_open, was_partial) = (self.is_open(g), self.is_partial(g));
                 let s = &mut self.shares[g.index()];
                 s.tenants.retain(|&t| t != job);
                 s.mem_mib -= mem;
                 s.milli -= milli;
                 let emptied = s.tenants.is_empty();
-                self.recount_open(g, was_open);
+                self.recount_open(g, was_open, was_partial);
                 if emptied {
                     self.shared_gpus -= 1;
                     let node = self.node_of(g);
@@ -987,6 +1032,11 @@ impl Cluster {
             }
             if pf != p.gpus_free {
                 return Err(format!("VC {vi}: free count {} but nodes have {pf} free", p.gpus_free));
+            }
+            let partial =
+                p.nodes.iter().flat_map(|&n| self.node_gpus(n)).filter(|&g| self.is_partial(g)).count() as u32;
+            if partial != p.gpus_partial {
+                return Err(format!("VC {vi}: partial count {} but nodes have {partial} partly free", p.gpus_partial));
             }
             if po != p.gpus_open {
                 return Err(format!("VC {vi}: open count {} but nodes have {po} open", p.gpus_open));

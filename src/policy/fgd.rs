@@ -29,8 +29,15 @@
 //! host it, the `k` hostable GPUs with the least free capacity (best fit) are
 //! tried, and for `k = 1` every hostable GPU; the candidate with the least
 //! growth `F_n(M)` after − before wins (ties: least free capacity left, node
-//! index). Nodes in identical states are evaluated once. When no node can
-//! host the job, it is spread best-fit over the partition as
+//! index). Nodes in identical states are evaluated once, and a node's
+//! evaluation is kept until its state changes ([`Cluster::node_stamp`]).
+//! When no GPU of the partition is open to a tenant or partly free (every
+//! job holds whole GPUs, as in a trace without memory figures), a node's
+//! evaluation depends only on its free-GPU count and its kind (GPU count,
+//! memory, type), so only the first node of each (count, kind) is looked at;
+//! the choice is the same as looking at every node (a differential test
+//! holds it so). A job wider than every node skips the node search. When no
+//! node can host the job, it is spread best-fit over the partition as
 //! [`super::sharing::ShareFit`] does.
 
 use std::collections::HashMap;
@@ -99,20 +106,9 @@ impl FragModel {
     }
 }
 
-/// A GPU's free capacity `f_g` (module docs).
+/// A GPU's free capacity `f_g` (module docs; [`Cluster::free_capacity`]).
 pub fn gpu_free(cluster: &Cluster, g: GpuId) -> f64 {
-    if cluster.owner(g).is_some() {
-        return 0.0;
-    }
-    let s = cluster.share(g);
-    if s.tenants.is_empty() {
-        return 1.0;
-    }
-    if s.tenants.len() as u32 >= cluster.share_limits().max_tenants {
-        return 0.0;
-    }
-    let used = (f64::from(s.milli) / 1000.0).max(s.mem_mib as f64 / cluster.gpu_mem_mib(g).max(1) as f64);
-    (1.0 - used).clamp(0.0, 1.0)
+    cluster.free_capacity(g)
 }
 
 /// The free capacities of a node's GPUs.
@@ -136,6 +132,17 @@ pub struct Fgd {
     /// the last few (a node's evaluation is a function of its state and the
     /// request's figures, so a stamp that has not changed gives it again).
     cache: Vec<Vec<Cached>>,
+    /// Per node: its class, nodes alike in GPU count, GPU memory and GPU type
+    /// (numbered in node order; built at the first call).
+    class_of: Vec<u32>,
+    /// Per partition: largest class id + 1, and the GPU count of each of its
+    /// distinct classes.
+    vc_classes: Vec<(usize, Vec<u32>)>,
+    /// Look at every node, never only the first of each class.
+    scan_all: bool,
+    /// The nodes one call looks at, and which classes it has taken.
+    nodes: Vec<NodeId>,
+    seen: Vec<bool>,
 }
 
 /// Evaluations kept per node.
@@ -151,6 +158,14 @@ impl Fgd {
     /// A packer against a given target workload (else the job list's mix).
     pub fn with_model(model: FragModel) -> Self {
         Fgd { model: Some(model), ..Default::default() }
+    }
+
+    /// The same packer looking at every node of the partition at every call
+    /// (no shortcut for partitions without partly free GPUs): the slow
+    /// reference that differential tests hold the shortcut against.
+    pub fn scanning_every_node(mut self) -> Self {
+        self.scan_all = true;
+        self
     }
 }
 
@@ -182,6 +197,11 @@ impl Placement for Fgd {
             return false;
         }
         let _ = job;
+        // A job wider than every node of the partition fits none: straight to
+        // the spread (the node loop below would skip every node).
+        if req.gpus > p.max_node_gpus {
+            return ShareFit::best_fit().place(cluster, req, out);
+        }
         let need =
             |g: GpuId| cluster.tenant_mem_mib(g, (req.min_gpu_mem_mib > 0).then_some(req.min_gpu_mem_mib), req.milli);
         // Best: (growth, free left, node index, GPUs).
@@ -196,7 +216,66 @@ impl Placement for Fgd {
             cache.resize_with(cluster.num_nodes(), Vec::new);
         }
         let class = (req.gpus, req.min_gpu_mem_mib, req.milli);
-        for &node in &p.nodes {
+        if self.class_of.len() != cluster.num_nodes() {
+            let mut kinds: Vec<(u32, u64, &str)> = Vec::new();
+            self.class_of = (0..cluster.num_nodes())
+                .map(|n| {
+                    let spec = cluster.node(NodeId(n as u32));
+                    let kind = (spec.gpus, spec.gpu_mem_mib, spec.gpu_type.as_str());
+                    let i = kinds.iter().position(|k| *k == kind).unwrap_or_else(|| {
+                        kinds.push(kind);
+                        kinds.len() - 1
+                    });
+                    i as u32
+                })
+                .collect();
+            // Per partition: largest class id + 1, and the GPU count of each
+            // of its distinct classes.
+            self.vc_classes = cluster
+                .partitions()
+                .iter()
+                .map(|p| {
+                    let mut ids: Vec<u32> = p.nodes.iter().map(|n| self.class_of[n.index()]).collect();
+                    ids.sort_unstable();
+                    ids.dedup();
+                    let gpus = ids.iter().map(|&c| kinds[c as usize].0).collect();
+                    (ids.last().map_or(0, |&c| c as usize + 1), gpus)
+                })
+                .collect();
+        }
+        // No GPU of the partition is open or partly free: every held GPU has
+        // free capacity 0 and hosts nothing, so a node's evaluation depends
+        // only on its free-GPU count and its class, and of the nodes alike in
+        // both only the first (lowest index) can win. The free-GPU index lists
+        // nodes by count, then index: the first node of each (count, class) is
+        // looked at, the rest skipped. Otherwise every node is looked at.
+        // Either way the winner is the least (growth, free left, node index).
+        let nodes = &mut self.nodes;
+        nodes.clear();
+        if !self.scan_all && p.gpus_open == 0 && p.gpus_partial == 0 {
+            let (ids, class_gpus) = &self.vc_classes[req.vc.index()];
+            let seen = &mut self.seen;
+            for free in req.gpus..=p.max_node_gpus {
+                seen.clear();
+                seen.resize(*ids, false);
+                // Only classes of at least `free` GPUs have a node with `free` free.
+                let mut left = class_gpus.iter().filter(|&&g| g >= free).count();
+                for node in p.nodes_with_free(free) {
+                    let c = self.class_of[node.index()] as usize;
+                    if !seen[c] {
+                        seen[c] = true;
+                        nodes.push(node);
+                        left -= 1;
+                        if left == 0 {
+                            break;
+                        }
+                    }
+                }
+            }
+        } else {
+            nodes.extend(p.nodes.iter().copied());
+        }
+        for &node in nodes.iter() {
             // A node with fewer than k free or open GPUs cannot host k.
             if cluster.node_share_candidates(node) < req.gpus || !req.fits_type(cluster, node) {
                 continue;
@@ -215,8 +294,9 @@ impl Placement for Fgd {
                 }
             };
             if let Some((d, left, pick)) = eval.as_ref() {
-                let better =
-                    best.as_ref().is_none_or(|(bd, bl, _, _)| d.total_cmp(bd).then(left.total_cmp(bl)).is_lt());
+                let better = best.as_ref().is_none_or(|(bd, bl, bn, _)| {
+                    d.total_cmp(bd).then(left.total_cmp(bl)).then(node.index().cmp(&bn.index())).is_lt()
+                });
                 if better {
                     let first = cluster.node_gpus(node).next().map_or(0, |g| g.0);
                     best = Some((*d, *left, node, pick.iter().map(|&i| GpuId(first + i as u32)).collect()));
@@ -280,7 +360,17 @@ impl Fgd {
                     (model.node_frag(&f2) - before, f2.iter().sum::<f64>())
                 };
                 let picks: Vec<Vec<usize>> = if k == 1 {
-                    host.iter().map(|&i| vec![i]).collect()
+                    // Idle GPUs of one node are alike: the job on any of them
+                    // leaves the same capacities, so only the first is tried
+                    // (the lowest position wins the tie anyway).
+                    let mut idle_seen = false;
+                    host.iter()
+                        .filter(|&&i| {
+                            let idle = cluster.owner(gpus[i]).is_none() && cluster.share(gpus[i]).tenants.is_empty();
+                            !(idle && std::mem::replace(&mut idle_seen, true))
+                        })
+                        .map(|&i| vec![i])
+                        .collect()
                 } else {
                     let mut h = host.clone();
                     h.sort_by(|&a, &b| free[a].total_cmp(&free[b]).then(a.cmp(&b)));

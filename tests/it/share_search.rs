@@ -273,3 +273,68 @@ fn fgd_cached_node_evaluations_equal_fresh_ones() {
         }
     }
 }
+
+#[test]
+fn fgd_first_of_each_node_class_equals_scanning_every_node() {
+    // Nodes of 2, 4 and 8 GPUs of two types and memories, in a mixed order.
+    // Whole-GPU jobs of unknown memory (they hold every GPU whole, so no GPU
+    // is partly free and FGD looks only at the first node of each free-GPU
+    // count and class), now and then a tenant with a memory figure (partly
+    // free GPUs: every node is looked at). A packer kept across the states
+    // against a fresh one that scans every node, for requests of 1 to 8 GPUs
+    // with and without a memory need that only some nodes' GPUs can hold.
+    use dlsched::job::JobTable;
+    use dlsched::policy::fgd::{Fgd, FragModel};
+    let sizes = [8, 2, 4, 2, 8, 4, 4, 2, 8, 2];
+    let nodes = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &gpus)| NodeSpec {
+            gpus,
+            gpu_type: if i % 3 == 0 { "a".into() } else { "b".into() },
+            gpu_mem_mib: if i % 3 == 0 { 16_000 } else { 32_000 },
+            gpus_per_switch: 2,
+            sockets: 2,
+            rack: 0,
+            vc: VcId(0),
+        })
+        .collect();
+    let spec = ClusterSpec { name: "sizes".into(), nodes, vc_names: vec!["default".into()], named_vcs: false };
+    let total: u64 = sizes.iter().map(|&g| u64::from(g)).sum();
+    let model = FragModel { classes: vec![(1, 1.0, 0.5), (2, 1.0, 0.2), (4, 1.0, 0.2), (8, 1.0, 0.1)] };
+    let mut kept = Fgd::with_model(model.clone());
+    let jobs = JobTable::default();
+    let mut c = Cluster::new(spec).unwrap();
+    let mut live: Vec<(JobId, Vec<GpuId>)> = Vec::new();
+    let (mut shortcut_states, mut full_states) = (0, 0);
+    for step in 0..800u64 {
+        let h = mix(step + 991);
+        if h % 5 < 2 && !live.is_empty() {
+            let (job, gpus) = live.remove((h >> 8) as usize % live.len());
+            c.release(job, &gpus).unwrap();
+        } else {
+            let g = GpuId(((h >> 8) % total) as u32);
+            let need = h.is_multiple_of(17).then_some(2_000);
+            if c.allocate_tenant(JobId(step as u32), VcId(0), &[g], need, 0).is_ok() {
+                live.push((JobId(step as u32), vec![g]));
+            }
+        }
+        let p = c.partition(VcId(0));
+        if p.gpus_open == 0 && p.gpus_partial == 0 {
+            shortcut_states += 1;
+        } else {
+            full_states += 1;
+        }
+        let view = View { now: dlsched::time::SimTime::ZERO, cluster: &c, jobs: &jobs };
+        // 20,000 MiB a GPU fits only the 32,000 MiB nodes (type b).
+        for (gpus, mem) in (1..=8).flat_map(|g| [(g, 0), (g, 20_000)]) {
+            let req = Request { min_gpu_mem_mib: mem, ..Request::new(VcId(0), gpus) };
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let pa = kept.place_job(&view, JobId(0), req, &mut a);
+            let pb = Fgd::with_model(model.clone()).scanning_every_node().place_job(&view, JobId(0), req, &mut b);
+            assert_eq!((pa, a), (pb, b), "step {step} {req:?}");
+        }
+    }
+    // Both kinds of state were met, so both paths were compared.
+    assert!(shortcut_states > 100 && full_states > 100, "{shortcut_states} / {full_states}");
+}
