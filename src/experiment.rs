@@ -291,9 +291,9 @@ pub fn assign_models(
         records.iter().find(|r| r.model.as_deref().is_some_and(|m| !db.models.iter().any(|i| i.model == m)))
     {
         return Err(format!(
-            "job `{}` (line {}) names model `{}`, which the profile database does not know; `dlsched profile show --list` lists the names",
-            r.job_id,
+            "line {}, column `model`: job `{}` names model `{}`, which the profile database does not know; `dlsched profile show --list` lists the names",
             r.line,
+            r.job_id,
             r.model.as_deref().unwrap_or_default()
         ));
     }
@@ -612,7 +612,12 @@ fn run_inner(
         && !is_tasks
     {
         let gpu_type = cluster.spec().nodes.first().map(|n| n.gpu_type.clone()).unwrap_or_default();
-        assign_models(db, &mut records, &gpu_type, max_gpu_mem_mib, spec.seed).map_err(ConfigError)?;
+        assign_models(db, &mut records, &gpu_type, max_gpu_mem_mib, spec.seed).map_err(|e| {
+            ConfigError(match &spec.workload {
+                WorkloadSource::Trace { path, .. } => format!("{}: {e}", path.display()),
+                _ => e,
+            })
+        })?;
     }
     // GPU memory per GPU of every job with a model and batch: measured when
     // the database has a memory table for the model, else the analytical

@@ -949,6 +949,9 @@ fn notes(a: &SimulateArgs) -> Result<()> {
     if !genie_workload && (a.hours != 24.0 || a.ect != dlsched::trace::genie::EctBasis::Predicted) {
         note("--hours and --ect apply only to --workload genie")?;
     }
+    if a.trace.is_some() && !genie_workload && (a.jobs != 500 || a.load != 0.8 || a.jobs_per_hour.is_some()) {
+        note("--jobs, --load and --jobs-per-hour shape the synthetic workload; a --trace replay takes its jobs and arrivals from the file")?;
+    }
     if a.policy.rifling().is_some() && (a.backfill || a.placement != PlacementKind::Consolidate) {
         note(
             "the RIFLING policies and random-placement choose each task's placement themselves and take tasks in arrival order: --placement and --backfill do not apply",

@@ -392,3 +392,31 @@ fn tie_order_decides_which_same_second_job_goes_first() {
     }
     assert_clean_error(&dlsched(&["simulate", "--tie-order", "pandas"]), &["--tie-order", "numpy2-avx512"]);
 }
+
+#[test]
+fn an_unknown_model_names_the_file_line_and_column() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("models.csv");
+    std::fs::write(
+        &t,
+        "job_id,submit_time,duration,gpu_num,model,local_bsz\na,0,60,1,resnet18-cifar10,32\nb,5,60,1,nosuchmodel,32\n",
+    )
+    .unwrap();
+    let o = dlsched(&["simulate", "--trace", t.to_str().unwrap(), "--rate-model", "table"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    // Job b is on the file's third line (the header is the first).
+    let want = format!("{}: line 3, column `model`: job `b` names model `nosuchmodel`", t.display());
+    assert!(text(&o.stderr).contains(&want), "{}", text(&o.stderr));
+}
+
+#[test]
+fn synthetic_options_beside_a_trace_are_said_not_to_apply() {
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_jobs.csv");
+    let o = dlsched(&["simulate", "--trace", trace, "--jobs", "3", "--load", "0.3"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("--jobs, --load and --jobs-per-hour shape the synthetic workload"), "{}", text(&o.stderr));
+    // The replay is the file's ten jobs, not the three --jobs asked for.
+    assert!(text(&o.stdout).contains("10 total"), "{}", text(&o.stdout));
+    let o = dlsched(&["simulate", "--trace", trace]);
+    assert!(!text(&o.stderr).contains("synthetic workload"), "{}", text(&o.stderr));
+}
