@@ -761,14 +761,22 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
             match a.workload {
                 WorkloadKind::Synthetic => WorkloadSource::Synthetic(SyntheticSpec {
                     jobs: a.jobs,
-                    jobs_per_hour: a.jobs_per_hour,
+                    jobs_per_hour: a
+                        .jobs_per_hour
+                        .map(|r| bounds::synthetic_jobs_per_hour(r, a.jobs))
+                        .transpose()
+                        .map_err(|e| anyhow::anyhow!("--jobs-per-hour {e}"))?,
                     load: a.load,
                 }),
-                WorkloadKind::Genie => WorkloadSource::Genie(GenieWorkloadSpec {
-                    ect: a.ect,
-                    jobs_per_hour: a.jobs_per_hour.unwrap_or(10.0),
-                    hours: a.hours,
-                }),
+                WorkloadKind::Genie => {
+                    bounds::hours(a.hours).map_err(|e| anyhow::anyhow!("--hours {e}"))?;
+                    WorkloadSource::Genie(GenieWorkloadSpec {
+                        ect: a.ect,
+                        jobs_per_hour: bounds::genie_jobs_per_hour(a.jobs_per_hour.unwrap_or(10.0), a.hours)
+                            .map_err(|e| anyhow::anyhow!("--jobs-per-hour {e}"))?,
+                        hours: a.hours,
+                    })
+                }
             }
         }
     };
@@ -856,21 +864,39 @@ fn cluster_choice(
     })
 }
 
-/// Refuses an output directory that is a file, that would overwrite the
-/// input, or that cannot be written (a file is created and removed in it);
+/// Refuses an output directory that is a file, that would overwrite or
+/// delete one of the run's inputs (`inputs`: option name and path, e.g.
+/// `--vcs X/vc_summary.csv`), that holds a directory where a run writes a
+/// file, or that cannot be written (a file is created and removed in it);
 /// creates it. Called before the simulation, so that a long run does not end
 /// on an unwritable `--out`. Returns whether it created the directory.
-fn check_out_dir(out: &Path, trace: Option<&Path>) -> Result<bool> {
+fn check_out_dir(out: &Path, inputs: &[(&str, &Path)]) -> Result<bool> {
     if out.exists() && !out.is_dir() {
         bail!("--out {}: exists and is not a directory", out.display());
     }
-    if let (Some(trace), Ok(dir)) = (trace, out.canonicalize())
-        && let (Some(parent), Some(name)) =
-            (trace.canonicalize().ok().and_then(|t| t.parent().map(Path::to_path_buf)), trace.file_name())
-        && parent == dir
-        && dlsched::experiment::run_dir_files().any(|f| name == f.as_str())
-    {
-        bail!("--out {} would overwrite the input trace {}; choose another directory", out.display(), trace.display());
+    if let Ok(dir) = out.canonicalize() {
+        for (option, input) in inputs {
+            // A run first removes every name of `run_dir_files` from --out,
+            // then writes some of them.
+            if let (Some(parent), Some(name)) =
+                (input.canonicalize().ok().and_then(|t| t.parent().map(Path::to_path_buf)), input.file_name())
+                && parent == dir
+                && dlsched::experiment::run_dir_files().any(|f| name == f.as_str())
+            {
+                bail!(
+                    "--out {} would overwrite or delete the input {option} {}; choose another directory",
+                    out.display(),
+                    input.display()
+                );
+            }
+        }
+        if let Some(name) = dlsched::experiment::run_dir_files().find(|f| dir.join(f).is_dir()) {
+            bail!(
+                "--out {}: {} is a directory, and a run writes a file of that name there; move it or choose another directory",
+                out.display(),
+                out.join(name).display()
+            );
+        }
     }
     let created = !out.exists();
     std::fs::create_dir_all(out).with_context(|| format!("--out {}: cannot create the directory", out.display()))?;
@@ -890,7 +916,19 @@ fn check_out_dir(out: &Path, trace: Option<&Path>) -> Result<bool> {
 fn simulate(a: SimulateArgs) -> Result<()> {
     let spec = run_spec(&a)?;
     let created = match &a.out {
-        Some(out) => check_out_dir(out, a.trace.as_deref())?,
+        Some(out) => {
+            let inputs = [
+                ("--trace", &a.trace),
+                ("--vcs", &a.vcs),
+                ("--nodes-file", &a.nodes_file),
+                ("--columns-file", &a.columns_file),
+                ("--genie-models", &a.genie_models),
+                ("--rifling-table", &a.rifling.rifling_table),
+                ("--profiles", &a.profiles),
+            ];
+            let inputs: Vec<(&str, &Path)> = inputs.iter().filter_map(|(o, p)| p.as_deref().map(|p| (*o, p))).collect();
+            check_out_dir(out, &inputs)?
+        }
         None => false,
     };
     let bar = indicatif::ProgressBar::new(0);

@@ -174,7 +174,7 @@ fn outputs_never_overwrite_the_input_and_sizes_are_bounded() {
     std::fs::write(&trace, "job_id,submit_time,duration,gpu_num\na,0,10,1\n").unwrap();
     assert_clean_error(
         &dlsched(&["simulate", "--trace", trace.to_str().unwrap(), "--out", d.path().to_str().unwrap()]),
-        &["would overwrite the input trace"],
+        &["would overwrite or delete the input --trace"],
     );
     assert_eq!(std::fs::read_to_string(&trace).unwrap(), "job_id,submit_time,duration,gpu_num\na,0,10,1\n");
     assert_clean_error(&dlsched(&["simulate", "--out", trace.to_str().unwrap()]), &["not a directory"]);
@@ -391,4 +391,53 @@ fn tie_order_decides_which_same_second_job_goes_first() {
         assert_eq!(numpy_starts[&format!("j{i}")], 10.0 * k as f64, "job j{i}");
     }
     assert_clean_error(&dlsched(&["simulate", "--tie-order", "pandas"]), &["--tie-order", "numpy2-avx512"]);
+}
+
+#[test]
+fn out_never_deletes_or_overwrites_any_input_and_refuses_a_directory_in_a_files_place() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("t.csv");
+    std::fs::write(&trace, "job_id,submit_time,duration,gpu_num,vc\na,0,10,1,a\n").unwrap();
+    let t = trace.to_str().unwrap();
+    let x = d.path().join("x");
+    std::fs::create_dir(&x).unwrap();
+    let xs = x.to_str().unwrap();
+    // (option, file name in --out, its content, the rest of the command line)
+    let nodes = "sn,cpu_milli,memory_mib,gpu,model\nn1,96000,786432,8,V100M32\n";
+    let cases: [(&str, &str, &str, Vec<&str>); 6] = [
+        ("--vcs", "vc_summary.csv", "vc,nodes\na,2\n", vec!["--trace", t]),
+        ("--nodes-file", "timeline.csv", nodes, vec!["--jobs", "5"]),
+        ("--genie-models", "summary.json", "{}\n", vec!["--workload", "genie", "--policy", "genie"]),
+        ("--columns-file", "jobs.csv.tmp", "[columns]\n", vec!["--trace", t]),
+        ("--rifling-table", "skipped.csv", "x\n", vec!["--workload", "genie", "--policy", "rifling-frozen"]),
+        ("--profiles", "timing.json", "", vec![]),
+    ];
+    for (option, name, content, rest) in cases {
+        let input = x.join(name);
+        if option == "--profiles" {
+            std::fs::create_dir(&input).unwrap();
+        } else {
+            std::fs::write(&input, content).unwrap();
+        }
+        let mut args = vec!["simulate", "--sample-interval", "0", option, input.to_str().unwrap(), "--out", xs];
+        args.extend(rest);
+        let o = dlsched(&args);
+        assert_clean_error(&o, &[&format!("would overwrite or delete the input {option}")]);
+        if option == "--profiles" {
+            assert!(input.is_dir());
+            std::fs::remove_dir(&input).unwrap();
+        } else {
+            assert_eq!(std::fs::read_to_string(&input).unwrap(), content, "{option}");
+            std::fs::remove_file(&input).unwrap();
+        }
+    }
+    // A directory where a run writes a file: refused before the run (it failed
+    // at write time, after the simulation, before).
+    let jd = d.path().join("jd");
+    std::fs::create_dir_all(jd.join("jobs.csv")).unwrap();
+    assert_clean_error(
+        &dlsched(&["simulate", "--jobs", "5", "--out", jd.to_str().unwrap()]),
+        &["jobs.csv is a directory"],
+    );
+    assert!(jd.join("jobs.csv").is_dir() && !jd.join("summary.json").exists());
 }

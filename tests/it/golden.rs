@@ -92,7 +92,11 @@ fn first_difference(expected: &str, got: &str) -> String {
             (None, None) => break,
             (a, b) if a == b => continue,
             (a, b) => {
-                return format!("line {n}:\n  expected: {}\n  got:      {}", a.unwrap_or("<end>"), b.unwrap_or("<end>"));
+                return format!(
+                    "line {n}:\n  expected: {}\n  got:      {}",
+                    a.unwrap_or("<end>"),
+                    b.unwrap_or("<end>")
+                );
             }
         }
     }
