@@ -343,7 +343,8 @@ struct SimulateArgs {
     /// memory fits beside theirs (best fit = least memory left over), and
     /// co-located jobs slow each other down: two tenants at their measured pair
     /// speeds, more tenants (or unmeasured pairs) within [1 - switch cost, best
-    /// measured pair sum] of one GPU together (`dlsched::profile::coloc`).
+    /// measured pair sum] of one GPU together (src/profile/coloc.rs). The
+    /// other sharing rules, memory-efficiency, fgd and iawp, are below.
     #[arg(long, value_enum, default_value = "consolidate")]
     placement: PlacementKind,
 
@@ -356,21 +357,24 @@ struct SimulateArgs {
     #[arg(long, value_enum, default_value = "trace")]
     rate_model: dlsched::experiment::RateModelKind,
 
-    /// A profile database directory (four CSVs as written by `dlsched profile
-    /// import`) instead of the builtin one. With a memory.csv in it
-    /// (`profile import --include-lucid`), jobs with a known model and batch
-    /// are placed only on GPUs with enough memory, and jobs needing more than
-    /// any GPU of their partition are skipped (exceeds_gpu_memory).
+    /// A profile database directory (the CSVs written by dlsched profile
+    /// import) instead of the builtin one. With either, a job with a known
+    /// model and per-GPU batch is placed only on GPUs with enough memory, and
+    /// a job needing more than any GPU of its partition is skipped
+    /// (exceeds_gpu_memory); its memory is the analytical estimate from the
+    /// database's models.csv, or, for the models a memory.csv in the
+    /// directory has (profile import --include-lucid), that measurement.
     #[arg(long, value_name = "DIR")]
     profiles: Option<PathBuf>,
 
-    /// With a sharing placement (share-first-fit, share-best-fit): the most
-    /// jobs on one GPU.
+    /// With a sharing placement (share-first-fit, share-best-fit,
+    /// memory-efficiency, fgd, iawp): the most jobs on one GPU.
     #[arg(long, value_name = "N", default_value_t = dlsched::cluster::ShareLimits::default().max_tenants)]
     max_tenants: u32,
 
-    /// With a sharing placement: the fraction of a shared GPU's memory kept
-    /// free (0 <= F < 1); a job alone on a GPU may use all of it.
+    /// With a sharing placement (share-first-fit, share-best-fit,
+    /// memory-efficiency, fgd, iawp): the fraction of a shared GPU's memory
+    /// kept free (0 <= F < 1); a job alone on a GPU may use all of it.
     #[arg(long, value_name = "F", default_value_t = dlsched::cluster::ShareLimits::default().mem_headroom)]
     mem_headroom: f64,
 
@@ -378,8 +382,8 @@ struct SimulateArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
 
-    /// Synthetic workload: number of jobs.
-    #[arg(long, default_value_t = 500, value_name = "N")]
+    /// Synthetic workload: number of jobs, 1 to 2,000,000.
+    #[arg(long, default_value_t = 500, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     jobs: u32,
 
     /// Synthetic workload: arrival rate, jobs per hour (default: from --load).
@@ -397,7 +401,9 @@ struct SimulateArgs {
     sample_interval: u64,
 
     /// Write manifest.json, jobs.csv, summary.json, vc_summary.csv,
-    /// timeline.csv (and skipped.csv) to this directory.
+    /// timeline.csv (and skipped.csv when rows were skipped, timing.json for
+    /// GENIE-family runs, learning_curve.csv for RIFLING runs) to this
+    /// directory.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }
@@ -1039,6 +1045,49 @@ fn share_note(a: &SimulateArgs, report: &RunReport) -> Result<()> {
     Ok(())
 }
 
+/// The summary's `speed` line: the profile models' counters (`evaluations`
+/// and fallbacks) and the co-location model's (`coloc_*`), those present;
+/// `None` when there are none or all are 0 (trace speed), which would say
+/// nothing.
+fn speed_line(model: &str, c: &std::collections::BTreeMap<String, u64>) -> Option<String> {
+    if c.values().all(|&n| n == 0) {
+        return None;
+    }
+    let get = |k: &str| c.get(k).copied().unwrap_or(0);
+    let mut parts = Vec::new();
+    if c.contains_key("evaluations") {
+        parts.push(format!(
+            "{} rate evaluations; fallbacks: model {}, GPU type {}, split {}, batch {}",
+            get("evaluations"),
+            get("model"),
+            get("gpu_type"),
+            get("split"),
+            get("batch")
+        ));
+    }
+    if c.contains_key("coloc_evaluations") {
+        parts.push(format!(
+            "co-location {} evaluations, {} fallbacks, bounded above {}, below {}",
+            get("coloc_evaluations"),
+            get("coloc_fallbacks"),
+            get("coloc_bounded_above"),
+            get("coloc_bounded_below")
+        ));
+    }
+    Some(format!("speed     {model}: {}", parts.join("; ")))
+}
+
+/// A summary figure: two decimals from 0.1 up (and for 0), three significant
+/// digits below, so that a small value (0.00268) does not print as 0.00.
+fn small_figure(x: f64) -> String {
+    if x == 0.0 || x.abs() >= 0.1 || !x.is_finite() {
+        format!("{x:.2}")
+    } else {
+        let decimals = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+        format!("{x:.decimals$}")
+    }
+}
+
 fn print_summary(r: &RunReport) -> Result<()> {
     let s = &r.summary;
     let input = match &r.input.path {
@@ -1054,18 +1103,8 @@ fn print_summary(r: &RunReport) -> Result<()> {
         s.gpus_total
     )?;
     outln!("input     {input}")?;
-    if !s.rate_model_counters.is_empty() {
-        let c = &s.rate_model_counters;
-        let get = |k: &str| c.get(k).copied().unwrap_or(0);
-        outln!(
-            "speed     {}: {} rate evaluations; fallbacks: model {}, GPU type {}, split {}, batch {}",
-            s.rate_model,
-            get("evaluations"),
-            get("model"),
-            get("gpu_type"),
-            get("split"),
-            get("batch")
-        )?;
+    if let Some(line) = speed_line(&s.rate_model, &s.rate_model_counters) {
+        outln!("{line}")?;
     }
     outln!()?;
     outln!(
@@ -1086,8 +1125,8 @@ fn print_summary(r: &RunReport) -> Result<()> {
     outln!("  makespan        {}", h(s.makespan_s))?;
     outln!("  GPU utilisation {:>12.1} %  ({:.1} GPU-hours)", s.gpu_utilization * 100.0, s.gpu_hours)?;
     outln!(
-        "  offered load    {:>12.2}    (GPU demand over the arrival span, at least one mean run time / GPUs)",
-        s.offered_load
+        "  offered load    {:>12}    (GPU-time asked / (GPUs x max(arrival span, mean run time)))",
+        small_figure(s.offered_load)
     )?;
     if s.shared_launches > 0 {
         outln!(

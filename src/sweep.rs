@@ -155,6 +155,23 @@ fn ignored(p: &BTreeMap<String, Value>) -> Option<String> {
     }
 }
 
+/// The note `simulate` prints (its `share_note`) when a sharing placement
+/// will share nothing, for the runs where the parameters alone say so: the
+/// synthetic workload at trace speed draws no model, so no job has a memory
+/// figure or a guaranteed share, and each holds whole GPUs. (A trace's jobs
+/// are known only once it is read, when the run runs.)
+fn shares_nothing(p: &BTreeMap<String, Value>) -> Option<String> {
+    let placement = enum_of::<PlacementKind>("placement", p.get("placement")?).ok()?;
+    let synthetic = !p.contains_key("trace") && p.get("workload").is_none_or(|w| *w == Value::Str("synthetic".into()));
+    let trace_speed = p.get("rate_model").is_none_or(|r| *r == Value::Str("trace".into()));
+    (placement.may_share() && synthetic && trace_speed).then(|| {
+        format!(
+            "`placement` = `{}` on the synthetic workload at `rate_model` = `trace`: no job has a memory figure or a guaranteed share (gpu_milli), so none will share a GPU: each holds whole GPUs, as with an exclusive placement; `rate_model` = \"table\" gives jobs a model and a memory estimate",
+            placement.name()
+        )
+    })
+}
+
 fn err(path: &Path, msg: String) -> String {
     format!("{}: {msg}", path.display())
 }
@@ -291,6 +308,7 @@ impl Experiment {
             to_run_spec_with(&params, path, &mut artefacts)
                 .map_err(|e| err(path, format!("run {}: {e}", describe(&params, &axes))))?;
             notes.extend(ignored(&params));
+            notes.extend(shares_nothing(&params));
             runs.push(Run { id: run_id(&params), params });
         }
         runs.sort_by(|a, b| a.id.cmp(&b.id));
