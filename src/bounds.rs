@@ -92,10 +92,11 @@ pub fn positive(x: f64) -> Result<f64, String> {
 /// A message with the bound and the value.
 pub fn synthetic_jobs_per_hour(rate: f64, jobs: u32) -> Result<f64, String> {
     let rate = positive(rate)?;
+    let shown = readable(rate);
     let span_s = f64::from(jobs) * 3600.0 / rate;
     if span_s > MAX_SECS {
         Err(format!(
-            "is too small: {jobs} jobs at {rate} per hour would arrive over about {span_s:.3e} s, beyond the \
+            "is too small: {jobs} jobs at {shown} per hour would arrive over about {span_s:.3e} s, beyond the \
              {MAX_SECS:e} s dlsched simulates (at least {:.3e} jobs per hour for {jobs} jobs)",
             f64::from(jobs) * 3600.0 / MAX_SECS
         ))
@@ -114,22 +115,29 @@ pub fn synthetic_jobs_per_hour(rate: f64, jobs: u32) -> Result<f64, String> {
 /// A message with the bounds and the value.
 pub fn genie_jobs_per_hour(rate: f64, hours: f64) -> Result<f64, String> {
     let rate = positive(rate)?;
+    let shown = readable(rate);
     let expected = rate * hours;
     let max = crate::trace::genie::MAX_TASKS;
     if expected < 1.0 {
         Err(format!(
-            "is too small: {rate} tasks per hour over {hours} h is {expected:.3e} tasks expected; at least 1 \
+            "is too small: {shown} tasks per hour over {hours} h is {expected:.3e} tasks expected; at least 1 \
              (at least {:.3e} per hour over {hours} h)",
             1.0 / hours
         ))
     } else if expected > max {
         Err(format!(
-            "is too large: {rate} tasks per hour over {hours} h is about {expected:.0} tasks; at most {max} \
+            "is too large: {shown} tasks per hour over {hours} h is about {expected:.0} tasks; at most {max} \
              (GENIE scores every waiting task at every decision, so its cost grows with the square of the queue)"
         ))
     } else {
         Ok(rate)
     }
+}
+
+/// A number as written, or in exponent form when that would be long
+/// (1e-300 rather than 300 digits).
+fn readable(x: f64) -> String {
+    if x != 0.0 && !(1e-4..1e9).contains(&x.abs()) { format!("{x:e}") } else { format!("{x}") }
 }
 
 /// GENIE's concentration weight theta: a finite number >= 0.
