@@ -82,6 +82,64 @@ pub fn positive(x: f64) -> Result<f64, String> {
     if x.is_finite() && x > 0.0 { Ok(x) } else { Err(format!("must be a positive number, got {x}")) }
 }
 
+/// The synthetic workload's arrival rate, jobs per hour, for `jobs` jobs:
+/// positive, and slow enough only that the expected arrival span,
+/// `jobs` x 3,600 / rate s, is within [`MAX_SECS`] (10^11 s, the longest time
+/// dlsched simulates). The generator still checks the span it draws (a
+/// Poisson sample may run a little past its mean).
+///
+/// # Errors
+/// A message with the bound and the value.
+pub fn synthetic_jobs_per_hour(rate: f64, jobs: u32) -> Result<f64, String> {
+    let rate = positive(rate)?;
+    let shown = readable(rate);
+    let span_s = f64::from(jobs) * 3600.0 / rate;
+    if span_s > MAX_SECS {
+        Err(format!(
+            "is too small: {jobs} jobs at {shown} per hour would arrive over about {span_s:.3e} s, beyond the \
+             {MAX_SECS:e} s dlsched simulates (at least {:.3e} jobs per hour for {jobs} jobs)",
+            f64::from(jobs) * 3600.0 / MAX_SECS
+        ))
+    } else {
+        Ok(rate)
+    }
+}
+
+/// The GENIE workload's task density, tasks per hour, over `hours`: the
+/// expected tasks, rate x hours, from 1 to
+/// [`crate::trace::genie::MAX_TASKS`] (50,000: GENIE scores every waiting
+/// task at every decision, so its cost grows with the square of the queue).
+/// `hours` must be within [`hours`] first.
+///
+/// # Errors
+/// A message with the bounds and the value.
+pub fn genie_jobs_per_hour(rate: f64, hours: f64) -> Result<f64, String> {
+    let rate = positive(rate)?;
+    let shown = readable(rate);
+    let expected = rate * hours;
+    let max = crate::trace::genie::MAX_TASKS;
+    if expected < 1.0 {
+        Err(format!(
+            "is too small: {shown} tasks per hour over {hours} h is {expected:.3e} tasks expected; at least 1 \
+             (at least {:.3e} per hour over {hours} h)",
+            1.0 / hours
+        ))
+    } else if expected > max {
+        Err(format!(
+            "is too large: {shown} tasks per hour over {hours} h is about {expected:.0} tasks; at most {max} \
+             (GENIE scores every waiting task at every decision, so its cost grows with the square of the queue)"
+        ))
+    } else {
+        Ok(rate)
+    }
+}
+
+/// A number as written, or in exponent form when that would be long
+/// (1e-300 rather than 300 digits).
+fn readable(x: f64) -> String {
+    if x != 0.0 && !(1e-4..1e9).contains(&x.abs()) { format!("{x:e}") } else { format!("{x}") }
+}
+
 /// GENIE's concentration weight theta: a finite number >= 0.
 ///
 /// # Errors
@@ -121,6 +179,13 @@ mod tests {
         // 10^11 s = 10^14 ms.
         assert_eq!(sample_interval_ms(100_000_000_000), Ok(100_000_000_000_000));
         assert!(sample_interval_ms(100_000_000_001).is_err());
+        // 500 jobs x 3,600 s / 1.8e-5 per hour = 1e11 s: the edge.
+        assert!(synthetic_jobs_per_hour(1.8e-5, 500).is_ok() && synthetic_jobs_per_hour(1.7e-5, 500).is_err());
+        assert!(synthetic_jobs_per_hour(1e-300, 500).is_err() && synthetic_jobs_per_hour(1e9, 500).is_ok());
+        // 24 h: 1/24 per hour is one task, 50,000/24 = 2083.33 per hour the most.
+        assert!(genie_jobs_per_hour(1.0 / 24.0, 24.0).is_ok() && genie_jobs_per_hour(0.04, 24.0).is_err());
+        assert!(genie_jobs_per_hour(2083.0, 24.0).is_ok() && genie_jobs_per_hour(2084.0, 24.0).is_err());
+        assert!(genie_jobs_per_hour(1e9, 24.0).is_err() && genie_jobs_per_hour(1e-300, 24.0).is_err());
         assert!(theta(-0.1).is_err() && theta(0.0).is_ok() && positive(0.0).is_err() && positive(1e-3).is_ok());
     }
 }

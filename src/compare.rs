@@ -62,6 +62,16 @@ pub fn run(a: &CompareArgs) -> Result<ExitCode> {
         r.missing_in_run,
         r.missing_in_reference
     )?;
+    if r.joined == 0 && !r.identical() {
+        // Zeros below would read as agreement.
+        outln!(
+            "  no job id is in common: the run has {} jobs, the reference {}; nothing to compare (are they runs of the same trace?)",
+            r.run_jobs,
+            r.reference_jobs
+        )?;
+        outln!("\nDIFFERENT")?;
+        return Ok(ExitCode::FAILURE);
+    }
     let d = &r.start_diff;
     outln!(
         "  start diff run-ref s   min {} p5 {} p50 {} p95 {} max {} (mean |diff| {:.3})",

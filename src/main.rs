@@ -343,7 +343,8 @@ struct SimulateArgs {
     /// memory fits beside theirs (best fit = least memory left over), and
     /// co-located jobs slow each other down: two tenants at their measured pair
     /// speeds, more tenants (or unmeasured pairs) within [1 - switch cost, best
-    /// measured pair sum] of one GPU together (`dlsched::profile::coloc`).
+    /// measured pair sum] of one GPU together (src/profile/coloc.rs). The
+    /// other sharing rules, memory-efficiency, fgd and iawp, are below.
     #[arg(long, value_enum, default_value = "consolidate")]
     placement: PlacementKind,
 
@@ -356,21 +357,24 @@ struct SimulateArgs {
     #[arg(long, value_enum, default_value = "trace")]
     rate_model: dlsched::experiment::RateModelKind,
 
-    /// A profile database directory (four CSVs as written by `dlsched profile
-    /// import`) instead of the builtin one. With a memory.csv in it
-    /// (`profile import --include-lucid`), jobs with a known model and batch
-    /// are placed only on GPUs with enough memory, and jobs needing more than
-    /// any GPU of their partition are skipped (exceeds_gpu_memory).
+    /// A profile database directory (the CSVs written by dlsched profile
+    /// import) instead of the builtin one. With either, a job with a known
+    /// model and per-GPU batch is placed only on GPUs with enough memory, and
+    /// a job needing more than any GPU of its partition is skipped
+    /// (exceeds_gpu_memory); its memory is the analytical estimate from the
+    /// database's models.csv, or, for the models a memory.csv in the
+    /// directory has (profile import --include-lucid), that measurement.
     #[arg(long, value_name = "DIR")]
     profiles: Option<PathBuf>,
 
-    /// With a sharing placement (share-first-fit, share-best-fit): the most
-    /// jobs on one GPU.
+    /// With a sharing placement (share-first-fit, share-best-fit,
+    /// memory-efficiency, fgd, iawp): the most jobs on one GPU.
     #[arg(long, value_name = "N", default_value_t = dlsched::cluster::ShareLimits::default().max_tenants)]
     max_tenants: u32,
 
-    /// With a sharing placement: the fraction of a shared GPU's memory kept
-    /// free (0 <= F < 1); a job alone on a GPU may use all of it.
+    /// With a sharing placement (share-first-fit, share-best-fit,
+    /// memory-efficiency, fgd, iawp): the fraction of a shared GPU's memory
+    /// kept free (0 <= F < 1); a job alone on a GPU may use all of it.
     #[arg(long, value_name = "F", default_value_t = dlsched::cluster::ShareLimits::default().mem_headroom)]
     mem_headroom: f64,
 
@@ -378,8 +382,8 @@ struct SimulateArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
 
-    /// Synthetic workload: number of jobs.
-    #[arg(long, default_value_t = 500, value_name = "N")]
+    /// Synthetic workload: number of jobs, 1 to 2,000,000.
+    #[arg(long, default_value_t = 500, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     jobs: u32,
 
     /// Synthetic workload: arrival rate, jobs per hour (default: from --load).
@@ -397,7 +401,9 @@ struct SimulateArgs {
     sample_interval: u64,
 
     /// Write manifest.json, jobs.csv, summary.json, vc_summary.csv,
-    /// timeline.csv (and skipped.csv) to this directory.
+    /// timeline.csv (and skipped.csv when rows were skipped, timing.json for
+    /// GENIE-family runs, learning_curve.csv for RIFLING runs) to this
+    /// directory.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }
@@ -761,14 +767,22 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
             match a.workload {
                 WorkloadKind::Synthetic => WorkloadSource::Synthetic(SyntheticSpec {
                     jobs: a.jobs,
-                    jobs_per_hour: a.jobs_per_hour,
+                    jobs_per_hour: a
+                        .jobs_per_hour
+                        .map(|r| bounds::synthetic_jobs_per_hour(r, a.jobs))
+                        .transpose()
+                        .map_err(|e| anyhow::anyhow!("--jobs-per-hour {e}"))?,
                     load: a.load,
                 }),
-                WorkloadKind::Genie => WorkloadSource::Genie(GenieWorkloadSpec {
-                    ect: a.ect,
-                    jobs_per_hour: a.jobs_per_hour.unwrap_or(10.0),
-                    hours: a.hours,
-                }),
+                WorkloadKind::Genie => {
+                    bounds::hours(a.hours).map_err(|e| anyhow::anyhow!("--hours {e}"))?;
+                    WorkloadSource::Genie(GenieWorkloadSpec {
+                        ect: a.ect,
+                        jobs_per_hour: bounds::genie_jobs_per_hour(a.jobs_per_hour.unwrap_or(10.0), a.hours)
+                            .map_err(|e| anyhow::anyhow!("--jobs-per-hour {e}"))?,
+                        hours: a.hours,
+                    })
+                }
             }
         }
     };
@@ -856,21 +870,39 @@ fn cluster_choice(
     })
 }
 
-/// Refuses an output directory that is a file, that would overwrite the
-/// input, or that cannot be written (a file is created and removed in it);
+/// Refuses an output directory that is a file, that would overwrite or
+/// delete one of the run's inputs (`inputs`: option name and path, e.g.
+/// `--vcs X/vc_summary.csv`), that holds a directory where a run writes a
+/// file, or that cannot be written (a file is created and removed in it);
 /// creates it. Called before the simulation, so that a long run does not end
 /// on an unwritable `--out`. Returns whether it created the directory.
-fn check_out_dir(out: &Path, trace: Option<&Path>) -> Result<bool> {
+fn check_out_dir(out: &Path, inputs: &[(&str, &Path)]) -> Result<bool> {
     if out.exists() && !out.is_dir() {
         bail!("--out {}: exists and is not a directory", out.display());
     }
-    if let (Some(trace), Ok(dir)) = (trace, out.canonicalize())
-        && let (Some(parent), Some(name)) =
-            (trace.canonicalize().ok().and_then(|t| t.parent().map(Path::to_path_buf)), trace.file_name())
-        && parent == dir
-        && dlsched::experiment::run_dir_files().any(|f| name == f.as_str())
-    {
-        bail!("--out {} would overwrite the input trace {}; choose another directory", out.display(), trace.display());
+    if let Ok(dir) = out.canonicalize() {
+        for (option, input) in inputs {
+            // A run first removes every name of `run_dir_files` from --out,
+            // then writes some of them.
+            if let (Some(parent), Some(name)) =
+                (input.canonicalize().ok().and_then(|t| t.parent().map(Path::to_path_buf)), input.file_name())
+                && parent == dir
+                && dlsched::experiment::run_dir_files().any(|f| name == f.as_str())
+            {
+                bail!(
+                    "--out {} would overwrite or delete the input {option} {}; choose another directory",
+                    out.display(),
+                    input.display()
+                );
+            }
+        }
+        if let Some(name) = dlsched::experiment::run_dir_files().find(|f| dir.join(f).is_dir()) {
+            bail!(
+                "--out {}: {} is a directory, and a run writes a file of that name there; move it or choose another directory",
+                out.display(),
+                out.join(name).display()
+            );
+        }
     }
     let created = !out.exists();
     std::fs::create_dir_all(out).with_context(|| format!("--out {}: cannot create the directory", out.display()))?;
@@ -890,7 +922,19 @@ fn check_out_dir(out: &Path, trace: Option<&Path>) -> Result<bool> {
 fn simulate(a: SimulateArgs) -> Result<()> {
     let spec = run_spec(&a)?;
     let created = match &a.out {
-        Some(out) => check_out_dir(out, a.trace.as_deref())?,
+        Some(out) => {
+            let inputs = [
+                ("--trace", &a.trace),
+                ("--vcs", &a.vcs),
+                ("--nodes-file", &a.nodes_file),
+                ("--columns-file", &a.columns_file),
+                ("--genie-models", &a.genie_models),
+                ("--rifling-table", &a.rifling.rifling_table),
+                ("--profiles", &a.profiles),
+            ];
+            let inputs: Vec<(&str, &Path)> = inputs.iter().filter_map(|(o, p)| p.as_deref().map(|p| (*o, p))).collect();
+            check_out_dir(out, &inputs)?
+        }
         None => false,
     };
     let bar = indicatif::ProgressBar::new(0);
@@ -950,7 +994,9 @@ fn notes(a: &SimulateArgs) -> Result<()> {
         note("--hours and --ect apply only to --workload genie")?;
     }
     if a.trace.is_some() && !genie_workload && (a.jobs != 500 || a.load != 0.8 || a.jobs_per_hour.is_some()) {
-        note("--jobs, --load and --jobs-per-hour shape the synthetic workload; a --trace replay takes its jobs and arrivals from the file")?;
+        note(
+            "--jobs, --load and --jobs-per-hour shape the synthetic workload; a --trace replay takes its jobs and arrivals from the file",
+        )?;
     }
     if a.policy.rifling().is_some() && (a.backfill || a.placement != PlacementKind::Consolidate) {
         note(
@@ -1004,6 +1050,49 @@ fn share_note(a: &SimulateArgs, report: &RunReport) -> Result<()> {
     Ok(())
 }
 
+/// The summary's `speed` line: the profile models' counters (`evaluations`
+/// and fallbacks) and the co-location model's (`coloc_*`), those present;
+/// `None` when there are none or all are 0 (trace speed), which would say
+/// nothing.
+fn speed_line(model: &str, c: &std::collections::BTreeMap<String, u64>) -> Option<String> {
+    if c.values().all(|&n| n == 0) {
+        return None;
+    }
+    let get = |k: &str| c.get(k).copied().unwrap_or(0);
+    let mut parts = Vec::new();
+    if c.contains_key("evaluations") {
+        parts.push(format!(
+            "{} rate evaluations; fallbacks: model {}, GPU type {}, split {}, batch {}",
+            get("evaluations"),
+            get("model"),
+            get("gpu_type"),
+            get("split"),
+            get("batch")
+        ));
+    }
+    if c.contains_key("coloc_evaluations") {
+        parts.push(format!(
+            "co-location {} evaluations, {} fallbacks, bounded above {}, below {}",
+            get("coloc_evaluations"),
+            get("coloc_fallbacks"),
+            get("coloc_bounded_above"),
+            get("coloc_bounded_below")
+        ));
+    }
+    Some(format!("speed     {model}: {}", parts.join("; ")))
+}
+
+/// A summary figure: two decimals from 0.1 up (and for 0), three significant
+/// digits below, so that a small value (0.00268) does not print as 0.00.
+fn small_figure(x: f64) -> String {
+    if x == 0.0 || x.abs() >= 0.1 || !x.is_finite() {
+        format!("{x:.2}")
+    } else {
+        let decimals = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+        format!("{x:.decimals$}")
+    }
+}
+
 fn print_summary(r: &RunReport) -> Result<()> {
     let s = &r.summary;
     let input = match &r.input.path {
@@ -1019,18 +1108,8 @@ fn print_summary(r: &RunReport) -> Result<()> {
         s.gpus_total
     )?;
     outln!("input     {input}")?;
-    if !s.rate_model_counters.is_empty() {
-        let c = &s.rate_model_counters;
-        let get = |k: &str| c.get(k).copied().unwrap_or(0);
-        outln!(
-            "speed     {}: {} rate evaluations; fallbacks: model {}, GPU type {}, split {}, batch {}",
-            s.rate_model,
-            get("evaluations"),
-            get("model"),
-            get("gpu_type"),
-            get("split"),
-            get("batch")
-        )?;
+    if let Some(line) = speed_line(&s.rate_model, &s.rate_model_counters) {
+        outln!("{line}")?;
     }
     outln!()?;
     outln!(
@@ -1051,8 +1130,8 @@ fn print_summary(r: &RunReport) -> Result<()> {
     outln!("  makespan        {}", h(s.makespan_s))?;
     outln!("  GPU utilisation {:>12.1} %  ({:.1} GPU-hours)", s.gpu_utilization * 100.0, s.gpu_hours)?;
     outln!(
-        "  offered load    {:>12.2}    (GPU demand over the arrival span, at least one mean run time / GPUs)",
-        s.offered_load
+        "  offered load    {:>12}    (GPU-time asked / (GPUs x max(arrival span, mean run time)))",
+        small_figure(s.offered_load)
     )?;
     if s.shared_launches > 0 {
         outln!(

@@ -248,6 +248,42 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<PathB
     Ok(out.to_path_buf())
 }
 
+/// Metrics a sweep charts against its x key, `<metric>_vs_<key>.svg`: always.
+const SWEEP_METRICS_ALWAYS: [&str; 4] = ["jct_mean_s", "queue_delay_mean_s", "makespan_s", "gpu_utilization"];
+/// ... where every run has them (GENIE workloads; the slowdown where some
+/// job shared a GPU).
+const SWEEP_METRICS_QOS: [&str; 4] =
+    ["qos_guarantee_rate", "normalized_latency_mean", "normalized_throughput_mean", "interference_slowdown_mean"];
+/// ... where some run shared a GPU.
+const SWEEP_METRICS_SHARING: [&str; 5] = [
+    "gpu_allocation_mean",
+    "gpu_utilization_effective_mean",
+    "gpu_memory_utilization_mean",
+    "fragmentation_mean",
+    "completion_rate",
+];
+
+/// Removes the charts an earlier sweep into `dir` drew (`jct_cdf.svg` and
+/// every `<metric>_vs_<key>.svg` a sweep can write, with their `.tmp`), so
+/// that a chart of a key no longer swept is not left beside the new ones.
+/// Other files stay.
+fn remove_sweep_charts(dir: &Path) -> Result<(), String> {
+    let metrics = SWEEP_METRICS_ALWAYS.iter().chain(&SWEEP_METRICS_QOS).chain(&SWEEP_METRICS_SHARING);
+    let names = std::iter::once("jct_cdf.svg".to_string())
+        .chain(metrics.flat_map(|m| crate::sweep::KEYS.iter().map(move |(k, _)| format!("{m}_vs_{k}.svg"))));
+    for name in names {
+        for p in [dir.join(&name), dir.join(format!("{name}.tmp"))] {
+            match std::fs::remove_file(&p) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(format!("removing the earlier sweep's chart {}: {e}", p.display()));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Plots a sweep directory (with `summary.csv` and `sweep.json`); returns the files written.
 ///
 /// # Errors
@@ -274,33 +310,21 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
             group_keys.iter().map(|k| Ok(format!("{k}={}", r[col(k)?]))).collect::<Result<_, String>>()?;
         Ok(if parts.is_empty() { "all".into() } else { parts.join(", ") })
     };
+    remove_sweep_charts(dir)?;
     let mut written = Vec::new();
     if let Some(x) = &x_key {
         let xc = col(x)?;
         // QoS metrics only where every run has them (GENIE workloads).
         // Sharing metrics only where some run shared a GPU.
-        let optional = [
-            "qos_guarantee_rate",
-            "normalized_latency_mean",
-            "normalized_throughput_mean",
-            "interference_slowdown_mean",
-        ];
-        let sharing = [
-            "gpu_allocation_mean",
-            "gpu_utilization_effective_mean",
-            "gpu_memory_utilization_mean",
-            "fragmentation_mean",
-            "completion_rate",
-        ];
         let any_nonzero = |k: &str| col(k).is_ok_and(|c| rows.iter().any(|r| r[c] != "0"));
-        let metrics = ["jct_mean_s", "queue_delay_mean_s", "makespan_s", "gpu_utilization"]
+        let metrics = SWEEP_METRICS_ALWAYS
             .into_iter()
             .chain(
-                optional
+                SWEEP_METRICS_QOS
                     .into_iter()
                     .filter(|m| numeric(m) && (*m != "interference_slowdown_mean" || any_nonzero("colocated_jobs"))),
             )
-            .chain(sharing.into_iter().filter(|m| numeric(m) && any_nonzero("shared_launches")));
+            .chain(SWEEP_METRICS_SHARING.into_iter().filter(|m| numeric(m) && any_nonzero("shared_launches")));
         for metric in metrics {
             let mc = col(metric)?;
             // group -> x -> values over seeds

@@ -63,7 +63,10 @@ pub const KEYS: [(&str, &str); 37] = [
     ("rate_model", "trace, table or genie"),
     ("seed", "a whole number"),
     ("jobs", "a whole number of synthetic jobs, 1 to 2,000,000"),
-    ("jobs_per_hour", "a positive number (synthetic arrival rate)"),
+    (
+        "jobs_per_hour",
+        "a positive number: synthetic arrival rate (jobs x 3,600 / rate at most 1e11 s) or GENIE task density (rate x hours 1 to 50,000 tasks)",
+    ),
     ("load", "a positive number (synthetic offered load)"),
     ("sample_interval", "whole seconds between timeline samples, 0 to 1e11"),
     ("profiles", "a profile database directory, relative to the experiment file"),
@@ -150,6 +153,23 @@ fn ignored(p: &BTreeMap<String, Value>) -> Option<String> {
         )),
         _ => None,
     }
+}
+
+/// The note `simulate` prints (its `share_note`) when a sharing placement
+/// will share nothing, for the runs where the parameters alone say so: the
+/// synthetic workload at trace speed draws no model, so no job has a memory
+/// figure or a guaranteed share, and each holds whole GPUs. (A trace's jobs
+/// are known only once it is read, when the run runs.)
+fn shares_nothing(p: &BTreeMap<String, Value>) -> Option<String> {
+    let placement = enum_of::<PlacementKind>("placement", p.get("placement")?).ok()?;
+    let synthetic = !p.contains_key("trace") && p.get("workload").is_none_or(|w| *w == Value::Str("synthetic".into()));
+    let trace_speed = p.get("rate_model").is_none_or(|r| *r == Value::Str("trace".into()));
+    (placement.may_share() && synthetic && trace_speed).then(|| {
+        format!(
+            "`placement` = `{}` on the synthetic workload at `rate_model` = `trace`: no job has a memory figure or a guaranteed share (gpu_milli), so none will share a GPU: each holds whole GPUs, as with an exclusive placement; `rate_model` = \"table\" gives jobs a model and a memory estimate",
+            placement.name()
+        )
+    })
 }
 
 fn err(path: &Path, msg: String) -> String {
@@ -288,6 +308,7 @@ impl Experiment {
             to_run_spec_with(&params, path, &mut artefacts)
                 .map_err(|e| err(path, format!("run {}: {e}", describe(&params, &axes))))?;
             notes.extend(ignored(&params));
+            notes.extend(shares_nothing(&params));
             runs.push(Run { id: run_id(&params), params });
         }
         runs.sort_by(|a, b| a.id.cmp(&b.id));
@@ -409,24 +430,43 @@ pub fn to_run_spec_with(
             columns: ColumnMap::default(),
         },
         None if genie_workload => WorkloadSource::Genie(GenieWorkloadSpec {
+            jobs_per_hour: crate::bounds::genie_jobs_per_hour(
+                num("jobs_per_hour")?.unwrap_or(10.0),
+                num("hours")?.unwrap_or(24.0),
+            )
+            .map_err(|e| format!("`jobs_per_hour` {e}"))?,
             ect: match p.get("ect") {
                 None => EctBasis::Predicted,
                 Some(v) => enum_of("ect", v)?,
             },
-            jobs_per_hour: num("jobs_per_hour")?.unwrap_or(10.0),
             hours: num("hours")?.unwrap_or(24.0),
         }),
         None => {
             let jobs = crate::bounds::jobs(uint("jobs")?.unwrap_or(500)).map_err(|e| format!("`jobs` {e}"))?;
             WorkloadSource::Synthetic(SyntheticSpec {
                 jobs,
-                jobs_per_hour: num("jobs_per_hour")?,
+                jobs_per_hour: num("jobs_per_hour")?
+                    .map(|r| crate::bounds::synthetic_jobs_per_hour(r, jobs))
+                    .transpose()
+                    .map_err(|e| format!("`jobs_per_hour` {e}"))?,
                 load: num("load")?.unwrap_or(0.8),
             })
         }
     };
     if p.contains_key("nodes_file") && ["vcs", "nodes", "gpus_per_node", "cluster"].iter().any(|k| p.contains_key(*k)) {
         return Err("`nodes_file` builds the cluster; it goes with none of `vcs`, `nodes`, `cluster`".into());
+    }
+    // As on the command line (`--cluster` conflicts with `--nodes` and
+    // `--vcs`, `--nodes` with `--vcs`): one of them builds the cluster, and
+    // the other would be ignored without a word.
+    if p.contains_key("cluster") && ["vcs", "nodes", "gpus_per_node"].iter().any(|k| p.contains_key(*k)) {
+        return Err("`cluster` is a preset; it goes with none of `vcs`, `nodes`, `gpus_per_node`".into());
+    }
+    if p.contains_key("vcs") && ["nodes", "gpus_per_node"].iter().any(|k| p.contains_key(*k)) {
+        return Err("`vcs` builds the cluster; it goes with neither `nodes` nor `gpus_per_node`".into());
+    }
+    if p.contains_key("gpu_type") && !p.contains_key("nodes") {
+        return Err("`gpu_type` is the GPU type of a `nodes` x `gpus_per_node` cluster; set those too".into());
     }
     let cluster = match (path("vcs")?, uint("nodes")?, uint("gpus_per_node")?, p.get("cluster")) {
         (Some(vcs), ..) => ClusterChoice::VcFile { path: vcs },

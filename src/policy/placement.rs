@@ -133,7 +133,8 @@ pub(crate) fn push_types_key(types: &[String], class: &mut Vec<u32>) {
     }
 }
 
-/// The placement rules on offer.
+/// The placement rules on offer. The variants' doc comments are the
+/// `--placement` help (clap prints them as written): plain text, no links.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PlacementKind {
@@ -151,16 +152,16 @@ pub enum PlacementKind {
     /// the least memory left after the job joins.
     ShareBestFit,
     /// GPU sharing by memory efficiency: the GPUs whose computation per MiB
-    /// of memory is highest once the job joins (`specs/policies.md` §4;
-    /// [`super::memeff`]).
+    /// of memory is highest once the job joins (specs/policies.md section 4;
+    /// src/policy/memeff.rs).
     MemoryEfficiency,
     /// GPU sharing after FGD (Weng et al., ATC'23): the GPUs where the
-    /// expected fragmentation grows least ([`super::fgd`]).
+    /// expected fragmentation grows least (src/policy/fgd.rs).
     Fgd,
     /// Interference-aware co-location after IAWP (TPDS 2021): a policy of
     /// its own, FIFO, that admits onto a shared GPU the queued job least
-    /// cosine-similar to its tenants ([`super::iawp`]). As a plain
-    /// placement (without the queue) it packs as `share-best-fit`.
+    /// cosine-similar to its tenants (src/policy/iawp.rs). As a plain
+    /// placement (without the queue) it packs as share-best-fit.
     Iawp,
 }
 

@@ -174,7 +174,7 @@ fn outputs_never_overwrite_the_input_and_sizes_are_bounded() {
     std::fs::write(&trace, "job_id,submit_time,duration,gpu_num\na,0,10,1\n").unwrap();
     assert_clean_error(
         &dlsched(&["simulate", "--trace", trace.to_str().unwrap(), "--out", d.path().to_str().unwrap()]),
-        &["would overwrite the input trace"],
+        &["would overwrite or delete the input --trace"],
     );
     assert_eq!(std::fs::read_to_string(&trace).unwrap(), "job_id,submit_time,duration,gpu_num\na,0,10,1\n");
     assert_clean_error(&dlsched(&["simulate", "--out", trace.to_str().unwrap()]), &["not a directory"]);
@@ -414,9 +414,222 @@ fn synthetic_options_beside_a_trace_are_said_not_to_apply() {
     let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_jobs.csv");
     let o = dlsched(&["simulate", "--trace", trace, "--jobs", "3", "--load", "0.3"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("--jobs, --load and --jobs-per-hour shape the synthetic workload"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--jobs, --load and --jobs-per-hour shape the synthetic workload"),
+        "{}",
+        text(&o.stderr)
+    );
     // The replay is the file's ten jobs, not the three --jobs asked for.
     assert!(text(&o.stdout).contains("10 total"), "{}", text(&o.stdout));
     let o = dlsched(&["simulate", "--trace", trace]);
     assert!(!text(&o.stderr).contains("synthetic workload"), "{}", text(&o.stderr));
+}
+
+#[test]
+fn out_never_deletes_or_overwrites_any_input_and_refuses_a_directory_in_a_files_place() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("t.csv");
+    std::fs::write(&trace, "job_id,submit_time,duration,gpu_num,vc\na,0,10,1,a\n").unwrap();
+    let t = trace.to_str().unwrap();
+    let x = d.path().join("x");
+    std::fs::create_dir(&x).unwrap();
+    let xs = x.to_str().unwrap();
+    // (option, file name in --out, its content, the rest of the command line)
+    let nodes = "sn,cpu_milli,memory_mib,gpu,model\nn1,96000,786432,8,V100M32\n";
+    let cases: [(&str, &str, &str, Vec<&str>); 6] = [
+        ("--vcs", "vc_summary.csv", "vc,nodes\na,2\n", vec!["--trace", t]),
+        ("--nodes-file", "timeline.csv", nodes, vec!["--jobs", "5"]),
+        ("--genie-models", "summary.json", "{}\n", vec!["--workload", "genie", "--policy", "genie"]),
+        ("--columns-file", "jobs.csv.tmp", "[columns]\n", vec!["--trace", t]),
+        ("--rifling-table", "skipped.csv", "x\n", vec!["--workload", "genie", "--policy", "rifling-frozen"]),
+        ("--profiles", "timing.json", "", vec![]),
+    ];
+    for (option, name, content, rest) in cases {
+        let input = x.join(name);
+        if option == "--profiles" {
+            std::fs::create_dir(&input).unwrap();
+        } else {
+            std::fs::write(&input, content).unwrap();
+        }
+        let mut args = vec!["simulate", "--sample-interval", "0", option, input.to_str().unwrap(), "--out", xs];
+        args.extend(rest);
+        let o = dlsched(&args);
+        assert_clean_error(&o, &[&format!("would overwrite or delete the input {option}")]);
+        if option == "--profiles" {
+            assert!(input.is_dir());
+            std::fs::remove_dir(&input).unwrap();
+        } else {
+            assert_eq!(std::fs::read_to_string(&input).unwrap(), content, "{option}");
+            std::fs::remove_file(&input).unwrap();
+        }
+    }
+    // A directory where a run writes a file: refused before the run (it failed
+    // at write time, after the simulation, before).
+    let jd = d.path().join("jd");
+    std::fs::create_dir_all(jd.join("jobs.csv")).unwrap();
+    assert_clean_error(
+        &dlsched(&["simulate", "--jobs", "5", "--out", jd.to_str().unwrap()]),
+        &["jobs.csv is a directory"],
+    );
+    assert!(jd.join("jobs.csv").is_dir() && !jd.join("summary.json").exists());
+}
+
+#[test]
+fn compare_says_when_no_job_id_is_in_common() {
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("run");
+    assert!(
+        dlsched(&["simulate", "--jobs", "5", "--sample-interval", "0", "--out", run.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let other = d.path().join("other.csv");
+    std::fs::write(&other, "job_id,start_s,end_s\nnope,0,1\nnada,0,2\n").unwrap();
+    let o = dlsched(&["compare", run.to_str().unwrap(), other.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = text(&o.stdout);
+    // 5 synthetic jobs (syn-0..syn-4) against the 2 reference rows.
+    assert!(out.contains("no job id is in common: the run has 5 jobs, the reference 2"), "{out}");
+    // No zero statistics that read as agreement.
+    assert!(!out.contains("max 0") && !out.contains("+0.0000 %") && out.ends_with("DIFFERENT\n"), "{out}");
+}
+
+#[test]
+fn a_small_offered_load_prints_significant_digits() {
+    // Two 1-GPU jobs of 1,000 s submitted 50,000 s apart on lab16's 16 GPUs:
+    // 2,000 GPU-s / (16 x max(50,000 s span, 1,000 s mean run time)) = 0.0025,
+    // which printed as "0.00" before.
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("t.csv");
+    std::fs::write(&trace, "job_id,submit_time,duration,gpu_num\na,0,1000,1\nb,50000,1000,1\n").unwrap();
+    let o = dlsched(&["simulate", "--trace", trace.to_str().unwrap(), "--sample-interval", "0"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let line = out.lines().find(|l| l.contains("offered load")).unwrap();
+    assert!(line.contains(" 0.00250 "), "{line}");
+    assert!(line.contains("(GPU-time asked / (GPUs x max(arrival span, mean run time)))"), "{line}");
+}
+
+#[test]
+fn the_speed_line_shows_the_co_location_counters_and_is_left_out_when_empty() {
+    // Two 1-GPU ResNet-18 jobs (memory from the builtin estimate) at once on
+    // one GPU: share-best-fit puts them together.
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("t.csv");
+    std::fs::write(&trace, "job_id,submit_time,duration,gpu_num,model,local_bsz\na,0,1000,1,resnet18-cifar10,32\nb,0,1000,1,resnet18-cifar10,32\n")
+        .unwrap();
+    let run = |rate: &str, out: &Path| {
+        let o = dlsched(&[
+            "simulate",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--nodes",
+            "1",
+            "--gpus-per-node",
+            "1",
+            "--gpu-type",
+            "v100-32g",
+            "--placement",
+            "share-best-fit",
+            "--rate-model",
+            rate,
+            "--sample-interval",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+        (text(&o.stdout), summary)
+    };
+    let (out, summary) = run("table", &d.path().join("table"));
+    assert!(summary["shared_launches"].as_u64().unwrap() > 0, "{summary}");
+    let c = &summary["rate_model_counters"];
+    assert!(c["coloc_evaluations"].as_u64().unwrap() > 0, "{c}");
+    // The line, from summary.json's counters by another route.
+    let want = format!(
+        "speed     profile-table: {} rate evaluations; fallbacks: model {}, GPU type {}, split {}, batch {}; co-location {} evaluations, {} fallbacks, bounded above {}, below {}",
+        c["evaluations"],
+        c["model"],
+        c["gpu_type"],
+        c["split"],
+        c["batch"],
+        c["coloc_evaluations"],
+        c["coloc_fallbacks"],
+        c["coloc_bounded_above"],
+        c["coloc_bounded_below"]
+    );
+    assert!(out.lines().any(|l| l == want), "want {want}\n{out}");
+    // At trace speed: the co-location counters only (it printed "0 rate
+    // evaluations; fallbacks: model 0, ..." and no co-location counter).
+    let (out, summary) = run("trace", &d.path().join("trace"));
+    let c = &summary["rate_model_counters"];
+    assert!(c["coloc_evaluations"].as_u64().unwrap() > 0, "{c}");
+    let want = format!(
+        "speed     trace-speed: co-location {} evaluations, {} fallbacks, bounded above {}, below {}",
+        c["coloc_evaluations"], c["coloc_fallbacks"], c["coloc_bounded_above"], c["coloc_bounded_below"]
+    );
+    assert!(out.lines().any(|l| l == want), "want {want}\n{out}");
+    // Nothing shared, every counter 0: no line at all.
+    let o = dlsched(&["simulate", "--jobs", "20", "--placement", "share-best-fit", "--sample-interval", "0"]);
+    assert!(o.status.success());
+    let out = text(&o.stdout);
+    assert!(!out.lines().any(|l| l.starts_with("speed")) && !out.contains("rate evaluations"), "{out}");
+}
+
+#[test]
+fn simulate_help_is_plain_and_true() {
+    let o = dlsched(&["simulate", "--help"]);
+    let help = text(&o.stdout);
+    // No rustdoc links or code spans printed verbatim.
+    assert!(!help.contains("[`") && !help.contains("`]"), "{help}");
+    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    for needle in [
+        "--max-tenants <N> With a sharing placement (share-first-fit, share-best-fit, memory-efficiency, fgd, iawp)",
+        "--mem-headroom <F> With a sharing placement (share-first-fit, share-best-fit, memory-efficiency, fgd, iawp)",
+        "timing.json",
+        "learning_curve.csv",
+        "analytical estimate",
+    ] {
+        assert!(flat.contains(needle), "help lacks `{needle}`");
+    }
+    // --jobs 0 and -1 are refused with the range that is allowed.
+    for n in ["0", "-1"] {
+        let o = dlsched(&["simulate", "--jobs", n]);
+        assert!(!o.status.success());
+        let err = text(&o.stderr);
+        assert!(err.contains("1..") && !err.contains("0..="), "{err}");
+    }
+}
+
+#[test]
+fn a_sweep_rerun_removes_its_earlier_charts_and_notes_a_placement_that_shares_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    let sweep = |body: &str| {
+        let f = d.path().join("e.toml");
+        std::fs::write(&f, format!("question = \"q\"\n[base]\nsample_interval = 0\n{body}")).unwrap();
+        let o = dlsched(&["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        text(&o.stderr)
+    };
+    sweep("jobs = 10\n[sweep]\nload = [0.5, 0.8]\n");
+    assert!(out.join("jct_mean_s_vs_load.svg").is_file());
+    std::fs::write(out.join("mine.svg"), "keep").unwrap();
+    // Two placements that may share, two seeds each, on the synthetic
+    // workload at trace speed: one note per placement, none for consolidate.
+    let err = sweep(
+        "load = 0.8\n[sweep]\njobs = [10, 12]\nseed = [1, 2]\nplacement = [\"consolidate\", \"share-best-fit\", \"fgd\"]\n",
+    );
+    assert!(out.join("jct_mean_s_vs_jobs.svg").is_file());
+    assert!(!out.join("jct_mean_s_vs_load.svg").exists(), "a chart of `load`, no longer swept, is left");
+    assert_eq!(std::fs::read_to_string(out.join("mine.svg")).unwrap(), "keep");
+    for p in ["share-best-fit", "fgd"] {
+        let needle = format!(
+            "`placement` = `{p}` on the synthetic workload at `rate_model` = `trace`: no job has a memory figure"
+        );
+        assert_eq!(err.matches(&needle).count(), 1, "{err}");
+    }
+    assert!(!err.contains("`consolidate`"), "{err}");
 }

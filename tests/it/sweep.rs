@@ -137,3 +137,64 @@ fn plots_of_a_run_and_a_sweep() {
     assert_eq!(files.len(), 4);
     assert!(files.iter().all(|f| read(f).starts_with("<svg")));
 }
+
+/// The load error of an experiment file, or a panic if it loads.
+fn load_error(dir: &Path, text: &str) -> String {
+    let p = dir.join("bad.toml");
+    std::fs::write(&p, text).unwrap();
+    match Experiment::load(&p) {
+        Ok(e) => panic!("loaded {} runs of:\n{text}", e.runs.len()),
+        Err(e) => {
+            assert!(e.starts_with(&p.display().to_string()), "{e}");
+            e
+        }
+    }
+}
+
+#[test]
+fn a_preset_with_nodes_or_vcs_is_refused_at_load_as_on_the_command_line() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("vcs.csv"), "vc,nodes\na,2\n").unwrap();
+    // Each of these ran (the preset or the nodes ignored) before.
+    for (text, keys) in [
+        ("[base]\nnodes = 2\ngpus_per_node = 2\n[sweep]\ncluster = [\"lab16\", \"philly\"]\n", "`cluster`"),
+        ("[base]\ncluster = \"philly\"\nnodes = 2\ngpus_per_node = 2\n", "`cluster`"),
+        ("[base]\ncluster = \"philly\"\nvcs = \"vcs.csv\"\n", "`cluster`"),
+        ("[base]\nvcs = \"vcs.csv\"\nnodes = 2\ngpus_per_node = 2\n", "`vcs`"),
+        ("[base]\ncluster = \"philly\"\ngpu_type = \"k80\"\n", "`gpu_type`"),
+    ] {
+        let e = load_error(d.path(), &format!("question = \"q\"\n{text}"));
+        assert!(e.contains(keys) && (e.contains("goes with") || e.contains("set those too")), "{e}");
+    }
+    // Each alone (or nodes with gpus_per_node and gpu_type) still loads.
+    for text in [
+        "[sweep]\ncluster = [\"lab16\", \"philly\"]\n",
+        "[base]\nnodes = 2\ngpus_per_node = 2\ngpu_type = \"k80\"\n",
+        "[base]\nvcs = \"vcs.csv\"\n",
+    ] {
+        let p = d.path().join("ok.toml");
+        std::fs::write(&p, format!("question = \"q\"\n{text}")).unwrap();
+        Experiment::load(&p).unwrap();
+    }
+}
+
+#[test]
+fn out_of_range_arrival_rates_are_refused_at_load() {
+    let d = tempfile::tempdir().unwrap();
+    // Before, each loaded and failed only when its run ran.
+    // GENIE: 1e9 per hour x 24 h = 2.4e10 tasks > 50,000; 1e-300 x 24 < 1 task.
+    for rate in ["1e9", "1e-300"] {
+        let e = load_error(
+            d.path(),
+            &format!("question = \"q\"\n[base]\nworkload = \"genie\"\n[sweep]\njobs_per_hour = [{rate}]\n"),
+        );
+        assert!(e.contains("`jobs_per_hour` is too"), "{e}");
+    }
+    // Synthetic: 500 jobs x 3,600 s / 1e-300 per hour is far past 1e11 s.
+    let e = load_error(d.path(), "question = \"q\"\n[sweep]\njobs_per_hour = [1e-300]\n");
+    assert!(e.contains("`jobs_per_hour` is too small") && e.contains("500 jobs"), "{e}");
+    // 500 x 3,600 / 1e11 = 1.8e-5 per hour is the slowest rate allowed.
+    let p = d.path().join("ok.toml");
+    std::fs::write(&p, "question = \"q\"\n[sweep]\njobs_per_hour = [1.8e-5, 1e9]\n").unwrap();
+    assert_eq!(Experiment::load(&p).unwrap().runs.len(), 2);
+}
