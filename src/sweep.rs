@@ -768,6 +768,9 @@ pub struct SweepOutcome {
     /// rest of the outcome still holds, and a file not written is removed
     /// rather than left from an earlier sweep.
     pub write_errors: Vec<String>,
+    /// Runs found complete but rerun (`--resume`) because their trace file
+    /// no longer has the SHA-256 their manifest recorded, sorted.
+    pub changed_inputs: Vec<String>,
 }
 
 /// Runs the experiment's runs (this shard's, if any) on `threads` threads,
@@ -811,7 +814,27 @@ pub fn run_sweep(
     // More workers than runs (or than 256) only costs thread start-up.
     let workers = threads.clamp(1, runs.len().clamp(1, 256));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(workers).build().map_err(|e| e.to_string())?;
-    let results: Vec<(bool, Result<serde_json::Value, String>)> = pool.install(|| {
+    // Trace digests by path, each file read once however many runs use it.
+    let digests: std::sync::Mutex<std::collections::BTreeMap<PathBuf, Option<String>>> = Default::default();
+    let digest = |path: &Path| -> Option<String> {
+        if let Some(d) = digests.lock().ok()?.get(path) {
+            return d.clone();
+        }
+        let d = crate::trace::file_sha256(path).ok();
+        digests.lock().ok()?.insert(path.to_path_buf(), d.clone());
+        d
+    };
+    // Whether the trace a kept run read still has the digest its manifest
+    // recorded (runs without a trace file have nothing to check).
+    let input_unchanged = |dir: &Path| -> bool {
+        let Ok(text) = crate::io::read_text(&dir.join("manifest.json")) else { return false };
+        let Ok(m) = serde_json::from_str::<serde_json::Value>(&text) else { return false };
+        match (m["input"]["path"].as_str(), m["input"]["sha256"].as_str()) {
+            (Some(path), Some(sha)) => digest(Path::new(path)).is_some_and(|d| d == sha),
+            _ => true,
+        }
+    };
+    let results: Vec<(bool, bool, Result<serde_json::Value, String>)> = pool.install(|| {
         runs.par_iter()
             .map(|run| {
                 let dir = out.join("runs").join(&run.id);
@@ -819,12 +842,11 @@ pub fn run_sweep(
                     let text = crate::io::read_text(&dir.join("summary.json")).map_err(|e| e.to_string())?;
                     serde_json::from_str(&text).map_err(|e| e.to_string())
                 };
-                if resume
-                    && crate::experiment::check_run_dir(&dir).is_ok()
-                    && let Ok(s) = read_summary()
-                {
+                let complete = resume && crate::experiment::check_run_dir(&dir).is_ok();
+                let unchanged = complete && input_unchanged(&dir);
+                if unchanged && let Ok(s) = read_summary() {
                     on_done(&run.id, true);
-                    return (true, Ok(s));
+                    return (true, false, Ok(s));
                 }
                 let res = (|| {
                     // The load read every artefact: these look-ups read no file.
@@ -836,13 +858,16 @@ pub fn run_sweep(
                     serde_json::to_value(&report.summary).map_err(|e| e.to_string())
                 })();
                 on_done(&run.id, res.is_ok());
-                (false, res)
+                (false, complete && !unchanged, res)
             })
             .collect()
     });
     let mut outcome = SweepOutcome::default();
     let mut rows = Vec::new();
-    for (run, (kept, res)) in runs.iter().zip(results) {
+    for (run, (kept, changed, res)) in runs.iter().zip(results) {
+        if changed {
+            outcome.changed_inputs.push(run.id.clone());
+        }
         match res {
             Ok(summary) => {
                 if kept {

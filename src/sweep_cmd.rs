@@ -93,6 +93,14 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
     for (id, e) in &outcome.failed {
         errln!("  run {id} failed: {e}")?;
     }
+    if !outcome.changed_inputs.is_empty() {
+        errln!(
+            "  note: {} complete run{} rerun because the trace changed since ({})",
+            outcome.changed_inputs.len(),
+            if outcome.changed_inputs.len() == 1 { " was" } else { "s were" },
+            outcome.changed_inputs.join(", ")
+        )?;
+    }
     if !outcome.foreign.is_empty() {
         let shown: Vec<&str> = outcome.foreign.iter().take(5).map(String::as_str).collect();
         errln!(

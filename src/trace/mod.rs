@@ -265,6 +265,18 @@ fn first_line(bytes: &[u8]) -> &str {
     line.trim_start_matches('\u{feff}')
 }
 
+/// The SHA-256 of a file's bytes, as the manifests record a trace's
+/// (`input.sha256`), read in pieces.
+///
+/// # Errors
+/// The file's name and the read error.
+pub fn file_sha256(path: &Path) -> Result<String, String> {
+    let mut f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut f, &mut hasher).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(hex(&hasher.finalize()))
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -198,3 +198,39 @@ fn out_of_range_arrival_rates_are_refused_at_load() {
     std::fs::write(&p, "question = \"q\"\n[sweep]\njobs_per_hour = [1.8e-5, 1e9]\n").unwrap();
     assert_eq!(Experiment::load(&p).unwrap().runs.len(), 2);
 }
+
+#[test]
+fn resume_reruns_a_complete_run_whose_trace_changed() {
+    // Two runs over one trace; the trace's job then runs 999 s instead of
+    // 100 s. A resumed sweep must not keep the JCT of 100 s beside it.
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("tr.csv");
+    std::fs::write(&trace, "job_id,submit_time,duration,gpu_num\na,0,100,1\n").unwrap();
+    let p = d.path().join("e.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "question = \"resume\"\n[base]\ntrace = \"{}\"\nsample_interval = 0\n[sweep]\npolicy = [\"fifo\", \"sjf\"]\n",
+            trace.display()
+        ),
+    )
+    .unwrap();
+    let e = Experiment::load(&p).unwrap();
+    let out = d.path().join("out");
+    run_sweep(&e, &out, 2, None, false, &|_, _| {}).unwrap();
+    // Unchanged: both kept.
+    let o = run_sweep(&e, &out, 2, None, true, &|_, _| {}).unwrap();
+    assert_eq!((o.ran, o.kept, o.changed_inputs.len()), (0, 2, 0));
+    std::fs::write(&trace, "job_id,submit_time,duration,gpu_num\na,0,999,1\n").unwrap();
+    std::fs::remove_file(out.join("runs").join(&e.runs[0].id).join("manifest.json")).unwrap();
+    let o = run_sweep(&e, &out, 2, None, true, &|_, _| {}).unwrap();
+    // Run 0 was incomplete, run 1 complete but read the old trace: both rerun.
+    assert_eq!((o.ran, o.kept), (2, 0));
+    assert_eq!(o.changed_inputs, vec![e.runs[1].id.clone()]);
+    let text = read(&out.join("summary.csv"));
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "jct_mean_s").unwrap();
+    for line in text.lines().skip(1) {
+        assert_eq!(line.split(',').nth(col), Some("999.0"), "{text}");
+    }
+}
