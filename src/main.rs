@@ -89,6 +89,9 @@ enum Command {
     /// fitted prediction models (k0..k2, gamma, lambda per task type) with a
     /// manifest (profile database, seed, profiler settings, date). `simulate
     /// --genie-models FILE` then uses them instead of profiling at start.
+    /// Any cluster `simulate` takes can be profiled: the profiler runs on its
+    /// first partition's GPU type, node count and largest node, as `simulate
+    /// --policy genie` does when it is given no models.
     GenieProfile(GenieProfileArgs),
     /// Train a RIFLING agent over repeated episodes of the GENIE workload
     /// (one seed per episode) and save its Q-table and K-means centroids with
@@ -101,27 +104,9 @@ enum Command {
 #[derive(Args)]
 #[command(allow_negative_numbers = true)]
 struct GenieProfileArgs {
-    /// Cluster preset to profile (lab16, philly, alibaba-openb; default
-    /// lab16). Any cluster `simulate` takes can be profiled: the profiler runs
-    /// on its first partition's GPU type, node count and largest node, as
-    /// `simulate --policy genie` does when it is given no models.
-    #[arg(long, value_enum, conflicts_with_all = ["nodes", "vcs", "nodes_file"])]
-    cluster: Option<ClusterPreset>,
-    /// A cluster from an Alibaba PAI 2023 node list, as `simulate --nodes-file`.
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["nodes", "vcs"])]
-    nodes_file: Option<PathBuf>,
-    /// A uniform cluster of N nodes (with --gpus-per-node), as `simulate --nodes`.
-    #[arg(long, value_name = "N", requires = "gpus_per_node", conflicts_with = "vcs")]
-    nodes: Option<u32>,
-    /// GPUs per node of the uniform cluster (with --nodes).
-    #[arg(long, value_name = "G", requires = "nodes")]
-    gpus_per_node: Option<u32>,
-    /// GPU type of the uniform cluster (k80, v100, ...; see `simulate --gpu-type`).
-    #[arg(long, value_name = "TYPE", requires = "nodes")]
-    gpu_type: Option<String>,
-    /// VC partitions, as `simulate --vcs`; the first VC is profiled.
-    #[arg(long, value_name = "PATH")]
-    vcs: Option<PathBuf>,
+    /// The cluster (its first partition is profiled).
+    #[command(flatten)]
+    machines: ClusterArgs,
     /// Seed of the measurement noise.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -151,12 +136,7 @@ fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
         Some(d) => dlsched::profile::db::ProfileDb::load_dir_cached(d)?,
         None => dlsched::profile::db::ProfileDb::builtin(),
     };
-    let choice = cluster_choice(
-        a.vcs.as_ref(),
-        a.nodes_file.as_ref(),
-        (a.nodes, a.gpus_per_node, a.gpu_type.as_ref()),
-        a.cluster,
-    )?;
+    let choice = a.machines.choice()?;
     let cluster = dlsched::cluster::Cluster::new(choice.spec()?)?;
     let spec = cluster.spec();
     // The shape `simulate` profiles when it has no models: the first
@@ -219,27 +199,10 @@ fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The cluster options `simulate` and `genie-profile` share: a preset, a
+/// node list, a uniform cluster or VC partitions.
 #[derive(Args)]
-#[command(allow_negative_numbers = true)]
-struct SimulateArgs {
-    /// Trace file to replay (CSV). Omit to run the synthetic workload.
-    #[arg(long, value_name = "PATH")]
-    trace: Option<PathBuf>,
-
-    /// Trace format; `auto` detects it from the header line.
-    #[arg(long, value_enum, default_value = "auto")]
-    format: TraceFormat,
-
-    /// For `jobs-csv`: map fields to your column names, e.g.
-    /// `submit_time=arrival,gpu_num=gpus`. Fields: job_id, submit_time (s),
-    /// duration (s), gpu_num, vc, user, model, local_bsz (samples per GPU).
-    #[arg(long, value_name = "FIELD=COLUMN,...")]
-    columns: Option<String>,
-
-    /// For `jobs-csv`: a TOML file with a `[columns]` table of field = "column".
-    #[arg(long, value_name = "PATH")]
-    columns_file: Option<PathBuf>,
-
+struct ClusterArgs {
     /// Cluster preset: lab16 = 4 nodes × 4 K80 (16 GPUs, the GENIE/RIFLING
     /// cluster); philly = 321 × 2 + 231 × 8 GPUs (2,490); alibaba-openb = the
     /// 1,213 GPU nodes (6,212 GPUs, 7 types) of the Alibaba PAI 2023 trace.
@@ -274,6 +237,44 @@ struct SimulateArgs {
     /// VC's nodes, and jobs of other VCs are skipped (counted as unknown_vc).
     #[arg(long, value_name = "PATH")]
     vcs: Option<PathBuf>,
+}
+
+impl ClusterArgs {
+    /// The cluster these options name.
+    fn choice(&self) -> Result<ClusterChoice> {
+        cluster_choice(
+            self.vcs.as_ref(),
+            self.nodes_file.as_ref(),
+            (self.nodes, self.gpus_per_node, self.gpu_type.as_ref()),
+            self.cluster,
+        )
+    }
+}
+
+#[derive(Args)]
+#[command(allow_negative_numbers = true)]
+struct SimulateArgs {
+    /// Trace file to replay (CSV). Omit to run the synthetic workload.
+    #[arg(long, value_name = "PATH")]
+    trace: Option<PathBuf>,
+
+    /// Trace format; `auto` detects it from the header line.
+    #[arg(long, value_enum, default_value = "auto")]
+    format: TraceFormat,
+
+    /// For `jobs-csv`: map fields to your column names, e.g.
+    /// `submit_time=arrival,gpu_num=gpus`. Fields: job_id, submit_time (s),
+    /// duration (s), gpu_num, vc, user, model, local_bsz (samples per GPU).
+    #[arg(long, value_name = "FIELD=COLUMN,...")]
+    columns: Option<String>,
+
+    /// For `jobs-csv`: a TOML file with a `[columns]` table of field = "column".
+    #[arg(long, value_name = "PATH")]
+    columns_file: Option<PathBuf>,
+
+    /// The cluster.
+    #[command(flatten)]
+    machines: ClusterArgs,
 
     /// Policy. Queue policies (any workload): fifo (submit time), sjf
     /// (shortest trace duration first), each over --placement. GENIE family
@@ -756,7 +757,7 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
             if a.columns.is_some() || a.columns_file.is_some() {
                 bail!("--columns and --columns-file apply to a --trace in jobs-csv format");
             }
-            if a.vcs.is_some() {
+            if a.machines.vcs.is_some() {
                 bail!("the synthetic workload has no VCs; --vcs needs a --trace whose jobs name their VC");
             }
             if let Some(r) = a.jobs_per_hour {
@@ -786,12 +787,7 @@ fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
             }
         }
     };
-    let cluster = cluster_choice(
-        a.vcs.as_ref(),
-        a.nodes_file.as_ref(),
-        (a.nodes, a.gpus_per_node, a.gpu_type.as_ref()),
-        a.cluster,
-    )?;
+    let cluster = a.machines.choice()?;
     bounds::theta(a.theta).map_err(|e| anyhow::anyhow!("--theta {e}"))?;
     if a.workload == WorkloadKind::Genie {
         bounds::hours(a.hours).map_err(|e| anyhow::anyhow!("--hours {e}"))?;
@@ -925,8 +921,8 @@ fn simulate(a: SimulateArgs) -> Result<()> {
         Some(out) => {
             let inputs = [
                 ("--trace", &a.trace),
-                ("--vcs", &a.vcs),
-                ("--nodes-file", &a.nodes_file),
+                ("--vcs", &a.machines.vcs),
+                ("--nodes-file", &a.machines.nodes_file),
                 ("--columns-file", &a.columns_file),
                 ("--genie-models", &a.genie_models),
                 ("--rifling-table", &a.rifling.rifling_table),
