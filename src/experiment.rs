@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -13,7 +14,8 @@ use crate::job::Skipped;
 use crate::metrics::{self, Summary, VcSummary, export};
 use crate::policy::config::PolicyConfig;
 use crate::policy::genie::{GenieOptions, GeniePolicy, GenieProfiles};
-use crate::profile::db::ProfileDb;
+use crate::policy::placement::PlacementKind;
+use crate::profile::db::{ProfileDb, ProfileSet};
 use crate::profile::genie::GenieModel;
 use crate::profile::model::TableModel;
 use crate::profile::rate::ProfileRate;
@@ -249,8 +251,8 @@ pub enum RateModelKind {
 impl RateModelKind {
     /// The rate model over `db` (the builtin database when `None`; trace
     /// speed reads no database).
-    fn build(self, db: Option<&'static ProfileDb>) -> Box<dyn RateModel> {
-        let db = || db.unwrap_or_else(ProfileDb::builtin);
+    fn build(self, db: Option<&Arc<ProfileDb>>) -> Box<dyn RateModel> {
+        let db = || db.cloned().unwrap_or_else(|| Arc::new(ProfileDb::builtin()));
         match self {
             RateModelKind::Trace => Box::new(TraceSpeed),
             RateModelKind::Table => Box::new(ProfileRate::new(Box::new(TableModel::new(db())), "profile-table")),
@@ -424,14 +426,17 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
     run_inner(spec, None, &Artefacts::default(), progress)
 }
 
-/// Files that many runs read (RIFLING tables, fitted GENIE models), each
-/// read and checked once and shared, keyed by the path the runs name. A
+/// Files that many runs read (RIFLING tables, fitted GENIE models, profile
+/// databases), each read and checked once and shared, keyed by the path the
+/// runs name (the builtin profile database too, parsed on first use). A
 /// sweep builds one before its runs, so that 100,000 runs of one table parse
 /// it once, not 200,000 times.
 #[derive(Clone, Debug, Default)]
 pub struct Artefacts {
     rifling: BTreeMap<PathBuf, std::sync::Arc<(crate::policy::rifling::Agent, Option<String>)>>,
     genie: BTreeMap<PathBuf, std::sync::Arc<GenieProfiles>>,
+    /// The profile databases the runs read, each parsed once, on first use.
+    profiles: ProfileSet,
 }
 
 /// Two sets are equal when they hold the same files (the contents are those
@@ -472,7 +477,12 @@ impl Artefacts {
         Ok(m)
     }
 
-    /// Distinct files held.
+    /// The profile databases the runs share (each parsed on first use).
+    pub fn profiles(&self) -> &ProfileSet {
+        &self.profiles
+    }
+
+    /// Distinct files held (RIFLING tables and GENIE models).
     pub fn len(&self) -> usize {
         self.rifling.len() + self.genie.len()
     }
@@ -497,16 +507,19 @@ pub fn run_one_with_artefacts(
 }
 
 /// [`run_one`] with a RIFLING policy driving `agent` (kept by the caller, e.g.
-/// across training episodes) instead of a fresh or loaded one.
+/// across training episodes) instead of a fresh or loaded one, reading its
+/// files and profile databases through `artefacts` (one set for all the
+/// episodes parses each database once).
 ///
 /// # Errors
 /// As [`run_one`].
 pub fn run_one_with_agent(
     spec: &RunSpec,
     agent: Option<std::sync::Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
+    artefacts: &Artefacts,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
-    run_inner(spec, agent, &Artefacts::default(), progress)
+    run_inner(spec, agent, artefacts, progress)
 }
 
 fn run_inner(
@@ -539,10 +552,8 @@ fn run_inner(
             (recs, input)
         }
         WorkloadSource::Genie(g) | WorkloadSource::TraceTasks { spec: g, .. } => {
-            let db = match &spec.profiles {
-                Some(dir) => ProfileDb::load_dir_cached(dir)?,
-                None => ProfileDb::builtin(),
-            };
+            let db = artefacts.profiles.get(spec.profiles.as_deref())?;
+            let db = &*db;
             let node = cluster.spec().nodes.first().cloned().ok_or_else(|| ConfigError("empty cluster".into()))?;
             let mut tasks = match &spec.workload {
                 WorkloadSource::TraceTasks { path, format, .. } => {
@@ -599,16 +610,16 @@ fn run_inner(
     // model that reads it, or jobs with a model and batch, whose GPU memory
     // it gives.
     let has_models = records.iter().any(|r| r.model.is_some() && r.local_bsz.is_some());
-    let db: Option<&'static ProfileDb> = match &spec.profiles {
-        // Read once per directory for the process, so a sweep's runs share it.
-        Some(dir) => Some(ProfileDb::load_dir_cached(dir)?),
-        None if rate_model != RateModelKind::Trace || has_models => Some(ProfileDb::builtin()),
+    let db: Option<Arc<ProfileDb>> = match &spec.profiles {
+        // Read once per directory for the artefact set, so a sweep's runs share it.
+        Some(dir) => Some(artefacts.profiles.dir(dir)?),
+        None if rate_model != RateModelKind::Trace || has_models => Some(artefacts.profiles.builtin()),
         None => None,
     };
     let mut records = records;
     spec.tie_order.order_records(&mut records);
     let max_gpu_mem_mib = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).max().unwrap_or(0);
-    if let Some(db) = db
+    if let Some(db) = db.as_deref()
         && rate_model != RateModelKind::Trace
         && !is_tasks
     {
@@ -625,7 +636,7 @@ fn run_inner(
     // estimate; placements then use only GPUs with that much memory.
     // (Not for moldable tasks: their memory per GPU depends on the GPU count
     // the policy picks; the generator only draws batches that fit one GPU.)
-    if let Some(db) = db.filter(|_| !is_tasks) {
+    if let Some(db) = db.as_deref().filter(|_| !is_tasks) {
         for r in &mut records {
             if let (Some(m), Some(b)) = (r.model.as_deref(), r.local_bsz) {
                 r.gpu_mem_mib = db.gpu_mem_mib(m, b).map(|mib| mib.ceil() as u64);
@@ -637,7 +648,10 @@ fn run_inner(
     let share_metrics_useful = rate_model != RateModelKind::Trace
         || spec.policy.placement.may_share()
         || records.iter().any(|r| r.model.is_some() || r.gpu_mem_mib.is_some() || r.gpu_milli.is_some());
-    let mut workload = build_workload(records, &cluster, spec.policy.placement.build());
+    // Admission places on the empty cluster by the run's rule; the
+    // memory-efficiency rule reads the builtin database there.
+    let admission_db = (spec.policy.placement == PlacementKind::MemoryEfficiency).then(|| artefacts.profiles.builtin());
+    let mut workload = build_workload(records, &cluster, spec.policy.placement.build_for(admission_db.as_ref()));
     workload.jobs.attach_tasks(&mut genie_tasks);
     if workload.jobs.is_empty() {
         let reasons: Vec<String> = workload.skipped_by_reason().iter().map(|(r, n)| format!("{n} {r}")).collect();
@@ -707,13 +721,13 @@ fn run_inner(
                 }
                 (None, None) => std::sync::Arc::new(std::sync::Mutex::new(Agent::new(r.params, actions, spec.seed))),
             };
-            Box::new(RiflingPolicy::new(r.mode, agent, db.unwrap_or_else(ProfileDb::builtin)))
+            Box::new(RiflingPolicy::new(r.mode, agent, db.clone().unwrap_or_else(|| artefacts.profiles.builtin())))
         }
         (Some(g), None) => {
-            let db = db.unwrap_or_else(ProfileDb::builtin);
+            let db = db.clone().unwrap_or_else(|| artefacts.profiles.builtin());
             let profiles = match run_profiles.take() {
                 Some(p) => p,
-                None => genie_profiles(spec, &cluster, db, artefacts)?,
+                None => genie_profiles(spec, &cluster, &db, artefacts)?,
             };
             let p = cluster.partition(crate::ids::VcId(0));
             let online = crate::policy::genie::OnlineProfiling {
@@ -725,13 +739,19 @@ fn run_inner(
             };
             Box::new(GeniePolicy::new(g.options, profiles, db).with_online_profiling(online))
         }
-        (None, None) => spec.policy.build_with_profiles(cluster.partitions().len(), db)?,
+        (None, None) => {
+            // The rules that read the database take the builtin one, from the
+            // artefact set, when the run reads none of its own.
+            let reads = matches!(spec.policy.placement, PlacementKind::MemoryEfficiency | PlacementKind::Iawp);
+            let db = db.clone().or_else(|| reads.then(|| artefacts.profiles.builtin()));
+            spec.policy.build_with_profiles(cluster.partitions().len(), db.as_ref())?
+        }
     };
     let mut sim = Simulation::new(
         cluster,
         workload.jobs,
         policy,
-        rate_model.build(db),
+        rate_model.build(db.as_ref()),
         EngineConfig {
             sample_interval_ms: spec.sample_interval_ms,
             time_decisions: spec.genie.is_some() || spec.rifling.is_some(),
@@ -742,6 +762,9 @@ fn run_inner(
     if let Some(db) = db {
         sim = sim.with_profiles(db);
     }
+    // Else the builtin one if the engine needs it (a shared launch), parsed
+    // once for the artefact set.
+    sim = sim.with_profile_set(artefacts.profiles.clone());
     // An invalid decision names the job's trace file and line.
     let output = sim.run_with(progress).map_err(|e| match &spec.workload {
         WorkloadSource::Trace { path, .. } => e.in_file(path),

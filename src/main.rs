@@ -132,10 +132,11 @@ fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
     if a.iterations == 0 || a.iterations > 1_000_000 {
         bail!("--iterations must be between 1 and 1,000,000, got {}", a.iterations);
     }
-    let db: &'static dlsched::profile::db::ProfileDb = match &a.profiles {
-        Some(d) => dlsched::profile::db::ProfileDb::load_dir_cached(d)?,
+    let db = match &a.profiles {
+        Some(d) => dlsched::profile::db::ProfileDb::load_dir(d)?,
         None => dlsched::profile::db::ProfileDb::builtin(),
     };
+    let db = &db;
     let choice = a.machines.choice()?;
     let cluster = dlsched::cluster::Cluster::new(choice.spec()?)?;
     let spec = cluster.spec();
@@ -528,6 +529,8 @@ fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
         String::from("episode,seed,decisions,epsilon,reward_mean,normalized_throughput_mean,makespan_s,jct_mean_s\n");
     // Episode lines as training goes; a full stdout must not cost the table.
     let mut progress = DeferredOut::default();
+    // One artefact set for every episode: the profile database is parsed once.
+    let artefacts = dlsched::experiment::Artefacts::default();
     for e in 0..a.episodes {
         let seed = a.seed + e;
         agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?.reseed(seed);
@@ -552,7 +555,7 @@ fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
             sample_interval_ms: 0,
             tie_order: Default::default(),
         };
-        let r = dlsched::experiment::run_one_with_agent(&spec, Some(agent.clone()), |_| {})
+        let r = dlsched::experiment::run_one_with_agent(&spec, Some(agent.clone()), &artefacts, |_| {})
             .with_context(|| format!("episode {e}"))?;
         let s = &r.summary;
         let g = agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?;

@@ -23,6 +23,8 @@ mod queue;
 
 pub use queue::EventQueue;
 
+use std::sync::Arc;
+
 use crate::cluster::Cluster;
 use crate::error::SimError;
 use crate::ids::{GpuId, JobId, NodeId};
@@ -30,7 +32,8 @@ use crate::job::{DoneState, JobSpec, JobState, JobTable, RunState};
 use crate::policy::{Decision, Policy, View};
 use crate::profile::RateModel;
 use crate::profile::coloc::{Interference, ProfileInterference};
-use crate::profile::db::ProfileDb;
+use crate::profile::db::{ProfileDb, ProfileSet};
+use crate::profile::resources::SmUtil;
 use crate::time::SimTime;
 
 /// What the event queue holds. Arrivals are events too, but they come already
@@ -175,7 +178,7 @@ pub struct ShareIntegrals {
     /// SM-busy estimate from the work actually done: per GPU, the sum over
     /// its holders of (achieved rate / isolated rate, the job's co-location
     /// speed) × (its SM-utilisation estimate alone,
-    /// [`crate::profile::resources::job_sm_util`]), capped at 1. A job that
+    /// [`crate::profile::resources::SmUtil::job`]), capped at 1. A job that
     /// runs at 0.6 of its isolated speed keeps its GPU's SMs busy 0.6 as
     /// long per unit of time as it would alone.
     pub util_gpu_ms: f64,
@@ -199,8 +202,13 @@ pub struct Simulation {
     interference: Option<Box<dyn Interference>>,
     /// The run's profile database ([`Simulation::with_profiles`]), for the
     /// co-location model and the SM-utilisation estimates; the builtin one,
-    /// loaded when first needed, when unset.
-    profiles: Option<&'static ProfileDb>,
+    /// taken from `fallback_profiles` when first needed, when unset.
+    profiles: Option<Arc<ProfileDb>>,
+    /// Where the builtin database comes from when the run gave none
+    /// ([`Simulation::with_profile_set`]; by default a set of this run's own).
+    fallback_profiles: ProfileSet,
+    /// The SM-utilisation proxy over `profiles`, built when first needed.
+    sm_util: Option<SmUtil>,
     cfg: EngineConfig,
     timeline: Vec<Sample>,
     pending: u32,
@@ -277,6 +285,8 @@ impl Simulation {
             model,
             interference: None,
             profiles: None,
+            fallback_profiles: ProfileSet::default(),
+            sm_util: None,
             cfg,
             timeline: Vec::new(),
             pending: 0,
@@ -313,14 +323,24 @@ impl Simulation {
     /// names, else the builtin one) for the default co-location model and
     /// the SM-utilisation estimates of the sharing figures. Without it the
     /// engine reads the builtin database.
-    pub fn with_profiles(mut self, db: &'static ProfileDb) -> Self {
+    pub fn with_profiles(mut self, db: Arc<ProfileDb>) -> Self {
         self.profiles = Some(db);
+        self.sm_util = None;
+        self
+    }
+
+    /// Takes the builtin database, when the run gave none and the engine
+    /// needs one, from `set` (a sweep's runs share it, parsed once) instead
+    /// of parsing it for this run.
+    pub fn with_profile_set(mut self, set: ProfileSet) -> Self {
+        self.fallback_profiles = set;
         self
     }
 
     /// The run's profile database; the builtin one when none was given.
-    fn profiles(&mut self) -> &'static ProfileDb {
-        self.profiles.get_or_insert_with(ProfileDb::builtin)
+    fn profiles(&mut self) -> Arc<ProfileDb> {
+        let fallback = &self.fallback_profiles;
+        self.profiles.get_or_insert_with(|| fallback.builtin()).clone()
     }
 
     /// The time of the next event: the earlier of the heap's top and the next arrival.
@@ -672,9 +692,10 @@ impl Simulation {
             let spec = self.jobs.spec(job);
             let u = if spec.model.is_some() && spec.local_bsz.is_some() {
                 let db = self.profiles();
+                let sm = self.sm_util.get_or_insert_with(|| SmUtil::new(db));
                 let spec = self.jobs.spec(job);
                 let gpu_type = &self.cluster.node(self.cluster.node_of(gpus[0])).gpu_type;
-                crate::profile::resources::job_sm_util(db, spec, gpu_type)
+                sm.job(spec, gpu_type)
             } else {
                 crate::profile::resources::held_share(spec)
             };

@@ -3,6 +3,8 @@
 //! data that builds the policy. Above the policies it names, so `mod.rs`
 //! imports none of its children.
 
+use std::sync::Arc;
+
 use super::Policy;
 use super::genie::GenieVariant;
 use super::iawp;
@@ -10,6 +12,7 @@ use super::placement::PlacementKind;
 use super::queue::{QueueOrder, QueuePolicy};
 use super::rifling;
 use crate::error::ConfigError;
+use crate::profile::db::ProfileDb;
 
 /// Every policy by its command-line name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -105,7 +108,7 @@ impl PolicyConfig {
     pub fn build_with_profiles(
         &self,
         partitions: usize,
-        db: Option<&'static crate::profile::db::ProfileDb>,
+        db: Option<&Arc<ProfileDb>>,
     ) -> Result<Box<dyn Policy>, ConfigError> {
         if self.placement == PlacementKind::Iawp {
             if self.order != QueueOrder::Fifo {
@@ -116,7 +119,7 @@ impl PolicyConfig {
             }
             let p = iawp::Iawp::new(self.backfill);
             return Ok(Box::new(match db {
-                Some(db) => p.with_profiles(db),
+                Some(db) => p.with_profiles(db.clone()),
                 None => p,
             }));
         }
