@@ -8,10 +8,10 @@ use serde::Serialize;
 
 use crate::cluster::{Cluster, ClusterPreset, ClusterSpec, ShareLimits, load_vc_file};
 use crate::engine::{EngineConfig, Progress, RunOutput, Simulation};
-use crate::metrics::{Recorder, Recording};
 use crate::error::{ConfigError, RunError};
 use crate::job::Skipped;
 use crate::metrics::{self, Summary, VcSummary, export};
+use crate::metrics::{Recorder, Recording};
 use crate::policy::config::PolicyConfig;
 use crate::policy::genie::{GenieOptions, GeniePolicy, GenieProfiles};
 use crate::profile::db::ProfileDb;

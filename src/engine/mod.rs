@@ -418,7 +418,9 @@ impl Simulation {
 
     /// A job's rate on `gpus` now: its placement rate from the rate model,
     /// times the smallest co-location speed over its shared GPUs. Returns
-    /// (rate, isolated rate, co-located now, co-location speed).
+    /// (rate, isolated rate, co-located now, co-location speed); a speed
+    /// from the co-location model that is not finite and positive is
+    /// returned as the speed, for [`Simulation::check_rate`] to report.
     fn rate_of(&self, job: JobId, gpus: &[GpuId]) -> (f64, f64, bool, f64) {
         let spec = self.jobs.spec(job);
         let base = self.model.rate(spec, gpus, &self.cluster);
@@ -445,7 +447,12 @@ impl Simulation {
             others.clear();
             others.extend(tenants.iter().filter(|&&t| t != job).map(|&t| self.jobs.spec(t)));
             let gpu_type = &self.cluster.node(self.cluster.node_of(g)).gpu_type;
-            speed = speed.min(interference.speed(gpu_type, spec, &others));
+            let s = interference.speed(gpu_type, spec, &others);
+            if !(s.is_finite() && s > 0.0) {
+                // Not hidden by `min` (which drops a NaN): the caller reports it.
+                return (base * s, base, true, s);
+            }
+            speed = speed.min(s);
         }
         (base * speed, base, colocated, speed)
     }
@@ -740,7 +747,38 @@ fn ms_to_finish(remaining: f64, rate: f64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::ms_to_finish;
+    use super::*;
+
+    #[test]
+    fn a_ledger_failure_is_an_internal_error_not_the_policys() {
+        // One job on one GPU; its GPU is released behind the engine's back,
+        // so the ledger refuses the release at its completion (10 s).
+        let cluster = Cluster::new(crate::cluster::ClusterSpec::uniform("t", 1, 1, "V100", 16_000)).unwrap();
+        let p = crate::policy::config::PolicyConfig {
+            order: crate::policy::queue::QueueOrder::Fifo,
+            backfill: false,
+            placement: crate::policy::placement::PlacementKind::Consolidate,
+        };
+        let mut r = crate::trace::TraceRecord::new("j", 0, 10_000, 1);
+        r.line = 2;
+        let w = crate::workload::build_workload(vec![r], &cluster, p.placement.build());
+        let mut sim = Simulation::new(
+            cluster,
+            w.jobs,
+            p.build(1).unwrap(),
+            Box::new(crate::profile::TraceSpeed),
+            EngineConfig { sample_interval_ms: 0 },
+        );
+        assert_eq!(sim.step().unwrap(), Some(SimTime::ZERO));
+        sim.cluster.release(JobId(0), &[GpuId(0)]).unwrap();
+        let err = sim.step().err().expect("the engine's release fails");
+        assert!(
+            matches!(&err, SimError::Internal { job_name, line: 2, gpu: Some(GpuId(0)), .. } if job_name == "j"),
+            "{err:?}"
+        );
+        let text = err.in_file(std::path::Path::new("x.csv")).to_string();
+        assert!(text.starts_with("internal engine error for job `j` (x.csv, line 2) on gpu0: "), "{text}");
+    }
 
     #[test]
     fn exact_quotients_do_not_round_up() {

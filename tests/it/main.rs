@@ -4,6 +4,7 @@
 
 mod cli;
 mod common;
+mod engine_hooks;
 mod fidelity;
 mod figures;
 mod formats;

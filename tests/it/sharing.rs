@@ -3,8 +3,8 @@
 
 use dlsched::cluster::{Cluster, ClusterSpec, ShareLimits};
 use dlsched::engine::{EngineConfig, RunOutput, Simulation};
-use dlsched::metrics::{Recorder, Recording};
 use dlsched::job::JobState;
+use dlsched::metrics::{Recorder, Recording};
 use dlsched::policy::{config::PolicyConfig, placement::PlacementKind, queue::QueueOrder};
 use dlsched::profile::TraceSpeed;
 use dlsched::profile::coloc::ProfileInterference;
