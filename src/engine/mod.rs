@@ -771,7 +771,7 @@ mod tests {
         );
         assert_eq!(sim.step().unwrap(), Some(SimTime::ZERO));
         sim.cluster.release(JobId(0), &[GpuId(0)]).unwrap();
-        let err = sim.step().err().expect("the engine's release fails");
+        let err = sim.step().expect_err("the engine's release fails");
         assert!(
             matches!(&err, SimError::Internal { job_name, line: 2, gpu: Some(GpuId(0)), .. } if job_name == "j"),
             "{err:?}"

@@ -72,7 +72,13 @@ fn sim(
     let cluster = Cluster::new(ClusterSpec::uniform("t", 1, gpus, "V100", 16_000)).unwrap();
     let p = policy(QueueOrder::Fifo, false, placement);
     let w = build_workload(recs, &cluster, p.placement.build());
-    Simulation::new(cluster, w.jobs, p.build(1).unwrap(), model, EngineConfig { sample_interval_ms: 0 })
+    Simulation::new(
+        cluster,
+        w.jobs,
+        p.build(1).unwrap(),
+        model,
+        EngineConfig { sample_interval_ms: 0, ..Default::default() },
+    )
 }
 
 #[test]
@@ -203,7 +209,7 @@ fn the_engine_calls_every_hook_once_per_change() {
         w.jobs,
         p.build(1).unwrap(),
         Box::new(TraceSpeed),
-        EngineConfig { sample_interval_ms: 4_000 },
+        EngineConfig { sample_interval_ms: 4_000, ..Default::default() },
     );
     let mut log = Log::default();
     let out = sim.run_observed(&mut log, |_| {}).unwrap();
@@ -221,7 +227,7 @@ fn the_engine_calls_every_hook_once_per_change() {
             w.jobs,
             p.build(1).unwrap(),
             Box::new(TraceSpeed),
-            EngineConfig { sample_interval_ms: 4_000 },
+            EngineConfig { sample_interval_ms: 4_000, ..Default::default() },
         )
         .run()
         .unwrap()
@@ -240,8 +246,13 @@ fn the_recorder_integrates_busy_gpus_and_samples_the_timeline() {
     let w = build_workload(recs, &cluster, p.placement.build());
     let mut rec_ = Recorder::new(&cluster, &w.jobs, true, None);
     let policy = rec_.time_policy(p.build(1).unwrap());
-    let sim =
-        Simulation::new(cluster, w.jobs, policy, Box::new(TraceSpeed), EngineConfig { sample_interval_ms: 4_000 });
+    let sim = Simulation::new(
+        cluster,
+        w.jobs,
+        policy,
+        Box::new(TraceSpeed),
+        EngineConfig { sample_interval_ms: 4_000, ..Default::default() },
+    );
     let out = sim.run_observed(&mut rec_, |_| {}).unwrap();
     let r = rec_.into_recording();
     assert_eq!(r.busy_gpu_ms, vec![25_000]);
