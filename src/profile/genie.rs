@@ -26,6 +26,11 @@
 //! the relative error the paper reports. A (model, GPU type) with fewer than three
 //! single-GPU batches is not fitted and falls back to table interpolation,
 //! counted like any other fallback.
+//!
+//! Here too, below both the GENIE workload (`workload::genie`) and the GENIE
+//! policy's profiler (`policy::genie`), which share them: GENIE's six task
+//! types ([`TASK_MODELS`]) and the simulator's ground truth for them
+//! ([`GroundTruth`]).
 
 use std::collections::BTreeMap;
 use std::ops::Deref;
