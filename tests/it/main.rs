@@ -11,6 +11,7 @@ mod common;
 mod engine_hooks;
 mod fidelity;
 mod figures;
+mod floors;
 mod formats;
 mod genie;
 mod golden;
