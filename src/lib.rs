@@ -10,10 +10,10 @@ pub mod ids;
 pub mod io;
 pub mod job;
 pub mod metrics;
-pub mod plot;
 pub mod policy;
 pub mod profile;
 pub mod rng;
-pub mod sweep;
 pub mod time;
 pub mod trace;
+
+pub use experiment::{plot, sweep};

@@ -7,14 +7,15 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
 use clap::ValueEnum;
-use dlsched::bounds;
 use dlsched::cluster::ClusterPreset;
-use dlsched::experiment::{ClusterChoice, GenieRun, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir};
-use dlsched::policy::genie::GenieOptions;
-use dlsched::policy::{PlacementKind, PolicyConfig, PolicyName};
+use dlsched::experiment::raw::{self, Origin, RawSpec, Value};
+use dlsched::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir};
+use dlsched::policy::registry::{GenieFamilyOptions, RiflingOptions};
+use dlsched::policy::rifling::RiflingParams;
+use dlsched::policy::{PlacementKind, PolicyName, PolicySpec};
+use dlsched::trace::TraceFormat;
 use dlsched::trace::genie::GenieWorkloadSpec;
 use dlsched::trace::synthetic::SyntheticSpec;
-use dlsched::trace::{ColumnMap, TraceFormat};
 
 /// Writes a line to standard output, like `println!`, but a failed write (a
 /// full disk, `> /dev/full`) is an `anyhow` error ([`StdioError`]) instead of
@@ -240,20 +241,67 @@ struct ClusterArgs {
 }
 
 impl ClusterArgs {
-    /// The cluster these options name.
+    /// These options as raw-spec keys ([`raw::KEYS`]).
+    fn fill(&self, r: &mut RawSpec) {
+        put_path(r, "vcs", self.vcs.as_deref());
+        put_path(r, "nodes_file", self.nodes_file.as_deref());
+        if let Some(n) = self.nodes {
+            r.insert("nodes".into(), Value::UInt(n.into()));
+        }
+        if let Some(g) = self.gpus_per_node {
+            r.insert("gpus_per_node".into(), Value::UInt(g.into()));
+        }
+        if let Some(t) = &self.gpu_type {
+            r.insert("gpu_type".into(), Value::Str(t.clone()));
+        }
+        if let Some(c) = self.cluster {
+            r.insert("cluster".into(), Value::Str(value_name(&c)));
+        }
+    }
+
+    /// The cluster these options name (the one translation,
+    /// [`raw::cluster_choice`]); a node list's CPU-only nodes are noted.
     fn choice(&self) -> Result<ClusterChoice> {
-        cluster_choice(
-            self.vcs.as_ref(),
-            self.nodes_file.as_ref(),
-            (self.nodes, self.gpus_per_node, self.gpu_type.as_ref()),
-            self.cluster,
-        )
+        let mut r = RawSpec::new();
+        self.fill(&mut r);
+        let choice = raw::cluster_choice(&r, Origin::CommandLine).map_err(anyhow::Error::msg)?;
+        nodes_file_note(&choice)?;
+        Ok(choice)
+    }
+}
+
+/// Says on stderr how many nodes of a node list have no GPU.
+fn nodes_file_note(choice: &ClusterChoice) -> Result<()> {
+    if let ClusterChoice::NodesFile { path } = choice {
+        let list = dlsched::cluster::load_nodes_file(path)?;
+        if list.cpu_only_nodes > 0 {
+            errln!("{}: {} of {} nodes have no GPU and are left out", path.display(), list.cpu_only_nodes, list.rows)?;
+        }
+    }
+    Ok(())
+}
+
+/// The command-line name of a value-enum value.
+fn value_name(v: &impl ValueEnum) -> String {
+    v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default()
+}
+
+/// Sets a path key of a raw spec, when given.
+fn put_path(r: &mut RawSpec, key: &str, p: Option<&Path>) {
+    if let Some(p) = p {
+        r.insert(key.into(), Value::Str(p.to_string_lossy().into_owned()));
     }
 }
 
 #[derive(Args)]
 #[command(allow_negative_numbers = true)]
 struct SimulateArgs {
+    /// Rerun the run a manifest.json records (its `spec`: every option, the
+    /// seed and the input paths), byte for byte; other run options are
+    /// refused. With --out, writes that run directory.
+    #[arg(long, value_name = "MANIFEST", conflicts_with_all = SPEC_ARGS)]
+    from_manifest: Option<PathBuf>,
+
     /// Trace file to replay (CSV). Omit to run the synthetic workload.
     #[arg(long, value_name = "PATH")]
     trace: Option<PathBuf>,
@@ -303,12 +351,12 @@ struct SimulateArgs {
     ect: dlsched::trace::genie::EctBasis,
 
     /// GENIE workload: arrival window, hours.
-    #[arg(long, default_value_t = 24.0, value_name = "H")]
+    #[arg(long, default_value_t = raw::DEFAULT_GENIE_HOURS, value_name = "H")]
     hours: f64,
 
     /// GENIE family: concentration weight theta of the placement cost
     /// n/(N G) + theta d_node/N (the paper's example: 0.4).
-    #[arg(long, default_value_t = 0.4, value_name = "THETA")]
+    #[arg(long, default_value_t = GenieFamilyOptions::default().theta, value_name = "THETA")]
     theta: f64,
 
     /// GENIE family: fitted models saved by `dlsched genie-profile` (default:
@@ -380,11 +428,11 @@ struct SimulateArgs {
     mem_headroom: f64,
 
     /// Master seed for every random stream (synthetic workload, policies).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = dlsched::experiment::DEFAULT_SEED)]
     seed: u64,
 
     /// Synthetic workload: number of jobs, 1 to 2,000,000.
-    #[arg(long, default_value_t = 500, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = SyntheticSpec::default().jobs, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     jobs: u32,
 
     /// Synthetic workload: arrival rate, jobs per hour (default: from --load).
@@ -393,12 +441,12 @@ struct SimulateArgs {
 
     /// Synthetic workload: offered load (GPU demand / GPUs) that sets the
     /// arrival rate when --jobs-per-hour is not given.
-    #[arg(long, default_value_t = 0.8, value_name = "FRACTION")]
+    #[arg(long, default_value_t = SyntheticSpec::default().load, value_name = "FRACTION")]
     load: f64,
 
     /// Timeline sampling interval, whole seconds (0: no timeline samples).
     /// While nothing happens, samples are skipped up to the next event.
-    #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+    #[arg(long, default_value_t = dlsched::experiment::DEFAULT_SAMPLE_INTERVAL_S, value_name = "SECONDS")]
     sample_interval: u64,
 
     /// Write manifest.json, jobs.csv, summary.json, vc_summary.csv,
@@ -417,28 +465,28 @@ struct RiflingArgs {
     #[arg(long, value_name = "FILE")]
     rifling_table: Option<PathBuf>,
     /// RIFLING: K-means groups of training tasks (inference is one more).
-    #[arg(long, default_value_t = 4, value_name = "K")]
+    #[arg(long, default_value_t = RiflingParams::default().k, value_name = "K")]
     rifling_k: usize,
     /// RIFLING: learning rate alpha.
-    #[arg(long, default_value_t = 0.1, value_name = "ALPHA")]
+    #[arg(long, default_value_t = RiflingParams::default().alpha, value_name = "ALPHA")]
     rifling_alpha: f64,
     /// RIFLING: discount gamma.
-    #[arg(long, default_value_t = 0.9, value_name = "GAMMA")]
+    #[arg(long, default_value_t = RiflingParams::default().gamma, value_name = "GAMMA")]
     rifling_gamma: f64,
     /// RIFLING: exploration rate at the first decision.
-    #[arg(long, default_value_t = 0.3, value_name = "EPS")]
+    #[arg(long, default_value_t = RiflingParams::default().epsilon_start, value_name = "EPS")]
     rifling_epsilon: f64,
     /// RIFLING: exploration rate after the decay.
-    #[arg(long, default_value_t = 0.05, value_name = "EPS")]
+    #[arg(long, default_value_t = RiflingParams::default().epsilon_end, value_name = "EPS")]
     rifling_epsilon_end: f64,
     /// RIFLING: decisions over which epsilon decays linearly.
-    #[arg(long, default_value_t = 500, value_name = "N")]
+    #[arg(long, default_value_t = RiflingParams::default().epsilon_decay, value_name = "N")]
     rifling_epsilon_decay: u64,
     /// RIFLING: re-run the K-means every N arrivals.
-    #[arg(long, default_value_t = 50, value_name = "N")]
+    #[arg(long, default_value_t = RiflingParams::default().regroup_every, value_name = "N")]
     rifling_regroup: u64,
     /// RIFLING: K-means over the last N training tasks.
-    #[arg(long, default_value_t = 200, value_name = "N")]
+    #[arg(long, default_value_t = RiflingParams::default().window, value_name = "N")]
     rifling_window: usize,
     /// RIFLING: reward: throughput (time-average cluster-normalised
     /// throughput between decisions) or scaling-efficiency (placed task's
@@ -448,8 +496,8 @@ struct RiflingArgs {
 }
 
 impl RiflingArgs {
-    fn params(&self, best_fit_nodes: bool) -> Result<dlsched::policy::rifling::RiflingParams> {
-        let p = dlsched::policy::rifling::RiflingParams {
+    fn params(&self, best_fit_nodes: bool) -> Result<RiflingParams> {
+        let p = RiflingParams {
             k: self.rifling_k,
             alpha: self.rifling_alpha,
             gamma: self.rifling_gamma,
@@ -463,6 +511,21 @@ impl RiflingArgs {
         };
         p.validate().map_err(anyhow::Error::msg)?;
         Ok(p)
+    }
+
+    /// These options as raw-spec keys ([`raw::KEYS`]).
+    fn fill(&self, r: &mut RawSpec) {
+        put_path(r, "rifling_table", self.rifling_table.as_deref());
+        let mut put = |k: &str, v: Value| r.insert(k.into(), v);
+        put("rifling_k", Value::UInt(self.rifling_k as u64));
+        put("rifling_alpha", Value::Float(self.rifling_alpha));
+        put("rifling_gamma", Value::Float(self.rifling_gamma));
+        put("rifling_epsilon", Value::Float(self.rifling_epsilon));
+        put("rifling_epsilon_end", Value::Float(self.rifling_epsilon_end));
+        put("rifling_epsilon_decay", Value::UInt(self.rifling_epsilon_decay));
+        put("rifling_regroup", Value::UInt(self.rifling_regroup));
+        put("rifling_window", Value::UInt(self.rifling_window as u64));
+        put("rifling_reward", Value::Str(value_name(&self.rifling_reward)));
     }
 }
 
@@ -495,7 +558,7 @@ struct RiflingTrainArgs {
 }
 
 fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
-    use dlsched::policy::rifling::{Agent, RiflingMode};
+    use dlsched::policy::rifling::Agent;
     use std::sync::{Arc, Mutex};
     if a.episodes == 0 {
         bail!("--episodes must be at least 1");
@@ -532,25 +595,16 @@ fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
         let seed = a.seed + e;
         agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?.reseed(seed);
         let spec = RunSpec {
-            rifling: Some(dlsched::experiment::RiflingRun { mode: RiflingMode::Online, params, table: None }),
-            genie: None,
+            policy: PolicySpec::Rifling(RiflingOptions { params, table: None }),
             workload: WorkloadSource::Genie(GenieWorkloadSpec {
                 ect: dlsched::trace::genie::EctBasis::True,
                 jobs_per_hour: a.jobs_per_hour,
                 hours: a.hours,
             }),
-            cluster: ClusterChoice::Preset { preset: a.cluster },
-            policy: PolicyConfig {
-                order: PolicyName::Fifo.queue_order(),
-                backfill: false,
-                placement: PlacementKind::Consolidate,
-            },
             seed,
             rate_model: dlsched::experiment::RateModelKind::Table,
-            profiles: None,
-            share: Default::default(),
             sample_interval_ms: 0,
-            tie_order: Default::default(),
+            ..RunSpec::new(WorkloadSource::Synthetic(SyntheticSpec::default()), ClusterChoice::Preset { preset: a.cluster })
         };
         let r = dlsched::experiment::run_one_with_agent(&spec, Some(agent.clone()), |_| {})
             .with_context(|| format!("episode {e}"))?;
@@ -729,141 +783,97 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
-    let workload = match &a.trace {
-        Some(path) => {
-            let mut columns = ColumnMap::default();
-            if let Some(f) = &a.columns_file {
-                columns.load_toml(f).map_err(anyhow::Error::msg)?;
-            }
-            if let Some(c) = &a.columns {
-                columns.parse_pairs(c).map_err(|e| anyhow::anyhow!("--columns: {e}"))?;
-            }
-            if a.workload == WorkloadKind::Genie {
-                WorkloadSource::TraceTasks {
-                    path: path.clone(),
-                    format: a.format,
-                    spec: GenieWorkloadSpec {
-                        ect: a.ect,
-                        jobs_per_hour: a.jobs_per_hour.unwrap_or(10.0),
-                        hours: a.hours,
-                    },
-                }
-            } else {
-                WorkloadSource::Trace { path: path.clone(), format: a.format, columns }
-            }
-        }
-        None => {
-            if a.columns.is_some() || a.columns_file.is_some() {
-                bail!("--columns and --columns-file apply to a --trace in jobs-csv format");
-            }
-            if a.machines.vcs.is_some() {
-                bail!("the synthetic workload has no VCs; --vcs needs a --trace whose jobs name their VC");
-            }
-            if let Some(r) = a.jobs_per_hour {
-                bounds::positive(r).map_err(|e| anyhow::anyhow!("--jobs-per-hour {e}"))?;
-            }
-            bounds::jobs(a.jobs.into()).map_err(|e| anyhow::anyhow!("--jobs {e}"))?;
-            bounds::positive(a.load).map_err(|e| anyhow::anyhow!("--load {e}"))?;
-            match a.workload {
-                WorkloadKind::Synthetic => WorkloadSource::Synthetic(SyntheticSpec {
-                    jobs: a.jobs,
-                    jobs_per_hour: a
-                        .jobs_per_hour
-                        .map(|r| bounds::synthetic_jobs_per_hour(r, a.jobs))
-                        .transpose()
-                        .map_err(|e| anyhow::anyhow!("--jobs-per-hour {e}"))?,
-                    load: a.load,
-                }),
-                WorkloadKind::Genie => {
-                    bounds::hours(a.hours).map_err(|e| anyhow::anyhow!("--hours {e}"))?;
-                    WorkloadSource::Genie(GenieWorkloadSpec {
-                        ect: a.ect,
-                        jobs_per_hour: bounds::genie_jobs_per_hour(a.jobs_per_hour.unwrap_or(10.0), a.hours)
-                            .map_err(|e| anyhow::anyhow!("--jobs-per-hour {e}"))?,
-                        hours: a.hours,
-                    })
-                }
-            }
-        }
-    };
-    let cluster = a.machines.choice()?;
-    bounds::theta(a.theta).map_err(|e| anyhow::anyhow!("--theta {e}"))?;
-    if a.workload == WorkloadKind::Genie {
-        bounds::hours(a.hours).map_err(|e| anyhow::anyhow!("--hours {e}"))?;
+/// The options of `simulate` that make the run spec (all but --out and
+/// --from-manifest).
+const SPEC_ARGS: [&str; 39] = [
+    "trace",
+    "format",
+    "columns",
+    "columns_file",
+    "cluster",
+    "nodes_file",
+    "nodes",
+    "gpus_per_node",
+    "gpu_type",
+    "vcs",
+    "policy",
+    "workload",
+    "ect",
+    "hours",
+    "theta",
+    "genie_models",
+    "genie_best_fit",
+    "rifling_table",
+    "rifling_k",
+    "rifling_alpha",
+    "rifling_gamma",
+    "rifling_epsilon",
+    "rifling_epsilon_end",
+    "rifling_epsilon_decay",
+    "rifling_regroup",
+    "rifling_window",
+    "rifling_reward",
+    "backfill",
+    "tie_order",
+    "placement",
+    "rate_model",
+    "profiles",
+    "max_tenants",
+    "mem_headroom",
+    "seed",
+    "jobs",
+    "jobs_per_hour",
+    "load",
+    "sample_interval",
+];
+
+/// The command line as a raw spec ([`raw::KEYS`], one key per flag of the
+/// same name), for the one translation into a [`RunSpec`].
+fn raw_spec(a: &SimulateArgs) -> RawSpec {
+    let mut r = RawSpec::new();
+    put_path(&mut r, "trace", a.trace.as_deref());
+    put_path(&mut r, "columns_file", a.columns_file.as_deref());
+    put_path(&mut r, "genie_models", a.genie_models.as_deref());
+    put_path(&mut r, "profiles", a.profiles.as_deref());
+    a.machines.fill(&mut r);
+    a.rifling.fill(&mut r);
+    let mut put = |k: &str, v: Value| r.insert(k.into(), v);
+    if let Some(c) = &a.columns {
+        put("columns", Value::Str(c.clone()));
     }
-    let genie = a.policy.genie().map(|variant| GenieRun {
-        options: GenieOptions { variant, theta: a.theta, backfill: a.backfill, best_fit_nodes: a.genie_best_fit },
-        models: a.genie_models.clone(),
-    });
-    let tasks = matches!(workload, WorkloadSource::Genie(_) | WorkloadSource::TraceTasks { .. });
-    if genie.is_some() && !tasks {
-        bail!(
-            "--policy {} schedules moldable tasks: use it with --workload genie (trace jobs have a fixed GPU count; use fifo or sjf)",
-            a.policy.to_possible_value().map_or_else(String::new, |v| v.get_name().to_string())
-        );
+    put("format", Value::Str(value_name(&a.format)));
+    put("policy", Value::Str(value_name(&a.policy)));
+    put("workload", Value::Str(value_name(&a.workload)));
+    put("ect", Value::Str(value_name(&a.ect)));
+    put("hours", Value::Float(a.hours));
+    put("theta", Value::Float(a.theta));
+    put("genie_best_fit", Value::Bool(a.genie_best_fit));
+    put("backfill", Value::Bool(a.backfill));
+    put("tie_order", Value::Str(value_name(&a.tie_order)));
+    put("placement", Value::Str(value_name(&a.placement)));
+    put("rate_model", Value::Str(value_name(&a.rate_model)));
+    put("max_tenants", Value::UInt(a.max_tenants.into()));
+    put("mem_headroom", Value::Float(a.mem_headroom));
+    put("seed", Value::UInt(a.seed));
+    put("jobs", Value::UInt(a.jobs.into()));
+    if let Some(x) = a.jobs_per_hour {
+        put("jobs_per_hour", Value::Float(x));
     }
-    let rifling = match a.policy.rifling() {
-        Some(mode) => Some(dlsched::experiment::RiflingRun {
-            mode,
-            params: a.rifling.params(a.genie_best_fit)?,
-            table: a.rifling.rifling_table.clone(),
-        }),
-        None => None,
-    };
-    if rifling.is_some() && !tasks {
-        bail!("the RIFLING policies schedule moldable tasks: use them with --workload genie");
-    }
-    Ok(RunSpec {
-        rifling,
-        genie,
-        workload,
-        cluster,
-        policy: PolicyConfig { order: a.policy.queue_order(), backfill: a.backfill, placement: a.placement },
-        tie_order: a.tie_order,
-        seed: a.seed,
-        rate_model: a.rate_model,
-        profiles: a.profiles.clone(),
-        share: {
-            let s = dlsched::cluster::ShareLimits { max_tenants: a.max_tenants, mem_headroom: a.mem_headroom };
-            s.validate()?;
-            s
-        },
-        sample_interval_ms: bounds::sample_interval_ms(a.sample_interval)
-            .map_err(|e| anyhow::anyhow!("--sample-interval {e}"))?,
-    })
+    put("load", Value::Float(a.load));
+    put("sample_interval", Value::UInt(a.sample_interval));
+    r
 }
 
-/// The cluster the options `--vcs`, `--nodes-file`, `--nodes --gpus-per-node
-/// [--gpu-type]` and `--cluster` name (in that order of precedence; default
-/// lab16), shared by `simulate` and `genie-profile`.
-fn cluster_choice(
-    vcs: Option<&PathBuf>,
-    nodes_file: Option<&PathBuf>,
-    uniform: (Option<u32>, Option<u32>, Option<&String>),
-    preset: Option<ClusterPreset>,
-) -> Result<ClusterChoice> {
-    Ok(match (vcs, nodes_file, uniform) {
-        (Some(path), ..) => ClusterChoice::VcFile { path: path.clone() },
-        (None, Some(path), _) => {
-            let list = dlsched::cluster::load_nodes_file(path)?;
-            if list.cpu_only_nodes > 0 {
-                errln!(
-                    "{}: {} of {} nodes have no GPU and are left out",
-                    path.display(),
-                    list.cpu_only_nodes,
-                    list.rows
-                )?;
-            }
-            ClusterChoice::NodesFile { path: path.clone() }
-        }
-        (None, None, (Some(nodes), Some(gpus_per_node), gpu_type)) => {
-            bounds::nodes(nodes.into()).map_err(|e| anyhow::anyhow!("--nodes {e}"))?;
-            bounds::gpus_per_node(gpus_per_node.into()).map_err(|e| anyhow::anyhow!("--gpus-per-node {e}"))?;
-            ClusterChoice::Uniform { nodes, gpus_per_node, gpu_type: gpu_type.cloned() }
-        }
-        (None, None, _) => ClusterChoice::Preset { preset: preset.unwrap_or(ClusterPreset::Lab16) },
-    })
+fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
+    if let Some(m) = &a.from_manifest {
+        return RunSpec::from_manifest(m).map_err(anyhow::Error::msg);
+    }
+    if a.trace.is_none() && a.machines.vcs.is_some() {
+        bail!("the synthetic workload has no VCs; --vcs needs a --trace whose jobs name their VC");
+    }
+    let spec = raw::to_run_spec(&raw_spec(a), Origin::CommandLine, None).map_err(anyhow::Error::msg)?;
+    nodes_file_note(&spec.cluster)?;
+    Ok(spec)
 }
 
 /// Refuses an output directory that is a file, that would overwrite or
@@ -919,16 +929,23 @@ fn simulate(a: SimulateArgs) -> Result<()> {
     let spec = run_spec(&a)?;
     let created = match &a.out {
         Some(out) => {
-            let inputs = [
-                ("--trace", &a.trace),
-                ("--vcs", &a.machines.vcs),
-                ("--nodes-file", &a.machines.nodes_file),
-                ("--columns-file", &a.columns_file),
-                ("--genie-models", &a.genie_models),
-                ("--rifling-table", &a.rifling.rifling_table),
-                ("--profiles", &a.profiles),
-            ];
-            let inputs: Vec<(&str, &Path)> = inputs.iter().filter_map(|(o, p)| p.as_deref().map(|p| (*o, p))).collect();
+            let mut inputs: Vec<(&str, &Path)> = Vec::new();
+            match &spec.workload {
+                WorkloadSource::Trace { path, .. } | WorkloadSource::TraceTasks { path, .. } => {
+                    inputs.push(("--trace", path))
+                }
+                _ => {}
+            }
+            match &spec.cluster {
+                ClusterChoice::VcFile { path } => inputs.push(("--vcs", path)),
+                ClusterChoice::NodesFile { path } => inputs.push(("--nodes-file", path)),
+                _ => {}
+            }
+            inputs.extend(a.columns_file.as_deref().map(|p| ("--columns-file", p)));
+            inputs.extend(spec.policy.genie_models().map(|p| ("--genie-models", p)));
+            inputs.extend(spec.policy.rifling_table().map(|p| ("--rifling-table", p)));
+            inputs.extend(spec.profiles.as_deref().map(|p| ("--profiles", p)));
+            inputs.extend(a.from_manifest.as_deref().map(|p| ("--from-manifest", p)));
             check_out_dir(out, &inputs)?
         }
         None => false,
@@ -961,8 +978,10 @@ fn simulate(a: SimulateArgs) -> Result<()> {
     if let Some(dir) = &a.out {
         write_run_dir(&report, dir).context("writing the run directory")?;
     }
-    notes(&a)?;
-    share_note(&a, &report)?;
+    if a.from_manifest.is_none() {
+        notes(&a)?;
+    }
+    share_note(&report)?;
     print_summary(&report)?;
     if let Some(dir) = &a.out {
         outln!("\nwrote {}", dir.display())?;
@@ -983,13 +1002,19 @@ fn notes(a: &SimulateArgs) -> Result<()> {
             "--max-tenants and --mem-headroom apply only to a sharing placement (share-first-fit, share-best-fit, fgd, memory-efficiency, iawp)",
         )?;
     }
-    if a.policy.genie().is_none() && (a.genie_models.is_some() || a.genie_best_fit || a.theta != 0.4) {
+    if a.policy.genie().is_none()
+        && (a.genie_models.is_some() || a.genie_best_fit || a.theta != GenieFamilyOptions::default().theta)
+    {
         note("--genie-models, --genie-best-fit and --theta apply only to the GENIE-family policies")?;
     }
-    if !genie_workload && (a.hours != 24.0 || a.ect != dlsched::trace::genie::EctBasis::Predicted) {
+    if !genie_workload && (a.hours != raw::DEFAULT_GENIE_HOURS || a.ect != dlsched::trace::genie::EctBasis::Predicted) {
         note("--hours and --ect apply only to --workload genie")?;
     }
-    if a.trace.is_some() && !genie_workload && (a.jobs != 500 || a.load != 0.8 || a.jobs_per_hour.is_some()) {
+    let synthetic = SyntheticSpec::default();
+    if a.trace.is_some()
+        && !genie_workload
+        && (a.jobs != synthetic.jobs || a.load != synthetic.load || a.jobs_per_hour.is_some())
+    {
         note(
             "--jobs, --load and --jobs-per-hour shape the synthetic workload; a --trace replay takes its jobs and arrivals from the file",
         )?;
@@ -1019,8 +1044,8 @@ fn notes(a: &SimulateArgs) -> Result<()> {
 /// share: a job with neither a memory figure nor a guaranteed share holds
 /// whole GPUs ([`dlsched::cluster::Cluster::tenant_mem_mib`]), synthetic or
 /// trace job alike.
-fn share_note(a: &SimulateArgs, report: &RunReport) -> Result<()> {
-    if !a.placement.may_share() {
+fn share_note(report: &RunReport) -> Result<()> {
+    if !report.spec.policy.placement().may_share() {
         return Ok(());
     }
     let specs = report.output.jobs.specs();
@@ -1028,7 +1053,7 @@ fn share_note(a: &SimulateArgs, report: &RunReport) -> Result<()> {
     if whole == 0 {
         return Ok(());
     }
-    let hint = if a.rate_model == dlsched::experiment::RateModelKind::Trace {
+    let hint = if report.spec.rate_model == dlsched::experiment::RateModelKind::Trace {
         "; --rate-model table gives jobs a model and a memory estimate"
     } else {
         ""
@@ -1099,7 +1124,7 @@ fn print_summary(r: &RunReport) -> Result<()> {
         "dlsched {} | policy {} | placement {} | cluster {} ({} GPUs)",
         env!("CARGO_PKG_VERSION"),
         s.policy,
-        r.spec.policy.placement.name(),
+        r.spec.policy.placement().name(),
         s.cluster,
         s.gpus_total
     )?;

@@ -12,6 +12,7 @@ pub mod iawp;
 pub mod memeff;
 pub mod placement;
 pub mod queue;
+pub mod registry;
 pub mod rifling;
 pub mod sharing;
 
@@ -23,6 +24,7 @@ use crate::time::SimTime;
 
 pub use placement::{Placement, PlacementKind};
 pub use queue::{QueueOrder, QueuePolicy};
+pub use registry::{BuildContext, BuildPolicy, PolicyName, PolicySpec};
 
 /// What a policy sees: the time, the cluster and every job, read-only.
 #[derive(Clone, Copy)]
@@ -87,34 +89,6 @@ pub trait Policy: Send {
     }
 }
 
-/// Every policy by its command-line name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PolicyName {
-    /// First in, first out (submit order).
-    Fifo,
-    /// Shortest job first by the trace duration.
-    Sjf,
-    /// GENIE (QoS-aware; moldable tasks, `--workload genie`).
-    Genie,
-    /// GENIE's FIFO baseline: arrival order, best-CER placement.
-    GenieFifo,
-    /// Min-Min: earliest ECT first, minimum-latency placement.
-    MinMin,
-    /// Weighted Fair: by the mean of arrival time and ECT.
-    WeightedFair,
-    /// Tetris+Perf: highest predicted rate, shortest predicted latency first.
-    TetrisPerf,
-    /// Tetris+CER: best CER, shortest predicted latency first, no QoS.
-    TetrisCer,
-    /// RIFLING: online tabular Q-learning over placements (moldable tasks).
-    Rifling,
-    /// RIFLING from a trained table (`--rifling-table`), greedy, not learning.
-    RiflingFrozen,
-    /// FCFS, a uniformly random feasible placement per task (moldable tasks).
-    RandomPlacement,
-}
-
 impl PolicyName {
     /// The queue order of the queue policies (FIFO for the GENIE family, unused there).
     pub fn queue_order(self) -> QueueOrder {
@@ -135,23 +109,19 @@ impl PolicyName {
     pub fn genie(self) -> Option<genie::GenieVariant> {
         use genie::GenieVariant as G;
         match self {
-            PolicyName::Fifo
-            | PolicyName::Sjf
-            | PolicyName::Rifling
-            | PolicyName::RiflingFrozen
-            | PolicyName::RandomPlacement => None,
             PolicyName::Genie => Some(G::Genie),
             PolicyName::GenieFifo => Some(G::GenieFifo),
             PolicyName::MinMin => Some(G::MinMin),
             PolicyName::WeightedFair => Some(G::WeightedFair),
             PolicyName::TetrisPerf => Some(G::TetrisPerf),
             PolicyName::TetrisCer => Some(G::TetrisCer),
+            _ => None,
         }
     }
 }
 
-/// Which policy to build, with its options: plain data, so a sweep can build one
-/// inside each worker.
+/// A queue policy (order × backfill × placement) to build: the lower-level
+/// builder behind the `fifo`, `sjf` and `iawp` kinds of [`PolicySpec`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct PolicyConfig {
     /// Queue order.

@@ -1,18 +1,27 @@
 //! One run from plain data: build the cluster, the workload and the policy,
 //! simulate, summarise, and write the run directory.
+//!
+//! A [`RunSpec`] is filled one way: the command line and a sweep file both
+//! fill a flat raw spec (one key table, [`raw::KEYS`]) and
+//! [`raw::to_run_spec`] turns it into a validated spec; `manifest.json`
+//! holds that spec in full (`spec`), and [`RunSpec::from_manifest`] reads it
+//! back to rerun the run byte for byte.
 
-use std::collections::BTreeMap;
+pub mod plot;
+pub mod raw;
+pub mod sweep;
+
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::cluster::{Cluster, ClusterPreset, ClusterSpec, ShareLimits, load_vc_file};
+use crate::cluster::{Cluster, ClusterPreset, ClusterSpec, load_vc_file};
 use crate::engine::{EngineConfig, Progress, RunOutput, Simulation};
 use crate::error::{ConfigError, RunError};
 use crate::job::Skipped;
 use crate::metrics::{self, Summary, VcSummary, export};
-use crate::policy::PolicyConfig;
-use crate::policy::genie::{GenieOptions, GeniePolicy, GenieProfiles};
+use crate::policy::PolicySpec;
+use crate::policy::genie::GenieProfiles;
 use crate::profile::db::ProfileDb;
 use crate::profile::genie::GenieModel;
 use crate::profile::model::TableModel;
@@ -25,8 +34,8 @@ use crate::trace::tie_order::TieOrder;
 use crate::trace::{ColumnMap, TraceFormat, build_workload, load_trace};
 
 /// Where the jobs come from.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", deny_unknown_fields)]
 pub enum WorkloadSource {
     /// A trace file.
     Trace {
@@ -53,78 +62,9 @@ pub enum WorkloadSource {
     },
 }
 
-/// A GENIE-family policy and where its fitted models come from.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct GenieRun {
-    /// Which policy, theta, backfill.
-    pub options: GenieOptions,
-    /// Fitted models saved by `dlsched genie-profile`; `None` profiles at the
-    /// start of the run (seeded by the run's seed).
-    pub models: Option<PathBuf>,
-}
-
-/// A RIFLING policy (or the random-placement baseline) and its agent.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RiflingRun {
-    /// Online, frozen or random.
-    pub mode: crate::policy::rifling::RiflingMode,
-    /// The agent's parameters (a loaded table keeps its own).
-    pub params: crate::policy::rifling::RiflingParams,
-    /// A Q-table saved by `dlsched rifling-train`: the frozen policy's table,
-    /// or an online agent's starting point.
-    pub table: Option<PathBuf>,
-}
-
-/// Reads an agent saved by `dlsched rifling-train`.
-///
-/// # Errors
-/// A [`TraceError`](crate::error::TraceError) naming the file when it cannot be read or parsed.
-pub fn load_rifling_agent(path: &Path) -> Result<crate::policy::rifling::Agent, crate::error::TraceError> {
-    load_rifling_table(path).map(|(a, _)| a)
-}
-
-/// [`load_rifling_agent`] with the cluster named in the file's manifest, after
-/// checking the table: parameters in range, centroids finite and ascending
-/// (at most `k` of them), every Q row `actions` long and finite.
-///
-/// # Errors
-/// A [`TraceError`](crate::error::TraceError) naming the file and what is wrong.
-pub fn load_rifling_table(
-    path: &Path,
-) -> Result<(crate::policy::rifling::Agent, Option<String>), crate::error::TraceError> {
-    let text = crate::io::read_text(path)?;
-    #[derive(serde::Deserialize)]
-    struct Manifest {
-        cluster: Option<String>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Saved {
-        agent: crate::policy::rifling::Agent,
-        manifest: Option<Manifest>,
-    }
-    let bad = |message: String| crate::error::TraceError::Format { file: path.to_path_buf(), message };
-    let s = serde_json::from_str::<Saved>(&text)
-        .map_err(|e| bad(format!("not a RIFLING table (line {}, column {}): {e}", e.line(), e.column())))?;
-    let a = s.agent;
-    a.params.validate().map_err(|e| bad(format!("parameters: {e}")))?;
-    if a.centroids.len() > a.params.k
-        || a.centroids.iter().any(|c| !c.is_finite())
-        || !a.centroids.is_sorted_by(|x, y| x <= y)
-    {
-        return Err(bad(format!(
-            "centroids must be at most k = {} finite values in ascending order, got {:?}",
-            a.params.k, a.centroids
-        )));
-    }
-    if let Some((state, row)) = a.q.iter().find(|(_, r)| r.len() != a.actions || r.iter().any(|v| !v.is_finite())) {
-        return Err(bad(format!(
-            "Q row `{state}` must hold {} finite values, one per action (it has {})",
-            a.actions,
-            row.len()
-        )));
-    }
-    Ok((a, s.manifest.and_then(|m| m.cluster)))
-}
+pub use crate::policy::registry::{
+    Artefacts, genie_profiles, load_genie_profiles, load_rifling_agent, load_rifling_table,
+};
 
 /// GPU types a uniform cluster may have, with the memory of one GPU, MiB (the
 /// vendors' data sheets: K80 24 GB per board = 12 GB per GK210 GPU; P100 16
@@ -150,13 +90,13 @@ pub fn gpu_type_mem_mib(gpu_type: &str) -> Option<u64> {
 }
 
 /// Which cluster to simulate.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", deny_unknown_fields)]
 pub enum ClusterChoice {
     /// A named preset.
     Preset {
         /// The preset.
-        #[serde(serialize_with = "ser_preset")]
+        #[serde(serialize_with = "ser_preset", deserialize_with = "de_preset")]
         preset: ClusterPreset,
     },
     /// `nodes` × `gpus_per_node` identical GPUs, one partition: type
@@ -186,6 +126,12 @@ pub enum ClusterChoice {
 fn ser_preset<S: serde::Serializer>(p: &ClusterPreset, s: S) -> Result<S::Ok, S::Error> {
     use clap::ValueEnum;
     s.serialize_str(p.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default().as_str())
+}
+
+fn de_preset<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ClusterPreset, D::Error> {
+    use clap::ValueEnum;
+    let name = String::deserialize(d)?;
+    ClusterPreset::from_str(&name, false).map_err(|_| serde::de::Error::custom(format!("unknown cluster preset `{name}`")))
 }
 
 impl ClusterChoice {
@@ -233,7 +179,7 @@ impl ClusterChoice {
 }
 
 /// How a running job's speed is decided.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RateModelKind {
     /// Every job runs exactly its trace duration, wherever it is placed.
@@ -324,15 +270,18 @@ pub fn assign_models(
     Ok(())
 }
 
-/// Everything that defines a run; plain data, so sweeps can build runs anywhere.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Everything that defines a run; plain data, so sweeps can build runs
+/// anywhere, and what `manifest.json` records (`spec`) to rerun it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunSpec {
     /// The jobs.
     pub workload: WorkloadSource,
     /// The cluster.
     pub cluster: ClusterChoice,
-    /// The policy.
-    pub policy: PolicyConfig,
+    /// The policy and its options (sharing limits included, where the
+    /// policy's placement shares GPUs).
+    pub policy: PolicySpec,
     /// Master seed of every random stream.
     pub seed: u64,
     /// Timeline sampling interval, ms (0: none).
@@ -343,43 +292,72 @@ pub struct RunSpec {
     /// `dlsched profile import`); its optional `memory.csv` turns on the GPU
     /// memory check.
     pub profiles: Option<PathBuf>,
-    /// GPU-sharing limits (tenant cap, memory headroom), used by the sharing placements.
-    pub share: ShareLimits,
-    /// A GENIE-family policy instead of `policy` (which then only gives the
-    /// placement for nothing: GENIE places tasks itself).
-    pub genie: Option<GenieRun>,
-    /// A RIFLING-family policy (moldable tasks) instead of `policy`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rifling: Option<RiflingRun>,
     /// The order of jobs submitted at the same instant (default: trace order;
-    /// left out of manifests and run ids when default).
-    #[serde(skip_serializing_if = "TieOrder::is_trace")]
+    /// left out of manifests when default).
+    #[serde(default, skip_serializing_if = "TieOrder::is_trace")]
     pub tie_order: TieOrder,
 }
 
+/// The command line's defaults of a run, in one place: seed 1, timeline
+/// samples every 600 s, trace speed, the builtin profile database, trace
+/// tie order (the policy's defaults are its options struct's `Default`).
+pub const DEFAULT_SEED: u64 = 1;
+/// Default timeline sampling interval, s.
+pub const DEFAULT_SAMPLE_INTERVAL_S: u64 = 600;
+
 impl RunSpec {
     /// A run of `workload` on `cluster` with every other setting at its
-    /// command-line default: strict FIFO with consolidated placement, seed 1,
-    /// 600 s timeline samples, trace speed, the builtin profile database,
-    /// default sharing limits, no GENIE or RIFLING policy.
+    /// command-line default: strict FIFO with consolidated placement
+    /// ([`PolicySpec::default`]), seed [`DEFAULT_SEED`], timeline samples
+    /// every [`DEFAULT_SAMPLE_INTERVAL_S`] s, trace speed, the builtin
+    /// profile database, trace tie order.
     pub fn new(workload: WorkloadSource, cluster: ClusterChoice) -> Self {
         RunSpec {
             workload,
             cluster,
-            policy: PolicyConfig {
-                order: crate::policy::QueueOrder::Fifo,
-                backfill: false,
-                placement: crate::policy::PlacementKind::Consolidate,
-            },
-            seed: 1,
-            sample_interval_ms: 600_000,
+            policy: PolicySpec::default(),
+            seed: DEFAULT_SEED,
+            sample_interval_ms: DEFAULT_SAMPLE_INTERVAL_S * 1000,
             rate_model: RateModelKind::Trace,
             profiles: None,
-            share: ShareLimits::default(),
-            genie: None,
-            rifling: None,
             tie_order: TieOrder::Trace,
         }
+    }
+
+    /// Checks what can be checked without reading a file: the policy's
+    /// options ([`PolicySpec::validate`]) and the sampling interval.
+    ///
+    /// # Errors
+    /// A message naming the option at fault.
+    pub fn validate(&self) -> Result<(), String> {
+        self.policy.validate()?;
+        crate::bounds::sample_interval_ms(self.sample_interval_ms / 1000)
+            .map_err(|e| format!("--sample-interval {e}"))?;
+        Ok(())
+    }
+
+    /// The spec a run directory's `manifest.json` recorded (its `spec`
+    /// field), validated.
+    ///
+    /// # Errors
+    /// A message naming the file: unreadable, not JSON, written by a
+    /// dlsched without `spec` (before 0.1's run specs), or a spec that does
+    /// not parse or validate.
+    pub fn from_manifest(path: &Path) -> Result<RunSpec, String> {
+        let text = crate::io::read_text(path).map_err(|e| e.to_string())?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not JSON (line {}, column {}): {e}", path.display(), e.line(), e.column()))?;
+        let Some(spec) = v.get("spec") else {
+            let version = v.get("dlsched_version").and_then(serde_json::Value::as_str).unwrap_or("unknown");
+            return Err(format!(
+                "{}: this manifest (dlsched {version}) has no `spec` field: it was written before manifests recorded the full run spec, so it cannot be rerun; rerun the original command instead",
+                path.display()
+            ));
+        };
+        let spec: RunSpec =
+            serde_json::from_value(spec.clone()).map_err(|e| format!("{}: `spec`: {e}", path.display()))?;
+        spec.validate().map_err(|e| format!("{}: `spec`: {e}", path.display()))?;
+        Ok(spec)
     }
 }
 
@@ -423,65 +401,6 @@ pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunRepo
     run_inner(spec, None, &Artefacts::default(), progress)
 }
 
-/// Files that many runs read (RIFLING tables, fitted GENIE models), each
-/// read and checked once and shared, keyed by the path the runs name. A
-/// sweep builds one before its runs, so that 100,000 runs of one table parse
-/// it once, not 200,000 times.
-#[derive(Clone, Debug, Default)]
-pub struct Artefacts {
-    rifling: BTreeMap<PathBuf, std::sync::Arc<(crate::policy::rifling::Agent, Option<String>)>>,
-    genie: BTreeMap<PathBuf, std::sync::Arc<GenieProfiles>>,
-}
-
-/// Two sets are equal when they hold the same files (the contents are those
-/// files', read once).
-impl PartialEq for Artefacts {
-    fn eq(&self, other: &Self) -> bool {
-        self.rifling.keys().eq(other.rifling.keys()) && self.genie.keys().eq(other.genie.keys())
-    }
-}
-
-impl Artefacts {
-    /// The RIFLING table at `path` ([`load_rifling_table`]), read on first use.
-    ///
-    /// # Errors
-    /// As [`load_rifling_table`].
-    pub fn rifling_table(
-        &mut self,
-        path: &Path,
-    ) -> Result<std::sync::Arc<(crate::policy::rifling::Agent, Option<String>)>, crate::error::TraceError> {
-        if let Some(t) = self.rifling.get(path) {
-            return Ok(t.clone());
-        }
-        let t = std::sync::Arc::new(load_rifling_table(path)?);
-        self.rifling.insert(path.to_path_buf(), t.clone());
-        Ok(t)
-    }
-
-    /// The GENIE models at `path` ([`load_genie_profiles`]), read on first use.
-    ///
-    /// # Errors
-    /// As [`load_genie_profiles`].
-    pub fn genie_models(&mut self, path: &Path) -> Result<std::sync::Arc<GenieProfiles>, crate::error::TraceError> {
-        if let Some(m) = self.genie.get(path) {
-            return Ok(m.clone());
-        }
-        let m = std::sync::Arc::new(load_genie_profiles(path)?);
-        self.genie.insert(path.to_path_buf(), m.clone());
-        Ok(m)
-    }
-
-    /// Distinct files held.
-    pub fn len(&self) -> usize {
-        self.rifling.len() + self.genie.len()
-    }
-
-    /// True when no file is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 /// [`run_one`] taking the RIFLING table and GENIE models from `artefacts`
 /// where it holds them (read from disk otherwise, and not kept).
 ///
@@ -514,8 +433,10 @@ fn run_inner(
     artefacts: &Artefacts,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
+    spec.validate().map_err(ConfigError)?;
     let mut cluster = Cluster::new(spec.cluster.spec()?)?;
-    cluster.set_share_limits(spec.share)?;
+    cluster.set_share_limits(spec.policy.share_limits())?;
+    let db_name = spec.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
     let mut genie_tasks: std::collections::HashMap<String, crate::job::TaskSpec> = Default::default();
     let mut run_profiles: Option<GenieProfiles> = None;
     let (records, input) = match &spec.workload {
@@ -565,7 +486,8 @@ fn run_inner(
                 // The paper's ECT: a multiple of the predicted single-GPU
                 // latency, from the run's fitted models (the ones a GENIE
                 // policy of this run uses), for every policy alike.
-                let profiles = genie_profiles(spec, &cluster, db, artefacts)?;
+                let profiles =
+                    genie_profiles(spec.policy.genie_models(), &cluster, db, &db_name, spec.seed, artefacts)?;
                 for (rec, t) in &mut tasks {
                     let p = profiles.for_kind(&t.kind, rec.model.as_deref().unwrap_or(""), t.inference, db);
                     if let Some(lat) = p.and_then(|p| p.latency_ms(t, 1, 1)) {
@@ -583,7 +505,7 @@ fn run_inner(
         }
     };
     let is_tasks = matches!(spec.workload, WorkloadSource::Genie(_) | WorkloadSource::TraceTasks { .. });
-    if (spec.genie.is_some() || spec.rifling.is_some()) && !is_tasks {
+    if spec.policy.moldable() && !is_tasks {
         return Err(ConfigError(
             "GENIE-family and RIFLING policies schedule moldable tasks: use `--workload genie`".into(),
         )
@@ -634,9 +556,9 @@ fn run_inner(
     // The sharing figures say something when jobs have a model or memory
     // figure, a guaranteed share, or a sharing placement; not in a plain replay.
     let share_metrics_useful = rate_model != RateModelKind::Trace
-        || spec.policy.placement.may_share()
+        || spec.policy.placement().may_share()
         || records.iter().any(|r| r.model.is_some() || r.gpu_mem_mib.is_some() || r.gpu_milli.is_some());
-    let mut workload = build_workload(records, &cluster, spec.policy.placement);
+    let mut workload = build_workload(records, &cluster, spec.policy.placement());
     workload.jobs.attach_tasks(&mut genie_tasks);
     if workload.jobs.is_empty() {
         let reasons: Vec<String> = workload.skipped_by_reason().iter().map(|(r, n)| format!("{n} {r}")).collect();
@@ -648,84 +570,16 @@ fn run_inner(
         ))
         .into());
     }
-    let policy: Box<dyn crate::policy::Policy> = match (&spec.genie, &spec.rifling) {
-        (_, Some(r)) => {
-            use crate::policy::rifling::{Agent, RiflingMode, RiflingPolicy};
-            if !is_tasks {
-                return Err(
-                    ConfigError("the RIFLING policies schedule moldable tasks: use --workload genie".into()).into()
-                );
-            }
-            let p = cluster.partition(crate::ids::VcId(0));
-            let actions = (p.nodes.len() as u32 * p.max_node_gpus) as usize + 1;
-            let agent = match (agent, &r.table) {
-                (Some(a), _) => a,
-                (None, Some(path)) => {
-                    let (mut a, trained_on) = match artefacts.rifling.get(path) {
-                        Some(t) => (t.0.clone(), t.1.clone()),
-                        None => load_rifling_table(path)?,
-                    };
-                    if let Some(c) = trained_on.filter(|c| *c != cluster.spec().name) {
-                        return Err(ConfigError(format!(
-                            "{}: the table was trained on cluster `{c}`, this run is on `{}`",
-                            path.display(),
-                            cluster.spec().name
-                        ))
-                        .into());
-                    }
-                    if r.mode == RiflingMode::Online {
-                        // An online agent keeps learning from the table with
-                        // this run's parameters; its groups come from the table.
-                        if r.params.k != a.params.k {
-                            return Err(ConfigError(format!(
-                                "{}: the table's groups come from k = {}; this run asks k = {} (--rifling-k)",
-                                path.display(),
-                                a.params.k,
-                                r.params.k
-                            ))
-                            .into());
-                        }
-                        a.params = r.params;
-                    }
-                    if a.actions != actions {
-                        return Err(ConfigError(format!(
-                            "{}: the table has {} actions, cluster `{}` needs {actions}",
-                            path.display(),
-                            a.actions,
-                            cluster.spec().name
-                        ))
-                        .into());
-                    }
-                    a.reseed(spec.seed);
-                    std::sync::Arc::new(std::sync::Mutex::new(a))
-                }
-                (None, None) if r.mode == RiflingMode::Frozen => {
-                    return Err(
-                        ConfigError("rifling-frozen needs a trained table (--rifling-table FILE)".into()).into()
-                    );
-                }
-                (None, None) => std::sync::Arc::new(std::sync::Mutex::new(Agent::new(r.params, actions, spec.seed))),
-            };
-            Box::new(RiflingPolicy::new(r.mode, agent, db.unwrap_or_else(ProfileDb::builtin)))
-        }
-        (Some(g), None) => {
-            let db = db.unwrap_or_else(ProfileDb::builtin);
-            let profiles = match run_profiles.take() {
-                Some(p) => p,
-                None => genie_profiles(spec, &cluster, db, artefacts)?,
-            };
-            let p = cluster.partition(crate::ids::VcId(0));
-            let online = crate::policy::genie::OnlineProfiling {
-                gpu_type: cluster.node(p.nodes[0]).gpu_type.clone(),
-                nodes: p.nodes.len() as u32,
-                gpus_per_node: p.max_node_gpus,
-                seed: spec.seed,
-                config: profiles.config,
-            };
-            Box::new(GeniePolicy::new(g.options, profiles, db).with_online_profiling(online))
-        }
-        (None, None) => spec.policy.build_with_profiles(cluster.partitions().len(), db)?,
-    };
+    let policy = spec.policy.build(&mut crate::policy::BuildContext {
+        cluster: &cluster,
+        db,
+        db_name,
+        seed: spec.seed,
+        tasks: is_tasks,
+        artefacts,
+        agent,
+        genie_profiles: run_profiles.take(),
+    })?;
     let mut sim = Simulation::new(
         cluster,
         workload.jobs,
@@ -733,7 +587,7 @@ fn run_inner(
         rate_model.build(db),
         EngineConfig {
             sample_interval_ms: spec.sample_interval_ms,
-            time_decisions: spec.genie.is_some() || spec.rifling.is_some(),
+            time_decisions: spec.policy.time_decisions(),
             share_metrics: share_metrics_useful,
         },
     );
@@ -748,63 +602,6 @@ fn run_inner(
     })?;
     let (summary, vcs) = metrics::summarize(&output, &workload.skipped, workload.rows_total);
     Ok(RunReport { spec: spec.clone(), input, output, skipped: workload.skipped, summary, vcs })
-}
-
-/// The run's fitted GENIE models: loaded from the run's `genie_models` file
-/// when it names one, else profiled on the cluster's first partition with the
-/// run's seed.
-fn genie_profiles(
-    spec: &RunSpec,
-    cluster: &Cluster,
-    db: &ProfileDb,
-    artefacts: &Artefacts,
-) -> Result<GenieProfiles, RunError> {
-    let p = cluster.partition(crate::ids::VcId(0));
-    let gpu_type = cluster.node(p.nodes[0]).gpu_type.clone();
-    if let Some(path) = spec.genie.as_ref().and_then(|g| g.models.as_ref()) {
-        let models = match artefacts.genie.get(path) {
-            Some(m) => GenieProfiles::clone(m),
-            None => load_genie_profiles(path)?,
-        };
-        if !models.gpu_type.eq_ignore_ascii_case(&gpu_type) {
-            return Err(ConfigError(format!(
-                "{}: these GENIE models were fitted on {} GPUs, the cluster has {gpu_type}; profile it with `dlsched genie-profile`",
-                path.display(),
-                models.gpu_type
-            ))
-            .into());
-        }
-        return Ok(models);
-    }
-    let db_name = spec.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
-    Ok(crate::policy::genie::profile(
-        db,
-        &db_name,
-        &gpu_type,
-        p.nodes.len() as u32,
-        p.max_node_gpus,
-        spec.seed,
-        Default::default(),
-    ))
-}
-
-/// Reads fitted GENIE models saved by `dlsched genie-profile`.
-///
-/// # Errors
-/// A [`TraceError`](crate::error::TraceError) naming the file when it cannot be read or parsed.
-pub fn load_genie_profiles(path: &Path) -> Result<GenieProfiles, crate::error::TraceError> {
-    let text = crate::io::read_text(path)?;
-    #[derive(serde::Deserialize)]
-    struct Saved {
-        models: GenieProfiles,
-    }
-    let models =
-        serde_json::from_str::<Saved>(&text).map(|s| s.models).map_err(|e| crate::error::TraceError::Format {
-            file: path.to_path_buf(),
-            message: format!("not a GENIE model file (line {}, column {}): {e}", e.line(), e.column()),
-        })?;
-    models.validate().map_err(|message| crate::error::TraceError::Format { file: path.to_path_buf(), message })?;
-    Ok(models)
 }
 
 /// The data files a run directory may hold, `manifest.json` first. A run
@@ -906,7 +703,7 @@ pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
     let cluster = report.output.cluster.spec();
     let manifest = serde_json::json!({
         "dlsched_version": env!("CARGO_PKG_VERSION"),
-        "config": &report.spec,
+        "spec": &report.spec,
         "seed": report.spec.seed,
         "input": &report.input,
         "cluster": {
