@@ -410,12 +410,17 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
         // An ignored key would make runs that differ only in their ids.
         return Err(format!("`theta` applies only to the GENIE-family policies, not `policy` = `{}`", name.kind()));
     }
-    let moldable_only = |what: &str| {
-        format!(
-            "{} schedules moldable tasks: {what} {}",
-            o.setting("policy", name.kind()),
-            o.setting("workload", "genie")
-        )
+    // The texts each origin has always given.
+    let moldable_only = |rifling: bool| match (file, rifling) {
+        (true, false) => {
+            format!("`policy` = `{}` schedules moldable tasks: it needs `workload = \"genie\"`", name.kind())
+        }
+        (true, true) => format!("`policy` = `{}` schedules moldable tasks: set workload = \"genie\"", name.kind()),
+        (false, false) => format!(
+            "--policy {} schedules moldable tasks: use it with --workload genie (trace jobs have a fixed GPU count; use fifo or sjf)",
+            name.kind()
+        ),
+        (false, true) => "the RIFLING policies schedule moldable tasks: use them with --workload genie".to_string(),
     };
     let share = {
         let d = ShareLimits::default();
@@ -441,21 +446,14 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
         PolicyName::Sjf => PolicySpec::Sjf(QueueOptions { backfill, placement, share }),
         n if n.genie().is_some() => {
             if !tasks {
-                return Err(moldable_only("it needs"));
+                return Err(moldable_only(false));
             }
             let models = r.path("genie_models")?;
             if let (Some(m), Some(a)) = (&models, artefacts.as_deref_mut()) {
                 a.genie_models(m).map_err(|e| format!("{}: {e}", o.key("genie_models")))?;
             }
-            let opts = GenieFamilyOptions { theta, backfill, best_fit_nodes, models };
-            match n {
-                PolicyName::GenieFifo => PolicySpec::GenieFifo(opts),
-                PolicyName::MinMin => PolicySpec::MinMin(opts),
-                PolicyName::WeightedFair => PolicySpec::WeightedFair(opts),
-                PolicyName::TetrisPerf => PolicySpec::TetrisPerf(opts),
-                PolicyName::TetrisCer => PolicySpec::TetrisCer(opts),
-                _ => PolicySpec::Genie(opts),
-            }
+            let variant = n.genie().unwrap_or(crate::policy::genie::GenieVariant::Genie);
+            PolicySpec::genie_family(variant, GenieFamilyOptions { theta, backfill, best_fit_nodes, models })
         }
         n if n.rifling().is_some() => {
             let mode = n.rifling().unwrap_or(RiflingMode::Online);
@@ -474,7 +472,7 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
             };
             params.validate()?;
             if !tasks {
-                return Err(moldable_only("set"));
+                return Err(moldable_only(true));
             }
             // In a sweep the table is the frozen policy's: online runs of the
             // same sweep start from an empty Q-table, as the experiments compare.
@@ -483,12 +481,7 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
             if let (Some(t), Some(a)) = (&table, artefacts.as_deref_mut()) {
                 a.rifling_table(t).map_err(|e| format!("{}: {e}", o.key("rifling_table")))?;
             }
-            let opts = RiflingOptions { params, table };
-            match mode {
-                RiflingMode::Online => PolicySpec::Rifling(opts),
-                RiflingMode::Frozen => PolicySpec::RiflingFrozen(opts),
-                RiflingMode::Random => PolicySpec::RandomPlacement(opts),
-            }
+            PolicySpec::rifling_family(mode, RiflingOptions { params, table })
         }
         // Every other registered kind, with its options' defaults.
         n => n.default_spec(),

@@ -235,6 +235,27 @@ impl PolicySpec {
         self.options().time_decisions()
     }
 
+    /// The GENIE-family policy of `variant` with options `o`.
+    pub fn genie_family(variant: GenieVariant, o: GenieFamilyOptions) -> PolicySpec {
+        match variant {
+            GenieVariant::Genie => PolicySpec::Genie(o),
+            GenieVariant::GenieFifo => PolicySpec::GenieFifo(o),
+            GenieVariant::MinMin => PolicySpec::MinMin(o),
+            GenieVariant::WeightedFair => PolicySpec::WeightedFair(o),
+            GenieVariant::TetrisPerf => PolicySpec::TetrisPerf(o),
+            GenieVariant::TetrisCer => PolicySpec::TetrisCer(o),
+        }
+    }
+
+    /// The RIFLING-family policy of `mode` with options `o`.
+    pub fn rifling_family(mode: RiflingMode, o: RiflingOptions) -> PolicySpec {
+        match mode {
+            RiflingMode::Online => PolicySpec::Rifling(o),
+            RiflingMode::Frozen => PolicySpec::RiflingFrozen(o),
+            RiflingMode::Random => PolicySpec::RandomPlacement(o),
+        }
+    }
+
     /// The GENIE models file a GENIE-family policy names, if any.
     pub fn genie_models(&self) -> Option<&Path> {
         match self {
@@ -255,6 +276,21 @@ impl PolicySpec {
                 o.table.as_deref()
             }
             _ => None,
+        }
+    }
+}
+
+/// The queue policy a [`PolicyConfig`] describes, with default sharing
+/// limits: `fifo` or `sjf`, or `iawp` for FIFO with the IAWP placement.
+impl From<PolicyConfig> for PolicySpec {
+    fn from(c: PolicyConfig) -> Self {
+        let q = QueueOptions { backfill: c.backfill, placement: c.placement, share: ShareLimits::default() };
+        match c.order {
+            QueueOrder::Fifo if c.placement == PlacementKind::Iawp => {
+                PolicySpec::Iawp(IawpOptions { backfill: c.backfill, share: q.share })
+            }
+            QueueOrder::Fifo => PolicySpec::Fifo(q),
+            QueueOrder::Sjf => PolicySpec::Sjf(q),
         }
     }
 }
