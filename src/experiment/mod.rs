@@ -398,7 +398,7 @@ pub struct RunReport {
 /// [`RunError`] for unreadable or malformed input, an invalid configuration,
 /// an empty workload, or an invalid policy decision.
 pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
-    run_inner(spec, None, &Artefacts::default(), progress)
+    run_inner(spec, None, None, &Artefacts::default(), progress)
 }
 
 /// [`run_one`] taking the RIFLING table and GENIE models from `artefacts`
@@ -411,7 +411,7 @@ pub fn run_one_with_artefacts(
     artefacts: &Artefacts,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
-    run_inner(spec, None, artefacts, progress)
+    run_inner(spec, None, None, artefacts, progress)
 }
 
 /// [`run_one`] with a RIFLING policy driving `agent` (kept by the caller, e.g.
@@ -424,12 +424,34 @@ pub fn run_one_with_agent(
     agent: Option<std::sync::Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
-    run_inner(spec, agent, &Artefacts::default(), progress)
+    run_inner(spec, agent, None, &Artefacts::default(), progress)
+}
+
+/// Builds a policy for a run from its [`crate::policy::BuildContext`] (see
+/// [`run_one_with_policy`]).
+pub type PolicyBuilder<'b> =
+    Box<dyn FnOnce(&mut crate::policy::BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError> + 'b>;
+
+/// [`run_one`] with the policy built by `build` instead of from
+/// `spec.policy` (which still gives the placement jobs are admitted under
+/// and the sharing limits): a policy defined outside the crate runs through
+/// the same pipeline (workload, cluster, rate model, summary) as the
+/// registered ones. `docs/writing-a-policy.md` shows one.
+///
+/// # Errors
+/// As [`run_one`], and whatever `build` returns.
+pub fn run_one_with_policy(
+    spec: &RunSpec,
+    build: impl FnOnce(&mut crate::policy::BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError>,
+    progress: impl FnMut(Progress),
+) -> Result<RunReport, RunError> {
+    run_inner(spec, None, Some(Box::new(build)), &Artefacts::default(), progress)
 }
 
 fn run_inner(
     spec: &RunSpec,
     agent: Option<std::sync::Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
+    custom: Option<PolicyBuilder<'_>>,
     artefacts: &Artefacts,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
@@ -570,7 +592,7 @@ fn run_inner(
         ))
         .into());
     }
-    let policy = spec.policy.build(&mut crate::policy::BuildContext {
+    let mut ctx = crate::policy::BuildContext {
         cluster: &cluster,
         db,
         db_name,
@@ -579,7 +601,11 @@ fn run_inner(
         artefacts,
         agent,
         genie_profiles: run_profiles.take(),
-    })?;
+    };
+    let policy = match custom {
+        Some(build) => build(&mut ctx)?,
+        None => spec.policy.build(&mut ctx)?,
+    };
     let mut sim = Simulation::new(
         cluster,
         workload.jobs,

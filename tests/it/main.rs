@@ -3,6 +3,7 @@
 //! real traces in `../shared` (skipped, with a printed reason, when absent).
 
 mod cli;
+mod custom_policy;
 mod common;
 mod fidelity;
 mod figures;
@@ -22,5 +23,6 @@ mod rates;
 mod rifling;
 mod share_search;
 mod sharing;
+mod spec;
 mod sweep;
 mod tie_order;
