@@ -13,7 +13,9 @@ pub mod metrics;
 pub mod policy;
 pub mod profile;
 pub mod rng;
+pub mod stats;
 pub mod time;
 pub mod trace;
+pub mod workload;
 
 pub use experiment::{plot, sweep};

@@ -12,10 +12,11 @@ use dlsched::experiment::raw::{self, Origin, RawSpec, Value};
 use dlsched::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir};
 use dlsched::policy::registry::{GenieFamilyOptions, RiflingOptions};
 use dlsched::policy::rifling::RiflingParams;
-use dlsched::policy::{PlacementKind, PolicyName, PolicySpec};
+use dlsched::policy::placement::PlacementKind;
+use dlsched::policy::registry::{PolicyName, PolicySpec};
 use dlsched::trace::TraceFormat;
-use dlsched::trace::genie::GenieWorkloadSpec;
-use dlsched::trace::synthetic::SyntheticSpec;
+use dlsched::workload::genie::GenieWorkloadSpec;
+use dlsched::workload::synthetic::SyntheticSpec;
 
 /// Writes a line to standard output, like `println!`, but a failed write (a
 /// full disk, `> /dev/full`) is an `anyhow` error ([`StdioError`]) instead of
@@ -348,7 +349,7 @@ struct SimulateArgs {
     /// its single-GPU latency as predicted by the run's fitted GENIE models
     /// (predicted, the paper's definition) or the true one.
     #[arg(long, value_enum, default_value = "predicted")]
-    ect: dlsched::trace::genie::EctBasis,
+    ect: dlsched::workload::genie::EctBasis,
 
     /// GENIE workload: arrival window, hours.
     #[arg(long, default_value_t = raw::DEFAULT_GENIE_HOURS, value_name = "H")]
@@ -597,7 +598,7 @@ fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
         let spec = RunSpec {
             policy: PolicySpec::Rifling(RiflingOptions { params, table: None }),
             workload: WorkloadSource::Genie(GenieWorkloadSpec {
-                ect: dlsched::trace::genie::EctBasis::True,
+                ect: dlsched::workload::genie::EctBasis::True,
                 jobs_per_hour: a.jobs_per_hour,
                 hours: a.hours,
             }),
@@ -1007,7 +1008,7 @@ fn notes(a: &SimulateArgs) -> Result<()> {
     {
         note("--genie-models, --genie-best-fit and --theta apply only to the GENIE-family policies")?;
     }
-    if !genie_workload && (a.hours != raw::DEFAULT_GENIE_HOURS || a.ect != dlsched::trace::genie::EctBasis::Predicted) {
+    if !genie_workload && (a.hours != raw::DEFAULT_GENIE_HOURS || a.ect != dlsched::workload::genie::EctBasis::Predicted) {
         note("--hours and --ect apply only to --workload genie")?;
     }
     let synthetic = SyntheticSpec::default();

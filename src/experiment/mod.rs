@@ -20,18 +20,19 @@ use crate::engine::{EngineConfig, Progress, RunOutput, Simulation};
 use crate::error::{ConfigError, RunError};
 use crate::job::Skipped;
 use crate::metrics::{self, Summary, VcSummary, export};
-use crate::policy::PolicySpec;
 use crate::policy::genie::GenieProfiles;
+use crate::policy::registry::PolicySpec;
 use crate::profile::db::ProfileDb;
 use crate::profile::genie::GenieModel;
 use crate::profile::model::TableModel;
 use crate::profile::rate::ProfileRate;
 use crate::profile::{RateModel, TraceSpeed};
 use crate::trace::TraceRecord;
-use crate::trace::genie::GenieWorkloadSpec;
-use crate::trace::synthetic::{self, SyntheticSpec};
 use crate::trace::tie_order::TieOrder;
-use crate::trace::{ColumnMap, TraceFormat, build_workload, load_trace};
+use crate::trace::{ColumnMap, TraceFormat, load_trace};
+use crate::workload::build_workload;
+use crate::workload::genie::GenieWorkloadSpec;
+use crate::workload::synthetic::{self, SyntheticSpec};
 
 /// Where the jobs come from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -48,9 +49,9 @@ pub enum WorkloadSource {
     },
     /// The seeded synthetic generator.
     Synthetic(SyntheticSpec),
-    /// GENIE's QoS workload of moldable tasks ([`crate::trace::genie`]).
+    /// GENIE's QoS workload of moldable tasks ([`crate::workload::genie`]).
     Genie(GenieWorkloadSpec),
-    /// A trace's jobs as moldable tasks ([`crate::trace::genie::from_trace`]):
+    /// A trace's jobs as moldable tasks ([`crate::workload::genie::from_trace`]):
     /// its arrival pattern and durations, GENIE's task types.
     TraceTasks {
         /// The trace file.
@@ -427,10 +428,10 @@ pub fn run_one_with_agent(
     run_inner(spec, agent, None, &Artefacts::default(), progress)
 }
 
-/// Builds a policy for a run from its [`crate::policy::BuildContext`] (see
+/// Builds a policy for a run from its [`crate::policy::registry::BuildContext`] (see
 /// [`run_one_with_policy`]).
 pub type PolicyBuilder<'b> =
-    Box<dyn FnOnce(&mut crate::policy::BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError> + 'b>;
+    Box<dyn FnOnce(&mut crate::policy::registry::BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError> + 'b>;
 
 /// [`run_one`] with the policy built by `build` instead of from
 /// `spec.policy` (which still gives the placement jobs are admitted under
@@ -442,7 +443,7 @@ pub type PolicyBuilder<'b> =
 /// As [`run_one`], and whatever `build` returns.
 pub fn run_one_with_policy(
     spec: &RunSpec,
-    build: impl FnOnce(&mut crate::policy::BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError>,
+    build: impl FnOnce(&mut crate::policy::registry::BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError>,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
     run_inner(spec, None, Some(Box::new(build)), &Artefacts::default(), progress)
@@ -490,7 +491,7 @@ fn run_inner(
                 WorkloadSource::TraceTasks { path, format, .. } => {
                     let t = load_trace(path, *format, &ColumnMap::default())?;
                     let p = cluster.partition(crate::ids::VcId(0));
-                    crate::trace::genie::from_trace(
+                    crate::workload::genie::from_trace(
                         &t.records,
                         g,
                         db,
@@ -501,10 +502,10 @@ fn run_inner(
                         spec.seed,
                     )
                 }
-                _ => crate::trace::genie::generate(g, db, &node.gpu_type, node.gpu_mem_mib, spec.seed),
+                _ => crate::workload::genie::generate(g, db, &node.gpu_type, node.gpu_mem_mib, spec.seed),
             }
             .map_err(ConfigError)?;
-            if g.ect == crate::trace::genie::EctBasis::Predicted {
+            if g.ect == crate::workload::genie::EctBasis::Predicted {
                 // The paper's ECT: a multiple of the predicted single-GPU
                 // latency, from the run's fitted models (the ones a GENIE
                 // policy of this run uses), for every policy alike.
@@ -580,7 +581,7 @@ fn run_inner(
     let share_metrics_useful = rate_model != RateModelKind::Trace
         || spec.policy.placement().may_share()
         || records.iter().any(|r| r.model.is_some() || r.gpu_mem_mib.is_some() || r.gpu_milli.is_some());
-    let mut workload = build_workload(records, &cluster, spec.policy.placement());
+    let mut workload = build_workload(records, &cluster, spec.policy.placement().build());
     workload.jobs.attach_tasks(&mut genie_tasks);
     if workload.jobs.is_empty() {
         let reasons: Vec<String> = workload.skipped_by_reason().iter().map(|(r, n)| format!("{n} {r}")).collect();
@@ -592,7 +593,7 @@ fn run_inner(
         ))
         .into());
     }
-    let mut ctx = crate::policy::BuildContext {
+    let mut ctx = crate::policy::registry::BuildContext {
         cluster: &cluster,
         db,
         db_name,

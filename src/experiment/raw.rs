@@ -15,9 +15,10 @@ use super::{Artefacts, ClusterChoice, RateModelKind, RunSpec, WorkloadSource};
 use crate::cluster::{ClusterPreset, ShareLimits};
 use crate::policy::registry::{GenieFamilyOptions, IawpOptions, QueueOptions, RiflingOptions};
 use crate::policy::rifling::{RiflingMode, RiflingParams};
-use crate::policy::{PlacementKind, PolicyName, PolicySpec};
-use crate::trace::genie::{EctBasis, GenieWorkloadSpec};
-use crate::trace::synthetic::SyntheticSpec;
+use crate::policy::placement::PlacementKind;
+use crate::policy::registry::{PolicyName, PolicySpec};
+use crate::workload::genie::{EctBasis, GenieWorkloadSpec};
+use crate::workload::synthetic::SyntheticSpec;
 use crate::trace::{ColumnMap, TraceFormat};
 
 /// The keys of a raw run spec, with what each takes: a sweep's `[base]` and

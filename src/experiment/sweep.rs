@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use super::raw::enum_of;
 use crate::experiment::RunSpec;
-use crate::policy::PlacementKind;
+use crate::policy::placement::PlacementKind;
 
 pub use super::raw::{KEYS, Value};
 

@@ -6,25 +6,23 @@
 //! osukhoroslov/dslab). An invalid decision is an error of the run, not a panic.
 //! Baselines compose a queue order with a [`placement::Placement`].
 
+pub mod config;
 pub mod fgd;
 pub mod genie;
 pub mod iawp;
 pub mod memeff;
 pub mod placement;
+pub mod placements;
 pub mod queue;
 pub mod registry;
 pub mod rifling;
 pub mod sharing;
+pub mod symmetric;
 
 use crate::cluster::Cluster;
-use crate::error::ConfigError;
 use crate::ids::{GpuId, JobId};
 use crate::job::JobTable;
 use crate::time::SimTime;
-
-pub use placement::{Placement, PlacementKind};
-pub use queue::{QueueOrder, QueuePolicy};
-pub use registry::{BuildContext, BuildPolicy, PolicyName, PolicySpec};
 
 /// What a policy sees: the time, the cluster and every job, read-only.
 #[derive(Clone, Copy)]
@@ -86,86 +84,5 @@ pub trait Policy: Send {
     /// `learning_curve.csv`); none by default.
     fn files(&self) -> Vec<(&'static str, String)> {
         Vec::new()
-    }
-}
-
-impl PolicyName {
-    /// The queue order of the queue policies (FIFO for the GENIE family, unused there).
-    pub fn queue_order(self) -> QueueOrder {
-        if self == PolicyName::Sjf { QueueOrder::Sjf } else { QueueOrder::Fifo }
-    }
-
-    /// The RIFLING mode, if it is one of the RIFLING policies.
-    pub fn rifling(self) -> Option<rifling::RiflingMode> {
-        match self {
-            PolicyName::Rifling => Some(rifling::RiflingMode::Online),
-            PolicyName::RiflingFrozen => Some(rifling::RiflingMode::Frozen),
-            PolicyName::RandomPlacement => Some(rifling::RiflingMode::Random),
-            _ => None,
-        }
-    }
-
-    /// The GENIE-family variant, if it is one.
-    pub fn genie(self) -> Option<genie::GenieVariant> {
-        use genie::GenieVariant as G;
-        match self {
-            PolicyName::Genie => Some(G::Genie),
-            PolicyName::GenieFifo => Some(G::GenieFifo),
-            PolicyName::MinMin => Some(G::MinMin),
-            PolicyName::WeightedFair => Some(G::WeightedFair),
-            PolicyName::TetrisPerf => Some(G::TetrisPerf),
-            PolicyName::TetrisCer => Some(G::TetrisCer),
-            _ => None,
-        }
-    }
-}
-
-/// A queue policy (order × backfill × placement) to build: the lower-level
-/// builder behind the `fifo`, `sjf` and `iawp` kinds of [`PolicySpec`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct PolicyConfig {
-    /// Queue order.
-    pub order: QueueOrder,
-    /// Whether jobs behind a blocked head may start when they fit.
-    pub backfill: bool,
-    /// Placement rule.
-    pub placement: PlacementKind,
-}
-
-impl PolicyConfig {
-    /// Builds the policy for a cluster with `partitions` VC partitions.
-    ///
-    /// # Errors
-    /// A [`ConfigError`] for an invalid combination: `iawp` is a FIFO policy
-    /// of its own, so it refuses another queue order.
-    pub fn build(&self, partitions: usize) -> Result<Box<dyn Policy>, ConfigError> {
-        self.build_with_profiles(partitions, None)
-    }
-
-    /// [`PolicyConfig::build`] with every part that reads the profile
-    /// database (memory-efficiency ranks, IAWP's SM proxy) reading the run's
-    /// database `db` (`None`: the builtin one).
-    ///
-    /// # Errors
-    /// As [`PolicyConfig::build`].
-    pub fn build_with_profiles(
-        &self,
-        partitions: usize,
-        db: Option<&'static crate::profile::db::ProfileDb>,
-    ) -> Result<Box<dyn Policy>, ConfigError> {
-        if self.placement == PlacementKind::Iawp {
-            if self.order != QueueOrder::Fifo {
-                return Err(ConfigError(format!(
-                    "--placement iawp is a FIFO policy of its own; it cannot use --policy {}",
-                    self.order.name()
-                )));
-            }
-            let p = iawp::Iawp::new(self.backfill);
-            return Ok(Box::new(match db {
-                Some(db) => p.with_profiles(db),
-                None => p,
-            }));
-        }
-        Ok(Box::new(QueuePolicy::new(self.order, self.backfill, self.placement.build_for(db), partitions)))
     }
 }

@@ -22,9 +22,12 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+use super::Policy;
+use super::config::PolicyConfig;
 use super::genie::{GenieOptions, GeniePolicy, GenieProfiles, GenieVariant};
+use super::placement::PlacementKind;
+use super::queue::QueueOrder;
 use super::rifling::{Agent, RiflingMode, RiflingParams, RiflingPolicy};
-use super::{PlacementKind, Policy, PolicyConfig, QueueOrder};
 use crate::cluster::{Cluster, ShareLimits};
 use crate::error::{ConfigError, RunError, TraceError};
 use crate::ids::VcId;
@@ -109,7 +112,7 @@ pub trait BuildPolicy {
 /// Declares every policy kind: `"kind" => Variant(OptionsType)`, with the doc
 /// comment the command line shows for it (and `#[value(skip)]` for a kind
 /// that is no value of `--policy`). Generates [`PolicySpec`] (serde, tagged
-/// by `kind`), [`PolicyName`](super::PolicyName) (the `--policy` values) and
+/// by `kind`), [`PolicyName`] (the `--policy` values) and
 /// [`KINDS`].
 macro_rules! registry {
     ($($(#[doc = $doc:literal])* $(#[value($($cli:tt)*)])? $kind:literal => $variant:ident($opts:ty)),* $(,)?) => {
@@ -150,7 +153,7 @@ macro_rules! registry {
                 match self { $(PolicySpec::$variant(_) => $kind,)* }
             }
 
-            /// The kind as a [`PolicyName`](super::PolicyName).
+            /// The kind as a [`PolicyName`].
             pub fn name(&self) -> PolicyName {
                 match self { $(PolicySpec::$variant(_) => PolicyName::$variant,)* }
             }
@@ -189,6 +192,37 @@ registry! {
     /// its tenants (`--policy fifo --placement iawp` on the command line).
     #[value(skip)]
     "iawp" => Iawp(IawpOptions),
+}
+
+impl PolicyName {
+    /// The queue order of the queue policies (FIFO for the others, unused there).
+    pub fn queue_order(self) -> QueueOrder {
+        if self == PolicyName::Sjf { QueueOrder::Sjf } else { QueueOrder::Fifo }
+    }
+
+    /// The RIFLING mode, if it is one of the RIFLING policies.
+    pub fn rifling(self) -> Option<RiflingMode> {
+        match self {
+            PolicyName::Rifling => Some(RiflingMode::Online),
+            PolicyName::RiflingFrozen => Some(RiflingMode::Frozen),
+            PolicyName::RandomPlacement => Some(RiflingMode::Random),
+            _ => None,
+        }
+    }
+
+    /// The GENIE-family variant, if it is one.
+    pub fn genie(self) -> Option<GenieVariant> {
+        use GenieVariant as G;
+        match self {
+            PolicyName::Genie => Some(G::Genie),
+            PolicyName::GenieFifo => Some(G::GenieFifo),
+            PolicyName::MinMin => Some(G::MinMin),
+            PolicyName::WeightedFair => Some(G::WeightedFair),
+            PolicyName::TetrisPerf => Some(G::TetrisPerf),
+            PolicyName::TetrisCer => Some(G::TetrisCer),
+            _ => None,
+        }
+    }
 }
 
 impl Default for PolicySpec {

@@ -8,8 +8,10 @@ use dlsched::error::RunError;
 use dlsched::experiment::{ClusterChoice, RunSpec, WorkloadSource, run_one, run_one_with_policy};
 use dlsched::ids::{GpuId, JobId};
 use dlsched::job::JobState;
-use dlsched::policy::placement::Request;
-use dlsched::policy::{BuildContext, BuildPolicy, Decision, Placement, PlacementKind, Policy, View};
+use dlsched::cluster::request::Request;
+use dlsched::policy::placement::{Placement, PlacementKind};
+use dlsched::policy::registry::{BuildContext, BuildPolicy};
+use dlsched::policy::{Decision, Policy, View};
 use dlsched::trace::{ColumnMap, TraceFormat};
 
 /// The options of the policy, defaults in one `Default` impl.

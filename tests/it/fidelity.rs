@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use dlsched::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir};
 use dlsched::metrics::compare::compare_files;
-use dlsched::policy::{PlacementKind, QueueOrder};
+use dlsched::policy::{placement::PlacementKind, queue::QueueOrder};
 use dlsched::trace::tie_order::TieOrder;
 use dlsched::trace::{ColumnMap, TraceFormat};
 

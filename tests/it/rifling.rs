@@ -9,11 +9,11 @@ use dlsched::experiment::{
 };
 use dlsched::job::JobState;
 use dlsched::policy::rifling::{Agent, RiflingMode, RiflingParams};
-use dlsched::trace::genie::GenieWorkloadSpec;
+use dlsched::workload::genie::GenieWorkloadSpec;
 
 fn spec(mode: RiflingMode, seed: u64) -> RunSpec {
     RunSpec {
-        policy: dlsched::policy::PolicySpec::rifling_family(
+        policy: dlsched::policy::registry::PolicySpec::rifling_family(
             mode,
             dlsched::policy::registry::RiflingOptions { params: RiflingParams::default(), table: None },
         ),
@@ -66,7 +66,7 @@ fn frozen_agent_with_epsilon_zero_is_deterministic_and_does_not_learn() {
     let path = dir.path().join("t.json");
     std::fs::write(&path, serde_json::to_string(&serde_json::json!({ "agent": trained })).unwrap()).unwrap();
     let mut s = spec(RiflingMode::Frozen, 1);
-    let dlsched::policy::PolicySpec::RiflingFrozen(o) = &mut s.policy else { unreachable!() };
+    let dlsched::policy::registry::PolicySpec::RiflingFrozen(o) = &mut s.policy else { unreachable!() };
     o.table = Some(path);
     let a = run_one(&s, |_| {}).unwrap();
     let b = run_one(&s, |_| {}).unwrap();
