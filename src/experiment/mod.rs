@@ -132,7 +132,8 @@ fn ser_preset<S: serde::Serializer>(p: &ClusterPreset, s: S) -> Result<S::Ok, S:
 fn de_preset<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ClusterPreset, D::Error> {
     use clap::ValueEnum;
     let name = String::deserialize(d)?;
-    ClusterPreset::from_str(&name, false).map_err(|_| serde::de::Error::custom(format!("unknown cluster preset `{name}`")))
+    ClusterPreset::from_str(&name, false)
+        .map_err(|_| serde::de::Error::custom(format!("unknown cluster preset `{name}`")))
 }
 
 impl ClusterChoice {
@@ -430,8 +431,9 @@ pub fn run_one_with_agent(
 
 /// Builds a policy for a run from its [`crate::policy::registry::BuildContext`] (see
 /// [`run_one_with_policy`]).
-pub type PolicyBuilder<'b> =
-    Box<dyn FnOnce(&mut crate::policy::registry::BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError> + 'b>;
+pub type PolicyBuilder<'b> = Box<
+    dyn FnOnce(&mut crate::policy::registry::BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError> + 'b,
+>;
 
 /// [`run_one`] with the policy built by `build` instead of from
 /// `spec.policy` (which still gives the placement jobs are admitted under

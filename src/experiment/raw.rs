@@ -13,13 +13,13 @@ use serde::Serialize;
 
 use super::{Artefacts, ClusterChoice, RateModelKind, RunSpec, WorkloadSource};
 use crate::cluster::{ClusterPreset, ShareLimits};
-use crate::policy::registry::{GenieFamilyOptions, IawpOptions, QueueOptions, RiflingOptions};
-use crate::policy::rifling::{RiflingMode, RiflingParams};
 use crate::policy::placement::PlacementKind;
+use crate::policy::registry::{GenieFamilyOptions, IawpOptions, QueueOptions, RiflingOptions};
 use crate::policy::registry::{PolicyName, PolicySpec};
+use crate::policy::rifling::{RiflingMode, RiflingParams};
+use crate::trace::{ColumnMap, TraceFormat};
 use crate::workload::genie::{EctBasis, GenieWorkloadSpec};
 use crate::workload::synthetic::SyntheticSpec;
-use crate::trace::{ColumnMap, TraceFormat};
 
 /// The keys of a raw run spec, with what each takes: a sweep's `[base]` and
 /// `[sweep]` tables set them by these names, the command line by the flag of
@@ -107,7 +107,6 @@ impl std::fmt::Display for Value {
     }
 }
 
-
 /// A raw run spec: key (one of [`KEYS`]) to value.
 pub type RawSpec = BTreeMap<String, Value>;
 
@@ -191,7 +190,9 @@ impl Reader<'_> {
         if let Some(Value::UInt(u)) = self.p.get(k) {
             return Ok(Some(*u));
         }
-        self.int(k)?.map(|i| u64::try_from(i).map_err(|_| format!("{} must not be negative", self.o.key(k)))).transpose()
+        self.int(k)?
+            .map(|i| u64::try_from(i).map_err(|_| format!("{} must not be negative", self.o.key(k))))
+            .transpose()
     }
     fn num(&self, k: &str) -> Result<Option<f64>, String> {
         match self.p.get(k) {
@@ -406,7 +407,8 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
     let name: PolicyName = r.enumv("policy")?.unwrap_or(PolicyName::Fifo);
     let backfill = r.flag("backfill")?;
     let best_fit_nodes = r.flag("genie_best_fit")?;
-    let theta = r.bounded("theta", crate::bounds::theta(r.num("theta")?.unwrap_or(GenieFamilyOptions::default().theta)))?;
+    let theta =
+        r.bounded("theta", crate::bounds::theta(r.num("theta")?.unwrap_or(GenieFamilyOptions::default().theta)))?;
     if file && r.has("theta") && name.genie().is_none() {
         // An ignored key would make runs that differ only in their ids.
         return Err(format!("`theta` applies only to the GENIE-family policies, not `policy` = `{}`", name.kind()));

@@ -452,7 +452,9 @@ impl BuildPolicy for GenieFamilyOptions {
         }
         let profiles = match ctx.genie_profiles.take() {
             Some(p) => p,
-            None => genie_profiles(self.models.as_deref(), ctx.cluster, ctx.db(), &ctx.db_name, ctx.seed, ctx.artefacts)?,
+            None => {
+                genie_profiles(self.models.as_deref(), ctx.cluster, ctx.db(), &ctx.db_name, ctx.seed, ctx.artefacts)?
+            }
         };
         let p = ctx.cluster.partition(VcId(0));
         let online = super::genie::OnlineProfiling {

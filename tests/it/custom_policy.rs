@@ -4,11 +4,11 @@
 //! registered policies (`experiment::run_one_with_policy`), and its start and
 //! end times are checked against a schedule computed by hand.
 
+use dlsched::cluster::request::Request;
 use dlsched::error::RunError;
 use dlsched::experiment::{ClusterChoice, RunSpec, WorkloadSource, run_one, run_one_with_policy};
 use dlsched::ids::{GpuId, JobId};
 use dlsched::job::JobState;
-use dlsched::cluster::request::Request;
 use dlsched::policy::placement::{Placement, PlacementKind};
 use dlsched::policy::registry::{BuildContext, BuildPolicy};
 use dlsched::policy::{Decision, Policy, View};
@@ -92,7 +92,8 @@ fn a_policy_defined_outside_the_crate_runs_and_schedules_as_computed_by_hand() {
     let trace = d.path().join("jobs.csv");
     // One node of 2 GPUs. a (2 GPUs, 100 s) at 0; b (1 GPU, 50 s) at 10;
     // c (1 GPU, 30 s) at 20; d (2 GPUs, 10 s) at 30.
-    std::fs::write(&trace, "job_id,submit_time,duration,gpu_num\na,0,100,2\nb,10,50,1\nc,20,30,1\nd,30,10,2\n").unwrap();
+    std::fs::write(&trace, "job_id,submit_time,duration,gpu_num\na,0,100,2\nb,10,50,1\nc,20,30,1\nd,30,10,2\n")
+        .unwrap();
     let spec = RunSpec {
         sample_interval_ms: 0,
         ..RunSpec::new(

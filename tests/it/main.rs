@@ -3,8 +3,8 @@
 //! real traces in `../shared` (skipped, with a printed reason, when absent).
 
 mod cli;
-mod custom_policy;
 mod common;
+mod custom_policy;
 mod fidelity;
 mod figures;
 mod formats;

@@ -4,9 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use dlsched::cluster::ClusterPreset;
-use dlsched::experiment::{
-    ClusterChoice, RateModelKind, RunSpec, WorkloadSource, run_one, run_one_with_agent,
-};
+use dlsched::experiment::{ClusterChoice, RateModelKind, RunSpec, WorkloadSource, run_one, run_one_with_agent};
 use dlsched::job::JobState;
 use dlsched::policy::rifling::{Agent, RiflingMode, RiflingParams};
 use dlsched::workload::genie::GenieWorkloadSpec;
