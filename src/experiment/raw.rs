@@ -323,7 +323,7 @@ pub fn cluster_choice(p: &RawSpec, o: Origin<'_>) -> Result<ClusterChoice, Strin
 ///
 /// # Errors
 /// A message naming the key at fault, as `origin` spells it.
-pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut Artefacts>) -> Result<RunSpec, String> {
+pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, artefacts: Option<&mut Artefacts>) -> Result<RunSpec, String> {
     let r = Reader { p, o: origin };
     let o = origin;
     let file = matches!(o, Origin::File(_));
@@ -452,7 +452,7 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
                 return Err(moldable_only(false));
             }
             let models = r.path("genie_models")?;
-            if let (Some(m), Some(a)) = (&models, artefacts.as_deref_mut()) {
+            if let (Some(m), Some(a)) = (&models, artefacts) {
                 a.genie_models(m).map_err(|e| format!("{}: {e}", o.key("genie_models")))?;
             }
             let variant = n.genie().unwrap_or(crate::policy::genie::GenieVariant::Genie);
@@ -481,7 +481,7 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
             // same sweep start from an empty Q-table, as the experiments compare.
             let table = r.path("rifling_table")?;
             let table = if file && mode != RiflingMode::Frozen { None } else { table };
-            if let (Some(t), Some(a)) = (&table, artefacts.as_deref_mut()) {
+            if let (Some(t), Some(a)) = (&table, artefacts) {
                 a.rifling_table(t).map_err(|e| format!("{}: {e}", o.key("rifling_table")))?;
             }
             PolicySpec::rifling_family(mode, RiflingOptions { params, table })

@@ -373,20 +373,15 @@ impl BuildPolicy for QueueOptions {
     }
 }
 
-/// Options of IAWP (a FIFO policy of its own that places jobs on shared GPUs).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+/// Options of IAWP (a FIFO policy of its own that places jobs on shared
+/// GPUs); the defaults (derived): strict, [`ShareLimits::default`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IawpOptions {
     /// Let later jobs start when the head of the queue does not fit. Default false.
     pub backfill: bool,
     /// GPU-sharing limits; [`ShareLimits::default`] by default.
     pub share: ShareLimits,
-}
-
-impl Default for IawpOptions {
-    fn default() -> Self {
-        IawpOptions { backfill: false, share: ShareLimits::default() }
-    }
 }
 
 impl BuildPolicy for IawpOptions {
@@ -483,8 +478,9 @@ impl BuildPolicy for GenieFamilyOptions {
 }
 
 /// Options of the RIFLING family (`rifling` learns online, `rifling-frozen`
-/// runs a trained table greedily, `random-placement` places at random).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// runs a trained table greedily, `random-placement` places at random); the
+/// defaults (derived): [`RiflingParams::default`], no table.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RiflingOptions {
     /// The agent's parameters (`specs/policies.md` §3.2;
@@ -494,12 +490,6 @@ pub struct RiflingOptions {
     /// A Q-table saved by `dlsched rifling-train`: the frozen policy's table
     /// (required there), or an online agent's starting point. Default none.
     pub table: Option<PathBuf>,
-}
-
-impl Default for RiflingOptions {
-    fn default() -> Self {
-        RiflingOptions { params: RiflingParams::default(), table: None }
-    }
 }
 
 /// The RIFLING mode of a registry kind.
