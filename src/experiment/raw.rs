@@ -505,3 +505,44 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, artefacts: Option<&mut Artef
     spec.policy.validate()?;
     Ok(spec)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(pairs: &[(&str, Value)]) -> RawSpec {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    }
+
+    #[test]
+    fn errors_name_the_option_as_its_origin_spells_it() {
+        let p = raw(&[("load", Value::Float(-1.0))]);
+        let cli = to_run_spec(&p, Origin::CommandLine, None).unwrap_err();
+        assert!(cli.starts_with("--load must be a positive number"), "{cli}");
+        let file = to_run_spec(&p, Origin::File(Path::new("e.toml")), None).unwrap_err();
+        assert!(file.starts_with("`load` must be a positive number"), "{file}");
+        let p = raw(&[("sample_interval", Value::Int(-5))]);
+        assert_eq!(to_run_spec(&p, Origin::CommandLine, None).unwrap_err(), "--sample-interval must not be negative");
+    }
+
+    #[test]
+    fn absent_keys_take_the_one_set_of_defaults() {
+        let s = to_run_spec(&RawSpec::new(), Origin::CommandLine, None).unwrap();
+        let d = RunSpec::new(
+            WorkloadSource::Synthetic(SyntheticSpec::default()),
+            ClusterChoice::Preset { preset: ClusterPreset::Lab16 },
+        );
+        assert_eq!(s, d);
+        // FIFO with the IAWP placement is the `iawp` kind; SJF with it is refused.
+        let p = raw(&[("placement", Value::Str("iawp".into())), ("backfill", Value::Bool(true))]);
+        let s = to_run_spec(&p, Origin::CommandLine, None).unwrap();
+        assert_eq!(s.policy, PolicySpec::Iawp(IawpOptions { backfill: true, share: ShareLimits::default() }));
+        let mut p = p;
+        p.insert("policy".into(), Value::Str("sjf".into()));
+        let e = to_run_spec(&p, Origin::CommandLine, None).unwrap_err();
+        assert!(e.contains("iawp") && e.contains("--policy sjf"), "{e}");
+        // A 64-bit seed from the command line survives.
+        let p = raw(&[("seed", Value::UInt(u64::MAX))]);
+        assert_eq!(to_run_spec(&p, Origin::CommandLine, None).unwrap().seed, u64::MAX);
+    }
+}
