@@ -1,6 +1,6 @@
 //! The floor plan (`../shared/DESIGN.md` §1): an import only points down,
 //! ground floor (ids, time, rng, stats, error, io) → job → cluster → trace →
-//! profile → workload → policy → engine → metrics → the top floors
+//! profile → workload (with the options' bounds) → policy → engine → metrics → the top floors
 //! (experiment, sweeps, the binary). Read from the library's own source: every
 //! `crate::<module>` path outside a comment, in each module of the lower
 //! floors, must name a module on its own floor or below.
@@ -15,7 +15,9 @@ const FLOORS: &[&[&str]] = &[
     &["cluster"],
     &["trace"],
     &["profile"],
-    &["workload"],
+    // `bounds`: the options' ranges, which cite the workload's and the
+    // cluster's limits; the policies' options check against them.
+    &["workload", "bounds"],
     &["policy"],
     &["engine"],
     &["metrics"],

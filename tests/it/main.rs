@@ -8,6 +8,7 @@
 
 mod cli;
 mod common;
+mod custom_policy;
 mod engine_hooks;
 mod fidelity;
 mod figures;
@@ -28,5 +29,6 @@ mod rates;
 mod rifling;
 mod share_search;
 mod sharing;
+mod spec;
 mod sweep;
 mod tie_order;

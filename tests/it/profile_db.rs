@@ -398,6 +398,7 @@ fn runs_parse_a_database_only_when_they_read_it_and_once_per_artefact_set() {
         Artefacts, ClusterChoice, RateModelKind, RunSpec, WorkloadSource, run_one_with_artefacts,
     };
     use dlsched::policy::placement::PlacementKind;
+    use dlsched::policy::registry::{PolicySpec, QueueOptions};
     use dlsched::trace::{ColumnMap, TraceFormat};
     use std::sync::Arc;
 
@@ -414,8 +415,10 @@ fn runs_parse_a_database_only_when_they_read_it_and_once_per_artefact_set() {
     let set = Artefacts::default();
     run(&plain, &set);
     assert_eq!(set.profiles().parsed(), 0, "a plain replay parses no database");
-    let mut shared = plain.clone();
-    shared.policy.placement = PlacementKind::ShareBestFit;
+    let shared = RunSpec {
+        policy: PolicySpec::Fifo(QueueOptions { placement: PlacementKind::ShareBestFit, ..Default::default() }),
+        ..plain.clone()
+    };
     run(&shared, &set);
     assert_eq!(set.profiles().parsed(), 1, "a sharing replay reads the builtin co-location table");
     let table = RunSpec { rate_model: RateModelKind::Table, ..plain.clone() };
