@@ -77,6 +77,15 @@ pub enum SimError {
         /// What was wrong.
         reason: String,
     },
+    /// A policy asked for a wake-up ([`crate::policy::Decision::WakeAt`]) at
+    /// or before the current time: a policy bug.
+    #[error("policy `{policy}` made an invalid decision: {reason}")]
+    InvalidTimer {
+        /// The policy's name.
+        policy: String,
+        /// What was wrong (the time asked for and now).
+        reason: String,
+    },
 }
 
 impl SimError {
@@ -86,6 +95,7 @@ impl SimError {
             SimError::InvalidDecision { policy, job, job_name, line, gpu, reason, .. } => {
                 SimError::InvalidDecision { policy, job, job_name, line, file: Some(path.to_path_buf()), gpu, reason }
             }
+            other @ SimError::InvalidTimer { .. } => other,
         }
     }
 }

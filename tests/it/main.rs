@@ -22,5 +22,6 @@ mod rates;
 mod rifling;
 mod share_search;
 mod sharing;
+mod srtf;
 mod sweep;
 mod tie_order;
