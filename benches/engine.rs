@@ -36,10 +36,10 @@ use dlsched::engine::{Event, EventQueue};
 use dlsched::experiment::{ClusterChoice, RunSpec, WorkloadSource, run_one};
 use dlsched::ids::{GpuId, JobId, VcId};
 use dlsched::job::{JobSpec, JobTable};
-use dlsched::policy::{Decision, PlacementKind, Policy, PolicyConfig, QueueOrder, View};
+use dlsched::policy::{Decision, Policy, View, config::PolicyConfig, placement::PlacementKind, queue::QueueOrder};
 use dlsched::time::SimTime;
-use dlsched::trace::synthetic::SyntheticSpec;
 use dlsched::trace::{ColumnMap, TraceFormat};
+use dlsched::workload::synthetic::SyntheticSpec;
 
 /// splitmix64: a tiny deterministic hash, so the inputs need no RNG state.
 fn mix(x: u64) -> u64 {

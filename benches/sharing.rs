@@ -22,7 +22,7 @@ use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_ma
 use dlsched::cluster::{Cluster, ClusterPreset, ClusterSpec};
 use dlsched::ids::{JobId, NodeId, VcId};
 use dlsched::job::{JobSpec, JobTable};
-use dlsched::policy::{Decision, PlacementKind, Policy, PolicyConfig, QueueOrder, View};
+use dlsched::policy::{Decision, Policy, View, config::PolicyConfig, placement::PlacementKind, queue::QueueOrder};
 use dlsched::time::SimTime;
 
 /// splitmix64: a tiny deterministic hash, so the inputs need no RNG state.

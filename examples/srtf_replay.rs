@@ -17,11 +17,12 @@ use anyhow::Context;
 use dlsched::cluster::Cluster;
 use dlsched::engine::{CheckpointModel, EngineConfig, Simulation};
 use dlsched::experiment::ClusterChoice;
-use dlsched::policy::PlacementKind;
+use dlsched::policy::placement::PlacementKind;
 use dlsched::policy::srtf::{self, SrtfOptions};
 use dlsched::profile::TraceSpeed;
 use dlsched::trace::tie_order::TieOrder;
-use dlsched::trace::{ColumnMap, TraceFormat, build_workload, load_trace};
+use dlsched::trace::{ColumnMap, TraceFormat, load_trace};
+use dlsched::workload::build_workload;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -36,7 +37,7 @@ fn main() -> anyhow::Result<()> {
     let cluster = Cluster::new(ClusterChoice::VcFile { path: PathBuf::from(vcs) }.spec()?)?;
     let mut t = load_trace(trace.as_ref(), TraceFormat::JobsCsv, &ColumnMap::default())?;
     ties.order_records(&mut t.records);
-    let w = build_workload(t.records, &cluster, PlacementKind::Consolidate);
+    let w = build_workload(t.records, &cluster, PlacementKind::Consolidate.build());
     let policy = srtf::build(&opts, cluster.partitions().len())?;
     let cfg = EngineConfig { sample_interval_ms: 0, share_metrics: false, ..Default::default() };
     let output = Simulation::new(cluster, w.jobs, policy, Box::new(TraceSpeed), cfg).with_checkpoint(ckpt).run()?;

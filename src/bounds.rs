@@ -7,9 +7,9 @@
 
 use crate::time::MAX_SECS;
 
-/// Synthetic jobs per run: 1 to [`crate::trace::synthetic::MAX_JOBS`]
+/// Synthetic jobs per run: 1 to [`crate::workload::synthetic::MAX_JOBS`]
 /// (2,000,000; about 512 B each in memory, measured: see that constant).
-pub const JOBS: (u64, u64) = (1, crate::trace::synthetic::MAX_JOBS as u64);
+pub const JOBS: (u64, u64) = (1, crate::workload::synthetic::MAX_JOBS as u64);
 
 /// Nodes of a uniform cluster: 1 to [`crate::cluster::MAX_NODES`] (100,000).
 pub const NODES: (u64, u64) = (1, crate::cluster::MAX_NODES as u64);
@@ -107,7 +107,7 @@ pub fn synthetic_jobs_per_hour(rate: f64, jobs: u32) -> Result<f64, String> {
 
 /// The GENIE workload's task density, tasks per hour, over `hours`: the
 /// expected tasks, rate x hours, from 1 to
-/// [`crate::trace::genie::MAX_TASKS`] (50,000: GENIE scores every waiting
+/// [`crate::workload::genie::MAX_TASKS`] (50,000: GENIE scores every waiting
 /// task at every decision, so its cost grows with the square of the queue).
 /// `hours` must be within [`hours`] first.
 ///
@@ -117,7 +117,7 @@ pub fn genie_jobs_per_hour(rate: f64, hours: f64) -> Result<f64, String> {
     let rate = positive(rate)?;
     let shown = readable(rate);
     let expected = rate * hours;
-    let max = crate::trace::genie::MAX_TASKS;
+    let max = crate::workload::genie::MAX_TASKS;
     if expected < 1.0 {
         Err(format!(
             "is too small: {shown} tasks per hour over {hours} h is {expected:.3e} tasks expected; at least 1 \

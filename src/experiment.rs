@@ -11,7 +11,7 @@ use crate::engine::{EngineConfig, Progress, RunOutput, Simulation};
 use crate::error::{ConfigError, RunError};
 use crate::job::Skipped;
 use crate::metrics::{self, Summary, VcSummary, export};
-use crate::policy::PolicyConfig;
+use crate::policy::config::PolicyConfig;
 use crate::policy::genie::{GenieOptions, GeniePolicy, GenieProfiles};
 use crate::profile::db::ProfileDb;
 use crate::profile::genie::GenieModel;
@@ -19,10 +19,11 @@ use crate::profile::model::TableModel;
 use crate::profile::rate::ProfileRate;
 use crate::profile::{RateModel, TraceSpeed};
 use crate::trace::TraceRecord;
-use crate::trace::genie::GenieWorkloadSpec;
-use crate::trace::synthetic::{self, SyntheticSpec};
 use crate::trace::tie_order::TieOrder;
-use crate::trace::{ColumnMap, TraceFormat, build_workload, load_trace};
+use crate::trace::{ColumnMap, TraceFormat, load_trace};
+use crate::workload::build_workload;
+use crate::workload::genie::GenieWorkloadSpec;
+use crate::workload::synthetic::{self, SyntheticSpec};
 
 /// Where the jobs come from.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -39,9 +40,9 @@ pub enum WorkloadSource {
     },
     /// The seeded synthetic generator.
     Synthetic(SyntheticSpec),
-    /// GENIE's QoS workload of moldable tasks ([`crate::trace::genie`]).
+    /// GENIE's QoS workload of moldable tasks ([`crate::workload::genie`]).
     Genie(GenieWorkloadSpec),
-    /// A trace's jobs as moldable tasks ([`crate::trace::genie::from_trace`]):
+    /// A trace's jobs as moldable tasks ([`crate::workload::genie::from_trace`]):
     /// its arrival pattern and durations, GENIE's task types.
     TraceTasks {
         /// The trace file.
@@ -367,9 +368,9 @@ impl RunSpec {
             workload,
             cluster,
             policy: PolicyConfig {
-                order: crate::policy::QueueOrder::Fifo,
+                order: crate::policy::queue::QueueOrder::Fifo,
                 backfill: false,
-                placement: crate::policy::PlacementKind::Consolidate,
+                placement: crate::policy::placement::PlacementKind::Consolidate,
             },
             seed: 1,
             sample_interval_ms: 600_000,
@@ -547,7 +548,7 @@ fn run_inner(
                 WorkloadSource::TraceTasks { path, format, .. } => {
                     let t = load_trace(path, *format, &ColumnMap::default())?;
                     let p = cluster.partition(crate::ids::VcId(0));
-                    crate::trace::genie::from_trace(
+                    crate::workload::genie::from_trace(
                         &t.records,
                         g,
                         db,
@@ -558,10 +559,10 @@ fn run_inner(
                         spec.seed,
                     )
                 }
-                _ => crate::trace::genie::generate(g, db, &node.gpu_type, node.gpu_mem_mib, spec.seed),
+                _ => crate::workload::genie::generate(g, db, &node.gpu_type, node.gpu_mem_mib, spec.seed),
             }
             .map_err(ConfigError)?;
-            if g.ect == crate::trace::genie::EctBasis::Predicted {
+            if g.ect == crate::workload::genie::EctBasis::Predicted {
                 // The paper's ECT: a multiple of the predicted single-GPU
                 // latency, from the run's fitted models (the ones a GENIE
                 // policy of this run uses), for every policy alike.
@@ -636,7 +637,7 @@ fn run_inner(
     let share_metrics_useful = rate_model != RateModelKind::Trace
         || spec.policy.placement.may_share()
         || records.iter().any(|r| r.model.is_some() || r.gpu_mem_mib.is_some() || r.gpu_milli.is_some());
-    let mut workload = build_workload(records, &cluster, spec.policy.placement);
+    let mut workload = build_workload(records, &cluster, spec.policy.placement.build());
     workload.jobs.attach_tasks(&mut genie_tasks);
     if workload.jobs.is_empty() {
         let reasons: Vec<String> = workload.skipped_by_reason().iter().map(|(r, n)| format!("{n} {r}")).collect();

@@ -14,6 +14,8 @@ pub mod plot;
 pub mod policy;
 pub mod profile;
 pub mod rng;
+pub mod stats;
 pub mod sweep;
 pub mod time;
 pub mod trace;
+pub mod workload;

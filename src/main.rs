@@ -11,10 +11,10 @@ use dlsched::bounds;
 use dlsched::cluster::ClusterPreset;
 use dlsched::experiment::{ClusterChoice, GenieRun, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir};
 use dlsched::policy::genie::GenieOptions;
-use dlsched::policy::{PlacementKind, PolicyConfig, PolicyName};
-use dlsched::trace::genie::GenieWorkloadSpec;
-use dlsched::trace::synthetic::SyntheticSpec;
+use dlsched::policy::{config::PolicyConfig, config::PolicyName, placement::PlacementKind};
 use dlsched::trace::{ColumnMap, TraceFormat};
+use dlsched::workload::genie::GenieWorkloadSpec;
+use dlsched::workload::synthetic::SyntheticSpec;
 
 /// Writes a line to standard output, like `println!`, but a failed write (a
 /// full disk, `> /dev/full`) is an `anyhow` error ([`StdioError`]) instead of
@@ -300,7 +300,7 @@ struct SimulateArgs {
     /// its single-GPU latency as predicted by the run's fitted GENIE models
     /// (predicted, the paper's definition) or the true one.
     #[arg(long, value_enum, default_value = "predicted")]
-    ect: dlsched::trace::genie::EctBasis,
+    ect: dlsched::workload::genie::EctBasis,
 
     /// GENIE workload: arrival window, hours.
     #[arg(long, default_value_t = 24.0, value_name = "H")]
@@ -535,7 +535,7 @@ fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
             rifling: Some(dlsched::experiment::RiflingRun { mode: RiflingMode::Online, params, table: None }),
             genie: None,
             workload: WorkloadSource::Genie(GenieWorkloadSpec {
-                ect: dlsched::trace::genie::EctBasis::True,
+                ect: dlsched::workload::genie::EctBasis::True,
                 jobs_per_hour: a.jobs_per_hour,
                 hours: a.hours,
             }),
@@ -986,7 +986,7 @@ fn notes(a: &SimulateArgs) -> Result<()> {
     if a.policy.genie().is_none() && (a.genie_models.is_some() || a.genie_best_fit || a.theta != 0.4) {
         note("--genie-models, --genie-best-fit and --theta apply only to the GENIE-family policies")?;
     }
-    if !genie_workload && (a.hours != 24.0 || a.ect != dlsched::trace::genie::EctBasis::Predicted) {
+    if !genie_workload && (a.hours != 24.0 || a.ect != dlsched::workload::genie::EctBasis::Predicted) {
         note("--hours and --ect apply only to --workload genie")?;
     }
     if a.trace.is_some() && !genie_workload && (a.jobs != 500 || a.load != 0.8 || a.jobs_per_hour.is_some()) {

@@ -27,10 +27,10 @@ use crate::cluster::ClusterPreset;
 use crate::cluster::ShareLimits;
 use crate::experiment::{ClusterChoice, GenieRun, RateModelKind, RunSpec, WorkloadSource};
 use crate::policy::genie::GenieOptions;
-use crate::policy::{PlacementKind, PolicyConfig, PolicyName};
-use crate::trace::genie::{EctBasis, GenieWorkloadSpec};
-use crate::trace::synthetic::SyntheticSpec;
+use crate::policy::{config::PolicyConfig, config::PolicyName, placement::PlacementKind};
 use crate::trace::{ColumnMap, TraceFormat};
+use crate::workload::genie::{EctBasis, GenieWorkloadSpec};
+use crate::workload::synthetic::SyntheticSpec;
 
 /// The keys a `[base]` or `[sweep]` table may set, with what each takes.
 pub const KEYS: [(&str, &str); 37] = [

@@ -15,9 +15,9 @@
 //! never land on shared GPUs.
 
 mod presets;
+pub mod request;
 mod topology;
 
-pub(crate) use presets::csv_error;
 pub use presets::{ClusterPreset, NodeList, OPENB_GPU_NODES, load_nodes_file, load_vc_file, openb_gpu_mem_mib};
 pub use topology::LocalityTier;
 

@@ -113,7 +113,7 @@ pub fn load_nodes_file(path: &Path) -> Result<NodeList, TraceError> {
     let mut cols: Option<(usize, usize)> = None;
     let mut sn_col: Option<usize> = None;
     let mut seen: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
-    crate::trace::csvrows::for_each_row(path, &bytes, |header, row| {
+    crate::io::csvrows::for_each_row(path, &bytes, |header, row| {
         if cols.is_none() {
             sn_col = header.find(&["sn"]);
             let gpu = header.find(&["gpu", "num_gpu"]).ok_or_else(|| TraceError::Format {
@@ -250,7 +250,7 @@ pub fn load_vc_file(path: &Path, gpu_type: &str, gpu_mem_mib: u64) -> Result<Clu
         named_vcs: true,
     };
     for rec in rdr.records() {
-        let rec = rec.map_err(|e| csv_error(&file, &e))?;
+        let rec = rec.map_err(|e| crate::io::csvrows::csv_error_as_named(&file, &e))?;
         let line = rec.position().map_or(0, |p| p.line());
         let field = |col: usize| rec.get(col).unwrap_or("");
         let int = |col: usize, what: &str| -> Result<u32, TraceError> {
@@ -328,19 +328,6 @@ pub fn load_vc_file(path: &Path, gpu_type: &str, gpu_mem_mib: u64) -> Result<Clu
     }
     spec.validate().map_err(|ConfigError(m)| TraceError::Format { file: path.to_path_buf(), message: m })?;
     Ok(spec)
-}
-
-/// Maps a csv crate error to a [`TraceError`] with the line it names.
-pub(crate) fn csv_error(file: &Path, e: &csv::Error) -> TraceError {
-    let line = e.position().map_or(0, |p| p.line());
-    let message = match e.kind() {
-        csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
-            format!("row has {len} fields but the header has {expected_len}")
-        }
-        csv::ErrorKind::Utf8 { .. } => "row is not valid UTF-8".to_string(),
-        _ => e.to_string(),
-    };
-    TraceError::Row { file: file.to_path_buf(), line, message }
 }
 
 #[cfg(test)]

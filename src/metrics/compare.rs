@@ -104,7 +104,7 @@ fn read_times(path: &Path) -> Result<(Vec<String>, BTreeMap<String, Times>, bool
     let file = path.to_path_buf();
     let bytes = crate::io::read_csv(path)?;
     let mut rdr = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(&bytes[..]);
-    let headers = rdr.headers().map_err(|e| crate::cluster::csv_error(path, &e))?.clone();
+    let headers = rdr.headers().map_err(|e| crate::io::csvrows::csv_error_as_named(path, &e))?.clone();
     let find = |names: &[&str]| headers.iter().position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)));
     let need = |names: &[&str], what: &str| {
         find(names).ok_or_else(|| TraceError::Format {
@@ -124,7 +124,7 @@ fn read_times(path: &Path) -> Result<(Vec<String>, BTreeMap<String, Times>, bool
     let mut order = Vec::new();
     let mut map = BTreeMap::new();
     for rec in rdr.records() {
-        let rec = rec.map_err(|e| crate::cluster::csv_error(path, &e))?;
+        let rec = rec.map_err(|e| crate::io::csvrows::csv_error_as_named(path, &e))?;
         let line = rec.position().map_or(0, |p| p.line());
         let num = |col: usize| -> Result<Option<f64>, TraceError> {
             let s = rec.get(col).unwrap_or("");

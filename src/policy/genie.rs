@@ -34,66 +34,13 @@ use std::collections::{BTreeMap, HashMap};
 use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 
+use super::symmetric::physical;
 use super::{Decision, Policy, View};
-use crate::cluster::Cluster;
-use crate::ids::{GpuId, JobId, NodeId, VcId};
+use crate::ids::{JobId, VcId};
 use crate::job::{JobState, JobTable, TaskSpec};
 use crate::profile::db::ProfileDb;
 use crate::profile::genie::{GenieFit, Point, fit};
-use crate::profile::model::{PerfModel, TableModel};
-
-/// One of GENIE's six task types (model), mapped to a model of the profile
-/// database. GENIE measured AlexNet, GoogLeNet, ResNet-50, Inception-v3, a
-/// regularised LSTM and Seq2seq on K80s; our database (Gavel, Pollux, Sia,
-/// ElasticFlow) lacks AlexNet and GoogLeNet, so the nearest measured models
-/// stand in: VGG-16 for AlexNet (same plain conv + large fully-connected
-/// design, communication-heavy; 138 M vs 61 M parameters) and Inception-v3
-/// for GoogLeNet (same Inception family). Seq2seq is the Transformer
-/// translation model (Multi30k), the LSTM the word-level language model
-/// (WikiText-2). VGG-16 and Inception-v3 were not measured on K80s: their K80
-/// times come from the GPU-type fallback (counted in the run summary).
-pub const TASK_MODELS: [(&str, &str); 6] = [
-    ("alexnet", "vgg16-imagenet"),
-    ("googlenet", "inceptionv3-imagenet"),
-    ("resnet50", "resnet50-imagenet"),
-    ("inception3", "inceptionv3-imagenet"),
-    ("lstm", "lstm-wikitext2"),
-    ("seq2seq", "transformer-multi30k"),
-];
-
-/// A forward pass costs a third of a training step (forward + backward ≈ 1 + 2).
-pub const INFERENCE_STEP_FRACTION: f64 = 1.0 / 3.0;
-
-/// The simulator's ground truth for a task type: iteration time from the
-/// profile database's table model.
-pub struct GroundTruth<'a> {
-    table: TableModel<'a>,
-    gpu_type: String,
-}
-
-impl<'a> GroundTruth<'a> {
-    /// Ground truth on `gpu_type` GPUs.
-    pub fn new(db: &'a ProfileDb, gpu_type: &str) -> Self {
-        GroundTruth { table: TableModel::new(db), gpu_type: gpu_type.to_ascii_lowercase() }
-    }
-
-    /// Seconds per iteration of `model` at per-GPU batch `b` on `split`
-    /// (training), or per forward step on one GPU (inference).
-    pub fn step_s(&self, model: &str, inference: bool, b: u32, split: &[u32]) -> f64 {
-        if inference {
-            self.table.iter_time(model, &self.gpu_type, b.max(1), &[1]).iter_time_s * INFERENCE_STEP_FRACTION
-        } else {
-            self.table.iter_time(model, &self.gpu_type, b.max(1), split).iter_time_s
-        }
-    }
-
-    /// Batches measured for `model` on the GPU type (or on its best-covered type).
-    pub fn batches(&self, model: &str) -> Vec<u32> {
-        let (gpu, _, _) = self.table.resolve_gpu(model, &self.gpu_type);
-        let on = self.table.measured_batches_on(model, &gpu);
-        if on.is_empty() { self.table.measured_batches(model) } else { on }
-    }
-}
+pub use crate::profile::genie::{GroundTruth, INFERENCE_STEP_FRACTION, TASK_MODELS, kind_name};
 
 /// The simulated profiler's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -217,11 +164,6 @@ impl GenieProfiles {
             d(a).total_cmp(&d(b)).then(a.kind.cmp(&b.kind))
         })
     }
-}
-
-/// Task type name: `<type>-train` or `<type>-infer`.
-pub fn kind_name(task_type: &str, inference: bool) -> String {
-    format!("{task_type}-{}", if inference { "infer" } else { "train" })
 }
 
 /// Runs GENIE's lightweight profiler for every task type against the ground
@@ -537,25 +479,6 @@ impl GeniePolicy {
     }
 }
 
-/// The GPUs of `<d_node, d_gpn>` now: the `d_node` nodes of `vc` with the most
-/// free GPUs (ties by index) that have `d_gpn` free — or, with `best_fit`, the
-/// fewest — and the lowest free GPUs on each.
-pub fn physical(cluster: &Cluster, vc: VcId, d_node: u32, d_gpn: u32, best_fit: bool) -> Option<Vec<GpuId>> {
-    let p = cluster.partition(vc);
-    let pick = |it: &mut dyn Iterator<Item = (NodeId, u32)>| -> Vec<NodeId> {
-        it.filter(|&(_, free)| free >= d_gpn).take(d_node as usize).map(|(n, _)| n).collect()
-    };
-    let nodes = if best_fit { pick(&mut p.nodes_by_free_asc()) } else { pick(&mut p.nodes_by_free_desc()) };
-    if nodes.len() < d_node as usize {
-        return None;
-    }
-    let mut out = Vec::with_capacity((d_node * d_gpn) as usize);
-    for n in nodes {
-        cluster.take_free_gpus(n, d_gpn, &mut out);
-    }
-    Some(out)
-}
-
 impl Policy for GeniePolicy {
     fn name(&self) -> String {
         let mut n = self.opts.variant.name().to_string();
@@ -631,7 +554,7 @@ impl Policy for GeniePolicy {
         ];
         if !errs.is_empty() {
             m.push(("prediction_error_mean", errs.iter().sum::<f64>() / errs.len() as f64));
-            m.push(("prediction_error_p95", crate::metrics::quantile_sorted(&errs, 0.95)));
+            m.push(("prediction_error_p95", crate::stats::quantile_sorted(&errs, 0.95)));
         }
         m
     }

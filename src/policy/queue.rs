@@ -10,8 +10,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::placement::Placement;
 use super::placement::Request;
-use super::{Decision, Placement, Policy, View};
+use super::{Decision, Policy, View};
 use crate::ids::{GpuId, JobId, VcId};
 
 /// How the queue is ordered.

@@ -32,7 +32,7 @@
 //!   is a decision with at least one feasible placement; alpha 0.1, gamma
 //!   0.9, epsilon linear 0.3 → 0.05 over 500 decisions; Q starts at 0;
 //!   greedy ties go to the lowest action index (fewest GPUs, fewest nodes);
-//!   physical nodes as GENIE's [`super::genie::physical`].
+//!   physical nodes as GENIE's [`super::symmetric::physical`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -602,7 +602,7 @@ impl Policy for RiflingPolicy {
             Decision::Wait
         } else {
             let (d_node, d_gpn) = action_shape(action, gpn);
-            let gpus = super::genie::physical(view.cluster, vc, d_node, d_gpn, params.best_fit_nodes)
+            let gpus = super::symmetric::physical(view.cluster, vc, d_node, d_gpn, params.best_fit_nodes)
                 .expect("feasible placement has GPUs");
             self.pending.remove(0);
             self.running.push(head);

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use crate::error::TraceError;
-use crate::trace::csvrows::{LineCounter, csv_error};
+use crate::io::csvrows::{LineCounter, csv_error};
 
 /// File name of the throughput table (rows: [`ThroughputRow`]).
 pub const THROUGHPUT_FILE: &str = "throughput.csv";

@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::csvrows::{Header, for_each_row, map_rows};
 use super::{TraceFormat, TraceRecord};
 use crate::error::TraceError;
+use crate::io::csvrows::{Header, for_each_row, map_rows};
 use crate::job::SkipReason;
 use crate::time::MAX_SECS;
 

@@ -1,23 +1,19 @@
-//! Traces: the canonical job record, format adapters, the synthetic generator,
-//! and the workload builder that turns records into simulated jobs.
+//! Traces: the canonical job record, format adapters and tie orders. The
+//! synthetic generators and the workload builder that turns records into
+//! simulated jobs are a floor up, in [`crate::workload`].
 //!
 //! Adapters read a whole file, name the file, line and column of any malformed
 //! value, and never drop a row: rows that cannot run are kept as records and
 //! skipped by the workload builder, which counts them by reason.
 
-pub(crate) mod csvrows;
 mod formats;
-pub mod genie;
-pub mod synthetic;
 pub mod tie_order;
-mod workload;
 
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 pub use formats::ColumnMap;
-pub use workload::{Workload, build_workload};
 
 use crate::error::TraceError;
 

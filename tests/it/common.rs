@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use dlsched::cluster::{Cluster, ClusterSpec};
 use dlsched::engine::{EngineConfig, RunOutput, Simulation};
 use dlsched::job::JobState;
-use dlsched::policy::{PlacementKind, PolicyConfig, QueueOrder};
+use dlsched::policy::{config::PolicyConfig, placement::PlacementKind, queue::QueueOrder};
 use dlsched::profile::TraceSpeed;
-use dlsched::trace::{TraceRecord, build_workload};
+use dlsched::trace::TraceRecord;
+use dlsched::workload::build_workload;
 
 /// `../shared` beside the checkout, or `None` after printing why the caller skips.
 pub fn shared(what: &str) -> Option<PathBuf> {
@@ -33,7 +34,7 @@ pub fn policy(order: QueueOrder, backfill: bool, placement: PlacementKind) -> Po
 /// Runs records on a cluster under a policy at trace speed.
 pub fn run(records: Vec<TraceRecord>, spec: ClusterSpec, p: PolicyConfig) -> RunOutput {
     let cluster = Cluster::new(spec).unwrap();
-    let w = build_workload(records, &cluster, p.placement);
+    let w = build_workload(records, &cluster, p.placement.build());
     let policy = p.build(cluster.partitions().len()).unwrap();
     Simulation::new(
         cluster,

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use dlsched::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir};
 use dlsched::metrics::compare::compare_files;
-use dlsched::policy::{PlacementKind, QueueOrder};
+use dlsched::policy::{placement::PlacementKind, queue::QueueOrder};
 use dlsched::trace::tie_order::TieOrder;
 use dlsched::trace::{ColumnMap, TraceFormat};
 
@@ -131,7 +131,7 @@ fn replay_srtf(d: &Path) -> (dlsched::engine::RunOutput, dlsched::metrics::Summa
         dlsched::trace::load_trace(&d.join("philly_window_jobs.csv"), TraceFormat::JobsCsv, &ColumnMap::default())
             .unwrap();
     TieOrder::Numpy2Avx512.order_records(&mut t.records);
-    let w = dlsched::trace::build_workload(t.records, &cluster, PlacementKind::Consolidate);
+    let w = dlsched::workload::build_workload(t.records, &cluster, PlacementKind::Consolidate.build());
     let policy = srtf::build(&SrtfOptions::helios(), cluster.partitions().len()).unwrap();
     let cfg = EngineConfig { sample_interval_ms: 0, share_metrics: false, ..Default::default() };
     let out = Simulation::new(cluster, w.jobs, policy, Box::new(dlsched::profile::TraceSpeed), cfg)

@@ -4,8 +4,9 @@ use std::path::Path;
 
 use dlsched::cluster::{Cluster, ClusterSpec, load_vc_file};
 use dlsched::job::SkipReason;
-use dlsched::policy::PlacementKind;
-use dlsched::trace::{ColumnMap, TraceFormat, build_workload, load_trace};
+use dlsched::policy::placement::PlacementKind;
+use dlsched::trace::{ColumnMap, TraceFormat, load_trace};
+use dlsched::workload::build_workload;
 
 fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let p = dir.join(name);
@@ -36,7 +37,7 @@ fn philly_rfold() {
     assert_eq!(t.records[1].submit_ms, 5_500);
     assert_eq!(t.records[1].shape, Some(vec![2, 2]));
     assert_eq!(t.records[1].line, 3);
-    let w = build_workload(t.records, &lab16(), PlacementKind::Consolidate);
+    let w = build_workload(t.records, &lab16(), PlacementKind::Consolidate.build());
     assert_eq!(w.jobs.len(), 2);
     let reasons: Vec<_> = w.skipped.iter().map(|s| (s.name.as_str(), s.reason)).collect();
     assert_eq!(reasons, vec![("2", SkipReason::NonpositiveDuration), ("3", SkipReason::ExceedsCluster)]);
@@ -69,7 +70,7 @@ fn philly_pollux() {
     assert_eq!(t.records[0].submit_ms, 2_932_000);
     assert_eq!(t.records[1].submit_ms, 0);
     assert_eq!(t.records[0].vc.as_deref(), Some("vcA"));
-    let w = build_workload(t.records, &lab16(), PlacementKind::Consolidate);
+    let w = build_workload(t.records, &lab16(), PlacementKind::Consolidate.build());
     // Ordered by (submit, trace order): row 1 (t=0), then rows 0 and 2 (t=2932, duplicates kept).
     let names: Vec<_> = w.jobs.specs().iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, vec!["1", "0", "2"]);
@@ -106,7 +107,7 @@ fn helios_cluster_log() {
     // Partitions a (1 node × 8) and b: vcC is not one of them.
     let vcs = write(d.path(), "vcs.csv", "vc,nodes,gpus_per_node\nvcA,1,8\nvcB,1,8\n");
     let cluster = Cluster::new(load_vc_file(&vcs, "V100", 16384).unwrap()).unwrap();
-    let w = build_workload(t.records, &cluster, PlacementKind::Consolidate);
+    let w = build_workload(t.records, &cluster, PlacementKind::Consolidate.build());
     assert_eq!(w.jobs.len(), 2);
     let m = w.skipped_by_reason();
     assert_eq!((m.get("zero_gpus"), m.get("nonpositive_duration")), (Some(&1), Some(&1)));
@@ -124,7 +125,7 @@ fn helios_cluster_log() {
     let unknown =
         write(d.path(), "u.csv", &format!("{HELIOS_HEAD}j9,u,vcZ,1,1,1,COMPLETED,2020-04-01 00:00:10,,,60,0\n"));
     let t = load_trace(&unknown, TraceFormat::Helios, &ColumnMap::default()).unwrap();
-    let w = build_workload(t.records, &cluster, PlacementKind::Consolidate);
+    let w = build_workload(t.records, &cluster, PlacementKind::Consolidate.build());
     assert_eq!(w.skipped_by_reason().get("unknown_vc"), Some(&1));
 }
 
@@ -138,7 +139,7 @@ fn jobs_csv_with_mapped_columns() {
     assert_eq!(t.format, TraceFormat::JobsCsv);
     assert_eq!(t.records[0].vc.as_deref(), Some("x"));
     let small = Cluster::new(ClusterSpec::uniform("1x8", 1, 8, "V100", 16384)).unwrap();
-    let w = build_workload(t.records, &small, PlacementKind::Consolidate);
+    let w = build_workload(t.records, &small, PlacementKind::Consolidate.build());
     assert_eq!(w.jobs.len(), 1);
     let m = w.skipped_by_reason();
     assert_eq!((m.get("nonpositive_duration"), m.get("exceeds_cluster")), (Some(&1), Some(&1)));
@@ -173,7 +174,7 @@ fn jobs_larger_than_any_node_spread_over_whole_nodes() {
     let p = write(d.path(), "j.csv", "job_id,submit_time,duration,gpu_num\na,0,10,3\n");
     let t = load_trace(&p, TraceFormat::JobsCsv, &ColumnMap::default()).unwrap();
     let c = Cluster::new(ClusterSpec::uniform("4x1", 4, 1, "K80", 12288)).unwrap();
-    let w = build_workload(t.records, &c, PlacementKind::Consolidate);
+    let w = build_workload(t.records, &c, PlacementKind::Consolidate.build());
     assert_eq!(w.jobs.len(), 1, "a job larger than every node spreads over whole nodes");
 }
 
@@ -240,7 +241,7 @@ fn recorded_split_comes_from_the_trace_or_the_packed_placement() {
     let r = write(d.path(), "r.csv", &format!("{head}0,0.0,CLOS,1+3,4,30.0\n"));
     let t = load_trace(&r, TraceFormat::Auto, &ColumnMap::default()).unwrap();
     let c = Cluster::new(ClusterSpec::uniform("2x8", 2, 8, "V100", 16384)).unwrap();
-    let w = build_workload(t.records, &c, PlacementKind::Consolidate);
+    let w = build_workload(t.records, &c, PlacementKind::Consolidate.build());
     assert_eq!(w.jobs.specs()[0].recorded_split, vec![3, 1]);
     let j = write(
         d.path(),
@@ -248,7 +249,7 @@ fn recorded_split_comes_from_the_trace_or_the_packed_placement() {
         "job_id,submit_time,duration,gpu_num,model,local_bsz\na,0,10,12,resnet50-imagenet,32\n",
     );
     let t = load_trace(&j, TraceFormat::Auto, &ColumnMap::default()).unwrap();
-    let w = build_workload(t.records, &c, PlacementKind::Consolidate);
+    let w = build_workload(t.records, &c, PlacementKind::Consolidate.build());
     let s = &w.jobs.specs()[0];
     assert_eq!(s.recorded_split, vec![8, 4]);
     assert_eq!((s.model.as_deref(), s.local_bsz), (Some("resnet50-imagenet"), Some(32)));
@@ -266,13 +267,13 @@ fn recorded_placement_replays_the_trace_shape() {
     let t = load_trace(&r, TraceFormat::Auto, &ColumnMap::default()).unwrap();
     let spec = ClusterSpec::uniform("2x4", 2, 4, "V100", 16384);
     let c = Cluster::new(spec.clone()).unwrap();
-    let w = build_workload(t.records.clone(), &c, PlacementKind::Recorded);
+    let w = build_workload(t.records.clone(), &c, PlacementKind::Recorded.build());
     assert_eq!(
         w.skipped.iter().map(|s| (s.name.as_str(), s.reason)).collect::<Vec<_>>(),
         vec![("c", SkipReason::Unplaceable)]
     );
-    let p = dlsched::policy::PolicyConfig {
-        order: dlsched::policy::QueueOrder::Fifo,
+    let p = dlsched::policy::config::PolicyConfig {
+        order: dlsched::policy::queue::QueueOrder::Fifo,
         backfill: false,
         placement: PlacementKind::Recorded,
     };
@@ -296,7 +297,7 @@ fn recorded_placement_replays_the_trace_shape() {
     assert_eq!(done, vec![("a".to_string(), 0, 2), ("b".to_string(), 10, 2)]);
     // Under consolidate, c (5 GPUs, more than a node) spreads 4 + 1: all three run.
     let c = Cluster::new(spec).unwrap();
-    let w = build_workload(t.records, &c, PlacementKind::Consolidate);
+    let w = build_workload(t.records, &c, PlacementKind::Consolidate.build());
     assert_eq!((w.jobs.len(), w.skipped.len()), (3, 0));
 }
 
@@ -315,7 +316,7 @@ fn review_findings_stay_fixed() {
     let jobs =
         write(d.path(), "j.csv", "job_id,submit_time,duration,gpu_num,vc\na,0,10,1,research\nb,0,10,1,default\n");
     let t = load_trace(&jobs, TraceFormat::Auto, &ColumnMap::default()).unwrap();
-    let w = build_workload(t.records, &cluster, PlacementKind::Consolidate);
+    let w = build_workload(t.records, &cluster, PlacementKind::Consolidate.build());
     assert_eq!(w.skipped_by_reason().get("unknown_vc"), Some(&1));
     assert_eq!(w.jobs.len(), 1);
     // Under `recorded`, jobs without a trace shape are placed as consolidate
@@ -327,7 +328,7 @@ fn review_findings_stay_fixed() {
         let out = crate::common::run(
             t.records.clone(),
             spec.clone(),
-            crate::common::policy(dlsched::policy::QueueOrder::Fifo, false, placement),
+            crate::common::policy(dlsched::policy::queue::QueueOrder::Fifo, false, placement),
         );
         crate::common::schedule(&out)
     };

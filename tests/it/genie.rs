@@ -7,13 +7,13 @@ use dlsched::cluster::{Cluster, ClusterPreset, ClusterSpec};
 use dlsched::engine::{EngineConfig, RunOutput, Simulation};
 use dlsched::experiment::{ClusterChoice, GenieRun, RateModelKind, RunSpec, WorkloadSource, run_one};
 use dlsched::job::{JobState, QosClass, TaskSpec};
-use dlsched::policy::PlacementKind;
 use dlsched::policy::genie::{GenieOptions, GeniePolicy, GenieProfiles, GenieVariant, ProfilerConfig, TypeProfile};
+use dlsched::policy::placement::PlacementKind;
 use dlsched::profile::TraceSpeed;
 use dlsched::profile::db::ProfileDb;
 use dlsched::time::SimTime;
-use dlsched::trace::build_workload;
-use dlsched::trace::genie::GenieWorkloadSpec;
+use dlsched::workload::build_workload;
+use dlsched::workload::genie::GenieWorkloadSpec;
 
 use crate::common::rec;
 
@@ -78,7 +78,7 @@ fn profiles() -> GenieProfiles {
 fn run_tasks(spec: ClusterSpec, tasks: Vec<(&str, u64, u64, TaskSpec)>, variant: GenieVariant) -> RunOutput {
     let cluster = Cluster::new(spec).unwrap();
     let recs = tasks.iter().map(|(id, s, d, _)| rec(id, *s, 1, *d)).collect();
-    let mut w = build_workload(recs, &cluster, PlacementKind::Consolidate);
+    let mut w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
     let mut map: HashMap<String, TaskSpec> = tasks.into_iter().map(|(id, _, _, t)| (id.to_string(), t)).collect();
     w.jobs.attach_tasks(&mut map);
     let opts = GenieOptions { variant, theta: 0.4, backfill: false, best_fit_nodes: false };
@@ -291,7 +291,7 @@ fn an_unprofiled_type_borrows_until_the_cluster_is_idle_then_is_profiled() {
     // task arriving at 500 s uses its own model.
     let cluster = Cluster::new(ClusterSpec::uniform("2x2", 2, 2, "V100", 16_000)).unwrap();
     let recs = vec![rec("blocker", 0, 1, 100), rec("r1", 10, 1, 50), rec("r2", 500, 1, 50)];
-    let mut w = build_workload(recs, &cluster, PlacementKind::Consolidate);
+    let mut w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
     let resnet = |deadline_s: u64| TaskSpec { kind: "resnet50-train".into(), ..task(64, 100, deadline_s) };
     let mut map: HashMap<String, TaskSpec> = [
         ("blocker".to_string(), task(1, 100, 10_000)),

@@ -1,7 +1,7 @@
 //! Schedules computed by hand, with the arithmetic in comments.
 
 use dlsched::cluster::ClusterSpec;
-use dlsched::policy::{PlacementKind, QueueOrder};
+use dlsched::policy::{placement::PlacementKind, queue::QueueOrder};
 
 use crate::common::{expect, policy, rec, run, schedule};
 

@@ -3,10 +3,10 @@
 use dlsched::cluster::{Cluster, ClusterPreset, ClusterSpec};
 use dlsched::engine::{EngineConfig, Simulation};
 use dlsched::job::JobState;
-use dlsched::policy::{PlacementKind, PolicyConfig, QueueOrder};
+use dlsched::policy::{config::PolicyConfig, placement::PlacementKind, queue::QueueOrder};
 use dlsched::profile::TraceSpeed;
-use dlsched::trace::build_workload;
-use dlsched::trace::synthetic::{SyntheticSpec, generate};
+use dlsched::workload::build_workload;
+use dlsched::workload::synthetic::{SyntheticSpec, generate};
 
 fn clusters() -> Vec<ClusterSpec> {
     let mut two_vcs = ClusterSpec::uniform("2vc", 6, 8, "V100", 16384);
@@ -37,7 +37,7 @@ fn invariants_hold_after_every_instant() {
                         for (i, r) in recs.iter_mut().enumerate() {
                             r.vc = Some(if i % 3 == 0 { "b" } else { "a" }.to_string());
                         }
-                        let w = build_workload(recs, &cluster, placement);
+                        let w = build_workload(recs, &cluster, placement.build());
                         let admitted = w.jobs.len();
                         assert_eq!(admitted + w.skipped.len(), 150, "every row is admitted or skipped");
                         let p = PolicyConfig { order, backfill, placement }.build(cluster.partitions().len()).unwrap();

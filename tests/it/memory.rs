@@ -5,10 +5,10 @@ use dlsched::cluster::{Cluster, ClusterSpec};
 use dlsched::engine::{EngineConfig, Simulation};
 use dlsched::ids::{GpuId, JobId};
 use dlsched::job::{JobState, SkipReason};
-use dlsched::policy::{Decision, PlacementKind, Policy, QueueOrder, View};
+use dlsched::policy::{Decision, Policy, View, placement::PlacementKind, queue::QueueOrder};
 use dlsched::profile::TraceSpeed;
 use dlsched::profile::db::{MemSource, MemoryRow, ModelInfo, ProfileDb};
-use dlsched::trace::build_workload;
+use dlsched::workload::build_workload;
 
 use crate::common::{policy, rec, shared};
 
@@ -46,7 +46,7 @@ fn placements_use_only_gpus_with_enough_memory() {
         recs[0].gpu_mem_mib = Some(16_000);
         recs[1].gpu_mem_mib = Some(30_000);
         let cluster = Cluster::new(two_memories()).unwrap();
-        let w = build_workload(recs, &cluster, placement);
+        let w = build_workload(recs, &cluster, placement.build());
         assert_eq!(
             w.skipped.iter().map(|s| (s.name.as_str(), s.reason)).collect::<Vec<_>>(),
             vec![("b", SkipReason::ExceedsGpuMemory)]
@@ -92,7 +92,7 @@ fn the_engine_refuses_a_placement_without_enough_memory() {
     let mut recs = vec![rec("a", 0, 2, 10)];
     recs[0].gpu_mem_mib = Some(16_000);
     let cluster = Cluster::new(two_memories()).unwrap();
-    let w = build_workload(recs, &cluster, PlacementKind::Consolidate);
+    let w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
     let err = Simulation::new(
         cluster,
         w.jobs,

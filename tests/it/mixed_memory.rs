@@ -7,9 +7,9 @@ use dlsched::cluster::{Cluster, ClusterPreset, ClusterSpec, NodeSpec};
 use dlsched::engine::{EngineConfig, Simulation};
 use dlsched::ids::{GpuId, JobId, VcId};
 use dlsched::job::JobState;
-use dlsched::policy::{Decision, PlacementKind, Policy, PolicyConfig, QueueOrder, View};
+use dlsched::policy::{Decision, Policy, View, config::PolicyConfig, placement::PlacementKind, queue::QueueOrder};
 use dlsched::profile::TraceSpeed;
-use dlsched::trace::build_workload;
+use dlsched::workload::build_workload;
 
 use crate::common::rec;
 
@@ -18,7 +18,7 @@ use crate::common::rec;
 /// the distinct GPU memories (MiB) the job ran on and its (start, end) in ms.
 fn one_wide_job(spec: ClusterSpec, gpus: u32, placement: PlacementKind) -> (Vec<u64>, (u64, u64)) {
     let cluster = Cluster::new(spec).unwrap();
-    let w = build_workload(vec![rec("a", 0, gpus, 42)], &cluster, placement);
+    let w = build_workload(vec![rec("a", 0, gpus, 42)], &cluster, placement.build());
     assert_eq!(w.jobs.len(), 1, "{placement:?}: the job is admitted");
     let policy = PolicyConfig { order: QueueOrder::Fifo, backfill: false, placement }.build(1).unwrap();
     let mut sim = Simulation::new(
@@ -136,7 +136,7 @@ fn an_invalid_decision_names_the_trace_job_file_and_line() {
     let mut w = rec("w", 0, 1, 10);
     w.line = 9;
     let cluster = Cluster::new(ClusterSpec::uniform("t", 1, 2, "V100", 16_000)).unwrap();
-    let jobs = build_workload(vec![a, w], &cluster, PlacementKind::ShareFirstFit).jobs;
+    let jobs = build_workload(vec![a, w], &cluster, PlacementKind::ShareFirstFit.build()).jobs;
     let err = Simulation::new(
         cluster,
         jobs,

@@ -10,9 +10,10 @@ use dlsched::cluster::{Cluster, ClusterPreset, ClusterSpec, NodeSpec, ShareLimit
 use dlsched::engine::{EngineConfig, Simulation};
 use dlsched::ids::VcId;
 use dlsched::job::{JobState, SkipReason};
-use dlsched::policy::{PlacementKind, PolicyConfig, QueueOrder};
+use dlsched::policy::{config::PolicyConfig, placement::PlacementKind, queue::QueueOrder};
 use dlsched::profile::TraceSpeed;
-use dlsched::trace::{ColumnMap, TraceFormat, TraceRecord, build_workload, load_trace};
+use dlsched::trace::{ColumnMap, TraceFormat, TraceRecord, load_trace};
+use dlsched::workload::build_workload;
 
 use crate::common::{rec, shared};
 
@@ -64,7 +65,7 @@ fn a_hand_made_pod_list_parses_to_exact_records() {
 
     // On the openb preset: the CPU pod, the pending pod and the 0-s pod are skipped.
     let cluster = Cluster::new(ClusterPreset::AlibabaOpenb.spec()).unwrap();
-    let w = build_workload(t.records, &cluster, PlacementKind::ShareBestFit);
+    let w = build_workload(t.records, &cluster, PlacementKind::ShareBestFit.build());
     let skipped: Vec<_> = w.skipped.iter().map(|s| (s.name.as_str(), s.reason)).collect();
     assert_eq!(
         skipped,
@@ -140,7 +141,7 @@ fn the_real_pod_lists_counted_independently() {
         }
         let records = load(&path);
         assert_eq!(records.len(), rows.len(), "{name}");
-        let w = build_workload(records, &cluster, PlacementKind::ShareBestFit);
+        let w = build_workload(records, &cluster, PlacementKind::ShareBestFit.build());
         let by: BTreeMap<&str, u64> = w.skipped_by_reason();
         assert_eq!(by.get("zero_gpus").copied().unwrap_or(0), cpu, "{name}");
         assert_eq!(by.get("never_scheduled").copied().unwrap_or(0), pending, "{name}");
@@ -221,7 +222,7 @@ fn run_typed(
     backfill: bool,
 ) -> (Schedule, Vec<(String, SkipReason)>) {
     let cluster = Cluster::new(two_types()).unwrap();
-    let w = build_workload(recs, &cluster, placement);
+    let w = build_workload(recs, &cluster, placement.build());
     let skipped = w.skipped.iter().map(|s| (s.name.clone(), s.reason)).collect();
     let p = PolicyConfig { order: QueueOrder::Fifo, backfill, placement }.build(1).unwrap();
     let mut sim = Simulation::new(
@@ -299,7 +300,7 @@ fn fractional_shares_never_exceed_one_gpu_in_a_replay() {
     for placement in [PlacementKind::ShareFirstFit, PlacementKind::ShareBestFit] {
         let mut cluster = Cluster::new(two_types()).unwrap();
         cluster.set_share_limits(ShareLimits { max_tenants: 4, mem_headroom: 0.05 }).unwrap();
-        let w = build_workload(recs.clone(), &cluster, placement);
+        let w = build_workload(recs.clone(), &cluster, placement.build());
         assert_eq!(w.jobs.len(), 300);
         let p = PolicyConfig { order: QueueOrder::Fifo, backfill: true, placement }.build(1).unwrap();
         let mut sim = Simulation::new(

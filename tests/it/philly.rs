@@ -43,9 +43,9 @@ fn synthetic_tables_are_derived_from_the_philly_list() {
     };
     let path = shared.join("traces/philly/rfold_philly_jobs.csv");
     let t = dlsched::trace::load_trace(&path, TraceFormat::PhillyRfold, &ColumnMap::default()).unwrap();
-    let m = dlsched::trace::synthetic::philly_mix_from(&t.records);
-    assert_eq!(m.gpu_counts, dlsched::trace::synthetic::PHILLY_GPU_MIX.to_vec());
-    for (got, want) in m.duration_quantiles.iter().zip(dlsched::trace::synthetic::PHILLY_DURATION_QUANTILES) {
+    let m = dlsched::workload::synthetic::philly_mix_from(&t.records);
+    assert_eq!(m.gpu_counts, dlsched::workload::synthetic::PHILLY_GPU_MIX.to_vec());
+    for (got, want) in m.duration_quantiles.iter().zip(dlsched::workload::synthetic::PHILLY_DURATION_QUANTILES) {
         assert_eq!(got.0, want.0);
         assert!((got.1 - want.1).abs() < 0.01, "quantile {}: file {} table {}", got.0, got.1, want.1);
     }

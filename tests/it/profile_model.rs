@@ -6,7 +6,7 @@ use dlsched::cluster::{Cluster, ClusterSpec};
 use dlsched::engine::{EngineConfig, Simulation};
 use dlsched::ids::{JobId, VcId};
 use dlsched::job::{JobSpec, JobState, JobTable};
-use dlsched::policy::{PlacementKind, QueueOrder};
+use dlsched::policy::{placement::PlacementKind, queue::QueueOrder};
 use dlsched::profile::RateModel;
 use dlsched::profile::db::{ModelInfo, ProfileDb, Split, ThroughputRow};
 use dlsched::profile::model::{PerfModel, TableModel};

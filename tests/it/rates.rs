@@ -4,9 +4,9 @@ use dlsched::cluster::{Cluster, ClusterSpec};
 use dlsched::engine::{EngineConfig, Simulation};
 use dlsched::ids::GpuId;
 use dlsched::job::JobSpec;
-use dlsched::policy::{PlacementKind, QueueOrder};
+use dlsched::policy::{placement::PlacementKind, queue::QueueOrder};
 use dlsched::profile::RateModel;
-use dlsched::trace::build_workload;
+use dlsched::workload::build_workload;
 
 use crate::common::{expect, policy, rec, schedule};
 
@@ -41,7 +41,7 @@ fn rate_change_settles_work_and_skips_stale_completions() {
     let spec = ClusterSpec::uniform("1x2", 1, 2, "K80", 12 * 1024);
     let cluster = Cluster::new(spec).unwrap();
     let p = policy(QueueOrder::Fifo, false, PlacementKind::Consolidate);
-    let w = build_workload(vec![rec("J0", 0, 1, 10), rec("J1", 4, 1, 4)], &cluster, p.placement);
+    let w = build_workload(vec![rec("J0", 0, 1, 10), rec("J1", 4, 1, 4)], &cluster, p.placement.build());
     let sim = Simulation::new(
         cluster,
         w.jobs,

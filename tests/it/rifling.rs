@@ -9,7 +9,7 @@ use dlsched::experiment::{
 };
 use dlsched::job::JobState;
 use dlsched::policy::rifling::{Agent, RiflingMode, RiflingParams};
-use dlsched::trace::genie::GenieWorkloadSpec;
+use dlsched::workload::genie::GenieWorkloadSpec;
 
 fn spec(mode: RiflingMode, seed: u64) -> RunSpec {
     RunSpec {

@@ -9,9 +9,10 @@ use dlsched::ids::{GpuId, JobId, VcId};
 use dlsched::job::JobState;
 use dlsched::policy::placement::{Placement, Request};
 use dlsched::policy::sharing::ShareFit;
-use dlsched::policy::{PlacementKind, QueueOrder, QueuePolicy, View};
+use dlsched::policy::{View, placement::PlacementKind, queue::QueueOrder, queue::QueuePolicy};
 use dlsched::profile::TraceSpeed;
-use dlsched::trace::{TraceRecord, build_workload};
+use dlsched::trace::TraceRecord;
+use dlsched::workload::build_workload;
 
 use crate::common::rec;
 
@@ -91,7 +92,7 @@ impl Placement for NoMemo {
 /// after every instant.
 fn schedule(placement: Box<dyn Placement>, recs: Vec<TraceRecord>, kind: PlacementKind) -> Vec<(u32, u64, u64, u32)> {
     let cluster = Cluster::new(mixed_cluster()).unwrap();
-    let w = build_workload(recs, &cluster, kind);
+    let w = build_workload(recs, &cluster, kind.build());
     let policy = QueuePolicy::new(QueueOrder::Fifo, true, placement, 1);
     let mut sim = Simulation::new(
         cluster,

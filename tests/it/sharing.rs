@@ -4,11 +4,12 @@
 use dlsched::cluster::{Cluster, ClusterSpec, ShareLimits};
 use dlsched::engine::{EngineConfig, RunOutput, Simulation};
 use dlsched::job::JobState;
-use dlsched::policy::{PlacementKind, PolicyConfig, QueueOrder};
+use dlsched::policy::{config::PolicyConfig, placement::PlacementKind, queue::QueueOrder};
 use dlsched::profile::TraceSpeed;
 use dlsched::profile::coloc::ProfileInterference;
 use dlsched::profile::db::{ColocRow, ModelInfo, ProfileDb, Split, ThroughputRow};
-use dlsched::trace::{TraceRecord, build_workload};
+use dlsched::trace::TraceRecord;
+use dlsched::workload::build_workload;
 
 use crate::common::rec;
 
@@ -51,7 +52,7 @@ fn run_shared_on(
 ) -> RunOutput {
     let mut cluster = Cluster::new(spec).unwrap();
     cluster.set_share_limits(limits).unwrap();
-    let w = build_workload(recs, &cluster, placement);
+    let w = build_workload(recs, &cluster, placement.build());
     let p = PolicyConfig { order: QueueOrder::Fifo, backfill: true, placement }.build(1).unwrap();
     let mut sim = Simulation::new(
         cluster,
@@ -307,7 +308,7 @@ fn memory_efficiency_ranks_gpus_by_hand() {
         job("k", 0, 1, 10, "resnet50-imagenet", 40, 2_000),
         rec("u", 0, 1, 10),
     ];
-    let w = build_workload(recs, &cluster, PlacementKind::MemoryEfficiency);
+    let w = build_workload(recs, &cluster, PlacementKind::MemoryEfficiency.build());
     assert_eq!(w.jobs.len(), 5);
     cluster.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 2_000, 0).unwrap();
     cluster.allocate_shared(JobId(1), VcId(0), &[GpuId(1)], 4_000, 0).unwrap();
@@ -408,7 +409,7 @@ fn iawp_admits_the_least_similar_job() {
     let w = build_workload(
         vec![frac("a", 0, 400, 8_000), frac("c", 1, 300, 7_000), frac("b", 2, 300, 1_600)],
         &cluster,
-        PlacementKind::Iawp,
+        PlacementKind::Iawp.build(),
     );
     assert_eq!(w.jobs.len(), 3);
     cluster.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 8_000, 400).unwrap();
@@ -428,7 +429,8 @@ fn iawp_admits_the_least_similar_job() {
     // Thresholds: a tenant at 0.85 GPU (SM estimate 0.85 >= 0.8) admits nobody,
     // although a 0.1-GPU job would fit.
     let mut cluster = Cluster::new(ClusterSpec::uniform("t", 1, 1, "V100", 16_000)).unwrap();
-    let w = build_workload(vec![frac("a", 0, 850, 2_000), frac("d", 1, 100, 1_000)], &cluster, PlacementKind::Iawp);
+    let w =
+        build_workload(vec![frac("a", 0, 850, 2_000), frac("d", 1, 100, 1_000)], &cluster, PlacementKind::Iawp.build());
     cluster.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 2_000, 850).unwrap();
     let view = View { now: SimTime(1_000), cluster: &cluster, jobs: &w.jobs };
     let mut p = Iawp::new(true);

@@ -6,10 +6,11 @@ use dlsched::cluster::{Cluster, ClusterSpec};
 use dlsched::engine::{CheckpointModel, EngineConfig, RunOutput, Simulation};
 use dlsched::ids::VcId;
 use dlsched::job::JobState;
-use dlsched::policy::PlacementKind;
+use dlsched::policy::placement::PlacementKind;
 use dlsched::policy::srtf::{self, SrtfOptions};
 use dlsched::profile::TraceSpeed;
-use dlsched::trace::{TraceRecord, build_workload};
+use dlsched::trace::TraceRecord;
+use dlsched::workload::build_workload;
 
 use crate::common::rec;
 
@@ -20,7 +21,7 @@ type Row = (String, u64, u64, u64, u32);
 /// invariant after every instant.
 pub fn run_srtf(records: Vec<TraceRecord>, spec: ClusterSpec, opts: SrtfOptions, ckpt: CheckpointModel) -> RunOutput {
     let cluster = Cluster::new(spec).unwrap();
-    let w = build_workload(records, &cluster, PlacementKind::Consolidate);
+    let w = build_workload(records, &cluster, PlacementKind::Consolidate.build());
     let p = srtf::build(&opts, cluster.partitions().len()).unwrap();
     let cfg = EngineConfig { sample_interval_ms: 0, ..Default::default() };
     let mut sim = Simulation::new(cluster, w.jobs, p, Box::new(TraceSpeed), cfg).with_checkpoint(ckpt);

@@ -1,7 +1,10 @@
 //! Bounded file reading: every input file is read through here, so that a
 //! file with no line break (`/dev/zero`), one too large for memory, or a
 //! device that never ends fails with an error naming the file, never with an
-//! abort inside an allocation.
+//! abort inside an allocation; and typed access to CSV rows (`csvrows`),
+//! whose errors name the file, line and column.
+
+pub(crate) mod csvrows;
 
 use std::io::Read;
 use std::path::Path;

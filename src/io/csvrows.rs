@@ -191,9 +191,23 @@ impl<'a> LineCounter<'a> {
     }
 }
 
+/// Maps a csv crate error to a [`TraceError`] with the line the csv reader names
+/// (its record count; see [`csv_error`] for the line in the file).
+pub(crate) fn csv_error_as_named(file: &Path, e: &csv::Error) -> TraceError {
+    let line = e.position().map_or(0, |p| p.line());
+    let message = match e.kind() {
+        csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
+            format!("row has {len} fields but the header has {expected_len}")
+        }
+        csv::ErrorKind::Utf8 { .. } => "row is not valid UTF-8".to_string(),
+        _ => e.to_string(),
+    };
+    TraceError::Row { file: file.to_path_buf(), line, message }
+}
+
 /// The error for a CSV parse failure, with the line counted from the bytes.
 pub(crate) fn csv_error(file: &Path, e: &csv::Error, lines: &mut LineCounter<'_>) -> TraceError {
-    let mut err = crate::cluster::csv_error(file, e);
+    let mut err = csv_error_as_named(file, e);
     if let (TraceError::Row { line, .. }, Some(p)) = (&mut err, e.position()) {
         *line = lines.line_at(p.byte() as usize);
     }

@@ -12,14 +12,14 @@
 //!   GPU-seconds asked for / (GPUs × arrival span), is exactly `load`.
 //!
 //! The tables below were computed from `rfold_philly_jobs.csv` by
-//! [`crate::trace::synthetic::philly_mix_from`]; a test recomputes them from the
+//! [`crate::workload::synthetic::philly_mix_from`]; a test recomputes them from the
 //! file when `../shared` is present.
 
 use rand::Rng;
 use rand_distr::{Distribution, Exp, WeightedIndex};
 
-use super::TraceRecord;
 use crate::rng;
+use crate::trace::TraceRecord;
 
 /// Jobs per GPU count in the Philly job list (RFold artifact): (GPUs, jobs).
 pub const PHILLY_GPU_MIX: [(u32, u64); 15] = [
@@ -210,7 +210,7 @@ pub fn philly_mix_from(records: &[TraceRecord]) -> MeasuredMix {
     }
     let mut d: Vec<f64> = records.iter().filter(|r| r.duration_ms > 0).map(|r| r.duration_ms as f64 / 1000.0).collect();
     d.sort_by(f64::total_cmp);
-    let q = PHILLY_DURATION_QUANTILES.iter().map(|&(p, _)| (p, crate::metrics::quantile_sorted(&d, p))).collect();
+    let q = PHILLY_DURATION_QUANTILES.iter().map(|&(p, _)| (p, crate::stats::quantile_sorted(&d, p))).collect();
     MeasuredMix { gpu_counts: counts.into_iter().collect(), duration_quantiles: q }
 }
 

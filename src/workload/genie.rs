@@ -1,7 +1,7 @@
 //! GENIE's QoS workload (Chen et al., TPDS 2020, §4 and §7.1; `specs/policies.md` §1–2).
 //!
 //! Poisson arrivals at `jobs_per_hour` over `hours`; each task is one of the
-//! six task types ([`crate::policy::genie::TASK_MODELS`]) uniformly, training
+//! six task types ([`crate::profile::genie::TASK_MODELS`]) uniformly, training
 //! or inference with probability 1/2, with priority class Urgent / Prior /
 //! Normal with probability 5 / 35 / 60 % (the paper's default mix) and
 //! ECT = 0, 1 ×, 2 × its single-GPU latency.
@@ -24,11 +24,11 @@ use rand::Rng;
 use rand_distr::{Distribution, Exp};
 use serde::Serialize;
 
-use super::TraceRecord;
 use crate::job::{QosClass, TaskSpec};
-use crate::policy::genie::{GroundTruth, TASK_MODELS, kind_name};
 use crate::profile::db::ProfileDb;
+use crate::profile::genie::{GroundTruth, TASK_MODELS, kind_name};
 use crate::time::SimTime;
+use crate::trace::TraceRecord;
 
 /// Shortest single-GPU latency drawn, s (10 min).
 pub const MIN_LATENCY_S: f64 = 600.0;

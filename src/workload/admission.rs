@@ -1,13 +1,13 @@
-//! From trace records to simulated jobs: ordering, partition lookup, skips.
+//! Admission: from trace records to simulated jobs (ordering, partition
+//! lookup, skips by reason).
 
 use std::collections::BTreeMap;
 
-use super::TraceRecord;
 use crate::cluster::Cluster;
-use crate::ids::{JobId, VcId};
+use crate::cluster::request::Request;
+use crate::ids::{GpuId, JobId, VcId};
 use crate::job::{JobSpec, JobTable, SkipReason, Skipped};
-use crate::policy::PlacementKind;
-use crate::policy::placement::Request;
+use crate::trace::TraceRecord;
 
 /// A recorded split sorted descending (empty when the trace has none).
 fn sorted_shape(shape: Option<&[u32]>) -> Vec<u32> {
@@ -16,6 +16,21 @@ fn sorted_shape(shape: Option<&[u32]>) -> Vec<u32> {
     s
 }
 use crate::time::SimTime;
+
+/// What admission asks of the run's placement rule: how it classes a request
+/// (requests of one class are placed alike) and where it puts one on the
+/// empty partition. Admission lives below the policies, so it takes the rule
+/// through this trait; every boxed `policy::placement::Placement` is one
+/// (`placement.rs` implements it by the rule's own `class` and `place`).
+pub trait AdmissionPlacer {
+    /// The rule's class of `req` (`Placement::class`).
+    fn admission_class(&self, req: Request<'_>) -> Vec<u32>;
+
+    /// Appends the GPUs the rule gives `req` in `cluster` to `out` and
+    /// returns true, or returns false when it cannot place it
+    /// (`Placement::place`).
+    fn place_on_empty(&mut self, cluster: &Cluster, req: Request<'_>, out: &mut Vec<GpuId>) -> bool;
+}
 
 /// Jobs without a recorded split, keyed by what decides their placement on an
 /// empty partition: partition, GPUs, memory need (MiB), allowed GPU types.
@@ -43,7 +58,8 @@ impl Workload {
 }
 
 /// Orders records by (submit time, trace order) and admits each that can run on
-/// `cluster` (which must be empty) under `placement`:
+/// `cluster` (which must be empty) under the run's placement rule `placer`
+/// (e.g. `PlacementKind::build()`):
 ///
 /// - a cluster with named VC partitions maps each job's VC to its partition
 ///   (`unknown_vc` if it has none); a cluster with one unnamed partition puts
@@ -55,7 +71,7 @@ impl Workload {
 ///   or no placement even on the empty partition (`unplaceable`) are skipped;
 /// - so are rows the adapter marked ([`TraceRecord::skip`], e.g.
 ///   `never_scheduled`), after the `zero_gpus` check.
-pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: PlacementKind) -> Workload {
+pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, mut placer: impl AdmissionPlacer) -> Workload {
     let rows_total = records.len();
     let mut records = records;
     // Stable: ties keep trace order. Trace files are usually sorted already,
@@ -64,7 +80,6 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
         records.sort_by_key(|r| r.submit_ms);
     }
     let named_vcs = cluster.spec().named_vcs;
-    let mut placer = placement.build();
     // The split the placement rule gives a job of n GPUs on the empty
     // partition (None: it cannot place it at all).
     // Jobs without a recorded shape are keyed by GPU count (every placement's
@@ -102,10 +117,10 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placement: P
             } else {
                 let shape = sorted_shape(r.shape.as_deref());
                 let req = Request { vc, gpus: r.gpus, shape: &shape, min_gpu_mem_mib: mem, milli: 0, gpu_types: types };
-                let class = (!shape.is_empty()).then(|| placer.class(req));
+                let class = (!shape.is_empty()).then(|| placer.admission_class(req));
                 let mut on_empty = || {
                     scratch.clear();
-                    placer.place(cluster, req, &mut scratch).then(|| cluster.split_of(&scratch))
+                    placer.place_on_empty(cluster, req, &mut scratch).then(|| cluster.split_of(&scratch))
                 };
                 let unplaceable = match class {
                     None => {
