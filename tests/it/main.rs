@@ -16,6 +16,7 @@ mod mixed_memory;
 mod openb;
 mod output_safety;
 mod philly;
+mod preempt;
 mod profile_db;
 mod profile_model;
 mod rates;

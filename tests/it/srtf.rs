@@ -154,3 +154,67 @@ fn default_semantics_by_hand() {
     ]);
     assert_eq!(sorted(rows(&out)), expected);
 }
+
+#[test]
+fn seeded_random_workloads_keep_every_invariant() {
+    use dlsched::cluster::ClusterPreset;
+    use dlsched::workload::synthetic::{SyntheticSpec, generate};
+    let mut two_vcs = ClusterSpec::uniform("2vc", 6, 8, "V100", 16384);
+    two_vcs.vc_names = vec!["a".into(), "b".into()];
+    two_vcs.named_vcs = true;
+    for n in &mut two_vcs.nodes[4..] {
+        n.vc = VcId(1);
+    }
+    let clusters = [ClusterPreset::Lab16.spec(), ClusterSpec::uniform("3x8", 3, 8, "V100", 16384), two_vcs];
+    let (mut runs, mut preempting_runs) = (0, 0);
+    for spec in clusters {
+        for seed in 1..=3u64 {
+            for (mode, opts) in [("default", SrtfOptions::default()), ("helios", SrtfOptions::helios())] {
+                for ckpt in [CheckpointModel::None, CheckpointModel::HeliosTable] {
+                    let cluster = Cluster::new(spec.clone()).unwrap();
+                    let max = cluster.partitions().iter().map(|p| p.gpus_total).max().unwrap();
+                    let syn = SyntheticSpec { jobs: 150, jobs_per_hour: None, load: 1.5 };
+                    let mut recs = generate(&syn, cluster.total_gpus(), max, seed).unwrap();
+                    for (i, r) in recs.iter_mut().enumerate() {
+                        r.vc = Some(if i % 3 == 0 { "b" } else { "a" }.to_string());
+                    }
+                    let what = format!("{} seed {seed} {mode} {ckpt:?}", spec.name);
+                    // run_srtf checks the invariants after every instant.
+                    let out = run_srtf(recs.clone(), spec.clone(), opts, ckpt);
+                    let delay = if opts.helios_release_delay { 1000 } else { 0 };
+                    for (s, st) in out.jobs.iter() {
+                        let JobState::Completed(d) = st else { panic!("{what}: {} unfinished: {st:?}", s.name) };
+                        // Trace speed: held GPUs = work + overheads (+ the release delay).
+                        let work = s.duration_ms + ckpt.overhead_ms(s.gpus) * u64::from(d.preemptions) + delay;
+                        assert_eq!(d.attained_ms, work, "{what}: {}", s.name);
+                    }
+                    assert_eq!(out.stats.preemptions, out.stats.resumes, "{what}: every preempted job resumed");
+                    preempting_runs += usize::from(out.stats.preemptions > 0);
+                    runs += 1;
+                    // Determinism: the same run gives the same jobs.csv bytes.
+                    let again = run_srtf(recs, spec.clone(), opts, ckpt);
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    dlsched::metrics::export::write_jobs_csv(&out, &mut a).unwrap();
+                    dlsched::metrics::export::write_jobs_csv(&again, &mut b).unwrap();
+                    assert!(a == b, "{what}: two runs differ");
+                }
+            }
+        }
+    }
+    // At load 1.5 SRTF preempts in most runs; the invariants were checked under preemption.
+    assert!(preempting_runs * 2 > runs, "{preempting_runs} of {runs} runs preempted");
+}
+
+#[test]
+fn options_read_from_kebab_or_snake_names_and_refuse_unknown_ones() {
+    let o: SrtfOptions = serde_json::from_str(r#"{"quota-by-count": true, "helios_release_delay": true}"#).unwrap();
+    assert!(o.quota_by_count && o.helios_release_delay && !o.pending_first_on_ties && !o.preempted_to_back);
+    assert_eq!(serde_json::from_str::<SrtfOptions>("{}").unwrap(), SrtfOptions::default());
+    let e = serde_json::from_str::<SrtfOptions>(r#"{"quota-by-gpus": true}"#).unwrap_err();
+    assert!(e.to_string().contains("unknown field `quota-by-gpus`"), "{e}");
+    let h = serde_json::to_string(&SrtfOptions::helios()).unwrap();
+    assert_eq!(
+        h,
+        r#"{"placement":"consolidate","quota-by-count":true,"pending-first-on-ties":true,"preempted-to-back":true,"helios-release-delay":true}"#
+    );
+}
