@@ -167,6 +167,8 @@ struct VcJobs {
     /// Pending and suspended jobs by GPU count, each set in (remaining, tie) order.
     pending: std::collections::BTreeMap<u32, BTreeSet<Entry>>,
     running: BTreeSet<Entry>,
+    /// GPUs of the running jobs.
+    running_gpus: u32,
 }
 
 /// Where a job is in the policy's books.
@@ -211,7 +213,6 @@ pub struct Srtf {
     trial: Vec<u32>,
     sizes: Vec<u32>,
     pos: Vec<u32>,
-    ranked: Vec<Entry>,
 }
 
 impl Srtf {
@@ -239,7 +240,6 @@ impl Srtf {
             trial: Vec::new(),
             sizes: Vec::new(),
             pos: Vec::new(),
-            ranked: Vec::new(),
         }
     }
 
@@ -276,6 +276,7 @@ impl Srtf {
             }
             Slot::Running(k, s) => {
                 q.running.remove(&(k, s, job));
+                q.running_gpus -= gpus;
             }
             Slot::Out => {}
         }
@@ -294,7 +295,9 @@ impl Srtf {
             JobState::Running(_) => {
                 let tie = self.next_seq();
                 let key = finish_ms(view, job);
-                self.vcs[vc.index()].running.insert((key, tie, job));
+                let q = &mut self.vcs[vc.index()];
+                q.running.insert((key, tie, job));
+                q.running_gpus += gpus;
                 *self.slot(job) = Slot::Running(key, tie);
             }
             _ => {}
@@ -316,24 +319,43 @@ impl Srtf {
     }
 
     /// Ranks partition `vc` and plans its preemptions (unless
-    /// `may_preempt` is false) and placements.
+    /// `may_preempt` is false) and placements. Running jobs' keys are checked
+    /// as they are read; if one has moved (a rate change), the partition's
+    /// running jobs are re-keyed and the plan made again.
     fn make_plan(&mut self, vc: VcId, view: &View<'_>, may_preempt: bool) {
-        self.refresh_running(vc, view);
+        if !self.try_plan(vc, view, may_preempt) {
+            self.refresh_running(vc, view);
+            let fresh = self.try_plan(vc, view, may_preempt);
+            debug_assert!(fresh, "running keys were just refreshed");
+        }
+    }
+
+    /// [`Srtf::make_plan`] on the current keys; false (and no plan) when a
+    /// running job's key it read is stale.
+    fn try_plan(&mut self, vc: VcId, view: &View<'_>, may_preempt: bool) -> bool {
         self.plan.clear();
         self.plan_vc = vc;
         self.failed_gpus = u32::MAX;
         let now = view.now.as_ms();
         let (pend_class, run_class) = if self.opts.pending_first_on_ties { (0u8, 1u8) } else { (1, 0) };
-        let mut ranked = std::mem::take(&mut self.ranked);
-        ranked.clear();
-        ranked.extend(self.vcs[vc.index()].running.iter().copied());
         // Running jobs in rank order: remaining = finish - now (0 once done).
         let rank_run = |e: &Entry| (e.0.saturating_sub(now), run_class, e.1);
+        // A job whose rate never changed since its (re)start has the key it
+        // was booked with; only the others are recomputed.
+        let fresh = |e: &Entry| match view.jobs.state(e.2) {
+            JobState::Running(r) if r.settled_at == r.start => true,
+            _ => finish_ms(view, e.2) == e.0,
+        };
         let q = &self.vcs[vc.index()];
         // Per GPU count, an iterator over its pending jobs in rank order.
         let mut classes: Vec<(u32, std::iter::Peekable<std::collections::btree_set::Iter<'_, Entry>>)> =
             q.pending.iter().map(|(&g, set)| (g, set.iter().peekable())).collect();
-        let (mut front, mut back) = (0usize, ranked.len());
+        // Running jobs: taken from the front in rank order; in the default
+        // mode, preempted from the back (the lowest ranked first).
+        let mut run = q.running.iter();
+        let mut run_next = run.next();
+        // GPUs of the running jobs not yet taken from either end.
+        let mut run_left: u32 = q.running_gpus;
         let mut actions: Vec<Action> = Vec::new();
         if self.opts.quota_by_count {
             // The reference: the partition's GPU count is the budget.
@@ -345,28 +367,37 @@ impl Srtf {
                     .filter(|(_, (g, _))| *g <= quota)
                     .filter_map(|(i, (_, it))| it.peek().map(|e| ((e.0, pend_class, e.1), i)))
                     .min();
-                let r = ranked.get(front).map(rank_run);
-                match (best_p, r) {
+                if best_p.is_none() && quota >= run_left {
+                    // No pending job fits and every running one does: done.
+                    break;
+                }
+                let take_pending = match (best_p, run_next) {
                     (None, None) => break,
-                    (Some((kp, i)), r) if r.is_none_or(|kr| kp < kr) => {
-                        let (g, it) = &mut classes[i];
-                        let Some(&(_, _, job)) = it.next() else { break };
-                        quota -= *g;
-                        actions.push(Action::Place(job));
+                    (Some((kp, _)), Some(e)) => kp < rank_run(e),
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                };
+                if let (true, Some((_, i))) = (take_pending, best_p) {
+                    let (g, it) = &mut classes[i];
+                    let Some(&(_, _, job)) = it.next() else { break };
+                    quota -= *g;
+                    actions.push(Action::Place(job));
+                } else if let Some(e) = run_next {
+                    if !fresh(e) {
+                        return false;
                     }
-                    _ => {
-                        let job = ranked[front].2;
-                        front += 1;
-                        let g = gpus_of(view, job);
-                        if g <= quota {
-                            quota -= g;
-                        } else {
-                            actions.push(Action::Preempt(job));
-                        }
+                    run_next = run.next();
+                    let g = gpus_of(view, e.2);
+                    run_left -= g;
+                    if g <= quota {
+                        quota -= g;
+                    } else {
+                        actions.push(Action::Preempt(e.2));
                     }
                 }
                 if quota == 0 {
-                    actions.extend(ranked[front..].iter().map(|e| Action::Preempt(e.2)));
+                    let rest = run_next.into_iter().chain(run.by_ref());
+                    actions.extend(rest.map(|e| Action::Preempt(e.2)));
                     break;
                 }
             }
@@ -390,6 +421,7 @@ impl Srtf {
                 self.hyp.push(view.cluster.node_free(n));
                 self.sizes.push(view.cluster.node(n).gpus);
             }
+            let free: u32 = self.hyp.iter().sum();
             let rule = self.opts.placement;
             let mut min_failed = u32::MAX;
             loop {
@@ -399,54 +431,70 @@ impl Srtf {
                     .filter(|(_, (g, _))| *g < min_failed)
                     .filter_map(|(i, (_, it))| it.peek().map(|e| ((e.0, pend_class, e.1), i)))
                     .min();
-                let r = (front < back).then(|| rank_run(&ranked[front]));
-                match (best_p, r) {
-                    (None, None) => break,
-                    (Some((kp, i)), r) if r.is_none_or(|kr| kp < kr) => {
-                        let (g, it) = &mut classes[i];
-                        let g = *g;
-                        let Some(&(_, _, job)) = it.next() else { break };
-                        let exact = rule != SrtfPlacement::Recorded && unconstrained(view, job);
-                        if trial_place(rule, exact, &mut self.hyp, &self.sizes, g) {
-                            actions.push(Action::Place(job));
-                            continue;
-                        }
-                        // Free the lowest-ranked running jobs one by one.
-                        self.trial.clone_from(&self.hyp);
-                        let mut k = back;
-                        let mut placed = false;
-                        while may_preempt && k > front {
-                            k -= 1;
-                            if let JobState::Running(run) = view.jobs.state(ranked[k].2) {
-                                for &gpu in &run.gpus {
-                                    self.trial[self.pos[view.cluster.node_of(gpu).index()] as usize] += 1;
-                                }
-                            }
-                            let mut t = self.trial.clone();
-                            if trial_place(rule, exact, &mut t, &self.sizes, g) {
-                                self.trial = t;
-                                placed = true;
-                                break;
-                            }
-                        }
-                        if placed {
-                            self.replan = true;
-                            actions.extend(ranked[k..back].iter().rev().map(|e| Action::Preempt(e.2)));
-                            back = k;
-                            std::mem::swap(&mut self.hyp, &mut self.trial);
-                            actions.push(Action::Place(job));
-                        } else {
-                            // Larger jobs cannot fit later in this pass either.
-                            min_failed = min_failed.min(g);
+                // Running jobs are only read to know what ranks below a
+                // pending job: without pending candidates, the pass is done.
+                let Some((kp, i)) = best_p else { break };
+                if let Some(e) = run_next.filter(|e| rank_run(e) < kp) {
+                    if !fresh(e) {
+                        return false;
+                    }
+                    run_left -= gpus_of(view, e.2);
+                    run_next = run.next();
+                    continue;
+                }
+                let (g, it) = &mut classes[i];
+                let g = *g;
+                let Some(&(_, _, job)) = it.next() else { break };
+                if g > free + run_left {
+                    min_failed = min_failed.min(g);
+                    continue;
+                }
+                let exact = rule != SrtfPlacement::Recorded && unconstrained(view, job);
+                if trial_place(rule, exact, &mut self.hyp, &self.sizes, g) {
+                    actions.push(Action::Place(job));
+                    continue;
+                }
+                // Free the lowest-ranked running jobs one by one (on a copy
+                // of the iterator, kept only if that lets the job fit).
+                let mut trial_run = run.clone();
+                let mut trial_next = run_next;
+                self.trial.clone_from(&self.hyp);
+                let mut victims: Vec<JobId> = Vec::new();
+                let mut placed = false;
+                while may_preempt {
+                    let Some(v) = trial_run.next_back().or_else(|| trial_next.take()) else { break };
+                    if !fresh(v) {
+                        return false;
+                    }
+                    victims.push(v.2);
+                    if let JobState::Running(r) = view.jobs.state(v.2) {
+                        for &gpu in &r.gpus {
+                            self.trial[self.pos[view.cluster.node_of(gpu).index()] as usize] += 1;
                         }
                     }
-                    _ => front += 1,
+                    let mut t = self.trial.clone();
+                    if trial_place(rule, exact, &mut t, &self.sizes, g) {
+                        self.trial = t;
+                        placed = true;
+                        break;
+                    }
+                }
+                if placed {
+                    self.replan = true;
+                    run_left -= victims.iter().map(|&v| gpus_of(view, v)).sum::<u32>();
+                    actions.extend(victims.into_iter().map(Action::Preempt));
+                    run = trial_run;
+                    run_next = trial_next;
+                    std::mem::swap(&mut self.hyp, &mut self.trial);
+                    actions.push(Action::Place(job));
+                } else {
+                    // Larger jobs cannot fit later in this pass either.
+                    min_failed = min_failed.min(g);
                 }
             }
             self.plan.extend(actions);
         }
-        drop(classes);
-        self.ranked = ranked;
+        true
     }
 
     /// Tries to place `job` now (GPUs in `scratch`), unless a job of no more
