@@ -92,6 +92,9 @@ const START: &[&str] = &["start_s", "start_time", "start"];
 const FIRST_START: &[&str] = &["first_start_s"];
 const END: &[&str] = &["end_s", "end_time", "end", "finish_time"];
 
+/// A file's job ids in file order, their times, and whether it has `first_start_s`.
+type TimesFile = (Vec<String>, BTreeMap<String, Times>, bool);
+
 /// Reads (job id → times) from a CSV with a job-id column and start/end columns
 /// (names tried: `job_id`/`id`/`job`, `start_s`/`start_time`/`start`,
 /// `end_s`/`end_time`/`end`, optional `submit_s`/`submit_time`/`submit`), in
@@ -100,7 +103,7 @@ const END: &[&str] = &["end_s", "end_time", "end", "finish_time"];
 /// first start, as reference schedules give it); when both files have one,
 /// their `start_s` (a preempted job's last start) must agree too. Returns
 /// whether the file has `first_start_s`.
-fn read_times(path: &Path) -> Result<(Vec<String>, BTreeMap<String, Times>, bool), TraceError> {
+fn read_times(path: &Path) -> Result<TimesFile, TraceError> {
     let file = path.to_path_buf();
     let bytes = crate::io::read_csv(path)?;
     let mut rdr = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(&bytes[..]);

@@ -461,8 +461,7 @@ impl Srtf {
                 self.trial.clone_from(&self.hyp);
                 let mut victims: Vec<JobId> = Vec::new();
                 let mut placed = false;
-                while may_preempt {
-                    let Some(v) = trial_run.next_back().or_else(|| trial_next.take()) else { break };
+                while let Some(v) = may_preempt.then(|| trial_run.next_back().or_else(|| trial_next.take())).flatten() {
                     if !fresh(v) {
                         return false;
                     }
