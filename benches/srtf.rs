@@ -33,7 +33,7 @@ fn at_zero(n: u64, opts: SrtfOptions) -> Simulation {
     recs.push(TraceRecord::new("late", 1_000, 1_000, 1));
     let w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
     let policy = srtf::build(&opts, 1).expect("srtf");
-    let cfg = EngineConfig { sample_interval_ms: 0, share_metrics: false, ..Default::default() };
+    let cfg = EngineConfig { sample_interval_ms: 0, ..Default::default() };
     let mut sim = Simulation::new(cluster, w.jobs, policy, Box::new(TraceSpeed), cfg)
         .with_checkpoint(CheckpointModel::HeliosTable);
     sim.step().expect("t = 0");

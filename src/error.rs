@@ -77,6 +77,44 @@ pub enum SimError {
         /// What was wrong.
         reason: String,
     },
+    /// A model the run gave the engine (the rate model, the co-location
+    /// model) failed for a job: a rate or speed that is not finite and
+    /// positive, or no co-location model for a co-located job. A bug or gap
+    /// of that model (or of the run's profile database), not of the policy.
+    #[error("{model} model failed for {}: {reason}", job_label(*.job, .job_name, *.line, .file.as_deref()))]
+    ModelFailure {
+        /// The model's name (e.g. `profile-table`, `profile-coloc`).
+        model: String,
+        /// The job (the engine's dense id).
+        job: JobId,
+        /// The job's id in the trace (empty when no such job exists).
+        job_name: String,
+        /// The job's 1-based line in the trace file (0 for generated jobs).
+        line: u64,
+        /// The trace file, once the run pipeline knows it (`None` from the engine).
+        file: Option<PathBuf>,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The engine's own bookkeeping failed (e.g. the GPU ledger refused to
+    /// release a job's GPUs): a bug of the engine, to be reported.
+    #[error("internal engine error for {}{}: {reason}",
+        job_label(*.job, .job_name, *.line, .file.as_deref()),
+        gpu.map(|g| format!(" on {g}")).unwrap_or_default())]
+    Internal {
+        /// The job concerned (the engine's dense id).
+        job: JobId,
+        /// The job's id in the trace (empty when no such job exists).
+        job_name: String,
+        /// The job's 1-based line in the trace file (0 for generated jobs).
+        line: u64,
+        /// The trace file, once the run pipeline knows it (`None` from the engine).
+        file: Option<PathBuf>,
+        /// The GPU at fault, where one is.
+        gpu: Option<GpuId>,
+        /// What was wrong.
+        reason: String,
+    },
     /// A policy asked for a wake-up ([`crate::policy::Decision::WakeAt`]) at
     /// or before the current time: a policy bug.
     #[error("policy `{policy}` made an invalid decision: {reason}")]
@@ -90,13 +128,14 @@ pub enum SimError {
 
 impl SimError {
     /// The error with the trace file its jobs' lines refer to.
-    pub fn in_file(self, path: &std::path::Path) -> Self {
-        match self {
-            SimError::InvalidDecision { policy, job, job_name, line, gpu, reason, .. } => {
-                SimError::InvalidDecision { policy, job, job_name, line, file: Some(path.to_path_buf()), gpu, reason }
-            }
-            other @ SimError::InvalidTimer { .. } => other,
+    pub fn in_file(mut self, path: &std::path::Path) -> Self {
+        match &mut self {
+            SimError::InvalidDecision { file, .. }
+            | SimError::ModelFailure { file, .. }
+            | SimError::Internal { file, .. } => *file = Some(path.to_path_buf()),
+            SimError::InvalidTimer { .. } => {}
         }
+        self
     }
 }
 

@@ -11,6 +11,7 @@ use crate::engine::{EngineConfig, Progress, RunOutput, Simulation};
 use crate::error::{ConfigError, RunError};
 use crate::job::Skipped;
 use crate::metrics::{self, Summary, VcSummary, export};
+use crate::metrics::{Recorder, Recording};
 use crate::policy::config::PolicyConfig;
 use crate::policy::genie::{GenieOptions, GeniePolicy, GenieProfiles};
 use crate::profile::db::ProfileDb;
@@ -407,6 +408,9 @@ pub struct RunReport {
     pub input: InputInfo,
     /// The engine's output.
     pub output: RunOutput,
+    /// What the run's recorder kept (busy GPU-time, timeline, sharing
+    /// figures, decision timing).
+    pub recording: Recording,
     /// Rows not simulated.
     pub skipped: Vec<Skipped>,
     /// The summary.
@@ -727,28 +731,34 @@ fn run_inner(
         }
         (None, None) => spec.policy.build_with_profiles(cluster.partitions().len(), db)?,
     };
-    let mut sim = Simulation::new(
+    // The recorder reads the run's database for the SM-utilisation proxy.
+    let mut recorder = Recorder::new(&cluster, &workload.jobs, share_metrics_useful, db);
+    // GENIE and RIFLING report what their decisions cost (timing.json);
+    // timing a plain replay's decisions would cost a few percent.
+    let policy = if spec.genie.is_some() || spec.rifling.is_some() { recorder.time_policy(policy) } else { policy };
+    // The co-location model, from the run's database; built at the first
+    // co-location, so that a run that never shares (or shares jobs without
+    // models) reads no database it does not otherwise need (parsing the
+    // builtin tables costs more than a plain replay).
+    let interference = crate::profile::coloc::LazyInterference::new(move || {
+        Box::new(crate::profile::coloc::ProfileInterference::new(db.unwrap_or_else(ProfileDb::builtin)))
+    });
+    let sim = Simulation::new(
         cluster,
         workload.jobs,
         policy,
         rate_model.build(db),
-        EngineConfig {
-            sample_interval_ms: spec.sample_interval_ms,
-            time_decisions: spec.genie.is_some() || spec.rifling.is_some(),
-            share_metrics: share_metrics_useful,
-        },
-    );
-    // Co-location speeds and the SM proxy read the run's database too.
-    if let Some(db) = db {
-        sim = sim.with_profiles(db);
-    }
-    // An invalid decision names the job's trace file and line.
-    let output = sim.run_with(progress).map_err(|e| match &spec.workload {
+        EngineConfig { sample_interval_ms: spec.sample_interval_ms },
+    )
+    .with_interference(Box::new(interference));
+    // An error of the run names the job's trace file and line.
+    let output = sim.run_observed(&mut recorder, progress).map_err(|e| match &spec.workload {
         WorkloadSource::Trace { path, .. } => e.in_file(path),
         _ => e,
     })?;
-    let (summary, vcs) = metrics::summarize(&output, &workload.skipped, workload.rows_total);
-    Ok(RunReport { spec: spec.clone(), input, output, skipped: workload.skipped, summary, vcs })
+    let recording = recorder.into_recording();
+    let (summary, vcs) = metrics::summarize(&output, &recording, &workload.skipped, workload.rows_total);
+    Ok(RunReport { spec: spec.clone(), input, output, recording, skipped: workload.skipped, summary, vcs })
 }
 
 /// The run's fitted GENIE models: loaded from the run's `genie_models` file
@@ -929,7 +939,7 @@ pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
     // until the rename (see `write_replacing_with`).
     export::write_replacing_with(&dir.join("jobs.csv"), |w| export::write_jobs_csv(&report.output, w))?;
     export::write_atomic(&dir.join("vc_summary.csv"), &export::vc_summary_csv(&report.vcs))?;
-    let timeline = export::timeline_csv(&report.output);
+    let timeline = export::timeline_csv(&report.output, &report.recording);
     export::write_replacing_with(&dir.join("timeline.csv"), |w| std::io::Write::write_all(w, &timeline))?;
     if !report.skipped.is_empty() {
         export::write_atomic(&dir.join("skipped.csv"), &export::skipped_csv(&report.skipped))?;
@@ -937,7 +947,7 @@ pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
     export::write_atomic(&dir.join("summary.json"), &json(&serde_json::to_value(&report.summary).unwrap_or_default()))?;
     // Wall-clock decision cost: the one output that differs from run to run,
     // so it is kept out of summary.json and jobs.csv.
-    if let Some(t) = &report.output.timing {
+    if let Some(t) = &report.recording.timing {
         let makespan = report.summary.makespan_s;
         let v = serde_json::json!({
             "note": "wall-clock time of the policy's decisions on this machine; not deterministic",

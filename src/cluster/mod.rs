@@ -14,6 +14,7 @@
 //! 1,000 milli-GPU. A GPU with any holder is not free: exclusive placements
 //! never land on shared GPUs.
 
+pub mod fragmentation;
 mod presets;
 pub mod request;
 mod topology;

@@ -26,12 +26,20 @@
 //! the smallest co-location speed over its GPUs ([`Interference`]: a
 //! distributed job steps at the pace of its slowest GPU); whenever a tenant
 //! arrives on or leaves a GPU, the rates of the others on it are recomputed.
+//!
+//! The engine only runs the simulation: the run hands it its rate model and
+//! co-location model (built from the run's profile database), and whatever the
+//! run measures is recorded by an [`Observer`] the engine calls after each
+//! change (`crate::metrics::Recorder`). The engine reads no clock and no
+//! profile database.
 
 mod checkpoint;
+mod observer;
 mod preempt;
 mod queue;
 
 pub use checkpoint::CheckpointModel;
+pub use observer::{NoObserver, Observer, Snapshot};
 pub use queue::EventQueue;
 
 use crate::cluster::Cluster;
@@ -40,8 +48,7 @@ use crate::ids::{GpuId, JobId, NodeId};
 use crate::job::{DoneState, JobSpec, JobState, JobTable, RunState};
 use crate::policy::{Decision, Policy, View};
 use crate::profile::RateModel;
-use crate::profile::coloc::{Interference, ProfileInterference};
-use crate::profile::db::ProfileDb;
+use crate::profile::coloc::Interference;
 use crate::time::SimTime;
 
 /// What the event queue holds. Arrivals are events too, but they come already
@@ -70,49 +77,16 @@ pub enum Event {
 /// Engine options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EngineConfig {
-    /// Interval between timeline samples, ms; 0 disables sampling.
+    /// Interval between timeline samples, ms; 0 disables sampling. The
+    /// engine schedules the sample events ([`Event::Sample`]); the
+    /// [`Observer`] records them.
     pub sample_interval_ms: u64,
-    /// Measure the wall-clock time of every policy decision (two clock reads
-    /// per call: off for plain replays, where it would cost a few percent).
-    pub time_decisions: bool,
-    /// Keep the sharing figures' time integrals ([`ShareIntegrals`]:
-    /// allocation, SM-busy estimate, memory, fragmentation). They cost about
-    /// a tenth of a plain trace replay, where they say nothing new (no model,
-    /// no memory, no sharing), so `run_one` turns them off there.
-    pub share_metrics: bool,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { sample_interval_ms: 600_000, time_decisions: false, share_metrics: true }
+        EngineConfig { sample_interval_ms: 600_000 }
     }
-}
-
-/// Wall-clock cost of the policy's decisions (the one non-deterministic
-/// output: it goes to `timing.json`, never to `summary.json`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
-pub struct DecisionTiming {
-    /// `decide` calls.
-    pub decisions: u64,
-    /// Their total wall time, s.
-    pub total_s: f64,
-    /// The slowest call, s.
-    pub max_s: f64,
-}
-
-/// One timeline sample: cluster state after the scheduling pass at `time`
-/// (ms since the trace origin). Between two samples the state is either
-/// constant or sampled every interval.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Sample {
-    /// When.
-    pub time: SimTime,
-    /// GPUs held by running jobs.
-    pub gpus_busy: u32,
-    /// Jobs running.
-    pub jobs_running: u32,
-    /// Jobs submitted and waiting (pending, and suspended after a preemption).
-    pub jobs_pending: u32,
 }
 
 /// Counters of what the engine did (deterministic; wall time is measured elsewhere).
@@ -151,14 +125,14 @@ pub struct Progress {
     pub total: usize,
 }
 
-/// The result of a finished run.
+/// The result of a finished run: the engine's state. What the run measured
+/// (busy GPU-time, timeline, sharing figures, decision timing) is the
+/// observer's (`crate::metrics::Recording`).
 pub struct RunOutput {
     /// The cluster in its final state.
     pub cluster: Cluster,
     /// Every job with its final state.
     pub jobs: JobTable,
-    /// Timeline samples.
-    pub timeline: Vec<Sample>,
     /// What the engine did.
     pub stats: EngineStats,
     /// The policy's name.
@@ -166,48 +140,16 @@ pub struct RunOutput {
     /// The rate model's name.
     pub model: &'static str,
     /// The rate model's counters (e.g. profile fallbacks), then the
-    /// interference model's.
+    /// interference model's (when a job shared a GPU).
     pub model_counters: Vec<(&'static str, u64)>,
-    /// Per partition (by [`crate::ids::VcId`]): GPU-milliseconds during which a
-    /// GPU was held (exclusively or by at least one tenant), from t = 0 to the
-    /// last event. A shared GPU counts once, however many tenants it has.
-    pub busy_gpu_ms: Vec<u64>,
-    /// Decision timing, when measured ([`EngineConfig::time_decisions`]).
-    pub timing: Option<DecisionTiming>,
-    /// Time integrals from t = 0 to the last event, GPU-ms, of the sharing
-    /// metrics ([`ShareIntegrals`]); `None` when not kept
-    /// ([`EngineConfig::share_metrics`]).
-    pub share_integrals: Option<ShareIntegrals>,
     /// The policy's own figures ([`Policy::metrics`]).
     pub policy_metrics: Vec<(&'static str, f64)>,
     /// The policy's extra run-directory files ([`Policy::files`]).
     pub policy_files: Vec<(&'static str, String)>,
 }
 
-/// Time integrals (GPU-milliseconds) of per-GPU figures, summed over GPUs;
-/// the engine keeps each GPU's current value and updates only the GPUs and
-/// nodes a launch or completion touches (O(GPUs of the job) per event).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct ShareIntegrals {
-    /// Allocated fraction: 1 for a GPU held exclusively; for a shared GPU
-    /// the tenants' requests summed and capped at 1 (a guaranteed share
-    /// counts milli-GPU / 1,000, a whole-GPU tenant 1).
-    pub alloc_gpu_ms: f64,
-    /// SM-busy estimate from the work actually done: per GPU, the sum over
-    /// its holders of (achieved rate / isolated rate, the job's co-location
-    /// speed) × (its SM-utilisation estimate alone,
-    /// [`crate::profile::resources::job_sm_util`]), capped at 1. A job that
-    /// runs at 0.6 of its isolated speed keeps its GPU's SMs busy 0.6 as
-    /// long per unit of time as it would alone.
-    pub util_gpu_ms: f64,
-    /// Memory held / GPU memory (an exclusive job of unknown memory holds it all).
-    pub mem_gpu_ms: f64,
-    /// FGD fragmentation ([`crate::policy::fgd`]) summed over nodes, in GPUs.
-    pub frag_gpu_ms: f64,
-}
-
 /// A simulation: owns the clock, the event queue, the cluster, the jobs, the
-/// policy and the rate model. Only the engine mutates state.
+/// policy, the rate model and the co-location model. Only the engine mutates state.
 pub struct Simulation {
     now: SimTime,
     events: EventQueue<Event>,
@@ -215,15 +157,10 @@ pub struct Simulation {
     jobs: JobTable,
     policy: Box<dyn Policy>,
     model: Box<dyn RateModel>,
-    /// Set at the first shared launch (so runs that never share never load
-    /// the profile database), or by [`Simulation::with_interference`].
+    /// The co-location model ([`Simulation::with_interference`]); a shared
+    /// launch without one is an error of the run.
     interference: Option<Box<dyn Interference>>,
-    /// The run's profile database ([`Simulation::with_profiles`]), for the
-    /// co-location model and the SM-utilisation estimates; the builtin one,
-    /// loaded when first needed, when unset.
-    profiles: Option<&'static ProfileDb>,
     cfg: EngineConfig,
-    timeline: Vec<Sample>,
     pending: u32,
     running: u32,
     completed: usize,
@@ -237,29 +174,8 @@ pub struct Simulation {
     touched: Vec<NodeId>,
     /// GPUs whose tenants changed at this instant.
     touched_shared: Vec<GpuId>,
-    /// Per partition: busy GPU-ms up to `busy_since`.
-    busy_gpu_ms: Vec<u64>,
-    busy_since: Vec<SimTime>,
-    timing: DecisionTiming,
     next_arrival: usize,
     stats: EngineStats,
-    /// Per GPU: allocated fraction, SM-busy estimate, memory fraction.
-    gpu_figs: Vec<[f64; 3]>,
-    /// Per node: FGD fragmentation.
-    node_frag: Vec<f64>,
-    /// Current sums of the above (alloc, util, mem, frag).
-    fig_sums: [f64; 4],
-    integrals: ShareIntegrals,
-    figs_since: SimTime,
-    frag_model: crate::policy::fgd::FragModel,
-    /// Jobs' SM-utilisation estimates, by job index (set at launch).
-    job_util: Vec<f64>,
-    /// Jobs' co-location speeds (achieved / isolated rate), by job index
-    /// (set at launch and whenever a rate is recomputed).
-    job_speed: Vec<f64>,
-    /// Scratch for [`Simulation::refresh_figs`]: touched nodes, free capacities.
-    fig_nodes: Vec<NodeId>,
-    fig_free: Vec<f64>,
 }
 
 impl Simulation {
@@ -274,24 +190,6 @@ impl Simulation {
         model: Box<dyn RateModel>,
         cfg: EngineConfig,
     ) -> Self {
-        let cluster_partitions = cluster.partitions().len();
-        let n_jobs = jobs.len();
-        let max_mem = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).max().unwrap_or(0);
-        let max_node = cluster.spec().nodes.iter().map(|n| n.gpus).max().unwrap_or(0);
-        let (frag_model, node_frag, gpu_figs) = if cfg.share_metrics {
-            let frag_model = crate::policy::fgd::FragModel::from_jobs(&jobs, max_mem, max_node);
-            let mut free = Vec::new();
-            let node_frag: Vec<f64> = (0..cluster.num_nodes())
-                .map(|n| {
-                    crate::policy::fgd::node_free(&cluster, NodeId(n as u32), &mut free);
-                    frag_model.node_frag(&free)
-                })
-                .collect();
-            (frag_model, node_frag, vec![[0.0; 3]; cluster.total_gpus() as usize])
-        } else {
-            (Default::default(), Vec::new(), Vec::new())
-        };
-        let frag0: f64 = node_frag.iter().sum();
         let mut events = EventQueue::with_capacity(1024);
         if cfg.sample_interval_ms > 0 && !jobs.is_empty() {
             events.push(SimTime::ZERO, Event::Sample);
@@ -305,9 +203,7 @@ impl Simulation {
             policy,
             model,
             interference: None,
-            profiles: None,
             cfg,
-            timeline: Vec::new(),
             pending: 0,
             running: 0,
             completed: 0,
@@ -316,21 +212,8 @@ impl Simulation {
             release_delay_ms,
             touched: Vec::new(),
             touched_shared: Vec::new(),
-            busy_gpu_ms: vec![0; cluster_partitions],
-            busy_since: vec![SimTime::ZERO; cluster_partitions],
-            timing: DecisionTiming::default(),
             next_arrival: 0,
             stats: EngineStats::default(),
-            gpu_figs,
-            node_frag,
-            fig_sums: [0.0, 0.0, 0.0, frag0],
-            integrals: ShareIntegrals::default(),
-            figs_since: SimTime::ZERO,
-            frag_model,
-            job_util: vec![1.0; n_jobs],
-            job_speed: vec![1.0; n_jobs],
-            fig_nodes: Vec::new(),
-            fig_free: Vec::new(),
         }
     }
 
@@ -341,25 +224,26 @@ impl Simulation {
         self
     }
 
-    /// Replaces the co-location model (default: the run's profile
-    /// database's co-location table, [`ProfileInterference`]).
+    /// Sets the co-location model: how fast a job runs beside the other
+    /// tenants of its GPUs. The run builds it from its own profile database
+    /// (`crate::profile::coloc::ProfileInterference`); a run whose policy
+    /// never co-locates needs none, and one that does without it stops with
+    /// [`SimError::ModelFailure`].
     pub fn with_interference(mut self, interference: Box<dyn Interference>) -> Self {
         self.interference = Some(interference);
         self
     }
 
-    /// Reads the run's profile database `db` (the one its `--profiles`
-    /// names, else the builtin one) for the default co-location model and
-    /// the SM-utilisation estimates of the sharing figures. Without it the
-    /// engine reads the builtin database.
-    pub fn with_profiles(mut self, db: &'static ProfileDb) -> Self {
-        self.profiles = Some(db);
-        self
-    }
-
-    /// The run's profile database; the builtin one when none was given.
-    fn profiles(&mut self) -> &'static ProfileDb {
-        self.profiles.get_or_insert_with(ProfileDb::builtin)
+    /// The state an observer sees now.
+    fn snapshot(&self) -> Snapshot<'_> {
+        Snapshot {
+            now: self.now,
+            cluster: &self.cluster,
+            jobs: &self.jobs,
+            jobs_running: self.running,
+            // Waiting: pending, and suspended after a preemption.
+            jobs_pending: self.pending + self.suspended,
+        }
     }
 
     /// The time of the next event: the earlier of the heap's top and the next arrival.
@@ -395,9 +279,19 @@ impl Simulation {
     /// Returns the instant, or `None` when no event is left.
     ///
     /// # Errors
-    /// [`SimError::InvalidDecision`] when the policy asks for something the
-    /// cluster cannot do; the run should stop then.
+    /// As [`Simulation::step_observed`].
     pub fn step(&mut self) -> Result<Option<SimTime>, SimError> {
+        self.step_observed(&mut NoObserver)
+    }
+
+    /// [`Simulation::step`], calling `obs` after every change.
+    ///
+    /// # Errors
+    /// [`SimError::InvalidDecision`] when the policy asks for something the
+    /// cluster cannot do, [`SimError::ModelFailure`] when the rate or
+    /// co-location model gives an unusable rate, [`SimError::Internal`] when
+    /// the engine's own bookkeeping fails; the run should stop then.
+    pub fn step_observed<O: Observer + ?Sized>(&mut self, obs: &mut O) -> Result<Option<SimTime>, SimError> {
         let Some(t) = self.next_time() else { return Ok(None) };
         self.now = t;
         self.stats.instants += 1;
@@ -411,7 +305,7 @@ impl Simulation {
                         if self.release_delay_ms > 0 && !r.work_done {
                             self.hold_after_work(job);
                         } else {
-                            self.complete(job)?;
+                            self.complete(job, obs)?;
                         }
                     }
                     _ => self.stats.stale_completions += 1,
@@ -433,19 +327,14 @@ impl Simulation {
             let view = View { now: t, cluster: &self.cluster, jobs: &self.jobs };
             self.policy.on_arrival(job, &view);
         }
-        self.schedule_pass()?;
+        self.schedule_pass(obs)?;
         if (self.model.depends_on_neighbours() && !self.touched.is_empty()) || !self.touched_shared.is_empty() {
-            self.update_rates();
+            self.update_rates(obs)?;
         }
         self.touched.clear();
         self.touched_shared.clear();
         if sample_due {
-            self.timeline.push(Sample {
-                time: t,
-                gpus_busy: self.cluster.total_gpus() - self.cluster.free_gpus() as u32,
-                jobs_running: self.running,
-                jobs_pending: self.pending + self.suspended,
-            });
+            obs.on_sample(&self.snapshot());
             // The heap holds no other sample now, so this is the next real event.
             if let Some(next) = self.next_time() {
                 let every = self.cfg.sample_interval_ms;
@@ -463,16 +352,29 @@ impl Simulation {
     ///
     /// # Errors
     /// The first [`SimError`] of the run.
-    pub fn run_with(mut self, mut progress: impl FnMut(Progress)) -> Result<RunOutput, SimError> {
+    pub fn run_with(self, progress: impl FnMut(Progress)) -> Result<RunOutput, SimError> {
+        self.run_observed(&mut NoObserver, progress)
+    }
+
+    /// Runs to the end, calling `obs` after every change and `progress` every
+    /// 4,096 instants; `obs` has seen [`Observer::on_finish`] when this returns.
+    ///
+    /// # Errors
+    /// The first [`SimError`] of the run.
+    pub fn run_observed<O: Observer + ?Sized>(
+        mut self,
+        obs: &mut O,
+        mut progress: impl FnMut(Progress),
+    ) -> Result<RunOutput, SimError> {
         let mut n: u64 = 0;
-        while self.step()?.is_some() {
+        while self.step_observed(obs)?.is_some() {
             n += 1;
             if n.is_multiple_of(4096) {
                 progress(Progress { now: self.now, completed: self.completed, total: self.jobs.len() });
             }
         }
         progress(Progress { now: self.now, completed: self.completed, total: self.jobs.len() });
-        Ok(self.finish())
+        Ok(self.finish_observed(obs))
     }
 
     /// Runs to the end.
@@ -484,15 +386,14 @@ impl Simulation {
     }
 
     /// Ends the run where it is and hands back its state.
-    pub fn finish(mut self) -> RunOutput {
-        for vc in 0..self.busy_gpu_ms.len() {
-            self.settle_busy(crate::ids::VcId(vc as u16));
-        }
-        self.settle_figs();
+    pub fn finish(self) -> RunOutput {
+        self.finish_observed(&mut NoObserver)
+    }
+
+    /// [`Simulation::finish`], telling `obs` ([`Observer::on_finish`]).
+    pub fn finish_observed<O: Observer + ?Sized>(self, obs: &mut O) -> RunOutput {
+        obs.on_finish(&self.snapshot());
         RunOutput {
-            share_integrals: self.cfg.share_metrics.then_some(self.integrals),
-            busy_gpu_ms: self.busy_gpu_ms,
-            timing: self.cfg.time_decisions.then_some(self.timing),
             policy_metrics: self.policy.metrics(&self.jobs),
             policy_files: self.policy.files(),
             policy: self.policy.name(),
@@ -506,111 +407,63 @@ impl Simulation {
             },
             cluster: self.cluster,
             jobs: self.jobs,
-            timeline: self.timeline,
             stats: self.stats,
         }
     }
 
-    /// Brings partition `vc`'s busy GPU-ms up to now (call before its
-    /// allocation changes).
-    fn settle_busy(&mut self, vc: crate::ids::VcId) {
-        let p = self.cluster.partition(vc);
-        let busy = u64::from(p.gpus_total - p.gpus_free);
-        let i = vc.index();
-        self.busy_gpu_ms[i] += busy * self.now.since(self.busy_since[i]);
-        self.busy_since[i] = self.now;
-    }
-
-    /// Brings the sharing integrals up to now (call before an allocation changes).
-    fn settle_figs(&mut self) {
-        if !self.cfg.share_metrics {
-            return;
-        }
-        let dt = self.now.since(self.figs_since) as f64;
-        let [a, u, m, f] = self.fig_sums;
-        self.integrals.alloc_gpu_ms += a * dt;
-        self.integrals.util_gpu_ms += u * dt;
-        self.integrals.mem_gpu_ms += m * dt;
-        self.integrals.frag_gpu_ms += f * dt;
-        self.figs_since = self.now;
-    }
-
-    /// Recomputes the figures of `gpus` and the fragmentation of their nodes.
-    fn refresh_figs(&mut self, gpus: &[GpuId]) {
-        if !self.cfg.share_metrics {
-            return;
-        }
-        let mut nodes = std::mem::take(&mut self.fig_nodes);
-        nodes.clear();
-        for &g in gpus {
-            let cap = self.cluster.gpu_mem_mib(g).max(1) as f64;
-            let new = if let Some(o) = self.cluster.owner(g) {
-                let mem = self.jobs.spec(o).gpu_mem_mib.map_or(1.0, |m| (m as f64 / cap).min(1.0));
-                [1.0, self.job_util[o.index()] * self.job_speed[o.index()], mem]
-            } else {
-                let s = self.cluster.share(g);
-                let (mut a, mut u) = (0.0, 0.0);
-                for t in &s.tenants {
-                    a += match self.jobs.spec(*t).gpu_milli {
-                        Some(k) if k > 0 && k < 1000 => f64::from(k) / 1000.0,
-                        _ => 1.0,
-                    };
-                    u += self.job_util[t.index()] * self.job_speed[t.index()];
-                }
-                [a.min(1.0), u.min(1.0), (s.mem_mib as f64 / cap).min(1.0)]
-            };
-            let old = std::mem::replace(&mut self.gpu_figs[g.index()], new);
-            for i in 0..3 {
-                self.fig_sums[i] += new[i] - old[i];
-            }
-            let n = self.cluster.node_of(g);
-            if !nodes.contains(&n) {
-                nodes.push(n);
-            }
-        }
-        let mut free = std::mem::take(&mut self.fig_free);
-        for &n in &nodes {
-            crate::policy::fgd::node_free(&self.cluster, n, &mut free);
-            let f = self.frag_model.node_frag(&free);
-            self.fig_sums[3] += f - std::mem::replace(&mut self.node_frag[n.index()], f);
-        }
-        self.fig_nodes = nodes;
-        self.fig_free = free;
-    }
-
-    fn invalid(&self, job: JobId, gpu: Option<GpuId>, reason: String) -> SimError {
-        self.invalid_by(self.policy.name(), job, gpu, reason)
-    }
-
-    /// An invalid decision of `who` (the policy, the rate model or the engine)
-    /// about `job`, named as the trace names it.
-    fn invalid_by(&self, who: String, job: JobId, gpu: Option<GpuId>, reason: String) -> SimError {
-        let (job_name, line) = match self.jobs.specs().get(job.index()) {
+    /// The trace's name and line of `job` (empty and 0 for no such job).
+    fn job_label(&self, job: JobId) -> (String, u64) {
+        match self.jobs.specs().get(job.index()) {
             Some(s) => (s.name.clone(), s.line),
             None => (String::new(), 0),
-        };
-        SimError::InvalidDecision { policy: who, job, job_name, line, file: None, gpu, reason }
+        }
     }
 
-    fn schedule_pass(&mut self) -> Result<(), SimError> {
+    /// An invalid decision of the policy about `job`, named as the trace names it.
+    fn invalid(&self, job: JobId, gpu: Option<GpuId>, reason: String) -> SimError {
+        let (job_name, line) = self.job_label(job);
+        SimError::InvalidDecision { policy: self.policy.name(), job, job_name, line, file: None, gpu, reason }
+    }
+
+    /// A failure of `model` (the rate model or the co-location model) for `job`.
+    fn model_failure(&self, model: String, job: JobId, reason: String) -> SimError {
+        let (job_name, line) = self.job_label(job);
+        SimError::ModelFailure { model, job, job_name, line, file: None, reason }
+    }
+
+    /// A failure of the engine's own bookkeeping about `job` (a bug of the engine).
+    fn internal(&self, job: JobId, gpu: Option<GpuId>, reason: String) -> SimError {
+        let (job_name, line) = self.job_label(job);
+        SimError::Internal { job, job_name, line, file: None, gpu, reason }
+    }
+
+    /// Checks a rate from [`Simulation::rate_of`]: the rate model's placement
+    /// rate `base` and the co-location speed `speed` must be finite and
+    /// positive, and so must their product.
+    fn check_rate(&self, job: JobId, base: f64, speed: f64) -> Result<(), SimError> {
+        if !(base.is_finite() && base > 0.0) {
+            let reason = format!("rate model gave rate {base}; rates must be finite and positive");
+            return Err(self.model_failure(self.model.name().to_string(), job, reason));
+        }
+        let rate = base * speed;
+        if !(speed.is_finite() && speed > 0.0 && rate.is_finite() && rate > 0.0) {
+            let name = self.interference.as_deref().map_or("interference", |i| i.name());
+            let reason = format!(
+                "co-location model gave speed {speed} (rate {base} × {speed} = {rate}); speeds must be finite and positive"
+            );
+            return Err(self.model_failure(name.to_string(), job, reason));
+        }
+        Ok(())
+    }
+
+    fn schedule_pass<O: Observer + ?Sized>(&mut self, obs: &mut O) -> Result<(), SimError> {
         loop {
             let view = View { now: self.now, cluster: &self.cluster, jobs: &self.jobs };
-            let decision = if self.cfg.time_decisions {
-                let t0 = std::time::Instant::now();
-                let d = self.policy.decide(&view);
-                let s = t0.elapsed().as_secs_f64();
-                self.timing.decisions += 1;
-                self.timing.total_s += s;
-                self.timing.max_s = self.timing.max_s.max(s);
-                d
-            } else {
-                self.policy.decide(&view)
-            };
-            match decision {
+            match self.policy.decide(&view) {
                 Decision::Wait => return Ok(()),
-                Decision::Launch { job, gpus } => self.launch(job, gpus, false)?,
-                Decision::Colocate { job, gpus } => self.launch(job, gpus, true)?,
-                Decision::Preempt { job } => self.preempt(job)?,
+                Decision::Launch { job, gpus } => self.launch(job, gpus, false, obs)?,
+                Decision::Colocate { job, gpus } => self.launch(job, gpus, true, obs)?,
+                Decision::Preempt { job } => self.preempt(job, obs)?,
                 Decision::WakeAt(at) => {
                     if at <= self.now {
                         let msg = format!("timer at {at} is not after now ({})", self.now);
@@ -624,7 +477,9 @@ impl Simulation {
 
     /// A job's rate on `gpus` now: its placement rate from the rate model,
     /// times the smallest co-location speed over its shared GPUs. Returns
-    /// (rate, isolated rate, co-located now, co-location speed).
+    /// (rate, isolated rate, co-located now, co-location speed); a speed
+    /// from the co-location model that is not finite and positive is
+    /// returned as the speed, for [`Simulation::check_rate`] to report.
     fn rate_of(&self, job: JobId, gpus: &[GpuId]) -> (f64, f64, bool, f64) {
         let spec = self.jobs.spec(job);
         let base = self.model.rate(spec, gpus, &self.cluster);
@@ -651,12 +506,23 @@ impl Simulation {
             others.clear();
             others.extend(tenants.iter().filter(|&&t| t != job).map(|&t| self.jobs.spec(t)));
             let gpu_type = &self.cluster.node(self.cluster.node_of(g)).gpu_type;
-            speed = speed.min(interference.speed(gpu_type, spec, &others));
+            let s = interference.speed(gpu_type, spec, &others);
+            if !(s.is_finite() && s > 0.0) {
+                // Not hidden by `min` (which drops a NaN): the caller reports it.
+                return (base * s, base, true, s);
+            }
+            speed = speed.min(s);
         }
         (base * speed, base, colocated, speed)
     }
 
-    fn launch(&mut self, job: JobId, gpus: Vec<GpuId>, shared: bool) -> Result<(), SimError> {
+    fn launch<O: Observer + ?Sized>(
+        &mut self,
+        job: JobId,
+        gpus: Vec<GpuId>,
+        shared: bool,
+        obs: &mut O,
+    ) -> Result<(), SimError> {
         if job.index() >= self.jobs.len() {
             return Err(self.invalid(job, None, "no such job".into()));
         }
@@ -712,8 +578,6 @@ impl Simulation {
             ));
         }
         let (milli, mem_need) = (spec.gpu_milli.unwrap_or(0), spec.gpu_mem_mib);
-        self.settle_busy(vc);
-        self.settle_figs();
         let allocated = if shared {
             // Memory is per GPU, by the one rule the placements use
             // (`Cluster::tenant_mem_mib` of each GPU): a job of unknown
@@ -725,37 +589,19 @@ impl Simulation {
         if let Err(e) = allocated {
             return Err(self.invalid(job, e.gpu, e.reason));
         }
-        if self.cfg.share_metrics {
-            // The SM-utilisation estimate feeds only the sharing figures; the
-            // database is read (and the builtin one loaded) only for a job
-            // with a model and batch.
-            let spec = self.jobs.spec(job);
-            let u = if spec.model.is_some() && spec.local_bsz.is_some() {
-                let db = self.profiles();
-                let spec = self.jobs.spec(job);
-                let gpu_type = &self.cluster.node(self.cluster.node_of(gpus[0])).gpu_type;
-                crate::profile::resources::job_sm_util(db, spec, gpu_type)
-            } else {
-                crate::profile::resources::held_share(spec)
-            };
-            self.job_util[job.index()] = u;
-        }
         if shared {
+            if self.interference.is_none() {
+                let reason = "the policy co-locates a job but the run gave the engine no co-location model \
+                              (Simulation::with_interference)"
+                    .to_string();
+                return Err(self.model_failure("interference".into(), job, reason));
+            }
             self.touched_shared.extend_from_slice(&gpus);
             self.stats.shared_launches += 1;
-            if self.interference.is_none() {
-                let db = self.profiles();
-                self.interference = Some(Box::new(ProfileInterference::new(db)));
-            }
         }
         let (rate, isolated_rate, colocated, speed) = self.rate_of(job, &gpus);
-        self.job_speed[job.index()] = speed;
-        self.refresh_figs(&gpus);
+        self.check_rate(job, isolated_rate, speed)?;
         let spec = self.jobs.spec(job);
-        if !(rate.is_finite() && rate > 0.0) {
-            let reason = format!("rate model gave rate {rate}; rates must be finite and positive");
-            return Err(self.invalid_by(self.model.name().to_string(), job, None, reason));
-        }
         // A resumed job carries its remaining work, its counters and its epoch.
         let (remaining, epoch, first_start, preemptions, attained_ms, attained_gpu_ms, waited_ms) = match resumed {
             None => (spec.duration_ms as f64, 0, self.now, 0, 0, 0, self.now.since(spec.submit)),
@@ -774,6 +620,14 @@ impl Simulation {
             self.touched.extend(gpus.iter().map(|&g| self.cluster.node_of(g)));
         }
         self.events.push(self.now.plus_ms(ms_to_finish(remaining, rate)), Event::Completion { job, epoch });
+        if resumed.is_some() {
+            self.suspended -= 1;
+            self.stats.resumes += 1;
+        } else {
+            self.pending -= 1;
+        }
+        self.running += 1;
+        self.stats.launches += 1;
         *self.jobs.state_mut(job) = JobState::Running(RunState {
             start: self.now,
             gpus,
@@ -792,27 +646,19 @@ impl Simulation {
             waited_ms,
             work_done: false,
         });
-        if resumed.is_some() {
-            self.suspended -= 1;
-            self.stats.resumes += 1;
-        } else {
-            self.pending -= 1;
+        if let JobState::Running(r) = self.jobs.state(job) {
+            obs.on_allocate(&self.snapshot(), job, &r.gpus, speed);
         }
-        self.running += 1;
-        self.stats.launches += 1;
         Ok(())
     }
 
-    fn complete(&mut self, job: JobId) -> Result<(), SimError> {
+    fn complete<O: Observer + ?Sized>(&mut self, job: JobId, obs: &mut O) -> Result<(), SimError> {
         let JobState::Running(run) = std::mem::replace(self.jobs.state_mut(job), JobState::Pending) else {
             unreachable!("complete() is only called on running jobs");
         };
-        self.settle_busy(self.jobs.spec(job).vc);
-        self.settle_figs();
         if let Err(e) = self.cluster.release(job, &run.gpus) {
-            return Err(self.invalid_by("engine".into(), job, e.gpu, e.reason));
+            return Err(self.internal(job, e.gpu, e.reason));
         }
-        self.refresh_figs(&run.gpus);
         if self.model.depends_on_neighbours() {
             self.touched.extend(run.gpus.iter().map(|&g| self.cluster.node_of(g)));
         }
@@ -836,6 +682,7 @@ impl Simulation {
         });
         self.running -= 1;
         self.completed += 1;
+        obs.on_release(&self.snapshot(), job, &run.gpus);
         let view = View { now: self.now, cluster: &self.cluster, jobs: &self.jobs };
         self.policy.on_completion(job, &view);
         Ok(())
@@ -845,7 +692,10 @@ impl Simulation {
     /// this instant (when the rate model depends on neighbours) and of every
     /// tenant of a GPU whose tenants changed; a changed rate settles the work
     /// done and re-schedules the completion under a new epoch.
-    fn update_rates(&mut self) {
+    ///
+    /// # Errors
+    /// [`SimError::ModelFailure`] when a recomputed rate is not finite and positive.
+    fn update_rates<O: Observer + ?Sized>(&mut self, obs: &mut O) -> Result<(), SimError> {
         let mut nodes = std::mem::take(&mut self.touched);
         nodes.sort_unstable();
         nodes.dedup();
@@ -860,7 +710,6 @@ impl Simulation {
         }
         affected.sort_unstable();
         affected.dedup();
-        let mut fig_gpus: Vec<GpuId> = Vec::new();
         for job in affected {
             let JobState::Running(run) = self.jobs.state(job) else {
                 continue;
@@ -870,18 +719,7 @@ impl Simulation {
                 continue;
             }
             let (new_rate, isolated, colocated, speed) = self.rate_of(job, &run.gpus);
-            if self.job_speed[job.index()] != speed {
-                // The sharing figures count the work done at the new speed from now.
-                self.job_speed[job.index()] = speed;
-                self.settle_figs();
-                fig_gpus.clear();
-                if let JobState::Running(run) = self.jobs.state(job) {
-                    fig_gpus.extend_from_slice(&run.gpus);
-                }
-                let gpus = std::mem::take(&mut fig_gpus);
-                self.refresh_figs(&gpus);
-                fig_gpus = gpus;
-            }
+            obs.on_speed(&self.snapshot(), job, &run.gpus, speed);
             if let JobState::Running(run) = self.jobs.state_mut(job) {
                 run.isolated_rate = isolated;
                 run.colocated |= colocated;
@@ -889,9 +727,10 @@ impl Simulation {
             let JobState::Running(run) = self.jobs.state(job) else {
                 continue;
             };
-            if new_rate == run.rate || !(new_rate.is_finite() && new_rate > 0.0) {
+            if new_rate == run.rate {
                 continue;
             }
+            self.check_rate(job, isolated, speed)?;
             let now = self.now;
             let JobState::Running(run) = self.jobs.state_mut(job) else {
                 continue;
@@ -907,6 +746,7 @@ impl Simulation {
             self.stats.rate_changes += 1;
         }
         self.touched = nodes;
+        Ok(())
     }
 
     /// Checks every invariant the engine keeps: the cluster's ledger is
@@ -1048,7 +888,38 @@ fn ms_to_finish(remaining: f64, rate: f64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::ms_to_finish;
+    use super::*;
+
+    #[test]
+    fn a_ledger_failure_is_an_internal_error_not_the_policys() {
+        // One job on one GPU; its GPU is released behind the engine's back,
+        // so the ledger refuses the release at its completion (10 s).
+        let cluster = Cluster::new(crate::cluster::ClusterSpec::uniform("t", 1, 1, "V100", 16_000)).unwrap();
+        let p = crate::policy::config::PolicyConfig {
+            order: crate::policy::queue::QueueOrder::Fifo,
+            backfill: false,
+            placement: crate::policy::placement::PlacementKind::Consolidate,
+        };
+        let mut r = crate::trace::TraceRecord::new("j", 0, 10_000, 1);
+        r.line = 2;
+        let w = crate::workload::build_workload(vec![r], &cluster, p.placement.build());
+        let mut sim = Simulation::new(
+            cluster,
+            w.jobs,
+            p.build(1).unwrap(),
+            Box::new(crate::profile::TraceSpeed),
+            EngineConfig { sample_interval_ms: 0 },
+        );
+        assert_eq!(sim.step().unwrap(), Some(SimTime::ZERO));
+        sim.cluster.release(JobId(0), &[GpuId(0)]).unwrap();
+        let err = sim.step().expect_err("the engine's release fails");
+        assert!(
+            matches!(&err, SimError::Internal { job_name, line: 2, gpu: Some(GpuId(0)), .. } if job_name == "j"),
+            "{err:?}"
+        );
+        let text = err.in_file(std::path::Path::new("x.csv")).to_string();
+        assert!(text.starts_with("internal engine error for job `j` (x.csv, line 2) on gpu0: "), "{text}");
+    }
 
     #[test]
     fn exact_quotients_do_not_round_up() {

@@ -3,7 +3,7 @@
 //!
 //! [`Decision::Preempt`]: crate::policy::Decision::Preempt
 
-use super::{Event, Simulation};
+use super::{Event, Observer, Simulation};
 use crate::error::SimError;
 use crate::ids::JobId;
 use crate::job::{JobState, SuspendedState};
@@ -14,7 +14,7 @@ impl Simulation {
     /// adds the checkpoint overhead to its remaining work and suspends it.
     /// Its pending completion event goes stale (the next run starts with a
     /// new epoch).
-    pub(super) fn preempt(&mut self, job: JobId) -> Result<(), SimError> {
+    pub(super) fn preempt<O: Observer + ?Sized>(&mut self, job: JobId, obs: &mut O) -> Result<(), SimError> {
         if job.index() >= self.jobs.len() {
             return Err(self.invalid(job, None, "no such job".into()));
         }
@@ -32,14 +32,10 @@ impl Simulation {
         let JobState::Running(run) = std::mem::replace(self.jobs.state_mut(job), JobState::Pending) else {
             unreachable!("checked above");
         };
-        let spec = self.jobs.spec(job);
-        let (vc, gpus_n) = (spec.vc, run.gpus.len() as u32);
-        self.settle_busy(vc);
-        self.settle_figs();
+        let gpus_n = run.gpus.len() as u32;
         if let Err(e) = self.cluster.release(job, &run.gpus) {
-            return Err(self.invalid_by("engine".into(), job, e.gpu, e.reason));
+            return Err(self.internal(job, e.gpu, e.reason));
         }
-        self.refresh_figs(&run.gpus);
         if self.model.depends_on_neighbours() {
             self.touched.extend(run.gpus.iter().map(|&g| self.cluster.node_of(g)));
         }
@@ -63,6 +59,7 @@ impl Simulation {
         self.suspended += 1;
         self.stats.preemptions += 1;
         self.stats.checkpoint_ms += overhead;
+        obs.on_release(&self.snapshot(), job, &run.gpus);
         Ok(())
     }
 

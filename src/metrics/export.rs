@@ -263,11 +263,12 @@ pub fn vc_summary_csv(rows: &[VcSummary]) -> Vec<u8> {
     w.into_inner().unwrap_or_default()
 }
 
-/// `timeline.csv`: `time_s, gpus_busy, gpu_utilization, jobs_running, jobs_pending`.
-pub fn timeline_csv(out: &RunOutput) -> Vec<u8> {
+/// `timeline.csv`: `time_s, gpus_busy, gpu_utilization, jobs_running,
+/// jobs_pending`, from the recorded samples of a run on `out`'s cluster.
+pub fn timeline_csv(out: &RunOutput, rec: &super::Recording) -> Vec<u8> {
     let total = f64::from(out.cluster.total_gpus().max(1));
     let mut s = b"time_s,gpus_busy,gpu_utilization,jobs_running,jobs_pending\n".to_vec();
-    for x in &out.timeline {
+    for x in &rec.timeline {
         let util = (f64::from(x.gpus_busy) / total * 1e6).round() / 1e6;
         push_secs(&mut s, x.time.as_ms());
         s.push(b',');

@@ -1,4 +1,5 @@
-//! Metrics: per-job outcomes, the run summary, per-VC summaries (pure functions).
+//! Metrics: the run's recorder (fed by the engine's hooks), per-job
+//! outcomes, the run summary, per-VC summaries (pure functions).
 //!
 //! Quantiles are linear-interpolation quantiles on sorted values (Hyndman & Fan
 //! 1996, type 7; NumPy's and pandas' default): for `n` values the quantile `p`
@@ -6,6 +7,12 @@
 
 pub mod compare;
 pub mod export;
+pub mod fragmentation;
+pub mod recorder;
+pub mod timing;
+
+pub use recorder::{Recorder, Recording, Sample, ShareIntegrals};
+pub use timing::{DecisionTiming, TimedPolicy, TimingHandle};
 
 use std::collections::BTreeMap;
 
@@ -110,7 +117,7 @@ pub struct Summary {
     /// integrated over time / (GPUs × makespan). Equals `gpu_utilization`
     /// without sharing. These four are null for a plain trace replay (no
     /// model, no memory figure, no sharing placement: see
-    /// `EngineConfig::share_metrics`).
+    /// [`Recorder::new`]).
     pub gpu_allocation_mean: Option<f64>,
     /// Time-averaged effective utilisation from the work actually done, the
     /// same way: per GPU, the sum over its holders of (co-location speed =
@@ -123,7 +130,7 @@ pub struct Summary {
     /// same way (an exclusive job of unknown memory holds the whole GPU's).
     pub gpu_memory_utilization_mean: Option<f64>,
     /// Time-averaged GPU fragmentation after FGD (Weng et al., ATC'23;
-    /// `dlsched::policy::fgd`): the expected free GPU capacity the job
+    /// `dlsched::cluster::fragmentation`): the expected free GPU capacity the job
     /// list's request mix cannot use, summed over nodes, / (GPUs × makespan).
     pub fragmentation_mean: Option<f64>,
     /// Task completion rate: jobs finished by the horizon (the last
@@ -197,8 +204,14 @@ impl Acc {
     }
 }
 
-/// The run summary and per-VC summaries of a finished run.
-pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Summary, Vec<VcSummary>) {
+/// The run summary and per-VC summaries of a finished run: the engine's
+/// final state `out` and what its recorder kept, `rec`.
+pub fn summarize(
+    out: &RunOutput,
+    rec: &Recording,
+    skipped: &[Skipped],
+    rows_total: usize,
+) -> (Summary, Vec<VcSummary>) {
     let parts = out.cluster.partitions();
     let mut all = Acc::new();
     // Room for every job up front: growing these by doubling copied them.
@@ -296,7 +309,7 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
         queue_delay_p95_s: r3(quantile_select(&mut all.queue, 0.95)),
         queue_delay_p99_s: r3(quantile_select(&mut all.queue, 0.99)),
         makespan_s: r3(makespan_ms as f64 / 1000.0),
-        gpu_utilization: util(out.busy_gpu_ms.iter().sum::<u64>() as f64, out.cluster.total_gpus()),
+        gpu_utilization: util(rec.busy_gpu_ms.iter().sum::<u64>() as f64, out.cluster.total_gpus()),
         gpu_hours: r3(all.gpu_ms / 3_600_000.0),
         offered_load: {
             let span = last_submit.saturating_sub(if first_submit == u64::MAX { 0 } else { first_submit });
@@ -309,10 +322,10 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
         shared_launches: out.stats.shared_launches,
         colocated_jobs: slowdowns.len() as u64,
         interference_slowdown_mean: if slowdowns.is_empty() { 1.0 } else { r6(mean(&slowdowns)) },
-        gpu_allocation_mean: out.share_integrals.map(|i| util(i.alloc_gpu_ms, out.cluster.total_gpus())),
-        gpu_utilization_effective_mean: out.share_integrals.map(|i| util(i.util_gpu_ms, out.cluster.total_gpus())),
-        gpu_memory_utilization_mean: out.share_integrals.map(|i| util(i.mem_gpu_ms, out.cluster.total_gpus())),
-        fragmentation_mean: out.share_integrals.map(|i| util(i.frag_gpu_ms, out.cluster.total_gpus())),
+        gpu_allocation_mean: rec.share_integrals.map(|i| util(i.alloc_gpu_ms, out.cluster.total_gpus())),
+        gpu_utilization_effective_mean: rec.share_integrals.map(|i| util(i.util_gpu_ms, out.cluster.total_gpus())),
+        gpu_memory_utilization_mean: rec.share_integrals.map(|i| util(i.mem_gpu_ms, out.cluster.total_gpus())),
+        fragmentation_mean: rec.share_integrals.map(|i| util(i.frag_gpu_ms, out.cluster.total_gpus())),
         completion_rate: if all.jobs == 0 { 0.0 } else { r6(done_by_horizon as f64 / all.jobs as f64) },
         queue_delay_mean_fractional_s: (!q_frac.is_empty()).then(|| r3(mean(&q_frac))),
         queue_delay_mean_whole_s: (!q_whole.is_empty()).then(|| r3(mean(&q_whole))),
@@ -334,7 +347,7 @@ pub fn summarize(out: &RunOutput, skipped: &[Skipped], rows_total: usize) -> (Su
     let vcs = parts
         .iter()
         .zip(per_vc)
-        .zip(&out.busy_gpu_ms)
+        .zip(&rec.busy_gpu_ms)
         .map(|((p, mut acc), &busy)| VcSummary {
             vc: p.name.clone(),
             gpus: p.gpus_total,

@@ -65,8 +65,14 @@ pub const SWITCH_COST: f64 = 0.05;
 /// multiplies a job's placement rate by the smallest speed over its GPUs: a
 /// distributed job steps at the pace of its slowest worker.
 pub trait Interference: Send + Sync {
+    /// The model's name for error messages (`interference` by default).
+    fn name(&self) -> &'static str {
+        "interference"
+    }
+
     /// The speed of `me` on a GPU of `gpu_type` shared with `others`, in
-    /// (0, 1] (1.0 = as fast as alone).
+    /// (0, 1] (1.0 = as fast as alone). A speed that is not finite and
+    /// positive stops the run with `SimError::ModelFailure`.
     fn speed(&self, gpu_type: &str, me: &JobSpec, others: &[&JobSpec]) -> f64;
 
     /// Named counters for the run summary.
@@ -136,6 +142,10 @@ fn tenant(spec: &JobSpec) -> Tenant<'_> {
 }
 
 impl Interference for ProfileInterference {
+    fn name(&self) -> &'static str {
+        "profile-coloc"
+    }
+
     fn speed(&self, gpu_type: &str, me: &JobSpec, others: &[&JobSpec]) -> f64 {
         let gpu_type = gpu_type.to_ascii_lowercase();
         let mut tenants: Vec<Tenant<'_>> = Vec::with_capacity(others.len() + 1);
@@ -162,6 +172,40 @@ impl Interference for ProfileInterference {
             ("coloc_bounded_above", self.bounded_above.load(Ordering::Relaxed)),
             ("coloc_bounded_below", self.bounded_below.load(Ordering::Relaxed)),
         ]
+    }
+}
+
+/// An [`Interference`] built on first use by `build`: a run that may
+/// co-locate hands it to the engine without paying for its database (e.g.
+/// parsing the builtin profile tables) until a job actually shares a GPU.
+/// Its counters are the built model's (and the model is built to give them).
+pub struct LazyInterference {
+    build: Box<dyn Fn() -> Box<dyn Interference> + Send + Sync>,
+    model: std::sync::OnceLock<Box<dyn Interference>>,
+}
+
+impl LazyInterference {
+    /// A model that `build` makes when first asked for a speed.
+    pub fn new(build: impl Fn() -> Box<dyn Interference> + Send + Sync + 'static) -> Self {
+        LazyInterference { build: Box::new(build), model: std::sync::OnceLock::new() }
+    }
+
+    fn get(&self) -> &dyn Interference {
+        self.model.get_or_init(|| (self.build)()).as_ref()
+    }
+}
+
+impl Interference for LazyInterference {
+    fn name(&self) -> &'static str {
+        self.get().name()
+    }
+
+    fn speed(&self, gpu_type: &str, me: &JobSpec, others: &[&JobSpec]) -> f64 {
+        self.get().speed(gpu_type, me, others)
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.get().counters()
     }
 }
 

@@ -26,6 +26,12 @@ pub fn rec(id: &str, submit_s: u64, gpus: u32, duration_s: u64) -> TraceRecord {
     TraceRecord::new(id, submit_s * 1000, duration_s * 1000, gpus)
 }
 
+/// The co-location model of the builtin profile database, which a test that
+/// co-locates jobs hands to the engine (`Simulation::with_interference`).
+pub fn builtin_interference() -> Box<dyn dlsched::profile::coloc::Interference> {
+    Box::new(dlsched::profile::coloc::ProfileInterference::new(dlsched::profile::db::ProfileDb::builtin()))
+}
+
 /// A policy config.
 pub fn policy(order: QueueOrder, backfill: bool, placement: PlacementKind) -> PolicyConfig {
     PolicyConfig { order, backfill, placement }

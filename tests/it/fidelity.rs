@@ -133,12 +133,13 @@ fn replay_srtf(d: &Path) -> (dlsched::engine::RunOutput, dlsched::metrics::Summa
     TieOrder::Numpy2Avx512.order_records(&mut t.records);
     let w = dlsched::workload::build_workload(t.records, &cluster, PlacementKind::Consolidate.build());
     let policy = srtf::build(&SrtfOptions::helios(), cluster.partitions().len()).unwrap();
-    let cfg = EngineConfig { sample_interval_ms: 0, share_metrics: false, ..Default::default() };
+    let cfg = EngineConfig { sample_interval_ms: 0, ..Default::default() };
+    let mut recorder = dlsched::metrics::Recorder::new(&cluster, &w.jobs, false, None);
     let out = Simulation::new(cluster, w.jobs, policy, Box::new(dlsched::profile::TraceSpeed), cfg)
         .with_checkpoint(CheckpointModel::HeliosTable)
-        .run()
+        .run_observed(&mut recorder, |_| {})
         .unwrap();
-    let (summary, _) = dlsched::metrics::summarize(&out, &w.skipped, w.rows_total);
+    let (summary, _) = dlsched::metrics::summarize(&out, &recorder.into_recording(), &w.skipped, w.rows_total);
     (out, summary)
 }
 

@@ -88,7 +88,7 @@ fn run_tasks(spec: ClusterSpec, tasks: Vec<(&str, u64, u64, TaskSpec)>, variant:
         w.jobs,
         Box::new(policy),
         Box::new(TraceSpeed),
-        EngineConfig { sample_interval_ms: 0, time_decisions: true, ..Default::default() },
+        EngineConfig { sample_interval_ms: 0, ..Default::default() },
     );
     while sim.step().unwrap().is_some() {
         sim.check_invariants().unwrap();

@@ -27,7 +27,8 @@ fn one_wide_job(spec: ClusterSpec, gpus: u32, placement: PlacementKind) -> (Vec<
         policy,
         Box::new(TraceSpeed),
         EngineConfig { sample_interval_ms: 0, ..Default::default() },
-    );
+    )
+    .with_interference(crate::common::builtin_interference());
     sim.step().unwrap_or_else(|e| panic!("{placement:?}: {e}"));
     sim.check_invariants().unwrap();
     let JobState::Running(r) = sim.jobs().state(JobId(0)) else { panic!("{placement:?}: a is not running") };

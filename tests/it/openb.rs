@@ -231,7 +231,8 @@ fn run_typed(
         p,
         Box::new(TraceSpeed),
         EngineConfig { sample_interval_ms: 0, ..Default::default() },
-    );
+    )
+    .with_interference(crate::common::builtin_interference());
     while sim.step().unwrap().is_some() {
         sim.check_invariants().unwrap();
         for (spec, state) in sim.jobs().iter() {
@@ -309,7 +310,8 @@ fn fractional_shares_never_exceed_one_gpu_in_a_replay() {
             p,
             Box::new(TraceSpeed),
             EngineConfig { sample_interval_ms: 0, ..Default::default() },
-        );
+        )
+        .with_interference(crate::common::builtin_interference());
         let mut most_tenants = 0;
         while sim.step().unwrap().is_some() {
             sim.check_invariants().unwrap();

@@ -81,13 +81,21 @@ fn sim(records: Vec<TraceRecord>, spec: ClusterSpec, policy: Box<dyn Policy>, ck
     Simulation::new(cluster, w.jobs, policy, Box::new(TraceSpeed), cfg).with_checkpoint(ckpt)
 }
 
-fn run_checked(mut s: Simulation) -> RunOutput {
-    while s.step().unwrap().is_some() {
+fn run_checked(s: Simulation) -> RunOutput {
+    run_recorded(s).0
+}
+
+/// Runs to the end under the metrics recorder, checking every invariant
+/// after every instant.
+fn run_recorded(mut s: Simulation) -> (RunOutput, dlsched::metrics::Recording) {
+    let mut rec = dlsched::metrics::Recorder::new(s.cluster(), s.jobs(), false, None);
+    while s.step_observed(&mut rec).unwrap().is_some() {
         if let Err(e) = s.check_invariants() {
             panic!("at {}: {e}", s.now());
         }
     }
-    s.finish()
+    let out = s.finish_observed(&mut rec);
+    (out, rec.into_recording())
 }
 
 fn done(out: &RunOutput, name: &str) -> DoneState {
@@ -128,7 +136,7 @@ fn round_robin_time_slices_two_jobs_by_hand() {
         Box::new(rr),
         CheckpointModel::HeliosTable,
     );
-    let out = run_checked(s);
+    let (out, recording) = run_recorded(s);
     let (x, y) = (done(&out, "X"), done(&out, "Y"));
     let secs = |d: DoneState| {
         (
@@ -153,8 +161,12 @@ fn round_robin_time_slices_two_jobs_by_hand() {
     let row = text.lines().find(|l| l.starts_with("X,")).unwrap();
     assert_eq!(row, "X,default,1,0,59,75,75,29,25,1,completed,,,,,0.5435,0,3,46,46");
     // The summary counts every waiting period: (29 + 30) / 2 = 29.5 s.
-    let (summary, _) = dlsched::metrics::summarize(&out, &[], 2);
+    let (summary, _) = dlsched::metrics::summarize(&out, &recording, &[], 2);
     assert_eq!((summary.queue_delay_mean_s, summary.jobs_preempted, summary.preemptions), (29.5, 2, 5));
+    // The GPU was held from 0 to 75 without a gap (each preemption's
+    // release and resume fall at one instant; the recorder sees both):
+    // utilisation 75 GPU-s / (1 GPU x 75 s makespan) = 1.
+    assert_eq!(summary.gpu_utilization, 1.0);
 }
 
 /// A policy that plays a script: at each listed time (s), the listed

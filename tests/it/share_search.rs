@@ -100,7 +100,8 @@ fn schedule(placement: Box<dyn Placement>, recs: Vec<TraceRecord>, kind: Placeme
         Box::new(policy),
         Box::new(TraceSpeed),
         EngineConfig { sample_interval_ms: 0, ..Default::default() },
-    );
+    )
+    .with_interference(crate::common::builtin_interference());
     let mut gpus_of = std::collections::BTreeMap::new();
     while sim.step().unwrap().is_some() {
         sim.check_invariants().unwrap();

@@ -4,6 +4,7 @@
 use dlsched::cluster::{Cluster, ClusterSpec, ShareLimits};
 use dlsched::engine::{EngineConfig, RunOutput, Simulation};
 use dlsched::job::JobState;
+use dlsched::metrics::{Recorder, Recording};
 use dlsched::policy::{config::PolicyConfig, placement::PlacementKind, queue::QueueOrder};
 use dlsched::profile::TraceSpeed;
 use dlsched::profile::coloc::ProfileInterference;
@@ -38,7 +39,20 @@ fn job(id: &str, submit_s: u64, gpus: u32, duration_s: u64, model: &str, bsz: u3
     }
 }
 
-fn run_shared(recs: Vec<TraceRecord>, spec: ClusterSpec, placement: PlacementKind, limits: ShareLimits) -> RunOutput {
+/// A run's engine output and what its recorder kept (derefs to the output).
+struct Shared {
+    out: RunOutput,
+    rec: Recording,
+}
+
+impl std::ops::Deref for Shared {
+    type Target = RunOutput;
+    fn deref(&self) -> &RunOutput {
+        &self.out
+    }
+}
+
+fn run_shared(recs: Vec<TraceRecord>, spec: ClusterSpec, placement: PlacementKind, limits: ShareLimits) -> Shared {
     run_shared_on(pair_db(), recs, spec, placement, limits)
 }
 
@@ -49,7 +63,7 @@ fn run_shared_on(
     spec: ClusterSpec,
     placement: PlacementKind,
     limits: ShareLimits,
-) -> RunOutput {
+) -> Shared {
     let mut cluster = Cluster::new(spec).unwrap();
     cluster.set_share_limits(limits).unwrap();
     let w = build_workload(recs, &cluster, placement.build());
@@ -61,12 +75,14 @@ fn run_shared_on(
         Box::new(TraceSpeed),
         EngineConfig { sample_interval_ms: 0, ..Default::default() },
     )
-    .with_profiles(db)
     .with_interference(Box::new(ProfileInterference::new(db)));
-    while sim.step().unwrap().is_some() {
+    // The recorder reads `db` for the SM proxy.
+    let mut rec = Recorder::new(sim.cluster(), sim.jobs(), true, Some(db));
+    while sim.step_observed(&mut rec).unwrap().is_some() {
         sim.check_invariants().unwrap();
     }
-    sim.finish()
+    let out = sim.finish_observed(&mut rec);
+    Shared { out, rec: rec.into_recording() }
 }
 
 fn times(out: &RunOutput) -> Vec<(u64, u64)> {
@@ -102,7 +118,7 @@ fn two_colocated_jobs_by_hand_and_the_survivor_speeds_up() {
     // Summary: x achieved 100/125 = 0.8 of its isolated rate, y 100/150;
     // the one GPU was busy for the whole 150 s makespan; GPU-hours count
     // both tenants: (125 + 150) / 3600.
-    let (s, _) = dlsched::metrics::summarize(&out, &[], 2);
+    let (s, _) = dlsched::metrics::summarize(&out, &out.rec, &[], 2);
     assert!((s.interference_slowdown_mean - (0.8 + 100.0 / 150.0) / 2.0).abs() < 1e-6, "{s:?}");
     assert_eq!((s.colocated_jobs, s.shared_launches, s.gpu_utilization), (2, 2, 1.0));
     assert!((s.gpu_hours - 275.0 / 3600.0).abs() < 1e-3);
@@ -205,7 +221,7 @@ fn effective_utilisation_counts_the_work_done_by_hand() {
         ShareLimits::default(),
     );
     assert_eq!(times(&out), vec![(0, 125_000), (0, 150_000)]);
-    let (s, _) = dlsched::metrics::summarize(&out, &[], 2);
+    let (s, _) = dlsched::metrics::summarize(&out, &out.rec, &[], 2);
     let u = s.gpu_utilization_effective_mean.unwrap();
     assert!((u - 70.0 / 150.0).abs() < 1e-6, "{u}");
 }
@@ -360,7 +376,7 @@ fn sharing_metrics_by_hand() {
         PlacementKind::ShareFirstFit,
         ShareLimits::default(),
     );
-    let (s, _) = dlsched::metrics::summarize(&out, &[], 3);
+    let (s, _) = dlsched::metrics::summarize(&out, &out.rec, &[], 3);
     assert_eq!(s.makespan_s, 210.0);
     let near = |a: f64, b: f64| (a - b).abs() < 1e-6;
     // GPU 0 allocated (capped at 1) for 150 + 10 s of 2 × 210 GPU-s.
