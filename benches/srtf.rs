@@ -33,6 +33,8 @@ fn at_zero(n: u64, opts: SrtfOptions) -> Simulation {
     recs.push(TraceRecord::new("late", 1_000, 1_000, 1));
     let w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
     let policy = srtf::build(&opts, 1).expect("srtf");
+    // Kept with `..Default::default()` so that new engine options leave it alone.
+    #[allow(clippy::needless_update)]
     let cfg = EngineConfig { sample_interval_ms: 0, ..Default::default() };
     let mut sim = Simulation::new(cluster, w.jobs, policy, Box::new(TraceSpeed), cfg)
         .with_checkpoint(CheckpointModel::HeliosTable);

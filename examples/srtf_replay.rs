@@ -40,6 +40,8 @@ fn main() -> anyhow::Result<()> {
     ties.order_records(&mut t.records);
     let w = build_workload(t.records, &cluster, PlacementKind::Consolidate.build());
     let policy = srtf::build(&opts, cluster.partitions().len())?;
+    // Kept with `..Default::default()` so that new engine options leave it alone.
+    #[allow(clippy::needless_update)]
     let cfg = EngineConfig { sample_interval_ms: 0, ..Default::default() };
     let mut recorder = Recorder::new(&cluster, &w.jobs, false, None);
     let sim = Simulation::new(cluster, w.jobs, policy, Box::new(TraceSpeed), cfg).with_checkpoint(ckpt);
