@@ -77,9 +77,11 @@ pub enum Decision {
     Wait,
 }
 
-/// A scheduling policy. The engine calls `on_arrival` and `on_completion` as
-/// events happen, then `decide` repeatedly after each instant until it returns
-/// [`Decision::Wait`], applying each launch before the next call.
+/// A scheduling policy. The engine calls `on_completion`, `on_timer` and
+/// `on_arrival` as events happen (completions and timers in (time, request)
+/// order, then arrivals), then `decide` repeatedly after each instant until it
+/// returns [`Decision::Wait`], applying each decision (launch, preemption,
+/// timer request) before the next call.
 pub trait Policy: Send {
     /// The policy's name for outputs (e.g. `fifo`, `sjf+backfill`).
     fn name(&self) -> String;

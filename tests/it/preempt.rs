@@ -261,3 +261,52 @@ fn invalid_preemptions_and_timers_are_errors() {
     let e = s.run().err().expect("launching a completed job is refused");
     assert!(e.to_string().contains("neither pending nor suspended"), "{e}");
 }
+
+/// [`Script`] with a release delay: a job keeps its GPUs this long after its
+/// work runs out.
+struct DelayedScript(Script, u64);
+
+impl Policy for DelayedScript {
+    fn name(&self) -> String {
+        "delayed-script".into()
+    }
+    fn on_arrival(&mut self, _: JobId, _: &View<'_>) {}
+    fn on_completion(&mut self, _: JobId, _: &View<'_>) {}
+    fn decide(&mut self, view: &View<'_>) -> Decision {
+        self.0.decide(view)
+    }
+    fn release_delay_ms(&self) -> u64 {
+        self.1
+    }
+}
+
+#[test]
+fn a_job_in_its_release_delay_holds_its_gpus_and_cannot_be_preempted() {
+    // R (10 s) starts at 0; its work runs out at 10, it keeps its GPU for
+    // the 1 s delay and completes at 11 (attained 11 s). A second job Q (5 s)
+    // submitted at 10 finds the GPU busy at 10 and starts at 11; its work runs
+    // out at 16 and it too keeps the GPU 1 s: it completes at 17.
+    let script = DelayedScript(
+        Script(vec![
+            (0, vec![Decision::Launch { job: JobId(0), gpus: vec![GpuId(0)] }]),
+            (11, vec![Decision::Launch { job: JobId(1), gpus: vec![GpuId(0)] }]),
+        ]),
+        1_000,
+    );
+    let one = ClusterSpec::uniform("one", 1, 1, "V100", 16384);
+    let s = sim(vec![rec("R", 0, 1, 10), rec("Q", 10, 1, 5)], one.clone(), Box::new(script), CheckpointModel::None);
+    let out = run_checked(s);
+    let (r, q) = (done(&out, "R"), done(&out, "Q"));
+    assert_eq!((r.end.as_ms(), r.attained_ms, q.start.as_ms(), q.end.as_ms()), (11_000, 11_000, 11_000, 17_000));
+    // Preempting R at 10, in its delay, is refused.
+    let script = DelayedScript(
+        Script(vec![
+            (0, vec![Decision::Launch { job: JobId(0), gpus: vec![GpuId(0)] }]),
+            (10, vec![Decision::Preempt { job: JobId(0) }]),
+        ]),
+        1_000,
+    );
+    let s = sim(vec![rec("R", 0, 1, 10), rec("Q", 10, 1, 5)], one, Box::new(script), CheckpointModel::None);
+    let e = s.run().err().expect("preempting a job in its release delay is refused");
+    assert!(e.to_string().contains("release delay"), "{e}");
+}
