@@ -47,8 +47,8 @@
 //!   its work runs out, once per job, the reference's release order (§3.5):
 //!   it ranks with 0 remaining work during that second, so it keeps them.
 //!
-//! With [`SrtfPlacement::Consolidate`] (the default, which is the
-//! reference's rule, [`super::placement::Consolidate`]), the Helios
+//! With [`SrtfPlacement::Consolidate`] (the default, as everywhere in
+//! dlsched; it is also the reference's rule, [`super::placement::Consolidate`]), the Helios
 //! checkpoint table ([`crate::engine::CheckpointModel::HeliosTable`]) and
 //! `--tie-order numpy2-avx512` on the trace, the Helios-window replay
 //! reproduces the reference job for job (`tests/it/fidelity.rs`).
@@ -71,14 +71,28 @@
 //! of the partition (and none in between) gives the same schedule, and no
 //! timer is needed. (The instant a job's work runs out under the release
 //! delay is not an event of the policy: the job just ranks first, which
-//! changes nothing by the same argument.)
+//! changes nothing by the same argument.) The default semantics are defined
+//! at event instants, and the same holds for them: a pending job left out
+//! could not be placed even with every running job ranked below it
+//! preempted, and as time passes that set only shrinks.
+//!
+//! # Migration
+//!
+//! A job preempted to make room (default semantics) may resume at once on
+//! other GPUs in the same instant's second plan: preempt + launch
+//! elsewhere, charged one checkpoint (`tests/it/srtf.rs`, the default
+//! hand example: C and E move from node 0 to node 1).
 //!
 //! # Cost
 //!
-//! Each partition keeps its pending jobs in a B-tree by (remaining work,
-//! tie key) and its running jobs by (projected finish, tie key): the finish
-//! is constant while the job's rate is, so ranking a pass is one merge of
-//! two sorted sets, in partitions touched since the last pass only.
+//! Each partition keeps its pending jobs in one B-tree per GPU count by
+//! (remaining work, tie key) and its running jobs in one by (projected
+//! finish, tie key): the finish is constant while the job's rate is (a key
+//! read in a pass is checked, and the running set re-keyed if a rate
+//! changed), so ranking a pass is one merge of sorted sets, in partitions
+//! touched since the last pass only, skipping GPU counts that cannot fit;
+//! the reference's walk stops once no pending job fits the budget left and
+//! every running job left does (`benches/srtf.rs`).
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -115,10 +129,12 @@ pub enum SrtfPlacement {
 pub struct SrtfOptions {
     /// Placement rule (default `consolidate`).
     pub placement: SrtfPlacement,
-    /// The reference's budget: only jobs that fit the partition's GPU count
-    /// in the ranking are tried, and one that cannot be placed keeps its
-    /// share of the count (default false: every pending job is tried in rank
-    /// order after the preemptions).
+    /// The reference's budget: the ranking is walked with the partition's GPU
+    /// count as the budget, running jobs that do not fit it are preempted,
+    /// and a pending job that fits it but cannot be placed keeps its share
+    /// (default false: pending jobs are tried in rank order on the free GPUs,
+    /// each preempting lower-ranked running jobs only as far as that lets it
+    /// start; see the module docs).
     #[serde(alias = "quota_by_count")]
     pub quota_by_count: bool,
     /// On equal remaining work, pending jobs rank before running ones
