@@ -177,11 +177,17 @@ fn push_job_row(s: &mut Vec<u8>, out: &RunOutput, id: JobId) {
     push_uint(s, u64::from(gpus));
     s.push(b',');
     opt(s, Some(submit));
+    // Where the start and the duration are written: a job never preempted
+    // repeats them in the last columns, copied rather than formatted again.
+    let start_at = s.len();
     opt(s, start);
+    let start_bytes = start_at..s.len() - 1;
     opt(s, end);
     opt(s, end.map(|e| e - submit));
     opt(s, waited);
+    let duration_at = s.len();
     opt(s, Some(spec.duration_ms));
+    let duration_bytes = duration_at..s.len() - 1;
     if let Some(n) = nodes {
         push_uint(s, u64::from(n));
     }
@@ -210,14 +216,33 @@ fn push_job_row(s: &mut Vec<u8>, out: &RunOutput, id: JobId) {
         }
     }
     s.push(b',');
-    opt(s, first_start);
+    match first_start {
+        Some(f) if Some(f) == start => s.extend_from_within(start_bytes),
+        f => opt_secs(s, f),
+    }
+    s.push(b',');
     push_uint(s, u64::from(preemptions));
     s.push(b',');
-    opt(s, attained);
-    if let Some(g) = attained_gpu {
-        push_secs(s, g);
+    let attained_at = s.len();
+    match attained {
+        Some(a) if a == spec.duration_ms => s.extend_from_within(duration_bytes),
+        a => opt_secs(s, a),
+    }
+    let attained_bytes = attained_at..s.len();
+    s.push(b',');
+    match (attained_gpu, attained) {
+        // One GPU: GPU-seconds are the seconds.
+        (Some(g), Some(a)) if g == a => s.extend_from_within(attained_bytes),
+        (g, _) => opt_secs(s, g),
     }
     s.push(b'\n');
+}
+
+/// Appends ms as seconds when known ([`push_secs`]), nothing otherwise.
+fn opt_secs(s: &mut Vec<u8>, ms: Option<u64>) {
+    if let Some(ms) = ms {
+        push_secs(s, ms);
+    }
 }
 
 /// Appends milliseconds as seconds, formatted like [`crate::time::fmt_ms_as_secs`]
