@@ -239,7 +239,7 @@ fn replay_synthetic_10k(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4));
     for (order, backfill) in POLICIES {
         let spec = RunSpec {
-            policy: policy_config(order, backfill),
+            policy: policy_config(order, backfill).into(),
             sample_interval_ms: 0,
             ..RunSpec::new(
                 WorkloadSource::Synthetic(SyntheticSpec { jobs: 10_000, jobs_per_hour: None, load: 0.8 }),

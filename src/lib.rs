@@ -10,12 +10,12 @@ pub mod ids;
 pub mod io;
 pub mod job;
 pub mod metrics;
-pub mod plot;
 pub mod policy;
 pub mod profile;
 pub mod rng;
 pub mod stats;
-pub mod sweep;
 pub mod time;
 pub mod trace;
 pub mod workload;
+
+pub use experiment::{plot, sweep};

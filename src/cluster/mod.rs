@@ -55,7 +55,8 @@ pub struct NodeSpec {
 }
 
 /// Limits on GPU sharing, the same for every GPU of a cluster.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ShareLimits {
     /// Most jobs on one GPU (at least 1). Default 2: the co-location data
     /// (Gavel OSDI'20, Lucid ASPLOS'23) measures pairs only, so more tenants

@@ -268,7 +268,7 @@ pub fn profile_type(
 }
 
 /// GENIE and the paper's baselines, over the same predictions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum GenieVariant {
     /// GENIE (Algorithm 1): best-CER placement meeting the ECT, else best CER;

@@ -14,6 +14,7 @@ pub mod memeff;
 pub mod placement;
 pub mod placements;
 pub mod queue;
+pub mod registry;
 pub mod rifling;
 pub mod sharing;
 pub mod srtf;

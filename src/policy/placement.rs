@@ -79,7 +79,7 @@ pub(crate) fn push_types_key(types: &[String], class: &mut Vec<u32>) {
 
 /// The placement rules on offer. The variants' doc comments are the
 /// `--placement` help (clap prints them as written): plain text, no links.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PlacementKind {
     /// Fewest nodes; best fit on one node when the job fits one.

@@ -16,7 +16,7 @@ use super::{Decision, Policy, View};
 use crate::ids::{GpuId, JobId, VcId};
 
 /// How the queue is ordered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum QueueOrder {
     /// First in, first out: by submit time, ties in trace order.

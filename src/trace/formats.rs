@@ -18,10 +18,12 @@ pub(crate) const EXPECTED_HEADERS: &str =
 
 /// The logical fields of the `jobs-csv` format and the file columns they come
 /// from. Defaults are the field names themselves; `vc` and `user` are optional.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ColumnMap {
     map: BTreeMap<String, String>,
-    #[serde(skip)]
+    /// The fields the user mapped (for error messages); left out of manifests when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     explicit: Vec<String>,
 }
 

@@ -79,7 +79,7 @@ impl TraceRecord {
 }
 
 /// Trace file formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TraceFormat {
     /// Detect from the header line.

@@ -50,7 +50,7 @@ use serde::Serialize;
 
 /// How jobs submitted at the same instant are ordered before the policy sees
 /// them (FIFO serves them in this order; SJF uses it among equal durations).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum TieOrder {
     /// Trace file order (a stable sort by submit time). The default.

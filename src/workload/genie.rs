@@ -36,7 +36,7 @@ pub const MIN_LATENCY_S: f64 = 600.0;
 pub const MAX_LATENCY_S: f64 = 4800.0;
 
 /// What a task's expected completion time (ECT) is a multiple of.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum EctBasis {
     /// GENIE's predicted single-GPU latency `Lat(t, <1,1>)` from the run's
@@ -119,7 +119,8 @@ fn draw_qos(rng: &mut impl Rng) -> QosClass {
 pub const MAX_TASKS: f64 = 50_000.0;
 
 /// The generator's parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GenieWorkloadSpec {
     /// Arrival density, tasks per hour (the paper: 5, 10, 20).
     pub jobs_per_hour: f64,

@@ -58,7 +58,8 @@ pub const PHILLY_DURATION_QUANTILES: [(f64, f64); 11] = [
 ];
 
 /// Parameters of a synthetic workload.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SyntheticSpec {
     /// Number of jobs.
     pub jobs: u32,

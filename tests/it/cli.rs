@@ -381,9 +381,9 @@ fn tie_order_decides_which_same_second_job_goes_first() {
     for i in 0..300 {
         assert_eq!(trace_starts[&format!("j{i}")], 10.0 * i as f64);
     }
-    assert!(m["config"].get("tie_order").is_none(), "the default stays out of the manifest: {m}");
+    assert!(m["spec"].get("tie_order").is_none(), "the default stays out of the manifest: {m}");
     let (numpy_starts, m) = run("numpy2-avx512");
-    assert_eq!(m["config"]["tie_order"], "numpy2-avx512");
+    assert_eq!(m["spec"]["tie_order"], "numpy2-avx512");
     // The order served is the emulated argsort's (checked against NumPy in tie_order.rs).
     let order = dlsched::trace::tie_order::numpy2_avx512_argsort(&[0; 300]);
     assert_ne!(order, (0..300).collect::<Vec<_>>(), "equal keys are reordered");

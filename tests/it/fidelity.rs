@@ -27,7 +27,7 @@ use crate::common::{policy, shared};
 
 fn replay(trace: &Path, vcs: &Path, order: QueueOrder, ties: TieOrder) -> RunReport {
     let spec = RunSpec {
-        policy: policy(order, false, PlacementKind::Consolidate),
+        policy: policy(order, false, PlacementKind::Consolidate).into(),
         tie_order: ties,
         sample_interval_ms: 0,
         ..RunSpec::new(

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use dlsched::cluster::{Cluster, ClusterPreset, ClusterSpec};
 use dlsched::engine::{EngineConfig, RunOutput, Simulation};
-use dlsched::experiment::{ClusterChoice, GenieRun, RateModelKind, RunSpec, WorkloadSource, run_one};
+use dlsched::experiment::{ClusterChoice, RateModelKind, RunSpec, WorkloadSource, run_one};
 use dlsched::job::{JobState, QosClass, TaskSpec};
 use dlsched::policy::genie::{GenieOptions, GeniePolicy, GenieProfiles, GenieVariant, ProfilerConfig, TypeProfile};
 use dlsched::policy::placement::PlacementKind;
@@ -180,15 +180,15 @@ fn genie_spec(variant: GenieVariant, seed: u64, density: f64) -> RunSpec {
         seed,
         sample_interval_ms: 0,
         rate_model: RateModelKind::Table,
-        genie: Some(GenieRun {
-            options: GenieOptions {
-                variant,
+        policy: dlsched::policy::registry::PolicySpec::genie_family(
+            variant,
+            dlsched::policy::registry::GenieFamilyOptions {
                 theta: 0.4,
                 backfill: seed.is_multiple_of(2),
                 best_fit_nodes: seed.is_multiple_of(3),
+                models: None,
             },
-            models: None,
-        }),
+        ),
         ..RunSpec::new(
             WorkloadSource::Genie(GenieWorkloadSpec { jobs_per_hour: density, hours: 12.0, ect: Default::default() }),
             ClusterChoice::Preset { preset: ClusterPreset::Lab16 },

@@ -8,6 +8,7 @@
 
 mod cli;
 mod common;
+mod custom_policy;
 mod engine_hooks;
 mod fidelity;
 mod figures;
@@ -28,6 +29,7 @@ mod rates;
 mod rifling;
 mod share_search;
 mod sharing;
+mod spec;
 mod srtf;
 mod sweep;
 mod tie_order;

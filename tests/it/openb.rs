@@ -336,7 +336,7 @@ fn the_default_pod_list_replays_on_the_preset_and_the_node_file() {
     let dir = root.join("traces/alibaba-pai-2023");
     let run = |cluster: ClusterChoice, placement: PlacementKind| {
         let spec = RunSpec {
-            policy: PolicyConfig { order: QueueOrder::Fifo, backfill: true, placement },
+            policy: PolicyConfig { order: QueueOrder::Fifo, backfill: true, placement }.into(),
             sample_interval_ms: 0,
             ..RunSpec::new(
                 WorkloadSource::Trace {

@@ -4,16 +4,17 @@
 use std::sync::{Arc, Mutex};
 
 use dlsched::cluster::ClusterPreset;
-use dlsched::experiment::{
-    ClusterChoice, RateModelKind, RiflingRun, RunSpec, WorkloadSource, run_one, run_one_with_agent,
-};
+use dlsched::experiment::{ClusterChoice, RateModelKind, RunSpec, WorkloadSource, run_one, run_one_with_agent};
 use dlsched::job::JobState;
 use dlsched::policy::rifling::{Agent, RiflingMode, RiflingParams};
 use dlsched::workload::genie::GenieWorkloadSpec;
 
 fn spec(mode: RiflingMode, seed: u64) -> RunSpec {
     RunSpec {
-        rifling: Some(RiflingRun { mode, params: RiflingParams::default(), table: None }),
+        policy: dlsched::policy::registry::PolicySpec::rifling_family(
+            mode,
+            dlsched::policy::registry::RiflingOptions { params: RiflingParams::default(), table: None },
+        ),
         seed,
         sample_interval_ms: 0,
         rate_model: RateModelKind::Table,
@@ -63,7 +64,8 @@ fn frozen_agent_with_epsilon_zero_is_deterministic_and_does_not_learn() {
     let path = dir.path().join("t.json");
     std::fs::write(&path, serde_json::to_string(&serde_json::json!({ "agent": trained })).unwrap()).unwrap();
     let mut s = spec(RiflingMode::Frozen, 1);
-    s.rifling.as_mut().unwrap().table = Some(path);
+    let dlsched::policy::registry::PolicySpec::RiflingFrozen(o) = &mut s.policy else { unreachable!() };
+    o.table = Some(path);
     let a = run_one(&s, |_| {}).unwrap();
     let b = run_one(&s, |_| {}).unwrap();
     assert_eq!(ends(&a.output), ends(&b.output));

@@ -507,7 +507,7 @@ fn a_profiles_directory_drives_colocation_memory_efficiency_and_the_sm_proxy() {
         let trace = d.path().join(format!("jobs-{gpus}.csv"));
         std::fs::write(&trace, format!("job_id,submit_time,duration,gpu_num,model,local_bsz\n{jobs}")).unwrap();
         let spec = RunSpec {
-            policy: PolicyConfig { order: QueueOrder::Fifo, backfill: false, placement },
+            policy: PolicyConfig { order: QueueOrder::Fifo, backfill: false, placement }.into(),
             profiles: Some(profiles.clone()),
             sample_interval_ms: 0,
             ..RunSpec::new(

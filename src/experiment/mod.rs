@@ -1,19 +1,31 @@
 //! One run from plain data: build the cluster, the workload and the policy,
 //! simulate, summarise, and write the run directory.
+//!
+//! A [`RunSpec`] is filled one way: the command line and a sweep file both
+//! fill a flat raw spec (one key table, [`raw::KEYS`]) and
+//! [`raw::to_run_spec`] turns it into a validated spec; `manifest.json`
+//! holds that spec in full (`spec`), and [`RunSpec::from_manifest`] reads it
+//! back to rerun the run byte for byte.
 
-use std::collections::BTreeMap;
+pub mod output;
+pub mod plot;
+pub mod raw;
+pub mod sweep;
+
+pub use output::{OUTPUT_FILES, PLOT_FILES, check_run_dir, clear_run_dir, run_dir_files, write_run_dir};
+
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::cluster::{Cluster, ClusterPreset, ClusterSpec, ShareLimits, load_vc_file};
+use crate::cluster::{Cluster, ClusterPreset, ClusterSpec, load_vc_file};
 use crate::engine::{EngineConfig, Progress, RunOutput, Simulation};
 use crate::error::{ConfigError, RunError};
 use crate::job::Skipped;
-use crate::metrics::{self, Summary, VcSummary, export};
+use crate::metrics::{self, Summary, VcSummary};
 use crate::metrics::{Recorder, Recording};
-use crate::policy::config::PolicyConfig;
-use crate::policy::genie::{GenieOptions, GeniePolicy, GenieProfiles};
+use crate::policy::genie::GenieProfiles;
+use crate::policy::registry::PolicySpec;
 use crate::profile::db::ProfileDb;
 use crate::profile::genie::GenieModel;
 use crate::profile::model::TableModel;
@@ -27,8 +39,8 @@ use crate::workload::genie::GenieWorkloadSpec;
 use crate::workload::synthetic::{self, SyntheticSpec};
 
 /// Where the jobs come from.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", deny_unknown_fields)]
 pub enum WorkloadSource {
     /// A trace file.
     Trace {
@@ -55,78 +67,9 @@ pub enum WorkloadSource {
     },
 }
 
-/// A GENIE-family policy and where its fitted models come from.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct GenieRun {
-    /// Which policy, theta, backfill.
-    pub options: GenieOptions,
-    /// Fitted models saved by `dlsched genie-profile`; `None` profiles at the
-    /// start of the run (seeded by the run's seed).
-    pub models: Option<PathBuf>,
-}
-
-/// A RIFLING policy (or the random-placement baseline) and its agent.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RiflingRun {
-    /// Online, frozen or random.
-    pub mode: crate::policy::rifling::RiflingMode,
-    /// The agent's parameters (a loaded table keeps its own).
-    pub params: crate::policy::rifling::RiflingParams,
-    /// A Q-table saved by `dlsched rifling-train`: the frozen policy's table,
-    /// or an online agent's starting point.
-    pub table: Option<PathBuf>,
-}
-
-/// Reads an agent saved by `dlsched rifling-train`.
-///
-/// # Errors
-/// A [`TraceError`](crate::error::TraceError) naming the file when it cannot be read or parsed.
-pub fn load_rifling_agent(path: &Path) -> Result<crate::policy::rifling::Agent, crate::error::TraceError> {
-    load_rifling_table(path).map(|(a, _)| a)
-}
-
-/// [`load_rifling_agent`] with the cluster named in the file's manifest, after
-/// checking the table: parameters in range, centroids finite and ascending
-/// (at most `k` of them), every Q row `actions` long and finite.
-///
-/// # Errors
-/// A [`TraceError`](crate::error::TraceError) naming the file and what is wrong.
-pub fn load_rifling_table(
-    path: &Path,
-) -> Result<(crate::policy::rifling::Agent, Option<String>), crate::error::TraceError> {
-    let text = crate::io::read_text(path)?;
-    #[derive(serde::Deserialize)]
-    struct Manifest {
-        cluster: Option<String>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Saved {
-        agent: crate::policy::rifling::Agent,
-        manifest: Option<Manifest>,
-    }
-    let bad = |message: String| crate::error::TraceError::Format { file: path.to_path_buf(), message };
-    let s = serde_json::from_str::<Saved>(&text)
-        .map_err(|e| bad(format!("not a RIFLING table (line {}, column {}): {e}", e.line(), e.column())))?;
-    let a = s.agent;
-    a.params.validate().map_err(|e| bad(format!("parameters: {e}")))?;
-    if a.centroids.len() > a.params.k
-        || a.centroids.iter().any(|c| !c.is_finite())
-        || !a.centroids.is_sorted_by(|x, y| x <= y)
-    {
-        return Err(bad(format!(
-            "centroids must be at most k = {} finite values in ascending order, got {:?}",
-            a.params.k, a.centroids
-        )));
-    }
-    if let Some((state, row)) = a.q.iter().find(|(_, r)| r.len() != a.actions || r.iter().any(|v| !v.is_finite())) {
-        return Err(bad(format!(
-            "Q row `{state}` must hold {} finite values, one per action (it has {})",
-            a.actions,
-            row.len()
-        )));
-    }
-    Ok((a, s.manifest.and_then(|m| m.cluster)))
-}
+pub use crate::policy::registry::{
+    Artefacts, genie_profiles, load_genie_profiles, load_rifling_agent, load_rifling_table,
+};
 
 /// GPU types a uniform cluster may have, with the memory of one GPU, MiB (the
 /// vendors' data sheets: K80 24 GB per board = 12 GB per GK210 GPU; P100 16
@@ -152,13 +95,13 @@ pub fn gpu_type_mem_mib(gpu_type: &str) -> Option<u64> {
 }
 
 /// Which cluster to simulate.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", deny_unknown_fields)]
 pub enum ClusterChoice {
     /// A named preset.
     Preset {
         /// The preset.
-        #[serde(serialize_with = "ser_preset")]
+        #[serde(serialize_with = "ser_preset", deserialize_with = "de_preset")]
         preset: ClusterPreset,
     },
     /// `nodes` × `gpus_per_node` identical GPUs, one partition: type
@@ -188,6 +131,13 @@ pub enum ClusterChoice {
 fn ser_preset<S: serde::Serializer>(p: &ClusterPreset, s: S) -> Result<S::Ok, S::Error> {
     use clap::ValueEnum;
     s.serialize_str(p.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default().as_str())
+}
+
+fn de_preset<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ClusterPreset, D::Error> {
+    use clap::ValueEnum;
+    let name = String::deserialize(d)?;
+    ClusterPreset::from_str(&name, false)
+        .map_err(|_| serde::de::Error::custom(format!("unknown cluster preset `{name}`")))
 }
 
 impl ClusterChoice {
@@ -235,7 +185,7 @@ impl ClusterChoice {
 }
 
 /// How a running job's speed is decided.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RateModelKind {
     /// Every job runs exactly its trace duration, wherever it is placed.
@@ -326,15 +276,18 @@ pub fn assign_models(
     Ok(())
 }
 
-/// Everything that defines a run; plain data, so sweeps can build runs anywhere.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Everything that defines a run; plain data, so sweeps can build runs
+/// anywhere, and what `manifest.json` records (`spec`) to rerun it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunSpec {
     /// The jobs.
     pub workload: WorkloadSource,
     /// The cluster.
     pub cluster: ClusterChoice,
-    /// The policy.
-    pub policy: PolicyConfig,
+    /// The policy and its options (sharing limits included, where the
+    /// policy's placement shares GPUs).
+    pub policy: PolicySpec,
     /// Master seed of every random stream.
     pub seed: u64,
     /// Timeline sampling interval, ms (0: none).
@@ -345,43 +298,72 @@ pub struct RunSpec {
     /// `dlsched profile import`); its optional `memory.csv` turns on the GPU
     /// memory check.
     pub profiles: Option<PathBuf>,
-    /// GPU-sharing limits (tenant cap, memory headroom), used by the sharing placements.
-    pub share: ShareLimits,
-    /// A GENIE-family policy instead of `policy` (which then only gives the
-    /// placement for nothing: GENIE places tasks itself).
-    pub genie: Option<GenieRun>,
-    /// A RIFLING-family policy (moldable tasks) instead of `policy`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rifling: Option<RiflingRun>,
     /// The order of jobs submitted at the same instant (default: trace order;
-    /// left out of manifests and run ids when default).
-    #[serde(skip_serializing_if = "TieOrder::is_trace")]
+    /// left out of manifests when default).
+    #[serde(default, skip_serializing_if = "TieOrder::is_trace")]
     pub tie_order: TieOrder,
 }
 
+/// The command line's defaults of a run, in one place: seed 1, timeline
+/// samples every 600 s, trace speed, the builtin profile database, trace
+/// tie order (the policy's defaults are its options struct's `Default`).
+pub const DEFAULT_SEED: u64 = 1;
+/// Default timeline sampling interval, s.
+pub const DEFAULT_SAMPLE_INTERVAL_S: u64 = 600;
+
 impl RunSpec {
     /// A run of `workload` on `cluster` with every other setting at its
-    /// command-line default: strict FIFO with consolidated placement, seed 1,
-    /// 600 s timeline samples, trace speed, the builtin profile database,
-    /// default sharing limits, no GENIE or RIFLING policy.
+    /// command-line default: strict FIFO with consolidated placement
+    /// ([`PolicySpec::default`]), seed [`DEFAULT_SEED`], timeline samples
+    /// every [`DEFAULT_SAMPLE_INTERVAL_S`] s, trace speed, the builtin
+    /// profile database, trace tie order.
     pub fn new(workload: WorkloadSource, cluster: ClusterChoice) -> Self {
         RunSpec {
             workload,
             cluster,
-            policy: PolicyConfig {
-                order: crate::policy::queue::QueueOrder::Fifo,
-                backfill: false,
-                placement: crate::policy::placement::PlacementKind::Consolidate,
-            },
-            seed: 1,
-            sample_interval_ms: 600_000,
+            policy: PolicySpec::default(),
+            seed: DEFAULT_SEED,
+            sample_interval_ms: DEFAULT_SAMPLE_INTERVAL_S * 1000,
             rate_model: RateModelKind::Trace,
             profiles: None,
-            share: ShareLimits::default(),
-            genie: None,
-            rifling: None,
             tie_order: TieOrder::Trace,
         }
+    }
+
+    /// Checks what can be checked without reading a file: the policy's
+    /// options ([`PolicySpec::validate`]) and the sampling interval.
+    ///
+    /// # Errors
+    /// A message naming the option at fault.
+    pub fn validate(&self) -> Result<(), String> {
+        self.policy.validate()?;
+        crate::bounds::sample_interval_ms(self.sample_interval_ms / 1000)
+            .map_err(|e| format!("--sample-interval {e}"))?;
+        Ok(())
+    }
+
+    /// The spec a run directory's `manifest.json` recorded (its `spec`
+    /// field), validated.
+    ///
+    /// # Errors
+    /// A message naming the file: unreadable, not JSON, written by a
+    /// dlsched without `spec` (before 0.1's run specs), or a spec that does
+    /// not parse or validate.
+    pub fn from_manifest(path: &Path) -> Result<RunSpec, String> {
+        let text = crate::io::read_text(path).map_err(|e| e.to_string())?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not JSON (line {}, column {}): {e}", path.display(), e.line(), e.column()))?;
+        let Some(spec) = v.get("spec") else {
+            let version = v.get("dlsched_version").and_then(serde_json::Value::as_str).unwrap_or("unknown");
+            return Err(format!(
+                "{}: this manifest (dlsched {version}) has no `spec` field: it was written before manifests recorded the full run spec, so it cannot be rerun; rerun the original command instead",
+                path.display()
+            ));
+        };
+        let spec: RunSpec =
+            serde_json::from_value(spec.clone()).map_err(|e| format!("{}: `spec`: {e}", path.display()))?;
+        spec.validate().map_err(|e| format!("{}: `spec`: {e}", path.display()))?;
+        Ok(spec)
     }
 }
 
@@ -425,66 +407,7 @@ pub struct RunReport {
 /// [`RunError`] for unreadable or malformed input, an invalid configuration,
 /// an empty workload, or an invalid policy decision.
 pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
-    run_inner(spec, None, &Artefacts::default(), progress)
-}
-
-/// Files that many runs read (RIFLING tables, fitted GENIE models), each
-/// read and checked once and shared, keyed by the path the runs name. A
-/// sweep builds one before its runs, so that 100,000 runs of one table parse
-/// it once, not 200,000 times.
-#[derive(Clone, Debug, Default)]
-pub struct Artefacts {
-    rifling: BTreeMap<PathBuf, std::sync::Arc<(crate::policy::rifling::Agent, Option<String>)>>,
-    genie: BTreeMap<PathBuf, std::sync::Arc<GenieProfiles>>,
-}
-
-/// Two sets are equal when they hold the same files (the contents are those
-/// files', read once).
-impl PartialEq for Artefacts {
-    fn eq(&self, other: &Self) -> bool {
-        self.rifling.keys().eq(other.rifling.keys()) && self.genie.keys().eq(other.genie.keys())
-    }
-}
-
-impl Artefacts {
-    /// The RIFLING table at `path` ([`load_rifling_table`]), read on first use.
-    ///
-    /// # Errors
-    /// As [`load_rifling_table`].
-    pub fn rifling_table(
-        &mut self,
-        path: &Path,
-    ) -> Result<std::sync::Arc<(crate::policy::rifling::Agent, Option<String>)>, crate::error::TraceError> {
-        if let Some(t) = self.rifling.get(path) {
-            return Ok(t.clone());
-        }
-        let t = std::sync::Arc::new(load_rifling_table(path)?);
-        self.rifling.insert(path.to_path_buf(), t.clone());
-        Ok(t)
-    }
-
-    /// The GENIE models at `path` ([`load_genie_profiles`]), read on first use.
-    ///
-    /// # Errors
-    /// As [`load_genie_profiles`].
-    pub fn genie_models(&mut self, path: &Path) -> Result<std::sync::Arc<GenieProfiles>, crate::error::TraceError> {
-        if let Some(m) = self.genie.get(path) {
-            return Ok(m.clone());
-        }
-        let m = std::sync::Arc::new(load_genie_profiles(path)?);
-        self.genie.insert(path.to_path_buf(), m.clone());
-        Ok(m)
-    }
-
-    /// Distinct files held.
-    pub fn len(&self) -> usize {
-        self.rifling.len() + self.genie.len()
-    }
-
-    /// True when no file is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
+    run_inner(spec, None, None, &Artefacts::default(), progress)
 }
 
 /// [`run_one`] taking the RIFLING table and GENIE models from `artefacts`
@@ -497,7 +420,7 @@ pub fn run_one_with_artefacts(
     artefacts: &Artefacts,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
-    run_inner(spec, None, artefacts, progress)
+    run_inner(spec, None, None, artefacts, progress)
 }
 
 /// [`run_one`] with a RIFLING policy driving `agent` (kept by the caller, e.g.
@@ -510,17 +433,42 @@ pub fn run_one_with_agent(
     agent: Option<std::sync::Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
-    run_inner(spec, agent, &Artefacts::default(), progress)
+    run_inner(spec, agent, None, &Artefacts::default(), progress)
+}
+
+/// Builds a policy for a run from its [`crate::policy::registry::BuildContext`] (see
+/// [`run_one_with_policy`]).
+pub type PolicyBuilder<'b> = Box<
+    dyn FnOnce(&mut crate::policy::registry::BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError> + 'b,
+>;
+
+/// [`run_one`] with the policy built by `build` instead of from
+/// `spec.policy` (which still gives the placement jobs are admitted under
+/// and the sharing limits): a policy defined outside the crate runs through
+/// the same pipeline (workload, cluster, rate model, summary) as the
+/// registered ones. `docs/writing-a-policy.md` shows one.
+///
+/// # Errors
+/// As [`run_one`], and whatever `build` returns.
+pub fn run_one_with_policy(
+    spec: &RunSpec,
+    build: impl FnOnce(&mut crate::policy::registry::BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError>,
+    progress: impl FnMut(Progress),
+) -> Result<RunReport, RunError> {
+    run_inner(spec, None, Some(Box::new(build)), &Artefacts::default(), progress)
 }
 
 fn run_inner(
     spec: &RunSpec,
     agent: Option<std::sync::Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
+    custom: Option<PolicyBuilder<'_>>,
     artefacts: &Artefacts,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
+    spec.validate().map_err(ConfigError)?;
     let mut cluster = Cluster::new(spec.cluster.spec()?)?;
-    cluster.set_share_limits(spec.share)?;
+    cluster.set_share_limits(spec.policy.share_limits())?;
+    let db_name = spec.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
     let mut genie_tasks: std::collections::HashMap<String, crate::job::TaskSpec> = Default::default();
     let mut run_profiles: Option<GenieProfiles> = None;
     let (records, input) = match &spec.workload {
@@ -570,7 +518,8 @@ fn run_inner(
                 // The paper's ECT: a multiple of the predicted single-GPU
                 // latency, from the run's fitted models (the ones a GENIE
                 // policy of this run uses), for every policy alike.
-                let profiles = genie_profiles(spec, &cluster, db, artefacts)?;
+                let profiles =
+                    genie_profiles(spec.policy.genie_models(), &cluster, db, &db_name, spec.seed, artefacts)?;
                 for (rec, t) in &mut tasks {
                     let p = profiles.for_kind(&t.kind, rec.model.as_deref().unwrap_or(""), t.inference, db);
                     if let Some(lat) = p.and_then(|p| p.latency_ms(t, 1, 1)) {
@@ -588,7 +537,7 @@ fn run_inner(
         }
     };
     let is_tasks = matches!(spec.workload, WorkloadSource::Genie(_) | WorkloadSource::TraceTasks { .. });
-    if (spec.genie.is_some() || spec.rifling.is_some()) && !is_tasks {
+    if spec.policy.moldable() && !is_tasks {
         return Err(ConfigError(
             "GENIE-family and RIFLING policies schedule moldable tasks: use `--workload genie`".into(),
         )
@@ -639,9 +588,9 @@ fn run_inner(
     // The sharing figures say something when jobs have a model or memory
     // figure, a guaranteed share, or a sharing placement; not in a plain replay.
     let share_metrics_useful = rate_model != RateModelKind::Trace
-        || spec.policy.placement.may_share()
+        || spec.policy.placement().may_share()
         || records.iter().any(|r| r.model.is_some() || r.gpu_mem_mib.is_some() || r.gpu_milli.is_some());
-    let mut workload = build_workload(records, &cluster, spec.policy.placement.build());
+    let mut workload = build_workload(records, &cluster, spec.policy.placement().build());
     workload.jobs.attach_tasks(&mut genie_tasks);
     if workload.jobs.is_empty() {
         let reasons: Vec<String> = workload.skipped_by_reason().iter().map(|(r, n)| format!("{n} {r}")).collect();
@@ -653,89 +602,25 @@ fn run_inner(
         ))
         .into());
     }
-    let policy: Box<dyn crate::policy::Policy> = match (&spec.genie, &spec.rifling) {
-        (_, Some(r)) => {
-            use crate::policy::rifling::{Agent, RiflingMode, RiflingPolicy};
-            if !is_tasks {
-                return Err(
-                    ConfigError("the RIFLING policies schedule moldable tasks: use --workload genie".into()).into()
-                );
-            }
-            let p = cluster.partition(crate::ids::VcId(0));
-            let actions = (p.nodes.len() as u32 * p.max_node_gpus) as usize + 1;
-            let agent = match (agent, &r.table) {
-                (Some(a), _) => a,
-                (None, Some(path)) => {
-                    let (mut a, trained_on) = match artefacts.rifling.get(path) {
-                        Some(t) => (t.0.clone(), t.1.clone()),
-                        None => load_rifling_table(path)?,
-                    };
-                    if let Some(c) = trained_on.filter(|c| *c != cluster.spec().name) {
-                        return Err(ConfigError(format!(
-                            "{}: the table was trained on cluster `{c}`, this run is on `{}`",
-                            path.display(),
-                            cluster.spec().name
-                        ))
-                        .into());
-                    }
-                    if r.mode == RiflingMode::Online {
-                        // An online agent keeps learning from the table with
-                        // this run's parameters; its groups come from the table.
-                        if r.params.k != a.params.k {
-                            return Err(ConfigError(format!(
-                                "{}: the table's groups come from k = {}; this run asks k = {} (--rifling-k)",
-                                path.display(),
-                                a.params.k,
-                                r.params.k
-                            ))
-                            .into());
-                        }
-                        a.params = r.params;
-                    }
-                    if a.actions != actions {
-                        return Err(ConfigError(format!(
-                            "{}: the table has {} actions, cluster `{}` needs {actions}",
-                            path.display(),
-                            a.actions,
-                            cluster.spec().name
-                        ))
-                        .into());
-                    }
-                    a.reseed(spec.seed);
-                    std::sync::Arc::new(std::sync::Mutex::new(a))
-                }
-                (None, None) if r.mode == RiflingMode::Frozen => {
-                    return Err(
-                        ConfigError("rifling-frozen needs a trained table (--rifling-table FILE)".into()).into()
-                    );
-                }
-                (None, None) => std::sync::Arc::new(std::sync::Mutex::new(Agent::new(r.params, actions, spec.seed))),
-            };
-            Box::new(RiflingPolicy::new(r.mode, agent, db.unwrap_or_else(ProfileDb::builtin)))
-        }
-        (Some(g), None) => {
-            let db = db.unwrap_or_else(ProfileDb::builtin);
-            let profiles = match run_profiles.take() {
-                Some(p) => p,
-                None => genie_profiles(spec, &cluster, db, artefacts)?,
-            };
-            let p = cluster.partition(crate::ids::VcId(0));
-            let online = crate::policy::genie::OnlineProfiling {
-                gpu_type: cluster.node(p.nodes[0]).gpu_type.clone(),
-                nodes: p.nodes.len() as u32,
-                gpus_per_node: p.max_node_gpus,
-                seed: spec.seed,
-                config: profiles.config,
-            };
-            Box::new(GeniePolicy::new(g.options, profiles, db).with_online_profiling(online))
-        }
-        (None, None) => spec.policy.build_with_profiles(cluster.partitions().len(), db)?,
+    let mut ctx = crate::policy::registry::BuildContext {
+        cluster: &cluster,
+        db,
+        db_name,
+        seed: spec.seed,
+        tasks: is_tasks,
+        artefacts,
+        agent,
+        genie_profiles: run_profiles.take(),
+    };
+    let policy = match custom {
+        Some(build) => build(&mut ctx)?,
+        None => spec.policy.build(&mut ctx)?,
     };
     // The recorder reads the run's database for the SM-utilisation proxy.
     let mut recorder = Recorder::new(&cluster, &workload.jobs, share_metrics_useful, db);
     // GENIE and RIFLING report what their decisions cost (timing.json);
     // timing a plain replay's decisions would cost a few percent.
-    let policy = if spec.genie.is_some() || spec.rifling.is_some() { recorder.time_policy(policy) } else { policy };
+    let policy = if spec.policy.time_decisions() { recorder.time_policy(policy) } else { policy };
     // The co-location model, from the run's database; built at the first
     // co-location, so that a run that never shares (or shares jobs without
     // models) reads no database it does not otherwise need (parsing the
@@ -759,212 +644,4 @@ fn run_inner(
     let recording = recorder.into_recording();
     let (summary, vcs) = metrics::summarize(&output, &recording, &workload.skipped, workload.rows_total);
     Ok(RunReport { spec: spec.clone(), input, output, recording, skipped: workload.skipped, summary, vcs })
-}
-
-/// The run's fitted GENIE models: loaded from the run's `genie_models` file
-/// when it names one, else profiled on the cluster's first partition with the
-/// run's seed.
-fn genie_profiles(
-    spec: &RunSpec,
-    cluster: &Cluster,
-    db: &ProfileDb,
-    artefacts: &Artefacts,
-) -> Result<GenieProfiles, RunError> {
-    let p = cluster.partition(crate::ids::VcId(0));
-    let gpu_type = cluster.node(p.nodes[0]).gpu_type.clone();
-    if let Some(path) = spec.genie.as_ref().and_then(|g| g.models.as_ref()) {
-        let models = match artefacts.genie.get(path) {
-            Some(m) => GenieProfiles::clone(m),
-            None => load_genie_profiles(path)?,
-        };
-        if !models.gpu_type.eq_ignore_ascii_case(&gpu_type) {
-            return Err(ConfigError(format!(
-                "{}: these GENIE models were fitted on {} GPUs, the cluster has {gpu_type}; profile it with `dlsched genie-profile`",
-                path.display(),
-                models.gpu_type
-            ))
-            .into());
-        }
-        return Ok(models);
-    }
-    let db_name = spec.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
-    Ok(crate::policy::genie::profile(
-        db,
-        &db_name,
-        &gpu_type,
-        p.nodes.len() as u32,
-        p.max_node_gpus,
-        spec.seed,
-        Default::default(),
-    ))
-}
-
-/// Reads fitted GENIE models saved by `dlsched genie-profile`.
-///
-/// # Errors
-/// A [`TraceError`](crate::error::TraceError) naming the file when it cannot be read or parsed.
-pub fn load_genie_profiles(path: &Path) -> Result<GenieProfiles, crate::error::TraceError> {
-    let text = crate::io::read_text(path)?;
-    #[derive(serde::Deserialize)]
-    struct Saved {
-        models: GenieProfiles,
-    }
-    let models =
-        serde_json::from_str::<Saved>(&text).map(|s| s.models).map_err(|e| crate::error::TraceError::Format {
-            file: path.to_path_buf(),
-            message: format!("not a GENIE model file (line {}, column {}): {e}", e.line(), e.column()),
-        })?;
-    models.validate().map_err(|message| crate::error::TraceError::Format { file: path.to_path_buf(), message })?;
-    Ok(models)
-}
-
-/// The data files a run directory may hold, `manifest.json` first. A run
-/// writes `manifest.json` last: its presence marks a complete run directory.
-pub const OUTPUT_FILES: [&str; 8] = [
-    "manifest.json",
-    "jobs.csv",
-    "summary.json",
-    "vc_summary.csv",
-    "timeline.csv",
-    "skipped.csv",
-    "timing.json",
-    "learning_curve.csv",
-];
-
-/// The charts `dlsched plot` draws into a run directory ([`crate::plot::plot_run`]).
-pub const PLOT_FILES: [&str; 5] =
-    ["jct_cdf.svg", "queue_delay_cdf.svg", "gpu_utilization.svg", "queue_length.svg", "learning_curve.svg"];
-
-/// Every file name a run writes into a run directory or that is drawn from
-/// it: [`OUTPUT_FILES`], [`PLOT_FILES`], and the temporary `<name>.tmp` each
-/// is written under before it is renamed into place
-/// ([`export::write_atomic`]). The one listing of a run directory's contents.
-pub fn run_dir_files() -> impl Iterator<Item = String> {
-    OUTPUT_FILES.iter().chain(PLOT_FILES.iter()).flat_map(|f| [f.to_string(), format!("{f}.tmp")])
-}
-
-/// Removes an earlier run's files from `dir` (all of [`run_dir_files`]),
-/// `manifest.json` first, so that a rerun interrupted at any point leaves no
-/// old file beside new ones and no manifest: a reader ([`check_run_dir`])
-/// then refuses the directory. Other files are left alone.
-///
-/// # Errors
-/// The first I/O error other than a missing file, with the path.
-pub fn clear_run_dir(dir: &Path) -> std::io::Result<()> {
-    for name in run_dir_files() {
-        let p = dir.join(&name);
-        match std::fs::remove_file(&p) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(std::io::Error::new(e.kind(), format!("removing the earlier run's {}: {e}", p.display())));
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// Checks that `dir` holds a complete run: a `manifest.json` that parses as a
-/// dlsched manifest (written last by [`write_run_dir`]) and the `jobs.csv` and
-/// `summary.json` every run writes. For readers of a run directory (`dlsched
-/// compare`, `dlsched plot`, `sweep --resume`), so that they never use the
-/// files of a run that did not finish, or an earlier run's left beside them.
-///
-/// # Errors
-/// A message naming the directory and what is missing.
-pub fn check_run_dir(dir: &Path) -> Result<(), String> {
-    let manifest = dir.join("manifest.json");
-    let text = match std::fs::read_to_string(&manifest) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(format!(
-                "{}: not a complete run directory: manifest.json is missing (a run writes it last, so the run that wrote here did not finish, and its other files may be an earlier run's); rerun it",
-                dir.display()
-            ));
-        }
-        Err(e) => return Err(format!("{}: {e}", manifest.display())),
-    };
-    let complete = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .is_some_and(|v| v.get("dlsched_version").is_some_and(serde_json::Value::is_string));
-    if !complete {
-        return Err(format!(
-            "{}: not a complete run manifest (no JSON object with dlsched_version); rerun the run",
-            manifest.display()
-        ));
-    }
-    for f in ["jobs.csv", "summary.json"] {
-        if !dir.join(f).is_file() {
-            return Err(format!(
-                "{}: not a complete run directory: manifest.json is there but {f} is missing; rerun it",
-                dir.display()
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Writes a run directory: `manifest.json`, `jobs.csv`, `summary.json`,
-/// `vc_summary.csv`, `timeline.csv`, and `skipped.csv` when rows were skipped.
-/// An earlier run's files go first ([`clear_run_dir`]: manifest, data files,
-/// charts, temporaries), then the data files are written, then the manifest,
-/// last: a directory without one is a run that did not finish.
-///
-/// # Errors
-/// The first I/O error.
-pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
-    clear_run_dir(dir)?;
-    let cluster = report.output.cluster.spec();
-    let manifest = serde_json::json!({
-        "dlsched_version": env!("CARGO_PKG_VERSION"),
-        "config": &report.spec,
-        "seed": report.spec.seed,
-        "input": &report.input,
-        "cluster": {
-            "name": cluster.name,
-            "nodes": cluster.nodes.len(),
-            "gpus": cluster.total_gpus(),
-            "vcs": cluster.vc_names,
-        },
-        "policy": report.output.policy,
-        "rate_model": report.output.model,
-        "engine": report.output.stats,
-    });
-    let json = |v: &serde_json::Value| {
-        let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
-        s.push('\n');
-        s.into_bytes()
-    };
-    // The old files are gone, so the large files need not keep an old one
-    // until the rename (see `write_replacing_with`).
-    export::write_replacing_with(&dir.join("jobs.csv"), |w| export::write_jobs_csv(&report.output, w))?;
-    export::write_atomic(&dir.join("vc_summary.csv"), &export::vc_summary_csv(&report.vcs))?;
-    let timeline = export::timeline_csv(&report.output, &report.recording);
-    export::write_replacing_with(&dir.join("timeline.csv"), |w| std::io::Write::write_all(w, &timeline))?;
-    if !report.skipped.is_empty() {
-        export::write_atomic(&dir.join("skipped.csv"), &export::skipped_csv(&report.skipped))?;
-    }
-    export::write_atomic(&dir.join("summary.json"), &json(&serde_json::to_value(&report.summary).unwrap_or_default()))?;
-    // Wall-clock decision cost: the one output that differs from run to run,
-    // so it is kept out of summary.json and jobs.csv.
-    if let Some(t) = &report.recording.timing {
-        let makespan = report.summary.makespan_s;
-        let v = serde_json::json!({
-            "note": "wall-clock time of the policy's decisions on this machine; not deterministic",
-            "decisions": t.decisions,
-            "decision_time_total_s": t.total_s,
-            "decision_time_mean_s": if t.decisions > 0 { t.total_s / t.decisions as f64 } else { 0.0 },
-            "decision_time_max_s": t.max_s,
-            "fraction_of_makespan": if makespan > 0.0 { t.total_s / makespan } else { 0.0 },
-        });
-        export::write_atomic(&dir.join("timing.json"), &json(&v))?;
-    }
-    for (name, text) in &report.output.policy_files {
-        // Listed, so that a rerun removes it (`clear_run_dir`).
-        debug_assert!(OUTPUT_FILES.contains(name), "{name} is not in OUTPUT_FILES");
-        export::write_atomic(&dir.join(name), text.as_bytes())?;
-    }
-    // The manifest last: its presence marks a complete run directory.
-    export::write_atomic(&dir.join("manifest.json"), &json(&manifest))?;
-    Ok(())
 }

@@ -1,0 +1,174 @@
+//! Options several subcommands share (the cluster, RIFLING's parameters), as raw-spec keys.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use dlsched::cluster::ClusterPreset;
+use dlsched::experiment::ClusterChoice;
+use dlsched::experiment::raw::{self, Origin, RawSpec, Value};
+use dlsched::policy::rifling::RiflingParams;
+
+/// The cluster options `simulate` and `genie-profile` share: a preset, a
+/// node list, a uniform cluster or VC partitions.
+#[derive(Args)]
+pub(crate) struct ClusterArgs {
+    /// Cluster preset: lab16 = 4 nodes × 4 K80 (16 GPUs, the GENIE/RIFLING
+    /// cluster); philly = 321 × 2 + 231 × 8 GPUs (2,490); alibaba-openb = the
+    /// 1,213 GPU nodes (6,212 GPUs, 7 types) of the Alibaba PAI 2023 trace.
+    /// Default: lab16.
+    #[arg(long, value_enum, conflicts_with_all = ["nodes", "vcs", "nodes_file"])]
+    pub(crate) cluster: Option<ClusterPreset>,
+
+    /// A heterogeneous cluster from a node list in the Alibaba PAI 2023
+    /// format (`sn,cpu_milli,memory_mib,gpu,model`): one node per row with
+    /// GPUs, of that GPU type (memory per type: P100, T4, V100M16 16 GiB;
+    /// A10 24 GiB; V100M32 32 GiB; undisclosed G2, G3 assumed 32 GiB).
+    /// CPU-only rows are skipped and counted.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["nodes", "vcs"])]
+    pub(crate) nodes_file: Option<PathBuf>,
+
+    /// A uniform cluster of N nodes (with --gpus-per-node) instead of a preset.
+    #[arg(long, value_name = "N", requires = "gpus_per_node", conflicts_with = "vcs")]
+    pub(crate) nodes: Option<u32>,
+
+    /// GPUs per node of the uniform cluster (with --nodes).
+    #[arg(long, value_name = "G", requires = "nodes")]
+    pub(crate) gpus_per_node: Option<u32>,
+
+    /// GPU type of the uniform cluster (k80, p100, v100, v100-32g, t4, a100,
+    /// a100-80g, rtx2080ti, quadro6000); default `generic` (16 GiB, no
+    /// profile data: the profile model then borrows another type's speeds).
+    #[arg(long, value_name = "TYPE", requires = "nodes")]
+    pub(crate) gpu_type: Option<String>,
+
+    /// Virtual-cluster partitions: a CSV `vc,nodes[,gpus_per_node]` (default 8
+    /// GPUs per node). The cluster is built from it; each job runs only on its
+    /// VC's nodes, and jobs of other VCs are skipped (counted as unknown_vc).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) vcs: Option<PathBuf>,
+}
+
+impl ClusterArgs {
+    /// These options as raw-spec keys ([`raw::KEYS`]).
+    pub(crate) fn fill(&self, r: &mut RawSpec) {
+        put_path(r, "vcs", self.vcs.as_deref());
+        put_path(r, "nodes_file", self.nodes_file.as_deref());
+        if let Some(n) = self.nodes {
+            r.insert("nodes".into(), Value::UInt(n.into()));
+        }
+        if let Some(g) = self.gpus_per_node {
+            r.insert("gpus_per_node".into(), Value::UInt(g.into()));
+        }
+        if let Some(t) = &self.gpu_type {
+            r.insert("gpu_type".into(), Value::Str(t.clone()));
+        }
+        if let Some(c) = self.cluster {
+            r.insert("cluster".into(), Value::Str(value_name(&c)));
+        }
+    }
+
+    /// The cluster these options name (the one translation,
+    /// [`raw::cluster_choice`]); a node list's CPU-only nodes are noted.
+    pub(crate) fn choice(&self) -> Result<ClusterChoice> {
+        let mut r = RawSpec::new();
+        self.fill(&mut r);
+        let choice = raw::cluster_choice(&r, Origin::CommandLine).map_err(anyhow::Error::msg)?;
+        nodes_file_note(&choice)?;
+        Ok(choice)
+    }
+}
+
+/// Says on stderr how many nodes of a node list have no GPU.
+pub(crate) fn nodes_file_note(choice: &ClusterChoice) -> Result<()> {
+    if let ClusterChoice::NodesFile { path } = choice {
+        let list = dlsched::cluster::load_nodes_file(path)?;
+        if list.cpu_only_nodes > 0 {
+            errln!("{}: {} of {} nodes have no GPU and are left out", path.display(), list.cpu_only_nodes, list.rows)?;
+        }
+    }
+    Ok(())
+}
+
+/// The command-line name of a value-enum value.
+pub(crate) fn value_name(v: &impl ValueEnum) -> String {
+    v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default()
+}
+
+/// Sets a path key of a raw spec, when given.
+pub(crate) fn put_path(r: &mut RawSpec, key: &str, p: Option<&Path>) {
+    if let Some(p) = p {
+        r.insert(key.into(), Value::Str(p.to_string_lossy().into_owned()));
+    }
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct RiflingArgs {
+    /// RIFLING: a Q-table saved by `dlsched rifling-train` (required by
+    /// rifling-frozen; rifling starts learning from it).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) rifling_table: Option<PathBuf>,
+    /// RIFLING: K-means groups of training tasks (inference is one more).
+    #[arg(long, default_value_t = RiflingParams::default().k, value_name = "K")]
+    pub(crate) rifling_k: usize,
+    /// RIFLING: learning rate alpha.
+    #[arg(long, default_value_t = RiflingParams::default().alpha, value_name = "ALPHA")]
+    pub(crate) rifling_alpha: f64,
+    /// RIFLING: discount gamma.
+    #[arg(long, default_value_t = RiflingParams::default().gamma, value_name = "GAMMA")]
+    pub(crate) rifling_gamma: f64,
+    /// RIFLING: exploration rate at the first decision.
+    #[arg(long, default_value_t = RiflingParams::default().epsilon_start, value_name = "EPS")]
+    pub(crate) rifling_epsilon: f64,
+    /// RIFLING: exploration rate after the decay.
+    #[arg(long, default_value_t = RiflingParams::default().epsilon_end, value_name = "EPS")]
+    pub(crate) rifling_epsilon_end: f64,
+    /// RIFLING: decisions over which epsilon decays linearly.
+    #[arg(long, default_value_t = RiflingParams::default().epsilon_decay, value_name = "N")]
+    pub(crate) rifling_epsilon_decay: u64,
+    /// RIFLING: re-run the K-means every N arrivals.
+    #[arg(long, default_value_t = RiflingParams::default().regroup_every, value_name = "N")]
+    pub(crate) rifling_regroup: u64,
+    /// RIFLING: K-means over the last N training tasks.
+    #[arg(long, default_value_t = RiflingParams::default().window, value_name = "N")]
+    pub(crate) rifling_window: usize,
+    /// RIFLING: reward: throughput (time-average cluster-normalised
+    /// throughput between decisions) or scaling-efficiency (placed task's
+    /// normalised rate per GPU).
+    #[arg(long, value_enum, default_value = "throughput")]
+    pub(crate) rifling_reward: dlsched::policy::rifling::RewardKind,
+}
+
+impl RiflingArgs {
+    pub(crate) fn params(&self, best_fit_nodes: bool) -> Result<RiflingParams> {
+        let p = RiflingParams {
+            k: self.rifling_k,
+            alpha: self.rifling_alpha,
+            gamma: self.rifling_gamma,
+            epsilon_start: self.rifling_epsilon,
+            epsilon_end: self.rifling_epsilon_end,
+            epsilon_decay: self.rifling_epsilon_decay,
+            regroup_every: self.rifling_regroup,
+            window: self.rifling_window,
+            reward: self.rifling_reward,
+            best_fit_nodes,
+        };
+        p.validate().map_err(anyhow::Error::msg)?;
+        Ok(p)
+    }
+
+    /// These options as raw-spec keys ([`raw::KEYS`]).
+    pub(crate) fn fill(&self, r: &mut RawSpec) {
+        put_path(r, "rifling_table", self.rifling_table.as_deref());
+        let mut put = |k: &str, v: Value| r.insert(k.into(), v);
+        put("rifling_k", Value::UInt(self.rifling_k as u64));
+        put("rifling_alpha", Value::Float(self.rifling_alpha));
+        put("rifling_gamma", Value::Float(self.rifling_gamma));
+        put("rifling_epsilon", Value::Float(self.rifling_epsilon));
+        put("rifling_epsilon_end", Value::Float(self.rifling_epsilon_end));
+        put("rifling_epsilon_decay", Value::UInt(self.rifling_epsilon_decay));
+        put("rifling_regroup", Value::UInt(self.rifling_regroup));
+        put("rifling_window", Value::UInt(self.rifling_window as u64));
+        put("rifling_reward", Value::Str(value_name(&self.rifling_reward)));
+    }
+}

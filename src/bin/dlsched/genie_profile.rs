@@ -1,0 +1,106 @@
+//! `dlsched genie-profile`: GENIE's offline profiler for a cluster, saved as fitted models.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::args::ClusterArgs;
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+#[derive(Args)]
+#[command(allow_negative_numbers = true)]
+pub(crate) struct GenieProfileArgs {
+    /// The cluster (its first partition is profiled).
+    #[command(flatten)]
+    pub(crate) machines: ClusterArgs,
+    /// Seed of the measurement noise.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Standard deviation of the log-normal measurement noise.
+    #[arg(long, default_value_t = 0.02)]
+    pub(crate) noise: f64,
+    /// Iterations per profiling run.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) iterations: u64,
+    /// A profile database directory as ground truth instead of the builtin one.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) profiles: Option<PathBuf>,
+    /// Output file (JSON).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: PathBuf,
+}
+
+pub(crate) fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
+    use dlsched::policy::genie::{ProfilerConfig, profile};
+    if !(a.noise.is_finite() && (0.0..=1.0).contains(&a.noise)) {
+        bail!("--noise is the log-normal noise's standard deviation: between 0 and 1 (0.02 = 2 %), got {}", a.noise);
+    }
+    if a.iterations == 0 || a.iterations > 1_000_000 {
+        bail!("--iterations must be between 1 and 1,000,000, got {}", a.iterations);
+    }
+    let db: &'static dlsched::profile::db::ProfileDb = match &a.profiles {
+        Some(d) => dlsched::profile::db::ProfileDb::load_dir_cached(d)?,
+        None => dlsched::profile::db::ProfileDb::builtin(),
+    };
+    let choice = a.machines.choice()?;
+    let cluster = dlsched::cluster::Cluster::new(choice.spec()?)?;
+    let spec = cluster.spec();
+    // The shape `simulate` profiles when it has no models: the first
+    // partition's node count, largest node and GPU type.
+    let part = cluster.partition(dlsched::ids::VcId(0));
+    let (nodes, gpn) = (part.nodes.len() as u32, part.max_node_gpus);
+    let gpu_type = cluster.node(part.nodes[0]).gpu_type.clone();
+    let name = a.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
+    let cfg = ProfilerConfig { iterations_per_run: a.iterations, noise_sd: a.noise };
+    if part.nodes.iter().any(|&n| cluster.node(n).gpu_type != gpu_type) {
+        errln!(
+            "note: {}: the first partition mixes GPU types; profiling {gpu_type} (its first node's), as simulate does",
+            spec.name
+        )?;
+    }
+    let p = profile(db, &name, &gpu_type, nodes, gpn, a.seed, cfg);
+    p.validate().map_err(|e| anyhow::anyhow!("the fit failed: {e}"))?;
+    let doc = serde_json::json!({
+        "manifest": {
+            "what": "GENIE prediction models fitted by dlsched's simulated offline profiler",
+            "dlsched_version": env!("CARGO_PKG_VERSION"),
+            "cluster": spec.name,
+            "profile_db": name,
+            "seed": a.seed,
+            "profiler": cfg,
+            "date": std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .and_then(|d| chrono::DateTime::from_timestamp(d.as_secs() as i64, 0))
+                .map_or_else(String::new, |t| t.format("%Y-%m-%d").to_string()),
+            "profiling_gpu_hours": p.gpu_seconds() / 3600.0,
+        },
+        "models": p,
+    });
+    let mut text = serde_json::to_string_pretty(&doc)?;
+    text.push('\n');
+    dlsched::metrics::export::write_atomic(&a.out, text.as_bytes())
+        .with_context(|| format!("writing {}", a.out.display()))?;
+    outln!(
+        "profiled {} task types on {} ({} x {} {}): {:.2} GPU-hours of profiling; wrote {}",
+        p.types.len(),
+        spec.name,
+        nodes,
+        gpn,
+        gpu_type,
+        p.gpu_seconds() / 3600.0,
+        a.out.display()
+    )?;
+    for t in p.types.values() {
+        outln!(
+            "  {:<18} sPR(b) = {:.3} + {:.4} b + {:.6} b^2   gamma {:.3}  lambda {}",
+            t.kind,
+            t.k[0],
+            t.k[1],
+            t.k[2],
+            t.gamma,
+            t.lambda.map_or("-".to_string(), |l| format!("{l:.3}"))
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,212 @@
+//! The `dlsched` command line: thin layer over the library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use clap::{Parser, Subcommand};
+
+/// Writes a line to standard output, like `println!`, but a failed write (a
+/// full disk, `> /dev/full`) is an `anyhow` error ([`StdioError`]) instead of
+/// a panic: `outln!(...)?`.
+macro_rules! outln {
+    () => { $crate::write_line(false, format_args!("")) };
+    ($($arg:tt)*) => { $crate::write_line(false, format_args!($($arg)*)) };
+}
+
+/// Writes a line to standard error, like `eprintln!`, but a failed write is
+/// an `anyhow` error ([`StdioError`]) instead of a panic: `errln!(...)?`.
+macro_rules! errln {
+    ($($arg:tt)*) => { $crate::write_line(true, format_args!($($arg)*)) };
+}
+
+mod args;
+mod compare;
+mod genie_profile;
+#[cfg(target_os = "linux")]
+mod hugealloc;
+mod profile;
+mod rifling_train;
+mod simulate;
+mod sweep;
+
+/// dlsched: an event-driven simulator of deep-learning GPU clusters.
+///
+/// Replays a job trace (Philly, Helios, your own CSV) or a seeded synthetic
+/// workload against a scheduling policy, and reports job completion time (JCT),
+/// queueing delay, makespan and GPU utilisation.
+///
+/// Exit status: 0 on success, 1 when `compare` finds a difference, 2 on an
+/// error (bad input or options, or a failed write, to stdout included).
+#[derive(Parser)]
+#[command(version, about, long_about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate one trace (or the synthetic default) under one policy.
+    ///
+    /// Without --trace, runs the embedded synthetic workload (Philly GPU-count
+    /// and duration mix, Poisson arrivals) on the lab16 cluster.
+    Simulate(Box<simulate::SimulateArgs>),
+    /// Compare a run's jobs.csv with a per-job reference (job_id, start, end).
+    ///
+    /// Reports how many jobs match exactly (start and end equal to the
+    /// millisecond), the distribution of start-time differences, and the
+    /// relative difference of mean JCT and queueing delay over the jobs
+    /// finished in both. Exits with status 1 when any job differs or is
+    /// missing, 2 on an error.
+    Compare(compare::CompareArgs),
+    /// Run an experiment: the cartesian product of a [sweep] table over a
+    /// base configuration, in parallel, resumable and shardable; writes one
+    /// run directory per run and a summary.csv with one row per run.
+    Sweep(sweep::SweepArgs),
+    /// Join the summary.csv files of a sharded sweep, checking that no run is
+    /// missing or duplicated.
+    Merge(sweep::MergeArgs),
+    /// Draw SVG charts of a run directory (JCT and queueing-delay CDFs, GPU
+    /// utilisation and queue length over time) or of a sweep directory (each
+    /// metric against the swept parameter, one line per policy, error bars
+    /// over seeds; JCT CDF per configuration). Files go into the directory.
+    Plot {
+        /// A run directory (complete: with the manifest.json a run writes last) or a sweep
+        /// directory (with summary.csv and sweep.json).
+        dir: PathBuf,
+    },
+    /// The calibrated profile database: `profile show` prints a model's table, `profile check` the held-out
+    /// prediction error, `profile import` derives the tables from public measurements.
+    Profile(profile::ProfileArgs),
+    /// Run GENIE's simulated offline profiler for a cluster and save the
+    /// fitted prediction models (k0..k2, gamma, lambda per task type) with a
+    /// manifest (profile database, seed, profiler settings, date). `simulate
+    /// --genie-models FILE` then uses them instead of profiling at start.
+    /// Any cluster `simulate` takes can be profiled: the profiler runs on its
+    /// first partition's GPU type, node count and largest node, as `simulate
+    /// --policy genie` does when it is given no models.
+    GenieProfile(genie_profile::GenieProfileArgs),
+    /// Train a RIFLING agent over repeated episodes of the GENIE workload
+    /// (one seed per episode) and save its Q-table and K-means centroids with
+    /// a manifest (workload, seeds, parameters), plus a per-episode learning
+    /// curve beside it (`FILE.curve.csv`). `simulate --policy rifling-frozen
+    /// --rifling-table FILE` runs it greedily.
+    RiflingTrain(Box<rifling_train::RiflingTrainArgs>),
+}
+
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static GLOBAL: hugealloc::HugePageAlloc = hugealloc::HugePageAlloc;
+
+/// A failed write to standard output or standard error.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write to standard {}: {err}", if *.stderr { "error" } else { "output" })]
+struct StdioError {
+    /// Standard error (else standard output).
+    stderr: bool,
+    /// The write's error.
+    err: std::io::Error,
+}
+
+/// One line to standard output or standard error; see [`outln!`], [`errln!`].
+fn write_line(stderr: bool, args: std::fmt::Arguments) -> Result<()> {
+    use std::io::Write;
+    let res = if stderr {
+        writeln!(std::io::stderr().lock(), "{args}")
+    } else {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{args}").and_then(|()| out.flush())
+    };
+    res.map_err(|err| anyhow::Error::new(StdioError { stderr, err }))
+}
+
+/// Standard output of a command that prints as it goes and writes its files
+/// at the end: the first failed write is kept and later lines are dropped,
+/// so the work goes on; [`DeferredOut::finish`] returns the error once the
+/// files are written.
+#[derive(Default)]
+struct DeferredOut(Option<anyhow::Error>);
+
+impl DeferredOut {
+    /// Writes a line, unless an earlier one failed.
+    fn line(&mut self, args: std::fmt::Arguments) {
+        if self.0.is_none()
+            && let Err(e) = write_line(false, args)
+        {
+            self.0 = Some(e);
+        }
+    }
+
+    /// The first failed write, if any.
+    fn finish(self) -> Result<()> {
+        self.0.map_or(Ok(()), Err)
+    }
+}
+
+/// Reports a command's error on stderr and exits with status 2; when
+/// standard error itself cannot be written, exits 2 without a word (nothing
+/// else is possible).
+fn fail(e: &anyhow::Error) -> ExitCode {
+    let stderr_failed = e.chain().any(|c| c.downcast_ref::<StdioError>().is_some_and(|s| s.stderr));
+    if !stderr_failed {
+        let _ = errln!("error: {e:#}");
+    }
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`dlsched ... | head`), as command-line
+    // tools do, instead of panicking on the next print.
+    #[cfg(unix)]
+    // SAFETY: restoring the default SIGPIPE action before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version (exit 0) go to stdout, usage errors (exit 2)
+        // to stderr, as clap's own `exit` does, but a failed write is an error.
+        Err(e) => {
+            let res = e.print().and_then(|()| std::io::Write::flush(&mut std::io::stdout()));
+            return match res {
+                Ok(()) => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
+                Err(err) => fail(&anyhow::Error::new(StdioError { stderr: e.use_stderr(), err })),
+            };
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => fail(&e),
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Simulate(args) => simulate::simulate(*args).map(|()| ExitCode::SUCCESS),
+        Command::Compare(args) => compare::run(&args),
+        Command::Profile(args) => profile::run(&args),
+        Command::GenieProfile(args) => genie_profile::genie_profile(&args),
+        Command::RiflingTrain(args) => rifling_train::rifling_train(&args),
+        Command::Sweep(args) => sweep::sweep(&args),
+        Command::Merge(args) => sweep::merge_cmd(&args),
+        Command::Plot { dir } => {
+            let files = if dir.join("sweep.json").exists() {
+                dlsched::plot::plot_sweep(&dir)
+            } else if dlsched::experiment::run_dir_files().any(|f| dir.join(f).exists()) {
+                // A run directory, complete or not: `plot_run` says what is missing.
+                dlsched::plot::plot_run(&dir)
+            } else {
+                bail!(
+                    "{}: expected a run directory (with jobs.csv) or a sweep directory (with summary.csv and sweep.json)",
+                    dir.display()
+                );
+            }
+            .map_err(anyhow::Error::msg)?;
+            for f in files {
+                outln!("wrote {}", f.display())?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

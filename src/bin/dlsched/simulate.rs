@@ -1,0 +1,595 @@
+//! `dlsched simulate`: the command line as a raw spec, translated once into a
+//! run spec (`dlsched::experiment::raw`), run, written and summarised.
+
+use std::path::{Path, PathBuf};
+
+use crate::args::{ClusterArgs, RiflingArgs, nodes_file_note, put_path, value_name};
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use dlsched::experiment::raw::{self, Origin, RawSpec, Value};
+use dlsched::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir};
+use dlsched::policy::placement::PlacementKind;
+use dlsched::policy::registry::{GenieFamilyOptions, PolicyName};
+use dlsched::trace::TraceFormat;
+use dlsched::workload::synthetic::SyntheticSpec;
+
+#[derive(Args)]
+#[command(allow_negative_numbers = true)]
+pub(crate) struct SimulateArgs {
+    /// Rerun the run a manifest.json records (its `spec`: every option, the
+    /// seed and the input paths), byte for byte; other run options are
+    /// refused. With --out, writes that run directory.
+    #[arg(long, value_name = "MANIFEST", conflicts_with_all = SPEC_ARGS)]
+    pub(crate) from_manifest: Option<PathBuf>,
+
+    /// Trace file to replay (CSV). Omit to run the synthetic workload.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) trace: Option<PathBuf>,
+
+    /// Trace format; `auto` detects it from the header line.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(crate) format: TraceFormat,
+
+    /// For `jobs-csv`: map fields to your column names, e.g.
+    /// `submit_time=arrival,gpu_num=gpus`. Fields: job_id, submit_time (s),
+    /// duration (s), gpu_num, vc, user, model, local_bsz (samples per GPU).
+    #[arg(long, value_name = "FIELD=COLUMN,...")]
+    pub(crate) columns: Option<String>,
+
+    /// For `jobs-csv`: a TOML file with a `[columns]` table of field = "column".
+    #[arg(long, value_name = "PATH")]
+    pub(crate) columns_file: Option<PathBuf>,
+
+    /// The cluster.
+    #[command(flatten)]
+    pub(crate) machines: ClusterArgs,
+
+    /// Policy. Queue policies (any workload): fifo (submit time), sjf
+    /// (shortest trace duration first), each over --placement. GENIE family
+    /// (moldable tasks of --workload genie; they choose each task's GPUs):
+    /// genie (QoS-aware: best cost-efficiency placement that meets the
+    /// task's expected completion time, least waiting allowance first) and
+    /// the paper's baselines genie-fifo, min-min, weighted-fair, tetris-perf,
+    /// tetris-cer.
+    #[arg(long, value_enum, default_value = "fifo")]
+    pub(crate) policy: PolicyName,
+
+    /// Without --trace: the synthetic Philly-like job mix (synthetic) or
+    /// GENIE's QoS tasks (genie: six DL models, half training, half
+    /// inference, Poisson at --jobs-per-hour, default 10, over --hours,
+    /// priority classes 5/35/60 %). With --trace, genie turns the trace's
+    /// first jobs-per-hour x hours jobs into moldable tasks (their arrival
+    /// pattern rescaled to --hours, durations to a 45-minute median; GENIE's
+    /// task types drawn per job).
+    #[arg(long, value_enum, default_value = "synthetic")]
+    pub(crate) workload: WorkloadKind,
+
+    /// GENIE workload: what a task's expected completion time multiplies:
+    /// its single-GPU latency as predicted by the run's fitted GENIE models
+    /// (predicted, the paper's definition) or the true one.
+    #[arg(long, value_enum, default_value = "predicted")]
+    pub(crate) ect: dlsched::workload::genie::EctBasis,
+
+    /// GENIE workload: arrival window, hours.
+    #[arg(long, default_value_t = raw::DEFAULT_GENIE_HOURS, value_name = "H")]
+    pub(crate) hours: f64,
+
+    /// GENIE family: concentration weight theta of the placement cost
+    /// n/(N G) + theta d_node/N (the paper's example: 0.4).
+    #[arg(long, default_value_t = GenieFamilyOptions::default().theta, value_name = "THETA")]
+    pub(crate) theta: f64,
+
+    /// GENIE family: fitted models saved by `dlsched genie-profile` (default:
+    /// profile at the start of the run, seeded by --seed).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) genie_models: Option<PathBuf>,
+
+    /// GENIE family: put a placement's GPUs on the fullest nodes that have
+    /// room (best fit) instead of the emptiest (the spec's proposal).
+    #[arg(long)]
+    pub(crate) genie_best_fit: bool,
+
+    #[command(flatten)]
+    pub(crate) rifling: RiflingArgs,
+
+    /// Let later jobs start when the head of the queue does not fit (greedy,
+    /// no reservation). Without it the queue is strict (head-of-line blocking).
+    #[arg(long)]
+    pub(crate) backfill: bool,
+
+    /// Order of jobs submitted at the same instant: trace (file order) or
+    /// numpy2-avx512, the order pandas' default sort_values gives them under
+    /// NumPy 2.0-2.2 on an AVX-512 CPU (an unstable quicksort over the submit
+    /// times in file order). Simulators written with pandas, such as the
+    /// Helios simulator, queue ties that way; use it to match one job for job.
+    #[arg(long, value_enum, default_value = "trace", value_name = "ORDER")]
+    pub(crate) tie_order: dlsched::trace::tie_order::TieOrder,
+
+    /// Placement: consolidate (fewest nodes; best fit on one node when the job
+    /// fits one), first-fit (first node with room, in node order), recorded
+    /// (the trace's per-server split), or a GPU-sharing rule: share-first-fit
+    /// / share-best-fit put a job on GPUs other jobs already use when its
+    /// memory fits beside theirs (best fit = least memory left over), and
+    /// co-located jobs slow each other down: two tenants at their measured pair
+    /// speeds, more tenants (or unmeasured pairs) within [1 - switch cost, best
+    /// measured pair sum] of one GPU together (src/profile/coloc.rs). The
+    /// other sharing rules, memory-efficiency, fgd and iawp, are below.
+    #[arg(long, value_enum, default_value = "consolidate")]
+    pub(crate) placement: PlacementKind,
+
+    /// Job speed: trace = every job runs its trace duration wherever it is
+    /// placed; table / genie = from the calibrated profile database (table
+    /// interpolation, or GENIE's fitted model): a job placed other than its
+    /// recorded allocation runs at the measured ratio of iteration times.
+    /// Jobs the trace gives no model or batch get one drawn from the database
+    /// (seeded). The summary names them profile-table / profile-genie.
+    #[arg(long, value_enum, default_value = "trace")]
+    pub(crate) rate_model: dlsched::experiment::RateModelKind,
+
+    /// A profile database directory (the CSVs written by dlsched profile
+    /// import) instead of the builtin one. With either, a job with a known
+    /// model and per-GPU batch is placed only on GPUs with enough memory, and
+    /// a job needing more than any GPU of its partition is skipped
+    /// (exceeds_gpu_memory); its memory is the analytical estimate from the
+    /// database's models.csv, or, for the models a memory.csv in the
+    /// directory has (profile import --include-lucid), that measurement.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) profiles: Option<PathBuf>,
+
+    /// With a sharing placement (share-first-fit, share-best-fit,
+    /// memory-efficiency, fgd, iawp): the most jobs on one GPU.
+    #[arg(long, value_name = "N", default_value_t = dlsched::cluster::ShareLimits::default().max_tenants)]
+    pub(crate) max_tenants: u32,
+
+    /// With a sharing placement (share-first-fit, share-best-fit,
+    /// memory-efficiency, fgd, iawp): the fraction of a shared GPU's memory
+    /// kept free (0 <= F < 1); a job alone on a GPU may use all of it.
+    #[arg(long, value_name = "F", default_value_t = dlsched::cluster::ShareLimits::default().mem_headroom)]
+    pub(crate) mem_headroom: f64,
+
+    /// Master seed for every random stream (synthetic workload, policies).
+    #[arg(long, default_value_t = dlsched::experiment::DEFAULT_SEED)]
+    pub(crate) seed: u64,
+
+    /// Synthetic workload: number of jobs, 1 to 2,000,000.
+    #[arg(long, default_value_t = SyntheticSpec::default().jobs, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) jobs: u32,
+
+    /// Synthetic workload: arrival rate, jobs per hour (default: from --load).
+    #[arg(long, value_name = "RATE")]
+    pub(crate) jobs_per_hour: Option<f64>,
+
+    /// Synthetic workload: offered load (GPU demand / GPUs) that sets the
+    /// arrival rate when --jobs-per-hour is not given.
+    #[arg(long, default_value_t = SyntheticSpec::default().load, value_name = "FRACTION")]
+    pub(crate) load: f64,
+
+    /// Timeline sampling interval, whole seconds (0: no timeline samples).
+    /// While nothing happens, samples are skipped up to the next event.
+    #[arg(long, default_value_t = dlsched::experiment::DEFAULT_SAMPLE_INTERVAL_S, value_name = "SECONDS")]
+    pub(crate) sample_interval: u64,
+
+    /// Write manifest.json, jobs.csv, summary.json, vc_summary.csv,
+    /// timeline.csv (and skipped.csv when rows were skipped, timing.json for
+    /// GENIE-family runs, learning_curve.csv for RIFLING runs) to this
+    /// directory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+}
+
+/// RIFLING's parameters (`specs/policies.md` §3.2; defaults = the spec's proposal).
+/// The generated workloads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum WorkloadKind {
+    /// Philly-like job mix at an offered load.
+    Synthetic,
+    /// GENIE's QoS tasks.
+    Genie,
+}
+
+/// The options of `simulate` that make the run spec (all but --out and
+/// --from-manifest).
+pub(crate) const SPEC_ARGS: [&str; 39] = [
+    "trace",
+    "format",
+    "columns",
+    "columns_file",
+    "cluster",
+    "nodes_file",
+    "nodes",
+    "gpus_per_node",
+    "gpu_type",
+    "vcs",
+    "policy",
+    "workload",
+    "ect",
+    "hours",
+    "theta",
+    "genie_models",
+    "genie_best_fit",
+    "rifling_table",
+    "rifling_k",
+    "rifling_alpha",
+    "rifling_gamma",
+    "rifling_epsilon",
+    "rifling_epsilon_end",
+    "rifling_epsilon_decay",
+    "rifling_regroup",
+    "rifling_window",
+    "rifling_reward",
+    "backfill",
+    "tie_order",
+    "placement",
+    "rate_model",
+    "profiles",
+    "max_tenants",
+    "mem_headroom",
+    "seed",
+    "jobs",
+    "jobs_per_hour",
+    "load",
+    "sample_interval",
+];
+
+/// The command line as a raw spec ([`raw::KEYS`], one key per flag of the
+/// same name), for the one translation into a [`RunSpec`].
+pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
+    let mut r = RawSpec::new();
+    put_path(&mut r, "trace", a.trace.as_deref());
+    put_path(&mut r, "columns_file", a.columns_file.as_deref());
+    put_path(&mut r, "genie_models", a.genie_models.as_deref());
+    put_path(&mut r, "profiles", a.profiles.as_deref());
+    a.machines.fill(&mut r);
+    a.rifling.fill(&mut r);
+    let mut put = |k: &str, v: Value| r.insert(k.into(), v);
+    if let Some(c) = &a.columns {
+        put("columns", Value::Str(c.clone()));
+    }
+    put("format", Value::Str(value_name(&a.format)));
+    put("policy", Value::Str(value_name(&a.policy)));
+    put("workload", Value::Str(value_name(&a.workload)));
+    put("ect", Value::Str(value_name(&a.ect)));
+    put("hours", Value::Float(a.hours));
+    put("theta", Value::Float(a.theta));
+    put("genie_best_fit", Value::Bool(a.genie_best_fit));
+    put("backfill", Value::Bool(a.backfill));
+    put("tie_order", Value::Str(value_name(&a.tie_order)));
+    put("placement", Value::Str(value_name(&a.placement)));
+    put("rate_model", Value::Str(value_name(&a.rate_model)));
+    put("max_tenants", Value::UInt(a.max_tenants.into()));
+    put("mem_headroom", Value::Float(a.mem_headroom));
+    put("seed", Value::UInt(a.seed));
+    put("jobs", Value::UInt(a.jobs.into()));
+    if let Some(x) = a.jobs_per_hour {
+        put("jobs_per_hour", Value::Float(x));
+    }
+    put("load", Value::Float(a.load));
+    put("sample_interval", Value::UInt(a.sample_interval));
+    r
+}
+
+pub(crate) fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
+    if let Some(m) = &a.from_manifest {
+        return RunSpec::from_manifest(m).map_err(anyhow::Error::msg);
+    }
+    if a.trace.is_none() && a.machines.vcs.is_some() {
+        bail!("the synthetic workload has no VCs; --vcs needs a --trace whose jobs name their VC");
+    }
+    let spec = raw::to_run_spec(&raw_spec(a), Origin::CommandLine, None).map_err(anyhow::Error::msg)?;
+    nodes_file_note(&spec.cluster)?;
+    Ok(spec)
+}
+
+/// Refuses an output directory that is a file, that would overwrite or
+/// delete one of the run's inputs (`inputs`: option name and path, e.g.
+/// `--vcs X/vc_summary.csv`), that holds a directory where a run writes a
+/// file, or that cannot be written (a file is created and removed in it);
+/// creates it. Called before the simulation, so that a long run does not end
+/// on an unwritable `--out`. Returns whether it created the directory.
+pub(crate) fn check_out_dir(out: &Path, inputs: &[(&str, &Path)]) -> Result<bool> {
+    if out.exists() && !out.is_dir() {
+        bail!("--out {}: exists and is not a directory", out.display());
+    }
+    if let Ok(dir) = out.canonicalize() {
+        for (option, input) in inputs {
+            // A run first removes every name of `run_dir_files` from --out,
+            // then writes some of them.
+            if let (Some(parent), Some(name)) =
+                (input.canonicalize().ok().and_then(|t| t.parent().map(Path::to_path_buf)), input.file_name())
+                && parent == dir
+                && dlsched::experiment::run_dir_files().any(|f| name == f.as_str())
+            {
+                bail!(
+                    "--out {} would overwrite or delete the input {option} {}; choose another directory",
+                    out.display(),
+                    input.display()
+                );
+            }
+        }
+        if let Some(name) = dlsched::experiment::run_dir_files().find(|f| dir.join(f).is_dir()) {
+            bail!(
+                "--out {}: {} is a directory, and a run writes a file of that name there; move it or choose another directory",
+                out.display(),
+                out.join(name).display()
+            );
+        }
+    }
+    let created = !out.exists();
+    std::fs::create_dir_all(out).with_context(|| format!("--out {}: cannot create the directory", out.display()))?;
+    // A name of the run directory's own (a leftover is removed by the next run).
+    let probe = out.join("manifest.json.tmp");
+    let res = std::fs::File::create(&probe).and_then(|mut f| std::io::Write::write_all(&mut f, b"\n"));
+    let _ = std::fs::remove_file(&probe);
+    if let Err(e) = res {
+        if created {
+            let _ = std::fs::remove_dir(out);
+        }
+        bail!("--out {}: cannot write there: {e}", out.display());
+    }
+    Ok(created)
+}
+
+pub(crate) fn simulate(a: SimulateArgs) -> Result<()> {
+    let spec = run_spec(&a)?;
+    let created = match &a.out {
+        Some(out) => {
+            let mut inputs: Vec<(&str, &Path)> = Vec::new();
+            match &spec.workload {
+                WorkloadSource::Trace { path, .. } | WorkloadSource::TraceTasks { path, .. } => {
+                    inputs.push(("--trace", path))
+                }
+                _ => {}
+            }
+            match &spec.cluster {
+                ClusterChoice::VcFile { path } => inputs.push(("--vcs", path)),
+                ClusterChoice::NodesFile { path } => inputs.push(("--nodes-file", path)),
+                _ => {}
+            }
+            inputs.extend(a.columns_file.as_deref().map(|p| ("--columns-file", p)));
+            inputs.extend(spec.policy.genie_models().map(|p| ("--genie-models", p)));
+            inputs.extend(spec.policy.rifling_table().map(|p| ("--rifling-table", p)));
+            inputs.extend(spec.profiles.as_deref().map(|p| ("--profiles", p)));
+            inputs.extend(a.from_manifest.as_deref().map(|p| ("--from-manifest", p)));
+            check_out_dir(out, &inputs)?
+        }
+        None => false,
+    };
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} simulating [{bar:30}] {pos}/{len} jobs done, {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let report = run_one(&spec, |p| {
+        bar.set_length(p.total as u64);
+        bar.set_position(p.completed as u64);
+        bar.set_message(format!("simulated time {:.1} h", p.now.as_secs_f64() / 3600.0));
+    })
+    .map_err(|e| {
+        // Leave no empty directory behind for a run that never wrote one.
+        if let (true, Some(out)) = (created, &a.out) {
+            let _ = std::fs::remove_dir(out);
+        }
+        match e {
+            // Input and option errors speak for themselves; only a failure of
+            // the simulation itself is labelled so.
+            dlsched::error::RunError::Sim(_) => anyhow::Error::new(e).context("simulation failed"),
+            e => anyhow::Error::new(e),
+        }
+    })?;
+    bar.finish_and_clear();
+    // The files first: a failed print (a full stdout) must not cost the run.
+    if let Some(dir) = &a.out {
+        write_run_dir(&report, dir).context("writing the run directory")?;
+    }
+    if a.from_manifest.is_none() {
+        notes(&a)?;
+    }
+    share_note(&report)?;
+    print_summary(&report)?;
+    if let Some(dir) = &a.out {
+        outln!("\nwrote {}", dir.display())?;
+    }
+    // The process exits next: the OS reclaims the run's memory at once, far
+    // faster than freeing every job's allocations one by one.
+    std::mem::forget(report);
+    Ok(())
+}
+
+/// Tells the user, on stderr, about options this run ignores.
+pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
+    let genie_workload = a.workload == WorkloadKind::Genie;
+    let defaults = dlsched::cluster::ShareLimits::default();
+    let note = |s: &str| errln!("note: {s}");
+    if !a.placement.may_share() && (a.max_tenants != defaults.max_tenants || a.mem_headroom != defaults.mem_headroom) {
+        note(
+            "--max-tenants and --mem-headroom apply only to a sharing placement (share-first-fit, share-best-fit, fgd, memory-efficiency, iawp)",
+        )?;
+    }
+    if a.policy.genie().is_none()
+        && (a.genie_models.is_some() || a.genie_best_fit || a.theta != GenieFamilyOptions::default().theta)
+    {
+        note("--genie-models, --genie-best-fit and --theta apply only to the GENIE-family policies")?;
+    }
+    if !genie_workload
+        && (a.hours != raw::DEFAULT_GENIE_HOURS || a.ect != dlsched::workload::genie::EctBasis::Predicted)
+    {
+        note("--hours and --ect apply only to --workload genie")?;
+    }
+    let synthetic = SyntheticSpec::default();
+    if a.trace.is_some()
+        && !genie_workload
+        && (a.jobs != synthetic.jobs || a.load != synthetic.load || a.jobs_per_hour.is_some())
+    {
+        note(
+            "--jobs, --load and --jobs-per-hour shape the synthetic workload; a --trace replay takes its jobs and arrivals from the file",
+        )?;
+    }
+    if a.policy.rifling().is_some() && (a.backfill || a.placement != PlacementKind::Consolidate) {
+        note(
+            "the RIFLING policies and random-placement choose each task's placement themselves and take tasks in arrival order: --placement and --backfill do not apply",
+        )?;
+    }
+    if genie_workload && a.backfill && a.policy.genie().is_none() && a.policy.rifling().is_none() {
+        // Every GENIE task asks for one GPU under a queue policy: when the
+        // first task in the queue cannot start, no GPU is free for a later one.
+        note(
+            "--backfill changes nothing here: fifo and sjf run each GENIE task on 1 GPU, so no task can start while the first in the queue waits",
+        )?;
+    }
+    if a.policy.rifling().is_none() && a.rifling.rifling_table.is_some() {
+        note("--rifling-table and the --rifling-* options apply only to the RIFLING policies")?;
+    }
+    if genie_workload && a.rate_model == dlsched::experiment::RateModelKind::Trace {
+        note("GENIE tasks run at the profile table's speeds (trace speed would make every placement equal)")?;
+    }
+    Ok(())
+}
+
+/// Tells the user, on stderr, when a sharing placement ran jobs that cannot
+/// share: a job with neither a memory figure nor a guaranteed share holds
+/// whole GPUs ([`dlsched::cluster::Cluster::tenant_mem_mib`]), synthetic or
+/// trace job alike.
+pub(crate) fn share_note(report: &RunReport) -> Result<()> {
+    if !report.spec.policy.placement().may_share() {
+        return Ok(());
+    }
+    let specs = report.output.jobs.specs();
+    let whole = specs.iter().filter(|s| s.task.is_none() && s.gpu_mem_mib.is_none() && s.gpu_milli.is_none()).count();
+    if whole == 0 {
+        return Ok(());
+    }
+    let hint = if report.spec.rate_model == dlsched::experiment::RateModelKind::Trace {
+        "; --rate-model table gives jobs a model and a memory estimate"
+    } else {
+        ""
+    };
+    if whole == specs.len() {
+        errln!(
+            "note: no job has a memory figure or a guaranteed share (gpu_milli), so none will share a GPU: each holds whole GPUs, as with an exclusive placement{hint}"
+        )?;
+    } else {
+        errln!(
+            "note: {whole} of {} jobs have no memory figure or guaranteed share (gpu_milli); they hold whole GPUs and share none{hint}",
+            specs.len()
+        )?;
+    }
+    Ok(())
+}
+
+/// The summary's `speed` line: the profile models' counters (`evaluations`
+/// and fallbacks) and the co-location model's (`coloc_*`), those present;
+/// `None` when there are none or all are 0 (trace speed), which would say
+/// nothing.
+pub(crate) fn speed_line(model: &str, c: &std::collections::BTreeMap<String, u64>) -> Option<String> {
+    if c.values().all(|&n| n == 0) {
+        return None;
+    }
+    let get = |k: &str| c.get(k).copied().unwrap_or(0);
+    let mut parts = Vec::new();
+    if c.contains_key("evaluations") {
+        parts.push(format!(
+            "{} rate evaluations; fallbacks: model {}, GPU type {}, split {}, batch {}",
+            get("evaluations"),
+            get("model"),
+            get("gpu_type"),
+            get("split"),
+            get("batch")
+        ));
+    }
+    if c.contains_key("coloc_evaluations") {
+        parts.push(format!(
+            "co-location {} evaluations, {} fallbacks, bounded above {}, below {}",
+            get("coloc_evaluations"),
+            get("coloc_fallbacks"),
+            get("coloc_bounded_above"),
+            get("coloc_bounded_below")
+        ));
+    }
+    Some(format!("speed     {model}: {}", parts.join("; ")))
+}
+
+/// A summary figure: two decimals from 0.1 up (and for 0), three significant
+/// digits below, so that a small value (0.00268) does not print as 0.00.
+pub(crate) fn small_figure(x: f64) -> String {
+    if x == 0.0 || x.abs() >= 0.1 || !x.is_finite() {
+        format!("{x:.2}")
+    } else {
+        let decimals = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+        format!("{x:.decimals$}")
+    }
+}
+
+pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
+    let s = &r.summary;
+    let input = match &r.input.path {
+        Some(p) => format!("{} ({})", p.display(), r.input.format),
+        None => format!("{}, {} jobs, seed {}", r.input.format, r.input.rows, r.spec.seed),
+    };
+    outln!(
+        "dlsched {} | policy {} | placement {} | cluster {} ({} GPUs)",
+        env!("CARGO_PKG_VERSION"),
+        s.policy,
+        r.spec.policy.placement().name(),
+        s.cluster,
+        s.gpus_total
+    )?;
+    outln!("input     {input}")?;
+    if let Some(line) = speed_line(&s.rate_model, &s.rate_model_counters) {
+        outln!("{line}")?;
+    }
+    outln!()?;
+    outln!(
+        "  jobs            {:>12} total, {} completed, {} skipped, {} unfinished",
+        s.jobs_total,
+        s.jobs_completed,
+        s.jobs_skipped,
+        s.jobs_unfinished
+    )?;
+    for (reason, n) in &s.jobs_skipped_by_reason {
+        outln!("    skipped       {n:>12} {reason}")?;
+    }
+    let h = |x: f64| format!("{x:>12.1} s  ({:.2} h)", x / 3600.0);
+    outln!("  JCT mean        {}", h(s.jct_mean_s))?;
+    outln!("  JCT p50/p95/p99 {:>12.1} / {:.1} / {:.1} s", s.jct_p50_s, s.jct_p95_s, s.jct_p99_s)?;
+    outln!("  queueing mean   {}", h(s.queue_delay_mean_s))?;
+    outln!("  queueing p95    {}", h(s.queue_delay_p95_s))?;
+    outln!("  makespan        {}", h(s.makespan_s))?;
+    outln!("  GPU utilisation {:>12.1} %  ({:.1} GPU-hours)", s.gpu_utilization * 100.0, s.gpu_hours)?;
+    outln!(
+        "  offered load    {:>12}    (GPU-time asked / (GPUs x max(arrival span, mean run time)))",
+        small_figure(s.offered_load)
+    )?;
+    if s.shared_launches > 0 {
+        outln!(
+            "  GPU sharing     {:>12} jobs shared a GPU; achieved / isolated speed {:.3} on average",
+            s.colocated_jobs,
+            s.interference_slowdown_mean
+        )?;
+    }
+    if let Some(q) = s.qos_guarantee_rate {
+        let classes: Vec<String> =
+            s.qos_guarantee_by_class.iter().map(|(k, v)| format!("{k} {:.1} %", v * 100.0)).collect();
+        outln!("  QoS guarantee   {:>12.1} %  ({})", q * 100.0, classes.join(", "))?;
+        if let Some(l) = s.normalized_latency_mean {
+            outln!("  norm. latency   {l:>12.2}    (JCT / single-GPU latency, mean)")?;
+        }
+        if let Some(t) = s.normalized_throughput_mean {
+            outln!("  norm. rate      {t:>12.3}    (achieved / single-GPU processing rate, mean)")?;
+        }
+        if let (Some(m), Some(p)) = (s.prediction_error_mean, s.prediction_error_p95) {
+            outln!(
+                "  pred. error     {:>12.1} %  mean, {:.1} % p95 (predicted vs simulated run time)",
+                m * 100.0,
+                p * 100.0
+            )?;
+        }
+    }
+    if r.vcs.len() > 1 {
+        outln!("\n  {:<10} {:>6} {:>8} {:>14} {:>14}", "VC", "GPUs", "jobs", "JCT mean s", "queue mean s")?;
+        for v in &r.vcs {
+            outln!("  {:<10} {:>6} {:>8} {:>14.1} {:>14.1}", v.vc, v.gpus, v.jobs, v.jct_mean_s, v.queue_delay_mean_s)?;
+        }
+    }
+    Ok(())
+}

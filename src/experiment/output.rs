@@ -1,0 +1,159 @@
+//! The run directory: the files a run writes (`manifest.json` last, which
+//! marks it complete), how an earlier run's are cleared, and how readers
+//! check that a directory holds a complete run.
+
+use std::path::Path;
+
+use super::RunReport;
+use crate::metrics::export;
+
+/// The data files a run directory may hold, `manifest.json` first. A run
+/// writes `manifest.json` last: its presence marks a complete run directory.
+pub const OUTPUT_FILES: [&str; 8] = [
+    "manifest.json",
+    "jobs.csv",
+    "summary.json",
+    "vc_summary.csv",
+    "timeline.csv",
+    "skipped.csv",
+    "timing.json",
+    "learning_curve.csv",
+];
+
+/// The charts `dlsched plot` draws into a run directory ([`crate::plot::plot_run`]).
+pub const PLOT_FILES: [&str; 5] =
+    ["jct_cdf.svg", "queue_delay_cdf.svg", "gpu_utilization.svg", "queue_length.svg", "learning_curve.svg"];
+
+/// Every file name a run writes into a run directory or that is drawn from
+/// it: [`OUTPUT_FILES`], [`PLOT_FILES`], and the temporary `<name>.tmp` each
+/// is written under before it is renamed into place
+/// ([`export::write_atomic`]). The one listing of a run directory's contents.
+pub fn run_dir_files() -> impl Iterator<Item = String> {
+    OUTPUT_FILES.iter().chain(PLOT_FILES.iter()).flat_map(|f| [f.to_string(), format!("{f}.tmp")])
+}
+
+/// Removes an earlier run's files from `dir` (all of [`run_dir_files`]),
+/// `manifest.json` first, so that a rerun interrupted at any point leaves no
+/// old file beside new ones and no manifest: a reader ([`check_run_dir`])
+/// then refuses the directory. Other files are left alone.
+///
+/// # Errors
+/// The first I/O error other than a missing file, with the path.
+pub fn clear_run_dir(dir: &Path) -> std::io::Result<()> {
+    for name in run_dir_files() {
+        let p = dir.join(&name);
+        match std::fs::remove_file(&p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(std::io::Error::new(e.kind(), format!("removing the earlier run's {}: {e}", p.display())));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `dir` holds a complete run: a `manifest.json` that parses as a
+/// dlsched manifest (written last by [`write_run_dir`]) and the `jobs.csv` and
+/// `summary.json` every run writes. For readers of a run directory (`dlsched
+/// compare`, `dlsched plot`, `sweep --resume`), so that they never use the
+/// files of a run that did not finish, or an earlier run's left beside them.
+///
+/// # Errors
+/// A message naming the directory and what is missing.
+pub fn check_run_dir(dir: &Path) -> Result<(), String> {
+    let manifest = dir.join("manifest.json");
+    let text = match std::fs::read_to_string(&manifest) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "{}: not a complete run directory: manifest.json is missing (a run writes it last, so the run that wrote here did not finish, and its other files may be an earlier run's); rerun it",
+                dir.display()
+            ));
+        }
+        Err(e) => return Err(format!("{}: {e}", manifest.display())),
+    };
+    let complete = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .is_some_and(|v| v.get("dlsched_version").is_some_and(serde_json::Value::is_string));
+    if !complete {
+        return Err(format!(
+            "{}: not a complete run manifest (no JSON object with dlsched_version); rerun the run",
+            manifest.display()
+        ));
+    }
+    for f in ["jobs.csv", "summary.json"] {
+        if !dir.join(f).is_file() {
+            return Err(format!(
+                "{}: not a complete run directory: manifest.json is there but {f} is missing; rerun it",
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Writes a run directory: `manifest.json`, `jobs.csv`, `summary.json`,
+/// `vc_summary.csv`, `timeline.csv`, and `skipped.csv` when rows were skipped.
+/// An earlier run's files go first ([`clear_run_dir`]: manifest, data files,
+/// charts, temporaries), then the data files are written, then the manifest,
+/// last: a directory without one is a run that did not finish.
+///
+/// # Errors
+/// The first I/O error.
+pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+    clear_run_dir(dir)?;
+    let cluster = report.output.cluster.spec();
+    let manifest = serde_json::json!({
+        "dlsched_version": env!("CARGO_PKG_VERSION"),
+        "spec": &report.spec,
+        "seed": report.spec.seed,
+        "input": &report.input,
+        "cluster": {
+            "name": cluster.name,
+            "nodes": cluster.nodes.len(),
+            "gpus": cluster.total_gpus(),
+            "vcs": cluster.vc_names,
+        },
+        "policy": report.output.policy,
+        "rate_model": report.output.model,
+        "engine": report.output.stats,
+    });
+    let json = |v: &serde_json::Value| {
+        let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+        s.push('\n');
+        s.into_bytes()
+    };
+    // The old files are gone, so the large files need not keep an old one
+    // until the rename (see `write_replacing_with`).
+    export::write_replacing_with(&dir.join("jobs.csv"), |w| export::write_jobs_csv(&report.output, w))?;
+    export::write_atomic(&dir.join("vc_summary.csv"), &export::vc_summary_csv(&report.vcs))?;
+    let timeline = export::timeline_csv(&report.output, &report.recording);
+    export::write_replacing_with(&dir.join("timeline.csv"), |w| std::io::Write::write_all(w, &timeline))?;
+    if !report.skipped.is_empty() {
+        export::write_atomic(&dir.join("skipped.csv"), &export::skipped_csv(&report.skipped))?;
+    }
+    export::write_atomic(&dir.join("summary.json"), &json(&serde_json::to_value(&report.summary).unwrap_or_default()))?;
+    // Wall-clock decision cost: the one output that differs from run to run,
+    // so it is kept out of summary.json and jobs.csv.
+    if let Some(t) = &report.recording.timing {
+        let makespan = report.summary.makespan_s;
+        let v = serde_json::json!({
+            "note": "wall-clock time of the policy's decisions on this machine; not deterministic",
+            "decisions": t.decisions,
+            "decision_time_total_s": t.total_s,
+            "decision_time_mean_s": if t.decisions > 0 { t.total_s / t.decisions as f64 } else { 0.0 },
+            "decision_time_max_s": t.max_s,
+            "fraction_of_makespan": if makespan > 0.0 { t.total_s / makespan } else { 0.0 },
+        });
+        export::write_atomic(&dir.join("timing.json"), &json(&v))?;
+    }
+    for (name, text) in &report.output.policy_files {
+        // Listed, so that a rerun removes it (`clear_run_dir`).
+        debug_assert!(OUTPUT_FILES.contains(name), "{name} is not in OUTPUT_FILES");
+        export::write_atomic(&dir.join(name), text.as_bytes())?;
+    }
+    // The manifest last: its presence marks a complete run directory.
+    export::write_atomic(&dir.join("manifest.json"), &json(&manifest))?;
+    Ok(())
+}

@@ -1,0 +1,548 @@
+//! The raw run spec and the one function that validates it into a
+//! [`RunSpec`]: a flat map of the keys in [`KEYS`] (a sweep file's `[base]`
+//! and `[sweep]` tables, or the command line's flags of the same names), so
+//! both fill one spec, with one set of defaults and one set of checks, and
+//! every error names the option as its source spells it (`--jobs-per-hour`
+//! on the command line, `` `jobs_per_hour` `` in a file).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum;
+use serde::Serialize;
+
+use super::{Artefacts, ClusterChoice, RateModelKind, RunSpec, WorkloadSource};
+use crate::cluster::{ClusterPreset, ShareLimits};
+use crate::policy::placement::PlacementKind;
+use crate::policy::registry::{GenieFamilyOptions, IawpOptions, QueueOptions, RiflingOptions};
+use crate::policy::registry::{PolicyName, PolicySpec};
+use crate::policy::rifling::{RiflingMode, RiflingParams};
+use crate::trace::{ColumnMap, TraceFormat};
+use crate::workload::genie::{EctBasis, GenieWorkloadSpec};
+use crate::workload::synthetic::SyntheticSpec;
+
+/// The keys of a raw run spec, with what each takes: a sweep's `[base]` and
+/// `[sweep]` tables set them by these names, the command line by the flag of
+/// the same name (`jobs_per_hour` is `--jobs-per-hour`). Absent keys take the
+/// defaults of [`to_run_spec`] (the command line's).
+pub const KEYS: [(&str, &str); 39] = [
+    ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
+    ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
+    ("columns", "jobs-csv: field=column pairs, comma-separated (e.g. \"submit_time=arrival,gpu_num=gpus\")"),
+    ("columns_file", "jobs-csv: a TOML file with a [columns] table, relative to the experiment file"),
+    ("cluster", "lab16, philly or alibaba-openb"),
+    ("nodes", "a whole number of nodes, 1 to 100,000 (with gpus_per_node)"),
+    ("gpus_per_node", "a whole number of GPUs per node, 1 to 64 (with nodes)"),
+    ("gpu_type", "the GPU type of a nodes x gpus_per_node cluster (k80, p100, v100, t4, a100, ...; default generic)"),
+    ("vcs", "a VC file path, relative to the experiment file"),
+    ("nodes_file", "an Alibaba PAI 2023 node list path, relative to the experiment file"),
+    (
+        "policy",
+        "fifo, sjf, genie, genie-fifo, min-min, weighted-fair, tetris-perf, tetris-cer, rifling, rifling-frozen or random-placement",
+    ),
+    ("workload", "synthetic (the default) or genie (GENIE's QoS tasks; with a trace: its jobs as moldable tasks)"),
+    ("hours", "a positive number, at most 8,760: the GENIE workload's arrival window"),
+    (
+        "ect",
+        "predicted (default) or true: what a GENIE task's ECT multiplies (its predicted or true single-GPU latency)",
+    ),
+    ("theta", "a number >= 0: GENIE's concentration weight in the cost (default 0.4; GENIE-family policies only)"),
+    ("genie_best_fit", "true or false: GENIE family places on the fullest nodes with room"),
+    ("genie_models", "a file of fitted GENIE models (dlsched genie-profile), relative to the experiment file"),
+    ("backfill", "true or false"),
+    ("tie_order", "trace (default) or numpy2-avx512: the order of same-instant submissions"),
+    ("placement", "consolidate, first-fit, recorded, share-first-fit, share-best-fit, memory-efficiency, fgd or iawp"),
+    ("max_tenants", "a whole number of jobs that may share one GPU (sharing placements)"),
+    ("mem_headroom", "a fraction in [0, 1) of GPU memory kept free when a GPU is shared"),
+    ("rate_model", "trace, table or genie"),
+    ("seed", "a whole number"),
+    ("jobs", "a whole number of synthetic jobs, 1 to 2,000,000"),
+    (
+        "jobs_per_hour",
+        "a positive number: synthetic arrival rate (jobs x 3,600 / rate at most 1e11 s) or GENIE task density (rate x hours 1 to 50,000 tasks)",
+    ),
+    ("load", "a positive number (synthetic offered load)"),
+    ("sample_interval", "whole seconds between timeline samples, 0 to 1e11"),
+    ("profiles", "a profile database directory, relative to the experiment file"),
+    (
+        "rifling_table",
+        "the rifling-frozen policy's table (dlsched rifling-train), relative to the experiment file; online runs of the sweep start empty",
+    ),
+    ("rifling_k", "RIFLING: K-means groups of training tasks (default 4)"),
+    ("rifling_alpha", "RIFLING: learning rate in (0, 1] (default 0.1)"),
+    ("rifling_gamma", "RIFLING: discount in [0, 1] (default 0.9)"),
+    ("rifling_epsilon", "RIFLING: exploration rate at the start (default 0.3)"),
+    ("rifling_epsilon_end", "RIFLING: exploration rate after the decay (default 0.05)"),
+    ("rifling_epsilon_decay", "RIFLING: decisions of the linear epsilon decay (default 500)"),
+    ("rifling_regroup", "RIFLING: arrivals between K-means regroupings (default 50)"),
+    ("rifling_window", "RIFLING: training tasks the K-means looks back over (default 200)"),
+    ("rifling_reward", "RIFLING: throughput (default) or scaling-efficiency"),
+];
+
+/// A scalar value of a raw spec.
+#[derive(Clone, Debug, PartialEq, PartialOrd, Serialize)]
+#[serde(untagged)]
+pub enum Value {
+    /// A whole number.
+    Int(i64),
+    /// A whole number beyond `i64` (the command line's 64-bit seeds).
+    UInt(u64),
+    /// A number.
+    Float(f64),
+    /// A boolean.
+    Bool(bool),
+    /// A string.
+    Str(String),
+}
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Int(i) => write!(f, "{i}"),
+            Value::UInt(i) => write!(f, "{i}"),
+            Value::Float(x) => write!(f, "{x}"),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Str(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// A raw run spec: key (one of [`KEYS`]) to value.
+pub type RawSpec = BTreeMap<String, Value>;
+
+/// Where a raw spec comes from: it decides how errors name a key, where
+/// relative paths start, and the two places where a file's keys mean
+/// something the command line's flags do not.
+#[derive(Clone, Copy, Debug)]
+pub enum Origin<'a> {
+    /// The command line: keys are flags (`--jobs-per-hour`), paths are as
+    /// given, and a RIFLING table is an online agent's starting point too.
+    CommandLine,
+    /// An experiment file: keys are `` `jobs_per_hour` ``, paths are relative
+    /// to the file's directory and must exist, `theta` set for a policy
+    /// other than the GENIE family is an error (it would only change the run
+    /// id), and `rifling_table` is the frozen policy's only (online runs of a
+    /// sweep start from an empty table).
+    File(&'a Path),
+}
+
+impl Origin<'_> {
+    /// The key as this origin spells it.
+    pub fn key(&self, k: &str) -> String {
+        match self {
+            Origin::CommandLine => format!("--{}", k.replace('_', "-")),
+            Origin::File(_) => format!("`{k}`"),
+        }
+    }
+
+    /// A key set to a value, as this origin spells it.
+    pub fn setting(&self, k: &str, v: &str) -> String {
+        match self {
+            Origin::CommandLine => format!("--{} {v}", k.replace('_', "-")),
+            Origin::File(_) => format!("`{k}` = `{v}`"),
+        }
+    }
+}
+
+/// Parses a clap value-enum value, case-sensitive as on the command line
+/// (`FIFO` and `fifo` would otherwise be two runs, two run ids, of one
+/// configuration).
+pub(crate) fn enum_of<T: ValueEnum>(key: &str, v: &Value) -> Result<T, String> {
+    enum_in(&Origin::File(Path::new("")), key, v)
+}
+
+fn enum_in<T: ValueEnum>(o: &Origin<'_>, key: &str, v: &Value) -> Result<T, String> {
+    let Value::Str(s) = v else { return Err(format!("{} must be a string", o.key(key))) };
+    T::from_str(s, false).map_err(|_| {
+        let allowed: Vec<String> = T::value_variants()
+            .iter()
+            .filter_map(|x| x.to_possible_value())
+            .map(|p| p.get_name().to_string())
+            .collect();
+        format!("{}: expected one of {}", o.setting(key, s), allowed.join(", "))
+    })
+}
+
+/// Default GENIE workload density, tasks per hour (GENIE, TPDS 2020: 5, 10, 20).
+pub const DEFAULT_GENIE_JOBS_PER_HOUR: f64 = 10.0;
+/// Default GENIE workload arrival window, hours (the paper: 24).
+pub const DEFAULT_GENIE_HOURS: f64 = 24.0;
+
+struct Reader<'a> {
+    p: &'a RawSpec,
+    o: Origin<'a>,
+}
+
+impl Reader<'_> {
+    fn has(&self, k: &str) -> bool {
+        self.p.contains_key(k)
+    }
+    fn int(&self, k: &str) -> Result<Option<i64>, String> {
+        match self.p.get(k) {
+            None => Ok(None),
+            Some(Value::Int(i)) => Ok(Some(*i)),
+            Some(Value::UInt(u)) => i64::try_from(*u).map(Some).map_err(|_| format!("{} is too large", self.o.key(k))),
+            Some(Value::Float(x)) if x.fract() == 0.0 && x.abs() < 9e15 => Ok(Some(*x as i64)),
+            Some(v) => Err(format!("{} must be a whole number, not `{v}`", self.o.key(k))),
+        }
+    }
+    fn uint(&self, k: &str) -> Result<Option<u64>, String> {
+        if let Some(Value::UInt(u)) = self.p.get(k) {
+            return Ok(Some(*u));
+        }
+        self.int(k)?
+            .map(|i| u64::try_from(i).map_err(|_| format!("{} must not be negative", self.o.key(k))))
+            .transpose()
+    }
+    fn num(&self, k: &str) -> Result<Option<f64>, String> {
+        match self.p.get(k) {
+            None => Ok(None),
+            Some(Value::Int(i)) => Ok(Some(*i as f64)),
+            Some(Value::UInt(u)) => Ok(Some(*u as f64)),
+            Some(Value::Float(x)) => Ok(Some(*x)),
+            Some(_) => Err(format!("{} must be a number", self.o.key(k))),
+        }
+    }
+    fn flag(&self, k: &str) -> Result<bool, String> {
+        match self.p.get(k) {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(format!("{} must be true or false", self.o.key(k))),
+        }
+    }
+    fn str(&self, k: &str) -> Result<Option<&str>, String> {
+        match self.p.get(k) {
+            None => Ok(None),
+            Some(Value::Str(s)) => Ok(Some(s)),
+            Some(_) => Err(format!("{} must be a string", self.o.key(k))),
+        }
+    }
+    fn enumv<T: ValueEnum>(&self, k: &str) -> Result<Option<T>, String> {
+        self.p.get(k).map(|v| enum_in(&self.o, k, v)).transpose()
+    }
+    fn path(&self, k: &str) -> Result<Option<PathBuf>, String> {
+        match (self.p.get(k), self.o) {
+            (None, _) => Ok(None),
+            (Some(Value::Str(s)), Origin::CommandLine) => Ok(Some(PathBuf::from(s))),
+            (Some(Value::Str(s)), Origin::File(file)) => {
+                let full = file.parent().unwrap_or(Path::new(".")).join(s);
+                if !full.exists() {
+                    return Err(format!("`{k}` = `{s}`: {} does not exist", full.display()));
+                }
+                Ok(Some(full))
+            }
+            (Some(_), _) => Err(format!("{} must be a path string", self.o.key(k))),
+        }
+    }
+    fn bounded<T>(&self, k: &str, r: Result<T, String>) -> Result<T, String> {
+        r.map_err(|e| format!("{} {e}", self.o.key(k)))
+    }
+}
+
+/// The cluster a raw spec names: `vcs`, `nodes_file`, `nodes` ×
+/// `gpus_per_node` (with an optional `gpu_type`) or the `cluster` preset
+/// (default lab16); one of them, never two.
+///
+/// # Errors
+/// A message naming the keys at fault.
+pub fn cluster_choice(p: &RawSpec, o: Origin<'_>) -> Result<ClusterChoice, String> {
+    let r = Reader { p, o };
+    let k = |s: &str| o.key(s);
+    if r.has("nodes_file") && ["vcs", "nodes", "gpus_per_node", "cluster"].iter().any(|x| r.has(x)) {
+        return Err(format!(
+            "{} builds the cluster; it goes with none of {}, {}, {}",
+            k("nodes_file"),
+            k("vcs"),
+            k("nodes"),
+            k("cluster")
+        ));
+    }
+    // One of them builds the cluster, and the other would be ignored without a word.
+    if r.has("cluster") && ["vcs", "nodes", "gpus_per_node"].iter().any(|x| r.has(x)) {
+        return Err(format!(
+            "{} is a preset; it goes with none of {}, {}, {}",
+            k("cluster"),
+            k("vcs"),
+            k("nodes"),
+            k("gpus_per_node")
+        ));
+    }
+    if r.has("vcs") && ["nodes", "gpus_per_node"].iter().any(|x| r.has(x)) {
+        return Err(format!(
+            "{} builds the cluster; it goes with neither {} nor {}",
+            k("vcs"),
+            k("nodes"),
+            k("gpus_per_node")
+        ));
+    }
+    if r.has("gpu_type") && !r.has("nodes") {
+        return Err(format!(
+            "{} is the GPU type of a {} x {} cluster; set those too",
+            k("gpu_type"),
+            k("nodes"),
+            k("gpus_per_node")
+        ));
+    }
+    Ok(match (r.path("vcs")?, r.uint("nodes")?, r.uint("gpus_per_node")?, p.get("cluster")) {
+        (Some(vcs), ..) => ClusterChoice::VcFile { path: vcs },
+        (None, None, None, None) if r.has("nodes_file") => {
+            ClusterChoice::NodesFile { path: r.path("nodes_file")?.unwrap_or_default() }
+        }
+        (None, Some(n), Some(g), _) => ClusterChoice::Uniform {
+            nodes: r.bounded("nodes", crate::bounds::nodes(n))?,
+            gpus_per_node: r.bounded("gpus_per_node", crate::bounds::gpus_per_node(g))?,
+            gpu_type: match r.str("gpu_type")? {
+                None => None,
+                Some(s) if super::gpu_type_mem_mib(s).is_some() => Some(s.to_string()),
+                Some(s) => {
+                    return Err(format!(
+                        "{} is not a known GPU type ({})",
+                        o.setting("gpu_type", s),
+                        super::GPU_TYPE_MEMORY.iter().map(|g| g.0).collect::<Vec<_>>().join(", ")
+                    ));
+                }
+            },
+        },
+        (None, Some(_), None, _) | (None, None, Some(_), _) => {
+            return Err(format!("{} and {} go together", k("nodes"), k("gpus_per_node")));
+        }
+        (None, None, None, _) => {
+            ClusterChoice::Preset { preset: r.enumv::<ClusterPreset>("cluster")?.unwrap_or(ClusterPreset::Lab16) }
+        }
+    })
+}
+
+/// The one translation of a raw spec into a validated [`RunSpec`]. Absent
+/// keys take the command line's defaults: the synthetic workload
+/// ([`SyntheticSpec::default`]), lab16, strict FIFO with consolidated
+/// placement ([`QueueOptions::default`]), each policy's options at their
+/// struct's `Default`, seed [`super::DEFAULT_SEED`], samples every
+/// [`super::DEFAULT_SAMPLE_INTERVAL_S`] s, trace speed. With `artefacts`,
+/// the RIFLING table and GENIE models a spec names are read (once) and
+/// checked.
+///
+/// # Errors
+/// A message naming the key at fault, as `origin` spells it.
+pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, artefacts: Option<&mut Artefacts>) -> Result<RunSpec, String> {
+    let r = Reader { p, o: origin };
+    let o = origin;
+    let file = matches!(o, Origin::File(_));
+    // The bounds are crate::bounds's.
+    let genie_workload = match r.str("workload")? {
+        None | Some("synthetic") => false,
+        Some("genie") => true,
+        Some(_) => {
+            return Err(format!(
+                "{} must be \"synthetic\" or \"genie\", not {}",
+                o.key("workload"),
+                p.get("workload").map(ToString::to_string).unwrap_or_default()
+            ));
+        }
+    };
+    for k in ["load", "jobs_per_hour"] {
+        if let Some(x) = r.num(k)? {
+            r.bounded(k, crate::bounds::positive(x))?;
+        }
+    }
+    if (file || genie_workload)
+        && let Some(h) = r.num("hours")?
+    {
+        r.bounded("hours", crate::bounds::hours(h))?;
+    }
+    let hours = r.num("hours")?.unwrap_or(DEFAULT_GENIE_HOURS);
+    let ect = r.enumv::<EctBasis>("ect")?.unwrap_or_default();
+    let format = r.enumv::<TraceFormat>("format")?.unwrap_or(TraceFormat::Auto);
+    let trace = r.path("trace")?;
+    if trace.is_none() && (r.has("columns") || r.has("columns_file")) {
+        return Err(format!(
+            "{} and {} apply to a {} in jobs-csv format",
+            o.key("columns"),
+            o.key("columns_file"),
+            o.key("trace")
+        ));
+    }
+    let workload = match trace {
+        Some(trace) if genie_workload => WorkloadSource::TraceTasks {
+            path: trace,
+            format,
+            spec: GenieWorkloadSpec {
+                ect,
+                jobs_per_hour: r.num("jobs_per_hour")?.unwrap_or(DEFAULT_GENIE_JOBS_PER_HOUR),
+                hours,
+            },
+        },
+        Some(trace) => {
+            let mut columns = ColumnMap::default();
+            if let Some(f) = r.path("columns_file")? {
+                columns.load_toml(&f)?;
+            }
+            if let Some(c) = r.str("columns")? {
+                columns.parse_pairs(c).map_err(|e| format!("{}: {e}", o.key("columns")))?;
+            }
+            WorkloadSource::Trace { path: trace, format, columns }
+        }
+        None if genie_workload => WorkloadSource::Genie(GenieWorkloadSpec {
+            jobs_per_hour: r.bounded(
+                "jobs_per_hour",
+                crate::bounds::genie_jobs_per_hour(
+                    r.num("jobs_per_hour")?.unwrap_or(DEFAULT_GENIE_JOBS_PER_HOUR),
+                    hours,
+                ),
+            )?,
+            ect,
+            hours,
+        }),
+        None => {
+            let d = SyntheticSpec::default();
+            let jobs = r.bounded("jobs", crate::bounds::jobs(r.uint("jobs")?.unwrap_or(d.jobs.into())))?;
+            let jobs_per_hour = match r.num("jobs_per_hour")? {
+                Some(x) => Some(r.bounded("jobs_per_hour", crate::bounds::synthetic_jobs_per_hour(x, jobs))?),
+                None => d.jobs_per_hour,
+            };
+            WorkloadSource::Synthetic(SyntheticSpec { jobs, jobs_per_hour, load: r.num("load")?.unwrap_or(d.load) })
+        }
+    };
+    let cluster = cluster_choice(p, o)?;
+    let tasks = matches!(workload, WorkloadSource::Genie(_) | WorkloadSource::TraceTasks { .. });
+    let name: PolicyName = r.enumv("policy")?.unwrap_or(PolicyName::Fifo);
+    let backfill = r.flag("backfill")?;
+    let best_fit_nodes = r.flag("genie_best_fit")?;
+    let theta =
+        r.bounded("theta", crate::bounds::theta(r.num("theta")?.unwrap_or(GenieFamilyOptions::default().theta)))?;
+    if file && r.has("theta") && name.genie().is_none() {
+        // An ignored key would make runs that differ only in their ids.
+        return Err(format!("`theta` applies only to the GENIE-family policies, not `policy` = `{}`", name.kind()));
+    }
+    // The texts each origin has always given.
+    let moldable_only = |rifling: bool| match (file, rifling) {
+        (true, false) => {
+            format!("`policy` = `{}` schedules moldable tasks: it needs `workload = \"genie\"`", name.kind())
+        }
+        (true, true) => format!("`policy` = `{}` schedules moldable tasks: set workload = \"genie\"", name.kind()),
+        (false, false) => format!(
+            "--policy {} schedules moldable tasks: use it with --workload genie (trace jobs have a fixed GPU count; use fifo or sjf)",
+            name.kind()
+        ),
+        (false, true) => "the RIFLING policies schedule moldable tasks: use them with --workload genie".to_string(),
+    };
+    let share = {
+        let d = ShareLimits::default();
+        let s = ShareLimits {
+            max_tenants: match r.uint("max_tenants")? {
+                Some(n) => u32::try_from(n).map_err(|_| format!("{} is too large", o.key("max_tenants")))?,
+                None => d.max_tenants,
+            },
+            mem_headroom: match p.get("mem_headroom") {
+                None => d.mem_headroom,
+                Some(Value::Float(x)) => *x,
+                Some(Value::Int(x)) => *x as f64,
+                Some(_) => return Err(format!("{} must be a number in [0, 1)", o.key("mem_headroom"))),
+            },
+        };
+        s.validate().map_err(|e| format!("{e}"))?;
+        s
+    };
+    let placement = r.enumv::<PlacementKind>("placement")?.unwrap_or(QueueOptions::default().placement);
+    let policy = match name {
+        PolicyName::Fifo if placement == PlacementKind::Iawp => PolicySpec::Iawp(IawpOptions { backfill, share }),
+        PolicyName::Fifo => PolicySpec::Fifo(QueueOptions { backfill, placement, share }),
+        PolicyName::Sjf => PolicySpec::Sjf(QueueOptions { backfill, placement, share }),
+        n if n.genie().is_some() => {
+            if !tasks {
+                return Err(moldable_only(false));
+            }
+            let models = r.path("genie_models")?;
+            if let (Some(m), Some(a)) = (&models, artefacts) {
+                a.genie_models(m).map_err(|e| format!("{}: {e}", o.key("genie_models")))?;
+            }
+            let variant = n.genie().unwrap_or(crate::policy::genie::GenieVariant::Genie);
+            PolicySpec::genie_family(variant, GenieFamilyOptions { theta, backfill, best_fit_nodes, models })
+        }
+        n if n.rifling().is_some() => {
+            let mode = n.rifling().unwrap_or(RiflingMode::Online);
+            let d = RiflingParams::default();
+            let params = RiflingParams {
+                k: r.uint("rifling_k")?.map_or(d.k, |x| x as usize),
+                alpha: r.num("rifling_alpha")?.unwrap_or(d.alpha),
+                gamma: r.num("rifling_gamma")?.unwrap_or(d.gamma),
+                epsilon_start: r.num("rifling_epsilon")?.unwrap_or(d.epsilon_start),
+                epsilon_end: r.num("rifling_epsilon_end")?.unwrap_or(d.epsilon_end),
+                epsilon_decay: r.uint("rifling_epsilon_decay")?.unwrap_or(d.epsilon_decay),
+                regroup_every: r.uint("rifling_regroup")?.unwrap_or(d.regroup_every),
+                window: r.uint("rifling_window")?.map_or(d.window, |x| x as usize),
+                reward: r.enumv("rifling_reward")?.unwrap_or(d.reward),
+                best_fit_nodes,
+            };
+            params.validate()?;
+            if !tasks {
+                return Err(moldable_only(true));
+            }
+            // In a sweep the table is the frozen policy's: online runs of the
+            // same sweep start from an empty Q-table, as the experiments compare.
+            let table = r.path("rifling_table")?;
+            let table = if file && mode != RiflingMode::Frozen { None } else { table };
+            if let (Some(t), Some(a)) = (&table, artefacts) {
+                a.rifling_table(t).map_err(|e| format!("{}: {e}", o.key("rifling_table")))?;
+            }
+            PolicySpec::rifling_family(mode, RiflingOptions { params, table })
+        }
+        // Every other registered kind, with its options' defaults.
+        n => n.default_spec(),
+    };
+    let spec = RunSpec {
+        workload,
+        cluster,
+        policy,
+        tie_order: r.enumv("tie_order")?.unwrap_or_default(),
+        seed: r.uint("seed")?.unwrap_or(super::DEFAULT_SEED),
+        sample_interval_ms: r.bounded(
+            "sample_interval",
+            crate::bounds::sample_interval_ms(r.uint("sample_interval")?.unwrap_or(super::DEFAULT_SAMPLE_INTERVAL_S)),
+        )?,
+        rate_model: r.enumv("rate_model")?.unwrap_or(RateModelKind::Trace),
+        profiles: r.path("profiles")?,
+    };
+    spec.policy.validate()?;
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(pairs: &[(&str, Value)]) -> RawSpec {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    }
+
+    #[test]
+    fn errors_name_the_option_as_its_origin_spells_it() {
+        let p = raw(&[("load", Value::Float(-1.0))]);
+        let cli = to_run_spec(&p, Origin::CommandLine, None).unwrap_err();
+        assert!(cli.starts_with("--load must be a positive number"), "{cli}");
+        let file = to_run_spec(&p, Origin::File(Path::new("e.toml")), None).unwrap_err();
+        assert!(file.starts_with("`load` must be a positive number"), "{file}");
+        let p = raw(&[("sample_interval", Value::Int(-5))]);
+        assert_eq!(to_run_spec(&p, Origin::CommandLine, None).unwrap_err(), "--sample-interval must not be negative");
+    }
+
+    #[test]
+    fn absent_keys_take_the_one_set_of_defaults() {
+        let s = to_run_spec(&RawSpec::new(), Origin::CommandLine, None).unwrap();
+        let d = RunSpec::new(
+            WorkloadSource::Synthetic(SyntheticSpec::default()),
+            ClusterChoice::Preset { preset: ClusterPreset::Lab16 },
+        );
+        assert_eq!(s, d);
+        // FIFO with the IAWP placement is the `iawp` kind; SJF with it is refused.
+        let p = raw(&[("placement", Value::Str("iawp".into())), ("backfill", Value::Bool(true))]);
+        let s = to_run_spec(&p, Origin::CommandLine, None).unwrap();
+        assert_eq!(s.policy, PolicySpec::Iawp(IawpOptions { backfill: true, share: ShareLimits::default() }));
+        let mut p = p;
+        p.insert("policy".into(), Value::Str("sjf".into()));
+        let e = to_run_spec(&p, Origin::CommandLine, None).unwrap_err();
+        assert!(e.contains("iawp") && e.contains("--policy sjf"), "{e}");
+        // A 64-bit seed from the command line survives.
+        let p = raw(&[("seed", Value::UInt(u64::MAX))]);
+        assert_eq!(to_run_spec(&p, Origin::CommandLine, None).unwrap().seed, u64::MAX);
+    }
+}
