@@ -115,6 +115,15 @@ pub enum SimError {
         /// What was wrong.
         reason: String,
     },
+    /// A policy asked for a wake-up ([`crate::policy::Decision::WakeAt`]) at
+    /// or before the current time: a policy bug.
+    #[error("policy `{policy}` made an invalid decision: {reason}")]
+    InvalidTimer {
+        /// The policy's name.
+        policy: String,
+        /// What was wrong (the time asked for and now).
+        reason: String,
+    },
 }
 
 impl SimError {
@@ -124,6 +133,7 @@ impl SimError {
             SimError::InvalidDecision { file, .. }
             | SimError::ModelFailure { file, .. }
             | SimError::Internal { file, .. } => *file = Some(path.to_path_buf()),
+            SimError::InvalidTimer { .. } => {}
         }
         self
     }

@@ -111,7 +111,8 @@ pub struct TaskSpec {
 /// trace's speed); a job at rate `r` does `r` units of work per simulated ms.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunState {
-    /// When it started.
+    /// When its current run started: its first start, or for a preempted job
+    /// the instant it was resumed.
     pub start: SimTime,
     /// The GPUs it holds.
     pub gpus: Vec<GpuId>,
@@ -132,12 +133,53 @@ pub struct RunState {
     pub isolated_rate: f64,
     /// True once another job has shared one of its GPUs.
     pub colocated: bool,
+    /// The job's first start (equal to `start` unless it was preempted).
+    pub first_start: SimTime,
+    /// Times it was preempted so far.
+    pub preemptions: u32,
+    /// Its service before the current run, ms of holding GPUs.
+    pub attained_ms: u64,
+    /// Its service before the current run, GPU-ms (GPUs × ms holding them).
+    pub attained_gpu_ms: u64,
+    /// Every waiting period up to the current run's start, ms (first wait
+    /// plus each suspension): `start - submit = waited_ms + attained_ms`.
+    pub waited_ms: u64,
+    /// True once its work has run out while it still holds its GPUs, for
+    /// the release delay a policy may ask for
+    /// ([`crate::policy::Policy::release_delay_ms`]); `remaining` is 0 then.
+    pub work_done: bool,
+}
+
+/// A preempted job, waiting to be resumed by a launch ([`crate::policy::Decision::Launch`]
+/// or `Colocate`). It holds no GPUs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SuspendedState {
+    /// Work left, ms at rate 1.0: what was left when it was preempted plus
+    /// the checkpoint/restore overhead charged then
+    /// ([`crate::engine::CheckpointModel`]).
+    pub remaining: f64,
+    /// When it was preempted.
+    pub since: SimTime,
+    /// Its first start.
+    pub first_start: SimTime,
+    /// Times it was preempted (at least 1).
+    pub preemptions: u32,
+    /// Its service so far, ms of holding GPUs.
+    pub attained_ms: u64,
+    /// Its service so far, GPU-ms.
+    pub attained_gpu_ms: u64,
+    /// Every waiting period before its last run, ms (the current
+    /// suspension, from `since`, is not in it yet).
+    pub waited_ms: u64,
+    /// The epoch its next run starts with (completions of earlier runs are stale).
+    pub epoch: u32,
 }
 
 /// A finished job's record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DoneState {
-    /// When it started.
+    /// When its last run started (its only start unless it was preempted;
+    /// see `first_start`).
     pub start: SimTime,
     /// When it ended.
     pub end: SimTime,
@@ -151,9 +193,22 @@ pub struct DoneState {
     pub isolated_ms: u64,
     /// GPUs it ran on (its request, or the policy's choice for a moldable task).
     pub gpus: u32,
+    /// Its first start.
+    pub first_start: SimTime,
+    /// Times it was preempted.
+    pub preemptions: u32,
+    /// Time it held GPUs, ms, over all its runs (`end - start` when it was
+    /// never preempted).
+    pub attained_ms: u64,
+    /// GPUs × time it held them, GPU-ms, over all its runs.
+    pub attained_gpu_ms: u64,
+    /// Every waiting period, ms (first wait plus each suspension):
+    /// `end - submit = waited_ms + attained_ms`.
+    pub waited_ms: u64,
 }
 
-/// A job's life: not yet submitted → pending → running → completed.
+/// A job's life: not yet submitted → pending → running → completed, with
+/// running → suspended → running for each preemption.
 #[derive(Clone, Debug, PartialEq)]
 pub enum JobState {
     /// Before its submit time.
@@ -162,6 +217,8 @@ pub enum JobState {
     Pending,
     /// Holding GPUs and making progress.
     Running(RunState),
+    /// Preempted: holds no GPUs, keeps its remaining work.
+    Suspended(SuspendedState),
     /// Done.
     Completed(DoneState),
 }

@@ -13,6 +13,14 @@
 //! job submitted at `t` may start at `t` (completions, then arrivals, then one
 //! pass — the order the Helios study's simulator uses).
 //!
+//! Preemption: a policy may stop a running job ([`Decision::Preempt`]); the
+//! engine settles its work, releases its GPUs, charges the run's checkpoint
+//! overhead ([`CheckpointModel`]) as added remaining work and keeps it
+//! [`JobState::Suspended`] until a launch resumes it. Timers: a policy may ask
+//! to be woken at a later time ([`Decision::WakeAt`]); the engine pushes an
+//! [`Event::Timer`], pops it in the usual (time, insertion sequence) order,
+//! calls [`Policy::on_timer`] and runs that instant's scheduling pass.
+//!
 //! GPU sharing: a policy may start a job as a tenant of GPUs that other jobs
 //! share ([`Decision::Colocate`]). A tenant's rate is its placement rate times
 //! the smallest co-location speed over its GPUs ([`Interference`]: a
@@ -25,9 +33,12 @@
 //! change (`crate::metrics::Recorder`). The engine reads no clock and no
 //! profile database.
 
+mod checkpoint;
 mod observer;
+mod preempt;
 mod queue;
 
+pub use checkpoint::CheckpointModel;
 pub use observer::{NoObserver, Observer, Snapshot};
 pub use queue::EventQueue;
 
@@ -59,6 +70,8 @@ pub enum Event {
     /// state in between equals the last sample), so a trace spanning years
     /// costs no more samples than it has events.
     Sample,
+    /// A wake-up the policy asked for ([`Decision::WakeAt`]).
+    Timer,
 }
 
 /// Engine options.
@@ -91,6 +104,14 @@ pub struct EngineStats {
     pub rate_changes: u64,
     /// Jobs started as tenants of shared GPUs.
     pub shared_launches: u64,
+    /// Preemptions applied.
+    pub preemptions: u64,
+    /// Launches that resumed a preempted job (included in `launches`).
+    pub resumes: u64,
+    /// Checkpoint overhead charged, ms of work at rate 1.
+    pub checkpoint_ms: u64,
+    /// Timers delivered to the policy.
+    pub timers: u64,
 }
 
 /// Where a run is, for progress reporting.
@@ -143,6 +164,13 @@ pub struct Simulation {
     pending: u32,
     running: u32,
     completed: usize,
+    /// Jobs suspended (preempted, not yet resumed).
+    suspended: u32,
+    /// The checkpoint/restore overhead of a preemption.
+    checkpoint: CheckpointModel,
+    /// How long a job keeps its GPUs after its work runs out, ms
+    /// ([`Policy::release_delay_ms`]).
+    release_delay_ms: u64,
     touched: Vec<NodeId>,
     /// GPUs whose tenants changed at this instant.
     touched_shared: Vec<GpuId>,
@@ -166,6 +194,7 @@ impl Simulation {
         if cfg.sample_interval_ms > 0 && !jobs.is_empty() {
             events.push(SimTime::ZERO, Event::Sample);
         }
+        let release_delay_ms = policy.release_delay_ms();
         Simulation {
             now: SimTime::ZERO,
             events,
@@ -178,11 +207,21 @@ impl Simulation {
             pending: 0,
             running: 0,
             completed: 0,
+            suspended: 0,
+            checkpoint: CheckpointModel::None,
+            release_delay_ms,
             touched: Vec::new(),
             touched_shared: Vec::new(),
             next_arrival: 0,
             stats: EngineStats::default(),
         }
+    }
+
+    /// Charges every preemption of this run by `model` (default
+    /// [`CheckpointModel::None`]).
+    pub fn with_checkpoint(mut self, model: CheckpointModel) -> Self {
+        self.checkpoint = model;
+        self
     }
 
     /// Sets the co-location model: how fast a job runs beside the other
@@ -202,7 +241,8 @@ impl Simulation {
             cluster: &self.cluster,
             jobs: &self.jobs,
             jobs_running: self.running,
-            jobs_pending: self.pending,
+            // Waiting: pending, and suspended after a preemption.
+            jobs_pending: self.pending + self.suspended,
         }
     }
 
@@ -261,10 +301,21 @@ impl Simulation {
             self.stats.events += 1;
             match ev {
                 Event::Completion { job, epoch } => match self.jobs.state(job) {
-                    JobState::Running(r) if r.epoch == epoch => self.complete(job, obs)?,
+                    JobState::Running(r) if r.epoch == epoch => {
+                        if self.release_delay_ms > 0 && !r.work_done {
+                            self.hold_after_work(job);
+                        } else {
+                            self.complete(job, obs)?;
+                        }
+                    }
                     _ => self.stats.stale_completions += 1,
                 },
                 Event::Sample => sample_due = true,
+                Event::Timer => {
+                    self.stats.timers += 1;
+                    let view = View { now: t, cluster: &self.cluster, jobs: &self.jobs };
+                    self.policy.on_timer(&view);
+                }
             }
         }
         while let Some(spec) = self.jobs.specs().get(self.next_arrival).filter(|s| s.submit == t) {
@@ -412,6 +463,14 @@ impl Simulation {
                 Decision::Wait => return Ok(()),
                 Decision::Launch { job, gpus } => self.launch(job, gpus, false, obs)?,
                 Decision::Colocate { job, gpus } => self.launch(job, gpus, true, obs)?,
+                Decision::Preempt { job } => self.preempt(job, obs)?,
+                Decision::WakeAt(at) => {
+                    if at <= self.now {
+                        let msg = format!("timer at {at} is not after now ({})", self.now);
+                        return Err(SimError::InvalidTimer { policy: self.policy.name(), reason: msg });
+                    }
+                    self.events.push(at, Event::Timer);
+                }
             }
         }
     }
@@ -467,9 +526,11 @@ impl Simulation {
         if job.index() >= self.jobs.len() {
             return Err(self.invalid(job, None, "no such job".into()));
         }
-        if !matches!(self.jobs.state(job), JobState::Pending) {
-            return Err(self.invalid(job, None, "job is not pending".into()));
-        }
+        let resumed = match self.jobs.state(job) {
+            JobState::Pending => None,
+            JobState::Suspended(s) => Some(*s),
+            _ => return Err(self.invalid(job, None, "job is neither pending nor suspended".into())),
+        };
         let spec: &JobSpec = self.jobs.spec(job);
         match &spec.task {
             // A moldable task takes any GPU count that leaves every GPU at least one sample.
@@ -541,13 +602,30 @@ impl Simulation {
         let (rate, isolated_rate, colocated, speed) = self.rate_of(job, &gpus);
         self.check_rate(job, isolated_rate, speed)?;
         let spec = self.jobs.spec(job);
-        let remaining = spec.duration_ms as f64;
+        // A resumed job carries its remaining work, its counters and its epoch.
+        let (remaining, epoch, first_start, preemptions, attained_ms, attained_gpu_ms, waited_ms) = match resumed {
+            None => (spec.duration_ms as f64, 0, self.now, 0, 0, 0, self.now.since(spec.submit)),
+            Some(s) => (
+                s.remaining,
+                s.epoch,
+                s.first_start,
+                s.preemptions,
+                s.attained_ms,
+                s.attained_gpu_ms,
+                s.waited_ms + self.now.since(s.since),
+            ),
+        };
         let nodes_spanned = self.cluster.nodes_spanned(&gpus);
         if self.model.depends_on_neighbours() {
             self.touched.extend(gpus.iter().map(|&g| self.cluster.node_of(g)));
         }
-        self.events.push(self.now.plus_ms(ms_to_finish(remaining, rate)), Event::Completion { job, epoch: 0 });
-        self.pending -= 1;
+        self.events.push(self.now.plus_ms(ms_to_finish(remaining, rate)), Event::Completion { job, epoch });
+        if resumed.is_some() {
+            self.suspended -= 1;
+            self.stats.resumes += 1;
+        } else {
+            self.pending -= 1;
+        }
         self.running += 1;
         self.stats.launches += 1;
         *self.jobs.state_mut(job) = JobState::Running(RunState {
@@ -556,11 +634,17 @@ impl Simulation {
             rate,
             remaining,
             settled_at: self.now,
-            epoch: 0,
+            epoch,
             nodes_spanned,
             shared,
             isolated_rate,
             colocated,
+            first_start,
+            preemptions,
+            attained_ms,
+            attained_gpu_ms,
+            waited_ms,
+            work_done: false,
         });
         if let JobState::Running(r) = self.jobs.state(job) {
             obs.on_allocate(&self.snapshot(), job, &r.gpus, speed);
@@ -582,6 +666,7 @@ impl Simulation {
             self.touched_shared.extend_from_slice(&run.gpus);
         }
         let work = self.jobs.spec(job).duration_ms as f64;
+        let ran = self.now.since(run.start);
         *self.jobs.state_mut(job) = JobState::Completed(DoneState {
             start: run.start,
             end: self.now,
@@ -589,6 +674,11 @@ impl Simulation {
             colocated: run.colocated,
             isolated_ms: ms_to_finish(work, run.isolated_rate),
             gpus: run.gpus.len() as u32,
+            first_start: run.first_start,
+            preemptions: run.preemptions,
+            attained_ms: run.attained_ms + ran,
+            attained_gpu_ms: run.attained_gpu_ms + ran * run.gpus.len() as u64,
+            waited_ms: run.waited_ms,
         });
         self.running -= 1;
         self.completed += 1;
@@ -624,6 +714,10 @@ impl Simulation {
             let JobState::Running(run) = self.jobs.state(job) else {
                 continue;
             };
+            if run.work_done {
+                // Holding its GPUs for the release delay: no work to re-time.
+                continue;
+            }
             let (new_rate, isolated, colocated, speed) = self.rate_of(job, &run.gpus);
             obs.on_speed(&self.snapshot(), job, &run.gpus, speed);
             if let JobState::Running(run) = self.jobs.state_mut(job) {
@@ -657,14 +751,37 @@ impl Simulation {
 
     /// Checks every invariant the engine keeps: the cluster's ledger is
     /// consistent, every running job holds exactly its GPUs and no GPU is held
-    /// by a job that is not running, and the job counters add up.
+    /// by a job that is not running (a suspended job holds none), every job's
+    /// time since submission is its waiting plus its service
+    /// (`waited + attained`, to its current run's start for a running job, to
+    /// its preemption for a suspended one), and the job counters add up.
     ///
     /// # Errors
     /// A description of the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.cluster.check_consistency()?;
         let (mut pending, mut running, mut completed, mut held) = (0u32, 0u32, 0usize, 0u64);
+        let mut suspended = 0u32;
         let mut held_shared: Vec<GpuId> = Vec::new();
+        // No GPU is held by a job that is not running.
+        for g in 0..self.cluster.total_gpus() {
+            let g = GpuId(g);
+            let holders = self.cluster.owner(g).into_iter().chain(self.cluster.tenants(g).iter().copied());
+            for j in holders {
+                if !matches!(self.jobs.state(j), JobState::Running(_)) {
+                    return Err(format!("{g} is held by {j}, which is not running: {:?}", self.jobs.state(j)));
+                }
+            }
+        }
+        let adds_up = |id: JobId, what: &str, since_submit: u64, waited: u64, attained: u64| {
+            if waited + attained == since_submit {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{id}: waited {waited} ms + attained {attained} ms != {since_submit} ms from submit to {what}"
+                ))
+            }
+        };
         for (spec, state) in self.jobs.iter() {
             match state {
                 JobState::NotArrived => {
@@ -673,8 +790,25 @@ impl Simulation {
                     }
                 }
                 JobState::Pending => pending += 1,
+                JobState::Suspended(su) => {
+                    suspended += 1;
+                    if su.preemptions == 0 || su.first_start < spec.submit || su.since < su.first_start {
+                        return Err(format!("{} suspended with inconsistent state {su:?}", spec.id));
+                    }
+                    if !(su.remaining.is_finite() && su.remaining >= 0.0) {
+                        return Err(format!("{} suspended with remaining work {}", spec.id, su.remaining));
+                    }
+                    if su.attained_gpu_ms < su.attained_ms {
+                        return Err(format!("{} attained {su:?}: fewer GPU-ms than ms", spec.id));
+                    }
+                    adds_up(spec.id, "its preemption", su.since.since(spec.submit), su.waited_ms, su.attained_ms)?;
+                }
                 JobState::Running(r) => {
                     running += 1;
+                    if r.first_start > r.start || r.first_start < spec.submit {
+                        return Err(format!("{} first start {} after start {}", spec.id, r.first_start, r.start));
+                    }
+                    adds_up(spec.id, "its start", r.start.since(spec.submit), r.waited_ms, r.attained_ms)?;
                     if spec.task.is_none() && r.gpus.len() != spec.gpus as usize {
                         return Err(format!("{} holds {} GPUs, asked for {}", spec.id, r.gpus.len(), spec.gpus));
                     }
@@ -706,8 +840,15 @@ impl Simulation {
                 }
                 JobState::Completed(d) => {
                     completed += 1;
-                    if d.end < d.start || d.start < spec.submit {
+                    if d.end < d.start || d.start < spec.submit || d.first_start > d.start {
                         return Err(format!("{} has start {} end {} submit {}", spec.id, d.start, d.end, spec.submit));
+                    }
+                    adds_up(spec.id, "its end", d.end.since(spec.submit), d.waited_ms, d.attained_ms)?;
+                    if d.attained_gpu_ms != d.attained_ms * u64::from(d.gpus) && spec.task.is_none() {
+                        return Err(format!(
+                            "{}: attained {} GPU-ms for {} ms on {} GPUs",
+                            spec.id, d.attained_gpu_ms, d.attained_ms, d.gpus
+                        ));
                     }
                 }
             }
@@ -719,10 +860,10 @@ impl Simulation {
         if held != busy {
             return Err(format!("running jobs hold {held} GPUs but the cluster has {busy} busy"));
         }
-        if (pending, running, completed) != (self.pending, self.running, self.completed) {
+        if (pending, running, completed, suspended) != (self.pending, self.running, self.completed, self.suspended) {
             return Err(format!(
-                "counters (pending {}, running {}, completed {}) disagree with states ({pending}, {running}, {completed})",
-                self.pending, self.running, self.completed
+                "counters (pending {}, running {}, completed {}, suspended {}) disagree with states ({pending}, {running}, {completed}, {suspended})",
+                self.pending, self.running, self.completed, self.suspended
             ));
         }
         Ok(())

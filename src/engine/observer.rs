@@ -46,7 +46,8 @@ pub trait Observer {
     /// (possibly unchanged).
     fn on_speed(&mut self, _at: &Snapshot<'_>, _job: JobId, _gpus: &[GpuId], _speed: f64) {}
 
-    /// `job` released `gpus` (it completed).
+    /// `job` released `gpus` (it completed, or was preempted: it is then
+    /// `Suspended`).
     fn on_release(&mut self, _at: &Snapshot<'_>, _job: JobId, _gpus: &[GpuId]) {}
 
     /// A timeline sample is due: the state after this instant's scheduling

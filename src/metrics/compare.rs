@@ -14,8 +14,12 @@ use crate::error::TraceError;
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Times {
     submit: Option<f64>,
+    /// The first start (`first_start_s` where the file has it, else the start).
     start: Option<f64>,
     end: Option<f64>,
+    /// The start of the last run (`start_s`), kept only from a file that
+    /// also has `first_start_s`.
+    last_start: Option<f64>,
 }
 
 /// Start-time differences (run − reference) over jobs started in both, seconds.
@@ -82,13 +86,24 @@ impl CompareReport {
 const ID: &[&str] = &["job_id", "jobid", "id", "job"];
 const SUBMIT: &[&str] = &["submit_s", "submit_time", "submit", "submission_time"];
 const START: &[&str] = &["start_s", "start_time", "start"];
+/// A dlsched `jobs.csv`'s first start: its `start_s` is the start of a
+/// preempted job's last run, while reference schedules (the Helios
+/// simulator's `start_time`) give the first start.
+const FIRST_START: &[&str] = &["first_start_s"];
 const END: &[&str] = &["end_s", "end_time", "end", "finish_time"];
+
+/// A file's job ids in file order, their times, and whether it has `first_start_s`.
+type TimesFile = (Vec<String>, BTreeMap<String, Times>, bool);
 
 /// Reads (job id → times) from a CSV with a job-id column and start/end columns
 /// (names tried: `job_id`/`id`/`job`, `start_s`/`start_time`/`start`,
 /// `end_s`/`end_time`/`end`, optional `submit_s`/`submit_time`/`submit`), in
-/// seconds; an empty start or end means the job did not start or end.
-fn read_times(path: &Path) -> Result<(Vec<String>, BTreeMap<String, Times>), TraceError> {
+/// seconds; an empty start or end means the job did not start or end. A
+/// `first_start_s` column, where there is one, is the start compared (the
+/// first start, as reference schedules give it); when both files have one,
+/// their `start_s` (a preempted job's last start) must agree too. Returns
+/// whether the file has `first_start_s`.
+fn read_times(path: &Path) -> Result<TimesFile, TraceError> {
     let file = path.to_path_buf();
     let bytes = crate::io::read_csv(path)?;
     let mut rdr = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(&bytes[..]);
@@ -104,7 +119,10 @@ fn read_times(path: &Path) -> Result<(Vec<String>, BTreeMap<String, Times>), Tra
             ),
         })
     };
-    let (id, start, end) = (need(ID, "job id")?, need(START, "start time")?, need(END, "end time")?);
+    let first = find(FIRST_START);
+    let last = need(START, "start time")?;
+    let start = first.unwrap_or(last);
+    let (id, end) = (need(ID, "job id")?, need(END, "end time")?);
     let submit = find(SUBMIT);
     let mut order = Vec::new();
     let mut map = BTreeMap::new();
@@ -123,7 +141,12 @@ fn read_times(path: &Path) -> Result<(Vec<String>, BTreeMap<String, Times>), Tra
                 message: format!("`{s}` is not a number of seconds"),
             })
         };
-        let t = Times { submit: submit.map(num).transpose()?.flatten(), start: num(start)?, end: num(end)? };
+        let t = Times {
+            submit: submit.map(num).transpose()?.flatten(),
+            start: num(start)?,
+            end: num(end)?,
+            last_start: if first.is_some() { num(last)? } else { None },
+        };
         let key = rec.get(id).unwrap_or("").to_string();
         if map.insert(key.clone(), t).is_some() {
             return Err(TraceError::Field {
@@ -135,7 +158,7 @@ fn read_times(path: &Path) -> Result<(Vec<String>, BTreeMap<String, Times>), Tra
         }
         order.push(key);
     }
-    Ok((order, map))
+    Ok((order, map, first.is_some()))
 }
 
 fn same(a: Option<f64>, b: Option<f64>) -> bool {
@@ -151,8 +174,9 @@ fn same(a: Option<f64>, b: Option<f64>) -> bool {
 /// # Errors
 /// [`TraceError`] if either file is unreadable or malformed, naming file, line and column.
 pub fn compare_files(run_jobs: &Path, reference: &Path) -> Result<CompareReport, TraceError> {
-    let (_, run) = read_times(run_jobs)?;
-    let (ref_order, refs) = read_times(reference)?;
+    let (_, run, run_first) = read_times(run_jobs)?;
+    let (ref_order, refs, ref_first) = read_times(reference)?;
+    let both_first = run_first && ref_first;
     let mut diffs = Vec::new();
     let (mut exact, mut joined, mut missing_in_run) = (0u64, 0u64, 0u64);
     let (mut jct_run, mut jct_ref, mut q_run, mut q_ref, mut n_both) = (0.0, 0.0, 0.0, 0.0, 0u64);
@@ -167,7 +191,7 @@ pub fn compare_files(run_jobs: &Path, reference: &Path) -> Result<CompareReport,
             continue;
         };
         joined += 1;
-        if same(x.start, r.start) && same(x.end, r.end) {
+        if same(x.start, r.start) && same(x.end, r.end) && (!both_first || same(x.last_start, r.last_start)) {
             exact += 1;
         } else if first.len() < 10 {
             first.push(id.clone());
@@ -245,5 +269,20 @@ mod tests {
         assert!((r.jct_mean_rel_diff - 1.0 / 11.5).abs() < 1e-12);
         assert_eq!(r.first_differences, vec!["b", "d"]);
         assert!(!r.identical());
+    }
+
+    #[test]
+    fn a_preempted_job_is_compared_by_its_first_start() {
+        // Job a ran 0-5, was preempted, resumed at 8 and ended at 13: its
+        // last run started at 8, its first start was 0, as the reference says.
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("jobs.csv");
+        let reference = dir.path().join("ref.csv");
+        std::fs::write(&run, "job_id,submit_s,start_s,end_s,first_start_s\na,0,8,13,0\nb,1,2,4,2\n").unwrap();
+        std::fs::write(&reference, "job_id,submit_s,start_s,end_s\na,0,0,13\nb,1,2,4\n").unwrap();
+        let r = compare_files(&run, &reference).unwrap();
+        assert!(r.identical(), "{r:?}");
+        // Queueing delay over both: (0 + 1) / 2 = 0.5 s in each.
+        assert_eq!((r.queue_delay_mean_run_s, r.queue_delay_mean_reference_s), (0.5, 0.5));
     }
 }

@@ -75,22 +75,29 @@ fn write_renamed(
 
 /// `jobs.csv`: one row per admitted job, in job order. Columns: `job_id` (trace
 /// id), `vc` (the partition it ran in; `default` without partitions), `gpus`,
-/// `submit_s`, `start_s`, `end_s`, `jct_s`, `queue_delay_s`, `duration_s`
+/// `submit_s`, `start_s` (the start of its last run: its only start unless
+/// it was preempted), `end_s`, `jct_s` (end − submit), `queue_delay_s`
+/// (every waiting period: the first wait plus each suspension; start −
+/// submit for a job never preempted), `duration_s`
 /// (trace run time), `nodes_spanned`, `status` (`completed`, `running`,
-/// `pending`), `trace_vc` (the VC the trace names, if any), `model` and
+/// `suspended`, `pending`), `trace_vc` (the VC the trace names, if any), `model` and
 /// `local_bsz` (the DL model and per-GPU batch, when known or drawn),
 /// `gpu_mem_mib` (per-GPU memory need, when the profile database has it),
 /// `speed` (completed jobs: trace run time / actual run time, the job's mean
 /// rate relative to its trace speed, 4 decimals; below 1 when its placement or
 /// co-tenants made it slower than recorded; for a moldable task, its speed-up
-/// over one GPU). Times in seconds since the trace origin. Streamed to `w` a row at a time.
+/// over one GPU; with preemptions, trace run time / time holding GPUs),
+/// then `first_start_s` (its first start), `preemptions`, `attained_s` (time
+/// it held GPUs over all its runs, checkpoint overhead and any release delay
+/// included; empty while running) and `attained_gpu_s` (GPUs × that time).
+/// Times in seconds since the trace origin. Streamed to `w` a row at a time.
 ///
 /// # Errors
 /// The writer's error.
 pub fn write_jobs_csv(out: &RunOutput, w: &mut impl Write) -> std::io::Result<()> {
     use rayon::prelude::*;
     w.write_all(
-        b"job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status,trace_vc,model,local_bsz,gpu_mem_mib,speed\n",
+        b"job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status,trace_vc,model,local_bsz,gpu_mem_mib,speed,first_start_s,preemptions,attained_s,attained_gpu_s\n",
     )?;
     // Rows are formatted in blocks, one per thread but none under
     // MIN_BLOCK_ROWS rows (so that memory does not grow with the thread
@@ -133,7 +140,23 @@ fn push_job_row(s: &mut Vec<u8>, out: &RunOutput, id: JobId) {
     let (start, end, nodes, status): (_, _, _, &[u8]) = match state {
         JobState::Completed(d) => (Some(d.start.as_ms()), Some(d.end.as_ms()), Some(d.nodes_spanned), b"completed"),
         JobState::Running(r) => (Some(r.start.as_ms()), None, Some(r.nodes_spanned), b"running"),
+        JobState::Suspended(_) => (None, None, None, b"suspended"),
         JobState::Pending | JobState::NotArrived => (None, None, None, b"pending"),
+    };
+    // (first start, preemptions, attained ms, attained GPU-ms, waited ms)
+    let (first_start, preemptions, attained, attained_gpu, waited) = match state {
+        JobState::Completed(d) => (
+            Some(d.first_start.as_ms()),
+            d.preemptions,
+            Some(d.attained_ms),
+            Some(d.attained_gpu_ms),
+            Some(d.waited_ms),
+        ),
+        JobState::Running(r) => (Some(r.first_start.as_ms()), r.preemptions, None, None, Some(r.waited_ms)),
+        JobState::Suspended(su) => {
+            (Some(su.first_start.as_ms()), su.preemptions, Some(su.attained_ms), Some(su.attained_gpu_ms), None)
+        }
+        JobState::Pending | JobState::NotArrived => (None, 0, Some(0), Some(0), None),
     };
     let opt = |s: &mut Vec<u8>, v: Option<u64>| {
         if let Some(v) = v {
@@ -154,11 +177,17 @@ fn push_job_row(s: &mut Vec<u8>, out: &RunOutput, id: JobId) {
     push_uint(s, u64::from(gpus));
     s.push(b',');
     opt(s, Some(submit));
+    // Where the start and the duration are written: a job never preempted
+    // repeats them in the last columns, copied rather than formatted again.
+    let start_at = s.len();
     opt(s, start);
+    let start_bytes = start_at..s.len() - 1;
     opt(s, end);
     opt(s, end.map(|e| e - submit));
-    opt(s, start.map(|st| st - submit));
+    opt(s, waited);
+    let duration_at = s.len();
     opt(s, Some(spec.duration_ms));
+    let duration_bytes = duration_at..s.len() - 1;
     if let Some(n) = nodes {
         push_uint(s, u64::from(n));
     }
@@ -178,14 +207,42 @@ fn push_job_row(s: &mut Vec<u8>, out: &RunOutput, id: JobId) {
     }
     s.push(b',');
     if let JobState::Completed(d) = state {
-        let ran = d.end.since(d.start);
+        // `attained_ms` is `end - start` for a job never preempted.
+        let ran = d.attained_ms;
         if ran == spec.duration_ms {
             s.push(b'1');
         } else if ran > 0 {
             let _ = write!(s, "{:.4}", spec.duration_ms as f64 / ran as f64);
         }
     }
+    s.push(b',');
+    match first_start {
+        Some(f) if Some(f) == start => s.extend_from_within(start_bytes),
+        f => opt_secs(s, f),
+    }
+    s.push(b',');
+    push_uint(s, u64::from(preemptions));
+    s.push(b',');
+    let attained_at = s.len();
+    match attained {
+        Some(a) if a == spec.duration_ms => s.extend_from_within(duration_bytes),
+        a => opt_secs(s, a),
+    }
+    let attained_bytes = attained_at..s.len();
+    s.push(b',');
+    match (attained_gpu, attained) {
+        // One GPU: GPU-seconds are the seconds.
+        (Some(g), Some(a)) if g == a => s.extend_from_within(attained_bytes),
+        (g, _) => opt_secs(s, g),
+    }
     s.push(b'\n');
+}
+
+/// Appends ms as seconds when known ([`push_secs`]), nothing otherwise.
+fn opt_secs(s: &mut Vec<u8>, ms: Option<u64>) {
+    if let Some(ms) = ms {
+        push_secs(s, ms);
+    }
 }
 
 /// Appends milliseconds as seconds, formatted like [`crate::time::fmt_ms_as_secs`]

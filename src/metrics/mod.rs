@@ -38,7 +38,8 @@ fn r6(x: f64) -> f64 {
 }
 
 /// The run summary written to `summary.json`. Times in seconds; JCT = end −
-/// submit, queueing delay = start − submit, over completed jobs.
+/// submit, queueing delay = every waiting period (start −
+/// submit for a job never preempted), over completed jobs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Summary {
     /// Policy name.
@@ -161,6 +162,10 @@ pub struct Summary {
     pub prediction_error_p95: Option<f64>,
     /// Other figures the policy reports (e.g. GENIE's profiling cost in GPU-hours).
     pub policy_metrics: BTreeMap<String, f64>,
+    /// Completed jobs preempted at least once.
+    pub jobs_preempted: u64,
+    /// Preemptions (checkpoints) of completed jobs, summed.
+    pub preemptions: u64,
 }
 
 /// Per-VC figures, one row of `vc_summary.csv`.
@@ -222,6 +227,7 @@ pub fn summarize(
     let mut done_by_horizon = 0u64;
     let (mut tasks, mut met, mut norm_lat, mut norm_tput) = (0u64, 0u64, Vec::new(), Vec::new());
     let mut by_class: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let (mut preemptions, mut jobs_preempted) = (0u64, 0u64);
     for (spec, state) in out.jobs.iter() {
         first_submit = first_submit.min(spec.submit.as_ms());
         last_submit = last_submit.max(spec.submit.as_ms());
@@ -254,14 +260,18 @@ pub fn summarize(
             slowdowns.push(if ran == 0 { 1.0 } else { (d.isolated_ms as f64 / ran as f64).min(1.0) });
         }
         let jct = d.end.since(spec.submit) as f64 / 1000.0;
-        let q = d.start.since(spec.submit) as f64 / 1000.0;
+        // Every waiting period (start - submit for a job never preempted).
+        let q = d.waited_ms as f64 / 1000.0;
+        preemptions += u64::from(d.preemptions);
+        jobs_preempted += u64::from(d.preemptions > 0);
         done_by_horizon += u64::from(d.end.as_ms() <= last_submit_ms);
         if matches!(spec.gpu_milli, Some(k) if k > 0 && k < 1000) {
             q_frac.push(q);
         } else {
             q_whole.push(q);
         }
-        let gpu_ms = f64::from(d.gpus) * d.end.since(d.start) as f64;
+        // GPUs x time holding them (end - start for a job never preempted).
+        let gpu_ms = d.attained_gpu_ms as f64;
         for acc in [&mut all, &mut per_vc[spec.vc.index()]] {
             acc.jct.push(jct);
             acc.queue.push(q);
@@ -331,6 +341,8 @@ pub fn summarize(
             .filter(|(k, _)| !k.starts_with("prediction_error"))
             .map(|&(k, v)| (k.to_string(), r6(v)))
             .collect(),
+        jobs_preempted,
+        preemptions,
     };
     let vcs = parts
         .iter()

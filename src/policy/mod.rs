@@ -17,6 +17,7 @@ pub mod queue;
 pub mod registry;
 pub mod rifling;
 pub mod sharing;
+pub mod srtf;
 pub mod symmetric;
 
 use crate::cluster::Cluster;
@@ -36,16 +37,22 @@ pub struct View<'a> {
 }
 
 /// A policy's answer to "what now?".
+///
+/// Migration is a [`Decision::Preempt`] followed, at the same instant or
+/// later, by a [`Decision::Launch`] of the same job on other GPUs: the job
+/// keeps its remaining work and pays the run's checkpoint overhead
+/// ([`crate::engine::CheckpointModel`]) once.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
-    /// Start a pending job on exactly these GPUs.
+    /// Start a pending job on exactly these GPUs, or resume a suspended
+    /// (preempted) one there with the work it has left.
     Launch {
         /// The job.
         job: JobId,
         /// Its GPUs; as many as it asks for, all free, all in its partition.
         gpus: Vec<GpuId>,
     },
-    /// Start a pending job as a tenant of these GPUs (shared mode): each may
+    /// Start (or resume) a job as a tenant of these GPUs (shared mode): each may
     /// already have tenants, none may be held exclusively, and each must have
     /// room for the job under the cluster's [`crate::cluster::ShareLimits`].
     Colocate {
@@ -54,13 +61,28 @@ pub enum Decision {
         /// Its GPUs; as many as it asks for, in its partition.
         gpus: Vec<GpuId>,
     },
+    /// Stop a running job now: it releases its GPUs and becomes suspended
+    /// ([`crate::job::JobState::Suspended`]), keeping its remaining work plus
+    /// the run's checkpoint overhead, until a later `Launch` or `Colocate`
+    /// resumes it. A job whose work is done and that only holds its GPUs for
+    /// the policy's release delay cannot be preempted.
+    Preempt {
+        /// The job.
+        job: JobId,
+    },
+    /// Call [`Policy::on_timer`] at this simulated time, which must be later
+    /// than now; that instant then has a scheduling pass. Timers pop with the
+    /// other events in (time, request order).
+    WakeAt(SimTime),
     /// Nothing more to do at this instant.
     Wait,
 }
 
-/// A scheduling policy. The engine calls `on_arrival` and `on_completion` as
-/// events happen, then `decide` repeatedly after each instant until it returns
-/// [`Decision::Wait`], applying each launch before the next call.
+/// A scheduling policy. The engine calls `on_completion`, `on_timer` and
+/// `on_arrival` as events happen (completions and timers in (time, request)
+/// order, then arrivals), then `decide` repeatedly after each instant until it
+/// returns [`Decision::Wait`], applying each decision (launch, preemption,
+/// timer request) before the next call.
 pub trait Policy: Send {
     /// The policy's name for outputs (e.g. `fifo`, `sjf+backfill`).
     fn name(&self) -> String;
@@ -73,6 +95,19 @@ pub trait Policy: Send {
 
     /// The next decision at this instant.
     fn decide(&mut self, view: &View<'_>) -> Decision;
+
+    /// A timer the policy asked for ([`Decision::WakeAt`]) is due now; the
+    /// instant's scheduling pass follows. By default nothing happens.
+    fn on_timer(&mut self, _view: &View<'_>) {}
+
+    /// How long a job keeps its GPUs after its work runs out, ms, before
+    /// it completes and releases them (0 by default). It exists to reproduce
+    /// a reference simulator's release order (the Helios SRTF "+1 s per job",
+    /// [`srtf::SrtfOptions::helios_release_delay`]); the engine asks once, when the
+    /// simulation is built.
+    fn release_delay_ms(&self) -> u64 {
+        0
+    }
 
     /// Named figures the policy computed about its own run (e.g. GENIE's
     /// prediction error), for the run summary; none by default.

@@ -1,0 +1,68 @@
+//! Checkpoint/restore overhead of a preemption, chosen per run.
+//!
+//! A preempted job saves a checkpoint and restores it when resumed. The
+//! engine charges that cost the Helios simulator's way: at the preemption,
+//! the overhead is **added to the job's remaining work** (ms at rate 1), so
+//! once resumed it holds its GPUs that much longer, and a policy that ranks by
+//! remaining work sees it (S-Lab-System-Group/HeliosArtifact @ bdaae10,
+//! `framework/QSSF Service/policies/srtf.py:55-66` and `policy.py:45-52`; see
+//! `../shared/fidelity/helios-philly/SEMANTICS-srtf-qssf.md` §3.4). Nothing
+//! is charged at restart, and never without a preemption.
+//!
+//! Not offered: an overhead per DL model from the profile database. None of
+//! the measurement sets it is imported from (Gavel, Pollux, Sia,
+//! ElasticFlow, Chronus, Shockwave, Tiresias, Lucid; `../shared/profiles/`)
+//! publishes a checkpoint or restore time, and dlsched does not invent one.
+//! Nor is the overhead offered as time during which the job holds no GPUs
+//! and cannot be resumed: the one reference that needs an overhead charges it
+//! as work.
+
+use serde::{Deserialize, Serialize};
+
+/// How much a preemption costs the preempted job.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckpointModel {
+    /// Free: a preempted job resumes with exactly the work it had left.
+    #[default]
+    None,
+    /// The Helios simulator's fixed table by GPU count: 7 s for a 1-GPU job,
+    /// 30 s up to 8 GPUs, 60 s above (HeliosArtifact @ bdaae10,
+    /// `framework/QSSF Service/policy.py:45-52`).
+    HeliosTable,
+}
+
+impl CheckpointModel {
+    /// The model's name (`none`, `helios-table`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckpointModel::None => "none",
+            CheckpointModel::HeliosTable => "helios-table",
+        }
+    }
+
+    /// Work added to a job of `gpus` GPUs at each preemption, ms at rate 1.
+    pub fn overhead_ms(self, gpus: u32) -> u64 {
+        match self {
+            CheckpointModel::None => 0,
+            CheckpointModel::HeliosTable if gpus <= 1 => 7_000,
+            CheckpointModel::HeliosTable if gpus <= 8 => 30_000,
+            CheckpointModel::HeliosTable => 60_000,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helios_table_by_gpu_count() {
+        // policy.py:45-52: 1 GPU -> 7 s, 2..=8 -> 30 s, more -> 60 s.
+        let h = CheckpointModel::HeliosTable;
+        let got: Vec<u64> = [1, 2, 8, 9, 16, 32].iter().map(|&g| h.overhead_ms(g)).collect();
+        assert_eq!(got, vec![7_000, 30_000, 30_000, 60_000, 60_000, 60_000]);
+        assert_eq!(CheckpointModel::None.overhead_ms(8), 0);
+        assert_eq!(CheckpointModel::default(), CheckpointModel::None);
+    }
+}

@@ -1,0 +1,81 @@
+//! Preemption and the release delay: the engine's side of [`Decision::Preempt`]
+//! and [`crate::policy::Policy::release_delay_ms`].
+//!
+//! [`Decision::Preempt`]: crate::policy::Decision::Preempt
+
+use super::{Event, Observer, Simulation};
+use crate::error::SimError;
+use crate::ids::JobId;
+use crate::job::{JobState, SuspendedState};
+
+impl Simulation {
+    /// Preempts a running job: settles the work it did at its rate, releases
+    /// its GPUs (their other tenants' rates are recomputed after the pass),
+    /// adds the checkpoint overhead to its remaining work and suspends it.
+    /// Its pending completion event goes stale (the next run starts with a
+    /// new epoch).
+    pub(super) fn preempt<O: Observer + ?Sized>(&mut self, job: JobId, obs: &mut O) -> Result<(), SimError> {
+        if job.index() >= self.jobs.len() {
+            return Err(self.invalid(job, None, "no such job".into()));
+        }
+        match self.jobs.state(job) {
+            JobState::Running(r) if r.work_done => {
+                return Err(self.invalid(
+                    job,
+                    None,
+                    "its work is done (it holds its GPUs only for the release delay); it cannot be preempted".into(),
+                ));
+            }
+            JobState::Running(_) => {}
+            _ => return Err(self.invalid(job, None, "job is not running; only a running job can be preempted".into())),
+        }
+        let JobState::Running(run) = std::mem::replace(self.jobs.state_mut(job), JobState::Pending) else {
+            unreachable!("checked above");
+        };
+        let gpus_n = run.gpus.len() as u32;
+        if let Err(e) = self.cluster.release(job, &run.gpus) {
+            return Err(self.internal(job, e.gpu, e.reason));
+        }
+        if self.model.depends_on_neighbours() {
+            self.touched.extend(run.gpus.iter().map(|&g| self.cluster.node_of(g)));
+        }
+        if run.shared {
+            self.touched_shared.extend_from_slice(&run.gpus);
+        }
+        let done = self.now.since(run.settled_at) as f64 * run.rate;
+        let overhead = self.checkpoint.overhead_ms(gpus_n);
+        let ran = self.now.since(run.start);
+        *self.jobs.state_mut(job) = JobState::Suspended(SuspendedState {
+            remaining: (run.remaining - done).max(0.0) + overhead as f64,
+            since: self.now,
+            first_start: run.first_start,
+            preemptions: run.preemptions + 1,
+            attained_ms: run.attained_ms + ran,
+            attained_gpu_ms: run.attained_gpu_ms + ran * u64::from(gpus_n),
+            waited_ms: run.waited_ms,
+            epoch: run.epoch + 1,
+        });
+        self.running -= 1;
+        self.suspended += 1;
+        self.stats.preemptions += 1;
+        self.stats.checkpoint_ms += overhead;
+        obs.on_release(&self.snapshot(), job, &run.gpus);
+        Ok(())
+    }
+
+    /// A running job's work ran out and the policy asks for a release delay:
+    /// it keeps its GPUs (and stays running, with no work left) until the
+    /// delay is over, then completes.
+    pub(super) fn hold_after_work(&mut self, job: JobId) {
+        let (now, delay) = (self.now, self.release_delay_ms);
+        let JobState::Running(run) = self.jobs.state_mut(job) else {
+            return;
+        };
+        run.remaining = 0.0;
+        run.settled_at = now;
+        run.work_done = true;
+        run.epoch += 1;
+        let epoch = run.epoch;
+        self.events.push(now.plus_ms(delay), Event::Completion { job, epoch });
+    }
+}
