@@ -64,7 +64,7 @@ impl Policy for Lifo {
             shape: &[],
             min_gpu_mem_mib: spec.gpu_mem_mib.unwrap_or(0),
             milli: 0,
-            gpu_types: &[],
+            gpu_types: spec.gpu_types.as_deref().unwrap_or(&[]),
         };
         self.scratch.clear();
         if !self.placement.place(view.cluster, req, &mut self.scratch) {

@@ -8,6 +8,7 @@
 
 mod cli;
 mod common;
+mod custom_las;
 mod custom_policy;
 mod engine_hooks;
 mod fidelity;
