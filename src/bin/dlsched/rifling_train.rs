@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::DeferredOut;
 use crate::args::RiflingArgs;
+use crate::stdio::DeferredOut;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use dlsched::cluster::ClusterPreset;
