@@ -230,7 +230,9 @@ fn set_policy_options(policy: PolicySpec, opts: &[(String, Value, String)]) -> R
         let mut obj = json.as_object_mut().ok_or("a policy spec is an object")?;
         for part in &parts[..parts.len() - 1] {
             let entry = obj.entry(part.to_string()).or_insert_with(|| serde_json::json!({}));
-            obj = entry.as_object_mut().ok_or_else(|| format!("{at}: `{part}` is a single option, not a group{}", known()))?;
+            obj = entry
+                .as_object_mut()
+                .ok_or_else(|| format!("{at}: `{part}` is a single option, not a group{}", known()))?;
         }
         obj.insert(parts[parts.len() - 1].to_string(), jv);
         spec = serde_json::from_value(json.clone()).map_err(|e| format!("{at}: {e}{}", known()))?;
@@ -586,7 +588,8 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
         n => {
             let mut generic = Vec::new();
             if backfill {
-                generic.push(("backfill".to_string(), Value::Bool(true), o.setting("backfill", "true")));
+                let at = if file { o.setting("backfill", "true") } else { o.key("backfill") };
+                generic.push(("backfill".to_string(), Value::Bool(true), at));
             }
             if placement != QueueOptions::default().placement {
                 let v = placement.name().to_string();
@@ -603,10 +606,12 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
     if let (false, Some(a)) = (opts.is_empty(), artefacts) {
         // Files the options name, read once like those of the keys.
         if let Some(m) = policy.genie_models() {
-            a.genie_models(m).map_err(|e| format!("{}: {e}", o.policy_opt("models", &Value::Str(m.display().to_string()))))?;
+            a.genie_models(m)
+                .map_err(|e| format!("{}: {e}", o.policy_opt("models", &Value::Str(m.display().to_string()))))?;
         }
         if let Some(t) = policy.rifling_table() {
-            a.rifling_table(t).map_err(|e| format!("{}: {e}", o.policy_opt("table", &Value::Str(t.display().to_string()))))?;
+            a.rifling_table(t)
+                .map_err(|e| format!("{}: {e}", o.policy_opt("table", &Value::Str(t.display().to_string()))))?;
         }
     }
     let spec = RunSpec {

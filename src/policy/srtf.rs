@@ -100,8 +100,8 @@ use serde::{Deserialize, Serialize};
 
 use super::placement::{Consolidate, FirstFit, Placement, PlacementKind, Recorded};
 use super::queue::request;
-use super::{Decision, Policy, View};
 use super::registry::{BuildContext, BuildPolicy};
+use super::{Decision, Policy, View};
 use crate::error::{ConfigError, RunError};
 use crate::ids::{GpuId, JobId, VcId};
 use crate::job::JobState;
