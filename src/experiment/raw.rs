@@ -671,4 +671,39 @@ mod tests {
         let p = raw(&[("seed", Value::UInt(u64::MAX))]);
         assert_eq!(to_run_spec(&p, Origin::CommandLine, None).unwrap().seed, u64::MAX);
     }
+
+    #[test]
+    fn policy_options_set_any_kind_through_serde() {
+        // TOML scalars; bare text is a string.
+        assert_eq!(parse_scalar("true"), Value::Bool(true));
+        assert_eq!(parse_scalar("3"), Value::Int(3));
+        assert_eq!(parse_scalar("0.5"), Value::Float(0.5));
+        assert_eq!(parse_scalar("first-fit"), Value::Str("first-fit".into()));
+        assert_eq!(parse_scalar("\"a b\""), Value::Str("a b".into()));
+        // `policy_opt.backfill` on fifo is `backfill`; a nested option is dotted.
+        let flag = to_run_spec(&raw(&[("backfill", Value::Bool(true))]), Origin::CommandLine, None).unwrap();
+        let opt = raw(&[("policy_opt.backfill", Value::Bool(true)), ("policy_opt.share.max_tenants", Value::Int(3))]);
+        let opt = to_run_spec(&opt, Origin::CommandLine, None).unwrap();
+        let want = QueueOptions {
+            backfill: true,
+            share: ShareLimits { max_tenants: 3, ..ShareLimits::default() },
+            ..Default::default()
+        };
+        assert_eq!(opt.policy, PolicySpec::Fifo(want));
+        assert_eq!(flag.policy, PolicySpec::Fifo(QueueOptions { backfill: true, ..Default::default() }));
+        // A bad nested name names the option.
+        let e =
+            to_run_spec(&raw(&[("policy_opt.share.tenants", Value::Int(3))]), Origin::File(Path::new("e.toml")), None)
+                .unwrap_err();
+        assert!(e.starts_with("`policy_opt.share.tenants` = `3`: unknown field `tenants`"), "{e}");
+        // The checkpoint key; a spec without it (an older manifest) reads as none,
+        // and none is left out of the serialised spec.
+        let s =
+            to_run_spec(&raw(&[("checkpoint", Value::Str("helios-table".into()))]), Origin::CommandLine, None).unwrap();
+        assert_eq!(s.checkpoint, crate::engine::CheckpointModel::HeliosTable);
+        let d = to_run_spec(&RawSpec::new(), Origin::CommandLine, None).unwrap();
+        let json = serde_json::to_value(&d).unwrap();
+        assert!(json.get("checkpoint").is_none(), "{json}");
+        assert_eq!(serde_json::from_value::<RunSpec>(json).unwrap().checkpoint, crate::engine::CheckpointModel::None);
+    }
 }
