@@ -82,7 +82,7 @@ fn tasks(n: usize) -> JobTable {
 fn decision(c: &mut Criterion) {
     let mut group = c.benchmark_group("rifling_decision");
     group.sample_size(30).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
-    let db = ProfileDb::builtin();
+    let db = Arc::new(ProfileDb::builtin());
     for (name, spec) in
         [("16gpu", ClusterPreset::Lab16.spec()), ("512gpu", ClusterSpec::uniform("64x8", 64, 8, "V100", 16384))]
     {
@@ -96,7 +96,7 @@ fn decision(c: &mut Criterion) {
                 b.iter_batched(
                     || {
                         let agent = Arc::new(Mutex::new(Agent::new(RiflingParams::default(), actions, 1)));
-                        let mut pol = RiflingPolicy::new(RiflingMode::Online, agent, db);
+                        let mut pol = RiflingPolicy::new(RiflingMode::Online, agent, db.clone());
                         let mut cl = cluster.clone();
                         let view = View { now, cluster: &cl, jobs: &jobs };
                         for s in jobs.specs() {
@@ -124,7 +124,7 @@ fn decision(c: &mut Criterion) {
 fn regroup(c: &mut Criterion) {
     let mut group = c.benchmark_group("rifling_regroup");
     group.sample_size(20).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
-    let db = ProfileDb::builtin();
+    let db = &ProfileDb::builtin();
     let mut base = Agent::new(RiflingParams::default(), 17, 1);
     base.regroup(&[0.5, 1.5, 2.5, 3.5]);
     for s in 0..1000 {

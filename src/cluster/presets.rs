@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{ClusterSpec, NodeSpec};
+use super::spec::{ClusterSpec, MAX_GPUS_PER_NODE, MAX_NODES, NodeSpec};
 use crate::error::{ConfigError, TraceError};
 use crate::ids::VcId;
 
@@ -141,8 +141,8 @@ pub fn load_nodes_file(path: &Path) -> Result<NodeList, TraceError> {
             cpu_only += 1;
             return Ok(());
         }
-        if gpus > super::MAX_GPUS_PER_NODE {
-            let msg = format!("{gpus} GPUs on one node; at most {} are supported", super::MAX_GPUS_PER_NODE);
+        if gpus > MAX_GPUS_PER_NODE {
+            let msg = format!("{gpus} GPUs on one node; at most {} are supported", MAX_GPUS_PER_NODE);
             return Err(row.err(gpu_col, msg));
         }
         let model = row.str(model_col);
@@ -152,8 +152,8 @@ pub fn load_nodes_file(path: &Path) -> Result<NodeList, TraceError> {
         let mem = openb_gpu_mem_mib(model).ok_or_else(|| {
             row.err(model_col, format!("unknown GPU type `{model}`; known: A10, G2, G3, P100, T4, V100M16, V100M32"))
         })?;
-        if nodes.len() >= super::MAX_NODES {
-            let msg = format!("more than {} nodes; dlsched simulates at most that many", super::MAX_NODES);
+        if nodes.len() >= MAX_NODES {
+            let msg = format!("more than {} nodes; dlsched simulates at most that many", MAX_NODES);
             return Err(row.err(gpu_col, msg));
         }
         nodes.push(openb_node(gpus, model, mem));
@@ -282,24 +282,24 @@ pub fn load_vc_file(path: &Path, gpu_type: &str, gpu_mem_mib: u64) -> Result<Clu
                 message: format!("VC `{name}` has no nodes"),
             });
         }
-        if spec.nodes.len() + nodes as usize > super::MAX_NODES {
+        if spec.nodes.len() + nodes as usize > MAX_NODES {
             return Err(TraceError::Field {
                 file,
                 line,
                 column: "nodes".into(),
-                message: format!("more than {} nodes in all; dlsched simulates at most that many", super::MAX_NODES),
+                message: format!("more than {} nodes in all; dlsched simulates at most that many", MAX_NODES),
             });
         }
         let gpn = match gpn_col {
             Some(c) => int(c, "GPUs per node")?,
             None => 8,
         };
-        if gpn == 0 || gpn > super::MAX_GPUS_PER_NODE {
+        if gpn == 0 || gpn > MAX_GPUS_PER_NODE {
             return Err(TraceError::Field {
                 file,
                 line,
                 column: "gpus_per_node".into(),
-                message: format!("{gpn} GPUs per node; expected 1 to {}", super::MAX_GPUS_PER_NODE),
+                message: format!("{gpn} GPUs per node; expected 1 to {}", MAX_GPUS_PER_NODE),
             });
         }
         let Ok(vc) = u16::try_from(spec.vc_names.len()).map(VcId) else {

@@ -15,6 +15,7 @@ pub mod sweep;
 pub use output::{OUTPUT_FILES, PLOT_FILES, check_run_dir, clear_run_dir, run_dir_files, write_run_dir};
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +26,7 @@ use crate::job::Skipped;
 use crate::metrics::{self, Summary, VcSummary};
 use crate::metrics::{Recorder, Recording};
 use crate::policy::genie::GenieProfiles;
+use crate::policy::placement::PlacementKind;
 use crate::policy::registry::PolicySpec;
 use crate::profile::db::ProfileDb;
 use crate::profile::genie::GenieModel;
@@ -200,8 +202,8 @@ pub enum RateModelKind {
 impl RateModelKind {
     /// The rate model over `db` (the builtin database when `None`; trace
     /// speed reads no database).
-    fn build(self, db: Option<&'static ProfileDb>) -> Box<dyn RateModel> {
-        let db = || db.unwrap_or_else(ProfileDb::builtin);
+    fn build(self, db: Option<&Arc<ProfileDb>>) -> Box<dyn RateModel> {
+        let db = || db.cloned().unwrap_or_else(|| Arc::new(ProfileDb::builtin()));
         match self {
             RateModelKind::Trace => Box::new(TraceSpeed),
             RateModelKind::Table => Box::new(ProfileRate::new(Box::new(TableModel::new(db())), "profile-table")),
@@ -431,16 +433,19 @@ pub fn run_one_with_artefacts(
 }
 
 /// [`run_one`] with a RIFLING policy driving `agent` (kept by the caller, e.g.
-/// across training episodes) instead of a fresh or loaded one.
+/// across training episodes) instead of a fresh or loaded one, reading its
+/// files and profile databases through `artefacts` (one set for all the
+/// episodes parses each database once).
 ///
 /// # Errors
 /// As [`run_one`].
 pub fn run_one_with_agent(
     spec: &RunSpec,
     agent: Option<std::sync::Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
+    artefacts: &Artefacts,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
-    run_inner(spec, agent, None, &Artefacts::default(), progress)
+    run_inner(spec, agent, None, artefacts, progress)
 }
 
 /// Builds a policy for a run from its [`crate::policy::registry::BuildContext`] (see
@@ -498,10 +503,8 @@ fn run_inner(
             (recs, input)
         }
         WorkloadSource::Genie(g) | WorkloadSource::TraceTasks { spec: g, .. } => {
-            let db = match &spec.profiles {
-                Some(dir) => ProfileDb::load_dir_cached(dir)?,
-                None => ProfileDb::builtin(),
-            };
+            let db = artefacts.profiles().get(spec.profiles.as_deref())?;
+            let db = &*db;
             let node = cluster.spec().nodes.first().cloned().ok_or_else(|| ConfigError("empty cluster".into()))?;
             let mut tasks = match &spec.workload {
                 WorkloadSource::TraceTasks { path, format, .. } => {
@@ -559,16 +562,16 @@ fn run_inner(
     // model that reads it, or jobs with a model and batch, whose GPU memory
     // it gives.
     let has_models = records.iter().any(|r| r.model.is_some() && r.local_bsz.is_some());
-    let db: Option<&'static ProfileDb> = match &spec.profiles {
-        // Read once per directory for the process, so a sweep's runs share it.
-        Some(dir) => Some(ProfileDb::load_dir_cached(dir)?),
-        None if rate_model != RateModelKind::Trace || has_models => Some(ProfileDb::builtin()),
+    let db: Option<Arc<ProfileDb>> = match &spec.profiles {
+        // Read once per directory for the artefact set, so a sweep's runs share it.
+        Some(dir) => Some(artefacts.profiles().dir(dir)?),
+        None if rate_model != RateModelKind::Trace || has_models => Some(artefacts.profiles().builtin()),
         None => None,
     };
     let mut records = records;
     spec.tie_order.order_records(&mut records);
     let max_gpu_mem_mib = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).max().unwrap_or(0);
-    if let Some(db) = db
+    if let Some(db) = db.as_deref()
         && rate_model != RateModelKind::Trace
         && !is_tasks
     {
@@ -585,7 +588,7 @@ fn run_inner(
     // estimate; placements then use only GPUs with that much memory.
     // (Not for moldable tasks: their memory per GPU depends on the GPU count
     // the policy picks; the generator only draws batches that fit one GPU.)
-    if let Some(db) = db.filter(|_| !is_tasks) {
+    if let Some(db) = db.as_deref().filter(|_| !is_tasks) {
         for r in &mut records {
             if let (Some(m), Some(b)) = (r.model.as_deref(), r.local_bsz) {
                 r.gpu_mem_mib = db.gpu_mem_mib(m, b).map(|mib| mib.ceil() as u64);
@@ -597,7 +600,11 @@ fn run_inner(
     let share_metrics_useful = rate_model != RateModelKind::Trace
         || spec.policy.placement().may_share()
         || records.iter().any(|r| r.model.is_some() || r.gpu_mem_mib.is_some() || r.gpu_milli.is_some());
-    let mut workload = build_workload(records, &cluster, spec.policy.placement().build());
+    // Admission places on the empty cluster by the run's rule; the
+    // memory-efficiency rule reads the builtin database there.
+    let placement = spec.policy.placement();
+    let admission_db = (placement == PlacementKind::MemoryEfficiency).then(|| artefacts.profiles().builtin());
+    let mut workload = build_workload(records, &cluster, placement.build_for(admission_db.as_ref()));
     workload.jobs.attach_tasks(&mut genie_tasks);
     if workload.jobs.is_empty() {
         let reasons: Vec<String> = workload.skipped_by_reason().iter().map(|(r, n)| format!("{n} {r}")).collect();
@@ -611,7 +618,7 @@ fn run_inner(
     }
     let mut ctx = crate::policy::registry::BuildContext {
         cluster: &cluster,
-        db,
+        db: db.clone(),
         db_name,
         seed: spec.seed,
         tasks: is_tasks,
@@ -624,22 +631,26 @@ fn run_inner(
         None => spec.policy.build(&mut ctx)?,
     };
     // The recorder reads the run's database for the SM-utilisation proxy.
-    let mut recorder = Recorder::new(&cluster, &workload.jobs, share_metrics_useful, db);
+    let mut recorder = Recorder::new(&cluster, &workload.jobs, share_metrics_useful, db.clone());
     // GENIE and RIFLING report what their decisions cost (timing.json);
     // timing a plain replay's decisions would cost a few percent.
     let policy = if spec.policy.time_decisions() { recorder.time_policy(policy) } else { policy };
-    // The co-location model, from the run's database; built at the first
-    // co-location, so that a run that never shares (or shares jobs without
-    // models) reads no database it does not otherwise need (parsing the
-    // builtin tables costs more than a plain replay).
+    // The co-location model, from the run's database (else the builtin one,
+    // parsed once for the artefact set); built at the first co-location, so
+    // that a run that never shares (or shares jobs without models) reads no
+    // database it does not otherwise need (parsing the builtin tables costs
+    // more than a plain replay).
+    let (coloc_db, profiles) = (db.clone(), artefacts.profiles().clone());
     let interference = crate::profile::coloc::LazyInterference::new(move || {
-        Box::new(crate::profile::coloc::ProfileInterference::new(db.unwrap_or_else(ProfileDb::builtin)))
+        Box::new(crate::profile::coloc::ProfileInterference::new(
+            coloc_db.clone().unwrap_or_else(|| profiles.builtin()),
+        ))
     });
     let sim = Simulation::new(
         cluster,
         workload.jobs,
         policy,
-        rate_model.build(db),
+        rate_model.build(db.as_ref()),
         EngineConfig { sample_interval_ms: spec.sample_interval_ms },
     )
     .with_interference(Box::new(interference))

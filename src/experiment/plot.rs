@@ -270,7 +270,7 @@ const SWEEP_METRICS_SHARING: [&str; 5] = [
 fn remove_sweep_charts(dir: &Path) -> Result<(), String> {
     let metrics = SWEEP_METRICS_ALWAYS.iter().chain(&SWEEP_METRICS_QOS).chain(&SWEEP_METRICS_SHARING);
     let names = std::iter::once("jct_cdf.svg".to_string())
-        .chain(metrics.flat_map(|m| crate::sweep::KEYS.iter().map(move |(k, _)| format!("{m}_vs_{k}.svg"))));
+        .chain(metrics.flat_map(|m| super::raw::KEYS.iter().map(move |(k, _)| format!("{m}_vs_{k}.svg"))));
     for name in names {
         for p in [dir.join(&name), dir.join(format!("{name}.tmp"))] {
             match std::fs::remove_file(&p) {

@@ -9,12 +9,15 @@
 //! each hook first integrates the current values from the last hook to now,
 //! then updates them: O(GPUs of the job) per hook.
 
+use std::sync::Arc;
+
 use crate::cluster::Cluster;
 use crate::engine::{Observer, Snapshot};
 use crate::ids::{GpuId, JobId, NodeId, VcId};
 use crate::job::JobTable;
 use crate::policy::Policy;
 use crate::profile::db::ProfileDb;
+use crate::profile::resources::SmUtil;
 use crate::time::SimTime;
 
 use super::fragmentation::FragMeter;
@@ -47,7 +50,7 @@ pub struct ShareIntegrals {
     /// SM-busy estimate from the work actually done: per GPU, the sum over
     /// its holders of (achieved rate / isolated rate, the job's co-location
     /// speed) × (its SM-utilisation estimate alone,
-    /// [`crate::profile::resources::job_sm_util`]), capped at 1. A job that
+    /// [`crate::profile::resources::SmUtil::job`]), capped at 1. A job that
     /// runs at 0.6 of its isolated speed keeps its GPU's SMs busy 0.6 as
     /// long per unit of time as it would alone.
     pub util_gpu_ms: f64,
@@ -77,7 +80,10 @@ pub struct Recording {
 /// The sharing figures' state (only when kept).
 struct Share {
     /// The run's profile database, for the SM-utilisation estimates.
-    db: Option<&'static ProfileDb>,
+    db: Option<Arc<ProfileDb>>,
+    /// The SM-utilisation proxy over `db`, built at the first job with a
+    /// model and batch (a memo of this run's own).
+    sm: Option<SmUtil>,
     /// Per GPU: allocated fraction, SM-busy estimate, memory fraction.
     gpu_figs: Vec<[f64; 3]>,
     /// Current sums of the above.
@@ -113,11 +119,12 @@ impl Recorder {
     /// is the run's profile database, read for the SM-utilisation estimate of
     /// jobs with a model and batch; without one, such a job counts its held
     /// share ([`crate::profile::resources::held_share`]).
-    pub fn new(cluster: &Cluster, jobs: &JobTable, share_metrics: bool, db: Option<&'static ProfileDb>) -> Self {
+    pub fn new(cluster: &Cluster, jobs: &JobTable, share_metrics: bool, db: Option<Arc<ProfileDb>>) -> Self {
         let parts = cluster.partitions();
         let share = share_metrics.then(|| {
             Box::new(Share {
                 db,
+                sm: None,
                 gpu_figs: vec![[0.0; 3]; cluster.total_gpus() as usize],
                 fig_sums: [0.0; 3],
                 frag: FragMeter::new(cluster, jobs),
@@ -222,10 +229,10 @@ impl Observer for Recorder {
             s.settle(at.now);
             // The database is read only for a job with a model and batch.
             let spec = at.jobs.spec(job);
-            s.job_util[job.index()] = match s.db {
+            s.job_util[job.index()] = match &s.db {
                 Some(db) if spec.model.is_some() && spec.local_bsz.is_some() => {
                     let gpu_type = &at.cluster.node(at.cluster.node_of(gpus[0])).gpu_type;
-                    crate::profile::resources::job_sm_util(db, spec, gpu_type)
+                    s.sm.get_or_insert_with(|| SmUtil::new(db.clone())).job(spec, gpu_type)
                 }
                 _ => crate::profile::resources::held_share(spec),
             };

@@ -4,11 +4,14 @@
 //! [`PolicySpec`](super::registry::PolicySpec). Above the policies it builds,
 //! so `mod.rs` imports none of its children.
 
+use std::sync::Arc;
+
 use super::Policy;
 use super::iawp;
 use super::placement::PlacementKind;
 use super::queue::{QueueOrder, QueuePolicy};
 use crate::error::ConfigError;
+use crate::profile::db::ProfileDb;
 
 /// A queue policy to build, with its options: plain data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -40,7 +43,7 @@ impl PolicyConfig {
     pub fn build_with_profiles(
         &self,
         partitions: usize,
-        db: Option<&'static crate::profile::db::ProfileDb>,
+        db: Option<&Arc<ProfileDb>>,
     ) -> Result<Box<dyn Policy>, ConfigError> {
         if self.placement == PlacementKind::Iawp {
             if self.order != QueueOrder::Fifo {
@@ -51,7 +54,7 @@ impl PolicyConfig {
             }
             let p = iawp::Iawp::new(self.backfill);
             return Ok(Box::new(match db {
-                Some(db) => p.with_profiles(db),
+                Some(db) => p.with_profiles(db.clone()),
                 None => p,
             }));
         }

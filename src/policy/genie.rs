@@ -30,6 +30,7 @@
 //!   baselines' placement and order rules as in [`GenieVariant`].
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
@@ -358,7 +359,7 @@ pub struct OnlineProfiling {
 pub struct GeniePolicy {
     opts: GenieOptions,
     profiles: GenieProfiles,
-    db: &'static ProfileDb,
+    db: Arc<ProfileDb>,
     pending: Vec<JobId>,
     /// Predicted latency (ms) of each launched task on its placement.
     predicted: HashMap<JobId, f64>,
@@ -374,7 +375,7 @@ pub struct GeniePolicy {
 
 impl GeniePolicy {
     /// A policy with fitted `profiles` (see [`profile`]).
-    pub fn new(opts: GenieOptions, profiles: GenieProfiles, db: &'static ProfileDb) -> Self {
+    pub fn new(opts: GenieOptions, profiles: GenieProfiles, db: Arc<ProfileDb>) -> Self {
         GeniePolicy {
             opts,
             profiles,
@@ -401,7 +402,7 @@ impl GeniePolicy {
         if self.missing.is_empty() || view.cluster.free_gpus() != u64::from(view.cluster.total_gpus()) {
             return;
         }
-        let truth = GroundTruth::new(self.db, &op.gpu_type);
+        let truth = GroundTruth::new(&self.db, &op.gpu_type);
         for (kind, name, model, inference) in std::mem::take(&mut self.missing) {
             let mut rng = crate::rng::stream(op.seed, &format!("genie.profiler.online.{kind}"));
             let t = profile_type(&truth, &name, &model, inference, op.nodes, op.gpus_per_node, op.config, &mut rng);
@@ -413,7 +414,7 @@ impl GeniePolicy {
     fn type_profile(&self, view: &View<'_>, job: JobId) -> Option<&TypeProfile> {
         let spec = view.jobs.spec(job);
         let task = spec.task.as_deref()?;
-        self.profiles.for_kind(&task.kind, spec.model.as_deref().unwrap_or(""), task.inference, self.db)
+        self.profiles.for_kind(&task.kind, spec.model.as_deref().unwrap_or(""), task.inference, &self.db)
     }
 
     /// GENIE's cost of `<d_node, d_gpn>` on a platform of N × G.

@@ -9,7 +9,7 @@
 //! measurements, so the resource vector of a job `j` on GPU `g` is (ours):
 //!
 //! ```text
-//! v_j = (u_j, m_j)   u_j = SM-utilisation proxy (dlsched::profile::resources::job_sm_util)
+//! v_j = (u_j, m_j)   u_j = SM-utilisation proxy (dlsched::profile::resources::SmUtil::job)
 //!                    m_j = memory the job holds on g / g's memory
 //! ```
 //!
@@ -36,13 +36,14 @@
 //! unknown).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
 
 use super::placement::{Consolidate, Placement};
 use super::queue::request;
 use super::{Decision, Policy, View};
 use crate::ids::{GpuId, JobId, VcId};
 use crate::profile::db::ProfileDb;
-use crate::profile::resources::{cosine, job_sm_util};
+use crate::profile::resources::{SmUtil, cosine};
 
 /// Queued jobs considered for admission and backfill, in queue order.
 pub const WINDOW: usize = 32;
@@ -55,7 +56,9 @@ pub const MEM_MAX: f64 = 0.9;
 pub struct Iawp {
     backfill: bool,
     /// The run's profile database (for the SM proxy); `None`: the builtin one.
-    db: Option<&'static ProfileDb>,
+    db: Option<Arc<ProfileDb>>,
+    /// The SM proxy over it, built on first use.
+    sm: OnceLock<SmUtil>,
     queues: BTreeMap<VcId, BTreeSet<(u64, JobId)>>,
     dirty: BTreeSet<VcId>,
 }
@@ -65,17 +68,20 @@ impl Iawp {
     /// The SM proxy reads the builtin profile database unless
     /// [`Iawp::with_profiles`] names the run's.
     pub fn new(backfill: bool) -> Self {
-        Iawp { backfill, db: None, queues: BTreeMap::new(), dirty: BTreeSet::new() }
+        Iawp { backfill, db: None, sm: OnceLock::new(), queues: BTreeMap::new(), dirty: BTreeSet::new() }
     }
 
     /// The same, reading the SM proxy from the run's database `db`.
-    pub fn with_profiles(mut self, db: &'static ProfileDb) -> Self {
+    pub fn with_profiles(mut self, db: Arc<ProfileDb>) -> Self {
         self.db = Some(db);
+        self.sm = OnceLock::new();
         self
     }
 
-    fn db(&self) -> &'static ProfileDb {
-        self.db.unwrap_or_else(ProfileDb::builtin)
+    /// The SM proxy over the run's database (the builtin one, parsed here,
+    /// when none was given).
+    fn sm(&self) -> &SmUtil {
+        self.sm.get_or_init(|| SmUtil::new(self.db.clone().unwrap_or_else(|| Arc::new(ProfileDb::builtin()))))
     }
 
     /// The resource vector of `job` on `g` (module docs).
@@ -84,7 +90,7 @@ impl Iawp {
         let spec = view.jobs.spec(job);
         let gpu_type = &c.node(c.node_of(g)).gpu_type;
         let mem = c.tenant_mem_mib(g, spec.gpu_mem_mib, spec.gpu_milli.unwrap_or(0));
-        [job_sm_util(self.db(), spec, gpu_type), mem as f64 / c.gpu_mem_mib(g).max(1) as f64]
+        [self.sm().job(spec, gpu_type), mem as f64 / c.gpu_mem_mib(g).max(1) as f64]
     }
 
     fn next_in(&self, vc: VcId, view: &View<'_>) -> Option<Decision> {
@@ -116,7 +122,7 @@ impl Iawp {
                     continue;
                 }
                 let gpu_type = &c.node(node).gpu_type;
-                let util: f64 = s.tenants.iter().map(|&t| job_sm_util(self.db(), view.jobs.spec(t), gpu_type)).sum();
+                let util: f64 = s.tenants.iter().map(|&t| self.sm().job(view.jobs.spec(t), gpu_type)).sum();
                 if util >= UTIL_MAX {
                     continue;
                 }

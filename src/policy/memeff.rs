@@ -38,6 +38,8 @@
 use super::View;
 use super::placement::{Placement, Request};
 use super::sharing::ShareFit;
+use std::sync::Arc;
+
 use crate::cluster::Cluster;
 use crate::ids::{GpuId, JobId, NodeId};
 use crate::job::JobTable;
@@ -60,19 +62,21 @@ fn cmp_gpu(a: &Cand, b: &Cand) -> std::cmp::Ordering {
 /// The memory-efficiency sharing placement (`--placement memory-efficiency`).
 #[derive(Clone, Debug)]
 pub struct MemoryEfficiency {
-    db: &'static ProfileDb,
+    db: Arc<ProfileDb>,
     scratch: Vec<Cand>,
 }
 
+/// The rule over the builtin database, parsed for it ([`ProfileDb::builtin`]);
+/// a run passes its own with [`MemoryEfficiency::new`].
 impl Default for MemoryEfficiency {
     fn default() -> Self {
-        MemoryEfficiency { db: ProfileDb::builtin(), scratch: Vec::new() }
+        MemoryEfficiency::new(Arc::new(ProfileDb::builtin()))
     }
 }
 
 impl MemoryEfficiency {
-    /// The rule over a profile database (for `C_j`).
-    pub fn new(db: &'static ProfileDb) -> Self {
+    /// The rule over the run's profile database (for `C_j`).
+    pub fn new(db: Arc<ProfileDb>) -> Self {
         MemoryEfficiency { db, scratch: Vec::new() }
     }
 
@@ -81,7 +85,7 @@ impl MemoryEfficiency {
     pub fn gpu_me(&self, cluster: &Cluster, jobs: &JobTable, g: GpuId, c_job: f64, m_job: u64) -> f64 {
         let s = cluster.share(g);
         let c: f64 = c_job
-            + s.tenants.iter().map(|&t| compute_gflop_per_iter(self.db, jobs.spec(t)).unwrap_or(0.0)).sum::<f64>();
+            + s.tenants.iter().map(|&t| compute_gflop_per_iter(&self.db, jobs.spec(t)).unwrap_or(0.0)).sum::<f64>();
         let m = s.mem_mib + m_job;
         if m == 0 { 0.0 } else { c / m as f64 }
     }
@@ -130,7 +134,7 @@ impl Placement for MemoryEfficiency {
         if n == 0 || p.gpus_free + p.gpus_open < req.gpus {
             return false;
         }
-        let c_job = compute_gflop_per_iter(self.db, jobs.spec(job)).unwrap_or(0.0);
+        let c_job = compute_gflop_per_iter(&self.db, jobs.spec(job)).unwrap_or(0.0);
         // (mean ME, shared GPUs, memory left, first GPU) of the best one-node candidate.
         type Key = (f64, usize, u64, GpuId);
         let better =

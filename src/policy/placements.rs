@@ -4,6 +4,8 @@
 //! [`super::fgd`]), which import the `Placement` trait from below, so no
 //! import closes a circle.
 
+use std::sync::Arc;
+
 use super::fgd::Fgd;
 use super::memeff::MemoryEfficiency;
 use super::placement::{Consolidate, FirstFit, Placement, PlacementKind, Recorded};
@@ -18,8 +20,8 @@ impl PlacementKind {
     }
 
     /// A fresh placement of this kind over the run's profile database `db`
-    /// (`None`: the builtin one).
-    pub fn build_for(self, db: Option<&'static ProfileDb>) -> Box<dyn Placement> {
+    /// (`None`: the builtin one, parsed for it).
+    pub fn build_for(self, db: Option<&Arc<ProfileDb>>) -> Box<dyn Placement> {
         match self {
             PlacementKind::Consolidate => Box::new(Consolidate),
             PlacementKind::FirstFit => Box::new(FirstFit),
@@ -27,7 +29,7 @@ impl PlacementKind {
             PlacementKind::ShareFirstFit => Box::new(ShareFit::first_fit()),
             PlacementKind::ShareBestFit => Box::new(ShareFit::best_fit()),
             PlacementKind::MemoryEfficiency => Box::new(match db {
-                Some(db) => MemoryEfficiency::new(db),
+                Some(db) => MemoryEfficiency::new(db.clone()),
                 None => MemoryEfficiency::default(),
             }),
             PlacementKind::Fgd => Box::new(Fgd::default()),

@@ -31,7 +31,7 @@ use super::rifling::{Agent, RiflingMode, RiflingParams, RiflingPolicy};
 use crate::cluster::{Cluster, ShareLimits};
 use crate::error::{ConfigError, RunError, TraceError};
 use crate::ids::VcId;
-use crate::profile::db::ProfileDb;
+use crate::profile::db::{ProfileDb, ProfileSet};
 
 /// What a policy is built from, besides its options: the run's cluster,
 /// profile database, seed and loaded artefacts.
@@ -40,8 +40,8 @@ pub struct BuildContext<'a> {
     pub cluster: &'a Cluster,
     /// The run's profile database: `None` when the run reads none (trace
     /// speed, no model figures), then [`BuildContext::db`] gives the builtin
-    /// one, parsed on first use.
-    pub db: Option<&'static ProfileDb>,
+    /// one of the artefact set, parsed on first use.
+    pub db: Option<Arc<ProfileDb>>,
     /// The name of that database for manifests (`builtin` or the directory).
     pub db_name: String,
     /// The run's master seed; a policy draws from its own named streams
@@ -60,9 +60,18 @@ pub struct BuildContext<'a> {
 }
 
 impl BuildContext<'_> {
-    /// The run's profile database, the builtin one when the run names none.
-    pub fn db(&self) -> &'static ProfileDb {
-        self.db.unwrap_or_else(ProfileDb::builtin)
+    /// The run's profile database, the builtin one (the artefact set's)
+    /// when the run names none.
+    pub fn db(&self) -> Arc<ProfileDb> {
+        self.db.clone().unwrap_or_else(|| self.artefacts.profiles().builtin())
+    }
+
+    /// The database for a queue policy placing by `placement`: the run's; or,
+    /// when the run reads none, the builtin one for the rules that read it
+    /// (memory efficiency, IAWP's SM proxy), from the artefact set.
+    fn db_for(&self, placement: PlacementKind) -> Option<Arc<ProfileDb>> {
+        let reads = matches!(placement, PlacementKind::MemoryEfficiency | PlacementKind::Iawp);
+        self.db.clone().or_else(|| reads.then(|| self.artefacts.profiles().builtin()))
     }
 }
 
@@ -364,7 +373,7 @@ impl BuildPolicy for QueueOptions {
     fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
         let order = if kind == "sjf" { QueueOrder::Sjf } else { QueueOrder::Fifo };
         let config = PolicyConfig { order, backfill: self.backfill, placement: self.placement };
-        Ok(config.build_with_profiles(ctx.cluster.partitions().len(), ctx.db)?)
+        Ok(config.build_with_profiles(ctx.cluster.partitions().len(), ctx.db_for(self.placement).as_ref())?)
     }
 
     fn placement(&self) -> PlacementKind {
@@ -394,7 +403,7 @@ impl BuildPolicy for IawpOptions {
 
     fn build(&self, _kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
         let config = PolicyConfig { order: QueueOrder::Fifo, backfill: self.backfill, placement: PlacementKind::Iawp };
-        Ok(config.build_with_profiles(ctx.cluster.partitions().len(), ctx.db)?)
+        Ok(config.build_with_profiles(ctx.cluster.partitions().len(), ctx.db_for(PlacementKind::Iawp).as_ref())?)
     }
 
     fn placement(&self) -> PlacementKind {
@@ -451,7 +460,7 @@ impl BuildPolicy for GenieFamilyOptions {
         let profiles = match ctx.genie_profiles.take() {
             Some(p) => p,
             None => {
-                genie_profiles(self.models.as_deref(), ctx.cluster, ctx.db(), &ctx.db_name, ctx.seed, ctx.artefacts)?
+                genie_profiles(self.models.as_deref(), ctx.cluster, &ctx.db(), &ctx.db_name, ctx.seed, ctx.artefacts)?
             }
         };
         let p = ctx.cluster.partition(VcId(0));
@@ -578,14 +587,17 @@ impl BuildPolicy for RiflingOptions {
     }
 }
 
-/// Files that many runs read (RIFLING tables, fitted GENIE models), each
-/// read and checked once and shared, keyed by the path the runs name. A
+/// Files that many runs read (RIFLING tables, fitted GENIE models, profile
+/// databases), each read and checked once and shared, keyed by the path the
+/// runs name (the builtin profile database too, parsed on first use). A
 /// sweep builds one before its runs, so that 100,000 runs of one table parse
 /// it once, not 200,000 times.
 #[derive(Clone, Debug, Default)]
 pub struct Artefacts {
     rifling: BTreeMap<PathBuf, Arc<(Agent, Option<String>)>>,
     genie: BTreeMap<PathBuf, Arc<GenieProfiles>>,
+    /// The profile databases the runs read, each parsed once, on first use.
+    profiles: ProfileSet,
 }
 
 /// Two sets are equal when they hold the same files (the contents are those
@@ -623,7 +635,12 @@ impl Artefacts {
         Ok(m)
     }
 
-    /// Distinct files held.
+    /// The profile databases the runs share (each parsed on first use).
+    pub fn profiles(&self) -> &ProfileSet {
+        &self.profiles
+    }
+
+    /// Distinct files held (RIFLING tables and GENIE models).
     pub fn len(&self) -> usize {
         self.rifling.len() + self.genie.len()
     }

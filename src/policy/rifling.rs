@@ -428,7 +428,7 @@ struct Open {
 pub struct RiflingPolicy {
     mode: RiflingMode,
     agent: Arc<Mutex<Agent>>,
-    db: &'static ProfileDb,
+    db: Arc<ProfileDb>,
     pending: Vec<JobId>,
     running: Vec<JobId>,
     arrivals: u64,
@@ -445,7 +445,7 @@ pub struct RiflingPolicy {
 impl RiflingPolicy {
     /// A policy driving `agent` (shared so that a trainer keeps it across
     /// episodes).
-    pub fn new(mode: RiflingMode, agent: Arc<Mutex<Agent>>, db: &'static ProfileDb) -> Self {
+    pub fn new(mode: RiflingMode, agent: Arc<Mutex<Agent>>, db: Arc<ProfileDb>) -> Self {
         RiflingPolicy {
             mode,
             agent,
@@ -527,7 +527,7 @@ impl Policy for RiflingPolicy {
         let feature = spec
             .task
             .as_deref()
-            .and_then(|t| (!t.inference).then(|| log_ccr(self.db, spec.model.as_deref().unwrap_or(""), t.global_bsz)));
+            .and_then(|t| (!t.inference).then(|| log_ccr(&self.db, spec.model.as_deref().unwrap_or(""), t.global_bsz)));
         self.features.insert(job, feature);
         if self.mode != RiflingMode::Online {
             return;
@@ -754,7 +754,7 @@ mod tests {
 
     #[test]
     fn ccr_of_the_task_models_is_ordered_as_expected() {
-        let db = ProfileDb::builtin();
+        let db = &ProfileDb::builtin();
         // VGG-16 (138 M parameters) is more communication-bound than ResNet-50.
         let vgg = log_ccr(db, "vgg16-imagenet", 64);
         let resnet = log_ccr(db, "resnet50-imagenet", 64);

@@ -44,8 +44,8 @@
 //!   job up) is read as 1.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::db::{ColocRow, ProfileDb};
 use crate::job::JobSpec;
@@ -93,7 +93,7 @@ type PairMemo = Mutex<HashMap<(String, String, u32, String, u32), (f64, PairSour
 /// below `1 − c`). Pair lookups and `S_max` are memoised (looked up, never
 /// iterated: the results do not depend on the memo).
 pub struct ProfileInterference {
-    db: &'static ProfileDb,
+    db: Arc<ProfileDb>,
     switch_cost: f64,
     evaluations: AtomicU64,
     fallbacks: AtomicU64,
@@ -104,8 +104,9 @@ pub struct ProfileInterference {
 }
 
 impl ProfileInterference {
-    /// Co-location speeds from `db`, with the context-switch cost [`SWITCH_COST`].
-    pub fn new(db: &'static ProfileDb) -> Self {
+    /// Co-location speeds from the run's database `db`, with the
+    /// context-switch cost [`SWITCH_COST`].
+    pub fn new(db: Arc<ProfileDb>) -> Self {
         ProfileInterference {
             db,
             switch_cost: SWITCH_COST,
@@ -128,12 +129,12 @@ impl ProfileInterference {
     fn pair(&self, gpu_type: &str, me: Tenant<'_>, other: Tenant<'_>) -> (f64, PairSource) {
         let key = (gpu_type.to_string(), me.0.to_string(), me.1, other.0.to_string(), other.1);
         let mut memo = self.pairs.lock().expect("pair memo lock");
-        *memo.entry(key).or_insert_with(|| pair_speed(self.db, gpu_type, me, other))
+        *memo.entry(key).or_insert_with(|| pair_speed(&self.db, gpu_type, me, other))
     }
 
     fn s_max(&self, gpu_type: &str) -> f64 {
         let mut memo = self.s_max.lock().expect("S_max memo lock");
-        *memo.entry(gpu_type.to_string()).or_insert_with(|| best_pair_sum(self.db, gpu_type))
+        *memo.entry(gpu_type.to_string()).or_insert_with(|| best_pair_sum(&self.db, gpu_type))
     }
 }
 

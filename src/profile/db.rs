@@ -6,12 +6,15 @@
 //!
 //! The committed tables are compiled in ([`ProfileDb::builtin`]); a directory
 //! holding the same four CSV files can replace them ([`ProfileDb::load_dir`]).
+//! Nothing here is process-wide: a run holds its database as one
+//! `Arc<ProfileDb>`, and runs that share databases (a sweep's) share a
+//! [`ProfileSet`], which parses each database once.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
-use std::path::Path;
-use std::sync::OnceLock;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::TraceError;
 use crate::io::csvrows::{LineCounter, csv_error};
@@ -383,6 +386,75 @@ impl ProfileDb {
     }
 }
 
+/// The profile databases a set of runs shares (a sweep's, through its
+/// artefact set): the builtin one, parsed on first use, and each directory's,
+/// read on first use; each database is parsed once for the set, and every run
+/// holds the one it reads as an `Arc`. Clones share the set. Owned by whoever
+/// runs the runs: nothing here is process-wide.
+#[derive(Clone, Default)]
+pub struct ProfileSet {
+    inner: Arc<ProfileSetInner>,
+}
+
+#[derive(Default)]
+struct ProfileSetInner {
+    builtin: OnceLock<Arc<ProfileDb>>,
+    /// By directory (canonical where it resolves); looked up, never iterated.
+    dirs: Mutex<std::collections::BTreeMap<PathBuf, Arc<ProfileDb>>>,
+}
+
+impl fmt::Debug for ProfileSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dirs = self.inner.dirs.lock().unwrap_or_else(|p| p.into_inner());
+        f.debug_struct("ProfileSet")
+            .field("builtin", &self.inner.builtin.get().is_some())
+            .field("dirs", &dirs.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl ProfileSet {
+    /// The builtin database ([`ProfileDb::builtin`]), parsed on first use.
+    pub fn builtin(&self) -> Arc<ProfileDb> {
+        self.inner.builtin.get_or_init(|| Arc::new(ProfileDb::builtin())).clone()
+    }
+
+    /// The database in `dir` ([`ProfileDb::load_dir`]), read on first use;
+    /// later calls for the same directory do not re-read its files. A
+    /// directory that fails to load is not kept (the next call tries again).
+    ///
+    /// # Errors
+    /// As [`ProfileDb::load_dir`].
+    pub fn dir(&self, dir: &Path) -> Result<Arc<ProfileDb>, TraceError> {
+        let key = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        // Held while loading, so that runs starting together parse it once.
+        let mut dirs = self.inner.dirs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(db) = dirs.get(&key) {
+            return Ok(db.clone());
+        }
+        let db = Arc::new(ProfileDb::load_dir(dir)?);
+        dirs.insert(key, db.clone());
+        Ok(db)
+    }
+
+    /// The database in `dir`, or the builtin one for `None`.
+    ///
+    /// # Errors
+    /// As [`ProfileDb::load_dir`].
+    pub fn get(&self, dir: Option<&Path>) -> Result<Arc<ProfileDb>, TraceError> {
+        match dir {
+            Some(d) => self.dir(d),
+            None => Ok(self.builtin()),
+        }
+    }
+
+    /// Databases parsed so far (the builtin one counts once).
+    pub fn parsed(&self) -> usize {
+        usize::from(self.inner.builtin.get().is_some())
+            + self.inner.dirs.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
 /// The median (mean of the two middle values for an even count); `None` for none.
 fn median(v: &mut [f64]) -> Option<f64> {
     if v.is_empty() {
@@ -393,54 +465,34 @@ fn median(v: &mut [f64]) -> Option<f64> {
     Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
-static BUILTIN: OnceLock<ProfileDb> = OnceLock::new();
-
 impl ProfileDb {
     /// The committed default tables (`src/profile/data/*.csv`), compiled in and
-    /// parsed once. They are checked by the tests, so a parse failure here is a
-    /// build defect and panics with the file, line and column.
-    pub fn builtin() -> &'static ProfileDb {
-        BUILTIN.get_or_init(|| {
-            let dir = Path::new("src/profile/data");
-            let texts = [
-                include_str!("data/throughput.csv"),
-                include_str!("data/colocation.csv"),
-                include_str!("data/multinode.csv"),
-                include_str!("data/models.csv"),
-            ];
-            ProfileDb::parse(dir, texts.map(str::as_bytes)).unwrap_or_else(|e| {
-                panic!("the builtin profile database is invalid: {e} (regenerate it with `dlsched profile import`)")
-            })
+    /// parsed anew at each call (some 10 ms: a run parses them once, only when
+    /// it reads them, and shares the result as an `Arc`; runs that share
+    /// databases go through a [`ProfileSet`]). They are checked by the tests,
+    /// so a parse failure here is a build defect and panics with the file,
+    /// line and column.
+    pub fn builtin() -> ProfileDb {
+        let dir = Path::new("src/profile/data");
+        let texts = [
+            include_str!("data/throughput.csv"),
+            include_str!("data/colocation.csv"),
+            include_str!("data/multinode.csv"),
+            include_str!("data/models.csv"),
+        ];
+        ProfileDb::parse(dir, texts.map(str::as_bytes)).unwrap_or_else(|e| {
+            panic!("the builtin profile database is invalid: {e} (regenerate it with `dlsched profile import`)")
         })
-    }
-
-    /// [`ProfileDb::load_dir`], read once per directory for the whole
-    /// process: runs (and a sweep's many runs) share one database, which
-    /// lives until the process ends. The directory's files are not re-read.
-    ///
-    /// # Errors
-    /// A missing or unreadable file ([`TraceError::Io`]), an empty file or a
-    /// missing column ([`TraceError::Format`]), a row with the wrong number of
-    /// fields ([`TraceError::Row`]), or a bad value ([`TraceError::Field`],
-    /// naming file, 1-based line and column).
-    pub fn load_dir_cached(dir: &Path) -> Result<&'static ProfileDb, TraceError> {
-        use std::collections::HashMap;
-        use std::sync::{Mutex, OnceLock};
-        static CACHE: OnceLock<Mutex<HashMap<std::path::PathBuf, &'static ProfileDb>>> = OnceLock::new();
-        let key = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-        let cache = CACHE.get_or_init(Default::default);
-        if let Some(db) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-            return Ok(db);
-        }
-        let db: &'static ProfileDb = Box::leak(Box::new(ProfileDb::load_dir(dir)?));
-        Ok(*cache.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_insert(db))
     }
 
     /// Reads `throughput.csv`, `colocation.csv`, `multinode.csv` and
     /// `models.csv` from `dir` (schemas in `src/profile/data/README.md`).
     ///
     /// # Errors
-    /// As [`ProfileDb::load_dir_cached`].
+    /// A missing or unreadable file ([`TraceError::Io`]), an empty file or a
+    /// missing column ([`TraceError::Format`]), a row with the wrong number of
+    /// fields ([`TraceError::Row`]), or a bad value ([`TraceError::Field`],
+    /// naming file, 1-based line and column).
     pub fn load_dir(dir: &Path) -> Result<ProfileDb, TraceError> {
         let mut bytes: Vec<Vec<u8>> = Vec::with_capacity(FILES.len());
         for name in FILES {
@@ -941,13 +993,25 @@ mod tests {
     }
 
     #[test]
-    fn a_directory_is_read_once_per_process() {
+    fn a_profile_set_reads_each_database_once_and_two_sets_share_nothing() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/profile/data");
-        let a = ProfileDb::load_dir_cached(&dir).unwrap();
-        let b = ProfileDb::load_dir_cached(&dir.join(".")).unwrap();
-        assert!(std::ptr::eq(a, b), "the same directory by another spelling is the same database");
+        let set = ProfileSet::default();
+        assert_eq!(set.parsed(), 0, "nothing is parsed before it is asked for");
+        let a = set.dir(&dir).unwrap();
+        let b = set.clone().dir(&dir.join(".")).unwrap();
+        assert!(Arc::ptr_eq(&a, &b), "the same directory by another spelling, through a clone, is the same database");
         assert_eq!(a.throughput.len(), ProfileDb::builtin().throughput.len());
-        assert!(ProfileDb::load_dir_cached(&dir.join("no-such-dir")).is_err());
+        assert!(Arc::ptr_eq(&set.builtin(), &set.get(None).unwrap()), "the builtin one is parsed once per set");
+        // 1 directory + the builtin one.
+        assert_eq!(set.parsed(), 2);
+        assert!(set.dir(&dir.join("no-such-dir")).is_err());
+        assert_eq!(set.parsed(), 2, "a failed load is not kept");
+        let other = ProfileSet::default();
+        assert!(!Arc::ptr_eq(&other.builtin(), &set.builtin()), "no database outlives or crosses its set");
+        // Dropping the set and its runs' handles frees the databases (no leak).
+        let weak = Arc::downgrade(&a);
+        drop((a, b, set));
+        assert!(weak.upgrade().is_none());
     }
 
     #[test]

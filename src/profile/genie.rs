@@ -26,8 +26,14 @@
 //! the relative error the paper reports. A (model, GPU type) with fewer than three
 //! single-GPU batches is not fitted and falls back to table interpolation,
 //! counted like any other fallback.
+//!
+//! Here too, below both the GENIE workload (`workload::genie`) and the GENIE
+//! policy's profiler (`policy::genie`), which share them: GENIE's six task
+//! types ([`TASK_MODELS`]) and the simulator's ground truth for them
+//! ([`GroundTruth`]).
 
 use std::collections::BTreeMap;
+use std::ops::Deref;
 
 use super::db::{ProfileDb, Split};
 use super::model::{Estimate, PerfModel, TableModel};
@@ -170,15 +176,16 @@ pub fn fit(points: &[Point]) -> Option<GenieFit> {
 }
 
 /// GENIE's model over a profile database: one fit per (model, GPU type), table
-/// interpolation where no fit exists.
-pub struct GenieModel<'a> {
+/// interpolation where no fit exists. Holds the database as `D` does (see
+/// [`TableModel`]).
+pub struct GenieModel<D: Deref<Target = ProfileDb>> {
     fits: BTreeMap<(String, String), GenieFit>,
-    table: TableModel<'a>,
+    table: TableModel<D>,
 }
 
-impl<'a> GenieModel<'a> {
+impl<D: Deref<Target = ProfileDb>> GenieModel<D> {
     /// Fits every (model, GPU type) of `db` with enough single-GPU points.
-    pub fn new(db: &'a ProfileDb) -> Self {
+    pub fn new(db: D) -> Self {
         let mut points: BTreeMap<(String, String), Vec<Point>> = BTreeMap::new();
         for r in &db.throughput {
             let split = match &r.split {
@@ -197,7 +204,7 @@ impl<'a> GenieModel<'a> {
     }
 }
 
-impl PerfModel for GenieModel<'_> {
+impl<D: Deref<Target = ProfileDb> + Send + Sync> PerfModel for GenieModel<D> {
     fn name(&self) -> &'static str {
         "genie"
     }
@@ -245,7 +252,7 @@ pub const INFERENCE_STEP_FRACTION: f64 = 1.0 / 3.0;
 /// The simulator's ground truth for a task type: iteration time from the
 /// profile database's table model.
 pub struct GroundTruth<'a> {
-    table: TableModel<'a>,
+    table: TableModel<&'a ProfileDb>,
     gpu_type: String,
 }
 

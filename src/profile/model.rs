@@ -28,6 +28,7 @@
 //! the table reads their median (the mean of the two).
 
 use std::collections::BTreeMap;
+use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::db::{ProfileDb, Split, ThroughputRow};
@@ -89,20 +90,40 @@ pub trait PerfModel: Send + Sync {
 /// Table interpolation over the measured points of a [`ProfileDb`] (the
 /// default profile model: it returns every point one source measured exactly,
 /// and the median where two sources measured the same point).
-pub struct TableModel<'a> {
-    db: &'a ProfileDb,
+///
+/// `D` is how it holds the database: borrowed (`&ProfileDb`) for a model used
+/// within one scope, or shared (`Arc<ProfileDb>`, the run's) for one that
+/// lives as long as the run (a boxed rate model).
+pub struct TableModel<D: Deref<Target = ProfileDb>> {
+    db: D,
     /// Rows by (model, GPU type).
     index: BTreeMap<(String, String), Vec<usize>>,
     /// Single-GPU iteration time at the smallest measured batch, by (model, GPU type).
     single: BTreeMap<(String, String), f64>,
 }
 
-impl<'a> TableModel<'a> {
+impl<D: Deref<Target = ProfileDb>> TableModel<D> {
     /// The model over `db`.
-    pub fn new(db: &'a ProfileDb) -> Self {
+    pub fn new(db: D) -> Self {
         let mut index: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+        // Rows of one (model, GPU type) mostly stand together (the canonical
+        // order sorts by them): each run of them is keyed once. Every key's
+        // rows stay in row order either way.
+        let mut flush = |key: (&str, &str), rows: &mut Vec<usize>| {
+            index.entry((key.0.to_string(), key.1.to_string())).or_default().append(rows);
+        };
+        let mut run: Option<(&str, &str)> = None;
+        let mut rows = Vec::new();
         for (i, r) in db.throughput.iter().enumerate() {
-            index.entry((r.model.clone(), r.gpu_type.clone())).or_default().push(i);
+            let key = (r.model.as_str(), r.gpu_type.as_str());
+            if run.is_some_and(|k| k != key) {
+                flush(run.unwrap_or(key), &mut rows);
+            }
+            run = Some(key);
+            rows.push(i);
+        }
+        if let Some(key) = run {
+            flush(key, &mut rows);
         }
         let mut single = BTreeMap::new();
         for (key, rows) in &index {
@@ -116,6 +137,11 @@ impl<'a> TableModel<'a> {
             }
         }
         TableModel { db, index, single }
+    }
+
+    /// The database it reads.
+    pub fn db(&self) -> &ProfileDb {
+        &self.db
     }
 
     /// Models with measured throughput, sorted.
@@ -305,7 +331,7 @@ fn at_batch(rows: &[&ThroughputRow], bsz: u32) -> (f64, bool) {
     (t0 + (t1 - t0) * (x - x0) / (x1 - x0), true)
 }
 
-impl PerfModel for TableModel<'_> {
+impl<D: Deref<Target = ProfileDb> + Send + Sync> PerfModel for TableModel<D> {
     fn name(&self) -> &'static str {
         "table"
     }

@@ -18,7 +18,7 @@
 //! (a whole-GPU job is taken to keep its GPU busy: an upper estimate).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use super::db::ProfileDb;
 use super::model::{PerfModel, TableModel};
@@ -54,56 +54,53 @@ pub fn compute_gflop_per_iter(db: &ProfileDb, spec: &JobSpec) -> Option<f64> {
     (g.is_finite() && g > 0.0).then_some(g * f64::from(bsz))
 }
 
-/// The table model over `db`, built once per database for the process
-/// (databases live for the whole process: [`ProfileDb::builtin`],
-/// [`ProfileDb::load_dir_cached`]).
-fn table(db: &'static ProfileDb) -> &'static TableModel<'static> {
-    type Tables = Mutex<Vec<(usize, &'static TableModel<'static>)>>;
-    static T: OnceLock<Tables> = OnceLock::new();
-    let mut tables = T.get_or_init(|| Mutex::new(Vec::new())).lock().expect("table lock");
-    let key = std::ptr::from_ref(db) as usize;
-    if let Some(&(_, t)) = tables.iter().find(|(k, _)| *k == key) {
-        return t;
-    }
-    let t: &'static TableModel<'static> = Box::leak(Box::new(TableModel::new(db)));
-    tables.push((key, t));
-    t
+/// The SM-utilisation proxy `u_j` (module docs) over one profile database,
+/// memoised by (model, per-GPU batch, GPU type). Owned by whoever reads it
+/// (the engine's sharing figures, the IAWP policy), one per run: the memo
+/// holds only pure results, looked up and never iterated, so it changes no
+/// output.
+pub struct SmUtil {
+    table: TableModel<Arc<ProfileDb>>,
+    memo: Mutex<HashMap<(String, u32, String), Option<f64>>>,
 }
 
-/// The SM-utilisation proxy `u_j` of `model` at per-GPU batch `bsz` alone on
-/// one `gpu_type` GPU (module docs), from the run's database `db`; memoised
-/// per database.
-pub fn sm_util_proxy(db: &'static ProfileDb, model: &str, bsz: u32, gpu_type: &str) -> Option<f64> {
-    type Memo = Mutex<HashMap<(usize, String, u32, String), Option<f64>>>;
-    static MEMO: OnceLock<Memo> = OnceLock::new();
-    let key = (std::ptr::from_ref(db) as usize, model.to_string(), bsz, gpu_type.to_ascii_lowercase());
-    let memo = MEMO.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(&v) = memo.lock().expect("memo lock").get(&key) {
-        return v;
+impl SmUtil {
+    /// The proxy over the run's database `db`.
+    pub fn new(db: Arc<ProfileDb>) -> Self {
+        SmUtil { table: TableModel::new(db), memo: Mutex::new(HashMap::new()) }
     }
-    let v = (|| {
-        let peak = peak_tflops(gpu_type)? * 1000.0;
-        let g = db.model_info(model)?.gflops_per_sample;
-        if !(g.is_finite() && g > 0.0) || bsz == 0 {
-            return None;
+
+    /// The proxy `u_j` of `model` at per-GPU batch `bsz` alone on one
+    /// `gpu_type` GPU, or `None` (module docs).
+    pub fn proxy(&self, model: &str, bsz: u32, gpu_type: &str) -> Option<f64> {
+        let key = (model.to_string(), bsz, gpu_type.to_ascii_lowercase());
+        let mut memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&v) = memo.get(&key) {
+            return v;
         }
-        let t = table(db).iter_time(model, &key.3, bsz, &[1]).iter_time_s;
-        (t.is_finite() && t > 0.0).then(|| (g * f64::from(bsz) / t / peak).min(1.0))
-    })();
-    memo.lock().expect("memo lock").insert(key, v);
-    v
-}
-
-/// A job's SM-utilisation estimate on a `gpu_type` GPU: the proxy from the
-/// run's database `db` when the job has a model and batch with known
-/// GFLOPs, else [`held_share`].
-pub fn job_sm_util(db: &'static ProfileDb, spec: &JobSpec, gpu_type: &str) -> f64 {
-    if let (Some(m), Some(b)) = (spec.model.as_deref(), spec.local_bsz)
-        && let Some(u) = sm_util_proxy(db, m, b, gpu_type)
-    {
-        return u;
+        let v = (|| {
+            let peak = peak_tflops(gpu_type)? * 1000.0;
+            let g = self.table.db().model_info(model)?.gflops_per_sample;
+            if !(g.is_finite() && g > 0.0) || bsz == 0 {
+                return None;
+            }
+            let t = self.table.iter_time(model, &key.2, bsz, &[1]).iter_time_s;
+            (t.is_finite() && t > 0.0).then(|| (g * f64::from(bsz) / t / peak).min(1.0))
+        })();
+        memo.insert(key, v);
+        v
     }
-    held_share(spec)
+
+    /// A job's SM-utilisation estimate on a `gpu_type` GPU: the proxy when
+    /// the job has a model and batch with known GFLOPs, else [`held_share`].
+    pub fn job(&self, spec: &JobSpec, gpu_type: &str) -> f64 {
+        if let (Some(m), Some(b)) = (spec.model.as_deref(), spec.local_bsz)
+            && let Some(u) = self.proxy(m, b, gpu_type)
+        {
+            return u;
+        }
+        held_share(spec)
+    }
 }
 
 /// The SM-utilisation estimate of a job without a proxy: its guaranteed
@@ -135,9 +132,10 @@ mod tests {
         assert!((cosine(&[1.0, 0.0], &[1.0, 1.0]) - std::f64::consts::FRAC_1_SQRT_2).abs() < 1e-12);
         assert_eq!(cosine(&[0.0, 0.0], &[1.0, 1.0]), 0.0);
         // A proxy exists for a measured model with known GFLOPs and lies in (0, 1].
-        let u = sm_util_proxy(ProfileDb::builtin(), "resnet50-imagenet", 32, "k80")
-            .expect("resnet50 has GFLOPs and K80 rows");
+        let sm = SmUtil::new(Arc::new(ProfileDb::builtin()));
+        let u = sm.proxy("resnet50-imagenet", 32, "k80").expect("resnet50 has GFLOPs and K80 rows");
         assert!(u > 0.0 && u <= 1.0, "{u}");
-        assert_eq!(sm_util_proxy(ProfileDb::builtin(), "a3c-pong", 4, "k80"), None, "GFLOPs unknown");
+        assert_eq!(sm.proxy("resnet50-imagenet", 32, "K80"), Some(u), "the memo keys GPU types case-blind");
+        assert_eq!(sm.proxy("a3c-pong", 4, "k80"), None, "GFLOPs unknown");
     }
 }

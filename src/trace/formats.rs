@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{TraceFormat, TraceRecord};
+use super::record::{TraceFormat, TraceRecord};
 use crate::error::TraceError;
 use crate::io::csvrows::{Header, for_each_row, map_rows};
 use crate::job::SkipReason;

@@ -279,7 +279,7 @@ mod tests {
 
     #[test]
     fn density_mix_and_latencies_are_as_documented() {
-        let db = ProfileDb::builtin();
+        let db = &ProfileDb::builtin();
         let spec = GenieWorkloadSpec { jobs_per_hour: 20.0, hours: 240.0, ect: EctBasis::True };
         let tasks = generate(&spec, db, "K80", 12 * 1024, 7).unwrap();
         // Poisson: 4,800 expected, sd about 69.
@@ -305,7 +305,7 @@ mod tests {
 
     #[test]
     fn trace_jobs_become_tasks_with_rescaled_arrivals() {
-        let db = ProfileDb::builtin();
+        let db = &ProfileDb::builtin();
         let rec = |i: u64, gpus: u32, dur_s: u64| TraceRecord {
             line: i + 2,
             ..TraceRecord::new(format!("j{i}"), i * 10_000_000, dur_s * 1000, gpus)

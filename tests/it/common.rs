@@ -29,7 +29,9 @@ pub fn rec(id: &str, submit_s: u64, gpus: u32, duration_s: u64) -> TraceRecord {
 /// The co-location model of the builtin profile database, which a test that
 /// co-locates jobs hands to the engine (`Simulation::with_interference`).
 pub fn builtin_interference() -> Box<dyn dlsched::profile::coloc::Interference> {
-    Box::new(dlsched::profile::coloc::ProfileInterference::new(dlsched::profile::db::ProfileDb::builtin()))
+    Box::new(dlsched::profile::coloc::ProfileInterference::new(std::sync::Arc::new(
+        dlsched::profile::db::ProfileDb::builtin(),
+    )))
 }
 
 /// A policy config.

@@ -31,7 +31,7 @@ impl BuildPolicy for LifoOptions {
     }
 
     fn build(&self, _kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
-        let placement = self.placement.unwrap_or(PlacementKind::Consolidate).build_for(ctx.db);
+        let placement = self.placement.unwrap_or(PlacementKind::Consolidate).build_for(ctx.db.as_ref());
         Ok(Box::new(Lifo { pending: Vec::new(), placement, scratch: Vec::new() }))
     }
 }

@@ -82,7 +82,7 @@ fn run_tasks(spec: ClusterSpec, tasks: Vec<(&str, u64, u64, TaskSpec)>, variant:
     let mut map: HashMap<String, TaskSpec> = tasks.into_iter().map(|(id, _, _, t)| (id.to_string(), t)).collect();
     w.jobs.attach_tasks(&mut map);
     let opts = GenieOptions { variant, theta: 0.4, backfill: false, best_fit_nodes: false };
-    let policy = GeniePolicy::new(opts, profiles(), ProfileDb::builtin());
+    let policy = GeniePolicy::new(opts, profiles(), std::sync::Arc::new(ProfileDb::builtin()));
     let mut sim = Simulation::new(
         cluster,
         w.jobs,
@@ -316,7 +316,8 @@ fn an_unprofiled_type_borrows_until_the_cluster_is_idle_then_is_profiled() {
         seed: 1,
         config: ProfilerConfig::default(),
     };
-    let policy = GeniePolicy::new(opts, profiles(), ProfileDb::builtin()).with_online_profiling(online);
+    let policy =
+        GeniePolicy::new(opts, profiles(), std::sync::Arc::new(ProfileDb::builtin())).with_online_profiling(online);
     let out =
         Simulation::new(cluster, jobs, Box::new(policy), Box::new(TraceSpeed), EngineConfig::default()).run().unwrap();
     let m: BTreeMap<_, _> = out.policy_metrics.iter().copied().collect();

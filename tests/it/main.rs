@@ -12,6 +12,7 @@ mod custom_policy;
 mod engine_hooks;
 mod fidelity;
 mod figures;
+mod floors;
 mod formats;
 mod genie;
 mod golden;

@@ -217,11 +217,12 @@ fn builtin_estimate_of_resnet50_by_hand() {
     // models.csv: 25.557 M parameters, 12 B each (SGD with momentum), 84.8006
     // MiB per sample. At batch 64: 1024 + 25.557e6 × 12 / 1,048,576 (=
     // 292.4766540527...) + 64 × 84.8006 (= 5427.2384) = 6743.715054...
-    let e = ProfileDb::builtin().estimated_gpu_mem_mib("resnet50-imagenet", 64).unwrap();
+    let db = ProfileDb::builtin();
+    let e = db.estimated_gpu_mem_mib("resnet50-imagenet", 64).unwrap();
     assert!((e.mib - 6_743.715_054).abs() < 1e-3, "{e:?}");
     // Every builtin model has an estimate.
-    for m in ProfileDb::builtin().models() {
-        assert!(ProfileDb::builtin().gpu_mem_mib(m, 1).is_some_and(|x| x > 1024.0), "{m}");
+    for m in db.models() {
+        assert!(db.gpu_mem_mib(m, 1).is_some_and(|x| x > 1024.0), "{m}");
     }
 }
 
@@ -260,7 +261,7 @@ fn a_default_run_skips_a_job_no_gpu_can_hold() {
 fn estimate_against_lucid_measurements() {
     let Some(shared) = shared("memory estimate vs Lucid") else { return };
     let rows = dlsched::profile::import::lucid_memory(&shared.join("profiles")).unwrap();
-    let db = ProfileDb::builtin();
+    let db = &ProfileDb::builtin();
     let mut errs = Vec::new();
     eprintln!("{:<22} {:>6} {:>10} {:>10} {:>8}", "model", "batch", "Lucid MiB", "estimate", "error %");
     for r in &rows {

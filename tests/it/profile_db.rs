@@ -145,7 +145,7 @@ fn loader_errors_name_file_line_and_column() {
 
 #[test]
 fn builtin_has_every_source_and_describes_every_model() {
-    let db = ProfileDb::builtin();
+    let db = &ProfileDb::builtin();
     let count = |source: &str| db.throughput.iter().filter(|r| r.source == source).count();
     for source in ["gavel", "pollux", "sia", "elasticflow"] {
         assert!(count(source) > 0, "no throughput rows from {source}");
@@ -226,7 +226,7 @@ fn builtin_has_every_source_and_describes_every_model() {
 
 #[test]
 fn hand_checked_conversions() {
-    let db = ProfileDb::builtin();
+    let db = &ProfileDb::builtin();
     let iter_time = |model: &str, gpu: &str, bsz: u32, gpus: u32, split: Split, source: &str| {
         let rows: Vec<f64> = db
             .throughput
@@ -370,10 +370,11 @@ fn import_reproduces_the_committed_tables() {
             })
             .collect()
     };
-    assert_eq!(written(&db), written(ProfileDb::builtin()));
-    assert_eq!(db.throughput, ProfileDb::builtin().throughput);
-    assert_eq!(db.colocation, ProfileDb::builtin().colocation);
-    assert_eq!(db.multinode, ProfileDb::builtin().multinode);
+    let builtin = ProfileDb::builtin();
+    assert_eq!(written(&db), written(&builtin));
+    assert_eq!(db.throughput, builtin.throughput);
+    assert_eq!(db.colocation, builtin.colocation);
+    assert_eq!(db.multinode, builtin.multinode);
 }
 
 #[test]
@@ -384,4 +385,55 @@ fn import_help_says_what_it_derives() {
     for needle in ["Gavel", "Pollux", "Sia", "Chronus", "throughput.csv", "--from", "--out"] {
         assert!(help.contains(needle), "`{needle}` missing from:\n{help}");
     }
+}
+
+/// No process-wide database: a run reads the profile database of its artefact
+/// set, which parses each database once, on first use. A plain replay at
+/// trace speed parses none; a sharing replay takes the builtin one for the
+/// co-location model; a run with the table rate model reads it too, and runs
+/// sharing one set (a sweep's) share the one parse; a second set parses its own.
+#[test]
+fn runs_parse_a_database_only_when_they_read_it_and_once_per_artefact_set() {
+    use dlsched::experiment::{
+        Artefacts, ClusterChoice, RateModelKind, RunSpec, WorkloadSource, run_one_with_artefacts,
+    };
+    use dlsched::policy::placement::PlacementKind;
+    use dlsched::policy::registry::{PolicySpec, QueueOptions};
+    use dlsched::trace::{ColumnMap, TraceFormat};
+    use std::sync::Arc;
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let plain = RunSpec::new(
+        WorkloadSource::Trace {
+            path: root.join("traces/example_jobs.csv"),
+            format: TraceFormat::Auto,
+            columns: ColumnMap::default(),
+        },
+        ClusterChoice::VcFile { path: root.join("traces/example_vcs.csv") },
+    );
+    let run = |spec: &RunSpec, a: &Artefacts| run_one_with_artefacts(spec, a, |_| {}).unwrap();
+    let set = Artefacts::default();
+    run(&plain, &set);
+    assert_eq!(set.profiles().parsed(), 0, "a plain replay parses no database");
+    let shared = RunSpec {
+        policy: PolicySpec::Fifo(QueueOptions { placement: PlacementKind::ShareBestFit, ..Default::default() }),
+        ..plain.clone()
+    };
+    run(&shared, &set);
+    assert_eq!(set.profiles().parsed(), 1, "a sharing replay reads the builtin co-location table");
+    let table = RunSpec { rate_model: RateModelKind::Table, ..plain.clone() };
+    run(&table, &set);
+    run(&table, &set.clone());
+    assert_eq!(set.profiles().parsed(), 1, "three runs, clones of one set: one parse");
+    let other = Artefacts::default();
+    run(&table, &other);
+    assert_eq!(other.profiles().parsed(), 1);
+    assert!(!Arc::ptr_eq(&other.profiles().builtin(), &set.profiles().builtin()), "sets share nothing");
+    // A directory is read once per set, whatever the spelling.
+    let dir = root.join("src/profile/data");
+    let a = RunSpec { profiles: Some(dir.clone()), ..table.clone() };
+    let b = RunSpec { profiles: Some(dir.join(".")), ..table };
+    run(&a, &set);
+    run(&b, &set);
+    assert_eq!(set.profiles().parsed(), 2, "the builtin database and one directory");
 }

@@ -154,7 +154,7 @@ fn spread_is_never_faster_than_packed_unless_the_data_says_so() {
     // unless the data itself has, for that model, GPU type and n, some
     // multi-server split faster than packed at the same batch (Gavel and Sia
     // have such points; the shared README calls Gavel's noise).
-    let db = ProfileDb::builtin();
+    let db = &ProfileDb::builtin();
     let t = TableModel::new(db);
     let (mut checked, mut data_says_spread_faster) = (0, 0);
     for p in db.throughput.iter().filter(|r| r.gpus > 1 && r.split == Split::Exact(vec![r.gpus])) {

@@ -55,8 +55,9 @@ fn online_and_random_complete_every_task_deterministically() {
 fn frozen_agent_with_epsilon_zero_is_deterministic_and_does_not_learn() {
     let params = RiflingParams::default();
     let agent = Arc::new(Mutex::new(Agent::new(params, 17, 5)));
+    let artefacts = dlsched::experiment::Artefacts::default();
     for seed in [100, 101] {
-        run_one_with_agent(&spec(RiflingMode::Online, seed), Some(agent.clone()), |_| {}).unwrap();
+        run_one_with_agent(&spec(RiflingMode::Online, seed), Some(agent.clone()), &artefacts, |_| {}).unwrap();
     }
     let trained = agent.lock().unwrap().clone();
     assert!(trained.updates > 100 && !trained.q.is_empty() && !trained.centroids.is_empty());

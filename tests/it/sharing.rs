@@ -11,12 +11,13 @@ use dlsched::profile::coloc::ProfileInterference;
 use dlsched::profile::db::{ColocRow, ModelInfo, ProfileDb, Split, ThroughputRow};
 use dlsched::trace::TraceRecord;
 use dlsched::workload::build_workload;
+use std::sync::Arc;
 
 use crate::common::rec;
 
 /// A profile database with one measured pair on `v100`: `x` (batch 32) keeps
 /// 0.8 of its speed next to `y` (batch 64), which keeps 0.6.
-fn pair_db() -> &'static ProfileDb {
+fn pair_db() -> Arc<ProfileDb> {
     let row = ColocRow {
         gpu_type: "v100".into(),
         model_a: "x".into(),
@@ -27,7 +28,7 @@ fn pair_db() -> &'static ProfileDb {
         speed_b: 0.6,
         source: "hand".into(),
     };
-    Box::leak(Box::new(ProfileDb { colocation: vec![row], ..Default::default() }))
+    Arc::new(ProfileDb { colocation: vec![row], ..Default::default() })
 }
 
 fn job(id: &str, submit_s: u64, gpus: u32, duration_s: u64, model: &str, bsz: u32, mem: u64) -> TraceRecord {
@@ -58,7 +59,7 @@ fn run_shared(recs: Vec<TraceRecord>, spec: ClusterSpec, placement: PlacementKin
 
 /// [`run_shared`] over the profile database `db` (co-location speeds and SM proxy).
 fn run_shared_on(
-    db: &'static ProfileDb,
+    db: Arc<ProfileDb>,
     recs: Vec<TraceRecord>,
     spec: ClusterSpec,
     placement: PlacementKind,
@@ -75,7 +76,7 @@ fn run_shared_on(
         Box::new(TraceSpeed),
         EngineConfig { sample_interval_ms: 0, ..Default::default() },
     )
-    .with_interference(Box::new(ProfileInterference::new(db)));
+    .with_interference(Box::new(ProfileInterference::new(db.clone())));
     // The recorder reads `db` for the SM proxy.
     let mut rec = Recorder::new(sim.cluster(), sim.jobs(), true, Some(db));
     while sim.step_observed(&mut rec).unwrap().is_some() {
@@ -132,7 +133,7 @@ fn two_colocated_jobs_by_hand_and_the_survivor_speeds_up() {
 
 /// A database with one pair measured on `v100`: model `m` at batch 32 next
 /// to itself at speeds `sa`, `sb`.
-fn self_pair_db(sa: f64, sb: f64) -> &'static ProfileDb {
+fn self_pair_db(sa: f64, sb: f64) -> Arc<ProfileDb> {
     let row = ColocRow {
         gpu_type: "v100".into(),
         model_a: "m".into(),
@@ -143,7 +144,7 @@ fn self_pair_db(sa: f64, sb: f64) -> &'static ProfileDb {
         speed_b: sb,
         source: "hand".into(),
     };
-    Box::leak(Box::new(ProfileDb { colocation: vec![row], ..Default::default() }))
+    Arc::new(ProfileDb { colocation: vec![row], ..Default::default() })
 }
 
 #[test]
@@ -202,11 +203,11 @@ fn effective_utilisation_counts_the_work_done_by_hand() {
         iter_time_s: t,
         source: "hand".into(),
     };
-    let db: &'static ProfileDb = Box::leak(Box::new(ProfileDb {
+    let db = Arc::new(ProfileDb {
         throughput: vec![tp("x", 32, 0.016), tp("y", 64, 0.0128)],
         models: vec![model("x"), model("y")],
-        ..pair_db().clone()
-    }));
+        ..ProfileDb::clone(&pair_db())
+    });
     // x and y share the GPU from 0 s (100 s of work each): x ends at 125 s,
     // y runs alone from 125 s to 150 s. Busy SMs: 0.2 × 0.8 + 0.5 × 0.6 =
     // 0.46 for 125 s, then 0.5 for 25 s: (57.5 + 12.5) / 150 = 0.466667 of
@@ -470,7 +471,7 @@ fn a_profiles_directory_drives_colocation_memory_efficiency_and_the_sm_proxy() {
     use dlsched::experiment::{ClusterChoice, RunSpec, WorkloadSource, run_one};
     use dlsched::trace::{ColumnMap, TraceFormat};
 
-    let mut db = ProfileDb::builtin().clone();
+    let mut db = ProfileDb::builtin();
     let pair = |a: &str, b: &str, s: f64| ColocRow {
         gpu_type: "v100".into(),
         model_a: a.into(),

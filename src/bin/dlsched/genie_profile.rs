@@ -38,10 +38,11 @@ pub(crate) fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
     if a.iterations == 0 || a.iterations > 1_000_000 {
         bail!("--iterations must be between 1 and 1,000,000, got {}", a.iterations);
     }
-    let db: &'static dlsched::profile::db::ProfileDb = match &a.profiles {
-        Some(d) => dlsched::profile::db::ProfileDb::load_dir_cached(d)?,
+    let db = match &a.profiles {
+        Some(d) => dlsched::profile::db::ProfileDb::load_dir(d)?,
         None => dlsched::profile::db::ProfileDb::builtin(),
     };
+    let db = &db;
     let choice = a.machines.choice()?;
     let cluster = dlsched::cluster::Cluster::new(choice.spec()?)?;
     let spec = cluster.spec();

@@ -10,14 +10,14 @@ use clap::{Parser, Subcommand};
 /// full disk, `> /dev/full`) is an `anyhow` error ([`StdioError`]) instead of
 /// a panic: `outln!(...)?`.
 macro_rules! outln {
-    () => { $crate::write_line(false, format_args!("")) };
-    ($($arg:tt)*) => { $crate::write_line(false, format_args!($($arg)*)) };
+    () => { $crate::stdio::write_line(false, format_args!("")) };
+    ($($arg:tt)*) => { $crate::stdio::write_line(false, format_args!($($arg)*)) };
 }
 
 /// Writes a line to standard error, like `eprintln!`, but a failed write is
 /// an `anyhow` error ([`StdioError`]) instead of a panic: `errln!(...)?`.
 macro_rules! errln {
-    ($($arg:tt)*) => { $crate::write_line(true, format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::stdio::write_line(true, format_args!($($arg)*)) };
 }
 
 mod args;
@@ -28,7 +28,10 @@ mod hugealloc;
 mod profile;
 mod rifling_train;
 mod simulate;
+mod stdio;
 mod sweep;
+
+use stdio::StdioError;
 
 /// dlsched: an event-driven simulator of deep-learning GPU clusters.
 ///
@@ -98,51 +101,6 @@ enum Command {
 #[cfg(target_os = "linux")]
 #[global_allocator]
 static GLOBAL: hugealloc::HugePageAlloc = hugealloc::HugePageAlloc;
-
-/// A failed write to standard output or standard error.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot write to standard {}: {err}", if *.stderr { "error" } else { "output" })]
-struct StdioError {
-    /// Standard error (else standard output).
-    stderr: bool,
-    /// The write's error.
-    err: std::io::Error,
-}
-
-/// One line to standard output or standard error; see [`outln!`], [`errln!`].
-fn write_line(stderr: bool, args: std::fmt::Arguments) -> Result<()> {
-    use std::io::Write;
-    let res = if stderr {
-        writeln!(std::io::stderr().lock(), "{args}")
-    } else {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{args}").and_then(|()| out.flush())
-    };
-    res.map_err(|err| anyhow::Error::new(StdioError { stderr, err }))
-}
-
-/// Standard output of a command that prints as it goes and writes its files
-/// at the end: the first failed write is kept and later lines are dropped,
-/// so the work goes on; [`DeferredOut::finish`] returns the error once the
-/// files are written.
-#[derive(Default)]
-struct DeferredOut(Option<anyhow::Error>);
-
-impl DeferredOut {
-    /// Writes a line, unless an earlier one failed.
-    fn line(&mut self, args: std::fmt::Arguments) {
-        if self.0.is_none()
-            && let Err(e) = write_line(false, args)
-        {
-            self.0 = Some(e);
-        }
-    }
-
-    /// The first failed write, if any.
-    fn finish(self) -> Result<()> {
-        self.0.map_or(Ok(()), Err)
-    }
-}
 
 /// Reports a command's error on stderr and exits with status 2; when
 /// standard error itself cannot be written, exits 2 without a word (nothing

@@ -180,7 +180,7 @@ fn check_import_out(from: &Path, out: &Path) -> Result<()> {
 fn show(a: &ShowArgs) -> Result<()> {
     use dlsched::profile::db::{ProfileDb, Split};
     use dlsched::profile::genie::GenieModel;
-    let db = ProfileDb::builtin();
+    let db = &ProfileDb::builtin();
     if a.list {
         for m in db.models() {
             let rows = db.throughput.iter().filter(|r| r.model == m).count();
@@ -277,7 +277,7 @@ fn show(a: &ShowArgs) -> Result<()> {
 }
 
 fn check(a: &CheckArgs) -> Result<()> {
-    let rows = dlsched::profile::check::check(dlsched::profile::db::ProfileDb::builtin(), a.every as usize);
+    let rows = dlsched::profile::check::check(&dlsched::profile::db::ProfileDb::builtin(), a.every as usize);
     if rows.is_empty() {
         anyhow::bail!("no (model, GPU type) has {} points, so nothing was held out; choose a smaller --every", a.every);
     }

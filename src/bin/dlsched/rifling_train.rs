@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::DeferredOut;
 use crate::args::RiflingArgs;
+use crate::stdio::DeferredOut;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use dlsched::cluster::ClusterPreset;
@@ -75,6 +75,8 @@ pub(crate) fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
         String::from("episode,seed,decisions,epsilon,reward_mean,normalized_throughput_mean,makespan_s,jct_mean_s\n");
     // Episode lines as training goes; a full stdout must not cost the table.
     let mut progress = DeferredOut::default();
+    // One artefact set for every episode: the profile database is parsed once.
+    let artefacts = dlsched::experiment::Artefacts::default();
     for e in 0..a.episodes {
         let seed = a.seed + e;
         agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?.reseed(seed);
@@ -93,7 +95,7 @@ pub(crate) fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
                 ClusterChoice::Preset { preset: a.cluster },
             )
         };
-        let r = dlsched::experiment::run_one_with_agent(&spec, Some(agent.clone()), |_| {})
+        let r = dlsched::experiment::run_one_with_agent(&spec, Some(agent.clone()), &artefacts, |_| {})
             .with_context(|| format!("episode {e}"))?;
         let s = &r.summary;
         let g = agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?;

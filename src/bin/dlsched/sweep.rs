@@ -56,7 +56,7 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
     let n = a.shard.map_or(exp.runs.len(), |s| s.select(&exp.runs).len());
     // Stdout as the sweep goes: a failed write (a full stdout) is reported
     // after the sweep has written its files, not instead of them.
-    let mut stdout = crate::DeferredOut::default();
+    let mut stdout = crate::stdio::DeferredOut::default();
     stdout.line(format_args!(
         "{}\n  {} runs{} -> {}",
         exp.question,

@@ -1,0 +1,94 @@
+//! The floor plan (`../shared/DESIGN.md` §1): an import only points down,
+//! ground floor (ids, time, rng, stats, error, io) → job → cluster → trace →
+//! profile → workload (with the options' bounds) → policy → engine → metrics → the top floors
+//! (experiment, sweeps, the binary). Read from the library's own source: every
+//! `crate::<module>` path outside a comment, in each module of the lower
+//! floors, must name a module on its own floor or below.
+
+use std::path::{Path, PathBuf};
+
+/// The library's modules by floor, ground first. Modules not named here are
+/// the top floors (experiment and above), which this test does not check.
+const FLOORS: &[&[&str]] = &[
+    &["ids", "time", "rng", "stats", "error", "io"],
+    &["job"],
+    &["cluster"],
+    &["trace"],
+    &["profile"],
+    // `bounds`: the options' ranges, which cite the workload's and the
+    // cluster's limits; the policies' options check against them.
+    &["workload", "bounds"],
+    &["policy"],
+    &["engine"],
+    &["metrics"],
+];
+
+fn floor_of(module: &str) -> usize {
+    FLOORS.iter().position(|f| f.contains(&module)).unwrap_or(FLOORS.len())
+}
+
+/// Every `.rs` file of a module: `src/<m>.rs` or everything under `src/<m>/`.
+fn files_of(src: &Path, module: &str) -> Vec<PathBuf> {
+    let file = src.join(format!("{module}.rs"));
+    if file.exists() {
+        return vec![file];
+    }
+    let mut out = Vec::new();
+    let mut dirs = vec![src.join(module)];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The modules a source text names as `crate::<module>`, with their lines,
+/// outside comments.
+fn crate_paths(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(at) = rest.find("crate::") {
+            let tail = &rest[at + "crate::".len()..];
+            let name: String = tail.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if !name.is_empty() {
+                out.push((i + 1, name));
+            }
+            rest = tail;
+        }
+    }
+    out
+}
+
+#[test]
+fn crate_paths_are_read_outside_comments() {
+    let text = "use crate::job::JobSpec;\n/// [`crate::engine`]\nlet x = crate::ids::JobId(0); // crate::policy\n";
+    assert_eq!(crate_paths(text), vec![(1, "job".to_string()), (3, "ids".to_string())]);
+}
+
+#[test]
+fn no_import_of_the_lower_floors_points_up() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut upward = Vec::new();
+    for (floor, modules) in FLOORS.iter().enumerate() {
+        for module in *modules {
+            for file in files_of(&src, module) {
+                let text = std::fs::read_to_string(&file).unwrap();
+                for (line, target) in crate_paths(&text) {
+                    if floor_of(&target) > floor {
+                        upward.push(format!("{}:{line}: {module} (floor {floor}) -> {target}", file.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(upward.is_empty(), "imports pointing up the floor plan:\n{}", upward.join("\n"));
+}
