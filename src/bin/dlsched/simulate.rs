@@ -44,7 +44,7 @@ pub(crate) struct SimulateArgs {
     #[command(flatten)]
     pub(crate) machines: ClusterArgs,
 
-    /// Policy (every kind of the registry; --help lists them). Queue
+    /// Policy: every kind of the registry (the values below). Queue
     /// policies (any workload): fifo (submit time), sjf (shortest trace
     /// duration first), each over --placement. Preemptive: srtf (shortest
     /// remaining time first; --policy-opt sets its options, --checkpoint the
