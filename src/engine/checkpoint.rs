@@ -19,8 +19,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How much a preemption costs the preempted job.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// How much a preemption costs the preempted job; a run's `checkpoint`
+/// (`--checkpoint none|helios-table`, sweep key `checkpoint`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum CheckpointModel {
     /// Free: a preempted job resumes with exactly the work it had left.
@@ -39,6 +40,12 @@ impl CheckpointModel {
             CheckpointModel::None => "none",
             CheckpointModel::HeliosTable => "helios-table",
         }
+    }
+
+    /// True for [`CheckpointModel::None`] (the default, which run specs and
+    /// manifests leave out).
+    pub fn is_none(&self) -> bool {
+        *self == CheckpointModel::None
     }
 
     /// Work added to a job of `gpus` GPUs at each preemption, ms at rate 1.

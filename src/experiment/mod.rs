@@ -20,7 +20,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::{Cluster, ClusterPreset, ClusterSpec, load_vc_file};
-use crate::engine::{EngineConfig, Progress, RunOutput, Simulation};
+use crate::engine::{CheckpointModel, EngineConfig, Progress, RunOutput, Simulation};
 use crate::error::{ConfigError, RunError};
 use crate::job::Skipped;
 use crate::metrics::{self, Summary, VcSummary};
@@ -304,6 +304,12 @@ pub struct RunSpec {
     /// left out of manifests when default).
     #[serde(default, skip_serializing_if = "TieOrder::is_trace")]
     pub tie_order: TieOrder,
+    /// The checkpoint/restore overhead charged at each preemption (default
+    /// none; left out of manifests when default, so a run without
+    /// preemption records the spec it always did). Only preemptive policies
+    /// (`srtf`) preempt; see [`CheckpointModel`] for the models and sources.
+    #[serde(default, skip_serializing_if = "CheckpointModel::is_none")]
+    pub checkpoint: CheckpointModel,
 }
 
 /// The command line's defaults of a run, in one place: seed 1, timeline
@@ -318,7 +324,7 @@ impl RunSpec {
     /// command-line default: strict FIFO with consolidated placement
     /// ([`PolicySpec::default`]), seed [`DEFAULT_SEED`], timeline samples
     /// every [`DEFAULT_SAMPLE_INTERVAL_S`] s, trace speed, the builtin
-    /// profile database, trace tie order.
+    /// profile database, trace tie order, no checkpoint overhead.
     pub fn new(workload: WorkloadSource, cluster: ClusterChoice) -> Self {
         RunSpec {
             workload,
@@ -329,6 +335,7 @@ impl RunSpec {
             rate_model: RateModelKind::Trace,
             profiles: None,
             tie_order: TieOrder::Trace,
+            checkpoint: CheckpointModel::None,
         }
     }
 
@@ -646,7 +653,8 @@ fn run_inner(
         rate_model.build(db.as_ref()),
         EngineConfig { sample_interval_ms: spec.sample_interval_ms },
     )
-    .with_interference(Box::new(interference));
+    .with_interference(Box::new(interference))
+    .with_checkpoint(spec.checkpoint);
     // An error of the run names the job's trace file and line.
     let output = sim.run_observed(&mut recorder, progress).map_err(|e| match &spec.workload {
         WorkloadSource::Trace { path, .. } => e.in_file(path),

@@ -269,9 +269,19 @@ const SWEEP_METRICS_SHARING: [&str; 5] = [
 /// Other files stay.
 fn remove_sweep_charts(dir: &Path) -> Result<(), String> {
     let metrics = SWEEP_METRICS_ALWAYS.iter().chain(&SWEEP_METRICS_QOS).chain(&SWEEP_METRICS_SHARING);
+    let prefixes: Vec<String> = metrics.clone().map(|m| format!("{m}_vs_{}", super::raw::POLICY_OPT)).collect();
     let names = std::iter::once("jct_cdf.svg".to_string())
         .chain(metrics.flat_map(|m| super::raw::KEYS.iter().map(move |(k, _)| format!("{m}_vs_{k}.svg"))));
-    for name in names {
+    // Charts against a swept policy option (`<metric>_vs_policy_opt.NAME.svg`).
+    let mut opt_charts: Vec<String> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| prefixes.iter().any(|p| n.starts_with(p.as_str())) && n.ends_with(".svg"))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    opt_charts.sort();
+    for name in names.chain(opt_charts) {
         for p in [dir.join(&name), dir.join(format!("{name}.tmp"))] {
             match std::fs::remove_file(&p) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {

@@ -24,8 +24,10 @@ use crate::workload::synthetic::SyntheticSpec;
 /// The keys of a raw run spec, with what each takes: a sweep's `[base]` and
 /// `[sweep]` tables set them by these names, the command line by the flag of
 /// the same name (`jobs_per_hour` is `--jobs-per-hour`). Absent keys take the
-/// defaults of [`to_run_spec`] (the command line's).
-pub const KEYS: [(&str, &str); 39] = [
+/// defaults of [`to_run_spec`] (the command line's). Besides these, a key
+/// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
+/// kind (`--policy-opt NAME=VALUE` on the command line).
+pub const KEYS: [(&str, &str); 40] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     ("columns", "jobs-csv: field=column pairs, comma-separated (e.g. \"submit_time=arrival,gpu_num=gpus\")"),
@@ -38,7 +40,11 @@ pub const KEYS: [(&str, &str); 39] = [
     ("nodes_file", "an Alibaba PAI 2023 node list path, relative to the experiment file"),
     (
         "policy",
-        "fifo, sjf, genie, genie-fifo, min-min, weighted-fair, tetris-perf, tetris-cer, rifling, rifling-frozen or random-placement",
+        "a registered policy kind: fifo, sjf, srtf, genie, ... (`dlsched simulate --help` lists them); its options: policy_opt.NAME",
+    ),
+    (
+        "checkpoint",
+        "none (default) or helios-table: the overhead charged at each preemption (7 s for 1 GPU, 30 s up to 8, 60 s above)",
     ),
     ("workload", "synthetic (the default) or genie (GENIE's QoS tasks; with a trace: its jobs as moldable tasks)"),
     ("hours", "a positive number, at most 8,760: the GENIE workload's arrival window"),
@@ -135,6 +141,15 @@ impl Origin<'_> {
         }
     }
 
+    /// A policy option set to a value, as this origin spells it
+    /// (`--policy-opt NAME=VALUE`, `` `policy_opt.NAME` = `VALUE` ``).
+    pub fn policy_opt(&self, name: &str, v: &Value) -> String {
+        match self {
+            Origin::CommandLine => format!("--policy-opt {name}={v}"),
+            Origin::File(_) => format!("`{POLICY_OPT}{name}` = `{v}`"),
+        }
+    }
+
     /// A key set to a value, as this origin spells it.
     pub fn setting(&self, k: &str, v: &str) -> String {
         match self {
@@ -142,6 +157,87 @@ impl Origin<'_> {
             Origin::File(_) => format!("`{k}` = `{v}`"),
         }
     }
+}
+
+/// The prefix of the raw-spec keys that set the run's policy options:
+/// `policy_opt.NAME` (a sweep file's `policy_opt.NAME = VALUE`, in `[base]`
+/// or `[sweep]`, or a `[base.policy_opt]` table; `--policy-opt NAME=VALUE`
+/// on the command line) sets option NAME of the policy kind's options struct
+/// through serde, so a policy needs no key or flag of its own. A nested
+/// option is dotted (`share.max_tenants`). They apply after the policy's
+/// own keys (`backfill`, `placement`, `theta`, ...), and paths they give are
+/// taken as written (not relative to an experiment file).
+pub const POLICY_OPT: &str = "policy_opt.";
+
+/// A command-line value as a TOML scalar: `true`, `3`, `0.5`, `"x"`; any
+/// other text (`first-fit`) is that string.
+pub fn parse_scalar(text: &str) -> Value {
+    match toml::from_str::<toml::Table>(&format!("v = {text}")) {
+        Ok(t) if t.len() == 1 => match t.get("v") {
+            Some(toml::Value::Integer(i)) => Value::Int(*i),
+            Some(toml::Value::Float(x)) => Value::Float(*x),
+            Some(toml::Value::Boolean(b)) => Value::Bool(*b),
+            Some(toml::Value::String(s)) => Value::Str(s.clone()),
+            _ => Value::Str(text.to_string()),
+        },
+        _ => Value::Str(text.to_string()),
+    }
+}
+
+/// The options of a policy kind with their defaults, `name = value`
+/// (nested options dotted), as error messages list them.
+pub fn known_options(kind: PolicyName) -> String {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m.iter().filter(|(k, _)| prefix.is_empty() && *k != "kind" || !prefix.is_empty()) {
+                    walk(&if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") }, x, out);
+                }
+            }
+            serde_json::Value::Null => out.push(format!("{prefix} (default none)")),
+            x => out.push(format!("{prefix} (default {x})")),
+        }
+    }
+    let mut out = Vec::new();
+    walk("", &serde_json::to_value(kind.default_spec()).unwrap_or_default(), &mut out);
+    if out.is_empty() { "none".to_string() } else { out.join(", ") }
+}
+
+/// Sets `opts` (option name, value, how the origin named it) on `policy`
+/// through serde: each is checked as it is set, so an error names the one
+/// at fault, and lists the kind's options.
+fn set_policy_options(policy: PolicySpec, opts: &[(String, Value, String)]) -> Result<PolicySpec, String> {
+    if opts.is_empty() {
+        return Ok(policy);
+    }
+    let name = policy.name();
+    let known = || format!(" (`{}` options: {})", name.kind(), known_options(name));
+    let mut json = serde_json::to_value(&policy).map_err(|e| e.to_string())?;
+    let mut spec = policy;
+    for (opt, v, at) in opts {
+        let jv = match v {
+            Value::Int(i) => serde_json::Value::from(*i),
+            Value::UInt(u) => serde_json::Value::from(*u),
+            Value::Float(x) if x.is_finite() => serde_json::Value::from(*x),
+            Value::Float(_) => return Err(format!("{at}: must be a finite number{}", known())),
+            Value::Bool(b) => serde_json::Value::from(*b),
+            Value::Str(s) => serde_json::Value::from(s.clone()),
+        };
+        let parts: Vec<&str> = opt.split('.').collect();
+        if parts.iter().any(|p| p.is_empty()) || opt == "kind" {
+            return Err(format!("{at}: `{opt}` is not an option name{}", known()));
+        }
+        let mut obj = json.as_object_mut().ok_or("a policy spec is an object")?;
+        for part in &parts[..parts.len() - 1] {
+            let entry = obj.entry(part.to_string()).or_insert_with(|| serde_json::json!({}));
+            obj = entry
+                .as_object_mut()
+                .ok_or_else(|| format!("{at}: `{part}` is a single option, not a group{}", known()))?;
+        }
+        obj.insert(parts[parts.len() - 1].to_string(), jv);
+        spec = serde_json::from_value(json.clone()).map_err(|e| format!("{at}: {e}{}", known()))?;
+    }
+    Ok(spec)
 }
 
 /// Parses a clap value-enum value, case-sensitive as on the command line
@@ -323,7 +419,7 @@ pub fn cluster_choice(p: &RawSpec, o: Origin<'_>) -> Result<ClusterChoice, Strin
 ///
 /// # Errors
 /// A message naming the key at fault, as `origin` spells it.
-pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, artefacts: Option<&mut Artefacts>) -> Result<RunSpec, String> {
+pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut Artefacts>) -> Result<RunSpec, String> {
     let r = Reader { p, o: origin };
     let o = origin;
     let file = matches!(o, Origin::File(_));
@@ -452,7 +548,7 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, artefacts: Option<&mut Artef
                 return Err(moldable_only(false));
             }
             let models = r.path("genie_models")?;
-            if let (Some(m), Some(a)) = (&models, artefacts) {
+            if let (Some(m), Some(a)) = (&models, artefacts.as_deref_mut()) {
                 a.genie_models(m).map_err(|e| format!("{}: {e}", o.key("genie_models")))?;
             }
             let variant = n.genie().unwrap_or(crate::policy::genie::GenieVariant::Genie);
@@ -481,14 +577,43 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, artefacts: Option<&mut Artef
             // same sweep start from an empty Q-table, as the experiments compare.
             let table = r.path("rifling_table")?;
             let table = if file && mode != RiflingMode::Frozen { None } else { table };
-            if let (Some(t), Some(a)) = (&table, artefacts) {
+            if let (Some(t), Some(a)) = (&table, artefacts.as_deref_mut()) {
                 a.rifling_table(t).map_err(|e| format!("{}: {e}", o.key("rifling_table")))?;
             }
             PolicySpec::rifling_family(mode, RiflingOptions { params, table })
         }
-        // Every other registered kind, with its options' defaults.
-        n => n.default_spec(),
+        // Every other registered kind, with its options' defaults; the
+        // generic keys set its options of the same names, when set off
+        // their defaults (an option it lacks is an error, not ignored).
+        n => {
+            let mut generic = Vec::new();
+            if backfill {
+                let at = if file { o.setting("backfill", "true") } else { o.key("backfill") };
+                generic.push(("backfill".to_string(), Value::Bool(true), at));
+            }
+            if placement != QueueOptions::default().placement {
+                let v = placement.name().to_string();
+                generic.push(("placement".to_string(), Value::Str(v.clone()), o.setting("placement", &v)));
+            }
+            set_policy_options(n.default_spec(), &generic)?
+        }
     };
+    let opts: Vec<(String, Value, String)> = p
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix(POLICY_OPT).map(|n| (n.to_string(), v.clone(), o.policy_opt(n, v))))
+        .collect();
+    let policy = set_policy_options(policy, &opts)?;
+    if let (false, Some(a)) = (opts.is_empty(), artefacts) {
+        // Files the options name, read once like those of the keys.
+        if let Some(m) = policy.genie_models() {
+            a.genie_models(m)
+                .map_err(|e| format!("{}: {e}", o.policy_opt("models", &Value::Str(m.display().to_string()))))?;
+        }
+        if let Some(t) = policy.rifling_table() {
+            a.rifling_table(t)
+                .map_err(|e| format!("{}: {e}", o.policy_opt("table", &Value::Str(t.display().to_string()))))?;
+        }
+    }
     let spec = RunSpec {
         workload,
         cluster,
@@ -501,6 +626,7 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, artefacts: Option<&mut Artef
         )?,
         rate_model: r.enumv("rate_model")?.unwrap_or(RateModelKind::Trace),
         profiles: r.path("profiles")?,
+        checkpoint: r.enumv("checkpoint")?.unwrap_or_default(),
     };
     spec.policy.validate()?;
     Ok(spec)
@@ -544,5 +670,40 @@ mod tests {
         // A 64-bit seed from the command line survives.
         let p = raw(&[("seed", Value::UInt(u64::MAX))]);
         assert_eq!(to_run_spec(&p, Origin::CommandLine, None).unwrap().seed, u64::MAX);
+    }
+
+    #[test]
+    fn policy_options_set_any_kind_through_serde() {
+        // TOML scalars; bare text is a string.
+        assert_eq!(parse_scalar("true"), Value::Bool(true));
+        assert_eq!(parse_scalar("3"), Value::Int(3));
+        assert_eq!(parse_scalar("0.5"), Value::Float(0.5));
+        assert_eq!(parse_scalar("first-fit"), Value::Str("first-fit".into()));
+        assert_eq!(parse_scalar("\"a b\""), Value::Str("a b".into()));
+        // `policy_opt.backfill` on fifo is `backfill`; a nested option is dotted.
+        let flag = to_run_spec(&raw(&[("backfill", Value::Bool(true))]), Origin::CommandLine, None).unwrap();
+        let opt = raw(&[("policy_opt.backfill", Value::Bool(true)), ("policy_opt.share.max_tenants", Value::Int(3))]);
+        let opt = to_run_spec(&opt, Origin::CommandLine, None).unwrap();
+        let want = QueueOptions {
+            backfill: true,
+            share: ShareLimits { max_tenants: 3, ..ShareLimits::default() },
+            ..Default::default()
+        };
+        assert_eq!(opt.policy, PolicySpec::Fifo(want));
+        assert_eq!(flag.policy, PolicySpec::Fifo(QueueOptions { backfill: true, ..Default::default() }));
+        // A bad nested name names the option.
+        let e =
+            to_run_spec(&raw(&[("policy_opt.share.tenants", Value::Int(3))]), Origin::File(Path::new("e.toml")), None)
+                .unwrap_err();
+        assert!(e.starts_with("`policy_opt.share.tenants` = `3`: unknown field `tenants`"), "{e}");
+        // The checkpoint key; a spec without it (an older manifest) reads as none,
+        // and none is left out of the serialised spec.
+        let s =
+            to_run_spec(&raw(&[("checkpoint", Value::Str("helios-table".into()))]), Origin::CommandLine, None).unwrap();
+        assert_eq!(s.checkpoint, crate::engine::CheckpointModel::HeliosTable);
+        let d = to_run_spec(&RawSpec::new(), Origin::CommandLine, None).unwrap();
+        let json = serde_json::to_value(&d).unwrap();
+        assert!(json.get("checkpoint").is_none(), "{json}");
+        assert_eq!(serde_json::from_value::<RunSpec>(json).unwrap().checkpoint, crate::engine::CheckpointModel::None);
     }
 }

@@ -107,7 +107,54 @@ fn check_key(path: &Path, table: &str, key: &str) -> Result<(), String> {
         return Ok(());
     }
     let allowed: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
-    Err(err(path, format!("unknown key `{table}.{key}`; allowed: {}", allowed.join(", "))))
+    Err(err(
+        path,
+        format!(
+            "unknown key `{table}.{key}`; allowed: {}, and policy_opt.NAME for an option of the policy",
+            allowed.join(", ")
+        ),
+    ))
+}
+
+/// The entries of a `[base]` or `[sweep]` table, with its `policy_opt`
+/// table (`policy_opt.NAME = VALUE`, or `[base.policy_opt]`) flattened into
+/// `policy_opt.NAME` keys, nested groups dotted (`policy_opt.share.max_tenants`);
+/// in `[sweep]` a table of `from`, `to`, `step` is a range, not a group.
+fn entries(path: &Path, table: &str, t: toml::Table) -> Result<Vec<(String, toml::Value)>, String> {
+    fn flatten(prefix: &str, v: toml::Value, sweep: bool, out: &mut Vec<(String, toml::Value)>) {
+        match v {
+            toml::Value::Table(t)
+                if !(sweep && !t.is_empty() && t.keys().all(|k| ["from", "to", "step"].contains(&k.as_str()))) =>
+            {
+                for (k, x) in t {
+                    flatten(&format!("{prefix}.{k}"), x, sweep, out);
+                }
+            }
+            v => out.push((prefix.to_string(), v)),
+        }
+    }
+    let mut out = Vec::new();
+    for (k, v) in t {
+        match v {
+            toml::Value::Table(opts) if k == "policy_opt" => {
+                if opts.is_empty() {
+                    return Err(err(path, format!("`{table}.policy_opt` is empty; give `policy_opt.NAME = VALUE`")));
+                }
+                flatten("policy_opt", toml::Value::Table(opts), table == "sweep", &mut out);
+            }
+            v => {
+                if k == "policy_opt" {
+                    return Err(err(
+                        path,
+                        format!("`{table}.policy_opt` must be a table: write `policy_opt.NAME = VALUE`"),
+                    ));
+                }
+                check_key(path, table, &k)?;
+                out.push((k, v));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The values one `[sweep]` entry takes: a value, a list, or `{ from, to, step }`.
@@ -195,13 +242,11 @@ impl Experiment {
             }
         };
         let mut base = BTreeMap::new();
-        for (k, v) in table("base")? {
-            check_key(path, "base", &k)?;
+        for (k, v) in entries(path, "base", table("base")?)? {
             base.insert(k.clone(), scalar(path, &format!("base.{k}"), &v)?);
         }
         let mut axes: Vec<(String, Vec<Value>)> = Vec::new();
-        for (k, v) in table("sweep")? {
-            check_key(path, "sweep", &k)?;
+        for (k, v) in entries(path, "sweep", table("sweep")?)? {
             if base.contains_key(&k) {
                 return Err(err(path, format!("`{k}` is set in both [base] and [sweep]; keep one")));
             }

@@ -191,6 +191,9 @@ registry! {
     "tetris-perf" => TetrisPerf(GenieFamilyOptions),
     /// Tetris+CER: best CER, shortest predicted latency first, no QoS.
     "tetris-cer" => TetrisCer(GenieFamilyOptions),
+    /// Preemptive shortest remaining time first over the VC partitions
+    /// (`--policy-opt` sets its options; `--checkpoint` the preemption cost).
+    "srtf" => Srtf(crate::policy::srtf::SrtfOptions),
     /// RIFLING: online tabular Q-learning over placements (moldable tasks).
     "rifling" => Rifling(RiflingOptions),
     /// RIFLING from a trained table (`--rifling-table`), greedy, not learning.
@@ -767,7 +770,7 @@ mod tests {
             assert_eq!(back, spec);
             assert_eq!(spec.kind(), name.kind());
         }
-        assert_eq!(KINDS.len(), 12);
+        assert_eq!(KINDS.len(), 13);
     }
 
     #[test]

@@ -98,10 +98,11 @@ use std::collections::{BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use super::placement::{Consolidate, FirstFit, Placement, Recorded};
+use super::placement::{Consolidate, FirstFit, Placement, PlacementKind, Recorded};
 use super::queue::request;
+use super::registry::{BuildContext, BuildPolicy};
 use super::{Decision, Policy, View};
-use crate::error::ConfigError;
+use crate::error::{ConfigError, RunError};
 use crate::ids::{GpuId, JobId, VcId};
 use crate::job::JobState;
 use crate::time::SimTime;
@@ -166,13 +167,29 @@ impl SrtfOptions {
     }
 }
 
-/// Builds SRTF for a cluster of `partitions` VC partitions (the registry's
-/// entry point).
+/// Builds SRTF for a cluster of `partitions` VC partitions (what the
+/// registry's builder calls).
 ///
 /// # Errors
 /// None today; the signature leaves room for option checks.
 pub fn build(opts: &SrtfOptions, partitions: usize) -> Result<Box<dyn Policy>, ConfigError> {
     Ok(Box::new(Srtf::new(*opts, partitions)))
+}
+
+/// The registry's entry (`"srtf" => Srtf(SrtfOptions)`): every option is
+/// valid, and jobs are admitted under the placement rule SRTF places with.
+impl BuildPolicy for SrtfOptions {
+    fn build(&self, _kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
+        Ok(build(self, ctx.cluster.partitions().len())?)
+    }
+
+    fn placement(&self) -> PlacementKind {
+        match self.placement {
+            SrtfPlacement::Consolidate => PlacementKind::Consolidate,
+            SrtfPlacement::FirstFit => PlacementKind::FirstFit,
+            SrtfPlacement::Recorded => PlacementKind::Recorded,
+        }
+    }
 }
 
 /// (key, tie key, job): remaining ms (pending) or projected finish ms (running).

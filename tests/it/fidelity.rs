@@ -120,41 +120,37 @@ fn fifo_matches_the_reference_job_for_job() {
 }
 
 /// SRTF with the reference's semantics (every reference option, the Helios
-/// checkpoint table, the whole-trace NumPy tie order), built from the
-/// library's pieces until the policy registry lets a `RunSpec` name it.
-fn replay_srtf(d: &Path) -> (dlsched::engine::RunOutput, dlsched::metrics::Summary) {
-    use dlsched::cluster::Cluster;
-    use dlsched::engine::{CheckpointModel, EngineConfig, Simulation};
-    use dlsched::policy::srtf::{self, SrtfOptions};
-    let cluster = Cluster::new(ClusterChoice::VcFile { path: d.join("vc_sizes.csv") }.spec().unwrap()).unwrap();
-    let mut t =
-        dlsched::trace::load_trace(&d.join("philly_window_jobs.csv"), TraceFormat::JobsCsv, &ColumnMap::default())
-            .unwrap();
-    TieOrder::Numpy2Avx512.order_records(&mut t.records);
-    let w = dlsched::workload::build_workload(t.records, &cluster, PlacementKind::Consolidate.build());
-    let policy = srtf::build(&SrtfOptions::helios(), cluster.partitions().len()).unwrap();
-    let cfg = EngineConfig { sample_interval_ms: 0, ..Default::default() };
-    let mut recorder = dlsched::metrics::Recorder::new(&cluster, &w.jobs, false, None);
-    let out = Simulation::new(cluster, w.jobs, policy, Box::new(dlsched::profile::TraceSpeed), cfg)
-        .with_checkpoint(CheckpointModel::HeliosTable)
-        .run_observed(&mut recorder, |_| {})
-        .unwrap();
-    let (summary, _) = dlsched::metrics::summarize(&out, &recorder.into_recording(), &w.skipped, w.rows_total);
-    (out, summary)
+/// checkpoint table, the whole-trace NumPy tie order), through the run
+/// pipeline: a `RunSpec` naming the registry's `srtf` kind.
+fn replay_srtf(d: &Path) -> RunReport {
+    use dlsched::engine::CheckpointModel;
+    use dlsched::policy::registry::PolicySpec;
+    use dlsched::policy::srtf::SrtfOptions;
+    let spec = RunSpec {
+        policy: PolicySpec::Srtf(SrtfOptions::helios()),
+        checkpoint: CheckpointModel::HeliosTable,
+        tie_order: TieOrder::Numpy2Avx512,
+        sample_interval_ms: 0,
+        ..RunSpec::new(
+            WorkloadSource::Trace {
+                path: d.join("philly_window_jobs.csv"),
+                format: TraceFormat::JobsCsv,
+                columns: ColumnMap::default(),
+            },
+            ClusterChoice::VcFile { path: d.join("vc_sizes.csv") },
+        )
+    };
+    run_one(&spec, |_| {}).unwrap()
 }
 
 #[test]
 fn srtf_matches_the_reference_job_for_job() {
     let Some(d) = dir() else { return };
-    let (out, s) = replay_srtf(&d);
-    let tmp = tempfile::tempdir().unwrap();
-    let jobs = tmp.path().join("jobs.csv");
-    let mut f = std::io::BufWriter::new(std::fs::File::create(&jobs).unwrap());
-    dlsched::metrics::export::write_jobs_csv(&out, &mut f).unwrap();
-    drop(f);
+    let r = replay_srtf(&d);
+    let (out, s) = (&r.output, &r.summary);
     // The reference's start_s is the first start; compare reads ours from
     // first_start_s.
-    let c = compare_files(&jobs, &d.join("helios_srtf_full_jobs.csv")).unwrap();
+    let c = compare(&r, &d.join("helios_srtf_full_jobs.csv"));
     assert_eq!((c.exact, c.reference_jobs), (68_503, 68_503), "{c:?}");
     assert!(c.identical());
     // The reference README's figures: mean JCT 11,532.9 s, 501 jobs

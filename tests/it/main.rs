@@ -33,5 +33,6 @@ mod share_search;
 mod sharing;
 mod spec;
 mod srtf;
+mod srtf_cli;
 mod sweep;
 mod tie_order;

@@ -44,15 +44,38 @@ pub(crate) struct SimulateArgs {
     #[command(flatten)]
     pub(crate) machines: ClusterArgs,
 
-    /// Policy. Queue policies (any workload): fifo (submit time), sjf
-    /// (shortest trace duration first), each over --placement. GENIE family
-    /// (moldable tasks of --workload genie; they choose each task's GPUs):
-    /// genie (QoS-aware: best cost-efficiency placement that meets the
-    /// task's expected completion time, least waiting allowance first) and
-    /// the paper's baselines genie-fifo, min-min, weighted-fair, tetris-perf,
-    /// tetris-cer.
+    /// Policy: every kind of the registry (the values below). Queue
+    /// policies (any workload): fifo (submit time), sjf (shortest trace
+    /// duration first), each over --placement. Preemptive: srtf (shortest
+    /// remaining time first; --policy-opt sets its options, --checkpoint the
+    /// cost of a preemption). GENIE family (moldable tasks of --workload
+    /// genie; they choose each task's GPUs): genie (QoS-aware: best
+    /// cost-efficiency placement that meets the task's expected completion
+    /// time, least waiting allowance first) and the paper's baselines
+    /// genie-fifo, min-min, weighted-fair, tetris-perf, tetris-cer.
     #[arg(long, value_enum, default_value = "fifo")]
     pub(crate) policy: PolicyName,
+
+    /// Sets one option of the policy, NAME=VALUE (repeatable), by the name
+    /// its options struct gives it; VALUE is a TOML scalar (true, 3, 0.5,
+    /// "text"; bare text is a string). Any policy, no flag of its own: e.g.
+    /// the Helios simulator's SRTF is --policy srtf --policy-opt
+    /// quota-by-count=true --policy-opt pending-first-on-ties=true
+    /// --policy-opt preempted-to-back=true --policy-opt
+    /// helios-release-delay=true. An unknown name or a bad value is an
+    /// error that lists the policy's options and their defaults. Applied
+    /// after --backfill, --placement, --theta and the other policy flags. A
+    /// sweep file sets the same with `policy_opt.NAME = VALUE`.
+    #[arg(long = "policy-opt", value_name = "NAME=VALUE", value_parser = policy_opt)]
+    pub(crate) policy_opt: Vec<(String, String)>,
+
+    /// Checkpoint/restore overhead of a preemption, added to the preempted
+    /// job's remaining work: none (free), or helios-table, the Helios
+    /// simulator's fixed table by GPU count (7 s for 1 GPU, 30 s up to 8,
+    /// 60 s above; HeliosArtifact policy.py). Only preemptive policies
+    /// (srtf) preempt.
+    #[arg(long, value_enum, default_value = "none", value_name = "MODEL")]
+    pub(crate) checkpoint: dlsched::engine::CheckpointModel,
 
     /// Without --trace: the synthetic Philly-like job mix (synthetic) or
     /// GENIE's QoS tasks (genie: six DL models, half training, half
@@ -189,8 +212,10 @@ pub(crate) enum WorkloadKind {
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 39] = [
+pub(crate) const SPEC_ARGS: [&str; 41] = [
     "trace",
+    "policy_opt",
+    "checkpoint",
     "format",
     "columns",
     "columns_file",
@@ -265,12 +290,29 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     }
     put("load", Value::Float(a.load));
     put("sample_interval", Value::UInt(a.sample_interval));
+    put("checkpoint", Value::Str(value_name(&a.checkpoint)));
+    for (name, v) in &a.policy_opt {
+        r.insert(format!("{}{name}", raw::POLICY_OPT), raw::parse_scalar(v));
+    }
     r
+}
+
+/// A `--policy-opt` value: NAME=VALUE, NAME not empty.
+fn policy_opt(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, v)) if !n.trim().is_empty() => Ok((n.trim().to_string(), v.trim().to_string())),
+        _ => Err(format!("`{s}` is not NAME=VALUE (e.g. quota-by-count=true)")),
+    }
 }
 
 pub(crate) fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
     if let Some(m) = &a.from_manifest {
         return RunSpec::from_manifest(m).map_err(anyhow::Error::msg);
+    }
+    let mut names: Vec<&str> = a.policy_opt.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        bail!("--policy-opt {} is given twice; give each option once", w[0]);
     }
     if a.trace.is_none() && a.machines.vcs.is_some() {
         bail!("the synthetic workload has no VCs; --vcs needs a --trace whose jobs name their VC");
@@ -386,6 +428,12 @@ pub(crate) fn simulate(a: SimulateArgs) -> Result<()> {
         notes(&a)?;
     }
     share_note(&report)?;
+    if !report.spec.checkpoint.is_none() && report.summary.preemptions == 0 {
+        errln!(
+            "note: --checkpoint {} charged nothing: no job was preempted (only preemptive policies such as srtf preempt)",
+            report.spec.checkpoint.name()
+        )?;
+    }
     print_summary(&report)?;
     if let Some(dir) = &a.out {
         outln!("\nwrote {}", dir.display())?;
@@ -560,6 +608,14 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
         "  offered load    {:>12}    (GPU-time asked / (GPUs x max(arrival span, mean run time)))",
         small_figure(s.offered_load)
     )?;
+    if s.preemptions > 0 {
+        outln!(
+            "  preemptions     {:>12}    ({} jobs preempted at least once; checkpoint {})",
+            s.preemptions,
+            s.jobs_preempted,
+            r.spec.checkpoint.name()
+        )?;
+    }
     if s.shared_launches > 0 {
         outln!(
             "  GPU sharing     {:>12} jobs shared a GPU; achieved / isolated speed {:.3} on average",
