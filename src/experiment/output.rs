@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::RunReport;
+use super::run::RunReport;
 use crate::metrics::export;
 
 /// The data files a run directory may hold, `manifest.json` first. A run

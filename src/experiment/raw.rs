@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 use clap::ValueEnum;
 use serde::Serialize;
 
-use super::{Artefacts, ClusterChoice, RateModelKind, RunSpec, WorkloadSource};
+use super::spec::{ClusterChoice, RateModelKind, RunSpec, WorkloadSource};
 use crate::cluster::{ClusterPreset, ShareLimits};
 use crate::policy::placement::PlacementKind;
+use crate::policy::registry::Artefacts;
 use crate::policy::registry::{GenieFamilyOptions, IawpOptions, QueueOptions, RiflingOptions};
 use crate::policy::registry::{PolicyName, PolicySpec};
 use crate::policy::rifling::{RiflingMode, RiflingParams};
@@ -389,12 +390,12 @@ pub fn cluster_choice(p: &RawSpec, o: Origin<'_>) -> Result<ClusterChoice, Strin
             gpus_per_node: r.bounded("gpus_per_node", crate::bounds::gpus_per_node(g))?,
             gpu_type: match r.str("gpu_type")? {
                 None => None,
-                Some(s) if super::gpu_type_mem_mib(s).is_some() => Some(s.to_string()),
+                Some(s) if super::spec::gpu_type_mem_mib(s).is_some() => Some(s.to_string()),
                 Some(s) => {
                     return Err(format!(
                         "{} is not a known GPU type ({})",
                         o.setting("gpu_type", s),
-                        super::GPU_TYPE_MEMORY.iter().map(|g| g.0).collect::<Vec<_>>().join(", ")
+                        super::spec::GPU_TYPE_MEMORY.iter().map(|g| g.0).collect::<Vec<_>>().join(", ")
                     ));
                 }
             },
@@ -412,8 +413,8 @@ pub fn cluster_choice(p: &RawSpec, o: Origin<'_>) -> Result<ClusterChoice, Strin
 /// keys take the command line's defaults: the synthetic workload
 /// ([`SyntheticSpec::default`]), lab16, strict FIFO with consolidated
 /// placement ([`QueueOptions::default`]), each policy's options at their
-/// struct's `Default`, seed [`super::DEFAULT_SEED`], samples every
-/// [`super::DEFAULT_SAMPLE_INTERVAL_S`] s, trace speed. With `artefacts`,
+/// struct's `Default`, seed [`super::spec::DEFAULT_SEED`], samples every
+/// [`super::spec::DEFAULT_SAMPLE_INTERVAL_S`] s, trace speed. With `artefacts`,
 /// the RIFLING table and GENIE models a spec names are read (once) and
 /// checked.
 ///
@@ -619,10 +620,12 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
         cluster,
         policy,
         tie_order: r.enumv("tie_order")?.unwrap_or_default(),
-        seed: r.uint("seed")?.unwrap_or(super::DEFAULT_SEED),
+        seed: r.uint("seed")?.unwrap_or(super::spec::DEFAULT_SEED),
         sample_interval_ms: r.bounded(
             "sample_interval",
-            crate::bounds::sample_interval_ms(r.uint("sample_interval")?.unwrap_or(super::DEFAULT_SAMPLE_INTERVAL_S)),
+            crate::bounds::sample_interval_ms(
+                r.uint("sample_interval")?.unwrap_or(super::spec::DEFAULT_SAMPLE_INTERVAL_S),
+            ),
         )?,
         rate_model: r.enumv("rate_model")?.unwrap_or(RateModelKind::Trace),
         profiles: r.path("profiles")?,

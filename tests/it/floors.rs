@@ -92,3 +92,77 @@ fn no_import_of_the_lower_floors_points_up() {
     }
     assert!(upward.is_empty(), "imports pointing up the floor plan:\n{}", upward.join("\n"));
 }
+
+/// The `super::<name>` paths a child module's source names outside comments
+/// and before its `#[cfg(test)]` unit tests (whose `super` is the child
+/// itself), with their lines; `super::{` is reported as `{`.
+fn super_paths(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        let code = line.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(at) = rest.find("super::") {
+            let tail = &rest[at + "super::".len()..];
+            let name: String = tail
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '{' || *c == '*')
+                .take(1)
+                .collect();
+            let name = if name == "{" || name == "*" {
+                name
+            } else {
+                tail.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
+            };
+            out.push((i + 1, name));
+            rest = tail;
+        }
+    }
+    out
+}
+
+#[test]
+fn super_paths_are_read_before_the_unit_tests() {
+    let text = "use super::spec::RunSpec;\nuse super::{A, B};\n// super::x\n#[cfg(test)]\nuse super::*;\n";
+    assert_eq!(super_paths(text), vec![(1, "spec".to_string()), (2, "{".to_string())]);
+}
+
+/// Inside `src/experiment/`, `mod.rs` holds only `pub mod` lines,
+/// re-exports and docs, and a child reaches a sibling by its module
+/// (`super::run::RunReport`), never an item through `mod.rs` (`super::RunReport`):
+/// an import from a child up to its parent would point up the floor plan.
+#[test]
+fn experiment_children_do_not_import_their_parent() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/experiment");
+    let mod_rs = std::fs::read_to_string(dir.join("mod.rs")).unwrap();
+    let mut siblings = Vec::new();
+    for line in mod_rs.lines() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with("//") {
+            continue;
+        }
+        if let Some(m) = l.strip_prefix("pub mod ") {
+            siblings.push(m.trim_end_matches(';').to_string());
+            continue;
+        }
+        // A re-export (possibly spanning lines); nothing else belongs here.
+        let reexport = l.starts_with("pub use ") || !l.contains(|c: char| c == '(' || c == '=' || c == '#');
+        assert!(reexport && !l.starts_with("fn ") && !l.starts_with("pub fn "), "src/experiment/mod.rs holds `{l}`");
+    }
+    assert!(siblings.iter().any(|s| s == "spec") && siblings.iter().any(|s| s == "run"), "{siblings:?}");
+    let mut up = Vec::new();
+    for file in files_of(&dir.parent().unwrap().to_path_buf(), "experiment") {
+        if file.ends_with("mod.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (line, name) in super_paths(&text) {
+            if !siblings.contains(&name) {
+                up.push(format!("{}:{line}: super::{name}", file.display()));
+            }
+        }
+    }
+    assert!(up.is_empty(), "experiment children importing mod.rs:\n{}", up.join("\n"));
+}

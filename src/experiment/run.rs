@@ -1,0 +1,314 @@
+//! The run pipeline: build the cluster, the workload and the policy from a
+//! [`RunSpec`], simulate and summarise ([`run_one`] and its variants), and
+//! what a finished run holds ([`RunReport`], [`InputInfo`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::spec::{RateModelKind, RunSpec, WorkloadSource};
+use crate::cluster::Cluster;
+use crate::engine::{EngineConfig, Progress, RunOutput, Simulation};
+use crate::error::{ConfigError, RunError};
+use crate::job::Skipped;
+use crate::metrics::{self, Summary, VcSummary};
+use crate::metrics::{Recorder, Recording};
+use crate::policy::genie::GenieProfiles;
+use crate::policy::placement::PlacementKind;
+use crate::policy::registry::{Artefacts, genie_profiles};
+use crate::profile::db::ProfileDb;
+use crate::trace::TraceRecord;
+use crate::trace::{ColumnMap, load_trace};
+use crate::workload::build_workload;
+use crate::workload::models::assign_models;
+use crate::workload::synthetic;
+
+/// Facts about the input, for the manifest.
+#[derive(Clone, Debug, Serialize)]
+pub struct InputInfo {
+    /// The trace file, if any.
+    pub path: Option<PathBuf>,
+    /// Format read (`synthetic` for generated jobs).
+    pub format: String,
+    /// SHA-256 of the trace file.
+    pub sha256: Option<String>,
+    /// Wall-clock time of t = 0, for wall-clock traces.
+    pub origin: Option<String>,
+    /// Rows read.
+    pub rows: usize,
+}
+
+/// A finished run.
+pub struct RunReport {
+    /// What was run.
+    pub spec: RunSpec,
+    /// The input.
+    pub input: InputInfo,
+    /// The engine's output.
+    pub output: RunOutput,
+    /// What the run's recorder kept (busy GPU-time, timeline, sharing
+    /// figures, decision timing).
+    pub recording: Recording,
+    /// Rows not simulated.
+    pub skipped: Vec<Skipped>,
+    /// The summary.
+    pub summary: Summary,
+    /// Per-VC summaries.
+    pub vcs: Vec<VcSummary>,
+}
+
+/// Runs `spec`, calling `progress` now and then.
+///
+/// # Errors
+/// [`RunError`] for unreadable or malformed input, an invalid configuration,
+/// an empty workload, or an invalid policy decision.
+pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
+    run_inner(spec, None, None, &Artefacts::default(), progress)
+}
+
+/// [`run_one`] taking the RIFLING table and GENIE models from `artefacts`
+/// where it holds them (read from disk otherwise, and not kept).
+///
+/// # Errors
+/// As [`run_one`].
+pub fn run_one_with_artefacts(
+    spec: &RunSpec,
+    artefacts: &Artefacts,
+    progress: impl FnMut(Progress),
+) -> Result<RunReport, RunError> {
+    run_inner(spec, None, None, artefacts, progress)
+}
+
+/// [`run_one`] with a RIFLING policy driving `agent` (kept by the caller, e.g.
+/// across training episodes) instead of a fresh or loaded one, reading its
+/// files and profile databases through `artefacts` (one set for all the
+/// episodes parses each database once).
+///
+/// # Errors
+/// As [`run_one`].
+pub fn run_one_with_agent(
+    spec: &RunSpec,
+    agent: Option<std::sync::Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
+    artefacts: &Artefacts,
+    progress: impl FnMut(Progress),
+) -> Result<RunReport, RunError> {
+    run_inner(spec, agent, None, artefacts, progress)
+}
+
+/// Builds a policy for a run from its [`crate::policy::registry::BuildContext`] (see
+/// [`run_one_with_policy`]).
+pub type PolicyBuilder<'b> = Box<
+    dyn FnOnce(&mut crate::policy::registry::BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError> + 'b,
+>;
+
+/// [`run_one`] with the policy built by `build` instead of from
+/// `spec.policy` (which still gives the placement jobs are admitted under
+/// and the sharing limits): a policy defined outside the crate runs through
+/// the same pipeline (workload, cluster, rate model, summary) as the
+/// registered ones. `docs/writing-a-policy.md` shows one.
+///
+/// # Errors
+/// As [`run_one`], and whatever `build` returns.
+pub fn run_one_with_policy(
+    spec: &RunSpec,
+    build: impl FnOnce(&mut crate::policy::registry::BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError>,
+    progress: impl FnMut(Progress),
+) -> Result<RunReport, RunError> {
+    run_inner(spec, None, Some(Box::new(build)), &Artefacts::default(), progress)
+}
+
+fn run_inner(
+    spec: &RunSpec,
+    agent: Option<std::sync::Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
+    custom: Option<PolicyBuilder<'_>>,
+    artefacts: &Artefacts,
+    progress: impl FnMut(Progress),
+) -> Result<RunReport, RunError> {
+    spec.validate().map_err(ConfigError)?;
+    let mut cluster = Cluster::new(spec.cluster.spec()?)?;
+    cluster.set_share_limits(spec.policy.share_limits())?;
+    let db_name = spec.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
+    let mut genie_tasks: std::collections::HashMap<String, crate::job::TaskSpec> = Default::default();
+    let mut run_profiles: Option<GenieProfiles> = None;
+    let (records, input) = match &spec.workload {
+        WorkloadSource::Trace { path, format, columns } => {
+            let t = load_trace(path, *format, columns)?;
+            let input = InputInfo {
+                path: Some(t.path.clone()),
+                format: t.format.name().to_string(),
+                sha256: Some(t.sha256.clone()),
+                origin: t.origin.clone(),
+                rows: t.records.len(),
+            };
+            (t.records, input)
+        }
+        WorkloadSource::Synthetic(s) => {
+            let max = cluster.partitions().iter().map(|p| p.gpus_total).max().unwrap_or(0);
+            let recs = synthetic::generate(s, cluster.total_gpus(), max, spec.seed).map_err(ConfigError)?;
+            let input =
+                InputInfo { path: None, format: "synthetic".into(), sha256: None, origin: None, rows: recs.len() };
+            (recs, input)
+        }
+        WorkloadSource::Genie(g) | WorkloadSource::TraceTasks { spec: g, .. } => {
+            let db = artefacts.profiles().get(spec.profiles.as_deref())?;
+            let db = &*db;
+            let node = cluster.spec().nodes.first().cloned().ok_or_else(|| ConfigError("empty cluster".into()))?;
+            let mut tasks = match &spec.workload {
+                WorkloadSource::TraceTasks { path, format, .. } => {
+                    let t = load_trace(path, *format, &ColumnMap::default())?;
+                    let p = cluster.partition(crate::ids::VcId(0));
+                    crate::workload::genie::from_trace(
+                        &t.records,
+                        g,
+                        db,
+                        &node.gpu_type,
+                        node.gpu_mem_mib,
+                        p.gpus_total,
+                        p.max_node_gpus,
+                        spec.seed,
+                    )
+                }
+                _ => crate::workload::genie::generate(g, db, &node.gpu_type, node.gpu_mem_mib, spec.seed),
+            }
+            .map_err(ConfigError)?;
+            if g.ect == crate::workload::genie::EctBasis::Predicted {
+                // The paper's ECT: a multiple of the predicted single-GPU
+                // latency, from the run's fitted models (the ones a GENIE
+                // policy of this run uses), for every policy alike.
+                let profiles =
+                    genie_profiles(spec.policy.genie_models(), &cluster, db, &db_name, spec.seed, artefacts)?;
+                for (rec, t) in &mut tasks {
+                    let p = profiles.for_kind(&t.kind, rec.model.as_deref().unwrap_or(""), t.inference, db);
+                    if let Some(lat) = p.and_then(|p| p.latency_ms(t, 1, 1)) {
+                        t.deadline =
+                            crate::time::SimTime::from_ms(rec.submit_ms + t.qos.ect_factor() * lat.ceil() as u64);
+                    }
+                }
+                run_profiles = Some(profiles);
+            }
+            let input =
+                InputInfo { path: None, format: "genie-tasks".into(), sha256: None, origin: None, rows: tasks.len() };
+            let (recs, specs): (Vec<TraceRecord>, Vec<_>) = tasks.into_iter().unzip();
+            genie_tasks = specs.into_iter().enumerate().map(|(i, t)| (format!("t{i}"), t)).collect();
+            (recs, input)
+        }
+    };
+    let is_tasks = matches!(spec.workload, WorkloadSource::Genie(_) | WorkloadSource::TraceTasks { .. });
+    if spec.policy.moldable() && !is_tasks {
+        return Err(ConfigError(
+            "GENIE-family and RIFLING policies schedule moldable tasks: use `--workload genie`".into(),
+        )
+        .into());
+    }
+    // Moldable tasks need a performance model: trace speed would run them
+    // equally fast on any number of GPUs.
+    let rate_model =
+        if is_tasks && spec.rate_model == RateModelKind::Trace { RateModelKind::Table } else { spec.rate_model };
+    // The profile database, only when the run uses it (parsing the builtin
+    // tables costs more than replaying a large trace at trace speed): a rate
+    // model that reads it, or jobs with a model and batch, whose GPU memory
+    // it gives.
+    let has_models = records.iter().any(|r| r.model.is_some() && r.local_bsz.is_some());
+    let db: Option<Arc<ProfileDb>> = match &spec.profiles {
+        // Read once per directory for the artefact set, so a sweep's runs share it.
+        Some(dir) => Some(artefacts.profiles().dir(dir)?),
+        None if rate_model != RateModelKind::Trace || has_models => Some(artefacts.profiles().builtin()),
+        None => None,
+    };
+    let mut records = records;
+    spec.tie_order.order_records(&mut records);
+    let max_gpu_mem_mib = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).max().unwrap_or(0);
+    if let Some(db) = db.as_deref()
+        && rate_model != RateModelKind::Trace
+        && !is_tasks
+    {
+        let gpu_type = cluster.spec().nodes.first().map(|n| n.gpu_type.clone()).unwrap_or_default();
+        assign_models(db, &mut records, &gpu_type, max_gpu_mem_mib, spec.seed).map_err(|e| {
+            ConfigError(match &spec.workload {
+                WorkloadSource::Trace { path, .. } => format!("{}: {e}", path.display()),
+                _ => e,
+            })
+        })?;
+    }
+    // GPU memory per GPU of every job with a model and batch: measured when
+    // the database has a memory table for the model, else the analytical
+    // estimate; placements then use only GPUs with that much memory.
+    // (Not for moldable tasks: their memory per GPU depends on the GPU count
+    // the policy picks; the generator only draws batches that fit one GPU.)
+    if let Some(db) = db.as_deref().filter(|_| !is_tasks) {
+        for r in &mut records {
+            if let (Some(m), Some(b)) = (r.model.as_deref(), r.local_bsz) {
+                r.gpu_mem_mib = db.gpu_mem_mib(m, b).map(|mib| mib.ceil() as u64);
+            }
+        }
+    }
+    // The sharing figures say something when jobs have a model or memory
+    // figure, a guaranteed share, or a sharing placement; not in a plain replay.
+    let share_metrics_useful = rate_model != RateModelKind::Trace
+        || spec.policy.placement().may_share()
+        || records.iter().any(|r| r.model.is_some() || r.gpu_mem_mib.is_some() || r.gpu_milli.is_some());
+    // Admission places on the empty cluster by the run's rule; the
+    // memory-efficiency rule reads the builtin database there.
+    let placement = spec.policy.placement();
+    let admission_db = (placement == PlacementKind::MemoryEfficiency).then(|| artefacts.profiles().builtin());
+    let mut workload = build_workload(records, &cluster, placement.build_for(admission_db.as_ref()));
+    workload.jobs.attach_tasks(&mut genie_tasks);
+    if workload.jobs.is_empty() {
+        let reasons: Vec<String> = workload.skipped_by_reason().iter().map(|(r, n)| format!("{n} {r}")).collect();
+        return Err(ConfigError(format!(
+            "no job of the {} rows can run on cluster `{}` (skipped: {})",
+            workload.rows_total,
+            cluster.spec().name,
+            if reasons.is_empty() { "none".to_string() } else { reasons.join(", ") }
+        ))
+        .into());
+    }
+    let mut ctx = crate::policy::registry::BuildContext {
+        cluster: &cluster,
+        db: db.clone(),
+        db_name,
+        seed: spec.seed,
+        tasks: is_tasks,
+        artefacts,
+        agent,
+        genie_profiles: run_profiles.take(),
+    };
+    let policy = match custom {
+        Some(build) => build(&mut ctx)?,
+        None => spec.policy.build(&mut ctx)?,
+    };
+    // The recorder reads the run's database for the SM-utilisation proxy.
+    let mut recorder = Recorder::new(&cluster, &workload.jobs, share_metrics_useful, db.clone());
+    // GENIE and RIFLING report what their decisions cost (timing.json);
+    // timing a plain replay's decisions would cost a few percent.
+    let policy = if spec.policy.time_decisions() { recorder.time_policy(policy) } else { policy };
+    // The co-location model, from the run's database (else the builtin one,
+    // parsed once for the artefact set); built at the first co-location, so
+    // that a run that never shares (or shares jobs without models) reads no
+    // database it does not otherwise need (parsing the builtin tables costs
+    // more than a plain replay).
+    let (coloc_db, profiles) = (db.clone(), artefacts.profiles().clone());
+    let interference = crate::profile::coloc::LazyInterference::new(move || {
+        Box::new(crate::profile::coloc::ProfileInterference::new(
+            coloc_db.clone().unwrap_or_else(|| profiles.builtin()),
+        ))
+    });
+    let sim = Simulation::new(
+        cluster,
+        workload.jobs,
+        policy,
+        rate_model.build(db.as_ref()),
+        EngineConfig { sample_interval_ms: spec.sample_interval_ms },
+    )
+    .with_interference(Box::new(interference))
+    .with_checkpoint(spec.checkpoint);
+    // An error of the run names the job's trace file and line.
+    let output = sim.run_observed(&mut recorder, progress).map_err(|e| match &spec.workload {
+        WorkloadSource::Trace { path, .. } => e.in_file(path),
+        _ => e,
+    })?;
+    let recording = recorder.into_recording();
+    let (summary, vcs) = metrics::summarize(&output, &recording, &workload.skipped, workload.rows_total);
+    Ok(RunReport { spec: spec.clone(), input, output, recording, skipped: workload.skipped, summary, vcs })
+}

@@ -1,0 +1,287 @@
+//! The run spec: plain data that defines a run ([`RunSpec`]), its parts
+//! ([`WorkloadSource`], [`ClusterChoice`], [`RateModelKind`]) and the
+//! command line's defaults; `manifest.json` records it in full.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::{ClusterPreset, ClusterSpec, load_vc_file};
+use crate::engine::CheckpointModel;
+use crate::error::{ConfigError, RunError};
+use crate::policy::registry::PolicySpec;
+use crate::profile::db::ProfileDb;
+use crate::profile::genie::GenieModel;
+use crate::profile::model::TableModel;
+use crate::profile::rate::ProfileRate;
+use crate::profile::{RateModel, TraceSpeed};
+use crate::trace::tie_order::TieOrder;
+use crate::trace::{ColumnMap, TraceFormat};
+use crate::workload::genie::GenieWorkloadSpec;
+use crate::workload::synthetic::SyntheticSpec;
+
+/// Where the jobs come from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", deny_unknown_fields)]
+pub enum WorkloadSource {
+    /// A trace file.
+    Trace {
+        /// The file.
+        path: PathBuf,
+        /// Its format (`auto` detects).
+        format: TraceFormat,
+        /// Column names for `jobs-csv`.
+        columns: ColumnMap,
+    },
+    /// The seeded synthetic generator.
+    Synthetic(SyntheticSpec),
+    /// GENIE's QoS workload of moldable tasks ([`crate::workload::genie`]).
+    Genie(GenieWorkloadSpec),
+    /// A trace's jobs as moldable tasks ([`crate::workload::genie::from_trace`]):
+    /// its arrival pattern and durations, GENIE's task types.
+    TraceTasks {
+        /// The trace file.
+        path: PathBuf,
+        /// Its format (`auto` detects).
+        format: TraceFormat,
+        /// Density (jobs kept = jobs_per_hour × hours), window and ECT basis.
+        spec: GenieWorkloadSpec,
+    },
+}
+
+/// GPU types a uniform cluster may have, with the memory of one GPU, MiB (the
+/// vendors' data sheets: K80 24 GB per board = 12 GB per GK210 GPU; P100 16
+/// GB; V100 16 GB (the 32 GB model as `v100-32g`); T4 16 GB; A100 40 GB (80
+/// GB as `a100-80g`); RTX 2080 Ti 11 GB; Quadro RTX 6000 24 GB). The names
+/// match the profile database's GPU types.
+pub const GPU_TYPE_MEMORY: [(&str, u64); 9] = [
+    ("k80", 12 * 1024),
+    ("p100", 16 * 1024),
+    ("v100", 16 * 1024),
+    ("v100-32g", 32 * 1024),
+    ("t4", 16 * 1024),
+    ("a100", 40 * 1024),
+    ("a100-80g", 80 * 1024),
+    ("rtx2080ti", 11 * 1024),
+    ("quadro6000", 24 * 1024),
+];
+
+/// Memory of one GPU of a known type, MiB (case-insensitive).
+pub fn gpu_type_mem_mib(gpu_type: &str) -> Option<u64> {
+    let t = gpu_type.to_ascii_lowercase();
+    GPU_TYPE_MEMORY.iter().find(|g| g.0 == t).map(|g| g.1)
+}
+
+/// Which cluster to simulate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", deny_unknown_fields)]
+pub enum ClusterChoice {
+    /// A named preset.
+    Preset {
+        /// The preset.
+        #[serde(serialize_with = "ser_preset", deserialize_with = "de_preset")]
+        preset: ClusterPreset,
+    },
+    /// `nodes` × `gpus_per_node` identical GPUs, one partition: type
+    /// `gpu_type` (memory per [`gpu_type_mem_mib`]), or `generic` with 16 GiB.
+    Uniform {
+        /// Nodes.
+        nodes: u32,
+        /// GPUs per node.
+        gpus_per_node: u32,
+        /// GPU type, if not `generic`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        gpu_type: Option<String>,
+    },
+    /// VC partitions from a file (see [`load_vc_file`]); GPUs of type `generic`, 16 GiB.
+    VcFile {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A heterogeneous cluster from an Alibaba PAI 2023 node list (see
+    /// [`crate::cluster::load_nodes_file`]), one partition.
+    NodesFile {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+fn ser_preset<S: serde::Serializer>(p: &ClusterPreset, s: S) -> Result<S::Ok, S::Error> {
+    use clap::ValueEnum;
+    s.serialize_str(p.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default().as_str())
+}
+
+fn de_preset<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ClusterPreset, D::Error> {
+    use clap::ValueEnum;
+    let name = String::deserialize(d)?;
+    ClusterPreset::from_str(&name, false)
+        .map_err(|_| serde::de::Error::custom(format!("unknown cluster preset `{name}`")))
+}
+
+impl ClusterChoice {
+    /// The cluster spec.
+    ///
+    /// # Errors
+    /// A malformed VC file or an invalid size.
+    pub fn spec(&self) -> Result<ClusterSpec, RunError> {
+        let spec = match self {
+            ClusterChoice::Preset { preset } => preset.spec(),
+            ClusterChoice::Uniform { nodes, gpus_per_node, gpu_type } => {
+                let gpus = u64::from(*nodes) * u64::from(*gpus_per_node);
+                if *nodes as usize > crate::cluster::MAX_NODES || gpus > crate::cluster::MAX_GPUS {
+                    return Err(ConfigError(format!(
+                        "{nodes} nodes × {gpus_per_node} GPUs is too large: at most {} nodes and {} GPUs",
+                        crate::cluster::MAX_NODES,
+                        crate::cluster::MAX_GPUS
+                    ))
+                    .into());
+                }
+                let (ty, mem) = match gpu_type {
+                    None => ("generic".to_string(), 16 * 1024),
+                    Some(t) => (
+                        t.clone(),
+                        gpu_type_mem_mib(t).ok_or_else(|| {
+                            ConfigError(format!(
+                                "unknown GPU type `{t}`; known: {}",
+                                GPU_TYPE_MEMORY.iter().map(|g| g.0).collect::<Vec<_>>().join(", ")
+                            ))
+                        })?,
+                    ),
+                };
+                let name = match gpu_type {
+                    None => format!("{nodes}x{gpus_per_node}"),
+                    Some(t) => format!("{nodes}x{gpus_per_node}-{t}"),
+                };
+                ClusterSpec::uniform(&name, *nodes, *gpus_per_node, &ty, mem)
+            }
+            ClusterChoice::VcFile { path } => load_vc_file(path, "generic", 16 * 1024)?,
+            ClusterChoice::NodesFile { path } => crate::cluster::load_nodes_file(path)?.spec,
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+/// How a running job's speed is decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RateModelKind {
+    /// Every job runs exactly its trace duration, wherever it is placed.
+    Trace,
+    /// Profile database, table interpolation: a job placed other than its
+    /// recorded allocation runs at the measured iteration-time ratio.
+    Table,
+    /// Profile database, GENIE's fitted prediction model.
+    Genie,
+}
+
+impl RateModelKind {
+    /// The rate model over `db` (the builtin database when `None`; trace
+    /// speed reads no database).
+    pub(super) fn build(self, db: Option<&Arc<ProfileDb>>) -> Box<dyn RateModel> {
+        let db = || db.cloned().unwrap_or_else(|| Arc::new(ProfileDb::builtin()));
+        match self {
+            RateModelKind::Trace => Box::new(TraceSpeed),
+            RateModelKind::Table => Box::new(ProfileRate::new(Box::new(TableModel::new(db())), "profile-table")),
+            RateModelKind::Genie => Box::new(ProfileRate::new(Box::new(GenieModel::new(db())), "profile-genie")),
+        }
+    }
+}
+/// Everything that defines a run; plain data, so sweeps can build runs
+/// anywhere, and what `manifest.json` records (`spec`) to rerun it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    /// The jobs.
+    pub workload: WorkloadSource,
+    /// The cluster.
+    pub cluster: ClusterChoice,
+    /// The policy and its options (sharing limits included, where the
+    /// policy's placement shares GPUs).
+    pub policy: PolicySpec,
+    /// Master seed of every random stream.
+    pub seed: u64,
+    /// Timeline sampling interval, ms (0: none).
+    pub sample_interval_ms: u64,
+    /// How job speed is decided.
+    pub rate_model: RateModelKind,
+    /// A profile database directory to use instead of the builtin one (see
+    /// `dlsched profile import`); its optional `memory.csv` turns on the GPU
+    /// memory check.
+    pub profiles: Option<PathBuf>,
+    /// The order of jobs submitted at the same instant (default: trace order;
+    /// left out of manifests when default).
+    #[serde(default, skip_serializing_if = "TieOrder::is_trace")]
+    pub tie_order: TieOrder,
+    /// The checkpoint/restore overhead charged at each preemption (default
+    /// none; left out of manifests when default, so a run without
+    /// preemption records the spec it always did). Only preemptive policies
+    /// (`srtf`) preempt; see [`CheckpointModel`] for the models and sources.
+    #[serde(default, skip_serializing_if = "CheckpointModel::is_none")]
+    pub checkpoint: CheckpointModel,
+}
+
+/// The command line's defaults of a run, in one place: seed 1, timeline
+/// samples every 600 s, trace speed, the builtin profile database, trace
+/// tie order (the policy's defaults are its options struct's `Default`).
+pub const DEFAULT_SEED: u64 = 1;
+/// Default timeline sampling interval, s.
+pub const DEFAULT_SAMPLE_INTERVAL_S: u64 = 600;
+
+impl RunSpec {
+    /// A run of `workload` on `cluster` with every other setting at its
+    /// command-line default: strict FIFO with consolidated placement
+    /// ([`PolicySpec::default`]), seed [`DEFAULT_SEED`], timeline samples
+    /// every [`DEFAULT_SAMPLE_INTERVAL_S`] s, trace speed, the builtin
+    /// profile database, trace tie order, no checkpoint overhead.
+    pub fn new(workload: WorkloadSource, cluster: ClusterChoice) -> Self {
+        RunSpec {
+            workload,
+            cluster,
+            policy: PolicySpec::default(),
+            seed: DEFAULT_SEED,
+            sample_interval_ms: DEFAULT_SAMPLE_INTERVAL_S * 1000,
+            rate_model: RateModelKind::Trace,
+            profiles: None,
+            tie_order: TieOrder::Trace,
+            checkpoint: CheckpointModel::None,
+        }
+    }
+
+    /// Checks what can be checked without reading a file: the policy's
+    /// options ([`PolicySpec::validate`]) and the sampling interval.
+    ///
+    /// # Errors
+    /// A message naming the option at fault.
+    pub fn validate(&self) -> Result<(), String> {
+        self.policy.validate()?;
+        crate::bounds::sample_interval_ms(self.sample_interval_ms / 1000)
+            .map_err(|e| format!("--sample-interval {e}"))?;
+        Ok(())
+    }
+
+    /// The spec a run directory's `manifest.json` recorded (its `spec`
+    /// field), validated.
+    ///
+    /// # Errors
+    /// A message naming the file: unreadable, not JSON, written by a
+    /// dlsched without `spec` (before 0.1's run specs), or a spec that does
+    /// not parse or validate.
+    pub fn from_manifest(path: &Path) -> Result<RunSpec, String> {
+        let text = crate::io::read_text(path).map_err(|e| e.to_string())?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not JSON (line {}, column {}): {e}", path.display(), e.line(), e.column()))?;
+        let Some(spec) = v.get("spec") else {
+            let version = v.get("dlsched_version").and_then(serde_json::Value::as_str).unwrap_or("unknown");
+            return Err(format!(
+                "{}: this manifest (dlsched {version}) has no `spec` field: it was written before manifests recorded the full run spec, so it cannot be rerun; rerun the original command instead",
+                path.display()
+            ));
+        };
+        let spec: RunSpec =
+            serde_json::from_value(spec.clone()).map_err(|e| format!("{}: `spec`: {e}", path.display()))?;
+        spec.validate().map_err(|e| format!("{}: `spec`: {e}", path.display()))?;
+        Ok(spec)
+    }
+}

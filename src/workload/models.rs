@@ -1,0 +1,72 @@
+//! Model/batch enrichment: gives trace jobs without a model or batch one
+//! drawn from the profile database ([`assign_models`]).
+
+use crate::profile::db::ProfileDb;
+use crate::profile::model::TableModel;
+use crate::trace::TraceRecord;
+
+/// Gives every job without a model or batch one drawn from the profile
+/// database, on the `workload.model_mix` stream: a model uniformly among those
+/// measured on `gpu_type` (all measured models if none is), then a per-GPU
+/// batch uniformly among the batches measured for that model on `gpu_type`
+/// (on its best-covered GPU type when `gpu_type` is not measured).
+///
+/// Only batches whose GPU memory ([`ProfileDb::gpu_mem_mib`], MiB) is at most
+/// `max_gpu_mem_mib` (the largest GPU of the cluster) are drawn, and only
+/// models with such a batch; a model the trace names with no fitting batch
+/// draws among all its batches (the job is then skipped for memory).
+///
+/// # Errors
+/// A message naming the first job whose model the database does not know.
+pub fn assign_models(
+    db: &ProfileDb,
+    records: &mut [TraceRecord],
+    gpu_type: &str,
+    max_gpu_mem_mib: u64,
+    seed: u64,
+) -> Result<(), String> {
+    use rand::seq::SliceRandom;
+    let table = TableModel::new(db);
+    let gpu_type = gpu_type.to_ascii_lowercase();
+    let mut on_type: Vec<&str> =
+        db.throughput.iter().filter(|r| r.gpu_type == gpu_type).map(|r| r.model.as_str()).collect();
+    on_type.sort_unstable();
+    on_type.dedup();
+    let models = if on_type.is_empty() { table.measured_models() } else { on_type };
+    let fits = |m: &str, b: u32| db.gpu_mem_mib(m, b).is_none_or(|mib| mib.ceil() <= max_gpu_mem_mib as f64);
+    if let Some(r) =
+        records.iter().find(|r| r.model.as_deref().is_some_and(|m| !db.models.iter().any(|i| i.model == m)))
+    {
+        return Err(format!(
+            "line {}, column `model`: job `{}` names model `{}`, which the profile database does not know; `dlsched profile show --list` lists the names",
+            r.line,
+            r.job_id,
+            r.model.as_deref().unwrap_or_default()
+        ));
+    }
+    let batches_for = |m: &str| {
+        let (gpu, _, _) = table.resolve_gpu(m, &gpu_type);
+        let on = table.measured_batches_on(m, &gpu);
+        let all = if on.is_empty() { table.measured_batches(m) } else { on };
+        let fitting: Vec<u32> = all.iter().copied().filter(|&b| fits(m, b)).collect();
+        if fitting.is_empty() { all } else { fitting }
+    };
+    let fitting_models: Vec<&str> =
+        models.iter().copied().filter(|m| batches_for(m).iter().any(|&b| fits(m, b))).collect();
+    let models = if fitting_models.is_empty() { models } else { fitting_models };
+    if models.is_empty() {
+        return Ok(());
+    }
+    let mut rng = crate::rng::stream(seed, "workload.model_mix");
+    for r in records.iter_mut().filter(|r| r.model.is_none() || r.local_bsz.is_none()) {
+        if r.model.is_none() {
+            let i = rand::Rng::gen_range(&mut rng, 0..models.len());
+            r.model = Some(models[i].to_string());
+        }
+        if r.local_bsz.is_none() {
+            let pool = batches_for(r.model.as_deref().unwrap_or_default());
+            r.local_bsz = pool.choose(&mut rng).copied();
+        }
+    }
+    Ok(())
+}
