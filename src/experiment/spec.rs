@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::cluster::{ClusterPreset, ClusterSpec, load_vc_file};
 use crate::engine::CheckpointModel;
 use crate::error::{ConfigError, RunError};
-use crate::policy::registry::PolicySpec;
+use crate::policy::registry::{PolicyName, PolicySpec};
 use crate::profile::db::ProfileDb;
 use crate::profile::genie::GenieModel;
 use crate::profile::model::TableModel;
@@ -279,9 +279,64 @@ impl RunSpec {
                 path.display()
             ));
         };
-        let spec: RunSpec =
-            serde_json::from_value(spec.clone()).map_err(|e| format!("{}: `spec`: {e}", path.display()))?;
+        let spec: RunSpec = serde_path_to_error::deserialize(spec).map_err(|e| {
+            let at = e.path().to_string();
+            // Inside the policy (an internally tagged enum) serde loses the
+            // path: parse the options again as the kind's own struct.
+            let inner = (at == "policy")
+                .then(|| {
+                    let mut o = spec.get("policy")?.as_object()?.clone();
+                    let kind = o.remove("kind")?;
+                    let name = <PolicyName as clap::ValueEnum>::from_str(kind.as_str()?, false).ok()?;
+                    name.options_error(serde_json::Value::Object(o))
+                })
+                .flatten();
+            match inner {
+                Some((field, msg)) => format!("{}: spec.policy.{field}: {msg}", path.display()),
+                None => format!("{}: spec.{at}: {}", path.display(), e.inner()),
+            }
+        })?;
         spec.validate().map_err(|e| format!("{}: `spec`: {e}", path.display()))?;
         Ok(spec)
+    }
+
+    /// Checks that the trace a run directory's `manifest.json` read
+    /// (`input.path`, relative to the directory the original run started
+    /// in) is still there and still has the SHA-256 the manifest recorded
+    /// (`input.sha256`), so a rerun reads the same jobs. With
+    /// `allow_changed`, a changed file is accepted (a missing one never is).
+    /// A manifest without an input file (a synthetic workload) passes.
+    ///
+    /// # Errors
+    /// A message naming the manifest and the input file: unreadable
+    /// manifest, missing input (with where its relative path is read from),
+    /// or a changed input with both hashes and `--allow-changed-input`.
+    pub fn check_manifest_input(path: &Path, allow_changed: bool) -> Result<(), String> {
+        let text = crate::io::read_text(path).map_err(|e| e.to_string())?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not JSON (line {}, column {}): {e}", path.display(), e.line(), e.column()))?;
+        let Some(input) = v.get("input").and_then(|i| i.get("path")).and_then(serde_json::Value::as_str) else {
+            return Ok(());
+        };
+        let input = Path::new(input);
+        if !input.exists() {
+            return Err(format!(
+                "{}: input file `{}` (`input.path`) not found; paths in a manifest are relative to the directory the original run started in, so rerun from that directory (or give the file there)",
+                path.display(),
+                input.display()
+            ));
+        }
+        let Some(recorded) = v["input"].get("sha256").and_then(serde_json::Value::as_str) else {
+            return Ok(());
+        };
+        let now = crate::trace::file_sha256(input)?;
+        if now != recorded && !allow_changed {
+            return Err(format!(
+                "{}: input file `{}` changed since the run: the manifest recorded SHA-256 {recorded} (`input.sha256`), the file now has {now}; the rerun would not read the same jobs (give --allow-changed-input to rerun anyway)",
+                path.display(),
+                input.display()
+            ));
+        }
+        Ok(())
     }
 }

@@ -154,6 +154,19 @@ macro_rules! registry {
             pub fn default_spec(self) -> PolicySpec {
                 match self { $(PolicyName::$variant => PolicySpec::$variant(<$opts>::default()),)* }
             }
+
+            /// Where `options` (a spec's policy object without its `kind`)
+            /// fails to parse as this kind's options struct: the JSON path
+            /// of the bad field (`backfill`) and serde's message. Serde's
+            /// internally tagged enums lose the path inside the variant;
+            /// this recovers it for error messages. `None` if it parses.
+            pub fn options_error(self, options: serde_json::Value) -> Option<(String, String)> {
+                match self {
+                    $(PolicyName::$variant => serde_path_to_error::deserialize::<_, $opts>(options)
+                        .err()
+                        .map(|e| (e.path().to_string(), e.inner().to_string())),)*
+                }
+            }
         }
 
         impl PolicySpec {

@@ -169,3 +169,70 @@ fn the_command_line_and_a_sweep_file_fill_the_same_spec() {
     // And the recorded spec reads back to the same value.
     assert_eq!(dlsched::experiment::RunSpec::from_manifest(&run.join("manifest.json")).unwrap(), spec);
 }
+
+/// Runs dlsched in `dir`.
+fn dlsched_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_dlsched")).current_dir(dir).args(args).output().unwrap()
+}
+
+#[test]
+fn from_manifest_checks_the_input_file_it_recorded() {
+    let d = tempfile::tempdir().unwrap();
+    let jobs = d.path().join("jobs.csv");
+    let original = std::fs::read(repo("traces/example_jobs.csv")).unwrap();
+    std::fs::write(&jobs, &original).unwrap();
+    // A relative trace path, as a user types it, from the directory `d`.
+    let o = dlsched_in(d.path(), &["simulate", "--trace", "jobs.csv", "--out", "run"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let manifest = d.path().join("run/manifest.json");
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let recorded = m["input"]["sha256"].as_str().unwrap().to_string();
+    // The unchanged file reruns.
+    let o = dlsched_in(d.path(), &["simulate", "--from-manifest", "run/manifest.json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // A trailing blank line changes the file: refused, naming the file and both
+    // hashes; the new hash computed independently here from the new bytes.
+    let mut changed = original.clone();
+    changed.push(b'\n');
+    std::fs::write(&jobs, &changed).unwrap();
+    let now = {
+        use sha2::Digest;
+        sha2::Sha256::digest(&changed).iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    assert_ne!(now, recorded);
+    let o = dlsched_in(d.path(), &["simulate", "--from-manifest", "run/manifest.json"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("jobs.csv")
+            && err.contains(&recorded)
+            && err.contains(&now)
+            && err.contains("--allow-changed-input"),
+        "{err}"
+    );
+    // The flag reruns anyway.
+    let o = dlsched_in(d.path(), &["simulate", "--from-manifest", "run/manifest.json", "--allow-changed-input"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // From another directory the relative path is not found: the error says
+    // where paths are read from.
+    let other = d.path().join("elsewhere");
+    std::fs::create_dir(&other).unwrap();
+    let o = dlsched_in(&other, &["simulate", "--from-manifest", "../run/manifest.json"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("jobs.csv") && err.contains("relative to the directory the original run started in"), "{err}");
+}
+
+#[test]
+fn a_bad_spec_field_is_named_by_its_json_path() {
+    let d = tempfile::tempdir().unwrap();
+    let bad = d.path().join("manifest.json");
+    let spec = r#"{"workload": {"kind": "synthetic", "jobs": 5, "jobs_per_hour": null, "load": 0.8},
+        "cluster": {"kind": "preset", "preset": "lab16"}, "policy": {"kind": "fifo", "backfill": "yes"},
+        "seed": 1, "sample_interval_ms": 0, "rate_model": "trace", "profiles": null}"#;
+    std::fs::write(&bad, format!(r#"{{"dlsched_version": "0.1.0", "spec": {spec}}}"#)).unwrap();
+    let o = dlsched(&["simulate", "--from-manifest", bad.to_str().unwrap()]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("spec.policy.backfill: invalid type"), "{err}");
+}

@@ -22,6 +22,11 @@ pub(crate) struct SimulateArgs {
     #[arg(long, value_name = "MANIFEST", conflicts_with_all = SPEC_ARGS)]
     pub(crate) from_manifest: Option<PathBuf>,
 
+    /// With --from-manifest: rerun even if the input trace's SHA-256 differs
+    /// from the one the manifest recorded (the run then reads other jobs).
+    #[arg(long, requires = "from_manifest")]
+    pub(crate) allow_changed_input: bool,
+
     /// Trace file to replay (CSV). Omit to run the synthetic workload.
     #[arg(long, value_name = "PATH")]
     pub(crate) trace: Option<PathBuf>,
@@ -307,7 +312,9 @@ fn policy_opt(s: &str) -> Result<(String, String), String> {
 
 pub(crate) fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
     if let Some(m) = &a.from_manifest {
-        return RunSpec::from_manifest(m).map_err(anyhow::Error::msg);
+        let spec = RunSpec::from_manifest(m).map_err(anyhow::Error::msg)?;
+        RunSpec::check_manifest_input(m, a.allow_changed_input).map_err(anyhow::Error::msg)?;
+        return Ok(spec);
     }
     let mut names: Vec<&str> = a.policy_opt.iter().map(|(n, _)| n.as_str()).collect();
     names.sort_unstable();
