@@ -55,17 +55,18 @@ impl Default for ShareLimits {
 }
 
 impl ShareLimits {
-    /// Checks the limits.
+    /// Checks the limits; messages name the fields as a run spec spells
+    /// them (`max_tenants`, `mem_headroom`).
     ///
     /// # Errors
     /// A [`ConfigError`] for a tenant cap of 0 or a headroom outside [0, 1).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.max_tenants == 0 {
-            return Err(ConfigError("the tenant cap (--max-tenants) must be at least 1".into()));
+            return Err(ConfigError("the tenant cap (`max_tenants`) must be at least 1".into()));
         }
         if !(0.0..1.0).contains(&self.mem_headroom) {
             return Err(ConfigError(format!(
-                "the memory headroom (--mem-headroom) must be in [0, 1), got {}",
+                "the memory headroom (`mem_headroom`) must be in [0, 1), got {}",
                 self.mem_headroom
             )));
         }

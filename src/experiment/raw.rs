@@ -256,8 +256,19 @@ fn enum_in<T: ValueEnum>(o: &Origin<'_>, key: &str, v: &Value) -> Result<T, Stri
             .filter_map(|x| x.to_possible_value())
             .map(|p| p.get_name().to_string())
             .collect();
-        format!("{}: expected one of {}", o.setting(key, s), allowed.join(", "))
+        format!("{}: expected one of {}{}", o.setting(key, s), allowed.join(", "), placement_hint(o, key, s))
     })
+}
+
+/// For a `policy` value that is a placement's name (`iawp`), the hint to set
+/// it as the placement instead, as `o` spells that (`--placement iawp`,
+/// `` `placement` = `iawp` ``); empty otherwise.
+pub fn placement_hint(o: &Origin<'_>, key: &str, v: &str) -> String {
+    if key == "policy" && PlacementKind::from_str(v, false).is_ok() {
+        format!(" (`{v}` is a placement, not a policy: {})", o.setting("placement", v))
+    } else {
+        String::new()
+    }
 }
 
 /// Default GENIE workload density, tasks per hour (GENIE, TPDS 2020: 5, 10, 20).
@@ -536,6 +547,18 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
                 Some(_) => return Err(format!("{} must be a number in [0, 1)", o.key("mem_headroom"))),
             },
         };
+        // Checked here, where the origin is known, so the message names the
+        // key as the command line or the sweep file spells it.
+        if s.max_tenants == 0 {
+            return Err(format!("the tenant cap ({}) must be at least 1", o.key("max_tenants")));
+        }
+        if !(0.0..1.0).contains(&s.mem_headroom) {
+            return Err(format!(
+                "the memory headroom ({}) must be in [0, 1), got {}",
+                o.key("mem_headroom"),
+                s.mem_headroom
+            ));
+        }
         s.validate().map_err(|e| format!("{e}"))?;
         s
     };

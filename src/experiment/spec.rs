@@ -257,7 +257,7 @@ impl RunSpec {
     pub fn validate(&self) -> Result<(), String> {
         self.policy.validate()?;
         crate::bounds::sample_interval_ms(self.sample_interval_ms / 1000)
-            .map_err(|e| format!("--sample-interval {e}"))?;
+            .map_err(|e| format!("`sample_interval_ms` = {}: {e}", self.sample_interval_ms))?;
         Ok(())
     }
 
@@ -296,7 +296,8 @@ impl RunSpec {
                 None => format!("{}: spec.{at}: {}", path.display(), e.inner()),
             }
         })?;
-        spec.validate().map_err(|e| format!("{}: `spec`: {e}", path.display()))?;
+        spec.policy.validate().map_err(|e| format!("{}: spec.policy: {e}", path.display()))?;
+        spec.validate().map_err(|e| format!("{}: spec: {e}", path.display()))?;
         Ok(spec)
     }
 

@@ -236,3 +236,52 @@ fn a_bad_spec_field_is_named_by_its_json_path() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("spec.policy.backfill: invalid type"), "{err}");
 }
+
+/// The error of loading a sweep file with `text`.
+fn sweep_error(dir: &Path, text: &str) -> String {
+    let p = dir.join("e.toml");
+    std::fs::write(&p, text).unwrap();
+    match dlsched::sweep::Experiment::load(&p) {
+        Ok(_) => panic!("{text}: loaded"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn errors_name_the_key_as_their_origin_spells_it() {
+    let d = tempfile::tempdir().unwrap();
+    // The tenant cap: a sweep key, a flag.
+    let err = sweep_error(d.path(), "question = \"q\"\n[base]\njobs = 5\nmax_tenants = 0\n");
+    assert!(err.contains("the tenant cap (`max_tenants`) must be at least 1") && !err.contains("--"), "{err}");
+    let o = dlsched(&["simulate", "--jobs", "5", "--max-tenants", "0"]);
+    let err = text(&o.stderr);
+    assert!(o.status.code() == Some(2) && err.contains("the tenant cap (--max-tenants) must be at least 1"), "{err}");
+    let err = sweep_error(d.path(), "question = \"q\"\n[base]\njobs = 5\nmem_headroom = 1.5\n");
+    assert!(err.contains("(`mem_headroom`) must be in [0, 1), got 1.5") && !err.contains("--"), "{err}");
+    // A manifest's sampling interval: 10^19 ms = 10^16 s, above the 10^11 s bound.
+    let m = d.path().join("manifest.json");
+    let spec = r#"{"workload": {"kind": "synthetic", "jobs": 5, "jobs_per_hour": null, "load": 0.8},
+        "cluster": {"kind": "preset", "preset": "lab16"}, "policy": {"kind": "fifo"},
+        "seed": 1, "sample_interval_ms": 10000000000000000000, "rate_model": "trace", "profiles": null}"#;
+    std::fs::write(&m, format!(r#"{{"dlsched_version": "0.1.0", "spec": {spec}}}"#)).unwrap();
+    let o = dlsched(&["simulate", "--from-manifest", m.to_str().unwrap()]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("`sample_interval_ms` = 10000000000000000000: 10000000000000000 s is out of range"), "{err}");
+    assert!(!err.contains("--sample-interval"), "{err}");
+}
+
+#[test]
+fn policy_iawp_hints_at_the_placement() {
+    let d = tempfile::tempdir().unwrap();
+    let err = sweep_error(d.path(), "question = \"q\"\n[sweep]\npolicy = [\"fifo\", \"iawp\"]\n");
+    assert!(err.contains("`policy` = `iawp`") && err.contains("`placement` = `iawp`"), "{err}");
+    let o = dlsched(&["simulate", "--jobs", "5", "--policy", "iawp"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("'iawp'") && err.contains("fifo, sjf") && err.contains("--placement iawp"), "{err}");
+    // A name that is neither gets clap's own message, without the hint.
+    let o = dlsched(&["simulate", "--jobs", "5", "--policy", "nope"]);
+    let err = text(&o.stderr);
+    assert!(o.status.code() == Some(2) && err.contains("'nope'") && !err.contains("--placement"), "{err}");
+}

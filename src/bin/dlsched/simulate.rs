@@ -58,7 +58,7 @@ pub(crate) struct SimulateArgs {
     /// cost-efficiency placement that meets the task's expected completion
     /// time, least waiting allowance first) and the paper's baselines
     /// genie-fifo, min-min, weighted-fair, tetris-perf, tetris-cer.
-    #[arg(long, value_enum, default_value = "fifo")]
+    #[arg(long, value_parser = PolicyNameParser, default_value = "fifo")]
     pub(crate) policy: PolicyName,
 
     /// Sets one option of the policy, NAME=VALUE (repeatable), by the name
@@ -655,4 +655,43 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--policy`'s parser: clap's for [`PolicyName`] (the same possible values
+/// in `--help`), whose refusal of a placement's name (`--policy iawp`) adds
+/// the hint `--placement iawp`.
+#[derive(Clone)]
+struct PolicyNameParser;
+
+impl clap::builder::TypedValueParser for PolicyNameParser {
+    type Value = PolicyName;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<PolicyName, clap::Error> {
+        clap::builder::EnumValueParser::<PolicyName>::new().parse_ref(cmd, arg, value).map_err(|e| {
+            let hint = raw::placement_hint(&Origin::CommandLine, "policy", &value.to_string_lossy());
+            if hint.is_empty() {
+                e
+            } else {
+                let names: Vec<&str> = PolicyName::value_variants().iter().map(|p| p.kind()).collect();
+                clap::Error::raw(
+                    clap::error::ErrorKind::InvalidValue,
+                    format!(
+                        "invalid value '{}' for '--policy <POLICY>': expected one of {}{hint}\n",
+                        value.to_string_lossy(),
+                        names.join(", ")
+                    ),
+                )
+                .with_cmd(cmd)
+            }
+        })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(PolicyName::value_variants().iter().filter_map(|p| p.to_possible_value())))
+    }
 }
