@@ -15,23 +15,31 @@ use dlsched::policy::{Decision, Policy, View};
 use dlsched::trace::{ColumnMap, TraceFormat};
 
 /// The options of the policy, defaults in one `Default` impl.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct LifoOptions {
     /// Placement rule of the jobs it starts.
-    placement: Option<PlacementKind>,
+    placement: PlacementKind,
+}
+
+/// The defaults are concrete values, not `None`: the manifest records the
+/// validated options in full (`"placement": "consolidate"`, never `null`).
+impl Default for LifoOptions {
+    fn default() -> Self {
+        LifoOptions { placement: PlacementKind::Consolidate }
+    }
 }
 
 impl BuildPolicy for LifoOptions {
     fn validate(&self, _kind: &str) -> Result<(), String> {
-        match self.placement {
-            Some(p) if p.may_share() => Err(format!("lifo: placement {} shares GPUs; lifo does not", p.name())),
-            _ => Ok(()),
+        if self.placement.may_share() {
+            return Err(format!("lifo: placement {} shares GPUs; lifo does not", self.placement.name()));
         }
+        Ok(())
     }
 
     fn build(&self, _kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
-        let placement = self.placement.unwrap_or(PlacementKind::Consolidate).build_for(ctx.db.as_ref());
+        let placement = self.placement.build_for(ctx.db.as_ref());
         Ok(Box::new(Lifo { pending: Vec::new(), placement, scratch: Vec::new() }))
     }
 }
@@ -116,6 +124,8 @@ fn a_policy_defined_outside_the_crate_runs_and_schedules_as_computed_by_hand() {
     // The options deserialise with defaults and refuse unknown fields.
     let o: LifoOptions = serde_json::from_str("{}").unwrap();
     assert_eq!(o, LifoOptions::default());
+    // The default is recorded as a value (what a manifest holds), not `null`.
+    assert_eq!(serde_json::to_value(&o).unwrap(), serde_json::json!({"placement": "consolidate"}));
     assert!(serde_json::from_str::<LifoOptions>(r#"{"placment": "first-fit"}"#).is_err());
-    assert!(LifoOptions { placement: Some(PlacementKind::ShareBestFit) }.validate("lifo").is_err());
+    assert!(LifoOptions { placement: PlacementKind::ShareBestFit }.validate("lifo").is_err());
 }
