@@ -6,6 +6,7 @@
 //! osukhoroslov/dslab). An invalid decision is an error of the run, not a panic.
 //! Baselines compose a queue order with a [`placement::Placement`].
 
+pub mod build;
 pub mod config;
 pub mod fgd;
 pub mod genie;

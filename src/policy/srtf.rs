@@ -98,9 +98,9 @@ use std::collections::{BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
+use super::build::{BuildContext, BuildPolicy};
 use super::placement::{Consolidate, FirstFit, Placement, PlacementKind, Recorded};
 use super::queue::request;
-use super::registry::{BuildContext, BuildPolicy};
 use super::{Decision, Policy, View};
 use crate::error::{ConfigError, RunError};
 use crate::ids::{GpuId, JobId, VcId};

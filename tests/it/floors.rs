@@ -166,3 +166,28 @@ fn experiment_children_do_not_import_their_parent() {
     }
     assert!(up.is_empty(), "experiment children importing mod.rs:\n{}", up.join("\n"));
 }
+
+/// Inside `policy/`: the registry names every policy, so no policy file may
+/// import it back (that closed a circle when SRTF implemented the registry's
+/// build trait); policies take `BuildContext`/`BuildPolicy` from
+/// `policy/build.rs`, below the registry.
+#[test]
+fn no_policy_file_imports_the_registry() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/policy");
+    let mut offenders = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if name == "registry.rs" || name == "mod.rs" || !name.ends_with(".rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("super::registry") || code.contains("policy::registry") {
+                offenders.push(format!("src/policy/{name}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "policy files importing the registry:\n{}", offenders.join("\n"));
+}
