@@ -148,12 +148,12 @@ fn experiment_children_do_not_import_their_parent() {
             continue;
         }
         // A re-export (possibly spanning lines); nothing else belongs here.
-        let reexport = l.starts_with("pub use ") || !l.contains(|c: char| c == '(' || c == '=' || c == '#');
+        let reexport = l.starts_with("pub use ") || !l.contains(['(', '=', '#']);
         assert!(reexport && !l.starts_with("fn ") && !l.starts_with("pub fn "), "src/experiment/mod.rs holds `{l}`");
     }
     assert!(siblings.iter().any(|s| s == "spec") && siblings.iter().any(|s| s == "run"), "{siblings:?}");
     let mut up = Vec::new();
-    for file in files_of(&dir.parent().unwrap().to_path_buf(), "experiment") {
+    for file in files_of(dir.parent().unwrap(), "experiment") {
         if file.ends_with("mod.rs") {
             continue;
         }
