@@ -652,10 +652,9 @@ impl Simulation {
         Ok(())
     }
 
-    fn complete<O: Observer + ?Sized>(&mut self, job: JobId, obs: &mut O) -> Result<(), SimError> {
-        let JobState::Running(run) = std::mem::replace(self.jobs.state_mut(job), JobState::Pending) else {
-            unreachable!("complete() is only called on running jobs");
-        };
+    /// Returns a run's GPUs to the ledger (a completion or a preemption) and
+    /// marks its nodes and shared GPUs for this instant's rate update.
+    fn release_run(&mut self, job: JobId, run: &RunState) -> Result<(), SimError> {
         if let Err(e) = self.cluster.release(job, &run.gpus) {
             return Err(self.internal(job, e.gpu, e.reason));
         }
@@ -665,6 +664,14 @@ impl Simulation {
         if run.shared {
             self.touched_shared.extend_from_slice(&run.gpus);
         }
+        Ok(())
+    }
+
+    fn complete<O: Observer + ?Sized>(&mut self, job: JobId, obs: &mut O) -> Result<(), SimError> {
+        let JobState::Running(run) = std::mem::replace(self.jobs.state_mut(job), JobState::Pending) else {
+            unreachable!("complete() is only called on running jobs");
+        };
+        self.release_run(job, &run)?;
         let work = self.jobs.spec(job).duration_ms as f64;
         let ran = self.now.since(run.start);
         *self.jobs.state_mut(job) = JobState::Completed(DoneState {

@@ -33,15 +33,7 @@ impl Simulation {
             unreachable!("checked above");
         };
         let gpus_n = run.gpus.len() as u32;
-        if let Err(e) = self.cluster.release(job, &run.gpus) {
-            return Err(self.internal(job, e.gpu, e.reason));
-        }
-        if self.model.depends_on_neighbours() {
-            self.touched.extend(run.gpus.iter().map(|&g| self.cluster.node_of(g)));
-        }
-        if run.shared {
-            self.touched_shared.extend_from_slice(&run.gpus);
-        }
+        self.release_run(job, &run)?;
         let done = self.now.since(run.settled_at) as f64 * run.rate;
         let overhead = self.checkpoint.overhead_ms(gpus_n);
         let ran = self.now.since(run.start);
