@@ -70,3 +70,17 @@ pub fn schedule(out: &RunOutput) -> Vec<(String, u64, u64)> {
 pub fn expect(rows: &[(&str, u64, u64)]) -> Vec<(String, u64, u64)> {
     rows.iter().map(|&(n, s, e)| (n.to_string(), s, e)).collect()
 }
+
+/// 150 seeded synthetic jobs (load 1.5) for `cluster`, every third in VC `b`
+/// and the rest in VC `a`, so both partitions of a two-VC cluster are used:
+/// the workload of the seeded invariant checks.
+pub fn seeded_two_vc_records(cluster: &Cluster, seed: u64) -> Vec<TraceRecord> {
+    use dlsched::workload::synthetic::{SyntheticSpec, generate};
+    let max = cluster.partitions().iter().map(|p| p.gpus_total).max().unwrap();
+    let syn = SyntheticSpec { jobs: 150, jobs_per_hour: None, load: 1.5 };
+    let mut recs = generate(&syn, cluster.total_gpus(), max, seed).unwrap();
+    for (i, r) in recs.iter_mut().enumerate() {
+        r.vc = Some(if i % 3 == 0 { "b" } else { "a" }.to_string());
+    }
+    recs
+}

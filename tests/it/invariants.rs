@@ -6,7 +6,6 @@ use dlsched::job::JobState;
 use dlsched::policy::{config::PolicyConfig, placement::PlacementKind, queue::QueueOrder};
 use dlsched::profile::TraceSpeed;
 use dlsched::workload::build_workload;
-use dlsched::workload::synthetic::{SyntheticSpec, generate};
 
 fn clusters() -> Vec<ClusterSpec> {
     let mut two_vcs = ClusterSpec::uniform("2vc", 6, 8, "V100", 16384);
@@ -30,13 +29,8 @@ fn invariants_hold_after_every_instant() {
                 for backfill in [false, true] {
                     for placement in [PlacementKind::Consolidate, PlacementKind::FirstFit] {
                         let cluster = Cluster::new(spec.clone()).unwrap();
-                        let max = cluster.partitions().iter().map(|p| p.gpus_total).max().unwrap();
-                        let syn = SyntheticSpec { jobs: 150, jobs_per_hour: None, load: 1.5 };
-                        let mut recs = generate(&syn, cluster.total_gpus(), max, seed).unwrap();
                         // Spread jobs over the VCs by id so both partitions are used.
-                        for (i, r) in recs.iter_mut().enumerate() {
-                            r.vc = Some(if i % 3 == 0 { "b" } else { "a" }.to_string());
-                        }
+                        let recs = crate::common::seeded_two_vc_records(&cluster, seed);
                         let w = build_workload(recs, &cluster, placement.build());
                         let admitted = w.jobs.len();
                         assert_eq!(admitted + w.skipped.len(), 150, "every row is admitted or skipped");

@@ -158,7 +158,6 @@ fn default_semantics_by_hand() {
 #[test]
 fn seeded_random_workloads_keep_every_invariant() {
     use dlsched::cluster::ClusterPreset;
-    use dlsched::workload::synthetic::{SyntheticSpec, generate};
     let mut two_vcs = ClusterSpec::uniform("2vc", 6, 8, "V100", 16384);
     two_vcs.vc_names = vec!["a".into(), "b".into()];
     two_vcs.named_vcs = true;
@@ -172,12 +171,7 @@ fn seeded_random_workloads_keep_every_invariant() {
             for (mode, opts) in [("default", SrtfOptions::default()), ("helios", SrtfOptions::helios())] {
                 for ckpt in [CheckpointModel::None, CheckpointModel::HeliosTable] {
                     let cluster = Cluster::new(spec.clone()).unwrap();
-                    let max = cluster.partitions().iter().map(|p| p.gpus_total).max().unwrap();
-                    let syn = SyntheticSpec { jobs: 150, jobs_per_hour: None, load: 1.5 };
-                    let mut recs = generate(&syn, cluster.total_gpus(), max, seed).unwrap();
-                    for (i, r) in recs.iter_mut().enumerate() {
-                        r.vc = Some(if i % 3 == 0 { "b" } else { "a" }.to_string());
-                    }
+                    let recs = crate::common::seeded_two_vc_records(&cluster, seed);
                     let what = format!("{} seed {seed} {mode} {ckpt:?}", spec.name);
                     // run_srtf checks the invariants after every instant.
                     let out = run_srtf(recs.clone(), spec.clone(), opts, ckpt);
