@@ -37,3 +37,4 @@ mod srtf;
 mod srtf_cli;
 mod sweep;
 mod tie_order;
+mod vc_scale;
