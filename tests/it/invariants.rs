@@ -98,7 +98,9 @@ fn qssf_and_las_keep_every_invariant() {
     let qssf = |o: QssfOptions| move |n: usize| Box::new(Qssf::new(o, o.placement.build(), n)) as Box<dyn Policy>;
     let las = |o: LasOptions| move |n: usize| Box::new(Las::new(o, o.placement.build(), n)) as Box<dyn Policy>;
     let history = QssfOptions { estimator: QssfEstimator::History, ..Default::default() };
-    let variants: Vec<(&str, Box<dyn Fn(usize) -> Box<dyn Policy>>, CheckpointModel)> = vec![
+    /// (name, builder from the partition count, checkpoint model).
+    type Variant = (&'static str, Box<dyn Fn(usize) -> Box<dyn Policy>>, CheckpointModel);
+    let variants: Vec<Variant> = vec![
         ("qssf", Box::new(qssf(QssfOptions::default())), CheckpointModel::None),
         ("qssf helios", Box::new(qssf(QssfOptions::helios())), CheckpointModel::None),
         ("qssf history backfill", Box::new(qssf(QssfOptions { backfill: true, ..history })), CheckpointModel::None),
