@@ -9,12 +9,16 @@
 //!   because it is the service that max-min fairness over GPUs equalises
 //!   and the one Tiresias argues for (Gu et al., NSDI'19, §3.1: a job's
 //!   service is its GPUs × its executed time, so that a wide job does not get
-//!   the same priority as a narrow one); `time` is 1D LAS. Service counts
+//!   the same priority as a narrow one; the section number is our reading);
+//!   `time` is 1D LAS. Service counts
 //!   any checkpoint overhead the run charges ([`crate::engine::CheckpointModel`]),
 //!   as it is time holding GPUs.
-//! - **Rounds** ([`LasOptions::round`], s, default 360 s: Gavel's round
-//!   length, Narayanan et al., OSDI'20, §5 "round-based scheduling", 6
-//!   minutes; our reading). Round boundaries are the multiples of the round
+//! - **Rounds** ([`LasOptions::round`], s, default 360 s: the 6-minute
+//!   rounds of Gavel's round-based mechanism, Narayanan et al., OSDI'20, §5,
+//!   as its evaluation, §7, runs it; the section numbers are our reading;
+//!   Gavel's heterogeneity-agnostic LAS baseline, max-min fairness over
+//!   attained service, is solved there as an LP; here it is the greedy
+//!   ranking below). Round boundaries are the multiples of the round
 //!   length from the trace origin (time 0). At each boundary at which some
 //!   job of a partition waits, that partition's active jobs (running,
 //!   pending and preempted) are ranked by attained service, least first
