@@ -123,6 +123,12 @@ registry! {
     /// Preemptive shortest remaining time first over the VC partitions
     /// (`--policy-opt` sets its options; `--checkpoint` the preemption cost).
     "srtf" => Srtf(crate::policy::srtf::SrtfOptions),
+    /// QSSF (Helios): non-preemptive, queue by expected GPU-time, oracle or
+    /// history estimate (`--policy-opt estimator=history`).
+    "qssf" => Qssf(crate::policy::qssf::QssfOptions),
+    /// LAS: least attained service time-sharing, preempting at round
+    /// boundaries (`--policy-opt round=360`).
+    "las" => Las(crate::policy::las::LasOptions),
     /// RIFLING: online tabular Q-learning over placements (moldable tasks).
     "rifling" => Rifling(RiflingOptions),
     /// RIFLING from a trained table (`--rifling-table`), greedy, not learning.
