@@ -17,7 +17,8 @@
 //! t = 0 is built in the untimed setup (`iter_batched`) and dropped after
 //! timing stops.
 //!
-//! A policy helper adds its kind to [`KINDS`] (one line); `cargo bench
+//! A policy helper adds its kind to [`KINDS`] (one line, with a trailing
+//! comment so that rustfmt keeps one kind per line); `cargo bench
 //! --bench decisions -- KIND --quick` runs one kind.
 
 use std::sync::Arc;
@@ -36,8 +37,11 @@ use dlsched::workload::build_workload;
 
 /// The registry kinds benchmarked, each with its default options.
 const KINDS: &[&str] = &[
-    "fifo", //
-    "sjf", "srtf",
+    "fifo", // queue.rs
+    "sjf",  // queue.rs
+    "srtf", // srtf.rs
+    "qssf", // qssf.rs
+    "las",  // las.rs
 ];
 
 /// Queue lengths: the jobs in the system at the timed decision.
