@@ -37,7 +37,7 @@ use dlsched::workload::build_workload;
 /// The registry kinds benchmarked, each with its default options.
 const KINDS: &[&str] = &[
     "fifo", //
-    "sjf", "srtf",
+    "sjf", "srtf", "qssf", "las",
 ];
 
 /// Queue lengths: the jobs in the system at the timed decision.
