@@ -123,6 +123,9 @@ registry! {
     /// Preemptive shortest remaining time first over the VC partitions
     /// (`--policy-opt` sets its options; `--checkpoint` the preemption cost).
     "srtf" => Srtf(crate::policy::srtf::SrtfOptions),
+    /// Themis (NSDI'20): finish-time fairness over lease rounds, a
+    /// placement-aware auction per VC (`--policy-opt lease-s=..., fairness-knob=...`).
+    "themis" => Themis(crate::policy::themis::ThemisOptions),
     /// RIFLING: online tabular Q-learning over placements (moldable tasks).
     "rifling" => Rifling(RiflingOptions),
     /// RIFLING from a trained table (`--rifling-table`), greedy, not learning.
@@ -533,7 +536,7 @@ mod tests {
             assert_eq!(back, spec);
             assert_eq!(spec.kind(), name.kind());
         }
-        assert_eq!(KINDS.len(), 13);
+        assert_eq!(KINDS.len(), 14);
     }
 
     #[test]
