@@ -35,4 +35,5 @@ mod spec;
 mod srtf;
 mod srtf_cli;
 mod sweep;
+mod themis;
 mod tie_order;
