@@ -257,6 +257,14 @@ pub struct Themis {
     pos: Vec<u32>,
     /// The offer being planned (buffers reused).
     offer: Offer,
+    /// The largest eligible node by (partition, memory need, GPU type).
+    max_node: std::cell::RefCell<std::collections::BTreeMap<(u16, u64, Option<String>), u32>>,
+    /// Ideal GPU sets by (partition, GPUs, memory need, allowed types).
+    #[allow(clippy::type_complexity)]
+    ideal_sets:
+        std::cell::RefCell<std::collections::BTreeMap<(u16, u32, u64, Vec<String>), std::sync::Arc<Vec<Vec<GpuId>>>>>,
+    /// Per job: (GPU type, split, rate) computed so far.
+    rate_cache: std::cell::RefCell<Vec<Vec<(String, Vec<u32>, f64)>>>,
     /// Per partition, computed on first use.
     info: Vec<Option<std::sync::Arc<VcInfo>>>,
 }
@@ -280,6 +288,9 @@ impl Themis {
             plan: VecDeque::new(),
             pos: Vec::new(),
             offer: Offer::default(),
+            rate_cache: Default::default(),
+            max_node: Default::default(),
+            ideal_sets: Default::default(),
             info: Vec::new(),
         }
     }
@@ -314,8 +325,28 @@ impl Themis {
         if self.trace_speed || gpus.is_empty() {
             return 1.0;
         }
+        // The profile models' rate depends on the job, the GPU type of its
+        // first GPU and the split over servers only: cached per job on those
+        // (a rate model that reads the neighbours is asked every time).
+        let cacheable = !self.rates.depends_on_neighbours();
+        let ty = &cluster.node(cluster.node_of(gpus[0])).gpu_type;
+        let split = cluster.split_of(gpus);
+        if cacheable
+            && let Some(c) = self.rate_cache.borrow().get(spec.id.index())
+            && let Some(&(_, _, r)) = c.iter().find(|(t, s, _)| t == ty && *s == split)
+        {
+            return r;
+        }
         let r = self.rates.rate(spec, gpus, cluster);
-        if r.is_finite() && r > 0.0 { r } else { 1.0 }
+        let r = if r.is_finite() && r > 0.0 { r } else { 1.0 };
+        if cacheable {
+            let mut cache = self.rate_cache.borrow_mut();
+            if cache.len() <= spec.id.index() {
+                cache.resize_with(spec.id.index() + 1, Vec::new);
+            }
+            cache[spec.id.index()].push((ty.clone(), split, r));
+        }
+        r
     }
 
     /// The rate on the job's ideal allocation (see the module docs).
@@ -326,7 +357,32 @@ impl Themis {
         let spec = view.jobs.spec(job);
         let req = request(view, job);
         let cluster = view.cluster;
-        let p = cluster.partition(spec.vc);
+        // The ideal GPU sets depend on the partition and the request only:
+        // computed once per (partition, GPUs, memory need, allowed types).
+        let key = (spec.vc.0, spec.gpus, req.min_gpu_mem_mib, req.gpu_types.to_vec());
+        let cached = self.ideal_sets.borrow().get(&key).cloned();
+        let sets = match cached {
+            Some(s) => s,
+            None => {
+                let s = std::sync::Arc::new(Self::ideal_sets(cluster, &req));
+                self.ideal_sets.borrow_mut().insert(key, s.clone());
+                s
+            }
+        };
+        let mut best: Option<f64> = None;
+        for gpus in sets.iter() {
+            let r = self.rate_on(spec, gpus, cluster);
+            best = Some(best.map_or(r, |b: f64| b.max(r)));
+        }
+        best.unwrap_or(1.0)
+    }
+
+    /// For every GPU type of the request's partition it may use, the
+    /// consolidated allocation on the empty partition: one node, the
+    /// smallest with room, when the job fits one; else the largest nodes of
+    /// that type first.
+    fn ideal_sets(cluster: &Cluster, req: &Request<'_>) -> Vec<Vec<GpuId>> {
+        let p = cluster.partition(req.vc);
         let mut types: Vec<&str> = p
             .nodes
             .iter()
@@ -335,7 +391,7 @@ impl Themis {
             .collect();
         types.sort_unstable();
         types.dedup();
-        let mut best: Option<f64> = None;
+        let mut sets = Vec::new();
         for t in types {
             // Nodes of this type, largest first (ties: partition order).
             let mut nodes: Vec<_> = p
@@ -345,7 +401,7 @@ impl Themis {
                 .filter(|&n| req.fits_node(cluster, n) && cluster.node(n).gpu_type == t)
                 .collect();
             nodes.sort_by_key(|&n| std::cmp::Reverse(cluster.node(n).gpus));
-            let g = spec.gpus;
+            let g = req.gpus;
             let mut gpus: Vec<GpuId> = Vec::new();
             if let Some(&n) =
                 nodes.iter().filter(|&&n| cluster.node(n).gpus >= g).min_by_key(|&&n| cluster.node(n).gpus)
@@ -361,13 +417,11 @@ impl Themis {
                 }
             }
             if gpus.len() == g as usize && g > 0 {
-                let r = self.rate_on(spec, &gpus, cluster);
-                best = Some(best.map_or(r, |b: f64| b.max(r)));
+                sets.push(gpus);
             }
         }
-        best.unwrap_or(1.0)
+        sets
     }
-
     fn r_id_of(&self, job: JobId) -> f64 {
         self.r_id.get(job.index()).copied().filter(|&r| r > 0.0).unwrap_or(1.0)
     }
@@ -408,6 +462,7 @@ impl Themis {
     /// eligible node; else whole offered nodes, most offered first, and the
     /// remainder on the next.
     fn consolidate(
+        &self,
         offer: &Offer,
         cluster: &Cluster,
         nodes: &[crate::ids::NodeId],
@@ -424,6 +479,16 @@ impl Themis {
         };
         let max_node = if plain {
             cluster.partition(req.vc).max_node_gpus
+        } else if req.gpu_types.is_empty() {
+            // By (partition, memory need, type): read once per key.
+            let key = (req.vc.0, req.min_gpu_mem_mib, ty.map(str::to_string));
+            if let Some(&m) = self.max_node.borrow().get(&key) {
+                m
+            } else {
+                let m = nodes.iter().filter(|&&n| ok(n)).map(|&n| cluster.node(n).gpus).max().unwrap_or(0);
+                self.max_node.borrow_mut().insert(key, m);
+                m
+            }
         } else {
             nodes.iter().filter(|&&n| ok(n)).map(|&n| cluster.node(n).gpus).max().unwrap_or(0)
         };
@@ -471,13 +536,18 @@ impl Themis {
         if let JobState::Running(r) = view.jobs.state(job)
             && offer.holds(cluster, &self.pos, &r.gpus)
         {
+            // Already at its ideal rate (always, at trace speed): no
+            // consolidated placement does better, its own GPUs are the bid.
+            if r.rate >= self.r_id_of(job) {
+                return Some((r.gpus.clone(), self.rho(view, spec, rem, r.rate, 0.0)));
+            }
             cands.push(r.gpus.clone());
         }
         if !keep_first || cands.is_empty() {
-            cands.extend(Self::consolidate(offer, cluster, nodes, &req, None));
+            cands.extend(self.consolidate(offer, cluster, nodes, &req, None));
             if !keep_first && !self.trace_speed && types.len() > 1 {
                 for t in types {
-                    cands.extend(Self::consolidate(offer, cluster, nodes, &req, Some(t)));
+                    cands.extend(self.consolidate(offer, cluster, nodes, &req, Some(t)));
                 }
             }
         }
@@ -648,6 +718,9 @@ impl Policy for Themis {
         q.jobs.remove(&job);
         q.waiting.remove(&job);
         self.dirty.insert(vc.0);
+        if let Some(c) = self.rate_cache.get_mut().get_mut(job.index()) {
+            *c = Vec::new();
+        }
     }
 
     fn on_timer(&mut self, view: &View<'_>) {
