@@ -123,6 +123,12 @@ registry! {
     /// Preemptive shortest remaining time first over the VC partitions
     /// (`--policy-opt` sets its options; `--checkpoint` the preemption cost).
     "srtf" => Srtf(crate::policy::srtf::SrtfOptions),
+    /// QSSF (Helios): non-preemptive, queue by expected GPU-time, oracle or
+    /// history estimate (`--policy-opt estimator=history`).
+    "qssf" => Qssf(crate::policy::qssf::QssfOptions),
+    /// LAS: least attained service time-sharing, preempting at round
+    /// boundaries (`--policy-opt round=360`).
+    "las" => Las(crate::policy::las::LasOptions),
     /// Themis (NSDI'20): finish-time fairness over lease rounds, a
     /// placement-aware auction per VC (`--policy-opt lease-s=..., fairness-knob=...`).
     "themis" => Themis(crate::policy::themis::ThemisOptions),
@@ -536,7 +542,7 @@ mod tests {
             assert_eq!(back, spec);
             assert_eq!(spec.kind(), name.kind());
         }
-        assert_eq!(KINDS.len(), 14);
+        assert_eq!(KINDS.len(), 16);
     }
 
     #[test]
