@@ -60,6 +60,8 @@ fn at_zero(kind: &str, n: u64, db: &Arc<ProfileDb>, artefacts: &Artefacts) -> Si
         artefacts,
         agent: None,
         genie_profiles: None,
+        // The run's rate model (trace speed), for policies that predict speeds.
+        rate_model: &|| Box::new(TraceSpeed) as Box<dyn dlsched::profile::RateModel>,
     };
     let policy = spec.build(&mut ctx).expect("policy");
     // Kept with `..Default::default()` so that new engine options leave it alone.

@@ -58,7 +58,13 @@
 //!    fit, as [`super::placement::Consolidate`]) and, on a partition with
 //!    several GPU types, the consolidated placement on each type; the bid is
 //!    the candidate of least ρ (ties: its own GPUs, then the untyped one).
-//!    Checkpoint costs are not part of a bid.
+//!    A running job already at its ideal rate r_id (always, at trace speed)
+//!    bids its own GPUs without a search (our shortcut: a consolidated
+//!    placement does not beat it). Checkpoint costs are not part of a bid.
+//!    (The builtin profile model gives a job's speed relative to its trace
+//!    speed on the same GPU type, so there the candidates differ by split
+//!    only; on some GPU types the measurements favour spreading, and a
+//!    job's final ρ can then fall below 1.)
 //! 3. **Winner selection** — simplified. The paper computes the Partial
 //!    Allocation mechanism (§3.3.1): the allocation maximising the product
 //!    of the participants' 1/ρ (proportional fairness), then hidden payments
@@ -234,6 +240,15 @@ struct VcInfo {
     uniform: bool,
 }
 
+/// Ideal GPU sets by (partition, GPUs, memory need, allowed types).
+type IdealSets = std::collections::BTreeMap<(u16, u32, u64, Vec<String>), std::sync::Arc<Vec<Vec<GpuId>>>>;
+
+/// The largest eligible node by (partition, memory need, GPU type).
+type MaxNode = std::collections::BTreeMap<(u16, u64, Option<String>), u32>;
+
+/// Per job: (GPU type, split, rate) computed so far.
+type RateCache = Vec<Vec<(String, Vec<u32>, f64)>>;
+
 /// Themis; see the module docs.
 pub struct Themis {
     opts: ThemisOptions,
@@ -258,13 +273,11 @@ pub struct Themis {
     /// The offer being planned (buffers reused).
     offer: Offer,
     /// The largest eligible node by (partition, memory need, GPU type).
-    max_node: std::cell::RefCell<std::collections::BTreeMap<(u16, u64, Option<String>), u32>>,
+    max_node: std::cell::RefCell<MaxNode>,
     /// Ideal GPU sets by (partition, GPUs, memory need, allowed types).
-    #[allow(clippy::type_complexity)]
-    ideal_sets:
-        std::cell::RefCell<std::collections::BTreeMap<(u16, u32, u64, Vec<String>), std::sync::Arc<Vec<Vec<GpuId>>>>>,
+    ideal_sets: std::cell::RefCell<IdealSets>,
     /// Per job: (GPU type, split, rate) computed so far.
-    rate_cache: std::cell::RefCell<Vec<Vec<(String, Vec<u32>, f64)>>>,
+    rate_cache: std::cell::RefCell<RateCache>,
     /// Per partition, computed on first use.
     info: Vec<Option<std::sync::Arc<VcInfo>>>,
 }
