@@ -42,6 +42,7 @@ const KINDS: &[&str] = &[
     "srtf", // srtf.rs
     "qssf", // qssf.rs
     "las",  // las.rs
+    "themis", // themis.rs
 ];
 
 /// Queue lengths: the jobs in the system at the timed decision.
@@ -64,6 +65,8 @@ fn at_zero(kind: &str, n: u64, db: &Arc<ProfileDb>, artefacts: &Artefacts) -> Si
         artefacts,
         agent: None,
         genie_profiles: None,
+        // The run's rate model (trace speed), for policies that predict speeds.
+        rate_model: &|| Box::new(TraceSpeed) as Box<dyn dlsched::profile::RateModel>,
     };
     let policy = spec.build(&mut ctx).expect("policy");
     // Kept with `..Default::default()` so that new engine options leave it alone.

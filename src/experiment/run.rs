@@ -264,6 +264,8 @@ fn run_inner(
         ))
         .into());
     }
+    // A policy that predicts speeds (Themis's bids) builds its own copy.
+    let policy_rates = || rate_model.build(db.as_ref());
     let mut ctx = crate::policy::registry::BuildContext {
         cluster: &cluster,
         db: db.clone(),
@@ -273,6 +275,7 @@ fn run_inner(
         artefacts,
         agent,
         genie_profiles: run_profiles.take(),
+        rate_model: &policy_rates,
     };
     let policy = match custom {
         Some(build) => build(&mut ctx)?,

@@ -19,6 +19,7 @@ use super::rifling::Agent;
 use crate::cluster::{Cluster, ShareLimits};
 use crate::error::{ConfigError, RunError, TraceError};
 use crate::ids::VcId;
+use crate::profile::RateModel;
 use crate::profile::db::{ProfileDb, ProfileSet};
 
 /// What a policy is built from, besides its options: the run's cluster,
@@ -45,6 +46,12 @@ pub struct BuildContext<'a> {
     /// GENIE models the run already fitted or loaded (for the workload's
     /// predicted ECT), so that the policy uses the same ones.
     pub genie_profiles: Option<GenieProfiles>,
+    /// Builds a fresh copy of the run's rate model (trace speed, or the
+    /// profile model the run's `--rate-model` names, over the run's
+    /// database), for a policy that predicts a job's speed on a candidate
+    /// placement (Themis's bids). The copy has its own fallback counters, so
+    /// the run's counters stay the engine's.
+    pub rate_model: &'a dyn Fn() -> Box<dyn RateModel>,
 }
 
 impl BuildContext<'_> {

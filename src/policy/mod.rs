@@ -22,6 +22,7 @@ pub mod rifling;
 pub mod sharing;
 pub mod srtf;
 pub mod symmetric;
+pub mod themis;
 
 use crate::cluster::Cluster;
 use crate::ids::{GpuId, JobId};

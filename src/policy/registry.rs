@@ -129,6 +129,9 @@ registry! {
     /// LAS: least attained service time-sharing, preempting at round
     /// boundaries (`--policy-opt round=360`).
     "las" => Las(crate::policy::las::LasOptions),
+    /// Themis (NSDI'20): finish-time fairness over lease rounds, a
+    /// placement-aware auction per VC (`--policy-opt lease-s=..., fairness-knob=...`).
+    "themis" => Themis(crate::policy::themis::ThemisOptions),
     /// RIFLING: online tabular Q-learning over placements (moldable tasks).
     "rifling" => Rifling(RiflingOptions),
     /// RIFLING from a trained table (`--rifling-table`), greedy, not learning.

@@ -174,3 +174,43 @@ fn qssf_and_las_keep_every_invariant() {
     // At load 1.5 LAS preempts: the invariants were checked under preemption.
     assert!(preempting_las_runs >= 20, "{preempting_las_runs} of 27 LAS runs preempted");
 }
+
+#[test]
+fn themis_keeps_every_invariant_on_seeded_workloads() {
+    use dlsched::engine::CheckpointModel;
+    use dlsched::policy::themis::ThemisOptions;
+    let (mut runs, mut preempting_runs) = (0, 0);
+    for spec in clusters() {
+        for seed in 1..=3u64 {
+            for f in [0.0, 0.8] {
+                for ckpt in [CheckpointModel::None, CheckpointModel::HeliosTable] {
+                    let cluster = Cluster::new(spec.clone()).unwrap();
+                    let recs = crate::common::seeded_two_vc_records(&cluster, seed);
+                    let what = format!("{} seed {seed} f {f} {ckpt:?}", spec.name);
+                    let opts = ThemisOptions { lease_s: 300.0, fairness_knob: f };
+                    // run_themis checks the invariants after every instant.
+                    let trace_speed = || Box::new(TraceSpeed) as Box<dyn dlsched::profile::RateModel>;
+                    let (out, _) = crate::themis::run_themis(recs.clone(), spec.clone(), opts, ckpt, trace_speed);
+                    for (s, st) in out.jobs.iter() {
+                        let JobState::Completed(d) = st else { panic!("{what}: {} unfinished: {st:?}", s.name) };
+                        // Trace speed: held GPUs = work + checkpoint overheads.
+                        let work = s.duration_ms + ckpt.overhead_ms(s.gpus) * u64::from(d.preemptions);
+                        assert_eq!(d.attained_ms, work, "{what}: {}", s.name);
+                        assert_eq!(d.end.since(s.submit), d.waited_ms + d.attained_ms, "{what}: {}", s.name);
+                    }
+                    assert_eq!(out.stats.preemptions, out.stats.resumes, "{what}: every preempted job resumed");
+                    preempting_runs += usize::from(out.stats.preemptions > 0);
+                    runs += 1;
+                    // Determinism: the same run gives the same jobs.csv bytes.
+                    let (again, _) = crate::themis::run_themis(recs, spec.clone(), opts, ckpt, trace_speed);
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    dlsched::metrics::export::write_jobs_csv(&out, &mut a).unwrap();
+                    dlsched::metrics::export::write_jobs_csv(&again, &mut b).unwrap();
+                    assert!(a == b, "{what}: two runs differ");
+                }
+            }
+        }
+    }
+    // At load 1.5 the lease rounds preempt in most runs.
+    assert!(preempting_runs * 2 > runs, "{preempting_runs} of {runs} runs preempted");
+}

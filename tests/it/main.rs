@@ -38,5 +38,6 @@ mod spec;
 mod srtf;
 mod srtf_cli;
 mod sweep;
+mod themis;
 mod tie_order;
 mod vc_scale;
