@@ -20,6 +20,7 @@ pub mod rifling;
 pub mod sharing;
 pub mod srtf;
 pub mod symmetric;
+pub mod tiresias;
 
 use crate::cluster::Cluster;
 use crate::ids::{GpuId, JobId};

@@ -123,6 +123,13 @@ registry! {
     /// Preemptive shortest remaining time first over the VC partitions
     /// (`--policy-opt` sets its options; `--checkpoint` the preemption cost).
     "srtf" => Srtf(crate::policy::srtf::SrtfOptions),
+    /// Tiresias DLAS: discretised least attained service on time, K queues
+    /// (`--policy-opt`: queues, thresholds-s, promote-knob, placement, reference flags).
+    "dlas" => Dlas(crate::policy::tiresias::TiresiasOptions),
+    /// Tiresias DLAS-GPU: discretised 2D-LAS on GPU-time (options as `dlas`).
+    "dlas-gpu" => DlasGpu(crate::policy::tiresias::TiresiasOptions),
+    /// Tiresias-G: DLAS-GPU queues ordered by Gittins index (options as `dlas`, gittins-delta-s).
+    "tiresias-gittins" => TiresiasGittins(crate::policy::tiresias::TiresiasOptions),
     /// RIFLING: online tabular Q-learning over placements (moldable tasks).
     "rifling" => Rifling(RiflingOptions),
     /// RIFLING from a trained table (`--rifling-table`), greedy, not learning.
@@ -533,7 +540,7 @@ mod tests {
             assert_eq!(back, spec);
             assert_eq!(spec.kind(), name.kind());
         }
-        assert_eq!(KINDS.len(), 13);
+        assert_eq!(KINDS.len(), 16);
     }
 
     #[test]
