@@ -169,8 +169,9 @@ pub struct TiresiasOptions {
     /// Cumulative attained-service thresholds between the queues, s (`dlas`)
     /// or GPU-s (the GPU-time kinds), strictly increasing and positive; at
     /// least K − 1 of them, the first K − 1 used (default [3250, 7200], the
-    /// reference's `queue_limit`).
-    #[serde(alias = "thresholds_s")]
+    /// reference's `queue_limit`). On the command line, where a value is a
+    /// scalar, a comma-separated list: `--policy-opt thresholds-s=600,3600`.
+    #[serde(alias = "thresholds_s", deserialize_with = "de_thresholds")]
     pub thresholds_s: Vec<f64>,
     /// The paper's PROMOTEKNOB N: a waiting job below Q0 goes back to Q0 once
     /// it has waited N × its service (s); 0 = no promotion (default).
@@ -192,6 +193,29 @@ pub struct TiresiasOptions {
     /// ⌈(limit − service s) / GPUs⌉ (default false: the exact crossing).
     #[serde(alias = "late_gpu_jump")]
     pub late_gpu_jump: bool,
+}
+
+/// A list of seconds: a sequence, one number, or a comma-separated string.
+fn de_thresholds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        List(Vec<f64>),
+        One(f64),
+        Text(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::List(v) => Ok(v),
+        Raw::One(x) => Ok(vec![x]),
+        Raw::Text(t) => t
+            .split(',')
+            .map(|x| {
+                x.trim().parse::<f64>().map_err(|_| {
+                    serde::de::Error::custom(format!("thresholds-s: `{t}` is not a comma-separated list of seconds"))
+                })
+            })
+            .collect(),
+    }
 }
 
 impl Default for TiresiasOptions {
@@ -725,6 +749,19 @@ mod tests {
         assert_eq!(g.index(0), 2.0 / 7.0);
         assert_eq!(g.index(2), 0.25);
         assert_eq!(g.index(8), 0.0);
+    }
+
+    #[test]
+    fn thresholds_read_as_a_list_a_number_or_comma_separated_text() {
+        let o: TiresiasOptions = serde_json::from_str(r#"{"thresholds-s": [600, 3600]}"#).unwrap();
+        assert_eq!(o.thresholds_s, vec![600.0, 3600.0]);
+        let o: TiresiasOptions = serde_json::from_str(r#"{"thresholds_s": "600, 3600"}"#).unwrap();
+        assert_eq!(o.thresholds_s, vec![600.0, 3600.0]);
+        let o: TiresiasOptions = serde_json::from_str(r#"{"queues": 2, "thresholds-s": 100}"#).unwrap();
+        assert_eq!((o.queues, o.thresholds_s), (2, vec![100.0]));
+        assert!(serde_json::from_str::<TiresiasOptions>(r#"{"thresholds-s": "6x0"}"#).is_err());
+        assert!(serde_json::from_str::<TiresiasOptions>(r#"{"queue": 2}"#).is_err());
+        assert_eq!(serde_json::from_str::<TiresiasOptions>("{}").unwrap(), TiresiasOptions::default());
     }
 
     #[test]

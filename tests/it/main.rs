@@ -36,3 +36,4 @@ mod srtf;
 mod srtf_cli;
 mod sweep;
 mod tie_order;
+mod tiresias;
