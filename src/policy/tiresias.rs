@@ -108,9 +108,13 @@
 //!
 //! # Cost
 //!
-//! A pass walks the partition's running jobs (demotion; every job of the
-//! partition when promotion is on) and its queues in order, stopping once
-//! the budget is spent and every running job has been seen.
+//! A pass moves only the running jobs whose threshold crossing is due (one
+//! B-tree of crossing times per partition) and, when promotion is on, its
+//! preempted jobs. When the partition's jobs, running and waiting, ask for
+//! no more GPUs than it has, the scan is skipped: every waiting job is placed,
+//! none preempted (what the scan would select). Otherwise the scan walks the
+//! queues in order and stops once the budget is spent and every running job
+//! has been seen; the Gittins order is a sort per pass.
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -307,14 +311,21 @@ struct Book {
     starve_ms: u64,
     /// The pass that last counted it, ms.
     checked_ms: u64,
+    /// While it runs below the last queue: when its service reaches its
+    /// queue's threshold, ms (exact: service grows at 1 ms (or GPUs) per ms).
+    crossing: Option<u64>,
 }
 
 #[derive(Default)]
 struct VcBook {
-    /// Every active job, in arrival (id) order.
-    members: BTreeSet<JobId>,
     /// The running ones.
     running: BTreeSet<JobId>,
+    /// Its preempted jobs (the only ones that can starve and be promoted).
+    suspended: BTreeSet<JobId>,
+    /// (threshold crossing ms, job) of its running jobs below the last queue.
+    crossings: BTreeSet<(u64, JobId)>,
+    /// GPUs its active jobs ask for, running or not.
+    demand: u64,
     /// The queues, each in its order.
     queues: Vec<Vec<JobId>>,
     /// Its next job-jump (demotion or promotion) time, ms.
@@ -469,70 +480,112 @@ impl Tiresias {
     fn pass(&mut self, vc: VcId, view: &View<'_>) {
         let v = vc.index();
         let now = view.now.as_ms();
-        let last = self.limits.len();
         // The reference's list order: running jobs first, as the last pass left them.
         if self.opts.running_first {
             let books = &self.books;
+            let mut wait: Vec<JobId> = Vec::new();
             for list in &mut self.vcs[v].queues {
-                let (run, wait): (Vec<JobId>, Vec<JobId>) = list.iter().partition(|j| books[j.index()].running);
-                list.clear();
-                list.extend(run);
-                list.extend(wait);
+                wait.clear();
+                let mut k = 0;
+                for i in 0..list.len() {
+                    let j = list[i];
+                    if books[j.index()].running {
+                        list[k] = j;
+                        k += 1;
+                    } else {
+                        wait.push(j);
+                    }
+                }
+                list.truncate(k);
+                list.extend_from_slice(&wait);
             }
         }
-        // Accounting, demotion (running jobs) and promotion (waiting ones), in arrival order.
-        let walk: Vec<JobId> = if self.opts.promote_knob > 0.0 {
-            self.vcs[v].members.iter().copied().collect()
-        } else {
-            self.vcs[v].running.iter().copied().collect()
-        };
+        // Demotion (running jobs whose crossing is due) and, with the knob,
+        // accounting and promotion of preempted ones, in arrival order.
+        let mut walk: Vec<JobId> = Vec::new();
+        while let Some(&(t, job)) = self.vcs[v].crossings.first() {
+            if t > now {
+                break;
+            }
+            self.vcs[v].crossings.pop_first();
+            self.books[job.index()].crossing = None;
+            walk.push(job);
+        }
+        let promote = self.opts.promote_knob > 0.0;
+        if promote {
+            walk.extend(self.vcs[v].suspended.iter().copied());
+        }
+        walk.sort_unstable();
         for job in walk {
             let b = self.books[job.index()];
-            let mut q = usize::from(b.queue);
             if b.running {
-                let a = self.executed(view, job);
-                while q < last && a >= self.limits[q] {
-                    self.dequeue(v, q, job);
-                    self.enqueue(v, q + 1, job);
-                    q += 1;
-                }
-            } else {
-                let exec = self.executed_time(view, job);
-                let dt = now.saturating_sub(b.checked_ms);
-                let book = &mut self.books[job.index()];
-                if exec > 0 {
-                    book.starve_ms += dt;
-                }
-                if q > 0 && exec > 0 && book.starve_ms as f64 >= exec as f64 * self.opts.promote_knob {
-                    let (t, g) = total_service(view, job);
-                    book.base_ms = t;
-                    book.base_gpu_ms = g;
-                    book.starve_ms = 0;
-                    self.dequeue(v, q, job);
-                    self.enqueue(v, 0, job);
-                }
+                self.demote(v, job, view);
+                continue;
             }
-            self.books[job.index()].checked_ms = now;
+            let q = usize::from(b.queue);
+            let exec = self.executed_time(view, job);
+            let dt = now.saturating_sub(b.checked_ms);
+            let book = &mut self.books[job.index()];
+            book.checked_ms = now;
+            if exec > 0 {
+                book.starve_ms += dt;
+            }
+            if q > 0 && exec > 0 && book.starve_ms as f64 >= exec as f64 * self.opts.promote_knob {
+                let (t, g) = total_service(view, job);
+                book.base_ms = t;
+                book.base_gpu_ms = g;
+                book.starve_ms = 0;
+                self.dequeue(v, q, job);
+                self.enqueue(v, 0, job);
+            }
         }
-        // Gittins: each queue by index, highest first (stable: ties keep their order).
-        if self.priority == Priority::Gittins {
-            if self.gittins.is_none() {
-                let delta = (self.opts.gittins_delta_s * 1000.0).round() as u64;
-                self.gittins = Some(Gittins::new(view.jobs, self.service, delta));
+        if self.priority == Priority::Gittins && self.gittins.is_none() {
+            let delta = (self.opts.gittins_delta_s * 1000.0).round() as u64;
+            self.gittins = Some(Gittins::new(view.jobs, self.service, delta));
+        }
+        self.plan.clear();
+        self.plan_vc = Some(vc);
+        let budget = view.cluster.partition(vc).gpus_total;
+        if self.vcs[v].demand <= u64::from(budget) {
+            // Every job fits the count: no preemption; the waiting jobs are
+            // placed in scan order (what the full scan would select).
+            let mut wait: Vec<(usize, f64, JobId)> = Vec::new();
+            for (q, list) in self.vcs[v].queues.iter().enumerate() {
+                for &job in list.iter().filter(|j| !self.books[j.index()].running) {
+                    let g = if self.priority == Priority::Gittins { self.gittins_of(view, job) } else { 0.0 };
+                    wait.push((q, g, job));
+                }
             }
-            for q in 0..self.vcs[v].queues.len() {
-                let list = std::mem::take(&mut self.vcs[v].queues[q]);
-                let mut keyed: Vec<(f64, JobId)> = list.iter().map(|&j| (self.gittins_of(view, j), j)).collect();
-                keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
-                self.vcs[v].queues[q] = keyed.into_iter().map(|(_, j)| j).collect();
+            if self.priority == Priority::Gittins {
+                // Stable: ties keep their queue order.
+                wait.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
             }
+            self.plan.extend(wait.into_iter().map(|(_, _, j)| Action::Place(j)));
+            return;
+        }
+        // Gittins: each queue by index, highest first (stable: ties keep
+        // their queue order), for this pass (the reference's lists keep it).
+        let order: Option<Vec<Vec<JobId>>> = (self.priority == Priority::Gittins).then(|| {
+            self.vcs[v]
+                .queues
+                .iter()
+                .map(|list| {
+                    let mut keyed: Vec<(f64, JobId)> = list.iter().map(|&j| (self.gittins_of(view, j), j)).collect();
+                    keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
+                    keyed.into_iter().map(|(_, j)| j).collect()
+                })
+                .collect()
+        });
+        if let (Some(o), true) = (&order, self.opts.running_first) {
+            self.vcs[v].queues.clone_from(o);
         }
         // The fit-first scan over Q0 ‖ Q1 ‖ ... with the partition's GPU count as the budget.
-        let mut budget = view.cluster.partition(vc).gpus_total;
+        let mut budget = budget;
         let mut running_left = self.vcs[v].running.len();
         let mut preempt: Vec<JobId> = Vec::new();
         let mut place: Vec<JobId> = Vec::new();
-        'scan: for list in &self.vcs[v].queues {
+        let lists = order.as_ref().unwrap_or(&self.vcs[v].queues);
+        'scan: for list in lists {
             for &job in list {
                 if budget == 0 && running_left == 0 {
                     break 'scan;
@@ -552,10 +605,43 @@ impl Tiresias {
                 }
             }
         }
-        self.plan.clear();
         self.plan.extend(preempt.into_iter().map(Action::Preempt));
         self.plan.extend(place.into_iter().map(Action::Place));
-        self.plan_vc = Some(vc);
+    }
+
+    /// Moves a running job down every queue whose threshold its service
+    /// has reached, and books its next crossing.
+    fn demote(&mut self, v: usize, job: JobId, view: &View<'_>) {
+        let last = self.limits.len();
+        let mut q = usize::from(self.books[job.index()].queue);
+        let a = self.executed(view, job);
+        while q < last && a >= self.limits[q] {
+            self.dequeue(v, q, job);
+            self.enqueue(v, q + 1, job);
+            q += 1;
+        }
+        self.book_crossing(v, job, view);
+    }
+
+    /// (Re)books the threshold crossing of a job that runs (or is being
+    /// launched) now; none for the others or in the last queue.
+    fn book_crossing(&mut self, v: usize, job: JobId, view: &View<'_>) {
+        if let Some(t) = self.books[job.index()].crossing.take() {
+            self.vcs[v].crossings.remove(&(t, job));
+        }
+        let b = self.books[job.index()];
+        let q = usize::from(b.queue);
+        if !b.running || q >= self.limits.len() {
+            return;
+        }
+        let now = view.now.as_ms();
+        let left = self.limits[q].saturating_sub(self.executed(view, job));
+        let t = match self.service {
+            Service::Time => now + left,
+            Service::GpuTime => now + left.div_ceil(u64::from(view.jobs.spec(job).gpus.max(1))),
+        };
+        self.books[job.index()].crossing = Some(t);
+        self.vcs[v].crossings.insert((t, job));
     }
 
     fn gittins_of(&self, view: &View<'_>, job: JobId) -> f64 {
@@ -568,27 +654,24 @@ impl Tiresias {
     fn next_jump(&self, vc: usize, view: &View<'_>) -> Option<u64> {
         let now = view.now.as_ms();
         let last = self.limits.len();
-        let mut best: Option<u64> = None;
-        for &job in &self.vcs[vc].running {
-            let q = usize::from(self.books[job.index()].queue);
-            if q >= last {
-                continue;
-            }
-            let g = u64::from(view.jobs.spec(job).gpus.max(1));
-            let limit = self.limits[q];
-            let t = match self.service {
-                Service::Time => now + limit.saturating_sub(self.executed(view, job)),
-                Service::GpuTime if self.opts.late_gpu_jump => {
-                    // ceil((limit GPU-s - executed s) / GPUs), whole seconds.
-                    let x = limit.saturating_sub(self.executed_time(view, job));
-                    now + x.div_ceil(g * 1000) * 1000
+        let mut best: Option<u64> = self.vcs[vc].crossings.first().map(|&(t, _)| t);
+        if self.service == Service::GpuTime && self.opts.late_gpu_jump {
+            // The reference's jump: ceil((limit GPU-s - executed s) / GPUs)
+            // whole seconds from now, recomputed at every pass.
+            best = None;
+            for &job in &self.vcs[vc].running {
+                let q = usize::from(self.books[job.index()].queue);
+                if q >= last {
+                    continue;
                 }
-                Service::GpuTime => now + limit.saturating_sub(self.executed(view, job)).div_ceil(g),
-            };
-            best = Some(best.map_or(t, |b| b.min(t)));
+                let g = u64::from(view.jobs.spec(job).gpus.max(1));
+                let x = self.limits[q].saturating_sub(self.executed_time(view, job));
+                let t = now + x.div_ceil(g * 1000) * 1000;
+                best = Some(best.map_or(t, |b| b.min(t)));
+            }
         }
         if self.opts.promote_knob > 0.0 {
-            for &job in &self.vcs[vc].members {
+            for &job in &self.vcs[vc].suspended {
                 let b = &self.books[job.index()];
                 if b.running || b.queue == 0 {
                     continue;
@@ -614,6 +697,9 @@ impl Tiresias {
                     let vc = view.jobs.spec(job).vc.index();
                     self.vcs[vc].running.remove(&job);
                     self.books[job.index()].running = false;
+                    self.books[job.index()].checked_ms = view.now.as_ms();
+                    self.vcs[vc].suspended.insert(job);
+                    self.book_crossing(vc, job, view);
                     return Some(Decision::Preempt { job });
                 }
                 Action::Place(job) => {
@@ -627,7 +713,9 @@ impl Tiresias {
                     if ok {
                         let vc = view.jobs.spec(job).vc.index();
                         self.vcs[vc].running.insert(job);
+                        self.vcs[vc].suspended.remove(&job);
                         self.books[job.index()].running = true;
+                        self.book_crossing(vc, job, view);
                         return Some(Decision::Launch { job, gpus: std::mem::take(&mut self.scratch) });
                     }
                 }
@@ -681,7 +769,7 @@ impl Policy for Tiresias {
         let vc = view.jobs.spec(job).vc;
         let now = view.now.as_ms();
         *self.book(job) = Book { checked_ms: now, ..Book::default() };
-        self.vcs[vc.index()].members.insert(job);
+        self.vcs[vc.index()].demand += u64::from(view.jobs.spec(job).gpus);
         self.enqueue(vc.index(), 0, job);
         self.dirty.insert(vc.0);
     }
@@ -690,9 +778,11 @@ impl Policy for Tiresias {
         let vc = view.jobs.spec(job).vc.index();
         let q = usize::from(self.book(job).queue);
         self.dequeue(vc, q, job);
-        self.vcs[vc].members.remove(&job);
         self.vcs[vc].running.remove(&job);
+        self.vcs[vc].suspended.remove(&job);
         self.books[job.index()].running = false;
+        self.book_crossing(vc, job, view);
+        self.vcs[vc].demand -= u64::from(view.jobs.spec(job).gpus);
         self.dirty.insert(vc as u16);
     }
 
