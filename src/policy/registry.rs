@@ -130,6 +130,12 @@ registry! {
     "dlas-gpu" => DlasGpu(crate::policy::tiresias::TiresiasOptions),
     /// Tiresias-G: DLAS-GPU queues ordered by Gittins index (options as `dlas`, gittins-delta-s).
     "tiresias-gittins" => TiresiasGittins(crate::policy::tiresias::TiresiasOptions),
+    /// QSSF (Helios): non-preemptive, queue by expected GPU-time, oracle or
+    /// history estimate (`--policy-opt estimator=history`).
+    "qssf" => Qssf(crate::policy::qssf::QssfOptions),
+    /// LAS: least attained service time-sharing, preempting at round
+    /// boundaries (`--policy-opt round=360`).
+    "las" => Las(crate::policy::las::LasOptions),
     /// RIFLING: online tabular Q-learning over placements (moldable tasks).
     "rifling" => Rifling(RiflingOptions),
     /// RIFLING from a trained table (`--rifling-table`), greedy, not learning.
@@ -540,7 +546,7 @@ mod tests {
             assert_eq!(back, spec);
             assert_eq!(spec.kind(), name.kind());
         }
-        assert_eq!(KINDS.len(), 16);
+        assert_eq!(KINDS.len(), 18);
     }
 
     #[test]
