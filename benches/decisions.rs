@@ -37,12 +37,15 @@ use dlsched::workload::build_workload;
 
 /// The registry kinds benchmarked, each with its default options.
 const KINDS: &[&str] = &[
-    "fifo", // queue.rs
-    "sjf",  // queue.rs
-    "srtf", // srtf.rs
-    "qssf", // qssf.rs
-    "las",  // las.rs
-    "themis", // themis.rs
+    "fifo",             // queue.rs
+    "sjf",              // queue.rs
+    "srtf",             // srtf.rs
+    "qssf",             // qssf.rs
+    "las",              // las.rs
+    "themis",           // themis.rs
+    "dlas",             // tiresias.rs
+    "dlas-gpu",         // tiresias.rs
+    "tiresias-gittins", // tiresias.rs
 ];
 
 /// Queue lengths: the jobs in the system at the timed decision.

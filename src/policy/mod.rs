@@ -23,6 +23,7 @@ pub mod sharing;
 pub mod srtf;
 pub mod symmetric;
 pub mod themis;
+pub mod tiresias;
 
 use crate::cluster::Cluster;
 use crate::ids::{GpuId, JobId};

@@ -123,6 +123,13 @@ registry! {
     /// Preemptive shortest remaining time first over the VC partitions
     /// (`--policy-opt` sets its options; `--checkpoint` the preemption cost).
     "srtf" => Srtf(crate::policy::srtf::SrtfOptions),
+    /// Tiresias DLAS: discretised least attained service on time, K queues
+    /// (`--policy-opt`: queues, thresholds-s, promote-knob, placement, reference flags).
+    "dlas" => Dlas(crate::policy::tiresias::TiresiasOptions),
+    /// Tiresias DLAS-GPU: discretised 2D-LAS on GPU-time (options as `dlas`).
+    "dlas-gpu" => DlasGpu(crate::policy::tiresias::TiresiasOptions),
+    /// Tiresias-G: DLAS-GPU queues ordered by Gittins index (options as `dlas`, gittins-delta-s).
+    "tiresias-gittins" => TiresiasGittins(crate::policy::tiresias::TiresiasOptions),
     /// QSSF (Helios): non-preemptive, queue by expected GPU-time, oracle or
     /// history estimate (`--policy-opt estimator=history`).
     "qssf" => Qssf(crate::policy::qssf::QssfOptions),

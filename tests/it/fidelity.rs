@@ -210,3 +210,70 @@ fn qssf_matches_the_reference_job_for_job() {
     let plain = replay_qssf(&d, QssfOptions::default(), TieOrder::Numpy2Avx512);
     assert!(compare(&plain, &d.join("helios_qssf_full_jobs.csv")).identical());
 }
+
+/// The Tiresias simulator's runs on Philly VC 103959 (needs
+/// ../shared/fidelity/tiresias-philly-103959): 1,450 jobs on 8 nodes × 8
+/// GPUs, one partition (the trace's `vc` column is only a label there).
+fn tiresias_dir() -> Option<PathBuf> {
+    shared("Tiresias fidelity").map(|s| s.join("fidelity/tiresias-philly-103959"))
+}
+
+fn replay_103959(d: &Path, policy: dlsched::policy::registry::PolicySpec) -> RunReport {
+    let spec = RunSpec {
+        policy,
+        sample_interval_ms: 0,
+        ..RunSpec::new(
+            WorkloadSource::Trace {
+                path: d.join("vc103959_jobs.csv"),
+                format: TraceFormat::JobsCsv,
+                columns: ColumnMap::default(),
+            },
+            ClusterChoice::Uniform { nodes: 8, gpus_per_node: 8, gpu_type: None },
+        )
+    };
+    run_one(&spec, |_| {}).unwrap()
+}
+
+#[test]
+fn tiresias_fifo_matches_the_reference_job_for_job() {
+    let Some(d) = tiresias_dir() else { return };
+    // Strict FIFO with first fit ("yarn").
+    let r = replay_103959(&d, policy(QueueOrder::Fifo, false, PlacementKind::FirstFit).into());
+    let c = compare(&r, &d.join("tiresias_fifo_n8g8_jobs.csv"));
+    assert_eq!((c.exact, c.reference_jobs), (1_450, 1_450), "{c:?}");
+    assert!(c.identical());
+    // The reference README: mean JCT 24,783.5 s, mean first wait 246.2 s,
+    // makespan 5,423,277 s.
+    let s = &r.summary;
+    assert!(near(s.jct_mean_s, 24_783.5, 0.05) && near(s.queue_delay_mean_s, 246.2, 0.05), "{s:?}");
+    assert!(near(s.makespan_s, 5_423_277.0, 0.0), "{s:?}");
+}
+
+#[test]
+fn tiresias_dlas_matches_the_reference_job_for_job() {
+    use dlsched::policy::registry::PolicySpec;
+    use dlsched::policy::tiresias::TiresiasOptions;
+    let Some(d) = tiresias_dir() else { return };
+    let reference = d.join("tiresias_dlas_n8g8_jobs.csv");
+    // The reference's start_s is the first start: compare reads ours from
+    // first_start_s.
+    let r = replay_103959(&d, PolicySpec::Dlas(TiresiasOptions::reference()));
+    let c = compare(&r, &reference);
+    assert_eq!((c.exact, c.reference_jobs), (1_450, 1_450), "{c:?}");
+    assert!(c.identical());
+    // The reference README: mean JCT 24,575.1 s, mean first wait 0.0 s, mean
+    // pending time (every waiting period) 37.8 s, makespan 5,423,277 s.
+    let s = &r.summary;
+    assert!(near(s.jct_mean_s, 24_575.1, 0.05) && near(c.queue_delay_mean_run_s, 0.0, 0.05), "{s:?} {c:?}");
+    assert!(near(s.queue_delay_mean_s, 37.8, 0.05) && near(s.makespan_s, 5_423_277.0, 0.0), "{s:?}");
+    // Each artefact option matters on this input: without any one of them
+    // some jobs differ.
+    for opts in [
+        TiresiasOptions::default(),
+        TiresiasOptions { count_only: true, ..Default::default() },
+        TiresiasOptions { running_first: true, ..Default::default() },
+    ] {
+        let c = compare(&replay_103959(&d, PolicySpec::Dlas(opts.clone())), &reference);
+        assert!(c.exact < 1_450 && c.joined == 1_450, "{opts:?}: {c:?}");
+    }
+}

@@ -40,4 +40,5 @@ mod srtf_cli;
 mod sweep;
 mod themis;
 mod tie_order;
+mod tiresias;
 mod vc_scale;
