@@ -123,6 +123,9 @@ registry! {
     /// Preemptive shortest remaining time first over the VC partitions
     /// (`--policy-opt` sets its options; `--checkpoint` the preemption cost).
     "srtf" => Srtf(crate::policy::srtf::SrtfOptions),
+    /// Gandiva: time-slicing in rounds, packing by measured co-location
+    /// speed, migration for locality (`--policy-opt`; `--checkpoint gandiva`).
+    "gandiva" => Gandiva(crate::policy::gandiva::GandivaOptions),
     /// RIFLING: online tabular Q-learning over placements (moldable tasks).
     "rifling" => Rifling(RiflingOptions),
     /// RIFLING from a trained table (`--rifling-table`), greedy, not learning.
