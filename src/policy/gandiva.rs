@@ -102,7 +102,7 @@
 //! (preemptions at round boundaries), `gandiva_packs`, `gandiva_unpacks`,
 //! `gandiva_migrations` and `gandiva_packing_available`.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
 
 use serde::{Deserialize, Serialize};
@@ -197,6 +197,38 @@ struct VcBook {
     spread: BTreeSet<JobId>,
     /// Running jobs that joined another job's GPU (packs to check).
     packed: BTreeSet<JobId>,
+    /// Waiting jobs by GPU count (count of jobs), and how many of them are
+    /// constrained (memory, GPU types or a recorded split): bounds that end
+    /// a queue walk early.
+    waiting_by_gpus: BTreeMap<u32, u32>,
+    waiting_constrained: u32,
+}
+
+impl VcBook {
+    fn add_waiting(&mut self, key: u64, job: JobId, gpus: u32, constrained: bool) {
+        if self.waiting.insert((key, job)) {
+            *self.waiting_by_gpus.entry(gpus).or_default() += 1;
+            self.waiting_constrained += u32::from(constrained);
+        }
+    }
+
+    fn remove_waiting(&mut self, key: u64, job: JobId, gpus: u32, constrained: bool) {
+        if self.waiting.remove(&(key, job)) {
+            if let Some(n) = self.waiting_by_gpus.get_mut(&gpus) {
+                *n -= 1;
+                if *n == 0 {
+                    self.waiting_by_gpus.remove(&gpus);
+                }
+            }
+            self.waiting_constrained -= u32::from(constrained);
+        }
+    }
+}
+
+/// Whether a job's placement depends on more than GPU counts.
+fn constrained(view: &View<'_>, job: JobId) -> bool {
+    let r = request(view, job);
+    !(r.unconstrained() && r.shape.is_empty())
 }
 
 /// One step of a plan.
@@ -236,6 +268,34 @@ enum Walk {
     Done,
 }
 
+/// The jobs a pass may suspend for waiting ones (module docs, step 2.4).
+#[derive(Default)]
+struct Victims {
+    /// Per node, (rank, job, GPUs it alone holds there), by rank: oldest
+    /// (re)start first, then job id.
+    per_node: BTreeMap<NodeId, Vec<(usize, JobId, u32)>>,
+    /// GPUs the victims not yet taken would free.
+    total: u32,
+    /// Per victim, (node, GPUs it alone holds there).
+    nodes_of: BTreeMap<JobId, Vec<(NodeId, u32)>>,
+}
+
+impl Victims {
+    fn remove(&mut self, jobs: &[JobId]) {
+        for j in jobs {
+            for (n, k) in self.nodes_of.remove(j).unwrap_or_default() {
+                self.total -= k;
+                if let Some(list) = self.per_node.get_mut(&n) {
+                    list.retain(|e| e.1 != *j);
+                    if list.is_empty() {
+                        self.per_node.remove(&n);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The partition being planned.
 struct Active {
     vc: VcId,
@@ -244,9 +304,13 @@ struct Active {
     phase: Phase,
     /// The last waiting entry examined in this pass.
     cursor: Option<(u64, JobId)>,
-    /// Jobs that may be suspended for a waiting one (ran a full round),
-    /// oldest (re)start first; computed on first use.
-    victims: Option<Vec<JobId>>,
+    /// Jobs that may be suspended for a waiting one (ran a full round);
+    /// computed on first use.
+    victims: Option<Victims>,
+    /// Smallest GPU count of an unconstrained job for which no victims
+    /// would do, [wider than a node, within a node]: larger ones of the
+    /// same kind cannot be helped either (victims only leave the set).
+    slice_failed: [u32; 2],
     /// Smallest GPU count of an unconstrained job that found no free GPUs
     /// in this pass (larger ones cannot find them either).
     min_failed: u32,
@@ -304,13 +368,15 @@ impl Gandiva {
         }
     }
 
-    fn enqueue(&mut self, job: JobId, vc: VcId) {
+    fn enqueue(&mut self, view: &View<'_>, job: JobId) {
         self.seq += 1;
         if self.keys.len() <= job.index() {
             self.keys.resize(job.index() + 1, 0);
         }
         self.keys[job.index()] = self.seq;
-        self.vcs[vc.index()].waiting.insert((self.seq, job));
+        let spec = view.jobs.spec(job);
+        let (vc, gpus, cons) = (spec.vc, spec.gpus, constrained(view, job));
+        self.vcs[vc.index()].add_waiting(self.seq, job, gpus, cons);
     }
 
     fn key(&self, job: JobId) -> u64 {
@@ -331,8 +397,9 @@ impl Gandiva {
         let c = view.cluster;
         let spread = c.nodes_spanned(&gpus) > spec.gpus.div_ceil(c.partition(vc).max_node_gpus.max(1));
         let key = self.key(job);
+        let cons = constrained(view, job);
         let b = &mut self.vcs[vc.index()];
-        b.waiting.remove(&(key, job));
+        b.remove_waiting(key, job, spec.gpus, cons);
         b.running.insert(job);
         if spread {
             b.spread.insert(job);
@@ -354,7 +421,7 @@ impl Gandiva {
             Why::Unpack => self.unpacks += 1,
             Why::Migrate => self.migrations += 1,
         }
-        self.enqueue(job, vc);
+        self.enqueue(view, job);
         Decision::Preempt { job }
     }
 
@@ -411,9 +478,11 @@ impl Gandiva {
         best.map(|(_, g)| g)
     }
 
-    /// Running jobs of `vc` that have run a full round since they (re)started.
-    fn victims(&self, view: &View<'_>, vc: VcId) -> Vec<JobId> {
+    /// Running jobs of `vc` that have run a full round since they
+    /// (re)started, indexed by node (module docs, step 2.4).
+    fn victims(&self, view: &View<'_>, vc: VcId) -> Victims {
         let now = view.now.as_ms();
+        let c = view.cluster;
         let mut v: Vec<(u64, JobId)> = self.vcs[vc.index()]
             .running
             .iter()
@@ -425,38 +494,56 @@ impl Gandiva {
             })
             .collect();
         v.sort_unstable();
-        v.into_iter().map(|(_, j)| j).collect()
+        let mut out = Victims::default();
+        for (rank, &(_, j)) in v.iter().enumerate() {
+            let JobState::Running(r) = view.jobs.state(j) else { continue };
+            // GPUs it would free: those it holds alone, per node.
+            let mut per: Vec<(NodeId, u32)> = Vec::new();
+            for &g in &r.gpus {
+                if c.owner(g) == Some(j) || c.tenants(g) == [j] {
+                    let n = c.node_of(g);
+                    match per.iter_mut().find(|(m, _)| *m == n) {
+                        Some(e) => e.1 += 1,
+                        None => per.push((n, 1)),
+                    }
+                }
+            }
+            for &(n, k) in &per {
+                out.total += k;
+                out.per_node.entry(n).or_default().push((rank, j, k));
+            }
+            out.nodes_of.insert(j, per);
+        }
+        out
     }
 
-    /// The jobs among `victims` whose suspension lets `job` start on one
-    /// node (or, wider than any node, across the partition); none if that
-    /// cannot be done (module docs, step 2.4).
-    fn slice_for(&self, view: &View<'_>, job: JobId, victims: &[JobId]) -> Option<Vec<JobId>> {
+    /// The victims whose suspension lets `job` start on one node (or, wider
+    /// than any node, across the partition); none if that cannot be done
+    /// (module docs, step 2.4).
+    fn slice_for(&self, view: &View<'_>, job: JobId, victims: &Victims) -> Option<Vec<JobId>> {
         let c = view.cluster;
         let req = request(view, job);
         let p = c.partition(req.vc);
-        let nodes: Vec<NodeId> = p.nodes.iter().copied().filter(|&n| req.fits_node(c, n)).collect();
-        // GPUs a victim would free, per node: those it holds alone.
-        let frees = |v: JobId, node: Option<NodeId>| -> u32 {
-            let JobState::Running(r) = view.jobs.state(v) else { return 0 };
-            r.gpus
-                .iter()
-                .filter(|&&g| node.is_none_or(|n| c.node_of(g) == n))
-                .filter(|&&g| nodes.contains(&c.node_of(g)))
-                .filter(|&&g| c.owner(g) == Some(v) || c.tenants(g) == [v])
-                .count() as u32
-        };
-        let largest = nodes.iter().map(|&n| c.node(n).gpus).max()?;
+        if p.gpus_free + victims.total < req.gpus {
+            return None;
+        }
+        let largest = p.nodes.iter().filter(|&&n| req.fits_node(c, n)).map(|&n| c.node(n).gpus).max()?;
         if req.gpus > largest {
-            let mut free: u32 = nodes.iter().map(|&n| c.node_free(n)).sum();
-            let mut chosen = Vec::new();
-            for &v in victims {
+            let mut free: u32 = p.nodes.iter().filter(|&&n| req.fits_node(c, n)).map(|&n| c.node_free(n)).sum();
+            let mut entries: Vec<(usize, JobId, u32)> = victims
+                .per_node
+                .iter()
+                .filter(|(n, _)| req.fits_node(c, **n))
+                .flat_map(|(_, l)| l.iter().copied())
+                .collect();
+            entries.sort_unstable();
+            let mut chosen: Vec<JobId> = Vec::new();
+            for (_, v, k) in entries {
                 if free >= req.gpus {
                     break;
                 }
-                let f = frees(v, None);
-                if f > 0 {
-                    free += f;
+                free += k;
+                if chosen.last() != Some(&v) {
                     chosen.push(v);
                 }
             }
@@ -464,23 +551,20 @@ impl Gandiva {
         }
         // (victims, their GPUs, node index) of the cheapest node.
         let mut best: Option<((usize, u32, usize), Vec<JobId>)> = None;
-        for &n in &nodes {
-            if c.node(n).gpus < req.gpus {
+        for (&n, list) in &victims.per_node {
+            if c.node(n).gpus < req.gpus || !req.fits_node(c, n) {
                 continue;
             }
             let mut free = c.node_free(n);
             let mut chosen = Vec::new();
             let mut cost = 0u32;
-            for &v in victims {
+            for &(_, v, k) in list {
                 if free >= req.gpus {
                     break;
                 }
-                let f = frees(v, Some(n));
-                if f > 0 {
-                    free += f;
-                    chosen.push(v);
-                    cost += view.jobs.spec(v).gpus;
-                }
+                free += k;
+                chosen.push(v);
+                cost += view.jobs.spec(v).gpus;
             }
             if free < req.gpus || chosen.is_empty() {
                 continue;
@@ -590,6 +674,9 @@ impl Gandiva {
             return Walk::Done;
         }
         loop {
+            if self.hopeless(vc, may_slice, p.max_node_gpus, p.gpus_free, p.gpus_open) {
+                return Walk::Done;
+            }
             let Some(act) = self.active.as_mut() else { return Walk::Done };
             let waiting = &self.vcs[vc.index()].waiting;
             let next = match act.cursor {
@@ -614,29 +701,30 @@ impl Gandiva {
             if let Some(g) = self.pack_target(view, job) {
                 self.packs += 1;
                 let b = &mut self.vcs[vc.index()];
-                b.waiting.remove(&(key, job));
+                b.remove_waiting(key, job, req.gpus, !by_count);
                 b.running.insert(job);
                 b.packed.insert(job);
                 return Walk::Start(Decision::Colocate { job, gpus: vec![g] });
             }
             // 2.4: time-slicing.
             if may_slice {
-                let victims = match self.active.as_ref().and_then(|a| a.victims.clone()) {
-                    Some(v) => v,
-                    None => {
-                        let v = self.victims(view, vc);
-                        if let Some(a) = self.active.as_mut() {
-                            a.victims = Some(v.clone());
-                        }
-                        v
+                if self.active.as_ref().is_some_and(|a| a.victims.is_none()) {
+                    let v = self.victims(view, vc);
+                    if let Some(a) = self.active.as_mut() {
+                        a.victims = Some(v);
                     }
+                }
+                let single = req.gpus <= p.max_node_gpus;
+                let failed = self.active.as_ref().map_or(u32::MAX, |a| a.slice_failed[usize::from(single)]);
+                let chosen = match self.active.as_ref().and_then(|a| a.victims.as_ref()) {
+                    Some(v) if v.total > 0 && !(by_count && req.gpus >= failed) => self.slice_for(view, job, v),
+                    _ => None,
                 };
-                if !victims.is_empty()
-                    && let Some(chosen) = self.slice_for(view, job, &victims)
+                if let Some(chosen) = chosen
                     && let Some(a) = self.active.as_mut()
                 {
                     if let Some(v) = a.victims.as_mut() {
-                        v.retain(|j| !chosen.contains(j));
+                        v.remove(&chosen);
                     }
                     // GPUs come free: earlier failures by count say nothing now.
                     a.min_failed = u32::MAX;
@@ -644,10 +732,43 @@ impl Gandiva {
                     self.actions.push_back(Action::Place(job));
                     return Walk::Planned;
                 }
+                if by_count && let Some(a) = self.active.as_mut() {
+                    let f = &mut a.slice_failed[usize::from(single)];
+                    *f = (*f).min(req.gpus);
+                }
             }
-            let p = c.partition(vc);
-            if p.gpus_free == 0 && !may_slice && (self.coloc.is_none() || p.gpus_open == 0) {
+            if self.hopeless(vc, may_slice, p.max_node_gpus, p.gpus_free, p.gpus_open) {
                 return Walk::Done;
+            }
+        }
+    }
+
+    /// True when no waiting job of `vc` left in the walk can start: every
+    /// one is unconstrained and at least as wide as a job that already found
+    /// no free GPUs, no pack is possible, and no victims are left or none
+    /// would do for a job that narrow (the failure bounds only fall as the
+    /// pass goes on: GPUs are only taken, victims only used).
+    fn hopeless(&self, vc: VcId, may_slice: bool, max_node: u32, free: u32, open: u32) -> bool {
+        let b = &self.vcs[vc.index()];
+        let Some(a) = self.active.as_ref() else { return true };
+        if b.waiting_constrained > 0 || (self.coloc.is_some() && open > 0) {
+            return false;
+        }
+        let Some((&min_g, _)) = b.waiting_by_gpus.first_key_value() else { return true };
+        if min_g < a.min_failed && min_g <= free {
+            return false;
+        }
+        if !may_slice {
+            return true;
+        }
+        match a.victims.as_ref() {
+            None => false,
+            Some(v) if v.total == 0 => true,
+            Some(_) => {
+                // Within a node: the narrowest waiting job; wider than a node: the narrowest such.
+                let single_ok = min_g > max_node || min_g >= a.slice_failed[1];
+                let wide = b.waiting_by_gpus.range(max_node + 1..).next().map(|(&g, _)| g);
+                single_ok && wide.is_none_or(|g| g >= a.slice_failed[0])
             }
         }
     }
@@ -736,7 +857,7 @@ impl Policy for Gandiva {
 
     fn on_arrival(&mut self, job: JobId, view: &View<'_>) {
         let vc = view.jobs.spec(job).vc;
-        self.enqueue(job, vc);
+        self.enqueue(view, job);
         self.dirty.insert(vc.0);
     }
 
@@ -781,6 +902,7 @@ impl Policy for Gandiva {
                 phase: Phase::Unpack,
                 cursor: None,
                 victims: None,
+                slice_failed: [u32::MAX; 2],
                 min_failed: u32::MAX,
                 migrated_upto: None,
             });
