@@ -126,6 +126,12 @@ registry! {
     /// Gandiva: time-slicing in rounds, packing by measured co-location
     /// speed, migration for locality (`--policy-opt`; `--checkpoint gandiva`).
     "gandiva" => Gandiva(crate::policy::gandiva::GandivaOptions),
+    /// QSSF (Helios): non-preemptive, queue by expected GPU-time, oracle or
+    /// history estimate (`--policy-opt estimator=history`).
+    "qssf" => Qssf(crate::policy::qssf::QssfOptions),
+    /// LAS: least attained service time-sharing, preempting at round
+    /// boundaries (`--policy-opt round=360`).
+    "las" => Las(crate::policy::las::LasOptions),
     /// RIFLING: online tabular Q-learning over placements (moldable tasks).
     "rifling" => Rifling(RiflingOptions),
     /// RIFLING from a trained table (`--rifling-table`), greedy, not learning.

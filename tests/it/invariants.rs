@@ -112,7 +112,9 @@ fn gandiva_invariants_hold_after_every_instant() {
     let (mut preempted, mut packed, mut runs) = (0u64, 0.0f64, 0);
     for spec in specs {
         for seed in 1..=3u64 {
-            for opts in [GandivaOptions::default(), GandivaOptions { round_s: 600, spread: false, ..Default::default() }] {
+            for opts in
+                [GandivaOptions::default(), GandivaOptions { round_s: 600, spread: false, ..Default::default() }]
+            {
                 let cluster = Cluster::new(spec.clone()).unwrap();
                 let mut recs = crate::common::seeded_two_vc_records(&cluster, seed);
                 for (i, r) in recs.iter_mut().enumerate().filter(|(i, _)| i % 3 == 1) {
@@ -159,4 +161,90 @@ fn gandiva_invariants_hold_after_every_instant() {
     }
     assert_eq!(runs, 24);
     assert!(preempted > 0 && packed > 0.0, "the checks saw time slices ({preempted}) and packs ({packed})");
+}
+
+#[test]
+fn qssf_and_las_keep_every_invariant() {
+    use dlsched::engine::CheckpointModel;
+    use dlsched::policy::Policy;
+    use dlsched::policy::las::{Las, LasOptions, LasService};
+    use dlsched::policy::qssf::{Qssf, QssfEstimator, QssfOptions};
+    let qssf = |o: QssfOptions| move |n: usize| Box::new(Qssf::new(o, o.placement.build(), n)) as Box<dyn Policy>;
+    let las = |o: LasOptions| move |n: usize| Box::new(Las::new(o, o.placement.build(), n)) as Box<dyn Policy>;
+    let history = QssfOptions { estimator: QssfEstimator::History, ..Default::default() };
+    /// (name, builder from the partition count, checkpoint model).
+    type Variant = (&'static str, Box<dyn Fn(usize) -> Box<dyn Policy>>, CheckpointModel);
+    let variants: Vec<Variant> = vec![
+        ("qssf", Box::new(qssf(QssfOptions::default())), CheckpointModel::None),
+        ("qssf helios", Box::new(qssf(QssfOptions::helios())), CheckpointModel::None),
+        ("qssf history backfill", Box::new(qssf(QssfOptions { backfill: true, ..history })), CheckpointModel::None),
+        (
+            "qssf first-fit",
+            Box::new(qssf(QssfOptions { placement: PlacementKind::FirstFit, ..history })),
+            CheckpointModel::None,
+        ),
+        ("las", Box::new(las(LasOptions { round: 600, ..Default::default() })), CheckpointModel::None),
+        (
+            "las time helios-table",
+            Box::new(las(LasOptions { round: 300, service: LasService::Time, ..Default::default() })),
+            CheckpointModel::HeliosTable,
+        ),
+        (
+            "las rounds only first-fit",
+            Box::new(las(LasOptions {
+                round: 900,
+                work_conserving: false,
+                placement: PlacementKind::FirstFit,
+                ..Default::default()
+            })),
+            CheckpointModel::HeliosTable,
+        ),
+    ];
+    let mut preempting_las_runs = 0;
+    for spec in clusters() {
+        for seed in 1..=3u64 {
+            for (name, build, ckpt) in &variants {
+                let what = format!("{} seed {seed} {name}", spec.name);
+                let run = || {
+                    let cluster = Cluster::new(spec.clone()).unwrap();
+                    let recs = crate::common::seeded_two_vc_records(&cluster, seed);
+                    let placement =
+                        if name.contains("first-fit") { PlacementKind::FirstFit } else { PlacementKind::Consolidate };
+                    let w = build_workload(recs, &cluster, placement.build());
+                    let p = build(cluster.partitions().len());
+                    let mut sim = Simulation::new(cluster, w.jobs, p, Box::new(TraceSpeed), EngineConfig::default())
+                        .with_checkpoint(*ckpt);
+                    while sim.step().unwrap().is_some() {
+                        if let Err(e) = sim.check_invariants() {
+                            panic!("{what} at {}: {e}", sim.now());
+                        }
+                    }
+                    sim.finish()
+                };
+                let out = run();
+                for (s, st) in out.jobs.iter() {
+                    let JobState::Completed(d) = st else { panic!("{what}: {} unfinished: {st:?}", s.name) };
+                    // Trace speed: time holding GPUs = work + checkpoint overheads.
+                    let work = s.duration_ms + ckpt.overhead_ms(s.gpus) * u64::from(d.preemptions);
+                    assert_eq!(d.attained_ms, work, "{what}: {}", s.name);
+                    assert_eq!(d.end.since(s.submit), d.waited_ms + d.attained_ms, "{what}: {}", s.name);
+                    if name.starts_with("qssf") {
+                        assert_eq!(d.preemptions, 0, "{what}: {} preempted", s.name);
+                    }
+                }
+                assert_eq!(out.stats.preemptions, out.stats.resumes, "{what}: every preempted job resumed");
+                if name.starts_with("las") {
+                    preempting_las_runs += usize::from(out.stats.preemptions > 0);
+                }
+                // Determinism: the same run gives the same jobs.csv bytes.
+                let again = run();
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                dlsched::metrics::export::write_jobs_csv(&out, &mut a).unwrap();
+                dlsched::metrics::export::write_jobs_csv(&again, &mut b).unwrap();
+                assert!(a == b, "{what}: two runs differ");
+            }
+        }
+    }
+    // At load 1.5 LAS preempts: the invariants were checked under preemption.
+    assert!(preempting_las_runs >= 20, "{preempting_las_runs} of 27 LAS runs preempted");
 }

@@ -218,7 +218,7 @@ pub(crate) enum WorkloadKind {
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 41] = [
+pub(crate) const SPEC_ARGS: [&str; 42] = [
     "trace",
     "policy_opt",
     "checkpoint",
@@ -231,6 +231,7 @@ pub(crate) const SPEC_ARGS: [&str; 41] = [
     "gpus_per_node",
     "gpu_type",
     "vcs",
+    "vc_scale",
     "policy",
     "workload",
     "ect",
@@ -391,7 +392,9 @@ pub(crate) fn simulate(a: SimulateArgs) -> Result<()> {
                 _ => {}
             }
             match &spec.cluster {
-                ClusterChoice::VcFile { path } => inputs.push(("--vcs", path)),
+                ClusterChoice::VcFile { path } | ClusterChoice::ScaledVcFile { path, .. } => {
+                    inputs.push(("--vcs", path))
+                }
                 ClusterChoice::NodesFile { path } => inputs.push(("--nodes-file", path)),
                 _ => {}
             }
