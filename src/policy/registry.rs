@@ -542,7 +542,10 @@ mod tests {
             assert_eq!(back, spec);
             assert_eq!(spec.kind(), name.kind());
         }
-        assert_eq!(KINDS.len(), 13);
+        // Every kind once; the skipped `iawp` is a kind but no `--policy` value.
+        let unique: std::collections::BTreeSet<_> = KINDS.iter().collect();
+        assert_eq!(unique.len(), KINDS.len());
+        assert_eq!(KINDS.len(), <PolicyName as clap::ValueEnum>::value_variants().len() + 1);
     }
 
     #[test]
