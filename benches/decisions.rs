@@ -46,6 +46,7 @@ const KINDS: &[&str] = &[
     "dlas",             // tiresias.rs
     "dlas-gpu",         // tiresias.rs
     "tiresias-gittins", // tiresias.rs
+    "gandiva",          // gandiva.rs
 ];
 
 /// Queue lengths: the jobs in the system at the timed decision.

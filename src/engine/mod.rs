@@ -38,7 +38,7 @@ mod observer;
 mod preempt;
 mod queue;
 
-pub use checkpoint::CheckpointModel;
+pub use checkpoint::{CheckpointModel, GANDIVA_SUSPEND_MS};
 pub use observer::{NoObserver, Observer, Snapshot};
 pub use queue::EventQueue;
 

@@ -46,7 +46,7 @@ pub const KEYS: [(&str, &str); 41] = [
     ),
     (
         "checkpoint",
-        "none (default) or helios-table: the overhead charged at each preemption (7 s for 1 GPU, 30 s up to 8, 60 s above)",
+        "none (default), helios-table (7 s for 1 GPU, 30 s up to 8, 60 s above) or gandiva (100 ms): the overhead charged at each preemption",
     ),
     ("workload", "synthetic (the default) or genie (GENIE's QoS tasks; with a trace: its jobs as moldable tasks)"),
     ("hours", "a positive number, at most 8,760: the GENIE workload's arrival window"),

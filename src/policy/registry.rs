@@ -130,6 +130,9 @@ registry! {
     "dlas-gpu" => DlasGpu(crate::policy::tiresias::TiresiasOptions),
     /// Tiresias-G: DLAS-GPU queues ordered by Gittins index (options as `dlas`, gittins-delta-s).
     "tiresias-gittins" => TiresiasGittins(crate::policy::tiresias::TiresiasOptions),
+    /// Gandiva: time-slicing in rounds, packing by measured co-location
+    /// speed, migration for locality (`--policy-opt`; `--checkpoint gandiva`).
+    "gandiva" => Gandiva(crate::policy::gandiva::GandivaOptions),
     /// QSSF (Helios): non-preemptive, queue by expected GPU-time, oracle or
     /// history estimate (`--policy-opt estimator=history`).
     "qssf" => Qssf(crate::policy::qssf::QssfOptions),

@@ -90,6 +90,80 @@ fn cluster_vcs(spec: &ClusterSpec) -> usize {
 }
 
 #[test]
+fn gandiva_invariants_hold_after_every_instant() {
+    // Gandiva (time-slicing, packing, migration) on the seeded two-VC
+    // workloads at load 1.5, every invariant after every instant; on the
+    // clusters above and a heterogeneous one (2 K80 nodes + 2 V100 nodes of
+    // 4 GPUs; K80 12 GiB). Every third job gets a model, batch and memory
+    // figure (so some pack), with Gandiva's 100 ms per suspend.
+    use dlsched::engine::CheckpointModel;
+    use dlsched::policy::gandiva::{Gandiva, GandivaOptions};
+    use dlsched::profile::coloc::ProfileInterference;
+    use dlsched::profile::db::ProfileDb;
+    let db = std::sync::Arc::new(ProfileDb::builtin());
+    let mut hetero = ClusterSpec::uniform("hetero", 4, 4, "V100", 16384);
+    for n in &mut hetero.nodes[..2] {
+        n.gpu_type = "K80".into();
+        n.gpu_mem_mib = 12288;
+    }
+    let mut specs = clusters();
+    specs.push(hetero);
+    let models = [("autoencoder-ml20m", 512), ("lstm-wikitext2", 20), ("resnet18-cifar10", 64)];
+    let (mut preempted, mut packed, mut runs) = (0u64, 0.0f64, 0);
+    for spec in specs {
+        for seed in 1..=3u64 {
+            for opts in
+                [GandivaOptions::default(), GandivaOptions { round_s: 600, spread: false, ..Default::default() }]
+            {
+                let cluster = Cluster::new(spec.clone()).unwrap();
+                let mut recs = crate::common::seeded_two_vc_records(&cluster, seed);
+                for (i, r) in recs.iter_mut().enumerate().filter(|(i, _)| i % 3 == 1) {
+                    let (m, b) = models[i % models.len()];
+                    r.model = Some(m.into());
+                    r.local_bsz = Some(b);
+                    r.gpu_mem_mib = Some(3_000);
+                }
+                let w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
+                let coloc = ProfileInterference::new(db.clone());
+                let p = Box::new(Gandiva::new(opts.clone(), cluster.partitions().len(), Some(coloc)));
+                let interference = Box::new(ProfileInterference::new(db.clone()));
+                let mut sim = Simulation::new(cluster, w.jobs, p, Box::new(TraceSpeed), EngineConfig::default())
+                    .with_interference(interference)
+                    .with_checkpoint(CheckpointModel::Gandiva);
+                let what = format!("{} seed {seed} round {} spread {}", spec.name, opts.round_s, opts.spread);
+                while sim.step().unwrap().is_some() {
+                    if let Err(e) = sim.check_invariants() {
+                        panic!("{what} at {}: {e}", sim.now());
+                    }
+                }
+                let out = sim.finish();
+                for (job, state) in out.jobs.iter() {
+                    let JobState::Completed(d) = state else {
+                        panic!("{what}: job {} did not complete: {state:?}", job.name);
+                    };
+                    // A job without a memory figure never shares a GPU, so
+                    // it runs at trace speed: it holds its GPUs for its
+                    // duration plus 100 ms per suspend.
+                    if job.gpu_mem_mib.is_none() {
+                        assert_eq!(
+                            d.attained_ms,
+                            job.duration_ms + 100 * u64::from(d.preemptions),
+                            "{what}: job {} service",
+                            job.name
+                        );
+                    }
+                }
+                preempted += out.stats.preemptions;
+                packed += out.policy_metrics.iter().find(|(k, _)| *k == "gandiva_packs").unwrap().1;
+                runs += 1;
+            }
+        }
+    }
+    assert_eq!(runs, 24);
+    assert!(preempted > 0 && packed > 0.0, "the checks saw time slices ({preempted}) and packs ({packed})");
+}
+
+#[test]
 fn qssf_and_las_keep_every_invariant() {
     use dlsched::engine::CheckpointModel;
     use dlsched::policy::Policy;

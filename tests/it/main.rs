@@ -16,6 +16,7 @@ mod fidelity;
 mod figures;
 mod floors;
 mod formats;
+mod gandiva;
 mod genie;
 mod golden;
 mod hand;

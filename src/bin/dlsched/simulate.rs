@@ -77,8 +77,9 @@ pub(crate) struct SimulateArgs {
     /// Checkpoint/restore overhead of a preemption, added to the preempted
     /// job's remaining work: none (free), or helios-table, the Helios
     /// simulator's fixed table by GPU count (7 s for 1 GPU, 30 s up to 8,
-    /// 60 s above; HeliosArtifact policy.py). Only preemptive policies
-    /// (srtf) preempt.
+    /// 60 s above; HeliosArtifact policy.py), or gandiva, Gandiva's
+    /// suspend/resume, 100 ms per preemption. Only preemptive policies
+    /// (srtf, gandiva) preempt.
     #[arg(long, value_enum, default_value = "none", value_name = "MODEL")]
     pub(crate) checkpoint: dlsched::engine::CheckpointModel,
 
