@@ -9,6 +9,7 @@
 pub mod build;
 pub mod config;
 pub mod fgd;
+pub mod gavel;
 pub mod genie;
 pub mod iawp;
 pub mod memeff;

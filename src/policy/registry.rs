@@ -123,6 +123,11 @@ registry! {
     /// Preemptive shortest remaining time first over the VC partitions
     /// (`--policy-opt` sets its options; `--checkpoint` the preemption cost).
     "srtf" => Srtf(crate::policy::srtf::SrtfOptions),
+    /// Gavel (OSDI'20): heterogeneity-aware max-min fairness by LP, realised
+    /// in rounds (`--policy-opt round=360`).
+    "gavel" => Gavel(crate::policy::gavel::GavelOptions),
+    /// Gavel's heterogeneity-aware FIFO, realised in rounds.
+    "gavel-fifo" => GavelFifo(crate::policy::gavel::GavelOptions),
     /// RIFLING: online tabular Q-learning over placements (moldable tasks).
     "rifling" => Rifling(RiflingOptions),
     /// RIFLING from a trained table (`--rifling-table`), greedy, not learning.
@@ -533,7 +538,7 @@ mod tests {
             assert_eq!(back, spec);
             assert_eq!(spec.kind(), name.kind());
         }
-        assert_eq!(KINDS.len(), 13);
+        assert_eq!(KINDS.len(), 15);
     }
 
     #[test]
