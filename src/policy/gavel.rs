@@ -373,7 +373,14 @@ pub struct Gavel {
     plan: VecDeque<Step>,
     plan_vc: usize,
     counters: Counters,
+    /// Per job index: (plan stamp, type) of the last plan that took it.
+    mark: Vec<(u64, usize)>,
+    /// Scratch of the greedy: (priority, deficit, allocation, job, GPUs).
+    entries: Vec<Entry>,
 }
+
+/// A greedy entry: (priority, deficit, allocation, job, GPUs).
+type Entry = (f64, f64, f64, JobId, u32);
 
 impl Gavel {
     /// Gavel with `opts` and `objective` on `cluster`; throughputs from `db`
@@ -415,6 +422,8 @@ impl Gavel {
             plan: VecDeque::new(),
             plan_vc: 0,
             counters: Counters::default(),
+            mark: Vec::new(),
+            entries: Vec::new(),
         }
     }
 
@@ -570,72 +579,94 @@ impl Gavel {
         // 2. The allocation.
         let vc = &self.vcs[v];
         let interval_passed = vc.last_reset.is_none_or(|l| now - l >= self.reset_ms);
-        let idle = !vc.jobs.keys().any(|&j| matches!(view.jobs.state(j), JobState::Running(_)));
+        let idle = vc.running.is_empty();
         if vc.need_alloc && (interval_passed || idle) {
             self.reset(v, now);
         }
+        let end = now + self.round_ms;
+        let vc = &self.vcs[v];
+        if vc.types.len() == 1 && vc.running.len() == vc.jobs.len() {
+            // Every active job runs on the partition's one type: the greedy
+            // takes them all on the type they run on, so nothing changes.
+            if self.timers.insert(end) {
+                self.plan.push_back(Step::Wake(end));
+            }
+            let vc = &mut self.vcs[v];
+            vc.round_start = view.now;
+            vc.round_end = Some(end);
+            return;
+        }
         // 3-4. Priorities and the greedy.
+        let stamp = self.counters.rounds;
         let vc = &self.vcs[v];
         let fifo = self.objective == GavelObjective::Fifo;
         let mut left = vc.cap.clone();
-        let mut taken: BTreeMap<JobId, usize> = BTreeMap::new();
+        let mut taken: Vec<(JobId, usize)> = Vec::new();
+        let mut entries = std::mem::take(&mut self.entries);
         for &j in &vc.order {
-            let mut entries: Vec<(f64, f64, f64, JobId)> = vc
-                .jobs
-                .iter()
-                .filter(|(_, b)| b.thr[j] > 0.0)
-                .map(|(&id, b)| {
-                    let a = b.alloc.as_ref().map_or(0.0, |a| a[j]);
-                    let prio = if a <= 0.0 {
-                        0.0
-                    } else if vc.worker_time[j] > 0.0 && b.job_time[j] > 0.0 {
-                        a / (b.job_time[j] / vc.worker_time[j])
-                    } else {
-                        a * 1e9
-                    };
-                    (prio, b.deficit[j], a, id)
-                })
-                .collect();
-            entries.sort_by(|x, y| {
+            entries.clear();
+            entries.extend(vc.jobs.iter().filter(|(_, b)| b.thr[j] > 0.0).map(|(&id, b)| {
+                let a = b.alloc.as_ref().map_or(0.0, |a| a[j]);
+                let prio = if a <= 0.0 {
+                    0.0
+                } else if vc.worker_time[j] > 0.0 && b.job_time[j] > 0.0 {
+                    a / (b.job_time[j] / vc.worker_time[j])
+                } else {
+                    a * 1e9
+                };
+                (prio, b.deficit[j], a, id, b.gpus)
+            }));
+            // A total order (ties by job id): sorting only the prefix the
+            // greedy reads gives the same sequence as a full sort.
+            let cmp = |x: &Entry, y: &Entry| {
                 y.0.total_cmp(&x.0).then(y.1.total_cmp(&x.1)).then(y.2.total_cmp(&x.2)).then(x.3.cmp(&y.3))
-            });
-            for (prio, _, _, id) in entries {
+            };
+            let n = entries.len();
+            let mut sorted = (2 * left[j] as usize + 16).min(n);
+            if sorted < n {
+                entries.select_nth_unstable_by(sorted, cmp);
+            }
+            entries[..sorted].sort_unstable_by(cmp);
+            for i in 0..n {
                 if left[j] == 0 {
                     break;
                 }
-                if taken.contains_key(&id) || (fifo && prio <= 0.0) {
-                    continue;
+                if i == sorted {
+                    entries[sorted..].sort_unstable_by(cmp);
+                    sorted = n;
                 }
-                let g = vc.jobs[&id].gpus;
-                if g > left[j] {
+                let (prio, _, _, id, g) = entries[i];
+                let i = id.index();
+                if self.mark.len() <= i {
+                    self.mark.resize(i + 1, (u64::MAX, 0));
+                }
+                if self.mark[i].0 == stamp || (fifo && prio <= 0.0) || g > left[j] {
                     continue;
                 }
                 left[j] -= g;
-                taken.insert(id, j);
+                self.mark[i] = (stamp, j);
+                taken.push((id, j));
             }
         }
+        self.entries = entries;
         // 5. Keep, preempt, launch.
+        let taken_on = |mark: &[(u64, usize)], job: JobId| {
+            mark.get(job.index()).filter(|m| m.0 == stamp).map(|m| m.1)
+        };
         let mut keep: BTreeMap<JobId, usize> = BTreeMap::new();
-        for &job in vc.jobs.keys() {
-            if let JobState::Running(r) = view.jobs.state(job) {
-                let ty = &view.cluster.node(view.cluster.node_of(r.gpus[0])).gpu_type;
-                match taken.get(&job) {
-                    Some(&j) if &vc.types[j] == ty => {
-                        keep.insert(job, j);
-                    }
-                    _ if r.work_done => {}
-                    _ => self.plan.push_back(Step::Preempt(job)),
+        for (&job, &t) in &vc.running {
+            match taken_on(&self.mark, job) {
+                Some(j) if j == t => {
+                    keep.insert(job, j);
                 }
+                _ if matches!(view.jobs.state(job), JobState::Running(r) if r.work_done) => {}
+                _ => self.plan.push_back(Step::Preempt(job)),
             }
         }
-        let mut launch: Vec<(u32, JobId, usize)> = taken
-            .iter()
-            .filter(|(id, _)| !keep.contains_key(id))
-            .map(|(&id, &j)| (vc.jobs[&id].gpus, id, j))
-            .collect();
+        let mut launch: Vec<(u32, JobId, usize)> =
+            taken.iter().filter(|(id, _)| !keep.contains_key(id)).map(|&(id, j)| (vc.jobs[&id].gpus, id, j)).collect();
         launch.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         self.plan.extend(launch.into_iter().map(|(_, id, j)| Step::Launch(id, j)));
-        let end = now + self.round_ms;
         if self.timers.insert(end) {
             self.plan.push_back(Step::Wake(end));
         }
