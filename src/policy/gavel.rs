@@ -79,7 +79,11 @@
 //!    `v100, p100, k80`, by the mean relative throughput of the jobs in
 //!    the allocation, ties by name), and jobs are taken greedily: a job is
 //!    skipped if already taken, if its type has fewer GPUs left than it asks,
-//!    if its throughput there is 0, and under `gavel-fifo` if its priority is 0;
+//!    if its throughput there is 0, and under `gavel-fifo` if its priority is
+//!    0; a job not yet in the allocation (priority 0 under `gavel`) that is
+//!    taken counts against its type's GPUs but is not given any (Gavel's
+//!    `_schedule_jobs_on_workers` skips jobs not in `self._allocation` when
+//!    it assigns workers), so those GPUs idle for the round;
 //! 5. jobs taken on the type they already run on keep their GPUs (Gavel's
 //!    lease extension); every other running job of the partition is
 //!    preempted (checkpoint cost: the run's `--checkpoint`), then the taken
@@ -322,6 +326,18 @@ struct Book {
     /// Time run per type since the last reset, s (starts at round / 2).
     job_time: Vec<f64>,
     deficit: Vec<f64>,
+    /// While running: (type, ms since when its time is not yet in `job_time`).
+    on: Option<(usize, u64)>,
+}
+
+impl Book {
+    /// `job_time` on type `t` at `now` (ms).
+    fn time_on(&self, t: usize, now: u64) -> f64 {
+        match self.on {
+            Some((on, since)) if on == t => self.job_time[t] + (now - since) as f64 / 1000.0,
+            _ => self.job_time[t],
+        }
+    }
 }
 
 /// One partition's state.
@@ -338,7 +354,43 @@ struct VcState {
     round_end: Option<u64>,
     need_alloc: bool,
     last_reset: Option<u64>,
+    /// Per type: the time counted so far, s, plus, for the running jobs,
+    /// `run_n` of them and the sum of their `since` (ms) for the time not yet
+    /// counted.
     worker_time: Vec<f64>,
+    run_n: Vec<u64>,
+    since_sum: Vec<u128>,
+}
+
+impl VcState {
+    /// `worker_time` of type `t` at `now` (ms).
+    fn worker_time_at(&self, t: usize, now: u64) -> f64 {
+        self.worker_time[t] + (u128::from(self.run_n[t]) * u128::from(now) - self.since_sum[t]) as f64 / 1000.0
+    }
+
+    /// `job` starts running on type `t` at `now`.
+    fn start(&mut self, job: JobId, t: usize, now: u64) {
+        if let Some(b) = self.jobs.get_mut(&job) {
+            b.on = Some((t, now));
+            self.run_n[t] += 1;
+            self.since_sum[t] += u128::from(now);
+        }
+        self.running.insert(job, t);
+    }
+
+    /// `job` stops running at `now` (preempted or completed): its time is counted.
+    fn stop(&mut self, job: JobId, now: u64) {
+        if let Some(b) = self.jobs.get_mut(&job)
+            && let Some((t, since)) = b.on.take()
+        {
+            let ran = (now - since) as f64 / 1000.0;
+            b.job_time[t] += ran;
+            self.worker_time[t] += ran;
+            self.run_n[t] -= 1;
+            self.since_sum[t] -= u128::from(since);
+        }
+        self.running.remove(&job);
+    }
 }
 
 /// One step of a round's plan.
@@ -358,6 +410,7 @@ struct Counters {
     lp_failures: u64,
     unit_jobs: u64,
     fallback_jobs: u64,
+    unschedulable: u64,
 }
 
 /// Gavel; see the module docs.
@@ -407,6 +460,8 @@ impl Gavel {
                     need_alloc: false,
                     last_reset: None,
                     worker_time: vec![0.0; k],
+                    run_n: vec![0; k],
+                    since_sum: vec![0; k],
                 }
             })
             .collect();
@@ -494,12 +549,16 @@ impl Gavel {
         for b in vc.jobs.values_mut() {
             for j in 0..b.job_time.len() {
                 let should = b.alloc.as_ref().map_or(0.0, |a| a[j] * elapsed);
-                b.deficit[j] += should - (b.job_time[j] - half);
+                b.deficit[j] += should - (b.time_on(j, now) - half);
                 b.job_time[j] = half;
+            }
+            if let Some((t, _)) = b.on {
+                b.on = Some((t, now));
             }
         }
         for j in 0..vc.worker_time.len() {
             vc.worker_time[j] = half * vc.jobs.len() as f64;
+            vc.since_sum[j] = u128::from(vc.run_n[j]) * u128::from(now);
         }
         vc.last_reset = Some(now);
         vc.need_alloc = false;
@@ -558,18 +617,8 @@ impl Gavel {
         let now = view.now.as_ms();
         self.plan.clear();
         self.plan_vc = v;
-        // 1. Account for the ended round.
-        {
-            let vc = &mut self.vcs[v];
-            let ran = now.saturating_sub(vc.round_start.as_ms()) as f64 / 1000.0;
-            let running: Vec<(JobId, usize)> = vc.running.iter().map(|(&j, &t)| (j, t)).collect();
-            for (job, t) in running {
-                if let Some(b) = vc.jobs.get_mut(&job) {
-                    b.job_time[t] += ran;
-                }
-                vc.worker_time[t] += ran;
-            }
-        }
+        // 1. The ended round's time is counted lazily (`Book::time_on`,
+        // `VcState::worker_time_at`): the same sums, read at `now`.
         if self.vcs[v].jobs.is_empty() {
             self.vcs[v].round_end = None;
             self.vcs[v].running.clear();
@@ -588,9 +637,7 @@ impl Gavel {
         if vc.types.len() == 1 && vc.running.len() == vc.jobs.len() {
             // Every active job runs on the partition's one type: the greedy
             // takes them all on the type they run on, so nothing changes.
-            if self.timers.insert(end) {
-                self.plan.push_back(Step::Wake(end));
-            }
+            self.plan.push_back(Step::Wake(end));
             let vc = &mut self.vcs[v];
             vc.round_start = view.now;
             vc.round_end = Some(end);
@@ -604,13 +651,14 @@ impl Gavel {
         let mut taken: Vec<(JobId, usize)> = Vec::new();
         let mut entries = std::mem::take(&mut self.entries);
         for &j in &vc.order {
+            let wt = vc.worker_time_at(j, now);
             entries.clear();
             entries.extend(vc.jobs.iter().filter(|(_, b)| b.thr[j] > 0.0).map(|(&id, b)| {
                 let a = b.alloc.as_ref().map_or(0.0, |a| a[j]);
                 let prio = if a <= 0.0 {
                     0.0
-                } else if vc.worker_time[j] > 0.0 && b.job_time[j] > 0.0 {
-                    a / (b.job_time[j] / vc.worker_time[j])
+                } else if wt > 0.0 && b.time_on(j, now) > 0.0 {
+                    a / (b.time_on(j, now) / wt)
                 } else {
                     a * 1e9
                 };
@@ -645,7 +693,9 @@ impl Gavel {
                 }
                 left[j] -= g;
                 self.mark[i] = (stamp, j);
-                taken.push((id, j));
+                if vc.jobs[&id].alloc.is_some() {
+                    taken.push((id, j));
+                }
             }
         }
         self.entries = entries;
@@ -654,24 +704,31 @@ impl Gavel {
             mark.get(job.index()).filter(|m| m.0 == stamp).map(|m| m.1)
         };
         let mut keep: BTreeMap<JobId, usize> = BTreeMap::new();
+        let mut stop: Vec<JobId> = Vec::new();
         for (&job, &t) in &vc.running {
             match taken_on(&self.mark, job) {
                 Some(j) if j == t => {
                     keep.insert(job, j);
                 }
-                _ if matches!(view.jobs.state(job), JobState::Running(r) if r.work_done) => {}
-                _ => self.plan.push_back(Step::Preempt(job)),
+                _ if matches!(view.jobs.state(job), JobState::Running(r) if r.work_done) => {
+                    keep.insert(job, t);
+                }
+                _ => {
+                    stop.push(job);
+                    self.plan.push_back(Step::Preempt(job));
+                }
             }
         }
         let mut launch: Vec<(u32, JobId, usize)> =
             taken.iter().filter(|(id, _)| !keep.contains_key(id)).map(|&(id, j)| (vc.jobs[&id].gpus, id, j)).collect();
         launch.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         self.plan.extend(launch.into_iter().map(|(_, id, j)| Step::Launch(id, j)));
-        if self.timers.insert(end) {
-            self.plan.push_back(Step::Wake(end));
-        }
+        self.plan.push_back(Step::Wake(end));
         let vc = &mut self.vcs[v];
-        vc.running = keep;
+        for job in stop {
+            vc.stop(job, now);
+        }
+        debug_assert_eq!(vc.running, keep);
         vc.round_start = view.now;
         vc.round_end = Some(end);
     }
@@ -721,11 +778,21 @@ impl Policy for Gavel {
     fn on_arrival(&mut self, job: JobId, view: &View<'_>) {
         let spec = view.jobs.spec(job);
         let thr = self.throughputs(spec, view);
+        if thr.iter().all(|&t| t <= 0.0) {
+            // No GPU type of its partition can hold it whole: Gavel runs a
+            // job on one type, so it never starts (counted; it ends the run
+            // unfinished).
+            self.counters.unschedulable += 1;
+            return;
+        }
         let v = spec.vc.index();
         let k = self.vcs[v].types.len();
         let half = self.opts.round / 2.0;
         let vc = &mut self.vcs[v];
-        vc.jobs.insert(job, Book { gpus: spec.gpus, thr, alloc: None, job_time: vec![half; k], deficit: vec![0.0; k] });
+        vc.jobs.insert(
+            job,
+            Book { gpus: spec.gpus, thr, alloc: None, job_time: vec![half; k], deficit: vec![0.0; k], on: None },
+        );
         vc.need_alloc = true;
         if vc.round_end.is_none() {
             self.dirty.insert(spec.vc.0);
@@ -735,10 +802,11 @@ impl Policy for Gavel {
     fn on_completion(&mut self, job: JobId, view: &View<'_>) {
         let v = view.jobs.spec(job).vc.index();
         let vc = &mut self.vcs[v];
+        let was_running = vc.running.contains_key(&job);
+        vc.stop(job, view.now.as_ms());
         vc.jobs.remove(&job);
         vc.need_alloc = true;
-        if let Some(t) = vc.running.remove(&job) {
-            vc.worker_time[t] += view.now.since(vc.round_start) as f64 / 1000.0;
+        if was_running {
             if vc.running.is_empty() {
                 // Every job of the round has finished: the round ends now.
                 self.dirty.insert(v as u16);
@@ -765,11 +833,23 @@ impl Policy for Gavel {
                         let v = self.plan_vc;
                         let ty = self.vcs[v].types[j].clone();
                         if let Some(gpus) = self.place(view, job, &ty) {
-                            self.vcs[v].running.insert(job, j);
+                            self.vcs[v].start(job, j, view.now.as_ms());
                             return Decision::Launch { job, gpus };
                         }
                     }
-                    Step::Wake(t) => return Decision::WakeAt(SimTime::from_ms(t)),
+                    Step::Wake(t) => {
+                        let vc = &mut self.vcs[self.plan_vc];
+                        if vc.running.is_empty() {
+                            // Nothing could be placed: no timer (it would
+                            // fire forever); the partition waits for an
+                            // arrival as an idle one does.
+                            vc.round_end = None;
+                            continue;
+                        }
+                        if self.timers.insert(t) {
+                            return Decision::WakeAt(SimTime::from_ms(t));
+                        }
+                    }
                 }
             }
             let Some(v) = self.dirty.pop_first() else { return Decision::Wait };
@@ -787,6 +867,7 @@ impl Policy for Gavel {
             ("gavel_lp_failures", c.lp_failures as f64),
             ("gavel_unit_throughput_jobs", c.unit_jobs as f64),
             ("gavel_type_fallback_jobs", c.fallback_jobs as f64),
+            ("gavel_unschedulable_jobs", c.unschedulable as f64),
         ]
     }
 }

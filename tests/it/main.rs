@@ -15,6 +15,7 @@ mod fidelity;
 mod figures;
 mod floors;
 mod formats;
+mod gavel;
 mod genie;
 mod golden;
 mod hand;
