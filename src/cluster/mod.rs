@@ -20,7 +20,10 @@ pub mod request;
 mod spec;
 mod topology;
 
-pub use presets::{ClusterPreset, NodeList, OPENB_GPU_NODES, load_nodes_file, load_vc_file, openb_gpu_mem_mib};
+pub use presets::{
+    ClusterPreset, NodeList, OPENB_GPU_NODES, load_nodes_file, load_vc_file, load_vc_file_scaled, openb_gpu_mem_mib,
+    scaled_vc_nodes,
+};
 pub use spec::{ClusterSpec, GpuShare, MAX_GPUS, MAX_GPUS_PER_NODE, MAX_NODES, NodeSpec, ShareLimits};
 pub use topology::LocalityTier;
 

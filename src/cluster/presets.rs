@@ -212,6 +212,50 @@ impl ClusterPreset {
     }
 }
 
+/// The node count of a VC of `nodes` nodes scaled by `scale` (`--vc-scale`):
+/// `nodes × scale` rounded to the nearest whole node (halves up), at least 1
+/// node. Halving the Helios study's Philly VCs (64, 32, 16, 8 nodes) gives
+/// 32, 16, 8, 4; a 3-node VC halved gives 2, a 1-node VC keeps 1.
+pub fn scaled_vc_nodes(nodes: u32, scale: f64) -> u32 {
+    ((f64::from(nodes) * scale).round() as u32).max(1)
+}
+
+/// [`load_vc_file`] with every VC's node count scaled by `scale` (in (0, 1];
+/// [`scaled_vc_nodes`] rounds): each VC keeps its first nodes, so the VCs,
+/// their order and their node sizes are the file's. The cluster is named
+/// `vcs:<path>*<scale>`.
+///
+/// # Errors
+/// As [`load_vc_file`]; a `scale` outside (0, 1] is a
+/// [`TraceError::Format`] naming the file.
+pub fn load_vc_file_scaled(
+    path: &Path,
+    scale: f64,
+    gpu_type: &str,
+    gpu_mem_mib: u64,
+) -> Result<ClusterSpec, TraceError> {
+    if !(scale > 0.0 && scale <= 1.0) {
+        return Err(TraceError::Format {
+            file: path.to_path_buf(),
+            message: format!("VC scale {scale} is outside (0, 1]"),
+        });
+    }
+    let mut spec = load_vc_file(path, gpu_type, gpu_mem_mib)?;
+    let mut kept = vec![0u32; spec.vc_names.len()];
+    let mut per_vc = vec![0u32; spec.vc_names.len()];
+    for n in &spec.nodes {
+        per_vc[n.vc.index()] += 1;
+    }
+    spec.nodes.retain(|n| {
+        let i = n.vc.index();
+        kept[i] += 1;
+        kept[i] <= scaled_vc_nodes(per_vc[i], scale)
+    });
+    spec.name = format!("{}*{scale}", spec.name);
+    spec.validate().map_err(|ConfigError(m)| TraceError::Format { file: path.to_path_buf(), message: m })?;
+    Ok(spec)
+}
+
 /// Builds a cluster from a VC partition file: one row per VC, header `vc,nodes`
 /// and optionally `gpus_per_node` (default 8, the node size of the Helios study's
 /// simulator). `node num` and `num` are accepted for `nodes`, so the Helios
@@ -333,6 +377,33 @@ pub fn load_vc_file(path: &Path, gpu_type: &str, gpu_mem_mib: u64) -> Result<Clu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scaled_vc_file_keeps_each_vcs_first_nodes() {
+        // 64 x 0.5 = 32 nodes; 3 x 0.5 = 1.5, rounded up to 2; 1 x 0.5 =
+        // 0.5, rounded to 1 (and never below 1): 32 x 8 + 2 x 4 + 1 x 8 = 272 GPUs.
+        assert_eq!([64, 3, 1, 8].map(|n| scaled_vc_nodes(n, 0.5)), [32, 2, 1, 4]);
+        assert_eq!(scaled_vc_nodes(10, 0.24), 2); // 2.4 -> 2
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("vcs.csv");
+        std::fs::write(&f, "vc,nodes,gpus_per_node\na,64,8\nb,3,4\nc,1,8\n").unwrap();
+        let s = load_vc_file_scaled(&f, 0.5, "generic", 16384).unwrap();
+        let per_vc: Vec<(u16, u32)> =
+            (0..3u16).map(|v| (v, s.nodes.iter().filter(|n| n.vc == VcId(v)).map(|n| n.gpus).sum::<u32>())).collect();
+        assert_eq!(per_vc, vec![(0, 256), (1, 8), (2, 8)]);
+        assert_eq!(s.total_gpus(), 272);
+        assert_eq!(s.vc_names, vec!["a", "b", "c"]);
+        assert!(s.name.ends_with("vcs.csv*0.5"), "{}", s.name);
+        // Scale 1 is the file itself.
+        assert_eq!(
+            load_vc_file_scaled(&f, 1.0, "generic", 16384).unwrap().nodes,
+            load_vc_file(&f, "generic", 16384).unwrap().nodes
+        );
+        for bad in [0.0, -1.0, 1.5, f64::NAN] {
+            let e = load_vc_file_scaled(&f, bad, "generic", 16384).unwrap_err().to_string();
+            assert!(e.contains("vcs.csv") && e.contains("outside (0, 1]"), "{e}");
+        }
+    }
 
     #[test]
     fn presets_match_published_sizes() {

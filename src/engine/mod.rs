@@ -110,6 +110,9 @@ pub struct EngineStats {
     pub resumes: u64,
     /// Checkpoint overhead charged, ms of work at rate 1.
     pub checkpoint_ms: u64,
+    /// Checkpoint overhead charged, weighted by the preempted job's GPUs:
+    /// GPU-ms of work at rate 1 (the GPU-time lost to checkpointing).
+    pub checkpoint_gpu_ms: u64,
     /// Timers delivered to the policy.
     pub timers: u64,
 }

@@ -51,6 +51,7 @@ impl Simulation {
         self.suspended += 1;
         self.stats.preemptions += 1;
         self.stats.checkpoint_ms += overhead;
+        self.stats.checkpoint_gpu_ms += overhead * u64::from(gpus_n);
         obs.on_release(&self.snapshot(), job, &run.gpus);
         Ok(())
     }

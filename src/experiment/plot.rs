@@ -10,7 +10,10 @@
 //!   of the other swept keys, with error bars of ± one standard deviation
 //!   over seeds (also, when some run shared GPUs, `gpu_allocation_mean`,
 //!   `gpu_utilization_effective_mean`, `gpu_memory_utilization_mean`,
-//!   `fragmentation_mean` and `completion_rate`); and `jct_cdf.svg`, the JCT CDF of each such line's runs
+//!   `fragmentation_mean` and `completion_rate`; when some run preempted a
+//!   job, `jct_p99_s`, `finish_time_fairness_mean`,
+//!   `finish_time_fairness_max`, `jain_fairness_index`, `preemptions` and
+//!   `checkpoint_gpu_hours`); and `jct_cdf.svg`, the JCT CDF of each such line's runs
 //!   pooled (the per-policy CDFs).
 
 use std::collections::BTreeMap;
@@ -263,12 +266,27 @@ const SWEEP_METRICS_SHARING: [&str; 5] = [
     "completion_rate",
 ];
 
+/// ... where some run preempted a job (a sweep comparing preemptive
+/// policies): the tail, fairness and checkpoint figures.
+const SWEEP_METRICS_PREEMPTION: [&str; 6] = [
+    "jct_p99_s",
+    "finish_time_fairness_mean",
+    "finish_time_fairness_max",
+    "jain_fairness_index",
+    "preemptions",
+    "checkpoint_gpu_hours",
+];
+
 /// Removes the charts an earlier sweep into `dir` drew (`jct_cdf.svg` and
 /// every `<metric>_vs_<key>.svg` a sweep can write, with their `.tmp`), so
 /// that a chart of a key no longer swept is not left beside the new ones.
 /// Other files stay.
 fn remove_sweep_charts(dir: &Path) -> Result<(), String> {
-    let metrics = SWEEP_METRICS_ALWAYS.iter().chain(&SWEEP_METRICS_QOS).chain(&SWEEP_METRICS_SHARING);
+    let metrics = SWEEP_METRICS_ALWAYS
+        .iter()
+        .chain(&SWEEP_METRICS_QOS)
+        .chain(&SWEEP_METRICS_SHARING)
+        .chain(&SWEEP_METRICS_PREEMPTION);
     let prefixes: Vec<String> = metrics.clone().map(|m| format!("{m}_vs_{}", super::raw::POLICY_OPT)).collect();
     let names = std::iter::once("jct_cdf.svg".to_string())
         .chain(metrics.flat_map(|m| super::raw::KEYS.iter().map(move |(k, _)| format!("{m}_vs_{k}.svg"))));
@@ -334,7 +352,8 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
                     .into_iter()
                     .filter(|m| numeric(m) && (*m != "interference_slowdown_mean" || any_nonzero("colocated_jobs"))),
             )
-            .chain(SWEEP_METRICS_SHARING.into_iter().filter(|m| numeric(m) && any_nonzero("shared_launches")));
+            .chain(SWEEP_METRICS_SHARING.into_iter().filter(|m| numeric(m) && any_nonzero("shared_launches")))
+            .chain(SWEEP_METRICS_PREEMPTION.into_iter().filter(|m| numeric(m) && any_nonzero("preemptions")));
         for metric in metrics {
             let mc = col(metric)?;
             // group -> x -> values over seeds

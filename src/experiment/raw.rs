@@ -28,7 +28,7 @@ use crate::workload::synthetic::SyntheticSpec;
 /// defaults of [`to_run_spec`] (the command line's). Besides these, a key
 /// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
 /// kind (`--policy-opt NAME=VALUE` on the command line).
-pub const KEYS: [(&str, &str); 40] = [
+pub const KEYS: [(&str, &str); 41] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     ("columns", "jobs-csv: field=column pairs, comma-separated (e.g. \"submit_time=arrival,gpu_num=gpus\")"),
@@ -38,6 +38,7 @@ pub const KEYS: [(&str, &str); 40] = [
     ("gpus_per_node", "a whole number of GPUs per node, 1 to 64 (with nodes)"),
     ("gpu_type", "the GPU type of a nodes x gpus_per_node cluster (k80, p100, v100, t4, a100, ...; default generic)"),
     ("vcs", "a VC file path, relative to the experiment file"),
+    ("vc_scale", "a number in (0, 1]: every VC of `vcs` gets that share of its nodes (rounded, at least 1)"),
     ("nodes_file", "an Alibaba PAI 2023 node list path, relative to the experiment file"),
     (
         "policy",
@@ -383,6 +384,9 @@ pub fn cluster_choice(p: &RawSpec, o: Origin<'_>) -> Result<ClusterChoice, Strin
             k("gpus_per_node")
         ));
     }
+    if r.has("vc_scale") && !r.has("vcs") {
+        return Err(format!("{} scales the VCs of {}; set that too", k("vc_scale"), k("vcs")));
+    }
     if r.has("gpu_type") && !r.has("nodes") {
         return Err(format!(
             "{} is the GPU type of a {} x {} cluster; set those too",
@@ -392,7 +396,11 @@ pub fn cluster_choice(p: &RawSpec, o: Origin<'_>) -> Result<ClusterChoice, Strin
         ));
     }
     Ok(match (r.path("vcs")?, r.uint("nodes")?, r.uint("gpus_per_node")?, p.get("cluster")) {
-        (Some(vcs), ..) => ClusterChoice::VcFile { path: vcs },
+        (Some(vcs), ..) => match r.num("vc_scale")? {
+            None => ClusterChoice::VcFile { path: vcs },
+            Some(scale) if scale > 0.0 && scale <= 1.0 => ClusterChoice::ScaledVcFile { path: vcs, scale },
+            Some(scale) => return Err(format!("{} = {scale} is outside (0, 1]", k("vc_scale"))),
+        },
         (None, None, None, None) if r.has("nodes_file") => {
             ClusterChoice::NodesFile { path: r.path("nodes_file")?.unwrap_or_default() }
         }

@@ -99,6 +99,15 @@ pub enum ClusterChoice {
         /// The file.
         path: PathBuf,
     },
+    /// VC partitions from a file with every VC's node count scaled by
+    /// `scale` in (0, 1] (`--vc-scale`, sweep key `vc_scale`; see
+    /// [`crate::cluster::load_vc_file_scaled`] for the rounding).
+    ScaledVcFile {
+        /// The file.
+        path: PathBuf,
+        /// The factor on every VC's node count.
+        scale: f64,
+    },
     /// A heterogeneous cluster from an Alibaba PAI 2023 node list (see
     /// [`crate::cluster::load_nodes_file`]), one partition.
     NodesFile {
@@ -156,6 +165,9 @@ impl ClusterChoice {
                 ClusterSpec::uniform(&name, *nodes, *gpus_per_node, &ty, mem)
             }
             ClusterChoice::VcFile { path } => load_vc_file(path, "generic", 16 * 1024)?,
+            ClusterChoice::ScaledVcFile { path, scale } => {
+                crate::cluster::load_vc_file_scaled(path, *scale, "generic", 16 * 1024)?
+            }
             ClusterChoice::NodesFile { path } => crate::cluster::load_nodes_file(path)?.spec,
         };
         spec.validate()?;

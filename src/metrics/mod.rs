@@ -166,6 +166,32 @@ pub struct Summary {
     pub jobs_preempted: u64,
     /// Preemptions (checkpoints) of completed jobs, summed.
     pub preemptions: u64,
+    /// Finish-time fairness ρ, mean over completed jobs: ρ = JCT /
+    /// T_isolated, where T_isolated is the job's work at rate 1, i.e. its
+    /// trace duration (the run time under its recorded allocation, which
+    /// every rate model takes as rate 1: packed, or the trace's recorded
+    /// split; for a GENIE task its single-GPU latency), with no queueing, no
+    /// co-tenant and no preemption. After Themis's ρ = T_shared /
+    /// T_independent (Mahajan et al., NSDI'20, §3), with the job alone on its
+    /// own GPUs as the independent run (our reading: Themis's T_independent
+    /// is the run on a 1/N share of the cluster). 1 = as if alone; null when
+    /// no job completed.
+    pub finish_time_fairness_mean: Option<f64>,
+    /// 99th-percentile ρ over completed jobs (null when none).
+    pub finish_time_fairness_p99: Option<f64>,
+    /// Largest ρ over completed jobs (Themis's objective, the worst-off
+    /// job; null when none).
+    pub finish_time_fairness_max: Option<f64>,
+    /// Jain's fairness index (Jain, Chiu & Hawe, DEC-TR-301, 1984, §3):
+    /// (Σ x)² / (n Σ x²) over completed jobs of x = 1 / ρ = T_isolated /
+    /// JCT (the fraction of its time in the system a job spent progressing
+    /// as if alone), in (0, 1]; 1 when every job has the same ρ, 1/n when
+    /// one job gets everything. Null when no job completed.
+    pub jain_fairness_index: Option<f64>,
+    /// GPU-hours lost to checkpointing: over every preemption, the
+    /// checkpoint overhead charged (`--checkpoint`, work at rate 1) × the
+    /// preempted job's GPUs. 0 without preemption or with `--checkpoint none`.
+    pub checkpoint_gpu_hours: f64,
 }
 
 /// Per-VC figures, one row of `vc_summary.csv`.
@@ -204,6 +230,19 @@ impl Acc {
     }
 }
 
+/// Jain's fairness index of `xs` (Jain, Chiu & Hawe, DEC-TR-301, 1984, §3):
+/// (Σ x)² / (n Σ x²), in [1/n, 1] for non-negative values, 1 when all are
+/// equal; `None` for no values or when every value is 0.
+pub fn jain_index(xs: impl Iterator<Item = f64>) -> Option<f64> {
+    let (mut n, mut sum, mut sq) = (0usize, 0.0, 0.0);
+    for x in xs {
+        n += 1;
+        sum += x;
+        sq += x * x;
+    }
+    (n > 0 && sq > 0.0).then(|| sum * sum / (n as f64 * sq))
+}
+
 /// The run summary and per-VC summaries of a finished run: the engine's
 /// final state `out` and what its recorder kept, `rec`.
 pub fn summarize(
@@ -228,6 +267,7 @@ pub fn summarize(
     let (mut tasks, mut met, mut norm_lat, mut norm_tput) = (0u64, 0u64, Vec::new(), Vec::new());
     let mut by_class: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let (mut preemptions, mut jobs_preempted) = (0u64, 0u64);
+    let mut rho: Vec<f64> = Vec::with_capacity(out.jobs.len());
     for (spec, state) in out.jobs.iter() {
         first_submit = first_submit.min(spec.submit.as_ms());
         last_submit = last_submit.max(spec.submit.as_ms());
@@ -260,6 +300,8 @@ pub fn summarize(
             slowdowns.push(if ran == 0 { 1.0 } else { (d.isolated_ms as f64 / ran as f64).min(1.0) });
         }
         let jct = d.end.since(spec.submit) as f64 / 1000.0;
+        // Admission skips jobs of no duration (`nonpositive_duration`).
+        rho.push(d.end.since(spec.submit) as f64 / spec.duration_ms.max(1) as f64);
         // Every waiting period (start - submit for a job never preempted).
         let q = d.waited_ms as f64 / 1000.0;
         preemptions += u64::from(d.preemptions);
@@ -343,6 +385,11 @@ pub fn summarize(
             .collect(),
         jobs_preempted,
         preemptions,
+        jain_fairness_index: jain_index(rho.iter().map(|r| 1.0 / r)).map(r6),
+        finish_time_fairness_mean: (!rho.is_empty()).then(|| r6(mean(&rho))),
+        finish_time_fairness_max: rho.iter().copied().reduce(f64::max).map(r6),
+        finish_time_fairness_p99: (!rho.is_empty()).then(|| r6(quantile_select(&mut rho, 0.99))),
+        checkpoint_gpu_hours: r6(out.stats.checkpoint_gpu_ms as f64 / 3_600_000.0),
     };
     let vcs = parts
         .iter()
@@ -361,4 +408,20 @@ pub fn summarize(
         })
         .collect();
     (summary, vcs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::jain_index;
+
+    #[test]
+    fn jain_index_by_hand() {
+        // Equal values: (3x)^2 / (3 x 3x^2) = 1. One of four gets all:
+        // 1^2 / (4 x 1) = 1/4. [1, 2]: 9 / (2 x 5) = 0.9.
+        assert_eq!(jain_index([2.0, 2.0, 2.0].into_iter()), Some(1.0));
+        assert_eq!(jain_index([1.0, 0.0, 0.0, 0.0].into_iter()), Some(0.25));
+        assert_eq!(jain_index([1.0, 2.0].into_iter()), Some(0.9));
+        assert_eq!(jain_index(std::iter::empty()), None);
+        assert_eq!(jain_index([0.0].into_iter()), None);
+    }
 }

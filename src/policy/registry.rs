@@ -123,6 +123,12 @@ registry! {
     /// Preemptive shortest remaining time first over the VC partitions
     /// (`--policy-opt` sets its options; `--checkpoint` the preemption cost).
     "srtf" => Srtf(crate::policy::srtf::SrtfOptions),
+    /// QSSF (Helios): non-preemptive, queue by expected GPU-time, oracle or
+    /// history estimate (`--policy-opt estimator=history`).
+    "qssf" => Qssf(crate::policy::qssf::QssfOptions),
+    /// LAS: least attained service time-sharing, preempting at round
+    /// boundaries (`--policy-opt round=360`).
+    "las" => Las(crate::policy::las::LasOptions),
     /// Gavel (OSDI'20): heterogeneity-aware max-min fairness by LP, realised
     /// in rounds (`--policy-opt round=360`).
     "gavel" => Gavel(crate::policy::gavel::GavelOptions),
@@ -538,7 +544,7 @@ mod tests {
             assert_eq!(back, spec);
             assert_eq!(spec.kind(), name.kind());
         }
-        assert_eq!(KINDS.len(), 15);
+        assert_eq!(KINDS.len(), 17);
     }
 
     #[test]

@@ -3,13 +3,12 @@
 //! hand, and seeded random workloads under the invariants (one and two GPU
 //! types, VC partitions).
 
-use dlsched::cluster::{Cluster, ClusterPreset, ClusterSpec};
+use dlsched::cluster::{Cluster, ClusterSpec};
 use dlsched::engine::{CheckpointModel, EngineConfig, RunOutput, Simulation};
 use dlsched::ids::VcId;
 use dlsched::job::JobState;
 use dlsched::policy::gavel::{
-    Gavel, GavelObjective, GavelOptions, GavelSolver, fifo_allocation, max_min_lp, normalised_weights, values,
-    water_fill,
+    Gavel, GavelObjective, GavelOptions, fifo_allocation, max_min_lp, normalised_weights, values, water_fill,
 };
 use dlsched::policy::placement::PlacementKind;
 use dlsched::profile::TraceSpeed;
@@ -110,20 +109,32 @@ fn water_filling_attains_both_lp_optima_on_random_instances() {
 }
 
 /// (trace id, first start s, end s, waited s, preemptions) of every job.
-type Row = (String, u64, u64, u64, u32);
+pub(crate) type Row = (String, u64, u64, u64, u32);
 
-fn run_gavel(records: Vec<TraceRecord>, spec: ClusterSpec, opts: GavelOptions, objective: GavelObjective) -> RunOutput {
+/// Runs `records` under Gavel at trace speed with checkpoint model `ckpt`,
+/// checking every invariant after every instant.
+pub(crate) fn run_gavel_ckpt(
+    records: Vec<TraceRecord>,
+    spec: ClusterSpec,
+    opts: GavelOptions,
+    objective: GavelObjective,
+    ckpt: CheckpointModel,
+) -> RunOutput {
     let cluster = Cluster::new(spec).unwrap();
     let w = build_workload(records, &cluster, PlacementKind::Consolidate.build());
     let p = Box::new(Gavel::new(opts, objective, &cluster, None));
     let cfg = EngineConfig { sample_interval_ms: 0, ..Default::default() };
-    let mut sim = Simulation::new(cluster, w.jobs, p, Box::new(TraceSpeed), cfg).with_checkpoint(CheckpointModel::None);
+    let mut sim = Simulation::new(cluster, w.jobs, p, Box::new(TraceSpeed), cfg).with_checkpoint(ckpt);
     while sim.step().unwrap().is_some() {
         if let Err(e) = sim.check_invariants() {
             panic!("at {}: {e}", sim.now());
         }
     }
     sim.finish()
+}
+
+fn run_gavel(records: Vec<TraceRecord>, spec: ClusterSpec, opts: GavelOptions, objective: GavelObjective) -> RunOutput {
+    run_gavel_ckpt(records, spec, opts, objective, CheckpointModel::None)
 }
 
 fn rows(out: &RunOutput) -> Vec<Row> {
@@ -192,7 +203,7 @@ fn fifo_rounds_by_hand_with_and_without_the_reset_interval() {
 }
 
 /// Two types (4 nodes K80 and 2 of V100, 4 GPUs each) in two VCs, or one.
-fn hetero(vcs: bool) -> ClusterSpec {
+pub(crate) fn hetero(vcs: bool) -> ClusterSpec {
     let mut spec = ClusterSpec::uniform("het", 6, 4, "K80", 12288);
     for n in &mut spec.nodes[4..] {
         n.gpu_type = "V100".into();
@@ -206,61 +217,6 @@ fn hetero(vcs: bool) -> ClusterSpec {
         }
     }
     spec
-}
-
-/// The most GPUs of one type in partition `vc`.
-fn max_type_gpus(spec: &ClusterSpec, vc: VcId) -> u32 {
-    let mut by_type = std::collections::BTreeMap::<&str, u32>::new();
-    for n in spec.nodes.iter().filter(|n| n.vc == vc) {
-        *by_type.entry(n.gpu_type.as_str()).or_default() += n.gpus;
-    }
-    by_type.values().copied().max().unwrap_or(0)
-}
-
-#[test]
-fn invariants_hold_under_gavel_on_seeded_workloads() {
-    let mut two_vcs = ClusterSpec::uniform("2vc", 6, 8, "V100", 16384);
-    two_vcs.vc_names = vec!["a".into(), "b".into()];
-    two_vcs.named_vcs = true;
-    for n in &mut two_vcs.nodes[4..] {
-        n.vc = VcId(1);
-    }
-    let specs = [ClusterPreset::Lab16.spec(), two_vcs, hetero(false), hetero(true)];
-    let mut preempted = 0;
-    for spec in specs {
-        for seed in 1..=2u64 {
-            for objective in [GavelObjective::MaxMin, GavelObjective::Fifo] {
-                for solver in [GavelSolver::Auto, GavelSolver::Lp] {
-                    if solver == GavelSolver::Lp && (objective == GavelObjective::Fifo || spec.name != "2vc") {
-                        continue; // the LP on one type: once is enough (slow in debug)
-                    }
-                    let cluster = Cluster::new(spec.clone()).unwrap();
-                    let recs = crate::common::seeded_two_vc_records(&cluster, seed);
-                    let o = GavelOptions { round: 360.0, reset_interval: 1920.0, solver };
-                    // run_gavel checks the invariants after every instant.
-                    let out = run_gavel(recs.clone(), spec.clone(), o, objective);
-                    let what = format!("{} seed {seed} {objective:?} {solver:?}", spec.name);
-                    assert!(!out.jobs.is_empty(), "{what}: nothing admitted");
-                    for (job, state) in out.jobs.iter() {
-                        let JobState::Completed(d) = state else {
-                            // Gavel runs a job on one GPU type: one larger
-                            // than every type of its VC never starts (counted).
-                            let most = max_type_gpus(&spec, job.vc);
-                            assert!(job.gpus > most, "{what}: {} ({} GPUs, {most} per type) unfinished", job.name, job.gpus);
-                            continue;
-                        };
-                        // Trace speed, no checkpoint cost: the job ran exactly its duration.
-                        assert_eq!(d.attained_ms, job.duration_ms, "{what}: {} attained", job.name);
-                        assert!(d.first_start >= job.submit, "{what}: {} started early", job.name);
-                        preempted += usize::from(d.preemptions > 0);
-                    }
-                    let again = run_gavel(recs, spec.clone(), o, objective);
-                    assert_eq!(rows(&out), rows(&again), "{what}: not deterministic");
-                }
-            }
-        }
-    }
-    assert!(preempted > 0, "no job was ever preempted: the rounds were not exercised");
 }
 
 fn dlsched(args: &[&str]) -> std::process::Output {
@@ -319,7 +275,7 @@ fn gavel_runs_from_the_cli_and_a_sweep_with_its_options() {
     let toml = dir.path().join("g.toml");
     std::fs::write(
         &toml,
-        "[base]\ntrace = \"jobs.csv\"\nnodes = 1\ngpus_per_node = 2\n[sweep]\npolicy = [\"gavel\", \"gavel-fifo\"]\npolicy_opt.round = [100.0, 50.0]\n",
+        "question = \"gavel rounds\"\n[base]\ntrace = \"jobs.csv\"\nnodes = 1\ngpus_per_node = 2\n[sweep]\npolicy = [\"gavel\", \"gavel-fifo\"]\npolicy_opt.round = [100.0, 50.0]\n",
     )
     .unwrap();
     let sweep_out = dir.path().join("sweep");

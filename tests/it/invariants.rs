@@ -88,3 +88,155 @@ fn invariants_hold_after_every_instant() {
 fn cluster_vcs(spec: &ClusterSpec) -> usize {
     spec.nodes.iter().map(|n| usize::from(n.vc.0) + 1).max().unwrap_or(1)
 }
+
+#[test]
+fn qssf_and_las_keep_every_invariant() {
+    use dlsched::engine::CheckpointModel;
+    use dlsched::policy::Policy;
+    use dlsched::policy::las::{Las, LasOptions, LasService};
+    use dlsched::policy::qssf::{Qssf, QssfEstimator, QssfOptions};
+    let qssf = |o: QssfOptions| move |n: usize| Box::new(Qssf::new(o, o.placement.build(), n)) as Box<dyn Policy>;
+    let las = |o: LasOptions| move |n: usize| Box::new(Las::new(o, o.placement.build(), n)) as Box<dyn Policy>;
+    let history = QssfOptions { estimator: QssfEstimator::History, ..Default::default() };
+    /// (name, builder from the partition count, checkpoint model).
+    type Variant = (&'static str, Box<dyn Fn(usize) -> Box<dyn Policy>>, CheckpointModel);
+    let variants: Vec<Variant> = vec![
+        ("qssf", Box::new(qssf(QssfOptions::default())), CheckpointModel::None),
+        ("qssf helios", Box::new(qssf(QssfOptions::helios())), CheckpointModel::None),
+        ("qssf history backfill", Box::new(qssf(QssfOptions { backfill: true, ..history })), CheckpointModel::None),
+        (
+            "qssf first-fit",
+            Box::new(qssf(QssfOptions { placement: PlacementKind::FirstFit, ..history })),
+            CheckpointModel::None,
+        ),
+        ("las", Box::new(las(LasOptions { round: 600, ..Default::default() })), CheckpointModel::None),
+        (
+            "las time helios-table",
+            Box::new(las(LasOptions { round: 300, service: LasService::Time, ..Default::default() })),
+            CheckpointModel::HeliosTable,
+        ),
+        (
+            "las rounds only first-fit",
+            Box::new(las(LasOptions {
+                round: 900,
+                work_conserving: false,
+                placement: PlacementKind::FirstFit,
+                ..Default::default()
+            })),
+            CheckpointModel::HeliosTable,
+        ),
+    ];
+    let mut preempting_las_runs = 0;
+    for spec in clusters() {
+        for seed in 1..=3u64 {
+            for (name, build, ckpt) in &variants {
+                let what = format!("{} seed {seed} {name}", spec.name);
+                let run = || {
+                    let cluster = Cluster::new(spec.clone()).unwrap();
+                    let recs = crate::common::seeded_two_vc_records(&cluster, seed);
+                    let placement =
+                        if name.contains("first-fit") { PlacementKind::FirstFit } else { PlacementKind::Consolidate };
+                    let w = build_workload(recs, &cluster, placement.build());
+                    let p = build(cluster.partitions().len());
+                    let mut sim = Simulation::new(cluster, w.jobs, p, Box::new(TraceSpeed), EngineConfig::default())
+                        .with_checkpoint(*ckpt);
+                    while sim.step().unwrap().is_some() {
+                        if let Err(e) = sim.check_invariants() {
+                            panic!("{what} at {}: {e}", sim.now());
+                        }
+                    }
+                    sim.finish()
+                };
+                let out = run();
+                for (s, st) in out.jobs.iter() {
+                    let JobState::Completed(d) = st else { panic!("{what}: {} unfinished: {st:?}", s.name) };
+                    // Trace speed: time holding GPUs = work + checkpoint overheads.
+                    let work = s.duration_ms + ckpt.overhead_ms(s.gpus) * u64::from(d.preemptions);
+                    assert_eq!(d.attained_ms, work, "{what}: {}", s.name);
+                    assert_eq!(d.end.since(s.submit), d.waited_ms + d.attained_ms, "{what}: {}", s.name);
+                    if name.starts_with("qssf") {
+                        assert_eq!(d.preemptions, 0, "{what}: {} preempted", s.name);
+                    }
+                }
+                assert_eq!(out.stats.preemptions, out.stats.resumes, "{what}: every preempted job resumed");
+                if name.starts_with("las") {
+                    preempting_las_runs += usize::from(out.stats.preemptions > 0);
+                }
+                // Determinism: the same run gives the same jobs.csv bytes.
+                let again = run();
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                dlsched::metrics::export::write_jobs_csv(&out, &mut a).unwrap();
+                dlsched::metrics::export::write_jobs_csv(&again, &mut b).unwrap();
+                assert!(a == b, "{what}: two runs differ");
+            }
+        }
+    }
+    // At load 1.5 LAS preempts: the invariants were checked under preemption.
+    assert!(preempting_las_runs >= 20, "{preempting_las_runs} of 27 LAS runs preempted");
+}
+
+/// The most GPUs of one type in partition `vc`.
+pub(crate) fn max_type_gpus(spec: &ClusterSpec, vc: dlsched::ids::VcId) -> u32 {
+    let mut by_type = std::collections::BTreeMap::<&str, u32>::new();
+    for n in spec.nodes.iter().filter(|n| n.vc == vc) {
+        *by_type.entry(n.gpu_type.as_str()).or_default() += n.gpus;
+    }
+    by_type.values().copied().max().unwrap_or(0)
+}
+
+#[test]
+fn gavel_keeps_every_invariant() {
+    use crate::gavel::{hetero, run_gavel_ckpt};
+    use dlsched::engine::CheckpointModel;
+    use dlsched::ids::VcId;
+    use dlsched::policy::gavel::{GavelObjective, GavelOptions, GavelSolver};
+    let mut two_vcs = ClusterSpec::uniform("2vc", 6, 8, "V100", 16384);
+    two_vcs.vc_names = vec!["a".into(), "b".into()];
+    two_vcs.named_vcs = true;
+    for n in &mut two_vcs.nodes[4..] {
+        n.vc = VcId(1);
+    }
+    let specs = [ClusterPreset::Lab16.spec(), two_vcs, hetero(false), hetero(true)];
+    let mut preempted = 0;
+    for spec in specs {
+        for seed in 1..=2u64 {
+            for objective in [GavelObjective::MaxMin, GavelObjective::Fifo] {
+                for solver in [GavelSolver::Auto, GavelSolver::Lp] {
+                    if solver == GavelSolver::Lp && (objective == GavelObjective::Fifo || spec.name != "2vc") {
+                        continue; // the LP on one type: once is enough (slow in debug)
+                    }
+                    let cluster = Cluster::new(spec.clone()).unwrap();
+                    let recs = crate::common::seeded_two_vc_records(&cluster, seed);
+                    let o = GavelOptions { round: 360.0, reset_interval: 1920.0, solver };
+                    // Seed 2 pays the Helios checkpoint table at each preemption.
+                    let ckpt = if seed == 2 { CheckpointModel::HeliosTable } else { CheckpointModel::None };
+                    // run_gavel_ckpt checks the invariants after every instant.
+                    let out = run_gavel_ckpt(recs.clone(), spec.clone(), o, objective, ckpt);
+                    let what = format!("{} seed {seed} {objective:?} {solver:?}", spec.name);
+                    assert!(!out.jobs.is_empty(), "{what}: nothing admitted");
+                    for (job, state) in out.jobs.iter() {
+                        let JobState::Completed(d) = state else {
+                            // Gavel runs a job on one GPU type: one larger
+                            // than every type of its VC never starts (counted).
+                            let most = max_type_gpus(&spec, job.vc);
+                            assert!(job.gpus > most, "{what}: {} ({} GPUs, {most} of a type) unfinished", job.name, job.gpus);
+                            continue;
+                        };
+                        // Trace speed: time holding GPUs = work + checkpoint overheads.
+                        let work = job.duration_ms + ckpt.overhead_ms(job.gpus) * u64::from(d.preemptions);
+                        assert_eq!(d.attained_ms, work, "{what}: {} attained", job.name);
+                        assert_eq!(d.end.since(job.submit), d.waited_ms + d.attained_ms, "{what}: {}", job.name);
+                        assert!(d.first_start >= job.submit, "{what}: {} started early", job.name);
+                        preempted += usize::from(d.preemptions > 0);
+                    }
+                    let again = run_gavel_ckpt(recs, spec.clone(), o, objective, ckpt);
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    dlsched::metrics::export::write_jobs_csv(&out, &mut a).unwrap();
+                    dlsched::metrics::export::write_jobs_csv(&again, &mut b).unwrap();
+                    assert!(a == b, "{what}: two runs differ");
+                }
+            }
+        }
+    }
+    assert!(preempted > 0, "no job was ever preempted: the rounds were not exercised");
+}

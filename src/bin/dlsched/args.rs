@@ -47,12 +47,21 @@ pub(crate) struct ClusterArgs {
     /// VC's nodes, and jobs of other VCs are skipped (counted as unknown_vc).
     #[arg(long, value_name = "PATH")]
     pub(crate) vcs: Option<PathBuf>,
+
+    /// Scales every VC of --vcs to this share of its nodes, in (0, 1]:
+    /// nodes × F rounded to the nearest node (halves up), at least 1
+    /// (`--vc-scale 0.5` halves the VCs; each keeps its first nodes).
+    #[arg(long, value_name = "F", requires = "vcs")]
+    pub(crate) vc_scale: Option<f64>,
 }
 
 impl ClusterArgs {
     /// These options as raw-spec keys ([`raw::KEYS`]).
     pub(crate) fn fill(&self, r: &mut RawSpec) {
         put_path(r, "vcs", self.vcs.as_deref());
+        if let Some(f) = self.vc_scale {
+            r.insert("vc_scale".into(), Value::Float(f));
+        }
         put_path(r, "nodes_file", self.nodes_file.as_deref());
         if let Some(n) = self.nodes {
             r.insert("nodes".into(), Value::UInt(n.into()));

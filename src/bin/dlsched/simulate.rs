@@ -217,7 +217,7 @@ pub(crate) enum WorkloadKind {
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 41] = [
+pub(crate) const SPEC_ARGS: [&str; 42] = [
     "trace",
     "policy_opt",
     "checkpoint",
@@ -230,6 +230,7 @@ pub(crate) const SPEC_ARGS: [&str; 41] = [
     "gpus_per_node",
     "gpu_type",
     "vcs",
+    "vc_scale",
     "policy",
     "workload",
     "ect",
@@ -390,7 +391,9 @@ pub(crate) fn simulate(a: SimulateArgs) -> Result<()> {
                 _ => {}
             }
             match &spec.cluster {
-                ClusterChoice::VcFile { path } => inputs.push(("--vcs", path)),
+                ClusterChoice::VcFile { path } | ClusterChoice::ScaledVcFile { path, .. } => {
+                    inputs.push(("--vcs", path))
+                }
                 ClusterChoice::NodesFile { path } => inputs.push(("--nodes-file", path)),
                 _ => {}
             }
