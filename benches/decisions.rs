@@ -37,8 +37,10 @@ use dlsched::workload::build_workload;
 /// The registry kinds benchmarked, each with its default options.
 const KINDS: &[&str] = &[
     "fifo", //
-    "sjf", "srtf",
-    "gavel", "gavel-fifo",
+    "sjf",
+    "srtf",
+    "gavel",
+    "gavel-fifo",
 ];
 
 /// Queue lengths: the jobs in the system at the timed decision.

@@ -258,9 +258,8 @@ pub fn max_min_lp(cap: &[u32], gpus: &[u32], thr: &[Vec<f64>]) -> Result<Vec<Vec
             .map(|w| w.iter().map(|&v| (v > 0.0).then(|| vars.add(variable().min(0.0).max(1.0)))).collect())
             .collect();
         let t = vars.add(variable().min(0.0));
-        let value = |m: usize| -> Expression {
-            xs[m].iter().zip(&weights[m]).filter_map(|(x, &w)| x.map(|x| w * x)).sum()
-        };
+        let value =
+            |m: usize| -> Expression { xs[m].iter().zip(&weights[m]).filter_map(|(x, &w)| x.map(|x| w * x)).sum() };
         let objective: Expression = match min_value {
             None => t.into(),
             Some(_) => (0..gpus.len()).filter(|&m| usable[m]).map(value).sum(),
@@ -276,8 +275,7 @@ pub fn max_min_lp(cap: &[u32], gpus: &[u32], thr: &[Vec<f64>]) -> Result<Vec<Vec
             model = model.with(row.leq(1.0));
         }
         for j in 0..types {
-            let used: Expression =
-                (0..gpus.len()).filter_map(|m| xs[m][j].map(|x| f64::from(gpus[m]) * x)).sum();
+            let used: Expression = (0..gpus.len()).filter_map(|m| xs[m][j].map(|x| f64::from(gpus[m]) * x)).sum();
             model = model.with(used.leq(f64::from(cap[j])));
         }
         let sol = model.solve().map_err(|e| e.to_string())?;
@@ -566,39 +564,42 @@ impl Gavel {
         let gpus: Vec<u32> = vc.jobs.values().map(|b| b.gpus).collect();
         let thr: Vec<Vec<f64>> = vc.jobs.values().map(|b| b.thr.clone()).collect();
         self.counters.allocations += 1;
-        let x = match self.objective {
-            GavelObjective::Fifo => fifo_allocation(&vc.cap, &gpus, &thr),
-            GavelObjective::MaxMin if vc.types.len() == 1 && self.opts.solver == GavelSolver::Auto => {
-                self.counters.closed_form += 1;
-                let ok: Vec<usize> = (0..ids.len()).filter(|&m| thr[m][0] > 0.0).collect();
-                let fill = water_fill(vc.cap[0], &ok.iter().map(|&m| gpus[m]).collect::<Vec<_>>());
-                let mut x = vec![vec![0.0]; ids.len()];
-                for (k, &m) in ok.iter().enumerate() {
-                    x[m][0] = fill[k];
+        let x =
+            match self.objective {
+                GavelObjective::Fifo => fifo_allocation(&vc.cap, &gpus, &thr),
+                GavelObjective::MaxMin if vc.types.len() == 1 && self.opts.solver == GavelSolver::Auto => {
+                    self.counters.closed_form += 1;
+                    let ok: Vec<usize> = (0..ids.len()).filter(|&m| thr[m][0] > 0.0).collect();
+                    let fill = water_fill(vc.cap[0], &ok.iter().map(|&m| gpus[m]).collect::<Vec<_>>());
+                    let mut x = vec![vec![0.0]; ids.len()];
+                    for (k, &m) in ok.iter().enumerate() {
+                        x[m][0] = fill[k];
+                    }
+                    x
                 }
-                x
-            }
-            GavelObjective::MaxMin => {
-                self.counters.lp_solves += 1;
-                match max_min_lp(&vc.cap, &gpus, &thr) {
-                    Ok(x) => x,
-                    Err(_) => {
-                        // Counted; every job gets an equal share of each type it can use.
-                        self.counters.lp_failures += 1;
-                        let n = ids.len().max(1) as f64;
-                        thr.iter()
-                            .zip(&gpus)
-                            .map(|(r, &s)| {
-                                r.iter()
-                                    .zip(&vc.cap)
-                                    .map(|(&t, &c)| if t > 0.0 { snap((f64::from(c) / n / f64::from(s)).min(1.0)) } else { 0.0 })
-                                    .collect()
-                            })
-                            .collect()
+                GavelObjective::MaxMin => {
+                    self.counters.lp_solves += 1;
+                    match max_min_lp(&vc.cap, &gpus, &thr) {
+                        Ok(x) => x,
+                        Err(_) => {
+                            // Counted; every job gets an equal share of each type it can use.
+                            self.counters.lp_failures += 1;
+                            let n = ids.len().max(1) as f64;
+                            thr.iter()
+                                .zip(&gpus)
+                                .map(|(r, &s)| {
+                                    r.iter()
+                                        .zip(&vc.cap)
+                                        .map(|(&t, &c)| {
+                                            if t > 0.0 { snap((f64::from(c) / n / f64::from(s)).min(1.0)) } else { 0.0 }
+                                        })
+                                        .collect()
+                                })
+                                .collect()
+                        }
                     }
                 }
-            }
-        };
+            };
         // Fastest type first: mean relative throughput over the jobs, ties by name.
         let k = vc.types.len();
         let mean: Vec<f64> = (0..k).map(|j| thr.iter().map(|r| r[j]).sum::<f64>()).collect();
@@ -700,9 +701,7 @@ impl Gavel {
         }
         self.entries = entries;
         // 5. Keep, preempt, launch.
-        let taken_on = |mark: &[(u64, usize)], job: JobId| {
-            mark.get(job.index()).filter(|m| m.0 == stamp).map(|m| m.1)
-        };
+        let taken_on = |mark: &[(u64, usize)], job: JobId| mark.get(job.index()).filter(|m| m.0 == stamp).map(|m| m.1);
         let mut keep: BTreeMap<JobId, usize> = BTreeMap::new();
         let mut stop: Vec<JobId> = Vec::new();
         for (&job, &t) in &vc.running {

@@ -173,12 +173,8 @@ fn max_min_rounds_by_hand() {
     //   its GPU (done 100 + 100, 100 left); both end at 400.
     // A: 0-400, waited 200-300; B: 0-400, waited 100-200; C: 100-300, waited 0-100.
     let recs = vec![rec("A", 0, 1, 300), rec("B", 0, 1, 300), rec("C", 0, 1, 200)];
-    let out = run_gavel(
-        recs,
-        ClusterSpec::uniform("1x2", 1, 2, "V100", 16384),
-        opts(100.0, 0.0),
-        GavelObjective::MaxMin,
-    );
+    let out =
+        run_gavel(recs, ClusterSpec::uniform("1x2", 1, 2, "V100", 16384), opts(100.0, 0.0), GavelObjective::MaxMin);
     assert_eq!(rows(&out), want(&[("A", 0, 400, 100, 1), ("B", 0, 400, 100, 1), ("C", 100, 300, 100, 0)]));
 }
 
@@ -268,7 +264,8 @@ fn gavel_runs_from_the_cli_and_a_sweep_with_its_options() {
     let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
     assert!(summary.contains("gavel_unit_throughput_jobs"), "{summary}");
     // A bad value names the option.
-    let o = dlsched(&["simulate", "--trace", jobs.to_str().unwrap(), "--policy", "gavel-fifo", "--policy-opt", "round=0"]);
+    let o =
+        dlsched(&["simulate", "--trace", jobs.to_str().unwrap(), "--policy", "gavel-fifo", "--policy-opt", "round=0"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("round"), "{err}");
     // A sweep over the round length.

@@ -219,7 +219,12 @@ fn gavel_keeps_every_invariant() {
                             // Gavel runs a job on one GPU type: one larger
                             // than every type of its VC never starts (counted).
                             let most = max_type_gpus(&spec, job.vc);
-                            assert!(job.gpus > most, "{what}: {} ({} GPUs, {most} of a type) unfinished", job.name, job.gpus);
+                            assert!(
+                                job.gpus > most,
+                                "{what}: {} ({} GPUs, {most} of a type) unfinished",
+                                job.name,
+                                job.gpus
+                            );
                             continue;
                         };
                         // Trace speed: time holding GPUs = work + checkpoint overheads.
