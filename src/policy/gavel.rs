@@ -190,7 +190,7 @@ impl BuildPolicy for GavelOptions {
 /// Rounds an allocation value: below 1e-6 is 0, above 1 − 1e-6 is 1, the
 /// rest to 1e-9.
 fn snap(x: f64) -> f64 {
-    if !(x > 1e-6) {
+    if x.is_nan() || x <= 1e-6 {
         0.0
     } else if x > 1.0 - 1e-6 {
         1.0
@@ -805,11 +805,9 @@ impl Policy for Gavel {
         vc.stop(job, view.now.as_ms());
         vc.jobs.remove(&job);
         vc.need_alloc = true;
-        if was_running {
-            if vc.running.is_empty() {
-                // Every job of the round has finished: the round ends now.
-                self.dirty.insert(v as u16);
-            }
+        if was_running && vc.running.is_empty() {
+            // Every job of the round has finished: the round ends now.
+            self.dirty.insert(v as u16);
         }
     }
 
