@@ -47,6 +47,8 @@ const KINDS: &[&str] = &[
     "dlas-gpu",         // tiresias.rs
     "tiresias-gittins", // tiresias.rs
     "gandiva",          // gandiva.rs
+    "gavel",            // gavel.rs
+    "gavel-fifo",       // gavel.rs
 ];
 
 /// Queue lengths: the jobs in the system at the timed decision.

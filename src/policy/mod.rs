@@ -10,6 +10,7 @@ pub mod build;
 pub mod config;
 pub mod fgd;
 pub mod gandiva;
+pub mod gavel;
 pub mod genie;
 pub mod iawp;
 pub mod las;

@@ -142,6 +142,11 @@ registry! {
     /// Themis (NSDI'20): finish-time fairness over lease rounds, a
     /// placement-aware auction per VC (`--policy-opt lease-s=..., fairness-knob=...`).
     "themis" => Themis(crate::policy::themis::ThemisOptions),
+    /// Gavel (OSDI'20): heterogeneity-aware max-min fairness by LP, realised
+    /// in rounds (`--policy-opt round=360`).
+    "gavel" => Gavel(crate::policy::gavel::GavelOptions),
+    /// Gavel's heterogeneity-aware FIFO, realised in rounds.
+    "gavel-fifo" => GavelFifo(crate::policy::gavel::GavelOptions),
     /// RIFLING: online tabular Q-learning over placements (moldable tasks).
     "rifling" => Rifling(RiflingOptions),
     /// RIFLING from a trained table (`--rifling-table`), greedy, not learning.

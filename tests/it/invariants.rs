@@ -288,3 +288,74 @@ fn themis_keeps_every_invariant_on_seeded_workloads() {
     // At load 1.5 the lease rounds preempt in most runs.
     assert!(preempting_runs * 2 > runs, "{preempting_runs} of {runs} runs preempted");
 }
+
+/// The most GPUs of one type in partition `vc`.
+pub(crate) fn max_type_gpus(spec: &ClusterSpec, vc: dlsched::ids::VcId) -> u32 {
+    let mut by_type = std::collections::BTreeMap::<&str, u32>::new();
+    for n in spec.nodes.iter().filter(|n| n.vc == vc) {
+        *by_type.entry(n.gpu_type.as_str()).or_default() += n.gpus;
+    }
+    by_type.values().copied().max().unwrap_or(0)
+}
+
+#[test]
+fn gavel_keeps_every_invariant() {
+    use crate::gavel::{hetero, run_gavel_ckpt};
+    use dlsched::engine::CheckpointModel;
+    use dlsched::ids::VcId;
+    use dlsched::policy::gavel::{GavelObjective, GavelOptions, GavelSolver};
+    let mut two_vcs = ClusterSpec::uniform("2vc", 6, 8, "V100", 16384);
+    two_vcs.vc_names = vec!["a".into(), "b".into()];
+    two_vcs.named_vcs = true;
+    for n in &mut two_vcs.nodes[4..] {
+        n.vc = VcId(1);
+    }
+    let specs = [ClusterPreset::Lab16.spec(), two_vcs, hetero(false), hetero(true)];
+    let mut preempted = 0;
+    for spec in specs {
+        for seed in 1..=2u64 {
+            for objective in [GavelObjective::MaxMin, GavelObjective::Fifo] {
+                for solver in [GavelSolver::Auto, GavelSolver::Lp] {
+                    if solver == GavelSolver::Lp && (objective == GavelObjective::Fifo || spec.name != "2vc") {
+                        continue; // the LP on one type: once is enough (slow in debug)
+                    }
+                    let cluster = Cluster::new(spec.clone()).unwrap();
+                    let recs = crate::common::seeded_two_vc_records(&cluster, seed);
+                    let o = GavelOptions { round: 360.0, reset_interval: 1920.0, solver };
+                    // Seed 2 pays the Helios checkpoint table at each preemption.
+                    let ckpt = if seed == 2 { CheckpointModel::HeliosTable } else { CheckpointModel::None };
+                    // run_gavel_ckpt checks the invariants after every instant.
+                    let out = run_gavel_ckpt(recs.clone(), spec.clone(), o, objective, ckpt);
+                    let what = format!("{} seed {seed} {objective:?} {solver:?}", spec.name);
+                    assert!(!out.jobs.is_empty(), "{what}: nothing admitted");
+                    for (job, state) in out.jobs.iter() {
+                        let JobState::Completed(d) = state else {
+                            // Gavel runs a job on one GPU type: one larger
+                            // than every type of its VC never starts (counted).
+                            let most = max_type_gpus(&spec, job.vc);
+                            assert!(
+                                job.gpus > most,
+                                "{what}: {} ({} GPUs, {most} of a type) unfinished",
+                                job.name,
+                                job.gpus
+                            );
+                            continue;
+                        };
+                        // Trace speed: time holding GPUs = work + checkpoint overheads.
+                        let work = job.duration_ms + ckpt.overhead_ms(job.gpus) * u64::from(d.preemptions);
+                        assert_eq!(d.attained_ms, work, "{what}: {} attained", job.name);
+                        assert_eq!(d.end.since(job.submit), d.waited_ms + d.attained_ms, "{what}: {}", job.name);
+                        assert!(d.first_start >= job.submit, "{what}: {} started early", job.name);
+                        preempted += usize::from(d.preemptions > 0);
+                    }
+                    let again = run_gavel_ckpt(recs, spec.clone(), o, objective, ckpt);
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    dlsched::metrics::export::write_jobs_csv(&out, &mut a).unwrap();
+                    dlsched::metrics::export::write_jobs_csv(&again, &mut b).unwrap();
+                    assert!(a == b, "{what}: two runs differ");
+                }
+            }
+        }
+    }
+    assert!(preempted > 0, "no job was ever preempted: the rounds were not exercised");
+}

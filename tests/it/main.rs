@@ -17,6 +17,7 @@ mod figures;
 mod floors;
 mod formats;
 mod gandiva;
+mod gavel;
 mod genie;
 mod golden;
 mod hand;

@@ -1,0 +1,870 @@
+//! Gavel (Narayanan et al., "Heterogeneity-Aware Cluster Scheduling Policies
+//! for Deep Learning Workloads", OSDI'20): an allocation `X` (the fraction of
+//! time each job should spend on each GPU type) computed by a policy, and
+//! realised by round-based time-sharing with preemption at round boundaries.
+//!
+//! Kinds:
+//! - `gavel`: heterogeneity-aware max-min fairness ("LAS" in the paper's
+//!   §4.1 and its simulator's `max_min_fairness_perf`), solved as a linear
+//!   program per VC partition;
+//! - `gavel-fifo`: Gavel's heterogeneity-aware FIFO (§4.2 "FIFO",
+//!   simulator `fifo_perf`): in arrival order each job gets `X = 1` on the
+//!   fastest GPU type with room for it, stopping at the first job that fits
+//!   no type.
+//!
+//! Gavel's finish-time-fairness objective (`finish_time_fairness.py`) does
+//! *not* fall out of this machinery: its objective `t + r / (X·thr)` is
+//! convex but not linear (cvxpy `inv_pos`), so it needs a conic solver or a
+//! bisection over LPs; it is not provided.
+//!
+//! # Effective throughput and the allocation (§3.1, §4.1)
+//!
+//! Job `m` on GPU type `j` has throughput `thr_mj`, from the profile database
+//! when the run reads one (`--rate-model table|genie`) and the job has a model
+//! and batch: `1 / iteration time` of its model at its per-GPU batch on its
+//! recorded split (Gavel's measured K80/P100/V100 rows are in the database).
+//! A type on which the model has no measurement (the table would borrow
+//! another type) counts as **1.0 relative** to the job's fastest measured
+//! type, and a job with no model, or a run without a database (trace speed:
+//! the engine runs every job its trace duration on every type), has 1.0 on
+//! every type; both are counted in the summary's policy metrics
+//! (`gavel_type_fallback_jobs`, `gavel_unit_throughput_jobs`), never silent.
+//! A type the job cannot use (the trace's allowed GPU types, GPU memory, more
+//! GPUs than the type has in the partition) has throughput 0.
+//!
+//! Normalised as Gavel does (`max_min_fairness.py`, `proportional.py`): the
+//! job's value of an allocation is `v_m = Σ_j thr_mj / prop_m · s_m · X_mj`,
+//! with `s_m` the job's GPUs (scale factor) and `prop_m = Σ_j thr_mj · n_j / N`
+//! its throughput under an equal share of every type (`n_j` GPUs of type
+//! `j`, `N` in all). The LP is
+//!
+//! ```text
+//! maximise t  s.t.  v_m >= t,  Σ_j X_mj <= 1,  Σ_m s_m X_mj <= n_j,  X >= 0.
+//! ```
+//!
+//! Gavel returns whatever its solver (cvxpy/ECOS) gives for the jobs that are
+//! not at the minimum; dlsched (our reading) solves a second LP that
+//! maximises `Σ_m v_m` with every `v_m >= t*` (so no GPU time is left
+//! unallocated that some job could use), with the pure-Rust interior-point
+//! solver Clarabel through `good_lp`. Values below 1e-6 are set to 0 and the
+//! rest rounded to 1e-9, so that the round mechanism reads stable numbers.
+//! On a partition of one GPU type (`solver = "auto"`, the default) the same
+//! optimum has a closed form, water-filling: `v_m = min(s_m, λ)` with
+//! `Σ_m v_m = min(N, Σ_m s_m)`, i.e. `X_m = min(1, λ / s_m)`; it attains both
+//! LPs' optima (checked against the LP on random instances in the tests) and
+//! is what the LP's interior point tends to for identical jobs.
+//! `solver = "lp"` uses the LP everywhere.
+//!
+//! # Rounds (`scheduler.py`, `simulate`, `_schedule_jobs_on_workers`)
+//!
+//! Time is cut into rounds of `round` seconds (360 s, Gavel's
+//! `time_per_iteration`), per VC partition. At a round boundary:
+//! 1. the time each job ran on each type in the ended round is added to its
+//!    `job_time[m][j]` and to the type's `worker_time[j]`;
+//! 2. if the active job set changed since the allocation was computed, and
+//!    `reset-interval` seconds (1,920 s, Gavel's
+//!    `minimum_time_between_allocation_resets`) have passed since the last
+//!    reset (or there was none, or no job of the partition is running: our
+//!    reading, so that a partition never idles with work waiting), the
+//!    allocation is recomputed and the counters reset (`_reset_time_run_so_far`):
+//!    each job's deficit grows by `X_mj · elapsed − (job_time[m][j] − round/2)`,
+//!    `job_time[m][j] = round/2` and `worker_time[j] = Σ_m job_time[m][j]`;
+//!    a job that arrives gets `job_time = round/2` on every type;
+//! 3. priorities (`_update_priorities`): `X_mj / (job_time[m][j] /
+//!    worker_time[j])`; 0 for a job not in the allocation (it arrived after
+//!    the last reset) or with `X_mj = 0`;
+//! 4. per type, jobs are sorted by (priority, deficit, allocation)
+//!    descending (ties: submission order), the types' lists are
+//!    concatenated (fastest type first: our reading of Gavel's fixed
+//!    `v100, p100, k80`, by the mean relative throughput of the jobs in
+//!    the allocation, ties by name), and jobs are taken greedily: a job is
+//!    skipped if already taken, if its type has fewer GPUs left than it asks,
+//!    if its throughput there is 0, and under `gavel-fifo` if its priority is
+//!    0; a job not yet in the allocation (priority 0 under `gavel`) that is
+//!    taken counts against its type's GPUs but is not given any (Gavel's
+//!    `_schedule_jobs_on_workers` skips jobs not in `self._allocation` when
+//!    it assigns workers), so those GPUs idle for the round;
+//! 5. jobs taken on the type they already run on keep their GPUs (Gavel's
+//!    lease extension); every other running job of the partition is
+//!    preempted (checkpoint cost: the run's `--checkpoint`), then the taken
+//!    jobs are launched, larger first (Gavel assigns by decreasing scale
+//!    factor), on GPUs of their type: the node with the fewest free GPUs that
+//!    holds the whole job, else across the freest nodes of that type.
+//!
+//! A round ends `round` seconds after it started, or earlier when every job
+//! it runs has completed (Gavel's round ends at the latest finish of its
+//! jobs). Jobs that arrive during a round wait for its end; a job that
+//! arrives at an idle partition starts a round at once (Gavel's simulator
+//! jumps to the next arrival). GPUs a job frees mid-round stay idle until the
+//! round ends. So a round-based simulator's JCTs exceed an event-driven one's
+//! (`experiments/baselines-gavel.md`).
+//!
+//! # Cost
+//!
+//! An allocation is recomputed only when the partition's job set changed and
+//! the reset interval has passed; on a one-type partition it is the
+//! water-filling closed form, O(M log M) for M active jobs. Each round sorts
+//! the partition's jobs once per type.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::build::{BuildContext, BuildPolicy};
+use super::queue::request;
+use super::{Decision, Policy, View};
+use crate::cluster::Cluster;
+use crate::error::RunError;
+use crate::ids::{GpuId, JobId, NodeId};
+use crate::job::{JobSpec, JobState, JobTable};
+use crate::profile::db::ProfileDb;
+use crate::profile::model::{PerfModel, TableModel};
+use crate::time::SimTime;
+
+/// How the allocation is solved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GavelSolver {
+    /// Water-filling (closed form) on a partition of one GPU type, the LP
+    /// otherwise.
+    #[default]
+    Auto,
+    /// The LP on every partition.
+    Lp,
+}
+
+/// Options of `gavel` and `gavel-fifo`. In a file the names are kebab-case
+/// (`reset-interval`); the snake_case spelling is accepted too.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct GavelOptions {
+    /// Round length, s (default 360, Gavel's `time_per_iteration`).
+    pub round: f64,
+    /// Minimum time between two recomputations of the allocation (resets of
+    /// the time counters), s (default 1,920, Gavel's
+    /// `minimum_time_between_allocation_resets`; 0: at every round boundary
+    /// where the job set changed).
+    #[serde(alias = "reset_interval")]
+    pub reset_interval: f64,
+    /// `auto` (default: water-filling on a one-type partition, else the LP)
+    /// or `lp` (the LP everywhere).
+    pub solver: GavelSolver,
+}
+
+impl Default for GavelOptions {
+    fn default() -> Self {
+        GavelOptions { round: 360.0, reset_interval: 1920.0, solver: GavelSolver::Auto }
+    }
+}
+
+/// Which allocation policy a kind uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GavelObjective {
+    /// Heterogeneity-aware max-min fairness (`gavel`).
+    MaxMin,
+    /// Heterogeneity-aware FIFO (`gavel-fifo`).
+    Fifo,
+}
+
+impl BuildPolicy for GavelOptions {
+    fn validate(&self, kind: &str) -> Result<(), String> {
+        if !(self.round.is_finite() && self.round >= 0.001 && self.round <= 1e9) {
+            return Err(format!("{kind}: round must be a number of seconds in [0.001, 1e9], got {}", self.round));
+        }
+        if !(self.reset_interval.is_finite() && (0.0..=1e9).contains(&self.reset_interval)) {
+            return Err(format!(
+                "{kind}: reset-interval must be a number of seconds in [0, 1e9], got {}",
+                self.reset_interval
+            ));
+        }
+        Ok(())
+    }
+
+    fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
+        let objective = if kind == "gavel-fifo" { GavelObjective::Fifo } else { GavelObjective::MaxMin };
+        Ok(Box::new(Gavel::new(*self, objective, ctx.cluster, ctx.db.clone())))
+    }
+}
+
+/// Rounds an allocation value: below 1e-6 is 0, above 1 − 1e-6 is 1, the
+/// rest to 1e-9.
+fn snap(x: f64) -> f64 {
+    if x.is_nan() || x <= 1e-6 {
+        0.0
+    } else if x > 1.0 - 1e-6 {
+        1.0
+    } else {
+        (x * 1e9).round() / 1e9
+    }
+}
+
+/// The normalised weights `thr_mj / prop_m · s_m` of Gavel's max-min LP
+/// (`prop_m = Σ_j thr_mj n_j / N`); a job with no usable type has all 0.
+pub fn normalised_weights(cap: &[u32], gpus: &[u32], thr: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let total: f64 = cap.iter().map(|&c| f64::from(c)).sum();
+    thr.iter()
+        .zip(gpus)
+        .map(|(row, &s)| {
+            let prop: f64 = row.iter().zip(cap).map(|(t, &c)| t * f64::from(c) / total).sum();
+            if prop > 0.0 { row.iter().map(|t| t / prop * f64::from(s)).collect() } else { vec![0.0; row.len()] }
+        })
+        .collect()
+}
+
+/// Each job's value `v_m = Σ_j w_mj X_mj` of allocation `x` (weights from
+/// [`normalised_weights`]).
+pub fn values(weights: &[Vec<f64>], x: &[Vec<f64>]) -> Vec<f64> {
+    weights.iter().zip(x).map(|(w, r)| w.iter().zip(r).map(|(a, b)| a * b).sum()).collect()
+}
+
+/// Max-min fair allocation on one GPU type of `cap` GPUs for jobs of `gpus`
+/// GPUs each (water-filling): `X_m = min(1, λ / s_m)` with
+/// `Σ_m min(s_m, λ) = min(cap, Σ_m s_m)`.
+pub fn water_fill(cap: u32, gpus: &[u32]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..gpus.len()).collect();
+    order.sort_by_key(|&i| (gpus[i], i));
+    let mut left = f64::from(cap);
+    let mut x = vec![0.0; gpus.len()];
+    for (k, &i) in order.iter().enumerate() {
+        let share = left / (order.len() - k) as f64;
+        let s = f64::from(gpus[i]);
+        let v = s.min(share);
+        x[i] = snap(v / s);
+        left -= v;
+    }
+    x
+}
+
+/// Gavel's max-min LP over `cap` GPUs per type for jobs of `gpus` GPUs with
+/// throughputs `thr` (rows: jobs, columns: types; 0 = cannot run there),
+/// then the second LP that maximises the sum of values at that minimum (see
+/// the module docs). Jobs with no usable type get 0 everywhere.
+///
+/// # Errors
+/// The solver's message if it fails.
+pub fn max_min_lp(cap: &[u32], gpus: &[u32], thr: &[Vec<f64>]) -> Result<Vec<Vec<f64>>, String> {
+    use good_lp::{Expression, ProblemVariables, Solution, SolverModel, Variable, variable};
+    let weights = normalised_weights(cap, gpus, thr);
+    let types = cap.len();
+    let usable: Vec<bool> = weights.iter().map(|w| w.iter().any(|&v| v > 0.0)).collect();
+    if !usable.iter().any(|&u| u) {
+        return Ok(vec![vec![0.0; types]; gpus.len()]);
+    }
+    let solve = |min_value: Option<f64>| -> Result<Vec<Vec<f64>>, String> {
+        let mut vars = ProblemVariables::new();
+        let xs: Vec<Vec<Option<Variable>>> = weights
+            .iter()
+            .map(|w| w.iter().map(|&v| (v > 0.0).then(|| vars.add(variable().min(0.0).max(1.0)))).collect())
+            .collect();
+        let t = vars.add(variable().min(0.0));
+        let value =
+            |m: usize| -> Expression { xs[m].iter().zip(&weights[m]).filter_map(|(x, &w)| x.map(|x| w * x)).sum() };
+        let objective: Expression = match min_value {
+            None => t.into(),
+            Some(_) => (0..gpus.len()).filter(|&m| usable[m]).map(value).sum(),
+        };
+        let mut model = vars.maximise(objective).using(good_lp::clarabel);
+        for m in (0..gpus.len()).filter(|&m| usable[m]) {
+            let v = value(m);
+            model = match min_value {
+                None => model.with(v.geq(t)),
+                Some(lo) => model.with(v.geq(lo)),
+            };
+            let row: Expression = xs[m].iter().flatten().copied().sum();
+            model = model.with(row.leq(1.0));
+        }
+        for j in 0..types {
+            let used: Expression = (0..gpus.len()).filter_map(|m| xs[m][j].map(|x| f64::from(gpus[m]) * x)).sum();
+            model = model.with(used.leq(f64::from(cap[j])));
+        }
+        let sol = model.solve().map_err(|e| e.to_string())?;
+        Ok(xs.iter().map(|r| r.iter().map(|x| x.map_or(0.0, |x| sol.value(x).clamp(0.0, 1.0))).collect()).collect())
+    };
+    let first = solve(None)?;
+    let v = values(&weights, &first);
+    let t_star = (0..gpus.len()).filter(|&m| usable[m]).map(|m| v[m]).fold(f64::INFINITY, f64::min);
+    let second = solve(Some(t_star * (1.0 - 1e-6)))?;
+    Ok(second.into_iter().map(|r| r.into_iter().map(snap).collect()).collect())
+}
+
+/// Gavel's heterogeneity-aware FIFO allocation (`FIFOPolicyWithPerf`): in
+/// the given (arrival) order, each job gets `X = 1` on the type of highest
+/// throughput among those with at least its GPUs left (ties: lowest index);
+/// the pass stops at the first job that fits no type.
+pub fn fifo_allocation(cap: &[u32], gpus: &[u32], thr: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let mut left = cap.to_vec();
+    let mut x = vec![vec![0.0; cap.len()]; gpus.len()];
+    for m in 0..gpus.len() {
+        if left.iter().all(|&l| l == 0) {
+            break;
+        }
+        let mut best: Option<usize> = None;
+        for j in 0..cap.len() {
+            if left[j] > 0 && left[j] >= gpus[m] && best.is_none_or(|b| thr[m][j] > thr[m][b]) {
+                best = Some(j);
+            }
+        }
+        let Some(j) = best else { break };
+        if thr[m][j] > 0.0 {
+            x[m][j] = 1.0;
+            left[j] -= gpus[m];
+        }
+    }
+    x
+}
+
+/// A job in the policy's books.
+struct Book {
+    gpus: u32,
+    /// Relative throughput per type (index into the partition's types).
+    thr: Vec<f64>,
+    /// The allocation row, `None` until the job is in an allocation.
+    alloc: Option<Vec<f64>>,
+    /// Time run per type since the last reset, s (starts at round / 2).
+    job_time: Vec<f64>,
+    deficit: Vec<f64>,
+    /// While running: (type, ms since when its time is not yet in `job_time`).
+    on: Option<(usize, u64)>,
+}
+
+impl Book {
+    /// `job_time` on type `t` at `now` (ms).
+    fn time_on(&self, t: usize, now: u64) -> f64 {
+        match self.on {
+            Some((on, since)) if on == t => self.job_time[t] + (now - since) as f64 / 1000.0,
+            _ => self.job_time[t],
+        }
+    }
+}
+
+/// One partition's state.
+struct VcState {
+    /// GPU types, by name, and GPUs of each.
+    types: Vec<String>,
+    cap: Vec<u32>,
+    /// The greedy's type order (indices into `types`).
+    order: Vec<usize>,
+    jobs: BTreeMap<JobId, Book>,
+    /// Jobs running in the current round and their type.
+    running: BTreeMap<JobId, usize>,
+    round_start: SimTime,
+    round_end: Option<u64>,
+    need_alloc: bool,
+    last_reset: Option<u64>,
+    /// Per type: the time counted so far, s, plus, for the running jobs,
+    /// `run_n` of them and the sum of their `since` (ms) for the time not yet
+    /// counted.
+    worker_time: Vec<f64>,
+    run_n: Vec<u64>,
+    since_sum: Vec<u128>,
+}
+
+impl VcState {
+    /// `worker_time` of type `t` at `now` (ms).
+    fn worker_time_at(&self, t: usize, now: u64) -> f64 {
+        self.worker_time[t] + (u128::from(self.run_n[t]) * u128::from(now) - self.since_sum[t]) as f64 / 1000.0
+    }
+
+    /// `job` starts running on type `t` at `now`.
+    fn start(&mut self, job: JobId, t: usize, now: u64) {
+        if let Some(b) = self.jobs.get_mut(&job) {
+            b.on = Some((t, now));
+            self.run_n[t] += 1;
+            self.since_sum[t] += u128::from(now);
+        }
+        self.running.insert(job, t);
+    }
+
+    /// `job` stops running at `now` (preempted or completed): its time is counted.
+    fn stop(&mut self, job: JobId, now: u64) {
+        if let Some(b) = self.jobs.get_mut(&job)
+            && let Some((t, since)) = b.on.take()
+        {
+            let ran = (now - since) as f64 / 1000.0;
+            b.job_time[t] += ran;
+            self.worker_time[t] += ran;
+            self.run_n[t] -= 1;
+            self.since_sum[t] -= u128::from(since);
+        }
+        self.running.remove(&job);
+    }
+}
+
+/// One step of a round's plan.
+enum Step {
+    Preempt(JobId),
+    Launch(JobId, usize),
+    Wake(u64),
+}
+
+/// Counters reported as policy metrics.
+#[derive(Default)]
+struct Counters {
+    rounds: u64,
+    allocations: u64,
+    lp_solves: u64,
+    closed_form: u64,
+    lp_failures: u64,
+    unit_jobs: u64,
+    fallback_jobs: u64,
+    unschedulable: u64,
+}
+
+/// Gavel; see the module docs.
+pub struct Gavel {
+    objective: GavelObjective,
+    opts: GavelOptions,
+    round_ms: u64,
+    reset_ms: u64,
+    model: Option<TableModel<Arc<ProfileDb>>>,
+    vcs: Vec<VcState>,
+    dirty: BTreeSet<u16>,
+    timers: BTreeSet<u64>,
+    plan: VecDeque<Step>,
+    plan_vc: usize,
+    counters: Counters,
+    /// Per job index: (plan stamp, type) of the last plan that took it.
+    mark: Vec<(u64, usize)>,
+    /// Scratch of the greedy: (priority, deficit, allocation, job, GPUs).
+    entries: Vec<Entry>,
+}
+
+/// A greedy entry: (priority, deficit, allocation, job, GPUs).
+type Entry = (f64, f64, f64, JobId, u32);
+
+impl Gavel {
+    /// Gavel with `opts` and `objective` on `cluster`; throughputs from `db`
+    /// when the run reads one (else 1.0 everywhere).
+    pub fn new(opts: GavelOptions, objective: GavelObjective, cluster: &Cluster, db: Option<Arc<ProfileDb>>) -> Self {
+        let vcs = cluster
+            .partitions()
+            .iter()
+            .map(|p| {
+                let mut caps: BTreeMap<String, u32> = BTreeMap::new();
+                for &n in &p.nodes {
+                    *caps.entry(cluster.node(n).gpu_type.clone()).or_default() += cluster.node(n).gpus;
+                }
+                let (types, cap): (Vec<String>, Vec<u32>) = caps.into_iter().unzip();
+                let k = types.len();
+                VcState {
+                    types,
+                    cap,
+                    order: (0..k).collect(),
+                    jobs: BTreeMap::new(),
+                    running: BTreeMap::new(),
+                    round_start: SimTime::ZERO,
+                    round_end: None,
+                    need_alloc: false,
+                    last_reset: None,
+                    worker_time: vec![0.0; k],
+                    run_n: vec![0; k],
+                    since_sum: vec![0; k],
+                }
+            })
+            .collect();
+        Gavel {
+            objective,
+            opts,
+            round_ms: (opts.round * 1000.0).round().max(1.0) as u64,
+            reset_ms: (opts.reset_interval * 1000.0).round() as u64,
+            model: db.map(TableModel::new),
+            vcs,
+            dirty: BTreeSet::new(),
+            timers: BTreeSet::new(),
+            plan: VecDeque::new(),
+            plan_vc: 0,
+            counters: Counters::default(),
+            mark: Vec::new(),
+            entries: Vec::new(),
+        }
+    }
+
+    /// A job's relative throughput on each of the partition's types.
+    fn throughputs(&mut self, spec: &JobSpec, view: &View<'_>) -> Vec<f64> {
+        let vc = &self.vcs[spec.vc.index()];
+        let req = request(view, spec.id);
+        let p = view.cluster.partition(spec.vc);
+        let usable: Vec<bool> = vc
+            .types
+            .iter()
+            .zip(&vc.cap)
+            .map(|(t, &c)| {
+                spec.gpus <= c
+                    && p.nodes.iter().any(|&n| &view.cluster.node(n).gpu_type == t && req.fits_node(view.cluster, n))
+            })
+            .collect();
+        let measured: Option<Vec<Option<f64>>> = match (&self.model, spec.model.as_deref(), spec.local_bsz) {
+            (Some(model), Some(name), Some(bsz)) => {
+                let split: Vec<u32> =
+                    if spec.recorded_split.is_empty() { vec![spec.gpus] } else { spec.recorded_split.clone() };
+                Some(
+                    vc.types
+                        .iter()
+                        .map(|t| {
+                            let e = model.iter_time(name, &t.to_ascii_lowercase(), bsz, &split);
+                            (!e.fallbacks.gpu_type && !e.fallbacks.model && e.iter_time_s > 0.0)
+                                .then(|| 1.0 / e.iter_time_s)
+                        })
+                        .collect(),
+                )
+            }
+            _ => None,
+        };
+        match measured {
+            None => {
+                self.counters.unit_jobs += 1;
+                usable.iter().map(|&u| if u { 1.0 } else { 0.0 }).collect()
+            }
+            Some(raw) => {
+                let best = raw.iter().zip(&usable).filter(|(_, u)| **u).filter_map(|(r, _)| *r).fold(0.0, f64::max);
+                let mut fell_back = false;
+                let thr = raw
+                    .iter()
+                    .zip(&usable)
+                    .map(|(r, &u)| match (u, r) {
+                        (false, _) => 0.0,
+                        (true, Some(r)) if best > 0.0 => r / best,
+                        (true, _) => {
+                            fell_back = true;
+                            1.0
+                        }
+                    })
+                    .collect();
+                if fell_back {
+                    self.counters.fallback_jobs += 1;
+                }
+                thr
+            }
+        }
+    }
+
+    /// Recomputes partition `v`'s allocation and resets its time counters.
+    fn reset(&mut self, v: usize, now: u64) {
+        let half = self.opts.round / 2.0;
+        let vc = &mut self.vcs[v];
+        let elapsed = vc.last_reset.map_or(0.0, |l| (now - l) as f64 / 1000.0);
+        for b in vc.jobs.values_mut() {
+            for j in 0..b.job_time.len() {
+                let should = b.alloc.as_ref().map_or(0.0, |a| a[j] * elapsed);
+                b.deficit[j] += should - (b.time_on(j, now) - half);
+                b.job_time[j] = half;
+            }
+            if let Some((t, _)) = b.on {
+                b.on = Some((t, now));
+            }
+        }
+        for j in 0..vc.worker_time.len() {
+            vc.worker_time[j] = half * vc.jobs.len() as f64;
+            vc.since_sum[j] = u128::from(vc.run_n[j]) * u128::from(now);
+        }
+        vc.last_reset = Some(now);
+        vc.need_alloc = false;
+        let ids: Vec<JobId> = vc.jobs.keys().copied().collect();
+        let gpus: Vec<u32> = vc.jobs.values().map(|b| b.gpus).collect();
+        let thr: Vec<Vec<f64>> = vc.jobs.values().map(|b| b.thr.clone()).collect();
+        self.counters.allocations += 1;
+        let x =
+            match self.objective {
+                GavelObjective::Fifo => fifo_allocation(&vc.cap, &gpus, &thr),
+                GavelObjective::MaxMin if vc.types.len() == 1 && self.opts.solver == GavelSolver::Auto => {
+                    self.counters.closed_form += 1;
+                    let ok: Vec<usize> = (0..ids.len()).filter(|&m| thr[m][0] > 0.0).collect();
+                    let fill = water_fill(vc.cap[0], &ok.iter().map(|&m| gpus[m]).collect::<Vec<_>>());
+                    let mut x = vec![vec![0.0]; ids.len()];
+                    for (k, &m) in ok.iter().enumerate() {
+                        x[m][0] = fill[k];
+                    }
+                    x
+                }
+                GavelObjective::MaxMin => {
+                    self.counters.lp_solves += 1;
+                    match max_min_lp(&vc.cap, &gpus, &thr) {
+                        Ok(x) => x,
+                        Err(_) => {
+                            // Counted; every job gets an equal share of each type it can use.
+                            self.counters.lp_failures += 1;
+                            let n = ids.len().max(1) as f64;
+                            thr.iter()
+                                .zip(&gpus)
+                                .map(|(r, &s)| {
+                                    r.iter()
+                                        .zip(&vc.cap)
+                                        .map(|(&t, &c)| {
+                                            if t > 0.0 { snap((f64::from(c) / n / f64::from(s)).min(1.0)) } else { 0.0 }
+                                        })
+                                        .collect()
+                                })
+                                .collect()
+                        }
+                    }
+                }
+            };
+        // Fastest type first: mean relative throughput over the jobs, ties by name.
+        let k = vc.types.len();
+        let mean: Vec<f64> = (0..k).map(|j| thr.iter().map(|r| r[j]).sum::<f64>()).collect();
+        let mut order: Vec<usize> = (0..k).collect();
+        order.sort_by(|&a, &b| mean[b].total_cmp(&mean[a]).then(a.cmp(&b)));
+        vc.order = order;
+        for (id, row) in ids.iter().zip(x) {
+            if let Some(b) = vc.jobs.get_mut(id) {
+                b.alloc = Some(row);
+            }
+        }
+    }
+
+    /// Plans a round of partition `v` at `now`.
+    fn plan_round(&mut self, v: usize, view: &View<'_>) {
+        let now = view.now.as_ms();
+        self.plan.clear();
+        self.plan_vc = v;
+        // 1. The ended round's time is counted lazily (`Book::time_on`,
+        // `VcState::worker_time_at`): the same sums, read at `now`.
+        if self.vcs[v].jobs.is_empty() {
+            self.vcs[v].round_end = None;
+            self.vcs[v].running.clear();
+            return;
+        }
+        self.counters.rounds += 1;
+        // 2. The allocation.
+        let vc = &self.vcs[v];
+        let interval_passed = vc.last_reset.is_none_or(|l| now - l >= self.reset_ms);
+        let idle = vc.running.is_empty();
+        if vc.need_alloc && (interval_passed || idle) {
+            self.reset(v, now);
+        }
+        let end = now + self.round_ms;
+        let vc = &self.vcs[v];
+        if vc.types.len() == 1 && vc.running.len() == vc.jobs.len() {
+            // Every active job runs on the partition's one type: the greedy
+            // takes them all on the type they run on, so nothing changes.
+            self.plan.push_back(Step::Wake(end));
+            let vc = &mut self.vcs[v];
+            vc.round_start = view.now;
+            vc.round_end = Some(end);
+            return;
+        }
+        // 3-4. Priorities and the greedy.
+        let stamp = self.counters.rounds;
+        let vc = &self.vcs[v];
+        let fifo = self.objective == GavelObjective::Fifo;
+        let mut left = vc.cap.clone();
+        let mut taken: Vec<(JobId, usize)> = Vec::new();
+        let mut entries = std::mem::take(&mut self.entries);
+        for &j in &vc.order {
+            let wt = vc.worker_time_at(j, now);
+            entries.clear();
+            entries.extend(vc.jobs.iter().filter(|(_, b)| b.thr[j] > 0.0).map(|(&id, b)| {
+                let a = b.alloc.as_ref().map_or(0.0, |a| a[j]);
+                let prio = if a <= 0.0 {
+                    0.0
+                } else if wt > 0.0 && b.time_on(j, now) > 0.0 {
+                    a / (b.time_on(j, now) / wt)
+                } else {
+                    a * 1e9
+                };
+                (prio, b.deficit[j], a, id, b.gpus)
+            }));
+            // A total order (ties by job id): sorting only the prefix the
+            // greedy reads gives the same sequence as a full sort.
+            let cmp = |x: &Entry, y: &Entry| {
+                y.0.total_cmp(&x.0).then(y.1.total_cmp(&x.1)).then(y.2.total_cmp(&x.2)).then(x.3.cmp(&y.3))
+            };
+            let n = entries.len();
+            let mut sorted = (2 * left[j] as usize + 16).min(n);
+            if sorted < n {
+                entries.select_nth_unstable_by(sorted, cmp);
+            }
+            entries[..sorted].sort_unstable_by(cmp);
+            for i in 0..n {
+                if left[j] == 0 {
+                    break;
+                }
+                if i == sorted {
+                    entries[sorted..].sort_unstable_by(cmp);
+                    sorted = n;
+                }
+                let (prio, _, _, id, g) = entries[i];
+                let i = id.index();
+                if self.mark.len() <= i {
+                    self.mark.resize(i + 1, (u64::MAX, 0));
+                }
+                if self.mark[i].0 == stamp || (fifo && prio <= 0.0) || g > left[j] {
+                    continue;
+                }
+                left[j] -= g;
+                self.mark[i] = (stamp, j);
+                if vc.jobs[&id].alloc.is_some() {
+                    taken.push((id, j));
+                }
+            }
+        }
+        self.entries = entries;
+        // 5. Keep, preempt, launch.
+        let taken_on = |mark: &[(u64, usize)], job: JobId| mark.get(job.index()).filter(|m| m.0 == stamp).map(|m| m.1);
+        let mut keep: BTreeMap<JobId, usize> = BTreeMap::new();
+        let mut stop: Vec<JobId> = Vec::new();
+        for (&job, &t) in &vc.running {
+            match taken_on(&self.mark, job) {
+                Some(j) if j == t => {
+                    keep.insert(job, j);
+                }
+                _ if matches!(view.jobs.state(job), JobState::Running(r) if r.work_done) => {
+                    keep.insert(job, t);
+                }
+                _ => {
+                    stop.push(job);
+                    self.plan.push_back(Step::Preempt(job));
+                }
+            }
+        }
+        let mut launch: Vec<(u32, JobId, usize)> =
+            taken.iter().filter(|(id, _)| !keep.contains_key(id)).map(|&(id, j)| (vc.jobs[&id].gpus, id, j)).collect();
+        launch.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        self.plan.extend(launch.into_iter().map(|(_, id, j)| Step::Launch(id, j)));
+        self.plan.push_back(Step::Wake(end));
+        let vc = &mut self.vcs[v];
+        for job in stop {
+            vc.stop(job, now);
+        }
+        debug_assert_eq!(vc.running, keep);
+        vc.round_start = view.now;
+        vc.round_end = Some(end);
+    }
+
+    /// GPUs of type `ty` in `job`'s partition for it: the fullest node that
+    /// holds it whole, else the freest nodes of that type.
+    fn place(&self, view: &View<'_>, job: JobId, ty: &str) -> Option<Vec<GpuId>> {
+        let spec = view.jobs.spec(job);
+        let req = request(view, job);
+        let p = view.cluster.partition(spec.vc);
+        let nodes: Vec<(NodeId, u32)> = p
+            .nodes
+            .iter()
+            .filter(|&&n| view.cluster.node(n).gpu_type == ty && req.fits_node(view.cluster, n))
+            .map(|&n| (n, view.cluster.node_free(n)))
+            .filter(|&(_, f)| f > 0)
+            .collect();
+        let mut out = Vec::with_capacity(spec.gpus as usize);
+        if let Some(&(n, _)) = nodes.iter().filter(|&&(_, f)| f >= spec.gpus).min_by_key(|&&(n, f)| (f, n)) {
+            return view.cluster.take_free_gpus(n, spec.gpus, &mut out).then_some(out);
+        }
+        let mut by_free = nodes;
+        by_free.sort_by_key(|&(n, f)| (std::cmp::Reverse(f), n));
+        let mut left = spec.gpus;
+        for (n, f) in by_free {
+            let take = f.min(left);
+            if !view.cluster.take_free_gpus(n, take, &mut out) {
+                return None;
+            }
+            left -= take;
+            if left == 0 {
+                return Some(out);
+            }
+        }
+        None
+    }
+}
+
+impl Policy for Gavel {
+    fn name(&self) -> String {
+        match self.objective {
+            GavelObjective::MaxMin => "gavel".into(),
+            GavelObjective::Fifo => "gavel-fifo".into(),
+        }
+    }
+
+    fn on_arrival(&mut self, job: JobId, view: &View<'_>) {
+        let spec = view.jobs.spec(job);
+        let thr = self.throughputs(spec, view);
+        if thr.iter().all(|&t| t <= 0.0) {
+            // No GPU type of its partition can hold it whole: Gavel runs a
+            // job on one type, so it never starts (counted; it ends the run
+            // unfinished).
+            self.counters.unschedulable += 1;
+            return;
+        }
+        let v = spec.vc.index();
+        let k = self.vcs[v].types.len();
+        let half = self.opts.round / 2.0;
+        let vc = &mut self.vcs[v];
+        vc.jobs.insert(
+            job,
+            Book { gpus: spec.gpus, thr, alloc: None, job_time: vec![half; k], deficit: vec![0.0; k], on: None },
+        );
+        vc.need_alloc = true;
+        if vc.round_end.is_none() {
+            self.dirty.insert(spec.vc.0);
+        }
+    }
+
+    fn on_completion(&mut self, job: JobId, view: &View<'_>) {
+        let v = view.jobs.spec(job).vc.index();
+        let vc = &mut self.vcs[v];
+        let was_running = vc.running.contains_key(&job);
+        vc.stop(job, view.now.as_ms());
+        vc.jobs.remove(&job);
+        vc.need_alloc = true;
+        if was_running && vc.running.is_empty() {
+            // Every job of the round has finished: the round ends now.
+            self.dirty.insert(v as u16);
+        }
+    }
+
+    fn on_timer(&mut self, view: &View<'_>) {
+        let now = view.now.as_ms();
+        self.timers.remove(&now);
+        for (v, vc) in self.vcs.iter().enumerate() {
+            if vc.round_end == Some(now) {
+                self.dirty.insert(v as u16);
+            }
+        }
+    }
+
+    fn decide(&mut self, view: &View<'_>) -> Decision {
+        loop {
+            while let Some(step) = self.plan.pop_front() {
+                match step {
+                    Step::Preempt(job) => return Decision::Preempt { job },
+                    Step::Launch(job, j) => {
+                        let v = self.plan_vc;
+                        let ty = self.vcs[v].types[j].clone();
+                        if let Some(gpus) = self.place(view, job, &ty) {
+                            self.vcs[v].start(job, j, view.now.as_ms());
+                            return Decision::Launch { job, gpus };
+                        }
+                    }
+                    Step::Wake(t) => {
+                        let vc = &mut self.vcs[self.plan_vc];
+                        if vc.running.is_empty() {
+                            // Nothing could be placed: no timer (it would
+                            // fire forever); the partition waits for an
+                            // arrival as an idle one does.
+                            vc.round_end = None;
+                            continue;
+                        }
+                        if self.timers.insert(t) {
+                            return Decision::WakeAt(SimTime::from_ms(t));
+                        }
+                    }
+                }
+            }
+            let Some(v) = self.dirty.pop_first() else { return Decision::Wait };
+            self.plan_round(usize::from(v), view);
+        }
+    }
+
+    fn metrics(&self, _jobs: &JobTable) -> Vec<(&'static str, f64)> {
+        let c = &self.counters;
+        vec![
+            ("gavel_rounds", c.rounds as f64),
+            ("gavel_allocations", c.allocations as f64),
+            ("gavel_lp_solves", c.lp_solves as f64),
+            ("gavel_closed_form_solves", c.closed_form as f64),
+            ("gavel_lp_failures", c.lp_failures as f64),
+            ("gavel_unit_throughput_jobs", c.unit_jobs as f64),
+            ("gavel_type_fallback_jobs", c.fallback_jobs as f64),
+            ("gavel_unschedulable_jobs", c.unschedulable as f64),
+        ]
+    }
+}
