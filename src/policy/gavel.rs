@@ -97,7 +97,7 @@
 //! arrives at an idle partition starts a round at once (Gavel's simulator
 //! jumps to the next arrival). GPUs a job frees mid-round stay idle until the
 //! round ends. So a round-based simulator's JCTs exceed an event-driven one's
-//! (`experiments/baselines-gavel.md`).
+//! (`experiments/baselines.md`, "Gavel's reference check").
 //!
 //! # Cost
 //!
