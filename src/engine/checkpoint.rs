@@ -31,8 +31,8 @@ pub enum CheckpointModel {
     /// 30 s up to 8 GPUs, 60 s above (HeliosArtifact @ bdaae10,
     /// `framework/QSSF Service/policy.py:45-52`).
     HeliosTable,
-    /// Gandiva's suspend/resume: a constant [`GANDIVA_SUSPEND_MS`] per
-    /// preemption whatever the GPU count (Xiao et al., OSDI'18, §4.1: a job
+    /// Gandiva's suspend/resume: a constant 100 ms (`GANDIVA_SUSPEND_MS`)
+    /// per preemption whatever the GPU count (Xiao et al., OSDI'18, §4.1: a job
     /// is suspended at a mini-batch boundary, where its GPU memory use is
     /// lowest, so that little state is copied to host memory and back).
     Gandiva,
@@ -58,6 +58,17 @@ impl CheckpointModel {
             CheckpointModel::None => "none",
             CheckpointModel::HeliosTable => "helios-table",
             CheckpointModel::Gandiva => "gandiva",
+        }
+    }
+
+    /// The largest overhead the model charges one preemption, ms (over
+    /// every GPU count): 0, 60,000 (the Helios table's above 8 GPUs) or
+    /// [`GANDIVA_SUSPEND_MS`].
+    pub fn max_overhead_ms(self) -> u64 {
+        match self {
+            CheckpointModel::None => 0,
+            CheckpointModel::HeliosTable => 60_000,
+            CheckpointModel::Gandiva => GANDIVA_SUSPEND_MS,
         }
     }
 

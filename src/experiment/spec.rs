@@ -229,7 +229,8 @@ pub struct RunSpec {
     /// The checkpoint/restore overhead charged at each preemption (default
     /// none; left out of manifests when default, so a run without
     /// preemption records the spec it always did). Only preemptive policies
-    /// (`srtf`) preempt; see [`CheckpointModel`] for the models and sources.
+    /// (`srtf`, `las`, the Tiresias kinds, `gandiva`, `themis`, the Gavel
+    /// kinds) preempt; see [`CheckpointModel`] for the models and sources.
     #[serde(default, skip_serializing_if = "CheckpointModel::is_none")]
     pub checkpoint: CheckpointModel,
 }
@@ -268,6 +269,19 @@ impl RunSpec {
     /// A message naming the option at fault.
     pub fn validate(&self) -> Result<(), String> {
         self.policy.validate()?;
+        if let Some(period) = self.policy.preemption_period_ms()
+            && self.checkpoint.max_overhead_ms() >= period
+        {
+            return Err(format!(
+                "`{}`'s round/lease of {} s is not longer than the `{}` checkpoint cost \
+                 (up to {} s per preemption): a job preempted every round would never \
+                 progress; use a longer round or a cheaper --checkpoint",
+                self.policy.kind(),
+                period as f64 / 1000.0,
+                self.checkpoint.name(),
+                self.checkpoint.max_overhead_ms() as f64 / 1000.0
+            ));
+        }
         crate::bounds::sample_interval_ms(self.sample_interval_ms / 1000)
             .map_err(|e| format!("`sample_interval_ms` = {}: {e}", self.sample_interval_ms))?;
         Ok(())

@@ -82,6 +82,16 @@ pub trait BuildPolicy {
         Ok(())
     }
 
+    /// The policy's round or lease length, ms, if it preempts running jobs
+    /// at fixed period boundaries (LAS, Gandiva, Themis, Gavel); `None`
+    /// otherwise. A run refuses a checkpoint model whose largest overhead
+    /// is not shorter than this: a job preempted every period would pay at
+    /// least as much overhead per period as it works, and never finish.
+    fn preemption_period_ms(&self, kind: &str) -> Option<u64> {
+        let _ = kind;
+        None
+    }
+
     /// Builds the policy for a run.
     ///
     /// # Errors

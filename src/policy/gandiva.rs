@@ -167,6 +167,10 @@ impl Default for GandivaOptions {
 
 /// The registry's entry (`"gandiva" => Gandiva(GandivaOptions)`).
 impl BuildPolicy for GandivaOptions {
+    fn preemption_period_ms(&self, _kind: &str) -> Option<u64> {
+        self.time_slicing.then_some(self.round_s.saturating_mul(1000))
+    }
+
     fn validate(&self, _kind: &str) -> Result<(), String> {
         if self.round_s == 0 || self.round_s > MAX_ROUND_S {
             return Err(format!("gandiva: round-s must be 1 to {MAX_ROUND_S} s, got {}", self.round_s));

@@ -168,6 +168,10 @@ pub enum GavelObjective {
 }
 
 impl BuildPolicy for GavelOptions {
+    fn preemption_period_ms(&self, _kind: &str) -> Option<u64> {
+        Some((self.round * 1000.0).round() as u64)
+    }
+
     fn validate(&self, kind: &str) -> Result<(), String> {
         if !(self.round.is_finite() && self.round >= 0.001 && self.round <= 1e9) {
             return Err(format!("{kind}: round must be a number of seconds in [0.001, 1e9], got {}", self.round));

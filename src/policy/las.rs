@@ -117,6 +117,10 @@ impl Default for LasOptions {
 }
 
 impl BuildPolicy for LasOptions {
+    fn preemption_period_ms(&self, _kind: &str) -> Option<u64> {
+        Some(self.round.saturating_mul(1000))
+    }
+
     fn validate(&self, _kind: &str) -> Result<(), String> {
         if self.placement.may_share() {
             return Err(format!(

@@ -206,6 +206,11 @@ impl PolicySpec {
         self.options().validate(self.kind())
     }
 
+    /// The policy's round or lease length, ms ([`BuildPolicy::preemption_period_ms`]).
+    pub fn preemption_period_ms(&self) -> Option<u64> {
+        self.options().preemption_period_ms(self.kind())
+    }
+
     /// Builds the policy ([`BuildPolicy::build`]).
     ///
     /// # Errors

@@ -139,6 +139,10 @@ impl ThemisOptions {
 }
 
 impl BuildPolicy for ThemisOptions {
+    fn preemption_period_ms(&self, _kind: &str) -> Option<u64> {
+        Some(self.lease_ms())
+    }
+
     fn validate(&self, _kind: &str) -> Result<(), String> {
         if !self.lease_s.is_finite() || self.lease_s <= 0.0 || self.lease_ms() == 0 || self.lease_s > 1e12 {
             return Err(format!(

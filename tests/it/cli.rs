@@ -633,3 +633,34 @@ fn a_sweep_rerun_removes_its_earlier_charts_and_notes_a_placement_that_shares_no
     }
     assert!(!err.contains("`consolidate`"), "{err}");
 }
+
+/// A round or lease no longer than the checkpoint cost would livelock: every
+/// period a job would pay at least as much overhead as it works (Gandiva's
+/// 60-s rounds against the Helios table's 60 s above 8 GPUs; a 10-s Themis
+/// lease against its 30 s up to 8 GPUs). The run is refused, naming both.
+#[test]
+fn rounds_no_longer_than_the_checkpoint_cost_are_refused() {
+    for args in [
+        &["--policy", "gandiva", "--checkpoint", "helios-table"][..],
+        &["--policy", "themis", "--policy-opt", "lease-s=10", "--checkpoint", "helios-table"][..],
+        &["--policy", "las", "--policy-opt", "round=60", "--checkpoint", "helios-table"][..],
+        &["--policy", "gavel", "--policy-opt", "round=0.05", "--checkpoint", "gandiva"][..],
+    ] {
+        let mut a = vec!["simulate", "--jobs", "20", "--sample-interval", "0"];
+        a.extend_from_slice(args);
+        let o = dlsched(&a);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("not longer than") && err.contains(args[1]), "{args:?}: {err}");
+    }
+    // 61 s > 60 s, and Gandiva's own 100 ms against its 60-s rounds: both run.
+    for args in [
+        &["--policy", "las", "--policy-opt", "round=61", "--checkpoint", "helios-table"][..],
+        &["--policy", "gandiva", "--checkpoint", "gandiva"][..],
+    ] {
+        let mut a = vec!["simulate", "--jobs", "20", "--sample-interval", "0"];
+        a.extend_from_slice(args);
+        let o = dlsched(&a);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+    }
+}

@@ -51,9 +51,12 @@ pub(crate) struct SimulateArgs {
 
     /// Policy: every kind of the registry (the values below). Queue
     /// policies (any workload): fifo (submit time), sjf (shortest trace
-    /// duration first), each over --placement. Preemptive: srtf (shortest
-    /// remaining time first; --policy-opt sets its options, --checkpoint the
-    /// cost of a preemption). GENIE family (moldable tasks of --workload
+    /// duration first), each over --placement; qssf (Helios: expected
+    /// GPU-time first). Preemptive (--policy-opt sets their options,
+    /// --checkpoint the cost of a preemption): srtf (shortest remaining time
+    /// first), las (least attained service in rounds), dlas, dlas-gpu,
+    /// tiresias-gittins (Tiresias), gandiva, themis, gavel, gavel-fifo.
+    /// GENIE family (moldable tasks of --workload
     /// genie; they choose each task's GPUs): genie (QoS-aware: best
     /// cost-efficiency placement that meets the task's expected completion
     /// time, least waiting allowance first) and the paper's baselines
@@ -79,7 +82,8 @@ pub(crate) struct SimulateArgs {
     /// simulator's fixed table by GPU count (7 s for 1 GPU, 30 s up to 8,
     /// 60 s above; HeliosArtifact policy.py), or gandiva, Gandiva's
     /// suspend/resume, 100 ms per preemption. Only preemptive policies
-    /// (srtf, gandiva) preempt.
+    /// (srtf, las, the Tiresias kinds, gandiva, themis, the Gavel kinds)
+    /// preempt.
     #[arg(long, value_enum, default_value = "none", value_name = "MODEL")]
     pub(crate) checkpoint: dlsched::engine::CheckpointModel,
 
