@@ -39,6 +39,16 @@ fn run(opts: LasOptions, ckpt: CheckpointModel, sample_interval_ms: u64) -> RunR
     let trace = d.path().join("jobs.csv");
     std::fs::write(&trace, "job_id,submit_time,duration,gpu_num\nA,0,30,2\nB,3,12,1\nC,4,8,1\nD,25,20,1\n").unwrap();
     let spec = RunSpec {
+        workload: WorkloadSource::Trace { path: trace, format: TraceFormat::JobsCsv, columns: ColumnMap::default() },
+        ..spec_for(opts, ckpt, sample_interval_ms)
+    };
+    run_one(&spec, |_| {}).unwrap()
+}
+
+/// The run spec of [`run`] (its workload a placeholder path).
+fn spec_for(opts: LasOptions, ckpt: CheckpointModel, sample_interval_ms: u64) -> RunSpec {
+    let trace = std::path::PathBuf::from("jobs.csv");
+    RunSpec {
         policy: PolicySpec::Las(opts),
         checkpoint: ckpt,
         sample_interval_ms,
@@ -46,8 +56,7 @@ fn run(opts: LasOptions, ckpt: CheckpointModel, sample_interval_ms: u64) -> RunR
             WorkloadSource::Trace { path: trace, format: TraceFormat::JobsCsv, columns: ColumnMap::default() },
             ClusterChoice::Uniform { nodes: 1, gpus_per_node: 2, gpu_type: None },
         )
-    };
-    run_one(&spec, |_| {}).unwrap()
+    }
 }
 
 fn opts(service: LasService, work_conserving: bool) -> LasOptions {
@@ -130,15 +139,23 @@ fn round_only_starts_by_hand() {
 
 #[test]
 fn checkpoint_cost_by_hand() {
-    // GPU-time, work-conserving, the Helios table (30 s for a 2-GPU job).
-    // t10 A preempted: 20 + 30 = 50 s left. B, C 10-22, 10-18.
-    // t22 A resumes (50 s). t30 round: A(20 + 8 x 2 = 36) D(0): A preempted
-    // again: 50 - 8 + 30 = 72 s left. t50 D ends: A resumes, ends 50 + 72 =
-    // 122. A held GPUs 10 + 8 + 72 = 90 s = 30 + 2 x 30; waited 12 + 20 = 32.
-    let r = run(opts(LasService::GpuTime, true), CheckpointModel::HeliosTable, 0);
+    // GPU-time, work-conserving, Gandiva's 100 ms per preemption.
+    // t10 A preempted: 20 + 0.1 = 20.1 s left. B, C 10-22, 10-18.
+    // t22 A resumes (20.1 s). t30 round: A(20 + 8 x 2 = 36) D(0): A preempted
+    // again: 20.1 - 8 + 0.1 = 12.2 s left. t50 D ends: A resumes, ends
+    // 50 + 12.2 = 62.2 (62 in whole s). Waited 12 + 20 = 32 s; 200 ms charged.
+    let r = run(opts(LasService::GpuTime, true), CheckpointModel::Gandiva, 0);
     let a = rows(&r).into_iter().find(|x| x.0 == "A").unwrap();
-    assert_eq!(a, row("A", 0, 50, 122, 2, 32));
-    assert_eq!(r.output.stats.checkpoint_ms, 60_000);
+    assert_eq!(a, row("A", 0, 50, 62, 2, 32));
+    let JobState::Completed(d) = r.output.jobs.iter().find(|(s, _)| s.name == "A").unwrap().1 else { unreachable!() };
+    assert_eq!(d.end.as_ms(), 62_200);
+    assert_eq!(r.output.stats.checkpoint_ms, 200);
+    // The Helios table's 30 s for a 2-GPU job (60 s above 8) against 10-s
+    // rounds: refused, since a job preempted every round would not progress.
+    let mut spec = spec_for(opts(LasService::GpuTime, true), CheckpointModel::HeliosTable, 0);
+    spec.sample_interval_ms = 0;
+    let e = spec.validate().unwrap_err();
+    assert!(e.contains("not longer than") && e.contains("helios-table"), "{e}");
 }
 
 fn dlsched(args: &[&str]) -> std::process::Output {
