@@ -288,3 +288,18 @@ pub fn genie_profiles(
     }
     Ok(super::genie::profile(db, db_name, &gpu_type, p.nodes.len() as u32, p.max_node_gpus, seed, Default::default()))
 }
+
+/// Refuses a sharing placement for a policy that places jobs on whole GPUs
+/// (`las`, `qssf`): only `consolidate`, `first-fit` and `recorded` are allowed.
+///
+/// # Errors
+/// A message naming the policy kind and the placement.
+pub fn whole_gpu_placement(kind: &str, placement: PlacementKind) -> Result<(), String> {
+    if placement.may_share() {
+        return Err(format!(
+            "{kind}: placement {} shares GPUs; {kind} places jobs on whole GPUs (consolidate, first-fit, recorded)",
+            placement.name()
+        ));
+    }
+    Ok(())
+}

@@ -122,12 +122,7 @@ impl BuildPolicy for LasOptions {
     }
 
     fn validate(&self, _kind: &str) -> Result<(), String> {
-        if self.placement.may_share() {
-            return Err(format!(
-                "las: placement {} shares GPUs; las places jobs on whole GPUs (consolidate, first-fit, recorded)",
-                self.placement.name()
-            ));
-        }
+        super::build::whole_gpu_placement("las", self.placement)?;
         if self.round == 0 || self.round > 100_000_000_000 {
             return Err(format!("las: round must be 1 to 1e11 s, got {}", self.round));
         }

@@ -157,12 +157,7 @@ impl QssfOptions {
 
 impl BuildPolicy for QssfOptions {
     fn validate(&self, _kind: &str) -> Result<(), String> {
-        if self.placement.may_share() {
-            return Err(format!(
-                "qssf: placement {} shares GPUs; qssf places jobs on whole GPUs (consolidate, first-fit, recorded)",
-                self.placement.name()
-            ));
-        }
+        super::build::whole_gpu_placement("qssf", self.placement)?;
         if self.prior_s == 0 || self.prior_s > 100_000_000_000 {
             return Err(format!("qssf: prior-s must be 1 to 1e11 s, got {}", self.prior_s));
         }
