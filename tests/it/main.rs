@@ -40,6 +40,7 @@ mod spec;
 mod srtf;
 mod srtf_cli;
 mod sweep;
+mod task_metrics;
 mod themis;
 mod tie_order;
 mod tiresias;
