@@ -206,14 +206,7 @@ fn every_variant_completes_every_task_within_the_free_gpus_and_is_deterministic(
     // check that no placement ever exceeded the free GPUs. Invariants after
     // every instant are checked in `run_tasks`-style runs above; here whole
     // runs of the real workload, two seeds per variant.
-    for variant in [
-        GenieVariant::Genie,
-        GenieVariant::GenieFifo,
-        GenieVariant::MinMin,
-        GenieVariant::WeightedFair,
-        GenieVariant::TetrisPerf,
-        GenieVariant::TetrisCer,
-    ] {
+    for &variant in <GenieVariant as clap::ValueEnum>::value_variants() {
         for seed in [1, 2] {
             let r = run_one(&genie_spec(variant, seed, 15.0), |_| {}).unwrap();
             assert_eq!(r.summary.jobs_completed, r.summary.jobs_total, "{variant:?} seed {seed}");
