@@ -36,7 +36,7 @@
 //!   the paper's rule as written, blind to which GPUs are free; `available`
 //!   is our reading of "generate all placements under the limitations of
 //!   platform P": the best-CER placement free now that meets the ECT, else
-//!   the paper's rule. On lab16 (seeds 1-3, 24 h, table model) at 5 / 10 /
+//!   the paper's rule. On lab16 (seeds 1-3, 24 h, table model, `--sample-interval 0`) at 5 / 10 /
 //!   20 tasks/h, QoS guarantee: strict 87.4 / 67.8 / 11.6 %, strict with
 //!   backfill 87.4 / 81.4 / 36.9 %, available 88.0 / 83.8 / 16.1 %,
 //!   available with backfill 88.0 / 85.9 / 69.9 %.
@@ -448,7 +448,7 @@ impl BlackBox {
     /// Min-Min and Weighted Fair (ours: of the three rules the one whose QoS
     /// is nearest the paper's Fig. 13, FIFO ≈ 1 / 1 / 1 %, Min-Min 31 / 13 /
     /// 3 %, Weighted Fair 65 / 10 / 5 % at 5 / 10 / 20 tasks/h). Measured on
-    /// lab16 (24 h, table model, strict, seeds 1-3), QoS % at 5 / 10 / 20
+    /// lab16 (24 h, table model, strict, seeds 1-3, `--sample-interval 0`), QoS % at 5 / 10 / 20
     /// tasks/h: `node` FIFO 90.4 / 28.5 / 4.5, Min-Min 91.2 / 33.7 / 4.8,
     /// Weighted Fair 91.8 / 31.6 / 4.5; `all-free` 78.9 / 70.1 / 8.3, 83.9 /
     /// 84.1 / 12.7, 82.7 / 81.4 / 10.2; `one-gpu` 85.7 / 83.5 / 56.1, 85.7 /
