@@ -90,3 +90,55 @@ pub fn to_csv(rows: &[ErrorRow]) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::genie::{ProfilerConfig, TypeProfile};
+    use crate::profile::db::ProfileDb;
+
+    #[test]
+    fn a_constant_rate_against_the_lstm_inference_truth_by_hand() {
+        // One 1 x 1 platform, lstm-infer predicted at 400 samples/s per GPU:
+        // iteration b / 400 s. Truth: Gavel K80 single-GPU times / 3 (forward only)
+        // at the measured batches 5, 10, 20, 40, 80 (0.039238, 0.0420266,
+        // 0.0583353, 0.0869592, 0.165174 s). APEs: |0.0125 - 0.0130793| / 0.0130793
+        // = 4.429 %, 78.458 %, 157.134 %, 244.989 %, 263.253 %; mean 149.65 %.
+        let db = ProfileDb::builtin();
+        let truth = GroundTruth::new(&db, "K80");
+        let t = TypeProfile {
+            kind: "lstm-infer".into(),
+            model: "lstm-wikitext2".into(),
+            inference: true,
+            k: [400.0, 0.0, 0.0],
+            gamma: 0.0,
+            lambda: None,
+            runs: 0,
+            gpu_seconds: 0.0,
+        };
+        let profiles = GenieProfiles {
+            gpu_type: "k80".into(),
+            nodes: 1,
+            gpus_per_node: 1,
+            seed: 1,
+            config: ProfilerConfig::default(),
+            profile_db: "builtin".into(),
+            types: [(t.kind.clone(), t)].into_iter().collect(),
+        };
+        let rows = prediction_errors(&profiles, &truth);
+        let times = [0.039238, 0.0420266, 0.0583353, 0.0869592, 0.165174];
+        let want: f64 = [5.0, 10.0, 20.0, 40.0, 80.0]
+            .iter()
+            .zip(times)
+            .map(|(b, t)| (b / 400.0 - t / 3.0f64).abs() / (t / 3.0) * 100.0)
+            .sum::<f64>()
+            / 5.0;
+        assert!((want - 149.65).abs() < 0.01);
+        let overall = rows.iter().find(|r| r.group == "overall").unwrap();
+        assert_eq!((overall.points, overall.mape_pct), (5, (want * 100.0).round() / 100.0));
+        assert!(rows.iter().any(|r| r.group == "gpu-data" && r.name == "measured" && r.points == 5));
+        // Batch 5 is the smallest measured: no point below it.
+        assert!(rows.iter().all(|r| r.name != "below-smallest"));
+        assert!(to_csv(&rows).starts_with("group,name,points,mape_pct\ntype-placement,lstm-infer 1x1,5,"));
+    }
+}
