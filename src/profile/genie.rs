@@ -375,11 +375,19 @@ pub fn fig8_reference(model: &str) -> &'static str {
 ///   GoogLeNet, Inception-v3) have only ElasticFlow A100 rows; they are read
 ///   from them times the table's GPU-type ratio (K80 / A100, the median of
 ///   the per-sample single-GPU ratios of the models measured on both: 7.74).
-///   Tested by leaving the K80 rows of a model measured on both out
-///   (`dlsched profile check`, section `k80-transfer`), this transfer is the
-///   one with the smallest measured error of the rules we have (from A100:
-///   ResNet-50 and ResNet-18 are the two such models); AlexNet has no row
-///   on any GPU, so no transfer error can be measured for it.
+///   Tested by leaving a K80-measured model's K80 rows out and transferring
+///   it from its A100 rows alone (`dlsched profile check`, section
+///   `k80-transfer-1gpu`, rule `from-a100`), this transfer is off by 75.7 %
+///   on single-GPU points (ResNet-50 115 %, ResNet-18 44 %; the table's
+///   default stand-in type is worse for ResNet-50: 139 %, 312 % over all
+///   its K80 points). It is the only transfer these two models admit (A100
+///   is their only GPU type); the other rule we tried, ResNet-50's K80 curve
+///   times the A100 time ratio of the two models at the same batch, was
+///   worse on average where it can be tested (ResNet-18 and ResNet-50, each
+///   from the other, from V100 and P100: 64 % mean against 49 % for the
+///   GPU-type ratio; a one-off computation, not a dlsched command). AlexNet
+///   has no row on any GPU, so no transfer error can be measured for VGG-16
+///   standing in for it.
 /// - **Multi-GPU, measured**: a placement with K80 rows of the model at that
 ///   exact split (Gavel: one server of 2, 4 or 8 GPUs; `1+1` from its
 ///   two-GPU "spread" rows) reads the table.
