@@ -186,10 +186,9 @@ pub enum RateModelKind {
     Table,
     /// Profile database, GENIE's fitted prediction model.
     Genie,
-    /// The K80 ground truth of GENIE's task types
-    /// ([`crate::profile::genie::K80Truth`]: measured K80 rows, the GENIE
-    /// paper's Fig. 8 speed-ups elsewhere); table interpolation for every
-    /// other model. Selects the same truth for the GENIE workload generator
+    /// The K80 ground truth of GENIE's task types (`profile::genie::K80Truth`:
+    /// measured K80 rows, the GENIE paper's Fig. 8 speed-ups elsewhere);
+    /// table interpolation for every other model. Selects the same truth for the GENIE workload generator
     /// and GENIE's profiler. K80 clusters only.
     GenieK80,
 }
