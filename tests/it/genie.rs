@@ -257,7 +257,7 @@ fn the_profiler_recovers_a_ground_truth_of_genie_form() {
         throughput.push(row(128 / d, vec![d]));
     }
     let db = ProfileDb { throughput, ..Default::default() };
-    let cfg = ProfilerConfig { iterations_per_run: 100, noise_sd: 0.0 };
+    let cfg = ProfilerConfig { iterations_per_run: 100, noise_sd: 0.0, ..Default::default() };
     let p = dlsched::policy::genie::profile(&db, "hand", "K80", 4, 4, 1, cfg);
     let t = &p.types["resnet50-train"];
     let close = |a: f64, b: f64| (a - b).abs() < 1e-6 * (1.0 + b.abs());
