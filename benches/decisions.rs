@@ -71,6 +71,7 @@ fn at_zero(kind: &str, n: u64, db: &Arc<ProfileDb>, artefacts: &Artefacts) -> Si
         artefacts,
         agent: None,
         genie_profiles: None,
+        genie_truth: Default::default(),
         // The run's rate model (trace speed), for policies that predict speeds.
         rate_model: &|| Box::new(TraceSpeed) as Box<dyn dlsched::profile::RateModel>,
     };

@@ -1,7 +1,9 @@
 //! The discrete-event engine: one clock, one event queue, all mutable state.
 //!
 //! The engine pops every event of the earliest instant (arrivals, completions,
-//! samples), then runs one scheduling pass in which it asks the policy for
+//! timers, samples), then runs one scheduling pass (none when only a timeline
+//! sample fell there: sampling observes, it never triggers decisions) in
+//! which it asks the policy for
 //! decisions until the policy says wait, validating and applying each one. A
 //! job progresses at a rate; when its rate changes the engine settles the work
 //! done at the old rate and re-schedules its completion, and the old completion
@@ -94,7 +96,8 @@ impl Default for EngineConfig {
 pub struct EngineStats {
     /// Events popped.
     pub events: u64,
-    /// Distinct instants processed (one scheduling pass each).
+    /// Distinct instants processed (one scheduling pass each, except instants
+    /// at which only a timeline sample fell).
     pub instants: u64,
     /// Launch decisions applied.
     pub launches: u64,
@@ -299,9 +302,15 @@ impl Simulation {
         self.now = t;
         self.stats.instants += 1;
         let mut sample_due = false;
+        // Whether anything but a timeline sample happened at this instant: a
+        // sample only observes, so an instant with nothing else runs no
+        // scheduling pass (else the sample interval, an output setting,
+        // would change what time-dependent policies such as GENIE decide).
+        let mut decision_due = false;
         // Completions (and timers) first, then arrivals, then one pass.
         while let Some(ev) = self.events.pop_at(t) {
             self.stats.events += 1;
+            decision_due |= !matches!(ev, Event::Sample);
             match ev {
                 Event::Completion { job, epoch } => match self.jobs.state(job) {
                     JobState::Running(r) if r.epoch == epoch => {
@@ -329,8 +338,11 @@ impl Simulation {
             self.pending += 1;
             let view = View { now: t, cluster: &self.cluster, jobs: &self.jobs };
             self.policy.on_arrival(job, &view);
+            decision_due = true;
         }
-        self.schedule_pass(obs)?;
+        if decision_due {
+            self.schedule_pass(obs)?;
+        }
         if (self.model.depends_on_neighbours() && !self.touched.is_empty()) || !self.touched_shared.is_empty() {
             self.update_rates(obs)?;
         }

@@ -62,7 +62,7 @@ pub const KEYS: [(&str, &str); 43] = [
     ("placement", "consolidate, first-fit, recorded, share-first-fit, share-best-fit, memory-efficiency, fgd or iawp"),
     ("max_tenants", "a whole number of jobs that may share one GPU (sharing placements)"),
     ("mem_headroom", "a fraction in [0, 1) of GPU memory kept free when a GPU is shared"),
-    ("rate_model", "trace, table or genie"),
+    ("rate_model", "trace, table, genie or genie-k80"),
     ("seed", "a whole number"),
     ("jobs", "a whole number of synthetic jobs, 1 to 2,000,000"),
     (

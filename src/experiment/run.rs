@@ -154,30 +154,49 @@ fn run_inner(
             let db = artefacts.profiles().get(spec.profiles.as_deref())?;
             let db = &*db;
             let node = cluster.spec().nodes.first().cloned().ok_or_else(|| ConfigError("empty cluster".into()))?;
+            let genie_truth = spec.rate_model.genie_truth();
+            if genie_truth == crate::profile::genie::GenieTruth::GenieK80
+                && !node.gpu_type.eq_ignore_ascii_case(crate::profile::genie::K80)
+            {
+                return Err(ConfigError(format!(
+                    "rate model `genie-k80` is the K80 ground truth of GENIE's task types; cluster `{}` has {} GPUs",
+                    cluster.spec().name,
+                    node.gpu_type
+                ))
+                .into());
+            }
+            let truth = crate::profile::genie::GroundTruth::with(db, &node.gpu_type, genie_truth);
             let mut tasks = match &spec.workload {
                 WorkloadSource::TraceTasks { path, format, .. } => {
                     let t = load_trace(path, *format, &ColumnMap::default())?;
                     let p = cluster.partition(crate::ids::VcId(0));
-                    crate::workload::genie::from_trace(
+                    crate::workload::genie::from_trace_with(
                         &t.records,
                         g,
                         db,
-                        &node.gpu_type,
+                        &truth,
                         node.gpu_mem_mib,
                         p.gpus_total,
                         p.max_node_gpus,
                         spec.seed,
                     )
                 }
-                _ => crate::workload::genie::generate(g, db, &node.gpu_type, node.gpu_mem_mib, spec.seed),
+                _ => crate::workload::genie::generate_with(g, db, &truth, node.gpu_mem_mib, spec.seed),
             }
             .map_err(ConfigError)?;
             if g.ect == crate::workload::genie::EctBasis::Predicted {
                 // The paper's ECT: a multiple of the predicted single-GPU
                 // latency, from the run's fitted models (the ones a GENIE
                 // policy of this run uses), for every policy alike.
-                let profiles =
-                    genie_profiles(spec.policy.genie_models(), &cluster, db, &db_name, spec.seed, artefacts)?;
+                let profiles = genie_profiles(
+                    spec.policy.genie_models(),
+                    &cluster,
+                    db,
+                    &db_name,
+                    spec.seed,
+                    genie_truth,
+                    artefacts,
+                )?;
                 for (rec, t) in &mut tasks {
                     let p = profiles.for_kind(&t.kind, rec.model.as_deref().unwrap_or(""), t.inference, db);
                     if let Some(lat) = p.and_then(|p| p.latency_ms(t, 1, 1)) {
@@ -275,6 +294,7 @@ fn run_inner(
         artefacts,
         agent,
         genie_profiles: run_profiles.take(),
+        genie_truth: spec.rate_model.genie_truth(),
         rate_model: &policy_rates,
     };
     let policy = match custom {

@@ -186,6 +186,11 @@ pub enum RateModelKind {
     Table,
     /// Profile database, GENIE's fitted prediction model.
     Genie,
+    /// The K80 ground truth of GENIE's task types (`profile::genie::K80Truth`:
+    /// measured K80 rows, the GENIE paper's Fig. 8 speed-ups elsewhere);
+    /// table interpolation for every other model. Selects the same truth for the GENIE workload generator
+    /// and GENIE's profiler. K80 clusters only.
+    GenieK80,
 }
 
 impl RateModelKind {
@@ -197,6 +202,17 @@ impl RateModelKind {
             RateModelKind::Trace => Box::new(TraceSpeed),
             RateModelKind::Table => Box::new(ProfileRate::new(Box::new(TableModel::new(db())), "profile-table")),
             RateModelKind::Genie => Box::new(ProfileRate::new(Box::new(GenieModel::new(db())), "profile-genie")),
+            RateModelKind::GenieK80 => {
+                Box::new(ProfileRate::new(Box::new(crate::profile::genie::K80Truth::new(db())), "profile-genie-k80"))
+            }
+        }
+    }
+
+    /// The ground truth GENIE tasks run against under this rate model.
+    pub fn genie_truth(self) -> crate::profile::genie::GenieTruth {
+        match self {
+            RateModelKind::GenieK80 => crate::profile::genie::GenieTruth::GenieK80,
+            _ => crate::profile::genie::GenieTruth::Table,
         }
     }
 }

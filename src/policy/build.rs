@@ -46,6 +46,9 @@ pub struct BuildContext<'a> {
     /// GENIE models the run already fitted or loaded (for the workload's
     /// predicted ECT), so that the policy uses the same ones.
     pub genie_profiles: Option<GenieProfiles>,
+    /// The ground truth GENIE's profiler measures (the run's rate model's,
+    /// [`crate::experiment::RateModelKind::genie_truth`]).
+    pub genie_truth: crate::profile::genie::GenieTruth,
     /// Builds a fresh copy of the run's rate model (trace speed, or the
     /// profile model the run's `--rate-model` names, over the run's
     /// database), for a policy that predicts a job's speed on a candidate
@@ -267,6 +270,7 @@ pub fn genie_profiles(
     db: &ProfileDb,
     db_name: &str,
     seed: u64,
+    truth: crate::profile::genie::GenieTruth,
     artefacts: &Artefacts,
 ) -> Result<GenieProfiles, RunError> {
     let p = cluster.partition(VcId(0));
@@ -284,9 +288,20 @@ pub fn genie_profiles(
             ))
             .into());
         }
+        if models.config.truth != truth {
+            return Err(ConfigError(format!(
+                "{}: these GENIE models were profiled against the `{}` ground truth, the run uses `{}` (its rate model); profile with `dlsched genie-profile --truth {}`",
+                path.display(),
+                models.config.truth.name(),
+                truth.name(),
+                truth.name()
+            ))
+            .into());
+        }
         return Ok(models);
     }
-    Ok(super::genie::profile(db, db_name, &gpu_type, p.nodes.len() as u32, p.max_node_gpus, seed, Default::default()))
+    let cfg = super::genie::ProfilerConfig { truth, ..Default::default() };
+    Ok(super::genie::profile(db, db_name, &gpu_type, p.nodes.len() as u32, p.max_node_gpus, seed, cfg))
 }
 
 /// Refuses a sharing placement for a policy that places jobs on whole GPUs

@@ -53,7 +53,7 @@ use crate::ids::{JobId, VcId};
 use crate::job::{JobState, JobTable, TaskSpec};
 use crate::profile::db::ProfileDb;
 use crate::profile::genie::{GenieFit, Point, fit};
-pub use crate::profile::genie::{GroundTruth, INFERENCE_STEP_FRACTION, TASK_MODELS, kind_name};
+pub use crate::profile::genie::{GenieTruth, GroundTruth, INFERENCE_STEP_FRACTION, TASK_MODELS, kind_name};
 
 /// The simulated profiler's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -62,11 +62,14 @@ pub struct ProfilerConfig {
     pub iterations_per_run: u64,
     /// Standard deviation of the log-normal measurement noise (0.02 = 2 %).
     pub noise_sd: f64,
+    /// The ground truth measured (default `table`; left out of saved models then).
+    #[serde(default, skip_serializing_if = "GenieTruth::is_table")]
+    pub truth: GenieTruth,
 }
 
 impl Default for ProfilerConfig {
     fn default() -> Self {
-        ProfilerConfig { iterations_per_run: 100, noise_sd: 0.02 }
+        ProfilerConfig { iterations_per_run: 100, noise_sd: 0.02, truth: GenieTruth::Table }
     }
 }
 
@@ -196,7 +199,7 @@ pub fn profile(
     seed: u64,
     cfg: ProfilerConfig,
 ) -> GenieProfiles {
-    let truth = GroundTruth::new(db, gpu_type);
+    let truth = GroundTruth::with(db, gpu_type, cfg.truth);
     let mut rng = crate::rng::stream(seed, "genie.profiler");
     let mut types = BTreeMap::new();
     for (name, model) in TASK_MODELS {
@@ -617,7 +620,7 @@ impl GeniePolicy {
         if self.missing.is_empty() || view.cluster.free_gpus() != u64::from(view.cluster.total_gpus()) {
             return;
         }
-        let truth = GroundTruth::new(&self.db, &op.gpu_type);
+        let truth = GroundTruth::with(&self.db, &op.gpu_type, op.config.truth);
         for (kind, name, model, inference) in std::mem::take(&mut self.missing) {
             let mut rng = crate::rng::stream(op.seed, &format!("genie.profiler.online.{kind}"));
             let t = profile_type(&truth, &name, &model, inference, op.nodes, op.gpus_per_node, op.config, &mut rng);

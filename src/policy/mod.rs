@@ -12,6 +12,7 @@ pub mod fgd;
 pub mod gandiva;
 pub mod gavel;
 pub mod genie;
+pub mod genie_error;
 pub mod iawp;
 pub mod las;
 pub mod memeff;

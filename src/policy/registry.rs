@@ -484,9 +484,15 @@ impl BuildPolicy for GenieFamilyOptions {
         }
         let profiles = match ctx.genie_profiles.take() {
             Some(p) => p,
-            None => {
-                genie_profiles(self.models.as_deref(), ctx.cluster, &ctx.db(), &ctx.db_name, ctx.seed, ctx.artefacts)?
-            }
+            None => genie_profiles(
+                self.models.as_deref(),
+                ctx.cluster,
+                &ctx.db(),
+                &ctx.db_name,
+                ctx.seed,
+                ctx.genie_truth,
+                ctx.artefacts,
+            )?,
         };
         let p = ctx.cluster.partition(VcId(0));
         let online = super::genie::OnlineProfiling {

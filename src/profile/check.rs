@@ -82,3 +82,199 @@ pub fn check(db: &ProfileDb, every: usize) -> Vec<CheckRow> {
     rows.sort_by(|x, y| order(&x.group).cmp(&order(&y.group)).then(x.name.cmp(&y.name)));
     rows
 }
+
+/// One row of the ground-truth check ([`check_truth`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TruthCheckRow {
+    /// `k80-held-out` (the GENIE ground truth against held-out K80
+    /// measurements), `k80-transfer-1gpu` / `k80-transfer-all` (a model's
+    /// K80 rows left out and transferred from another GPU type: its
+    /// single-GPU points / all its K80 points).
+    pub section: String,
+    /// Model, or `all` for the section's mean.
+    pub model: String,
+    /// `table` / `genie-k80` (the truth, held-out section); `default` (the
+    /// table's GPU-type fallback: the model's best-covered type) or
+    /// `from-<type>` (the model's rows of that type only), transfer sections.
+    pub rule: String,
+    /// Points compared.
+    pub points: u64,
+    /// Mean absolute percentage error of the iteration time, %, rounded to 0.01.
+    pub mape_pct: f64,
+}
+
+/// The GPU type GENIE's ground truth is checked on.
+const TRUTH_GPU: &str = super::genie::K80;
+
+/// How well the lab16 ground truth reproduces K80 measurements:
+///
+/// - `k80-held-out`: for each GENIE task model with K80 rows (ResNet-50,
+///   LSTM, Transformer), every `every`-th of its K80 rows (table order) is
+///   held out; both truths ([`super::genie::GenieTruth`]) are built on the
+///   rest and predict the held-out points.
+/// - `k80-transfer-*`: the GPU-type fallback tested by leaving a measured
+///   type out: for every model measured on K80 and another type, all its K80
+///   rows are removed and the table predicts them from its other types,
+///   by the default rule (its best-covered type) and from each single type
+///   (only that type's rows kept; `from-a100` is the transfer VGG-16 and
+///   Inception-v3 get, A100 being their only type).
+///
+/// A Gavel `spread` row is predicted as one GPU per server, as in [`check`].
+pub fn check_truth(db: &ProfileDb, every: usize) -> Vec<TruthCheckRow> {
+    let every = every.max(2);
+    let split_of = |r: &super::db::ThroughputRow| match &r.split {
+        Split::Exact(s) => s.clone(),
+        Split::Spread => vec![1; r.gpus as usize],
+    };
+    let ape = |m: &dyn PerfModel, r: &super::db::ThroughputRow| {
+        let t = m.iter_time(&r.model, TRUTH_GPU, r.local_bsz, &split_of(r)).iter_time_s;
+        (t - r.iter_time_s).abs() / r.iter_time_s * 100.0
+    };
+    // (section order, section, model, rule) -> (points, APE sum)
+    let mut acc: BTreeMap<(u8, String, String, String), (u64, f64)> = BTreeMap::new();
+    let mut add = |order: u8, section: &str, model: &str, rule: &str, e: f64| {
+        for m in [model, "all"] {
+            let v = acc.entry((order, section.into(), m.into(), rule.into())).or_insert((0, 0.0));
+            v.0 += 1;
+            v.1 += e;
+        }
+    };
+    let on_k80 = |r: &super::db::ThroughputRow| r.gpu_type == TRUTH_GPU;
+    let mut genie_models: Vec<&str> = super::genie::TASK_MODELS.iter().map(|&(_, m)| m).collect();
+    genie_models.sort_unstable();
+    genie_models.dedup();
+    for model in genie_models {
+        let mut k = 0usize;
+        let mut train = ProfileDb { throughput: Vec::new(), ..db.clone() };
+        let mut held = Vec::new();
+        for r in &db.throughput {
+            if r.model == model && on_k80(r) {
+                k += 1;
+                if k.is_multiple_of(every) {
+                    held.push(r);
+                    continue;
+                }
+            }
+            train.throughput.push(r.clone());
+        }
+        if held.is_empty() {
+            continue;
+        }
+        let table = TableModel::new(&train);
+        let k80 = super::genie::K80Truth::new(&train);
+        for r in held {
+            add(0, "k80-held-out", model, "table", ape(&table, r));
+            add(0, "k80-held-out", model, "genie-k80", ape(&k80, r));
+        }
+    }
+    let mut k80_models: Vec<&str> = db.throughput.iter().filter(|r| on_k80(r)).map(|r| r.model.as_str()).collect();
+    k80_models.sort_unstable();
+    k80_models.dedup();
+    for model in k80_models {
+        let mut others: Vec<&str> =
+            db.throughput.iter().filter(|r| r.model == model && !on_k80(r)).map(|r| r.gpu_type.as_str()).collect();
+        others.sort_unstable();
+        others.dedup();
+        if others.is_empty() {
+            continue;
+        }
+        let measured: Vec<&super::db::ThroughputRow> =
+            db.throughput.iter().filter(|r| r.model == model && on_k80(r)).collect();
+        let rules = std::iter::once(("default".to_string(), None))
+            .chain(others.iter().map(|g| (format!("from-{g}"), Some(*g))));
+        for (rule, keep) in rules {
+            let train = ProfileDb {
+                throughput: db
+                    .throughput
+                    .iter()
+                    .filter(|r| r.model != model || (!on_k80(r) && keep.is_none_or(|g| r.gpu_type == g)))
+                    .cloned()
+                    .collect(),
+                ..db.clone()
+            };
+            let table = TableModel::new(&train);
+            for r in &measured {
+                let e = ape(&table, r);
+                if r.gpus == 1 {
+                    add(1, "k80-transfer-1gpu", model, &rule, e);
+                }
+                add(2, "k80-transfer-all", model, &rule, e);
+            }
+        }
+    }
+    acc.into_iter()
+        .map(|((_, section, model, rule), (n, sum))| TruthCheckRow {
+            section,
+            model,
+            rule,
+            points: n,
+            mape_pct: (sum / n as f64 * 100.0).round() / 100.0,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::db::ThroughputRow;
+
+    fn row(model: &str, gpu: &str, t: f64) -> ThroughputRow {
+        ThroughputRow {
+            model: model.into(),
+            gpu_type: gpu.into(),
+            local_bsz: 10,
+            gpus: 1,
+            split: Split::Exact(vec![1]),
+            iter_time_s: t,
+            source: "test".into(),
+        }
+    }
+
+    #[test]
+    fn leaving_a_type_out_transfers_it_by_the_other_models_ratio() {
+        // a: K80 2.0 s, V100 1.0 s; b: K80 3.0 s, V100 1.0 s (batch 10, one GPU).
+        // Without a's K80 row, a's K80 time = its V100 time x b's ratio 3 = 3.0: error 50 %.
+        // Without b's, b's = 1.0 x a's ratio 2 = 2.0: error 1/3 = 33.33 %. Mean 41.67 %.
+        let mut db = ProfileDb::builtin();
+        db.throughput = vec![row("a", "k80", 2.0), row("a", "v100", 1.0), row("b", "k80", 3.0), row("b", "v100", 1.0)];
+        let rows = check_truth(&db, 5);
+        let get = |model: &str, rule: &str| {
+            rows.iter()
+                .find(|r| r.section == "k80-transfer-1gpu" && r.model == model && r.rule == rule)
+                .unwrap()
+                .mape_pct
+        };
+        assert_eq!(get("a", "default"), 50.0);
+        assert_eq!(get("b", "from-v100"), 33.33);
+        assert_eq!(get("all", "default"), 41.67);
+        assert!(rows.iter().all(|r| r.section != "k80-held-out"), "no GENIE model in this db");
+    }
+
+    #[test]
+    fn the_held_out_k80_points_of_resnet50_by_hand() {
+        // ResNet-50's K80 rows in table order; every 5th held out: #5 (16/GPU, 4 spread)
+        // 0.429363, #10 (32, 2 spread) 0.781656, #15 (64, 1 GPU) 1.61544.
+        // Table: #5 reads the 4-GPU spread rows left (32/GPU only, 0.793664), below the
+        // smallest: 0.793664 -> 84.848 %; #10 the 2-GPU spread rows (16 only, 0.427058),
+        // above the largest: x2 = 0.854116 -> 9.270 %; #15 between 32 and 128:
+        // 0.808689 + (2.87999 - 0.808689) x 32/96 = 1.499123 -> 7.200 %. Mean 33.77 %.
+        // K80 truth: #5 is Fig. 8's 4N1G: t1(16) + c with c = t1(64)/2.8 - t1(16), t1(64)
+        // now interpolated (1.499123): 1.499123 / 2.8 = 0.535401 -> 24.696 %; #10 is
+        // measured (1+1 spread rows), #15 one GPU: as the table. Mean 13.72 %.
+        let rows = check_truth(&ProfileDb::builtin(), 5);
+        let get = |rule: &str| {
+            rows.iter()
+                .find(|r| r.section == "k80-held-out" && r.model == "resnet50-imagenet" && r.rule == rule)
+                .map(|r| (r.points, r.mape_pct))
+                .unwrap()
+        };
+        let t64 = 0.808689 + (2.87999 - 0.808689) * 32.0 / 96.0;
+        let a = (0.793664f64 - 0.429363).abs() / 0.429363;
+        let b = (2.0 * 0.427058f64 - 0.781656).abs() / 0.781656;
+        let c = (t64 - 1.61544f64).abs() / 1.61544;
+        let k = (t64 / 2.8 - 0.429363f64).abs() / 0.429363;
+        let round = |x: f64| (x * 100.0 * 100.0).round() / 100.0;
+        assert_eq!(get("table"), (3, round((a + b + c) / 3.0)));
+        assert_eq!(get("genie-k80"), (3, round((k + b + c) / 3.0)));
+    }
+}

@@ -176,6 +176,20 @@ impl<D: Deref<Target = ProfileDb>> TableModel<D> {
         v
     }
 
+    /// True when the table has a measured point of `model` on `gpu_type` at
+    /// exactly `split` (any batch); a split of several servers with one GPU
+    /// on each also matches Gavel's `spread` rows of that GPU count when it
+    /// has two GPUs (two GPUs on different servers can only be `1+1`).
+    pub fn has_split(&self, model: &str, gpu_type: &str, split: &[u32]) -> bool {
+        let gpus: u32 = split.iter().sum();
+        self.index.get(&(model.to_string(), gpu_type.to_string())).is_some_and(|rows| {
+            rows.iter().map(|&i| &self.db.throughput[i]).any(|r| match &r.split {
+                Split::Exact(s) => s == split,
+                Split::Spread => gpus == 2 && split == [1, 1],
+            })
+        })
+    }
+
     fn rows_for(&self, model: &str) -> usize {
         self.index
             .range((model.to_string(), String::new())..)

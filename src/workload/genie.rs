@@ -178,6 +178,20 @@ pub fn generate(
     gpu_mem_mib: u64,
     seed: u64,
 ) -> Result<Vec<(TraceRecord, TaskSpec)>, String> {
+    generate_with(spec, db, &GroundTruth::new(db, gpu_type), gpu_mem_mib, seed)
+}
+
+/// [`generate`] against a given ground truth (the run's [`crate::profile::genie::GenieTruth`]).
+///
+/// # Errors
+/// As [`generate`].
+pub fn generate_with(
+    spec: &GenieWorkloadSpec,
+    db: &ProfileDb,
+    truth: &GroundTruth<'_>,
+    gpu_mem_mib: u64,
+    seed: u64,
+) -> Result<Vec<(TraceRecord, TaskSpec)>, String> {
     if !(spec.jobs_per_hour.is_finite() && spec.jobs_per_hour > 0.0) {
         return Err(format!("the task density must be positive, got {} tasks/hour", spec.jobs_per_hour));
     }
@@ -197,8 +211,7 @@ pub fn generate(
             spec.jobs_per_hour, spec.hours
         ));
     }
-    let truth = GroundTruth::new(db, gpu_type);
-    let batches = fitting_batches(&truth, db, gpu_mem_mib)?;
+    let batches = fitting_batches(truth, db, gpu_mem_mib)?;
     let mut arrivals = crate::rng::stream(seed, "genie.arrivals");
     let mut rng = crate::rng::stream(seed, "genie.tasks");
     let mut out = Vec::new();
@@ -253,7 +266,24 @@ pub fn from_trace(
     gpus_per_node: u32,
     seed: u64,
 ) -> Result<Vec<(TraceRecord, TaskSpec)>, String> {
-    let truth = GroundTruth::new(db, gpu_type);
+    from_trace_with(records, spec, db, &GroundTruth::new(db, gpu_type), gpu_mem_mib, max_gpus, gpus_per_node, seed)
+}
+
+/// [`from_trace`] against a given ground truth (the run's [`crate::profile::genie::GenieTruth`]).
+///
+/// # Errors
+/// As [`from_trace`].
+#[allow(clippy::too_many_arguments)]
+pub fn from_trace_with(
+    records: &[TraceRecord],
+    spec: &GenieWorkloadSpec,
+    db: &ProfileDb,
+    truth: &GroundTruth<'_>,
+    gpu_mem_mib: u64,
+    max_gpus: u32,
+    gpus_per_node: u32,
+    seed: u64,
+) -> Result<Vec<(TraceRecord, TaskSpec)>, String> {
     let n = spec.tasks.map_or((spec.jobs_per_hour * spec.hours).round().max(1.0) as usize, |n| n.max(1) as usize);
     let mut picked: Vec<&TraceRecord> =
         records.iter().filter(|r| r.gpus >= 1 && r.gpus <= max_gpus && r.duration_ms > 0).collect();
@@ -276,7 +306,7 @@ pub fn from_trace(
     let mut durs: Vec<f64> = picked.iter().map(|r| r.duration_ms as f64 / 1000.0).collect();
     durs.sort_by(f64::total_cmp);
     let dur_scale = TRACE_MEDIAN_S / durs[durs.len() / 2].max(1e-3);
-    let batches = fitting_batches(&truth, db, gpu_mem_mib)?;
+    let batches = fitting_batches(truth, db, gpu_mem_mib)?;
     let mut rng = crate::rng::stream(seed, "genie.trace_tasks");
     let mut out = Vec::with_capacity(picked.len());
     for (id, r) in picked.iter().enumerate() {

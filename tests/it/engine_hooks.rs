@@ -268,10 +268,11 @@ fn the_recorder_integrates_busy_gpus_and_samples_the_timeline() {
     // model, so the SM estimate is 1 per held GPU (25,000).
     let i = r.share_integrals.unwrap();
     assert_eq!((i.alloc_gpu_ms, i.mem_gpu_ms, i.util_gpu_ms), (25_000.0, 25_000.0, 25_000.0));
-    // Decision timing through the decorator: one pass per instant, FIFO
-    // asked at 0 s (launch a, then wait), 1 s (wait: b does not fit), 4 s
-    // (wait), 10 s (launch b, wait), 12 s, 15 s and 16 s (wait): 9 calls.
-    assert_eq!(r.timing.unwrap().decisions, 9);
+    // Decision timing through the decorator: one pass per instant with an
+    // arrival or completion (a sample alone asks nothing), FIFO asked at 0 s
+    // (launch a, then wait), 1 s (wait: b does not fit), 10 s (launch b,
+    // wait) and 15 s (wait): 6 calls; not at the sample-only 4, 12, 16 s.
+    assert_eq!(r.timing.unwrap().decisions, 6);
     let (summary, _) = dlsched::metrics::summarize(&out, &r, &[], 2);
     // 25,000 GPU-ms / (2 GPUs × 15,000 ms) = 0.833333.
     assert_eq!(summary.gpu_utilization, 0.833333);

@@ -262,7 +262,7 @@ fn the_profiler_recovers_a_ground_truth_of_genie_form() {
         throughput.push(row(128 / d, vec![d]));
     }
     let db = ProfileDb { throughput, ..Default::default() };
-    let cfg = ProfilerConfig { iterations_per_run: 100, noise_sd: 0.0 };
+    let cfg = ProfilerConfig { iterations_per_run: 100, noise_sd: 0.0, ..Default::default() };
     let p = dlsched::policy::genie::profile(&db, "hand", "K80", 4, 4, 1, cfg);
     let t = &p.types["resnet50-train"];
     let close = |a: f64, b: f64| (a - b).abs() < 1e-6 * (1.0 + b.abs());
@@ -327,4 +327,30 @@ fn an_unprofiled_type_borrows_until_the_cluster_is_idle_then_is_profiled() {
     // The hand profile cost nothing; all profiling cost is resnet50-train's.
     assert!(m["profiling_gpu_hours"] > 0.0);
     assert!(out.jobs.iter().all(|(_, s)| matches!(s, JobState::Completed(_))));
+}
+
+#[test]
+fn the_sample_interval_does_not_change_what_genie_decides() {
+    // GENIE's ECT check reads the clock, so a scheduling pass at a timeline
+    // sample instant (where nothing arrived or finished) could start a task
+    // that Algorithm 1, run only at arrivals and completions, would not:
+    // before the fix, 10 tasks/h over 24 h, seed 1, gave different jobs.csv
+    // with samples every 600 s and with none. Sampling only observes.
+    for variant in [GenieVariant::Genie, GenieVariant::MinMin] {
+        let jobs_csv = |sample_interval_ms: u64| {
+            let mut spec = RunSpec { sample_interval_ms, ..genie_spec(variant, 1, 10.0) };
+            if let WorkloadSource::Genie(w) = &mut spec.workload {
+                w.hours = 24.0;
+            }
+            let r = run_one(&spec, |_| {}).unwrap();
+            let mut a = Vec::new();
+            dlsched::metrics::export::write_jobs_csv(&r.output, &mut a).unwrap();
+            (a, r.recording.timeline.len())
+        };
+        let (none, samples_none) = jobs_csv(0);
+        let (every_10_min, samples) = jobs_csv(600_000);
+        assert_eq!(samples_none, 0);
+        assert!(samples > 60, "{variant:?}: 24 h at 600 s should give over 60 samples, got {samples}");
+        assert!(none == every_10_min, "{variant:?}: jobs.csv depends on the sample interval");
+    }
 }

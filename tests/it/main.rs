@@ -20,6 +20,7 @@ mod gandiva;
 mod gavel;
 mod genie;
 mod genie_baselines;
+mod genie_truth;
 mod golden;
 mod hand;
 mod invariants;

@@ -22,6 +22,11 @@ pub(crate) struct GenieProfileArgs {
     /// Iterations per profiling run.
     #[arg(long, default_value_t = 100)]
     pub(crate) iterations: u64,
+    /// The ground truth to profile: `table` (the profile database's table
+    /// interpolation, the default) or `genie-k80` (the K80 truth of GENIE's
+    /// task types; the truth of runs at `--rate-model genie-k80`).
+    #[arg(long, value_enum, default_value_t = dlsched::profile::genie::GenieTruth::Table)]
+    pub(crate) truth: dlsched::profile::genie::GenieTruth,
     /// A profile database directory as ground truth instead of the builtin one.
     #[arg(long, value_name = "DIR")]
     pub(crate) profiles: Option<PathBuf>,
@@ -52,7 +57,12 @@ pub(crate) fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
     let (nodes, gpn) = (part.nodes.len() as u32, part.max_node_gpus);
     let gpu_type = cluster.node(part.nodes[0]).gpu_type.clone();
     let name = a.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
-    let cfg = ProfilerConfig { iterations_per_run: a.iterations, noise_sd: a.noise };
+    let cfg = ProfilerConfig { iterations_per_run: a.iterations, noise_sd: a.noise, truth: a.truth };
+    if a.truth == dlsched::profile::genie::GenieTruth::GenieK80
+        && !gpu_type.eq_ignore_ascii_case(dlsched::profile::genie::K80)
+    {
+        bail!("--truth genie-k80 is the K80 ground truth of GENIE's task types; {} has {gpu_type} GPUs", spec.name);
+    }
     if part.nodes.iter().any(|&n| cluster.node(n).gpu_type != gpu_type) {
         errln!(
             "note: {}: the first partition mixes GPU types; profiling {gpu_type} (its first node's), as simulate does",
@@ -69,6 +79,7 @@ pub(crate) fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
             "profile_db": name,
             "seed": a.seed,
             "profiler": cfg,
+            "ground_truth": a.truth.name(),
             "date": std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .ok()
@@ -103,5 +114,25 @@ pub(crate) fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
             t.lambda.map_or("-".to_string(), |l| format!("{l:.3}"))
         )?;
     }
+    // The fit's error against the truth it measured, per type and placement.
+    let truth = dlsched::profile::genie::GroundTruth::with(db, &gpu_type, a.truth);
+    let errors = dlsched::policy::genie_error::prediction_errors(&p, &truth);
+    let csv_path = errors_path(&a.out);
+    dlsched::metrics::export::write_atomic(&csv_path, dlsched::policy::genie_error::to_csv(&errors).as_bytes())
+        .with_context(|| format!("writing {}", csv_path.display()))?;
+    outln!(
+        "prediction error against the `{}` ground truth (MAPE of the iteration time over the paper's placements x measured global batches; all rows in {}):",
+        a.truth.name(),
+        csv_path.display()
+    )?;
+    for r in errors.iter().filter(|r| r.group != "type-placement") {
+        outln!("  {:<12} {:<22} {:>5} points  {:>7.2} %", r.group, r.name, r.points, r.mape_pct)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where the error CSV goes: beside the models, `<stem>.errors.csv`.
+fn errors_path(out: &std::path::Path) -> PathBuf {
+    let stem = out.file_stem().map_or_else(|| "genie".into(), |s| s.to_string_lossy().into_owned());
+    out.with_file_name(format!("{stem}.errors.csv"))
 }

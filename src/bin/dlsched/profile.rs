@@ -277,7 +277,8 @@ fn show(a: &ShowArgs) -> Result<()> {
 }
 
 fn check(a: &CheckArgs) -> Result<()> {
-    let rows = dlsched::profile::check::check(&dlsched::profile::db::ProfileDb::builtin(), a.every as usize);
+    let db = dlsched::profile::db::ProfileDb::builtin();
+    let rows = dlsched::profile::check::check(&db, a.every as usize);
     if rows.is_empty() {
         anyhow::bail!("no (model, GPU type) has {} points, so nothing was held out; choose a smaller --every", a.every);
     }
@@ -286,13 +287,29 @@ fn check(a: &CheckArgs) -> Result<()> {
     for r in &rows {
         outln!("{:<8} {:<24} {:>7} {:>10.2} {:>10.2}", r.group, r.name, r.points, r.table_mape_pct, r.genie_mape_pct)?;
     }
+    let truth = dlsched::profile::check::check_truth(&db, a.every as usize);
+    outln!(
+        "\nthe lab16 (K80) ground truth of GENIE's task types: k80-held-out = every {} K80 point of ResNet-50, LSTM, Transformer held out, predicted by each truth; k80-transfer = a model's K80 rows all left out and transferred from its other GPU types (default: the table's fallback rule; from-<type>: that type only; from-a100 is what VGG-16 and Inception-v3 get)",
+        ordinal(a.every)
+    )?;
+    outln!("{:<18} {:<24} {:<14} {:>7} {:>10}", "section", "model", "rule", "points", "MAPE %")?;
+    for r in &truth {
+        outln!("{:<18} {:<24} {:<14} {:>7} {:>10.2}", r.section, r.model, r.rule, r.points, r.mape_pct)?;
+    }
     if let Some(p) = &a.out {
         let mut w = csv::Writer::from_path(p).with_context(|| format!("writing {}", p.display()))?;
         for r in &rows {
             w.serialize(r)?;
         }
         w.flush()?;
-        outln!("\nwrote {}", p.display())?;
+        let stem = p.file_stem().map_or_else(|| "check".into(), |s| s.to_string_lossy().into_owned());
+        let tp = p.with_file_name(format!("{stem}.truth.csv"));
+        let mut w = csv::Writer::from_path(&tp).with_context(|| format!("writing {}", tp.display()))?;
+        for r in &truth {
+            w.serialize(r)?;
+        }
+        w.flush()?;
+        outln!("\nwrote {} and {}", p.display(), tp.display())?;
     }
     Ok(())
 }
