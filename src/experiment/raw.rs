@@ -90,7 +90,7 @@ pub const KEYS: [(&str, &str); 47] = [
     ("rifling_q_init", "RIFLING: initial Q value, a finite number (default 10)"),
     ("rifling_tau", "RIFLING: time constant of the discount and integrated reward, s; 0 = per decision (default 600)"),
     ("rifling_queue_feature", "RIFLING: true (default) or false: queue length in the state"),
-    ("rifling_wait", "RIFLING: when-running (default) or never: when WAIT is available"),
+    ("rifling_wait", "RIFLING: never (default) or when-running: when WAIT is available"),
     ("rifling_regroup", "RIFLING: arrivals between K-means regroupings (default 50)"),
     ("rifling_window", "RIFLING: training tasks the K-means looks back over (default 200)"),
     ("rifling_reward", "RIFLING: throughput-integral (default), throughput or scaling-efficiency"),

@@ -281,18 +281,11 @@ pub const MODEL_FACTS: [(&str, &str, f64, f64, &str); 20] = [
     (
         "transformer-multi30k",
         "transformer",
-        54.3785,
-        9.552,
-        "Vaswani et al. 2017 base config as Gavel runs it (workloads/pytorch/translation of \
-         stanford-futuredata/gavel, from jadore801120/attention-is-all-you-need-pytorch: d_model 512, d_ff \
-         2048, 8 heads, 6+6 layers, biased q/k/v/out projections, position-wise Conv1d, LayerNorm per \
-         sub-layer; -proj_share_weight: the output projection shares the target embedding; frozen sinusoid \
-         positions not counted): 44,138,496 layer params computed here + source and target embeddings of 512 \
-         x 10,000 words each (our assumption: preprocess.py keeps words seen more than 5 times in Multi30k \
-         and does not record the count; the activation column assumes the same 10,000-word vocabulary) = \
-         54.38 M; GFLOPs per sentence pair computed here at 32 tokens per side (the activation column's \
-         length): forward MACs 32 x 18.87 M (encoder) + 32 x (25.17 M + 5.12 M output projection) (decoder) + \
-         18 attention blocks x 2 x 32 x 32 x 512 = 1.592 G, training x 3, 2 FLOPs per MAC",
+        f64::NAN,
+        f64::NAN,
+        "Vaswani et al. 2017 base config (6+6 layers, d_model 512, d_ff 2048; 44 M non-embedding params) in \
+         jadore801120/attention-is-all-you-need-pytorch as used by Gavel; Multi30k vocabulary size not recorded: \
+         total params and GFLOPs per sentence unknown",
     ),
     (
         "vgg16-imagenet",

@@ -157,7 +157,8 @@ pub(crate) struct RiflingArgs {
     /// state (true or false).
     #[arg(long, default_value_t = RiflingParams::default().queue_feature, value_name = "BOOL", action = clap::ArgAction::Set)]
     pub(crate) rifling_queue_feature: bool,
-    /// RIFLING: when WAIT is available: when-running (some task runs) or never.
+    /// RIFLING: when WAIT is available: never (the default, measured) or
+    /// when-running (some task runs; the behaviour before issue 16).
     #[arg(long, value_enum, default_value_t = RiflingParams::default().wait, value_name = "RULE")]
     pub(crate) rifling_wait: dlsched::policy::rifling::WaitRule,
     /// RIFLING: re-run the K-means every N arrivals.
