@@ -593,7 +593,10 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
                 a.genie_models(m).map_err(|e| format!("{}: {e}", o.key("genie_models")))?;
             }
             let variant = n.genie().unwrap_or(crate::policy::genie::GenieVariant::Genie);
-            PolicySpec::genie_family(variant, GenieFamilyOptions { theta, backfill, best_fit_nodes, models })
+            PolicySpec::genie_family(
+                variant,
+                GenieFamilyOptions { theta, backfill, best_fit_nodes, models, ..Default::default() },
+            )
         }
         n if n.rifling().is_some() => {
             let mode = n.rifling().unwrap_or(RiflingMode::Online);

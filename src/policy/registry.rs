@@ -26,7 +26,7 @@ pub use super::build::{
     Artefacts, BuildContext, BuildPolicy, genie_profiles, load_genie_profiles, load_rifling_agent, load_rifling_table,
 };
 use super::config::PolicyConfig;
-use super::genie::{GenieOptions, GeniePolicy, GenieVariant};
+use super::genie::{BlackBox, GenieOptions, GeniePolicy, GenieVariant, PlacementSet, Reading};
 use super::placement::PlacementKind;
 use super::queue::QueueOrder;
 use super::rifling::{Agent, RiflingMode, RiflingParams, RiflingPolicy};
@@ -110,16 +110,29 @@ registry! {
     "sjf" => Sjf(QueueOptions),
     /// GENIE (QoS-aware; moldable tasks, `--workload genie`).
     "genie" => Genie(GenieFamilyOptions),
-    /// GENIE's FIFO baseline: arrival order, best-CER placement.
+    /// GENIE's FIFO baseline as the paper defines it: arrival order,
+    /// head-of-line blocking, a black-box placement (`--policy-opt blackbox`).
     "genie-fifo" => GenieFifo(GenieFamilyOptions),
-    /// Min-Min: earliest ECT first, minimum-latency placement.
+    /// Min-Min as GENIE adapts it: earliest ECT first, a black-box placement.
     "min-min" => MinMin(GenieFamilyOptions),
-    /// Weighted Fair: by the mean of arrival time and ECT.
+    /// Weighted Fair: by the mean of arrival time and ECT, a black-box placement.
     "weighted-fair" => WeightedFair(GenieFamilyOptions),
-    /// Tetris+Perf: highest predicted rate, shortest predicted latency first.
+    /// Tetris+Perf: highest predicted rate, best packing score first.
     "tetris-perf" => TetrisPerf(GenieFamilyOptions),
-    /// Tetris+CER: best CER, shortest predicted latency first, no QoS.
+    /// Tetris+CER: best CER, best packing score first, no QoS.
     "tetris-cer" => TetrisCer(GenieFamilyOptions),
+    /// Capacity (YARN) as GENIE adapts it: a GPU quota per task type, FIFO per queue, black-box placement.
+    "capacity" => Capacity(GenieFamilyOptions),
+    /// Not in the paper: arrival order, GENIE's best-CER placement (`genie-fifo` before issue 16).
+    "fifo-cer" => FifoCer(GenieFamilyOptions),
+    /// Not in the paper: earliest ECT first, minimum predicted latency (`min-min` before issue 16).
+    "min-min-pred" => MinMinPred(GenieFamilyOptions),
+    /// Not in the paper: Weighted Fair's order, best-CER placement (`weighted-fair` before issue 16).
+    "weighted-fair-cer" => WeightedFairCer(GenieFamilyOptions),
+    /// Not in the paper: highest predicted rate, shortest predicted latency first (`tetris-perf` before issue 16).
+    "tetris-perf-srtf" => TetrisPerfSrtf(GenieFamilyOptions),
+    /// Not in the paper: best CER, shortest predicted latency first (`tetris-cer` before issue 16).
+    "tetris-cer-srtf" => TetrisCerSrtf(GenieFamilyOptions),
     /// Preemptive shortest remaining time first over the VC partitions
     /// (`--policy-opt` sets its options; `--checkpoint` the preemption cost).
     "srtf" => Srtf(crate::policy::srtf::SrtfOptions),
@@ -185,6 +198,12 @@ impl PolicyName {
             PolicyName::WeightedFair => Some(G::WeightedFair),
             PolicyName::TetrisPerf => Some(G::TetrisPerf),
             PolicyName::TetrisCer => Some(G::TetrisCer),
+            PolicyName::Capacity => Some(G::Capacity),
+            PolicyName::FifoCer => Some(G::FifoCer),
+            PolicyName::MinMinPred => Some(G::MinMinPred),
+            PolicyName::WeightedFairCer => Some(G::WeightedFairCer),
+            PolicyName::TetrisPerfSrtf => Some(G::TetrisPerfSrtf),
+            PolicyName::TetrisCerSrtf => Some(G::TetrisCerSrtf),
             _ => None,
         }
     }
@@ -248,6 +267,12 @@ impl PolicySpec {
             GenieVariant::WeightedFair => PolicySpec::WeightedFair(o),
             GenieVariant::TetrisPerf => PolicySpec::TetrisPerf(o),
             GenieVariant::TetrisCer => PolicySpec::TetrisCer(o),
+            GenieVariant::Capacity => PolicySpec::Capacity(o),
+            GenieVariant::FifoCer => PolicySpec::FifoCer(o),
+            GenieVariant::MinMinPred => PolicySpec::MinMinPred(o),
+            GenieVariant::WeightedFairCer => PolicySpec::WeightedFairCer(o),
+            GenieVariant::TetrisPerfSrtf => PolicySpec::TetrisPerfSrtf(o),
+            GenieVariant::TetrisCerSrtf => PolicySpec::TetrisCerSrtf(o),
         }
     }
 
@@ -268,7 +293,13 @@ impl PolicySpec {
             | PolicySpec::MinMin(o)
             | PolicySpec::WeightedFair(o)
             | PolicySpec::TetrisPerf(o)
-            | PolicySpec::TetrisCer(o) => o.models.as_deref(),
+            | PolicySpec::TetrisCer(o)
+            | PolicySpec::Capacity(o)
+            | PolicySpec::FifoCer(o)
+            | PolicySpec::MinMinPred(o)
+            | PolicySpec::WeightedFairCer(o)
+            | PolicySpec::TetrisPerfSrtf(o)
+            | PolicySpec::TetrisCerSrtf(o) => o.models.as_deref(),
             _ => None,
         }
     }
@@ -373,8 +404,11 @@ impl BuildPolicy for IawpOptions {
     }
 }
 
-/// Options of the GENIE family (`genie`, `genie-fifo`, `min-min`,
-/// `weighted-fair`, `tetris-perf`, `tetris-cer`; the kind picks the variant).
+/// Options of the GENIE family (`genie`, the paper's baselines `genie-fifo`,
+/// `capacity`, `min-min`, `weighted-fair`, `tetris-perf`, `tetris-cer`, and
+/// dlsched's earlier variants `fifo-cer`, `min-min-pred`,
+/// `weighted-fair-cer`, `tetris-perf-srtf`, `tetris-cer-srtf`; the kind picks
+/// the variant, [`GenieVariant`] documents each).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GenieFamilyOptions {
@@ -389,11 +423,32 @@ pub struct GenieFamilyOptions {
     /// Fitted models saved by `dlsched genie-profile`; `None` (default)
     /// profiles at the start of the run, seeded by the run's seed.
     pub models: Option<PathBuf>,
+    /// `genie` only: the reading of Algorithm 1, `strict` (default, the
+    /// paper's rule) or `available` (the best-CER placement free now that
+    /// meets the ECT, else the paper's rule); [`Reading`].
+    pub reading: Reading,
+    /// The placements considered: `paper` (default; `{1, 2, 4, …} ≤ N` nodes
+    /// × `{1, 2, 4, …} ≤ G` GPUs per node) or `all` (every `1..=N × 1..=G`,
+    /// dlsched before issue 16); [`PlacementSet`].
+    pub placements: PlacementSet,
+    /// The black-box kinds only (`genie-fifo`, `capacity`, `min-min`,
+    /// `weighted-fair`): `one-gpu`, `node` or `all-free`; `None` (default)
+    /// = the kind's default ([`BlackBox::default_for`]: `one-gpu` for
+    /// Capacity, `node` for the others).
+    pub blackbox: Option<BlackBox>,
 }
 
 impl Default for GenieFamilyOptions {
     fn default() -> Self {
-        GenieFamilyOptions { theta: 0.4, backfill: false, best_fit_nodes: false, models: None }
+        GenieFamilyOptions {
+            theta: 0.4,
+            backfill: false,
+            best_fit_nodes: false,
+            models: None,
+            reading: Reading::Strict,
+            placements: PlacementSet::Paper,
+            blackbox: None,
+        }
     }
 }
 
@@ -404,8 +459,20 @@ fn genie_variant(kind: &str) -> GenieVariant {
 }
 
 impl BuildPolicy for GenieFamilyOptions {
-    fn validate(&self, _kind: &str) -> Result<(), String> {
-        crate::bounds::theta(self.theta).map(|_| ()).map_err(|e| format!("--theta {e}"))
+    fn validate(&self, kind: &str) -> Result<(), String> {
+        crate::bounds::theta(self.theta).map(|_| ()).map_err(|e| format!("--theta {e}"))?;
+        let variant = genie_variant(kind);
+        if self.reading != Reading::Strict && variant != GenieVariant::Genie {
+            return Err(format!(
+                "policy option `reading` is GENIE's Algorithm 1 (`--policy genie`); `{kind}` has no such choice"
+            ));
+        }
+        if self.blackbox.is_some() && !variant.black_box() {
+            return Err(format!(
+                "policy option `blackbox` is the placement of genie-fifo, capacity, min-min and weighted-fair; `{kind}` places by the prediction model"
+            ));
+        }
+        Ok(())
     }
 
     fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
@@ -429,11 +496,15 @@ impl BuildPolicy for GenieFamilyOptions {
             seed: ctx.seed,
             config: profiles.config,
         };
+        let variant = genie_variant(kind);
         let options = GenieOptions {
-            variant: genie_variant(kind),
+            variant,
             theta: self.theta,
             backfill: self.backfill,
             best_fit_nodes: self.best_fit_nodes,
+            reading: self.reading,
+            placements: self.placements,
+            blackbox: self.blackbox.unwrap_or_else(|| BlackBox::default_for(variant)),
         };
         Ok(Box::new(GeniePolicy::new(options, profiles, ctx.db()).with_online_profiling(online)))
     }

@@ -7,7 +7,9 @@ use dlsched::cluster::{Cluster, ClusterPreset, ClusterSpec};
 use dlsched::engine::{EngineConfig, RunOutput, Simulation};
 use dlsched::experiment::{ClusterChoice, RateModelKind, RunSpec, WorkloadSource, run_one};
 use dlsched::job::{JobState, QosClass, TaskSpec};
-use dlsched::policy::genie::{GenieOptions, GeniePolicy, GenieProfiles, GenieVariant, ProfilerConfig, TypeProfile};
+use dlsched::policy::genie::{
+    GenieOptions, GeniePolicy, GenieProfiles, GenieVariant, PlacementSet, ProfilerConfig, TypeProfile,
+};
 use dlsched::policy::placement::PlacementKind;
 use dlsched::profile::TraceSpeed;
 use dlsched::profile::db::ProfileDb;
@@ -81,7 +83,7 @@ fn run_tasks(spec: ClusterSpec, tasks: Vec<(&str, u64, u64, TaskSpec)>, variant:
     let mut w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
     let mut map: HashMap<String, TaskSpec> = tasks.into_iter().map(|(id, _, _, t)| (id.to_string(), t)).collect();
     w.jobs.attach_tasks(&mut map);
-    let opts = GenieOptions { variant, theta: 0.4, backfill: false, best_fit_nodes: false };
+    let opts = GenieOptions { variant, placements: PlacementSet::All, ..Default::default() };
     let policy = GeniePolicy::new(opts, profiles(), std::sync::Arc::new(ProfileDb::builtin()));
     let mut sim = Simulation::new(
         cluster,
@@ -120,9 +122,10 @@ fn genie_takes_the_best_cer_placement_that_meets_the_ect() {
     assert_eq!(gpus_used(&run_tasks(c(), vec![("a", 0, 10, task(8, 100, 30))], GenieVariant::Genie)), vec![4]);
     // ECT 10 s: none does; best CER overall again.
     assert_eq!(gpus_used(&run_tasks(c(), vec![("a", 0, 10, task(8, 100, 10))], GenieVariant::Genie)), vec![1]);
-    // Tetris+Perf takes the highest rate (<2,2>, 43 samples/s); Min-Min the lowest latency (<2,2>).
+    // Tetris+Perf takes the highest rate (<2,2>, 43 samples/s); the earlier
+    // Min-Min (`min-min-pred`) the lowest latency (<2,2>).
     assert_eq!(gpus_used(&run_tasks(c(), vec![("a", 0, 10, task(8, 100, 1000))], GenieVariant::TetrisPerf)), vec![4]);
-    assert_eq!(gpus_used(&run_tasks(c(), vec![("a", 0, 10, task(8, 100, 1000))], GenieVariant::MinMin)), vec![4]);
+    assert_eq!(gpus_used(&run_tasks(c(), vec![("a", 0, 10, task(8, 100, 1000))], GenieVariant::MinMinPred)), vec![4]);
 }
 
 #[test]
@@ -162,7 +165,7 @@ fn swaf_orders_by_least_waiting_allowance() {
             ("b", 2, 10, task(8, 100, 200)),
             ("c", 3, 10, task(8, 100, 300)),
         ],
-        GenieVariant::GenieFifo,
+        GenieVariant::FifoCer,
     );
     let s: Vec<u64> = out
         .jobs
@@ -186,7 +189,7 @@ fn genie_spec(variant: GenieVariant, seed: u64, density: f64) -> RunSpec {
                 theta: 0.4,
                 backfill: seed.is_multiple_of(2),
                 best_fit_nodes: seed.is_multiple_of(3),
-                models: None,
+                ..Default::default()
             },
         ),
         ..RunSpec::new(
@@ -203,14 +206,7 @@ fn every_variant_completes_every_task_within_the_free_gpus_and_is_deterministic(
     // check that no placement ever exceeded the free GPUs. Invariants after
     // every instant are checked in `run_tasks`-style runs above; here whole
     // runs of the real workload, two seeds per variant.
-    for variant in [
-        GenieVariant::Genie,
-        GenieVariant::GenieFifo,
-        GenieVariant::MinMin,
-        GenieVariant::WeightedFair,
-        GenieVariant::TetrisPerf,
-        GenieVariant::TetrisCer,
-    ] {
+    for &variant in <GenieVariant as clap::ValueEnum>::value_variants() {
         for seed in [1, 2] {
             let r = run_one(&genie_spec(variant, seed, 15.0), |_| {}).unwrap();
             assert_eq!(r.summary.jobs_completed, r.summary.jobs_total, "{variant:?} seed {seed}");
@@ -308,7 +304,7 @@ fn an_unprofiled_type_borrows_until_the_cluster_is_idle_then_is_profiled() {
         }
     }
     let jobs = dlsched::job::JobTable::new(specs);
-    let opts = GenieOptions { variant: GenieVariant::Genie, theta: 0.4, backfill: false, best_fit_nodes: false };
+    let opts = GenieOptions { variant: GenieVariant::Genie, ..Default::default() };
     let online = OnlineProfiling {
         gpu_type: "v100".into(),
         nodes: 2,

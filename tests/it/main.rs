@@ -19,6 +19,7 @@ mod formats;
 mod gandiva;
 mod gavel;
 mod genie;
+mod genie_baselines;
 mod golden;
 mod hand;
 mod invariants;

@@ -59,8 +59,11 @@ pub(crate) struct SimulateArgs {
     /// GENIE family (moldable tasks of --workload
     /// genie; they choose each task's GPUs): genie (QoS-aware: best
     /// cost-efficiency placement that meets the task's expected completion
-    /// time, least waiting allowance first) and the paper's baselines
-    /// genie-fifo, min-min, weighted-fair, tetris-perf, tetris-cer.
+    /// time, least waiting allowance first), the paper's baselines
+    /// genie-fifo, capacity, min-min, weighted-fair (black-box placement),
+    /// tetris-perf, tetris-cer (packing order), and dlsched's earlier
+    /// prediction-using variants fifo-cer, min-min-pred, weighted-fair-cer,
+    /// tetris-perf-srtf, tetris-cer-srtf (not in the paper).
     #[arg(long, value_parser = PolicyNameParser, default_value = "fifo")]
     pub(crate) policy: PolicyName,
 
