@@ -119,8 +119,9 @@ pub enum TieBreak {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum EpsilonPer {
-    /// Training episodes ([`Agent::episode`], set by `dlsched rifling-train`;
-    /// a single run is one episode, so its epsilon is constant): the default.
+    /// Training episodes (the agent's episode index, set by
+    /// `dlsched rifling-train`; a single run is one episode, so its epsilon
+    /// is constant): the default.
     Episode,
     /// Decisions taken, cumulated over episodes: the behaviour before
     /// issue 16 (with 500 decisions, the floor came in the second episode).
