@@ -28,7 +28,7 @@ use crate::workload::synthetic::SyntheticSpec;
 /// defaults of [`to_run_spec`] (the command line's). Besides these, a key
 /// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
 /// kind (`--policy-opt NAME=VALUE` on the command line).
-pub const KEYS: [(&str, &str); 43] = [
+pub const KEYS: [(&str, &str); 49] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     ("columns", "jobs-csv: field=column pairs, comma-separated (e.g. \"submit_time=arrival,gpu_num=gpus\")"),
@@ -89,10 +89,19 @@ pub const KEYS: [(&str, &str); 43] = [
     ("rifling_gamma", "RIFLING: discount in [0, 1] (default 0.9)"),
     ("rifling_epsilon", "RIFLING: exploration rate at the start (default 0.3)"),
     ("rifling_epsilon_end", "RIFLING: exploration rate after the decay (default 0.05)"),
-    ("rifling_epsilon_decay", "RIFLING: decisions of the linear epsilon decay (default 500)"),
+    (
+        "rifling_epsilon_decay",
+        "RIFLING: episodes (or decisions, rifling_epsilon_per) of the linear epsilon decay (default 20)",
+    ),
+    ("rifling_epsilon_per", "RIFLING: episode (default) or decision: what the epsilon decay counts"),
+    ("rifling_tie_break", "RIFLING: random (default) or lowest-index: greedy tie-break"),
+    ("rifling_q_init", "RIFLING: initial Q value, a finite number (default 10)"),
+    ("rifling_tau", "RIFLING: time constant of the discount and integrated reward, s; 0 = per decision (default 600)"),
+    ("rifling_queue_feature", "RIFLING: true (default) or false: queue length in the state"),
+    ("rifling_wait", "RIFLING: never (default) or when-running: when WAIT is available"),
     ("rifling_regroup", "RIFLING: arrivals between K-means regroupings (default 50)"),
     ("rifling_window", "RIFLING: training tasks the K-means looks back over (default 200)"),
-    ("rifling_reward", "RIFLING: throughput (default) or scaling-efficiency"),
+    ("rifling_reward", "RIFLING: throughput-integral (default), throughput or scaling-efficiency"),
 ];
 
 /// A scalar value of a raw spec.
@@ -658,6 +667,16 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
                 window: r.uint("rifling_window")?.map_or(d.window, |x| x as usize),
                 reward: r.enumv("rifling_reward")?.unwrap_or(d.reward),
                 best_fit_nodes,
+                epsilon_per: r.enumv("rifling_epsilon_per")?.unwrap_or(d.epsilon_per),
+                tie_break: r.enumv("rifling_tie_break")?.unwrap_or(d.tie_break),
+                q_init: r.num("rifling_q_init")?.unwrap_or(d.q_init),
+                tau_s: r.num("rifling_tau")?.unwrap_or(d.tau_s),
+                queue_feature: if r.p.contains_key("rifling_queue_feature") {
+                    r.flag("rifling_queue_feature")?
+                } else {
+                    d.queue_feature
+                },
+                wait: r.enumv("rifling_wait")?.unwrap_or(d.wait),
             };
             params.validate()?;
             if !tasks {

@@ -561,6 +561,9 @@ impl BuildPolicy for RiflingOptions {
             )
             .into());
         }
+        if mode != RiflingMode::Random {
+            super::rifling::check_ccr(&ctx.db()).map_err(ConfigError)?;
+        }
         let cluster = ctx.cluster;
         let p = cluster.partition(VcId(0));
         let actions = (p.nodes.len() as u32 * p.max_node_gpus) as usize + 1;

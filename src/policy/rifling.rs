@@ -33,6 +33,36 @@
 //!   0.9, epsilon linear 0.3 → 0.05 over 500 decisions; Q starts at 0;
 //!   greedy ties go to the lowest action index (fewest GPUs, fewest nodes);
 //!   physical nodes as GENIE's [`super::symmetric::physical`].
+//! - **Ours, revised by issue 16** (the defaults; the proposal above stays
+//!   reachable field by field, all at once as [`RiflingParams::pre_issue16`]).
+//!   The proposal never explored: Q at 0, positive rewards and ties to the
+//!   lowest index made the first greedy visit of every state take `<1, 1>`
+//!   and keep it (the shipped table had 11 % of its entries ever updated);
+//!   epsilon reached its floor in the second of 30 training episodes; the
+//!   discount was per decision although decisions come in bursts at one
+//!   instant and then hours apart. Now:
+//!   - Q starts at `q_init` = 10, above any return (optimistic initial
+//!     values), and greedy ties are broken uniformly on the agent's seeded
+//!     stream, so every feasible action of a state is tried early;
+//!   - epsilon decays linearly per training episode (0.3 at episode 0 →
+//!     0.05 at episode 20, [`Agent::episode`] set by `rifling-train`); a
+//!     single run is one episode;
+//!   - semi-Markov credit: the reward of a transition is `∫ Phi dt / τ` over
+//!     it ([`RewardKind::ThroughputIntegral`]) and the next state's value is
+//!     discounted by `γ^(Δt/τ)` with `τ = tau_s` = 600 s (our reading of the
+//!     paper's "Bellman update at each scheduling point" for decisions
+//!     irregular in time; Bradtke & Duff 1995 for the continuous-time
+//!     discount): placing several tasks at one instant passes value along
+//!     undiscounted, a WAIT earns what the cluster produces while it lasts;
+//!   - the state adds the queue length behind the head, bucketed 0 / 1 /
+//!     2-3 / 4+ ([`queue_bucket`]), so that "GPUs would idle" and "others
+//!     are waiting" are different states;
+//!   - WAIT's availability is an option ([`WaitRule`]), by default never
+//!     (measured: see [`RiflingParams::wait`]);
+//!   - a task model without a finite CCR is an error at build time
+//!     ([`check_ccr`]), not a silent group 0; `transformer-multi30k`'s
+//!     parameter count and FLOPs, missing from `models.csv`, are computed
+//!     and cited in [`CCR_FACTS`] (before, every seq2seq task was group 0).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -58,29 +88,80 @@ pub const EXACT_PROFILE_MAX: (u32, u32) = (4, 4);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum RewardKind {
-    /// Time-average of the cluster-normalised throughput between two
-    /// scheduling points (the spec's proposal).
+    /// Time-average of the cluster-normalised throughput Phi between two
+    /// scheduling points (the spec's proposal; the default before issue 16).
+    /// A transition closed at the instant it opened earns the current Phi.
     Throughput,
+    /// The integral of Phi over the transition, in units of `tau_s`:
+    /// `(1 / tau_s) ∫ Phi dt` (so a transition of length 0 earns 0 and a long
+    /// WAIT earns in proportion to how long it lasts). Our reading of
+    /// issue 16, RIFLING point 3; the default. Needs `tau_s > 0`.
+    ThroughputIntegral,
     /// The placed task's normalised rate divided by its GPUs (scaling
     /// efficiency); WAIT earns 0 (the spec's alternative).
     ScalingEfficiency,
 }
 
-/// Every open choice of RIFLING, with the spec's proposed defaults.
+/// How the greedy choice breaks ties between equal Q values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum TieBreak {
+    /// Uniformly among the tied feasible actions, on the agent's stream
+    /// `rifling.agent` of the run's seed (the default).
+    Random,
+    /// The lowest action index (fewest nodes, then fewest GPUs per node; WAIT
+    /// last): the behaviour before issue 16, under which an unseen state
+    /// always took `<1, 1>`.
+    LowestIndex,
+}
+
+/// What epsilon's linear decay counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum EpsilonPer {
+    /// Training episodes (the agent's episode index, set by
+    /// `dlsched rifling-train`; a single run is one episode, so its epsilon
+    /// is constant): the default.
+    Episode,
+    /// Decisions taken, cumulated over episodes: the behaviour before
+    /// issue 16 (with 500 decisions, the floor came in the second episode).
+    Decision,
+}
+
+/// When the WAIT action is available.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitRule {
+    /// When at least one task is running (otherwise a WAIT could stall the
+    /// run): the behaviour before issue 16.
+    WhenRunning,
+    /// Never: every scheduling point places the FCFS head.
+    Never,
+}
+
+/// Every open choice of RIFLING, with our defaults (the spec's proposal as
+/// revised by issue 16; [`RiflingParams::pre_issue16`] gives the earlier
+/// ones). A field missing from a saved table takes its pre-issue-16 value,
+/// which is what such a table was trained with.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RiflingParams {
     /// Training-task groups of the K-means (inference is one more group).
     pub k: usize,
     /// Learning rate.
     pub alpha: f64,
-    /// Discount.
+    /// Discount: per `tau_s` seconds of simulated time (`γ^(Δt/τ)`), or per
+    /// scheduling point when `tau_s` is 0.
     pub gamma: f64,
-    /// Exploration rate at the first decision.
+    /// Exploration rate at the first episode (or decision).
     pub epsilon_start: f64,
     /// Exploration rate after the decay.
     pub epsilon_end: f64,
-    /// Decisions over which epsilon falls linearly from start to end.
+    /// Episodes (or decisions, per `epsilon_per`) over which epsilon falls
+    /// linearly from start to end.
     pub epsilon_decay: u64,
+    /// What `epsilon_decay` counts.
+    #[serde(default = "pre16_epsilon_per")]
+    pub epsilon_per: EpsilonPer,
     /// Re-run the K-means every this many arrivals.
     pub regroup_every: u64,
     /// K-means over the last this many training tasks seen.
@@ -89,6 +170,48 @@ pub struct RiflingParams {
     pub reward: RewardKind,
     /// Put a placement on the fullest nodes with room instead of the emptiest.
     pub best_fit_nodes: bool,
+    /// How greedy ties are broken.
+    #[serde(default = "pre16_tie_break")]
+    pub tie_break: TieBreak,
+    /// Initial Q of every (state, action) pair, in reward units. Optimistic
+    /// (above any return the agent can earn) makes every feasible action of
+    /// a state be tried before the agent settles: with Phi at most 1 (no
+    /// super-linear scaling), the return is at most `1 / (1 - γ)` = 10 per
+    /// scheduling point at γ 0.9, and at most `1 / ln(1/γ)` = 9.49 with the
+    /// integrated reward and time discount; the default 10 bounds both
+    /// (Sutton & Barto 2018, §2.6, "optimistic initial values").
+    #[serde(default)]
+    pub q_init: f64,
+    /// Time constant of the discount and of the integrated reward, s; 0 =
+    /// discount once per scheduling point (the behaviour before issue 16).
+    /// Default 600 s, the shortest single-GPU task of the GENIE workload
+    /// ([`crate::workload::genie::MIN_LATENCY_S`]): at γ 0.9 a reward 95 min
+    /// (`600 / ln(1/0.9)`) ahead counts 1/e, about a mean task's length.
+    #[serde(default)]
+    pub tau_s: f64,
+    /// Add the coarse queue length to the state ([`queue_bucket`]: 0 / 1 /
+    /// 2-3 / 4+ tasks waiting behind the FCFS head).
+    #[serde(default)]
+    pub queue_feature: bool,
+    /// When WAIT is available. Default [`WaitRule::Never`], from a
+    /// measurement (online RIFLING at these defaults, lab16, 24 h of GENIE
+    /// tasks, seeds 1-5, table rate model: QoS 84.1 % never vs 83.8 %
+    /// when-running at 10 tasks/h, 56.6 % vs 18.3 % at 20 tasks/h; the
+    /// review of issue 16 measured 54.8 vs 48.0 % at 20/h on the old agent).
+    #[serde(default = "pre16_wait")]
+    pub wait: WaitRule,
+}
+
+fn pre16_epsilon_per() -> EpsilonPer {
+    EpsilonPer::Decision
+}
+
+fn pre16_tie_break() -> TieBreak {
+    TieBreak::LowestIndex
+}
+
+fn pre16_wait() -> WaitRule {
+    WaitRule::WhenRunning
 }
 
 impl RiflingParams {
@@ -125,6 +248,21 @@ impl RiflingParams {
         if self.window == 0 {
             return Err("RIFLING window (--rifling-window) must be at least 1".into());
         }
+        if !self.q_init.is_finite() {
+            return Err(format!("RIFLING initial Q (--rifling-q-init) must be a finite number, got {}", self.q_init));
+        }
+        if !(self.tau_s.is_finite() && self.tau_s >= 0.0) {
+            return Err(format!(
+                "RIFLING time constant (--rifling-tau) must be 0 or a positive number of seconds, got {}",
+                self.tau_s
+            ));
+        }
+        if self.reward == RewardKind::ThroughputIntegral && self.tau_s == 0.0 {
+            return Err(
+                "RIFLING reward throughput-integral (--rifling-reward) needs a time constant: --rifling-tau above 0"
+                    .into(),
+            );
+        }
         Ok(())
     }
 }
@@ -137,11 +275,37 @@ impl Default for RiflingParams {
             gamma: 0.9,
             epsilon_start: 0.3,
             epsilon_end: 0.05,
-            epsilon_decay: 500,
+            epsilon_decay: 20,
+            epsilon_per: EpsilonPer::Episode,
             regroup_every: 50,
             window: 200,
-            reward: RewardKind::Throughput,
+            reward: RewardKind::ThroughputIntegral,
             best_fit_nodes: false,
+            tie_break: TieBreak::Random,
+            q_init: 10.0,
+            tau_s: 600.0,
+            queue_feature: true,
+            wait: WaitRule::Never,
+        }
+    }
+}
+
+impl RiflingParams {
+    /// The defaults before issue 16 (the spec's first proposal): epsilon
+    /// over 500 cumulative decisions, Q starting at 0 with ties to the lowest
+    /// index, the time-average reward discounted once per scheduling point,
+    /// no queue feature, WAIT whenever something runs.
+    pub fn pre_issue16() -> Self {
+        RiflingParams {
+            epsilon_decay: 500,
+            epsilon_per: EpsilonPer::Decision,
+            reward: RewardKind::Throughput,
+            tie_break: TieBreak::LowestIndex,
+            q_init: 0.0,
+            tau_s: 0.0,
+            queue_feature: false,
+            wait: WaitRule::WhenRunning,
+            ..Default::default()
         }
     }
 }
@@ -159,13 +323,123 @@ pub enum RiflingMode {
     Random,
 }
 
+/// Model facts RIFLING's CCR uses where `models.csv` gives `NaN`: (model,
+/// millions of parameters, training GFLOPs per sample, source). Kept here,
+/// not in `models.csv`, because that table's parameter count and GFLOPs also
+/// feed the GPU-memory estimate and the SM-utilisation proxy of every other
+/// policy's runs, which must stay byte-identical (issue 16); moving a row
+/// into `models.csv` changes those runs for that model's jobs.
+///
+/// `transformer-multi30k` (Vaswani et al. 2017 base config as Gavel runs it:
+/// `workloads/pytorch/translation` of stanford-futuredata/gavel, from
+/// jadore801120/attention-is-all-you-need-pytorch, `-proj_share_weight`):
+/// layers computed here from its code, per layer a multi-head attention of
+/// 4 biased 512 × 512 projections + LayerNorm = 1,051,648 and a position-wise
+/// feed-forward of two biased 1 × 1 Conv1d 512 ↔ 2048 + LayerNorm =
+/// 2,100,736; 6 encoder layers (1 attention) + 6 decoder layers (2) =
+/// 44,138,496; plus source and target embeddings of 512 × 10,000 words each
+/// (our assumption: `preprocess.py` keeps Multi30k words seen more than 5
+/// times and the count is not recorded; `models.csv`'s activation column
+/// assumes the same 10,000-word vocabulary; the output projection shares the
+/// target embedding; the frozen sinusoid positions take no gradient) =
+/// 54.3785 M. GFLOPs per sentence pair at 32 tokens a side (the activation
+/// column's length): forward multiply-adds 32 × 18.87 M (encoder weights) +
+/// 32 × (25.17 M + 5.12 M output projection) (decoder) + 18 attention blocks
+/// × 2 × 32 × 32 × 512 = 1.592 G; training = 3 × forward, 2 FLOPs per
+/// multiply-add: 9.552.
+pub const CCR_FACTS: [(&str, f64, f64, &str); 1] = [(
+    "transformer-multi30k",
+    54.3785,
+    9.552,
+    "Vaswani et al. 2017 base config in jadore801120/attention-is-all-you-need-pytorch as used by Gavel; \
+     layers computed from its code, 10,000-word vocabularies assumed, 32 tokens a side",
+)];
+
+/// The parameter count (millions) and training GFLOPs per sample RIFLING
+/// uses for `model`: `models.csv`'s, each `NaN` replaced from
+/// [`CCR_FACTS`] when that table has the model.
+pub fn ccr_facts(db: &ProfileDb, model: &str) -> Option<(f64, f64)> {
+    let i = db.model_info(model)?;
+    let extra = CCR_FACTS.iter().find(|f| f.0 == model);
+    let pick = |x: f64, f: Option<f64>| if x.is_finite() { x } else { f.unwrap_or(x) };
+    Some((pick(i.params_m, extra.map(|f| f.1)), pick(i.gflops_per_sample, extra.map(|f| f.2))))
+}
+
 /// `log10` of a task's computation/communication ratio, from the profile
-/// database (`NaN` when the model's size or FLOPs are unknown).
+/// database and [`CCR_FACTS`] (`NaN` when the model's size or FLOPs are
+/// unknown; see [`check_ccr`]).
 pub fn log_ccr(db: &ProfileDb, model: &str, global_bsz: u32) -> f64 {
-    let Some(i) = db.model_info(model) else { return f64::NAN };
-    let flops = i.gflops_per_sample * 1e9 * f64::from(global_bsz.max(1));
-    let bytes = GRADIENT_BYTES_PER_PARAM * i.params_m * 1e6;
+    let Some((params_m, gflops)) = ccr_facts(db, model) else { return f64::NAN };
+    let flops = gflops * 1e9 * f64::from(global_bsz.max(1));
+    let bytes = GRADIENT_BYTES_PER_PARAM * params_m * 1e6;
     (flops / bytes).log10()
+}
+
+/// Checks that every GENIE task model ([`crate::profile::genie::TASK_MODELS`])
+/// has a finite CCR in `db`, so that no training task falls silently into a
+/// group (before issue 16 `transformer-multi30k` had no figures and every
+/// seq2seq task went to group 0).
+///
+/// # Errors
+/// A message naming the first task type and model whose CCR is not a
+/// number, and the missing `models.csv` field.
+pub fn check_ccr(db: &ProfileDb) -> Result<(), String> {
+    for (name, model) in crate::profile::genie::TASK_MODELS {
+        if log_ccr(db, model, 1).is_finite() {
+            continue;
+        }
+        let why = match ccr_facts(db, model) {
+            None => "has no models.csv row".to_string(),
+            Some((params_m, gflops)) => {
+                let mut missing = Vec::new();
+                if !(params_m.is_finite() && params_m > 0.0) {
+                    missing.push("params_m");
+                }
+                if !(gflops.is_finite() && gflops > 0.0) {
+                    missing.push("gflops_per_sample");
+                }
+                format!("has no usable {} in models.csv", missing.join(" or "))
+            }
+        };
+        return Err(format!(
+            "RIFLING groups training tasks by log10 CCR (FLOPs per gradient byte), but the model `{model}` of task type `{name}` {why}: its CCR is not a number"
+        ));
+    }
+    Ok(())
+}
+
+/// The throughput reward of a transition that lasted `dt_ms` with
+/// `area_ms = ∫ Phi dt` (ms × Phi) over it and Phi `phi_now` at its end:
+/// [`RewardKind::Throughput`] the time-average `area / dt` (`phi_now` when
+/// `dt` is 0); [`RewardKind::ThroughputIntegral`] `area / (1000 · tau_s)`;
+/// 0 for any other kind.
+pub fn throughput_reward(p: &RiflingParams, area_ms: f64, dt_ms: u64, phi_now: f64) -> f64 {
+    match p.reward {
+        RewardKind::Throughput if dt_ms == 0 => phi_now,
+        RewardKind::Throughput => area_ms / dt_ms as f64,
+        // tau_s > 0 (validated).
+        RewardKind::ThroughputIntegral => area_ms / (1000.0 * p.tau_s),
+        RewardKind::ScalingEfficiency => 0.0,
+    }
+}
+
+/// Whether WAIT is available under `rule` when `busy` (some task runs).
+pub fn wait_available(rule: WaitRule, busy: bool) -> bool {
+    match rule {
+        WaitRule::WhenRunning => busy,
+        WaitRule::Never => false,
+    }
+}
+
+/// The queue-length feature of the state: the tasks waiting behind the FCFS
+/// head, bucketed `0`, `1`, `2-3`, `4+`.
+pub fn queue_bucket(waiting: usize) -> &'static str {
+    match waiting {
+        0 => "0",
+        1 => "1",
+        2 | 3 => "2-3",
+        _ => "4+",
+    }
 }
 
 /// K-means of one-dimensional `xs` into at most `k` groups with linfa's
@@ -285,8 +559,13 @@ pub struct Agent {
     pub actions: usize,
     /// Q rows by state key (`t<group>|<profile>` or `inf|<profile>`).
     pub q: BTreeMap<String, Vec<f64>>,
-    /// Decisions taken so far (drives the epsilon schedule).
+    /// Decisions taken so far (drives a per-decision epsilon schedule).
     pub decisions: u64,
+    /// Index of the current training episode, 0 first (drives the
+    /// per-episode epsilon schedule; set by `dlsched rifling-train`, kept by
+    /// a saved table: the index of its last episode).
+    #[serde(default)]
+    pub episode: u64,
     /// Q updates made.
     pub updates: u64,
     /// Regroupings made.
@@ -309,6 +588,7 @@ impl Agent {
             actions,
             q: BTreeMap::new(),
             decisions: 0,
+            episode: 0,
             updates: 0,
             regroups: 0,
             rng: crate::rng::stream(seed, "rifling.agent"),
@@ -320,31 +600,47 @@ impl Agent {
         self.rng = crate::rng::stream(seed, "rifling.agent");
     }
 
-    /// Epsilon at the current decision count.
+    /// Starts training episode `episode` (0 first) on workload seed `seed`:
+    /// sets the episode index of the epsilon schedule and re-seeds.
+    pub fn start_episode(&mut self, episode: u64, seed: u64) {
+        self.episode = episode;
+        self.reseed(seed);
+    }
+
+    /// Epsilon now: linear from `epsilon_start` at episode (or decision) 0
+    /// to `epsilon_end` at `epsilon_decay`, constant after.
     pub fn epsilon(&self) -> f64 {
         let p = &self.params;
-        if p.epsilon_decay == 0 || self.decisions >= p.epsilon_decay {
+        let at = match p.epsilon_per {
+            EpsilonPer::Episode => self.episode,
+            EpsilonPer::Decision => self.decisions,
+        };
+        if p.epsilon_decay == 0 || at >= p.epsilon_decay {
             return p.epsilon_end;
         }
-        let f = self.decisions as f64 / p.epsilon_decay as f64;
+        let f = at as f64 / p.epsilon_decay as f64;
         p.epsilon_start + (p.epsilon_end - p.epsilon_start) * f
     }
 
-    /// State key of a task (`None` feature = inference).
-    pub fn state(&self, feature: Option<f64>, profile: &str) -> String {
-        match feature {
+    /// State key of a task (`None` feature = inference): `t<group>|<profile>`
+    /// or `inf|<profile>`, followed by `|q<bucket>` ([`queue_bucket`] of
+    /// `waiting`, the tasks behind the head) when the queue feature is on.
+    pub fn state(&self, feature: Option<f64>, profile: &str, waiting: usize) -> String {
+        let base = match feature {
             None => format!("inf|{profile}"),
             Some(x) if self.centroids.is_empty() || !x.is_finite() => format!("t0|{profile}"),
             Some(x) => format!("t{}|{profile}", nearest(&self.centroids, x)),
-        }
+        };
+        if self.params.queue_feature { format!("{base}|q{}", queue_bucket(waiting)) } else { base }
     }
 
-    /// Q(s, a) (0 for an unseen state).
+    /// Q(s, a) (`q_init` for an unseen state).
     pub fn value(&self, s: &str, a: usize) -> f64 {
-        self.q.get(s).map_or(0.0, |row| row[a])
+        self.q.get(s).map_or(self.params.q_init, |row| row[a])
     }
 
-    /// The feasible action with the highest Q (ties: lowest index).
+    /// The feasible action with the highest Q (ties: lowest index; the
+    /// value, not the choice, of the greedy action).
     pub fn greedy(&self, s: &str, mask: &[bool]) -> Option<usize> {
         let mut best: Option<usize> = None;
         for (a, _) in mask.iter().enumerate().filter(|(_, ok)| **ok) {
@@ -355,6 +651,20 @@ impl Agent {
         best
     }
 
+    /// The greedy choice: the feasible action with the highest Q, ties
+    /// broken by [`RiflingParams::tie_break`] (a random tie-break draws one
+    /// number from the agent's stream, only when there is a tie).
+    pub fn greedy_choice(&mut self, s: &str, mask: &[bool]) -> Option<usize> {
+        let best = self.greedy(s, mask)?;
+        if self.params.tie_break == TieBreak::LowestIndex {
+            return Some(best);
+        }
+        let top = self.value(s, best);
+        let tied: Vec<usize> =
+            mask.iter().enumerate().filter(|&(a, &ok)| ok && self.value(s, a) == top).map(|(a, _)| a).collect();
+        if tied.len() < 2 { Some(best) } else { Some(tied[self.rng.gen_range(0..tied.len())]) }
+    }
+
     /// Epsilon-greedy choice among feasible actions (`explore` false: greedy).
     /// Counts the decision.
     pub fn select(&mut self, s: &str, mask: &[bool], explore: bool) -> Option<usize> {
@@ -363,7 +673,14 @@ impl Agent {
         if explore && self.rng.gen_bool(eps.clamp(0.0, 1.0)) {
             return self.random(mask);
         }
-        self.greedy(s, mask)
+        self.greedy_choice(s, mask)
+    }
+
+    /// The discount of a transition that lasted `dt_ms`: `γ^(Δt/τ)` with
+    /// `τ = tau_s`, or `γ` per scheduling point when `tau_s` is 0.
+    pub fn discount(&self, dt_ms: u64) -> f64 {
+        let p = &self.params;
+        if p.tau_s > 0.0 { p.gamma.powf(dt_ms as f64 / 1000.0 / p.tau_s) } else { p.gamma }
     }
 
     /// A uniformly random feasible action.
@@ -372,13 +689,15 @@ impl Agent {
         if ok.is_empty() { None } else { Some(ok[self.rng.gen_range(0..ok.len())]) }
     }
 
-    /// `Q(s,a) <- Q(s,a) + alpha (r + gamma max_{a' feasible in s'} Q(s',a') - Q(s,a))`;
-    /// returns the new value.
-    pub fn update(&mut self, s: &str, a: usize, r: f64, s2: &str, mask2: &[bool]) -> f64 {
+    /// `Q(s,a) <- Q(s,a) + alpha (r + d max_{a' feasible in s'} Q(s',a') - Q(s,a))`
+    /// with `d` = [`Agent::discount`] of the transition's `dt_ms`; returns the
+    /// new value.
+    pub fn update(&mut self, s: &str, a: usize, r: f64, s2: &str, mask2: &[bool], dt_ms: u64) -> f64 {
         let next = self.greedy(s2, mask2).map_or(0.0, |b| self.value(s2, b));
-        let (alpha, gamma, n) = (self.params.alpha, self.params.gamma, self.actions);
-        let row = self.q.entry(s.to_string()).or_insert_with(|| vec![0.0; n]);
-        row[a] += alpha * (r + gamma * next - row[a]);
+        let d = self.discount(dt_ms);
+        let (alpha, init, n) = (self.params.alpha, self.params.q_init, self.actions);
+        let row = self.q.entry(s.to_string()).or_insert_with(|| vec![init; n]);
+        row[a] += alpha * (r + d * next - row[a]);
         self.updates += 1;
         row[a]
     }
@@ -484,11 +803,10 @@ impl RiflingPolicy {
     }
 
     /// The reward of the open transition closed at `now`.
-    fn reward(&self, kind: RewardKind, o: &Open, view: &View<'_>) -> f64 {
-        match kind {
-            RewardKind::Throughput => {
-                let dt = view.now.as_ms().saturating_sub(o.at_ms);
-                if dt == 0 { self.phi } else { o.area / dt as f64 }
+    fn reward(&self, p: &RiflingParams, o: &Open, view: &View<'_>) -> f64 {
+        match p.reward {
+            RewardKind::Throughput | RewardKind::ThroughputIntegral => {
+                throughput_reward(p, o.area, view.now.as_ms().saturating_sub(o.at_ms), self.phi)
             }
             RewardKind::ScalingEfficiency => match o.job {
                 None => 0.0,
@@ -560,8 +878,9 @@ impl Policy for RiflingPolicy {
         let spec = view.jobs.spec(head);
         let Some(task) = spec.task.as_deref() else { return Decision::Wait };
         let vc = spec.vc;
+        let params = self.agent_params();
         let busy = !self.running.is_empty();
-        let mask = feasible(view.cluster, vc, task.global_bsz, busy);
+        let mask = feasible(view.cluster, vc, task.global_bsz, wait_available(params.wait, busy));
         let wait = mask.len() - 1;
         if !mask[..wait].iter().any(|&ok| ok) {
             // Only WAIT: not a scheduling point.
@@ -570,14 +889,14 @@ impl Policy for RiflingPolicy {
         let gpn = view.cluster.partition(vc).max_node_gpus;
         let profile = free_profile(view.cluster, vc);
         let feature = self.features.get(&head).copied().flatten();
-        let params = self.agent_params();
+        let waiting = self.pending.len() - 1;
         let mut agent = self.agent.lock().expect("agent lock");
-        let s = agent.state(if task.inference { None } else { Some(feature.unwrap_or(f64::NAN)) }, &profile);
+        let s = agent.state(if task.inference { None } else { Some(feature.unwrap_or(f64::NAN)) }, &profile, waiting);
         let mut reward = None;
         if let Some(o) = self.open.take() {
-            let r = self.reward(params.reward, &o, view);
+            let r = self.reward(&params, &o, view);
             if self.mode == RiflingMode::Online {
-                agent.update(&o.state, o.action, r, &s, &mask);
+                agent.update(&o.state, o.action, r, &s, &mask, view.now.as_ms().saturating_sub(o.at_ms));
             }
             reward = Some(r);
             self.rewards.push(r);
@@ -673,17 +992,17 @@ mod tests {
 
     #[test]
     fn q_update_by_hand() {
-        let p = RiflingParams { alpha: 0.5, gamma: 0.9, ..Default::default() };
+        let p = RiflingParams { alpha: 0.5, gamma: 0.9, ..RiflingParams::pre_issue16() };
         let mut a = Agent::new(p, 3, 1);
         a.q.insert("s".into(), vec![1.0, 0.0, 0.0]);
         a.q.insert("s2".into(), vec![3.0, 4.0, -1.0]);
         // Action 1 of s2 is masked: the max is over feasible actions only (3).
         // 1 + 0.5 (2 + 0.9 · 3 - 1) = 2.85
-        let v = a.update("s", 0, 2.0, "s2", &[true, false, true]);
+        let v = a.update("s", 0, 2.0, "s2", &[true, false, true], 5_000);
         assert!((v - 2.85).abs() < 1e-12, "{v}");
         assert_eq!(a.value("s", 0), v);
         // An unseen next state counts 0: 0 + 0.5 (1 - 0) = 0.5.
-        assert!((a.update("s", 2, 1.0, "new", &[true, true, true]) - 0.5).abs() < 1e-12);
+        assert!((a.update("s", 2, 1.0, "new", &[true, true, true], 0) - 0.5).abs() < 1e-12);
     }
 
     #[test]
@@ -716,7 +1035,7 @@ mod tests {
             epsilon_start: 1.0,
             epsilon_end: 0.1,
             epsilon_decay: 2000,
-            ..Default::default()
+            ..RiflingParams::pre_issue16()
         };
         let mut a = Agent::new(p, 17, 11);
         let mask: Vec<bool> = (0..17).map(|x| x < 16).collect();
@@ -727,14 +1046,14 @@ mod tests {
         };
         for _ in 0..4000 {
             let act = a.select("t0|4,4,4,4", &mask, true).unwrap();
-            a.update("t0|4,4,4,4", act, reward(act), "t0|4,4,4,4", &mask);
+            a.update("t0|4,4,4,4", act, reward(act), "t0|4,4,4,4", &mask, 0);
         }
         assert_eq!(a.greedy("t0|4,4,4,4", &mask), Some(action_index(1, 4, 4)));
     }
 
     #[test]
     fn epsilon_decays_linearly_and_regroup_carries_rows() {
-        let mut a = Agent::new(RiflingParams { k: 2, ..Default::default() }, 3, 1);
+        let mut a = Agent::new(RiflingParams { k: 2, ..RiflingParams::pre_issue16() }, 3, 1);
         assert!((a.epsilon() - 0.3).abs() < 1e-12);
         a.decisions = 250;
         assert!((a.epsilon() - 0.175).abs() < 1e-12);
@@ -761,5 +1080,163 @@ mod tests {
         assert!(vgg.is_finite() && resnet.is_finite() && vgg < resnet, "{vgg} {resnet}");
         // Doubling the batch doubles the ratio.
         assert!((log_ccr(db, "resnet50-imagenet", 128) - resnet - 2f64.log10()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn random_tie_break_follows_the_agent_stream() {
+        let p = RiflingParams { tie_break: TieBreak::Random, ..Default::default() };
+        let mask = [true, true, true, false];
+        // Actions 0 and 1 tie at 5; 2 is lower; 3 (higher) is masked.
+        let row = vec![5.0, 5.0, 1.0, 9.0];
+        for seed in [1, 2, 3, 4, 5, 6] {
+            let mut a = Agent::new(p, 4, seed);
+            a.q.insert("s".into(), row.clone());
+            // Independent route: the choice is tied[gen_range(0..2)] on
+            // stream `rifling.agent` of the seed, one draw per tied choice.
+            let mut r = crate::rng::stream(seed, "rifling.agent");
+            for _ in 0..8 {
+                let want = [0, 1][r.gen_range(0..2)];
+                assert_eq!(a.greedy_choice("s", &mask), Some(want), "seed {seed}");
+            }
+        }
+        // Both tied actions do get chosen, and never the lower or masked ones.
+        let mut a = Agent::new(p, 4, 9);
+        a.q.insert("s".into(), row.clone());
+        let picks: Vec<usize> = (0..64).map(|_| a.greedy_choice("s", &mask).unwrap()).collect();
+        assert!(picks.contains(&0) && picks.contains(&1) && picks.iter().all(|&x| x < 2));
+        // No tie: no draw, the best one.
+        a.q.insert("u".into(), vec![1.0, 2.0, 3.0, 0.0]);
+        assert_eq!(a.greedy_choice("u", &mask), Some(2));
+        // Lowest-index rule: always 0.
+        let mut low = Agent::new(RiflingParams { tie_break: TieBreak::LowestIndex, ..p }, 4, 9);
+        low.q.insert("s".into(), row);
+        assert!((0..16).all(|_| low.greedy_choice("s", &mask) == Some(0)));
+        // An unseen state is all q_init: every feasible action ties.
+        let mut fresh = Agent::new(p, 4, 2);
+        let mut r = crate::rng::stream(2, "rifling.agent");
+        assert_eq!(fresh.greedy_choice("never-seen", &mask), Some(r.gen_range(0..3)));
+    }
+
+    #[test]
+    fn epsilon_decays_per_episode() {
+        // Defaults: 0.3 -> 0.05 over 20 episodes, whatever the decisions.
+        let mut a = Agent::new(RiflingParams::default(), 3, 1);
+        a.decisions = 10_000;
+        a.start_episode(0, 1000);
+        assert!((a.epsilon() - 0.3).abs() < 1e-12);
+        // Episode 8: 0.3 + (0.05 - 0.3) · 8/20 = 0.3 - 0.1 = 0.2.
+        a.start_episode(8, 1008);
+        assert!((a.epsilon() - 0.2).abs() < 1e-12, "{}", a.epsilon());
+        // Episode 15: 0.3 - 0.25 · 0.75 = 0.1125.
+        a.start_episode(15, 1015);
+        assert!((a.epsilon() - 0.1125).abs() < 1e-12);
+        // Episodes 20 and 29 (the last of the shipped 30): the floor.
+        for e in [20, 29] {
+            a.start_episode(e, 1000 + e);
+            assert!((a.epsilon() - 0.05).abs() < 1e-12);
+        }
+        // Selecting counts decisions but leaves a per-episode epsilon alone.
+        a.start_episode(8, 1);
+        a.select("s", &[true, true, true], true);
+        assert!((a.epsilon() - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn time_discounted_update_with_the_integrated_reward() {
+        let p = RiflingParams { alpha: 0.5, gamma: 0.9, tau_s: 600.0, q_init: 10.0, ..Default::default() };
+        assert_eq!(p.reward, RewardKind::ThroughputIntegral);
+        // A transition of 1200 s: Phi 0.5 for 300 s then 0.75 for 900 s:
+        // ∫ Phi dt = 150 + 675 = 825 s, in ms × Phi 825,000; / 600 s = 1.375.
+        let area = 0.5 * 300_000.0 + 0.75 * 900_000.0;
+        let r = throughput_reward(&p, area, 1_200_000, 0.75);
+        assert!((r - 1.375).abs() < 1e-12, "{r}");
+        // The time-average reading of the same interval: 825 / 1200 = 0.6875.
+        let old = RiflingParams { reward: RewardKind::Throughput, ..p };
+        assert!((throughput_reward(&old, area, 1_200_000, 0.75) - 0.6875).abs() < 1e-12);
+        // Zero length: integral 0; time-average = Phi now.
+        assert_eq!(throughput_reward(&p, 0.0, 0, 0.75), 0.0);
+        assert_eq!(throughput_reward(&old, 0.0, 0, 0.75), 0.75);
+        let mut a = Agent::new(p, 3, 1);
+        a.q.insert("s2".into(), vec![2.0, 4.0, 8.0]);
+        // Discount 0.9^(1200/600) = 0.81; next = max over feasible {2, 4} = 4;
+        // Q(s, 0) starts at q_init 10: 10 + 0.5 (1.375 + 0.81 · 4 - 10) = 7.3075.
+        assert!((a.discount(1_200_000) - 0.81).abs() < 1e-12);
+        let v = a.update("s", 0, r, "s2", &[true, true, false], 1_200_000);
+        assert!((v - 7.3075).abs() < 1e-12, "{v}");
+        // The rest of the new row is q_init.
+        assert_eq!(a.q["s"][1..], [10.0, 10.0]);
+        // Two placements at one instant: discount 1, reward 0: Q <- Q + α (Q' - Q).
+        // 10 + 0.5 (0 + 1 · 8 - 10) = 9.
+        assert!((a.update("s", 1, 0.0, "s2", &[true, true, true], 0) - 9.0).abs() < 1e-12);
+        // tau 0: discount per decision, 0.9 whatever the length.
+        let per = Agent::new(RiflingParams { tau_s: 0.0, reward: RewardKind::Throughput, ..p }, 3, 1);
+        assert_eq!(per.discount(1_200_000), 0.9);
+        assert_eq!(per.discount(0), 0.9);
+    }
+
+    #[test]
+    fn wait_rule_masks_wait() {
+        assert!(wait_available(WaitRule::WhenRunning, true));
+        assert!(!wait_available(WaitRule::WhenRunning, false));
+        assert!(!wait_available(WaitRule::Never, true));
+        assert!(!wait_available(WaitRule::Never, false));
+        // On lab16 (4 × 4, all free), a task of global batch 4: placements
+        // <1,1..4>, <2,1..2>, <3,1>, <4,1> (d_node · d_gpn <= 4), WAIT last.
+        let cluster = Cluster::new(crate::cluster::ClusterPreset::Lab16.spec()).unwrap();
+        for (busy, want_wait) in [(true, true), (false, false)] {
+            let m = feasible(&cluster, VcId(0), 4, wait_available(WaitRule::WhenRunning, busy));
+            assert_eq!(m[16], want_wait);
+            let m = feasible(&cluster, VcId(0), 4, wait_available(WaitRule::Never, busy));
+            assert!(!m[16]);
+            let on: Vec<(u32, u32)> = (0..16).filter(|&x| m[x]).map(|x| action_shape(x, 4)).collect();
+            assert_eq!(on, [(1, 1), (1, 2), (1, 3), (1, 4), (2, 1), (2, 2), (3, 1), (4, 1)]);
+        }
+    }
+
+    #[test]
+    fn queue_feature_buckets() {
+        let want = [(0, "0"), (1, "1"), (2, "2-3"), (3, "2-3"), (4, "4+"), (5, "4+"), (1000, "4+")];
+        for (n, b) in want {
+            assert_eq!(queue_bucket(n), b, "{n}");
+        }
+        let mut a = Agent::new(RiflingParams::default(), 17, 1);
+        assert_eq!(a.state(None, "4,4,4,4", 0), "inf|4,4,4,4|q0");
+        a.centroids = vec![1.0, 3.0];
+        assert_eq!(a.state(Some(2.9), "4,3,0,0", 3), "t1|4,3,0,0|q2-3");
+        // Off: the key of before issue 16.
+        a.params.queue_feature = false;
+        assert_eq!(a.state(Some(2.9), "4,3,0,0", 3), "t1|4,3,0,0");
+    }
+
+    #[test]
+    fn a_nan_ccr_is_an_error_naming_the_model() {
+        let db = ProfileDb::builtin();
+        // Every GENIE task model has a finite CCR in the builtin database.
+        check_ccr(&db).unwrap();
+        for (_, m) in crate::profile::genie::TASK_MODELS {
+            assert!(log_ccr(&db, m, 64).is_finite(), "{m}");
+        }
+        // transformer-multi30k: 9.552 GFLOPs per sample, 54.3785 M params
+        // (CCR_FACTS; layer count checked: 6 · (1,051,648 + 2,100,736) +
+        // 6 · (2 · 1,051,648 + 2,100,736) = 44,138,496, + 2 · 512 · 10,000);
+        // at batch 64: 9.552e9 · 64 / (4 · 54.3785e6) = 2,810.49, log10 3.44878.
+        assert!((log_ccr(&db, "transformer-multi30k", 64) - 2810.49f64.log10()).abs() < 1e-5);
+        // models.csv still has NaN there (its figures feed other runs'
+        // memory estimates); CCR_FACTS supplies them.
+        let row = db.model_info("transformer-multi30k").unwrap();
+        assert!(row.params_m.is_nan() && row.gflops_per_sample.is_nan());
+        assert_eq!(ccr_facts(&db, "transformer-multi30k"), Some((54.3785, 9.552)));
+        // Without a fact: the model's own row, so a NaN is an error naming it.
+        let mut bad = db.clone();
+        let i = bad.models.iter().position(|m| m.model == "vgg16-imagenet").unwrap();
+        bad.models[i].params_m = f64::NAN;
+        let e = check_ccr(&bad).unwrap_err();
+        for part in ["`vgg16-imagenet`", "`alexnet`", "params_m", "not a number"] {
+            assert!(e.contains(part), "{e}");
+        }
+        bad.models[i].gflops_per_sample = f64::NAN;
+        assert!(check_ccr(&bad).unwrap_err().contains("params_m or gflops_per_sample"));
+        bad.models.remove(i);
+        assert!(check_ccr(&bad).unwrap_err().contains("has no models.csv row"));
     }
 }

@@ -79,3 +79,24 @@ fn frozen_agent_with_epsilon_zero_is_deterministic_and_does_not_learn() {
     // Without a table a frozen run is refused.
     assert!(run_one(&spec(RiflingMode::Frozen, 1), |_| {}).is_err());
 }
+
+#[test]
+fn wait_never_is_never_chosen_and_when_running_is_tried() {
+    use dlsched::policy::rifling::WaitRule;
+    let mut waits = Vec::new();
+    for wait in [WaitRule::Never, WaitRule::WhenRunning] {
+        let mut s = spec(RiflingMode::Online, 4);
+        let dlsched::policy::registry::PolicySpec::Rifling(o) = &mut s.policy else { unreachable!() };
+        o.params.wait = wait;
+        let r = run_one(&s, |_| {}).unwrap();
+        ends(&r.output);
+        let curve = &r.output.policy_files[0].1;
+        let in_curve = curve.lines().filter(|l| l.ends_with(",wait")).count();
+        assert_eq!(r.summary.policy_metrics["rifling_waits"], in_curve as f64);
+        waits.push(in_curve);
+    }
+    // Never: no WAIT at all. When something runs: optimistic initial values
+    // make WAIT (an untried action wherever it is feasible) get tried.
+    assert_eq!(waits[0], 0);
+    assert!(waits[1] > 0, "{waits:?}");
+}

@@ -126,25 +126,52 @@ pub(crate) struct RiflingArgs {
     /// RIFLING: discount gamma.
     #[arg(long, default_value_t = RiflingParams::default().gamma, value_name = "GAMMA")]
     pub(crate) rifling_gamma: f64,
-    /// RIFLING: exploration rate at the first decision.
+    /// RIFLING: exploration rate at the first episode (or decision).
     #[arg(long, default_value_t = RiflingParams::default().epsilon_start, value_name = "EPS")]
     pub(crate) rifling_epsilon: f64,
     /// RIFLING: exploration rate after the decay.
     #[arg(long, default_value_t = RiflingParams::default().epsilon_end, value_name = "EPS")]
     pub(crate) rifling_epsilon_end: f64,
-    /// RIFLING: decisions over which epsilon decays linearly.
+    /// RIFLING: episodes (or decisions, --rifling-epsilon-per) over which
+    /// epsilon decays linearly.
     #[arg(long, default_value_t = RiflingParams::default().epsilon_decay, value_name = "N")]
     pub(crate) rifling_epsilon_decay: u64,
+    /// RIFLING: what the epsilon decay counts: episode (training episodes of
+    /// rifling-train; a single run is one episode) or decision (cumulative
+    /// decisions, the behaviour before issue 16).
+    #[arg(long, value_enum, default_value_t = RiflingParams::default().epsilon_per, value_name = "UNIT")]
+    pub(crate) rifling_epsilon_per: dlsched::policy::rifling::EpsilonPer,
+    /// RIFLING: greedy tie-break: random (seeded) or lowest-index (fewest
+    /// GPUs, the behaviour before issue 16).
+    #[arg(long, value_enum, default_value_t = RiflingParams::default().tie_break, value_name = "RULE")]
+    pub(crate) rifling_tie_break: dlsched::policy::rifling::TieBreak,
+    /// RIFLING: initial Q value of every state-action pair (optimistic above
+    /// any return; 0 before issue 16).
+    #[arg(long, default_value_t = RiflingParams::default().q_init, value_name = "Q", allow_negative_numbers = true)]
+    pub(crate) rifling_q_init: f64,
+    /// RIFLING: time constant of the discount gamma^(dt/tau) and of the
+    /// integrated reward, s; 0 = discount per scheduling point.
+    #[arg(long, default_value_t = RiflingParams::default().tau_s, value_name = "SECONDS")]
+    pub(crate) rifling_tau: f64,
+    /// RIFLING: add the queue length behind the head (0, 1, 2-3, 4+) to the
+    /// state (true or false).
+    #[arg(long, default_value_t = RiflingParams::default().queue_feature, value_name = "BOOL", action = clap::ArgAction::Set)]
+    pub(crate) rifling_queue_feature: bool,
+    /// RIFLING: when WAIT is available: never (the default, measured) or
+    /// when-running (some task runs; the behaviour before issue 16).
+    #[arg(long, value_enum, default_value_t = RiflingParams::default().wait, value_name = "RULE")]
+    pub(crate) rifling_wait: dlsched::policy::rifling::WaitRule,
     /// RIFLING: re-run the K-means every N arrivals.
     #[arg(long, default_value_t = RiflingParams::default().regroup_every, value_name = "N")]
     pub(crate) rifling_regroup: u64,
     /// RIFLING: K-means over the last N training tasks.
     #[arg(long, default_value_t = RiflingParams::default().window, value_name = "N")]
     pub(crate) rifling_window: usize,
-    /// RIFLING: reward: throughput (time-average cluster-normalised
-    /// throughput between decisions) or scaling-efficiency (placed task's
-    /// normalised rate per GPU).
-    #[arg(long, value_enum, default_value = "throughput")]
+    /// RIFLING: reward: throughput-integral (cluster-normalised throughput
+    /// integrated over the transition, / tau), throughput (its time-average
+    /// between decisions, the default before issue 16) or scaling-efficiency
+    /// (placed task's normalised rate per GPU).
+    #[arg(long, value_enum, default_value_t = RiflingParams::default().reward)]
     pub(crate) rifling_reward: dlsched::policy::rifling::RewardKind,
 }
 
@@ -161,6 +188,12 @@ impl RiflingArgs {
             window: self.rifling_window,
             reward: self.rifling_reward,
             best_fit_nodes,
+            epsilon_per: self.rifling_epsilon_per,
+            tie_break: self.rifling_tie_break,
+            q_init: self.rifling_q_init,
+            tau_s: self.rifling_tau,
+            queue_feature: self.rifling_queue_feature,
+            wait: self.rifling_wait,
         };
         p.validate().map_err(anyhow::Error::msg)?;
         Ok(p)
@@ -179,5 +212,11 @@ impl RiflingArgs {
         put("rifling_regroup", Value::UInt(self.rifling_regroup));
         put("rifling_window", Value::UInt(self.rifling_window as u64));
         put("rifling_reward", Value::Str(value_name(&self.rifling_reward)));
+        put("rifling_epsilon_per", Value::Str(value_name(&self.rifling_epsilon_per)));
+        put("rifling_tie_break", Value::Str(value_name(&self.rifling_tie_break)));
+        put("rifling_q_init", Value::Float(self.rifling_q_init));
+        put("rifling_tau", Value::Float(self.rifling_tau));
+        put("rifling_queue_feature", Value::Bool(self.rifling_queue_feature));
+        put("rifling_wait", Value::Str(value_name(&self.rifling_wait)));
     }
 }

@@ -66,9 +66,15 @@ pub(crate) fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
     let cspec = a.cluster.spec();
     let gpn = cspec.nodes.iter().map(|n| n.gpus).max().unwrap_or(1);
     let actions = (cspec.nodes.len() as u32 * gpn) as usize + 1;
-    let agent = match &a.rifling.rifling_table {
-        Some(p) => dlsched::experiment::load_rifling_agent(p)?,
-        None => Agent::new(params, actions, a.seed),
+    // Episode indices drive the per-episode epsilon schedule; a table we
+    // continue from goes on after its last episode.
+    let (agent, first_episode) = match &a.rifling.rifling_table {
+        Some(p) => {
+            let t = dlsched::experiment::load_rifling_agent(p)?;
+            let next = t.episode + 1;
+            (t, next)
+        }
+        None => (Agent::new(params, actions, a.seed), 0),
     };
     let agent = Arc::new(Mutex::new(agent));
     let mut curve =
@@ -79,7 +85,7 @@ pub(crate) fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
     let artefacts = dlsched::experiment::Artefacts::default();
     for e in 0..a.episodes {
         let seed = a.seed + e;
-        agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?.reseed(seed);
+        agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?.start_episode(first_episode + e, seed);
         let spec = RunSpec {
             policy: PolicySpec::Rifling(RiflingOptions { params, table: None }),
             workload: WorkloadSource::Genie(GenieWorkloadSpec {

@@ -237,7 +237,7 @@ pub(crate) enum WorkloadKind {
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 44] = [
+pub(crate) const SPEC_ARGS: [&str; 50] = [
     "trace",
     "policy_opt",
     "checkpoint",
@@ -267,6 +267,12 @@ pub(crate) const SPEC_ARGS: [&str; 44] = [
     "rifling_epsilon",
     "rifling_epsilon_end",
     "rifling_epsilon_decay",
+    "rifling_epsilon_per",
+    "rifling_tie_break",
+    "rifling_q_init",
+    "rifling_tau",
+    "rifling_queue_feature",
+    "rifling_wait",
     "rifling_regroup",
     "rifling_window",
     "rifling_reward",
