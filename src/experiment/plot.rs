@@ -255,8 +255,15 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<PathB
 const SWEEP_METRICS_ALWAYS: [&str; 4] = ["jct_mean_s", "queue_delay_mean_s", "makespan_s", "gpu_utilization"];
 /// ... where every run has them (GENIE workloads; the slowdown where some
 /// job shared a GPU).
-const SWEEP_METRICS_QOS: [&str; 4] =
-    ["qos_guarantee_rate", "normalized_latency_mean", "normalized_throughput_mean", "interference_slowdown_mean"];
+const SWEEP_METRICS_QOS: [&str; 7] = [
+    "qos_guarantee_rate",
+    "normalized_latency_mean",
+    "normalized_throughput_mean",
+    "interference_slowdown_mean",
+    "qos_guarantee_rate_meetable",
+    "normalized_latency_with_wait_mean",
+    "normalized_rate_cluster",
+];
 /// ... where some run shared a GPU.
 const SWEEP_METRICS_SHARING: [&str; 5] = [
     "gpu_allocation_mean",

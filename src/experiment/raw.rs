@@ -28,7 +28,7 @@ use crate::workload::synthetic::SyntheticSpec;
 /// defaults of [`to_run_spec`] (the command line's). Besides these, a key
 /// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
 /// kind (`--policy-opt NAME=VALUE` on the command line).
-pub const KEYS: [(&str, &str); 47] = [
+pub const KEYS: [(&str, &str); 49] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     ("columns", "jobs-csv: field=column pairs, comma-separated (e.g. \"submit_time=arrival,gpu_num=gpus\")"),
@@ -68,6 +68,14 @@ pub const KEYS: [(&str, &str); 47] = [
     (
         "jobs_per_hour",
         "a positive number: synthetic arrival rate (jobs x 3,600 / rate at most 1e11 s) or GENIE task density (rate x hours 1 to 50,000 tasks)",
+    ),
+    (
+        "jobs_per_hour_per_gpu",
+        "GENIE workload: a positive task density per GPU, tasks per hour per GPU of the cluster (jobs_per_hour = this x the cluster's GPUs: 1.25 is 20 tasks/hour on 16 GPUs, 40 on 32)",
+    ),
+    (
+        "tasks",
+        "GENIE workload: exactly this many tasks (1 to 50,000), arriving uniformly over `hours`, instead of a Poisson count at jobs_per_hour (tasks = 150, hours = 1: a burst)",
     ),
     ("load", "a positive number (synthetic offered load)"),
     ("sample_interval", "whole seconds between timeline samples, 0 to 1e11"),
@@ -437,6 +445,51 @@ pub fn cluster_choice(p: &RawSpec, o: Origin<'_>) -> Result<ClusterChoice, Strin
     })
 }
 
+/// The GENIE workload's task density, tasks per hour, when a key sets it:
+/// `jobs_per_hour`; `jobs_per_hour_per_gpu` × the cluster's GPUs; or, for
+/// `tasks` (a fixed count), `tasks / hours` (the mean density, recorded as
+/// `jobs_per_hour`). At most one of the three; `None` when none is set.
+/// Without a trace, the density must give 1 to 50,000 tasks over `hours`.
+///
+/// # Errors
+/// A message naming the key at fault: two of the keys, `tasks` or
+/// `jobs_per_hour_per_gpu` without the GENIE workload, or a value out of range.
+fn genie_density(r: &Reader<'_>, hours: f64, genie_workload: bool) -> Result<Option<f64>, String> {
+    let o = r.o;
+    let set: Vec<&str> = ["jobs_per_hour", "jobs_per_hour_per_gpu", "tasks"].into_iter().filter(|k| r.has(k)).collect();
+    for k in ["jobs_per_hour_per_gpu", "tasks"] {
+        if r.has(k) && !genie_workload {
+            return Err(format!(
+                "{} applies to the GENIE workload: set {} too",
+                o.key(k),
+                o.setting("workload", "genie")
+            ));
+        }
+    }
+    if set.len() > 1 {
+        return Err(format!("{} and {} both set the task density; give one", o.key(set[0]), o.key(set[1])));
+    }
+    let traced = r.has("trace");
+    let bound = |k: &str, rate: f64| {
+        if traced { Ok(rate) } else { r.bounded(k, crate::bounds::genie_jobs_per_hour(rate, hours)) }
+    };
+    if let Some(n) = r.uint("tasks")? {
+        let max = crate::workload::genie::MAX_TASKS;
+        if n == 0 || n as f64 > max {
+            return Err(format!("{} must be 1 to {max}, got {n}", o.key("tasks")));
+        }
+        return Ok(Some(n as f64 / hours));
+    }
+    if let Some(x) = r.num("jobs_per_hour_per_gpu")? {
+        let gpus = cluster_choice(r.p, o)?.spec().map_err(|e| e.to_string())?.total_gpus();
+        return bound("jobs_per_hour_per_gpu", x * gpus as f64).map(Some);
+    }
+    match r.num("jobs_per_hour")? {
+        Some(x) if genie_workload => bound("jobs_per_hour", x).map(Some),
+        _ => Ok(None),
+    }
+}
+
 /// The one translation of a raw spec into a validated [`RunSpec`]. Absent
 /// keys take the command line's defaults: the synthetic workload
 /// ([`SyntheticSpec::default`]), lab16, strict FIFO with consolidated
@@ -464,7 +517,7 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
             ));
         }
     };
-    for k in ["load", "jobs_per_hour"] {
+    for k in ["load", "jobs_per_hour", "jobs_per_hour_per_gpu"] {
         if let Some(x) = r.num(k)? {
             r.bounded(k, crate::bounds::positive(x))?;
         }
@@ -475,6 +528,7 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
         r.bounded("hours", crate::bounds::hours(h))?;
     }
     let hours = r.num("hours")?.unwrap_or(DEFAULT_GENIE_HOURS);
+    let genie_jobs_per_hour = genie_density(&r, hours, genie_workload)?;
     let ect = r.enumv::<EctBasis>("ect")?.unwrap_or_default();
     let format = r.enumv::<TraceFormat>("format")?.unwrap_or(TraceFormat::Auto);
     let trace = r.path("trace")?;
@@ -492,8 +546,9 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
             format,
             spec: GenieWorkloadSpec {
                 ect,
-                jobs_per_hour: r.num("jobs_per_hour")?.unwrap_or(DEFAULT_GENIE_JOBS_PER_HOUR),
+                jobs_per_hour: genie_jobs_per_hour.unwrap_or(DEFAULT_GENIE_JOBS_PER_HOUR),
                 hours,
+                tasks: r.uint("tasks")?,
             },
         },
         Some(trace) => {
@@ -507,15 +562,15 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
             WorkloadSource::Trace { path: trace, format, columns }
         }
         None if genie_workload => WorkloadSource::Genie(GenieWorkloadSpec {
-            jobs_per_hour: r.bounded(
-                "jobs_per_hour",
-                crate::bounds::genie_jobs_per_hour(
-                    r.num("jobs_per_hour")?.unwrap_or(DEFAULT_GENIE_JOBS_PER_HOUR),
-                    hours,
-                ),
-            )?,
+            jobs_per_hour: match genie_jobs_per_hour {
+                Some(x) => x,
+                None => {
+                    r.bounded("jobs_per_hour", crate::bounds::genie_jobs_per_hour(DEFAULT_GENIE_JOBS_PER_HOUR, hours))?
+                }
+            },
             ect,
             hours,
+            tasks: r.uint("tasks")?,
         }),
         None => {
             let d = SyntheticSpec::default();

@@ -1,6 +1,8 @@
 //! GENIE's QoS workload (Chen et al., TPDS 2020, §4 and §7.1; `specs/policies.md` §1–2).
 //!
-//! Poisson arrivals at `jobs_per_hour` over `hours`; each task is one of the
+//! Poisson arrivals at `jobs_per_hour` over `hours` (or, with
+//! [`GenieWorkloadSpec::tasks`], exactly that many tasks arriving uniformly
+//! over `hours`: a burst); each task is one of the
 //! six task types ([`crate::profile::genie::TASK_MODELS`]) uniformly, training
 //! or inference with probability 1/2, with priority class Urgent / Prior /
 //! Normal with probability 5 / 35 / 60 % (the paper's default mix) and
@@ -122,12 +124,44 @@ pub const MAX_TASKS: f64 = 50_000.0;
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GenieWorkloadSpec {
-    /// Arrival density, tasks per hour (the paper: 5, 10, 20).
+    /// Arrival density, tasks per hour (the paper: 5, 10, 20). With
+    /// `tasks` set, the mean density `tasks / hours`, for the record.
     pub jobs_per_hour: f64,
     /// Arrival window, hours (the paper: 24).
     pub hours: f64,
     /// What the ECT multiplies.
     pub ect: EctBasis,
+    /// A fixed number of tasks instead of a Poisson count: exactly this
+    /// many, their arrival times drawn independently and uniformly over the
+    /// window and sorted (a Poisson process conditioned on its count, so the
+    /// same process as the default, without the count's spread). `tasks =
+    /// 150, hours = 1` is RIFLING point 6's burst, 150 tasks in one hour.
+    /// `None` (default; left out of manifests): a Poisson process at
+    /// `jobs_per_hour`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<u64>,
+}
+
+/// The arrival times, ms, of `spec` in ascending order, on `rng`: Poisson at
+/// `jobs_per_hour` over the window, or exactly `spec.tasks` uniform times.
+fn arrival_times(spec: &GenieWorkloadSpec, rng: &mut impl Rng) -> Result<Vec<u64>, String> {
+    let horizon_ms = spec.hours * 3_600_000.0;
+    let mut times = Vec::new();
+    if let Some(n) = spec.tasks {
+        times = (0..n).map(|_| (rng.r#gen::<f64>() * horizon_ms).floor() as u64).collect();
+        times.sort_unstable();
+        return Ok(times);
+    }
+    let gap = Exp::new(spec.jobs_per_hour / 3_600_000.0).map_err(|e| e.to_string())?;
+    let mut t = 0.0;
+    loop {
+        t += gap.sample(rng);
+        if t >= horizon_ms {
+            break;
+        }
+        times.push(t.floor() as u64);
+    }
+    Ok(times)
 }
 
 /// Generates the tasks (in submit order) as trace records (nominal 1 GPU,
@@ -164,7 +198,12 @@ pub fn generate_with(
     if !(spec.hours.is_finite() && spec.hours > 0.0 && spec.hours <= 24.0 * 365.0) {
         return Err(format!("the arrival window must be more than 0 and at most 8,760 hours, got {}", spec.hours));
     }
-    let expected = spec.jobs_per_hour * spec.hours;
+    if let Some(n) = spec.tasks
+        && !(1.0..=MAX_TASKS).contains(&(n as f64))
+    {
+        return Err(format!("the number of tasks must be 1 to {MAX_TASKS}, got {n}"));
+    }
+    let expected = spec.tasks.map_or(spec.jobs_per_hour * spec.hours, |n| n as f64);
     if expected > MAX_TASKS {
         return Err(format!(
             "{} tasks/hour over {} hours is about {expected:.0} tasks; at most {MAX_TASKS} are supported \
@@ -175,15 +214,8 @@ pub fn generate_with(
     let batches = fitting_batches(truth, db, gpu_mem_mib)?;
     let mut arrivals = crate::rng::stream(seed, "genie.arrivals");
     let mut rng = crate::rng::stream(seed, "genie.tasks");
-    let gap = Exp::new(spec.jobs_per_hour / 3_600_000.0).map_err(|e| e.to_string())?;
-    let horizon_ms = spec.hours * 3_600_000.0;
-    let mut t = 0.0;
     let mut out = Vec::new();
-    loop {
-        t += gap.sample(&mut arrivals);
-        if t >= horizon_ms {
-            break;
-        }
+    for submit_ms in arrival_times(spec, &mut arrivals)? {
         let i = rng.gen_range(0..TASK_MODELS.len());
         let (name, model) = TASK_MODELS[i];
         let inference = rng.gen_bool(0.5);
@@ -193,7 +225,6 @@ pub fn generate_with(
         let iterations = ((target_s / step_s).round() as u64).max(1);
         let latency_ms = (iterations as f64 * step_s * 1000.0).ceil() as u64;
         let qos = draw_qos(&mut rng);
-        let submit_ms = t.floor() as u64;
         let id = out.len();
         let t = Drawn { name, model, inference, global_bsz, iterations, qos };
         out.push(t.task(id, submit_ms, latency_ms, 0));
@@ -209,7 +240,7 @@ pub const TRACE_MEDIAN_S: f64 = 2700.0;
 pub const TRACE_DURATION_RANGE_S: (f64, f64) = (60.0, 86_400.0);
 
 /// Trace jobs as moldable tasks (`specs/policies.md` §8, PROPOSAL; the
-/// choices are ours): the first `jobs_per_hour × hours` trace jobs (submit
+/// choices are ours): the first `jobs_per_hour × hours` (or `tasks`) trace jobs (submit
 /// order) that ask for at most `max_gpus` GPUs keep their order and relative
 /// inter-arrival gaps, rescaled so that they span `hours`; each draws a task
 /// type, training or inference and a global batch as [`generate`] does; its
@@ -253,7 +284,7 @@ pub fn from_trace_with(
     gpus_per_node: u32,
     seed: u64,
 ) -> Result<Vec<(TraceRecord, TaskSpec)>, String> {
-    let n = (spec.jobs_per_hour * spec.hours).round().max(1.0) as usize;
+    let n = spec.tasks.map_or((spec.jobs_per_hour * spec.hours).round().max(1.0) as usize, |n| n.max(1) as usize);
     let mut picked: Vec<&TraceRecord> =
         records.iter().filter(|r| r.gpus >= 1 && r.gpus <= max_gpus && r.duration_ms > 0).collect();
     picked.sort_by_key(|r| r.submit_ms);
@@ -310,7 +341,7 @@ mod tests {
     #[test]
     fn density_mix_and_latencies_are_as_documented() {
         let db = &ProfileDb::builtin();
-        let spec = GenieWorkloadSpec { jobs_per_hour: 20.0, hours: 240.0, ect: EctBasis::True };
+        let spec = GenieWorkloadSpec { jobs_per_hour: 20.0, hours: 240.0, ect: EctBasis::True, tasks: None };
         let tasks = generate(&spec, db, "K80", 12 * 1024, 7).unwrap();
         // Poisson: 4,800 expected, sd about 69.
         assert!((4_600..5_000).contains(&tasks.len()), "{}", tasks.len());
@@ -334,6 +365,33 @@ mod tests {
     }
 
     #[test]
+    fn a_fixed_count_arrives_uniformly_over_the_window() {
+        let db = &ProfileDb::builtin();
+        // Three tasks in one hour, seed 5: the arrival times are the three
+        // uniform draws of stream `genie.arrivals` scaled to 3,600,000 ms,
+        // floored, sorted (drawn here by hand from the same stream).
+        let spec = GenieWorkloadSpec { jobs_per_hour: 3.0, hours: 1.0, ect: EctBasis::True, tasks: Some(3) };
+        let tasks = generate(&spec, db, "K80", 12 * 1024, 5).unwrap();
+        let mut rng = crate::rng::stream(5, "genie.arrivals");
+        let mut want: Vec<u64> = (0..3).map(|_| (rng.r#gen::<f64>() * 3_600_000.0).floor() as u64).collect();
+        want.sort_unstable();
+        assert_eq!(tasks.iter().map(|t| t.0.submit_ms).collect::<Vec<_>>(), want);
+        // 2,000 tasks over 10 h: exactly 2,000, each hour about a tenth
+        // (binomial sd sqrt(2000 x 0.1 x 0.9) = 13.4, so 200 +- 60 is > 4 sd).
+        let spec = GenieWorkloadSpec { jobs_per_hour: 200.0, hours: 10.0, ect: EctBasis::True, tasks: Some(2_000) };
+        let tasks = generate(&spec, db, "K80", 12 * 1024, 5).unwrap();
+        assert_eq!(tasks.len(), 2_000);
+        for h in 0..10u64 {
+            let n = tasks.iter().filter(|t| t.0.submit_ms / 3_600_000 == h).count();
+            assert!((140..=260).contains(&n), "hour {h}: {n}");
+        }
+        assert!(tasks.windows(2).all(|w| w[0].0.submit_ms <= w[1].0.submit_ms));
+        // Out of range: refused.
+        let spec = GenieWorkloadSpec { tasks: Some(0), ..spec };
+        assert!(generate(&spec, db, "K80", 12 * 1024, 5).unwrap_err().contains("1 to 50000"));
+    }
+
+    #[test]
     fn trace_jobs_become_tasks_with_rescaled_arrivals() {
         let db = &ProfileDb::builtin();
         let rec = |i: u64, gpus: u32, dur_s: u64| TraceRecord {
@@ -343,7 +401,7 @@ mod tests {
         // 40 jobs of 1 to 8 GPUs and one of 32 GPUs (left out on 16 GPUs).
         let mut recs: Vec<TraceRecord> = (0..40).map(|i| rec(i, [1, 2, 4, 8][i as usize % 4], 600 + 100 * i)).collect();
         recs.insert(3, rec(3, 32, 1000));
-        let spec = GenieWorkloadSpec { jobs_per_hour: 10.0, hours: 2.0, ect: EctBasis::True };
+        let spec = GenieWorkloadSpec { jobs_per_hour: 10.0, hours: 2.0, ect: EctBasis::True, tasks: None };
         let tasks = from_trace(&recs, &spec, db, "K80", 12 * 1024, 16, 4, 1).unwrap();
         assert_eq!(tasks.len(), 20);
         assert!(tasks.windows(2).all(|w| w[0].0.submit_ms < w[1].0.submit_ms));
@@ -354,7 +412,7 @@ mod tests {
         let again = from_trace(&recs, &spec, db, "K80", 12 * 1024, 16, 4, 1).unwrap();
         assert!(tasks.iter().zip(&again).all(|(a, b)| a == b));
         // 41 tasks asked of the 40 jobs that fit: refused, not silently fewer.
-        let more = GenieWorkloadSpec { jobs_per_hour: 20.5, hours: 2.0, ect: EctBasis::True };
+        let more = GenieWorkloadSpec { jobs_per_hour: 20.5, hours: 2.0, ect: EctBasis::True, tasks: None };
         let e = from_trace(&recs, &more, db, "K80", 12 * 1024, 16, 4, 1).unwrap_err();
         assert!(e.contains("asks for 41 tasks") && e.contains("only 40 jobs"), "{e}");
     }

@@ -193,7 +193,12 @@ fn genie_spec(variant: GenieVariant, seed: u64, density: f64) -> RunSpec {
             },
         ),
         ..RunSpec::new(
-            WorkloadSource::Genie(GenieWorkloadSpec { jobs_per_hour: density, hours: 12.0, ect: Default::default() }),
+            WorkloadSource::Genie(GenieWorkloadSpec {
+                jobs_per_hour: density,
+                hours: 12.0,
+                ect: Default::default(),
+                tasks: None,
+            }),
             ClusterChoice::Preset { preset: ClusterPreset::Lab16 },
         )
     }

@@ -14,7 +14,12 @@ fn spec(preset: ClusterPreset, rate_model: RateModelKind, models: Option<std::pa
         rate_model,
         policy: PolicySpec::genie_family(GenieVariant::Genie, GenieFamilyOptions { models, ..Default::default() }),
         ..RunSpec::new(
-            WorkloadSource::Genie(GenieWorkloadSpec { jobs_per_hour: 10.0, hours: 3.0, ect: EctBasis::Predicted }),
+            WorkloadSource::Genie(GenieWorkloadSpec {
+                jobs_per_hour: 10.0,
+                hours: 3.0,
+                ect: EctBasis::Predicted,
+                tasks: None,
+            }),
             ClusterChoice::Preset { preset },
         )
     }

@@ -42,6 +42,7 @@ mod spec;
 mod srtf;
 mod srtf_cli;
 mod sweep;
+mod task_metrics;
 mod themis;
 mod tie_order;
 mod tiresias;

@@ -19,7 +19,12 @@ fn spec(mode: RiflingMode, seed: u64) -> RunSpec {
         sample_interval_ms: 0,
         rate_model: RateModelKind::Table,
         ..RunSpec::new(
-            WorkloadSource::Genie(GenieWorkloadSpec { jobs_per_hour: 15.0, hours: 8.0, ect: Default::default() }),
+            WorkloadSource::Genie(GenieWorkloadSpec {
+                jobs_per_hour: 15.0,
+                hours: 8.0,
+                ect: Default::default(),
+                tasks: None,
+            }),
             ClusterChoice::Preset { preset: ClusterPreset::Lab16 },
         )
     }

@@ -92,6 +92,7 @@ pub(crate) fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
                 ect: dlsched::workload::genie::EctBasis::True,
                 jobs_per_hour: a.jobs_per_hour,
                 hours: a.hours,
+                tasks: None,
             }),
             seed,
             rate_model: dlsched::experiment::RateModelKind::Table,

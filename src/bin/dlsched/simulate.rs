@@ -110,6 +110,18 @@ pub(crate) struct SimulateArgs {
     #[arg(long, default_value_t = raw::DEFAULT_GENIE_HOURS, value_name = "H")]
     pub(crate) hours: f64,
 
+    /// GENIE workload: exactly N tasks arriving uniformly over --hours
+    /// (instead of a Poisson count at --jobs-per-hour); --tasks 150 --hours 1
+    /// is a burst of 150 tasks in one hour.
+    #[arg(long, value_name = "N", conflicts_with_all = ["jobs_per_hour", "jobs_per_hour_per_gpu"])]
+    pub(crate) tasks: Option<u64>,
+
+    /// GENIE workload: task density per GPU of the cluster, tasks per hour
+    /// per GPU (the density is this x the cluster's GPUs: 1.25 is 20 tasks
+    /// per hour on 16 GPUs).
+    #[arg(long, value_name = "RATE", conflicts_with = "jobs_per_hour")]
+    pub(crate) jobs_per_hour_per_gpu: Option<f64>,
+
     /// GENIE family: concentration weight theta of the placement cost
     /// n/(N G) + theta d_node/N (the paper's example: 0.4).
     #[arg(long, default_value_t = GenieFamilyOptions::default().theta, value_name = "THETA")]
@@ -225,7 +237,7 @@ pub(crate) enum WorkloadKind {
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 48] = [
+pub(crate) const SPEC_ARGS: [&str; 50] = [
     "trace",
     "policy_opt",
     "checkpoint",
@@ -243,6 +255,8 @@ pub(crate) const SPEC_ARGS: [&str; 48] = [
     "workload",
     "ect",
     "hours",
+    "tasks",
+    "jobs_per_hour_per_gpu",
     "theta",
     "genie_models",
     "genie_best_fit",
@@ -307,6 +321,12 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     put("jobs", Value::UInt(a.jobs.into()));
     if let Some(x) = a.jobs_per_hour {
         put("jobs_per_hour", Value::Float(x));
+    }
+    if let Some(n) = a.tasks {
+        put("tasks", Value::UInt(n));
+    }
+    if let Some(x) = a.jobs_per_hour_per_gpu {
+        put("jobs_per_hour_per_gpu", Value::Float(x));
     }
     put("load", Value::Float(a.load));
     put("sample_interval", Value::UInt(a.sample_interval));
@@ -651,11 +671,20 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
         let classes: Vec<String> =
             s.qos_guarantee_by_class.iter().map(|(k, v)| format!("{k} {:.1} %", v * 100.0)).collect();
         outln!("  QoS guarantee   {:>12.1} %  ({})", q * 100.0, classes.join(", "))?;
+        if let Some(m) = s.qos_guarantee_rate_meetable {
+            outln!("  QoS, meetable   {:>12.1} %  (prior and normal; urgent's ECT is 0)", m * 100.0)?;
+        }
         if let Some(l) = s.normalized_latency_mean {
-            outln!("  norm. latency   {l:>12.2}    (JCT / single-GPU latency, mean)")?;
+            outln!("  norm. latency   {l:>12.2}    (run time / single-GPU latency, mean; GENIE's)")?;
+        }
+        if let Some(l) = s.normalized_latency_with_wait_mean {
+            outln!("    with waiting  {l:>12.2}    (JCT / single-GPU latency, mean)")?;
         }
         if let Some(t) = s.normalized_throughput_mean {
             outln!("  norm. rate      {t:>12.3}    (achieved / single-GPU processing rate, mean)")?;
+        }
+        if let Some(c) = s.normalized_rate_cluster {
+            outln!("    cluster       {c:>12.3}    (single-GPU-equivalent work / (GPUs x makespan))")?;
         }
         if let (Some(m), Some(p)) = (s.prediction_error_mean, s.prediction_error_p95) {
             outln!(
