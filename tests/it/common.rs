@@ -55,6 +55,33 @@ pub fn run(records: Vec<TraceRecord>, spec: ClusterSpec, p: PolicyConfig) -> Run
     .unwrap()
 }
 
+/// Runs moldable tasks (id, submit s, trace duration s, task spec) on a
+/// cluster under `policy` at trace speed, checking the engine's invariants
+/// after every instant.
+pub fn run_tasks_checked(
+    spec: ClusterSpec,
+    tasks: Vec<(&str, u64, u64, dlsched::job::TaskSpec)>,
+    policy: Box<dyn dlsched::policy::Policy>,
+) -> RunOutput {
+    let cluster = Cluster::new(spec).unwrap();
+    let recs = tasks.iter().map(|(id, s, d, _)| rec(id, *s, 1, *d)).collect();
+    let mut w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
+    let mut map: std::collections::HashMap<String, dlsched::job::TaskSpec> =
+        tasks.into_iter().map(|(id, _, _, t)| (id.to_string(), t)).collect();
+    w.jobs.attach_tasks(&mut map);
+    let mut sim = Simulation::new(
+        cluster,
+        w.jobs,
+        policy,
+        Box::new(TraceSpeed),
+        EngineConfig { sample_interval_ms: 0, ..Default::default() },
+    );
+    while sim.step().unwrap().is_some() {
+        sim.check_invariants().unwrap();
+    }
+    sim.finish()
+}
+
 /// (job id, start s, end s) of every job, in job order; panics on an unfinished job.
 pub fn schedule(out: &RunOutput) -> Vec<(String, u64, u64)> {
     out.jobs

@@ -17,7 +17,7 @@ use dlsched::time::SimTime;
 use dlsched::workload::build_workload;
 use dlsched::workload::genie::GenieWorkloadSpec;
 
-use crate::common::rec;
+use crate::common::{rec, run_tasks_checked};
 
 /// sPR(b) = 10 + b samples/s per GPU; gamma 0.5, lambda 0.5.
 fn hand_profile() -> TypeProfile {
@@ -78,24 +78,9 @@ fn profiles() -> GenieProfiles {
 
 /// Runs tasks (id, submit s, trace duration s, task) on `spec` under a GENIE variant at trace speed.
 fn run_tasks(spec: ClusterSpec, tasks: Vec<(&str, u64, u64, TaskSpec)>, variant: GenieVariant) -> RunOutput {
-    let cluster = Cluster::new(spec).unwrap();
-    let recs = tasks.iter().map(|(id, s, d, _)| rec(id, *s, 1, *d)).collect();
-    let mut w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
-    let mut map: HashMap<String, TaskSpec> = tasks.into_iter().map(|(id, _, _, t)| (id.to_string(), t)).collect();
-    w.jobs.attach_tasks(&mut map);
     let opts = GenieOptions { variant, placements: PlacementSet::All, ..Default::default() };
     let policy = GeniePolicy::new(opts, profiles(), std::sync::Arc::new(ProfileDb::builtin()));
-    let mut sim = Simulation::new(
-        cluster,
-        w.jobs,
-        Box::new(policy),
-        Box::new(TraceSpeed),
-        EngineConfig { sample_interval_ms: 0, ..Default::default() },
-    );
-    while sim.step().unwrap().is_some() {
-        sim.check_invariants().unwrap();
-    }
-    sim.finish()
+    run_tasks_checked(spec, tasks, Box::new(policy))
 }
 
 fn gpus_used(out: &RunOutput) -> Vec<u32> {

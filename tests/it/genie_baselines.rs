@@ -7,23 +7,20 @@
 //! <2,1> = 0.9, <2,2> = 1.4; PR <1,1> 18, <1,2> 24.5, <2,1> 21, <2,2> 43;
 //! CER 40, 35, 23.3, 30.7; latency 800/PR s = 44.4, 32.7, 38.1, 18.6 s.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use dlsched::cluster::{Cluster, ClusterSpec};
-use dlsched::engine::{EngineConfig, RunOutput, Simulation};
+use dlsched::cluster::ClusterSpec;
+use dlsched::engine::RunOutput;
 use dlsched::job::{JobState, QosClass, TaskSpec};
 use dlsched::policy::genie::{
     BlackBox, GenieOptions, GeniePolicy, GenieProfiles, GenieVariant, PlacementSet, ProfilerConfig, Reading,
     TypeProfile, capacity_quotas,
 };
-use dlsched::policy::placement::PlacementKind;
 use dlsched::policy::registry::{GenieFamilyOptions, PolicySpec};
-use dlsched::profile::TraceSpeed;
 use dlsched::profile::db::ProfileDb;
 use dlsched::time::SimTime;
-use dlsched::workload::build_workload;
 
-use crate::common::rec;
+use crate::common::run_tasks_checked;
 
 fn profile(kind: &str, gamma: f64) -> TypeProfile {
     TypeProfile {
@@ -70,23 +67,8 @@ type Task<'a> = (&'a str, u64, u64, TaskSpec);
 /// Runs tasks (id, submit s, trace duration s, task) at trace speed, checking
 /// the engine's invariants after every event.
 fn run(spec: ClusterSpec, tasks: Vec<Task<'_>>, opts: GenieOptions, gamma: f64) -> RunOutput {
-    let cluster = Cluster::new(spec).unwrap();
-    let recs = tasks.iter().map(|(id, s, d, _)| rec(id, *s, 1, *d)).collect();
-    let mut w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
-    let mut map: HashMap<String, TaskSpec> = tasks.into_iter().map(|(id, _, _, t)| (id.to_string(), t)).collect();
-    w.jobs.attach_tasks(&mut map);
     let policy = GeniePolicy::new(opts, profiles(gamma), std::sync::Arc::new(ProfileDb::builtin()));
-    let mut sim = Simulation::new(
-        cluster,
-        w.jobs,
-        Box::new(policy),
-        Box::new(TraceSpeed),
-        EngineConfig { sample_interval_ms: 0, ..Default::default() },
-    );
-    while sim.step().unwrap().is_some() {
-        sim.check_invariants().unwrap();
-    }
-    sim.finish()
+    run_tasks_checked(spec, tasks, Box::new(policy))
 }
 
 /// (start s, GPUs) by task id.
