@@ -1,11 +1,7 @@
 //! The command line as a user meets it: defaults, outputs, determinism, errors.
 
+use crate::common::dlsched;
 use std::path::Path;
-use std::process::Command;
-
-fn dlsched(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_dlsched")).args(args).output().unwrap()
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

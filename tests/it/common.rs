@@ -21,6 +21,11 @@ pub fn shared(what: &str) -> Option<PathBuf> {
     }
 }
 
+/// Runs the `dlsched` binary built for these tests with `args`.
+pub fn dlsched(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dlsched")).args(args).output().unwrap()
+}
+
 /// A job record: id, submit (s), GPUs, duration (s).
 pub fn rec(id: &str, submit_s: u64, gpus: u32, duration_s: u64) -> TraceRecord {
     TraceRecord::new(id, submit_s * 1000, duration_s * 1000, gpus)

@@ -1,12 +1,9 @@
 //! Figures that read wrong, options that were silently ignored, inputs that
 //! got past the bounds (issue 13, points 7 and 9).
 
+use crate::common::dlsched;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn dlsched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dlsched")).args(args).output().unwrap()
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

@@ -4,7 +4,6 @@
 //! with every invariant checked after every instant; and the policy from
 //! the command line and a sweep file.
 
-use std::process::Command;
 use std::sync::Arc;
 
 use dlsched::cluster::{Cluster, ClusterSpec};
@@ -20,6 +19,7 @@ use dlsched::profile::db::ProfileDb;
 use dlsched::trace::TraceRecord;
 use dlsched::workload::build_workload;
 
+use crate::common::dlsched;
 use crate::common::{builtin_interference, rec};
 
 /// Runs `records` under Gandiva with `opts` at trace speed, with the
@@ -243,10 +243,6 @@ fn migration_moves_a_spread_job_onto_one_node_when_one_frees_up() {
     let opts = GandivaOptions { migration: false, spread: false, ..Default::default() };
     let out = run_gandiva(jobs(), spec, opts, CheckpointModel::Gandiva);
     assert_eq!(rows(&out), want(&[("X", 0, 100_000, 0), ("Z", 0, 20_000, 0), ("W", 20_000, 220_000, 0)]));
-}
-
-fn dlsched(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_dlsched")).args(args).output().unwrap()
 }
 
 #[test]

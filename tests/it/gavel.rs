@@ -16,6 +16,7 @@ use dlsched::trace::TraceRecord;
 use dlsched::workload::build_workload;
 use rand::{Rng, SeedableRng};
 
+use crate::common::dlsched;
 use crate::common::rec;
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
@@ -213,10 +214,6 @@ pub(crate) fn hetero(vcs: bool) -> ClusterSpec {
         }
     }
     spec
-}
-
-fn dlsched(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_dlsched")).args(args).output().unwrap()
 }
 
 /// (job id, first start s, end s, preemptions) from a run's `jobs.csv`.

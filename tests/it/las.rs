@@ -2,8 +2,7 @@
 //! time service, work-conserving or not, with the Helios checkpoint table),
 //! independence from the sampling interval, the command line and sweeps.
 
-use std::process::Command;
-
+use crate::common::dlsched;
 use dlsched::engine::CheckpointModel;
 use dlsched::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one};
 use dlsched::job::JobState;
@@ -156,10 +155,6 @@ fn checkpoint_cost_by_hand() {
     spec.sample_interval_ms = 0;
     let e = spec.validate().unwrap_err();
     assert!(e.contains("not longer than") && e.contains("helios-table"), "{e}");
-}
-
-fn dlsched(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_dlsched")).args(args).output().unwrap()
 }
 
 #[test]

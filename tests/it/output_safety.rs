@@ -2,15 +2,12 @@
 //! `--out`, reruns into an old run directory, readers of an unfinished run,
 //! a sweep whose own files cannot be written. Spawns the built binary.
 
+use crate::common::dlsched;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-fn dlsched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dlsched")).args(args).output().unwrap()
 }
 
 /// Runs with stdout (or stderr) on `/dev/full`, where every write fails with ENOSPC.

@@ -2,8 +2,6 @@
 //! reference's order, the default order, backfill, the timer after a
 //! no-carry pass, the history estimator), and the command line and sweeps.
 
-use std::process::Command;
-
 use dlsched::cluster::{Cluster, ClusterSpec};
 use dlsched::engine::{EngineConfig, RunOutput, Simulation};
 use dlsched::ids::VcId;
@@ -14,6 +12,7 @@ use dlsched::profile::TraceSpeed;
 use dlsched::trace::TraceRecord;
 use dlsched::workload::build_workload;
 
+use crate::common::dlsched;
 use crate::common::{expect, rec};
 
 /// Runs `records` under QSSF with `opts` (consolidate), timeline samples
@@ -200,10 +199,6 @@ fn history_estimator_by_hand() {
     assert!((metric(&out, "qssf_estimate_error_p95") - 287.0).abs() < 1e-9);
     let levels = ["qssf_estimates_user_vc", "qssf_estimates_vc", "qssf_estimates_global", "qssf_estimates_prior"];
     assert_eq!(levels.map(|l| metric(&out, l)), [2.0, 1.0, 1.0, 3.0]);
-}
-
-fn dlsched(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_dlsched")).args(args).output().unwrap()
 }
 
 fn summary(dir: &std::path::Path) -> serde_json::Value {

@@ -2,12 +2,9 @@
 //! manifest records it in full, and `simulate --from-manifest` reruns it byte
 //! for byte.
 
+use crate::common::dlsched;
 use std::path::Path;
 use std::process::Command;
-
-fn dlsched(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_dlsched")).args(args).output().unwrap()
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

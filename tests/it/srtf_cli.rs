@@ -4,16 +4,12 @@
 //! and the errors a bad option name or value gives.
 
 use std::path::Path;
-use std::process::Command;
 
+use crate::common::dlsched;
 use dlsched::engine::CheckpointModel;
 use dlsched::experiment::sweep::{Experiment, to_run_spec};
 use dlsched::policy::registry::PolicySpec;
 use dlsched::policy::srtf::SrtfOptions;
-
-fn dlsched(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_dlsched")).args(args).output().unwrap()
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

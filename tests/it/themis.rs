@@ -12,6 +12,7 @@ use dlsched::profile::{RateModel, TraceSpeed};
 use dlsched::trace::TraceRecord;
 use dlsched::workload::build_workload;
 
+use crate::common::dlsched;
 use crate::common::rec;
 
 /// (trace id, first start s, end s, waited s, preemptions).
@@ -192,10 +193,6 @@ fn options_validate_and_read_kebab_or_snake_names() {
         let e = bad.validate("themis").unwrap_err();
         assert!(e.contains("lease-s") || e.contains("fairness-knob"), "{e}");
     }
-}
-
-fn dlsched(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_dlsched")).args(args).output().unwrap()
 }
 
 /// (job, start s, end s, queue delay s) from a jobs.csv.

@@ -18,6 +18,7 @@ use dlsched::profile::TraceSpeed;
 use dlsched::trace::TraceRecord;
 use dlsched::workload::build_workload;
 
+use crate::common::dlsched;
 use crate::common::rec;
 
 /// (trace id, first start s, end s, waited s, preemptions), sorted by id.
@@ -305,10 +306,6 @@ fn seeded_random_workloads_keep_every_invariant() {
     }
     // At load 1.5 the queues preempt in most runs: the invariants were checked under preemption.
     assert!(preempting * 2 > runs, "{preempting} of {runs} runs preempted");
-}
-
-fn dlsched(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_dlsched")).args(args).output().unwrap()
 }
 
 /// (job, first start s, end s, queue delay s, preemptions) from a jobs.csv, sorted.
