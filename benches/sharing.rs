@@ -2,7 +2,7 @@
 //! (issue 13, point 2): `sharing_pass/<placement>/<cluster>/<queue>`.
 //!
 //! FIFO with backfill over `share-first-fit`, `share-best-fit`, `fgd` or
-//! `memory-efficiency`; a pending queue of 100 / 1,000 / 10,000 jobs of 1, 2,
+//! `memeff-pack`; a pending queue of 100 / 1,000 / 10,000 jobs of 1, 2,
 //! 4 or 8 GPUs with per-GPU memory needs of 1,000–14,000 MiB (so they share);
 //! a cluster of 512 (64 × 8 V100, 16 GiB) or 6,212 GPUs (`alibaba-openb`,
 //! mixed memory) on which about half the GPUs already have one tenant of
@@ -117,7 +117,7 @@ fn sharing_pass(c: &mut Criterion) {
         PlacementKind::ShareFirstFit,
         PlacementKind::ShareBestFit,
         PlacementKind::Fgd,
-        PlacementKind::MemoryEfficiency,
+        PlacementKind::MemeffPack,
     ];
     for (cluster_name, cluster_spec) in clusters {
         for n in [100usize, 1_000, 10_000] {

@@ -59,7 +59,7 @@ pub const KEYS: [(&str, &str); 49] = [
     ("genie_models", "a file of fitted GENIE models (dlsched genie-profile), relative to the experiment file"),
     ("backfill", "true or false"),
     ("tie_order", "trace (default) or numpy2-avx512: the order of same-instant submissions"),
-    ("placement", "consolidate, first-fit, recorded, share-first-fit, share-best-fit, memory-efficiency, fgd or iawp"),
+    ("placement", "consolidate, first-fit, recorded, share-first-fit, share-best-fit, memeff-pack, fgd or iawp"),
     ("max_tenants", "a whole number of jobs that may share one GPU (sharing placements)"),
     ("mem_headroom", "a fraction in [0, 1) of GPU memory kept free when a GPU is shared"),
     ("rate_model", "trace, table, genie or genie-k80"),
@@ -274,8 +274,33 @@ fn enum_in<T: ValueEnum>(o: &Origin<'_>, key: &str, v: &Value) -> Result<T, Stri
             .filter_map(|x| x.to_possible_value())
             .map(|p| p.get_name().to_string())
             .collect();
-        format!("{}: expected one of {}{}", o.setting(key, s), allowed.join(", "), placement_hint(o, key, s))
+        format!(
+            "{}: expected one of {}{}{}",
+            o.setting(key, s),
+            allowed.join(", "),
+            placement_hint(o, key, s),
+            renamed_placement_hint(o, key, s)
+        )
     })
+}
+
+/// For the `placement` value `memory-efficiency` (the packer's name until
+/// issue 17), where it went, as `o` spells the settings: the packer of
+/// fixed-size jobs is `memeff-pack`, and the thesis's memory-efficiency
+/// placement of moldable tasks is the policy `memory-efficiency`
+/// (`src/policy/memeff_tasks.rs`); empty otherwise.
+pub fn renamed_placement_hint(o: &Origin<'_>, key: &str, v: &str) -> String {
+    if key == "placement" && v == "memory-efficiency" {
+        format!(
+            " (`memory-efficiency` was renamed: the packer of fixed-size jobs is {}; the thesis's memory-efficiency \
+             placement of moldable tasks is {} with {})",
+            o.setting("placement", "memeff-pack"),
+            o.setting("policy", "memory-efficiency"),
+            o.setting("workload", "genie")
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// For a `policy` value that is a placement's name (`iawp`), the hint to set

@@ -268,9 +268,9 @@ fn run_inner(
         || spec.policy.placement().may_share()
         || records.iter().any(|r| r.model.is_some() || r.gpu_mem_mib.is_some() || r.gpu_milli.is_some());
     // Admission places on the empty cluster by the run's rule; the
-    // memory-efficiency rule reads the builtin database there.
+    // memeff-pack rule reads the builtin database there.
     let placement = spec.policy.placement();
-    let admission_db = (placement == PlacementKind::MemoryEfficiency).then(|| artefacts.profiles().builtin());
+    let admission_db = (placement == PlacementKind::MemeffPack).then(|| artefacts.profiles().builtin());
     let mut workload = build_workload(records, &cluster, placement.build_for(admission_db.as_ref()));
     workload.jobs.attach_tasks(&mut genie_tasks);
     if workload.jobs.is_empty() {

@@ -68,7 +68,7 @@ impl BuildContext<'_> {
     /// when the run reads none, the builtin one for the rules that read it
     /// (memory efficiency, IAWP's SM proxy), from the artefact set.
     pub(crate) fn db_for(&self, placement: PlacementKind) -> Option<Arc<ProfileDb>> {
-        let reads = matches!(placement, PlacementKind::MemoryEfficiency | PlacementKind::Iawp);
+        let reads = matches!(placement, PlacementKind::MemeffPack | PlacementKind::Iawp);
         self.db.clone().or_else(|| reads.then(|| self.artefacts.profiles().builtin()))
     }
 }

@@ -35,7 +35,7 @@ impl PolicyConfig {
     }
 
     /// [`PolicyConfig::build`] with every part that reads the profile
-    /// database (memory-efficiency ranks, IAWP's SM proxy) reading the run's
+    /// database (memeff-pack ranks, IAWP's SM proxy) reading the run's
     /// database `db` (`None`: the builtin one).
     ///
     /// # Errors

@@ -59,25 +59,26 @@ fn cmp_gpu(a: &Cand, b: &Cand) -> std::cmp::Ordering {
     b.me.total_cmp(&a.me).then(a.shared.cmp(&b.shared)).then(a.left_mib.cmp(&b.left_mib)).then(a.gpu.cmp(&b.gpu))
 }
 
-/// The memory-efficiency sharing placement (`--placement memory-efficiency`).
+/// The memory-efficiency packer of fixed-size jobs (`--placement memeff-pack`;
+/// `memory-efficiency` until issue 17).
 #[derive(Clone, Debug)]
-pub struct MemoryEfficiency {
+pub struct MemeffPack {
     db: Arc<ProfileDb>,
     scratch: Vec<Cand>,
 }
 
 /// The rule over the builtin database, parsed for it ([`ProfileDb::builtin`]);
-/// a run passes its own with [`MemoryEfficiency::new`].
-impl Default for MemoryEfficiency {
+/// a run passes its own with [`MemeffPack::new`].
+impl Default for MemeffPack {
     fn default() -> Self {
-        MemoryEfficiency::new(Arc::new(ProfileDb::builtin()))
+        MemeffPack::new(Arc::new(ProfileDb::builtin()))
     }
 }
 
-impl MemoryEfficiency {
+impl MemeffPack {
     /// The rule over the run's profile database (for `C_j`).
     pub fn new(db: Arc<ProfileDb>) -> Self {
-        MemoryEfficiency { db, scratch: Vec::new() }
+        MemeffPack { db, scratch: Vec::new() }
     }
 
     /// `ME_g(j)` of GPU `g` if a job of computation `c_job` GFLOP and memory
@@ -108,9 +109,9 @@ impl MemoryEfficiency {
     }
 }
 
-impl Placement for MemoryEfficiency {
+impl Placement for MemeffPack {
     fn name(&self) -> &'static str {
-        "memory-efficiency"
+        "memeff-pack"
     }
 
     fn shares(&self) -> bool {

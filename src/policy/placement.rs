@@ -95,10 +95,11 @@ pub enum PlacementKind {
     /// GPU sharing, best fit by memory: the GPUs with room that would have
     /// the least memory left after the job joins.
     ShareBestFit,
-    /// GPU sharing by memory efficiency: the GPUs whose computation per MiB
-    /// of memory is highest once the job joins (specs/policies.md section 4;
-    /// src/policy/memeff.rs).
-    MemoryEfficiency,
+    /// GPU sharing, packing a fixed-size job by memory efficiency: the GPUs
+    /// whose computation per MiB of memory is highest once the job joins
+    /// (src/policy/memeff.rs; `memory-efficiency` until issue 17; the
+    /// thesis's placement of moldable tasks is --policy memory-efficiency).
+    MemeffPack,
     /// GPU sharing after FGD (Weng et al., ATC'23): the GPUs where the
     /// expected fragmentation grows least (src/policy/fgd.rs).
     Fgd,
@@ -118,7 +119,7 @@ impl PlacementKind {
             PlacementKind::Recorded => "recorded",
             PlacementKind::ShareFirstFit => "share-first-fit",
             PlacementKind::ShareBestFit => "share-best-fit",
-            PlacementKind::MemoryEfficiency => "memory-efficiency",
+            PlacementKind::MemeffPack => "memeff-pack",
             PlacementKind::Fgd => "fgd",
             PlacementKind::Iawp => "iawp",
         }
@@ -137,7 +138,7 @@ impl PlacementKind {
             self,
             PlacementKind::ShareFirstFit
                 | PlacementKind::ShareBestFit
-                | PlacementKind::MemoryEfficiency
+                | PlacementKind::MemeffPack
                 | PlacementKind::Fgd
         )
     }

@@ -7,14 +7,14 @@
 use std::sync::Arc;
 
 use super::fgd::Fgd;
-use super::memeff::MemoryEfficiency;
+use super::memeff::MemeffPack;
 use super::placement::{Consolidate, FirstFit, Placement, PlacementKind, Recorded};
 use super::sharing::ShareFit;
 use crate::profile::db::ProfileDb;
 
 impl PlacementKind {
     /// A fresh placement of this kind; rules that read the profile database
-    /// (`memory-efficiency`) read the builtin one ([`PlacementKind::build_for`]).
+    /// (`memeff-pack`) read the builtin one ([`PlacementKind::build_for`]).
     pub fn build(self) -> Box<dyn Placement> {
         self.build_for(None)
     }
@@ -28,9 +28,9 @@ impl PlacementKind {
             PlacementKind::Recorded => Box::new(Recorded),
             PlacementKind::ShareFirstFit => Box::new(ShareFit::first_fit()),
             PlacementKind::ShareBestFit => Box::new(ShareFit::best_fit()),
-            PlacementKind::MemoryEfficiency => Box::new(match db {
-                Some(db) => MemoryEfficiency::new(db.clone()),
-                None => MemoryEfficiency::default(),
+            PlacementKind::MemeffPack => Box::new(match db {
+                Some(db) => MemeffPack::new(db.clone()),
+                None => MemeffPack::default(),
             }),
             PlacementKind::Fgd => Box::new(Fgd::default()),
             PlacementKind::Iawp => Box::new(ShareFit::best_fit()),

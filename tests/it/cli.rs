@@ -582,8 +582,8 @@ fn simulate_help_is_plain_and_true() {
     assert!(!help.contains("[`") && !help.contains("`]"), "{help}");
     let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
     for needle in [
-        "--max-tenants <N> With a sharing placement (share-first-fit, share-best-fit, memory-efficiency, fgd, iawp)",
-        "--mem-headroom <F> With a sharing placement (share-first-fit, share-best-fit, memory-efficiency, fgd, iawp)",
+        "--max-tenants <N> With a sharing placement (share-first-fit, share-best-fit, memeff-pack, fgd, iawp)",
+        "--mem-headroom <F> With a sharing placement (share-first-fit, share-best-fit, memeff-pack, fgd, iawp)",
         "timing.json",
         "learning_curve.csv",
         "analytical estimate",

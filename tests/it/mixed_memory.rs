@@ -59,7 +59,7 @@ fn eleven_gpus_on_alibaba_openb_under_every_sharing_placement() {
     // to abort with "0 MiB used + 24576 MiB needed > 16384 MiB usable".
     // At trace speed it runs from 0 to 42 s.
     for placement in
-        [PlacementKind::ShareFirstFit, PlacementKind::ShareBestFit, PlacementKind::Fgd, PlacementKind::MemoryEfficiency]
+        [PlacementKind::ShareFirstFit, PlacementKind::ShareBestFit, PlacementKind::Fgd, PlacementKind::MemeffPack]
     {
         let (mems, times) = one_wide_job(ClusterPreset::AlibabaOpenb.spec(), 11, placement);
         assert!(mems.len() > 1, "{placement:?}: the placement mixes GPU memories ({mems:?})");

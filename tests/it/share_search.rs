@@ -125,7 +125,7 @@ fn schedule(placement: Box<dyn Placement>, recs: Vec<TraceRecord>, kind: Placeme
 #[test]
 fn the_failure_memo_changes_no_schedule() {
     for kind in
-        [PlacementKind::ShareFirstFit, PlacementKind::ShareBestFit, PlacementKind::Fgd, PlacementKind::MemoryEfficiency]
+        [PlacementKind::ShareFirstFit, PlacementKind::ShareBestFit, PlacementKind::Fgd, PlacementKind::MemeffPack]
     {
         for seed in 1..=3 {
             let fast = schedule(kind.build(), workload(seed), kind);

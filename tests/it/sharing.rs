@@ -290,7 +290,7 @@ fn memory_and_shares_are_never_over_committed_on_random_workloads() {
             PlacementKind::ShareFirstFit,
             PlacementKind::ShareBestFit,
             PlacementKind::Fgd,
-            PlacementKind::MemoryEfficiency,
+            PlacementKind::MemeffPack,
             PlacementKind::Iawp,
         ] {
             let limits = ShareLimits { max_tenants: 2 + (seed as u32 % 3), mem_headroom: 0.05 };
@@ -313,7 +313,7 @@ fn memory_and_shares_are_never_over_committed_on_random_workloads() {
 fn memory_efficiency_ranks_gpus_by_hand() {
     use dlsched::ids::{GpuId, JobId, VcId};
     use dlsched::policy::View;
-    use dlsched::policy::memeff::MemoryEfficiency;
+    use dlsched::policy::memeff::MemeffPack;
     use dlsched::policy::placement::{Placement, Request};
     use dlsched::time::SimTime;
 
@@ -325,12 +325,12 @@ fn memory_efficiency_ranks_gpus_by_hand() {
         job("k", 0, 1, 10, "resnet50-imagenet", 40, 2_000),
         rec("u", 0, 1, 10),
     ];
-    let w = build_workload(recs, &cluster, PlacementKind::MemoryEfficiency.build());
+    let w = build_workload(recs, &cluster, PlacementKind::MemeffPack.build());
     assert_eq!(w.jobs.len(), 5);
     cluster.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 2_000, 0).unwrap();
     cluster.allocate_shared(JobId(1), VcId(0), &[GpuId(1)], 4_000, 0).unwrap();
     let view = View { now: SimTime::ZERO, cluster: &cluster, jobs: &w.jobs };
-    let mut me = MemoryEfficiency::default();
+    let mut me = MemeffPack::default();
     // j: C = 24.54 × 10 = 245.4 GFLOP, 4,000 MiB. ME after joining:
     // GPU 0 (245.4 + 334) / 6,000 = 0.09657, GPU 1 (245.4 + 928) / 8,000 =
     // 0.14668, GPU 2 245.4 / 4,000 = 0.06135: GPU 1.
@@ -531,7 +531,7 @@ fn a_profiles_directory_drives_colocation_memory_efficiency_and_the_sm_proxy() {
     let r = run(
         "a,0,100,1,resnet18-cifar10,32\nb,0,100,1,resnet50-imagenet,32\nj,0,100,1,resnet50-cifar10,32\n",
         2,
-        PlacementKind::MemoryEfficiency,
+        PlacementKind::MemeffPack,
     );
     assert_eq!(times(&r.output), vec![(0, 200_000), (0, 100_000), (0, 200_000)]);
     let mem: Vec<Option<u64>> = r.output.jobs.specs().iter().map(|s| s.gpu_mem_mib).collect();
@@ -545,7 +545,7 @@ fn a_profiles_directory_drives_colocation_memory_efficiency_and_the_sm_proxy() {
     std::fs::write(
         &toml,
         "question = \"profiles\"\n[base]\ntrace = \"jobs-2.csv\"\nformat = \"jobs-csv\"\nnodes = 1\n\
-         gpus_per_node = 2\ngpu_type = \"v100\"\nplacement = \"memory-efficiency\"\nsample_interval = 0\n\
+         gpus_per_node = 2\ngpu_type = \"v100\"\nplacement = \"memeff-pack\"\nsample_interval = 0\n\
          [sweep]\nprofiles = [\"profiles\"]\n",
     )
     .unwrap();

@@ -161,8 +161,8 @@ pub(crate) struct SimulateArgs {
     /// co-located jobs slow each other down: two tenants at their measured pair
     /// speeds, more tenants (or unmeasured pairs) within [1 - switch cost, best
     /// measured pair sum] of one GPU together (src/profile/coloc.rs). The
-    /// other sharing rules, memory-efficiency, fgd and iawp, are below.
-    #[arg(long, value_enum, default_value = "consolidate")]
+    /// other sharing rules, memeff-pack, fgd and iawp, are below.
+    #[arg(long, value_parser = PlacementKindParser, default_value = "consolidate")]
     pub(crate) placement: PlacementKind,
 
     /// Job speed: trace = every job runs its trace duration wherever it is
@@ -185,12 +185,12 @@ pub(crate) struct SimulateArgs {
     pub(crate) profiles: Option<PathBuf>,
 
     /// With a sharing placement (share-first-fit, share-best-fit,
-    /// memory-efficiency, fgd, iawp): the most jobs on one GPU.
+    /// memeff-pack, fgd, iawp): the most jobs on one GPU.
     #[arg(long, value_name = "N", default_value_t = dlsched::cluster::ShareLimits::default().max_tenants)]
     pub(crate) max_tenants: u32,
 
     /// With a sharing placement (share-first-fit, share-best-fit,
-    /// memory-efficiency, fgd, iawp): the fraction of a shared GPU's memory
+    /// memeff-pack, fgd, iawp): the fraction of a shared GPU's memory
     /// kept free (0 <= F < 1); a job alone on a GPU may use all of it.
     #[arg(long, value_name = "F", default_value_t = dlsched::cluster::ShareLimits::default().mem_headroom)]
     pub(crate) mem_headroom: f64,
@@ -495,7 +495,7 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
     let note = |s: &str| errln!("note: {s}");
     if !a.placement.may_share() && (a.max_tenants != defaults.max_tenants || a.mem_headroom != defaults.mem_headroom) {
         note(
-            "--max-tenants and --mem-headroom apply only to a sharing placement (share-first-fit, share-best-fit, fgd, memory-efficiency, iawp)",
+            "--max-tenants and --mem-headroom apply only to a sharing placement (share-first-fit, share-best-fit, fgd, memeff-pack, iawp)",
         )?;
     }
     if a.policy.genie().is_none()
@@ -739,5 +739,44 @@ impl clap::builder::TypedValueParser for PolicyNameParser {
 
     fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
         Some(Box::new(PolicyName::value_variants().iter().filter_map(|p| p.to_possible_value())))
+    }
+}
+
+/// `--placement`'s parser: clap's for [`PlacementKind`] (the same possible
+/// values in `--help`), whose refusal of `memory-efficiency` (the packer's
+/// name until issue 17) says where it went.
+#[derive(Clone)]
+struct PlacementKindParser;
+
+impl clap::builder::TypedValueParser for PlacementKindParser {
+    type Value = PlacementKind;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<PlacementKind, clap::Error> {
+        clap::builder::EnumValueParser::<PlacementKind>::new().parse_ref(cmd, arg, value).map_err(|e| {
+            let hint = raw::renamed_placement_hint(&Origin::CommandLine, "placement", &value.to_string_lossy());
+            if hint.is_empty() {
+                e
+            } else {
+                let names: Vec<&str> = PlacementKind::value_variants().iter().map(|p| p.name()).collect();
+                clap::Error::raw(
+                    clap::error::ErrorKind::InvalidValue,
+                    format!(
+                        "invalid value '{}' for '--placement <PLACEMENT>': expected one of {}{hint}\n",
+                        value.to_string_lossy(),
+                        names.join(", ")
+                    ),
+                )
+                .with_cmd(cmd)
+            }
+        })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(PlacementKind::value_variants().iter().filter_map(|p| p.to_possible_value())))
     }
 }
