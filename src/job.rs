@@ -107,6 +107,15 @@ pub struct TaskSpec {
     pub deadline: SimTime,
 }
 
+impl TaskSpec {
+    /// The per-GPU batch on `gpus` GPUs, samples: `global_bsz / gpus`
+    /// rounded to the nearest whole sample, at least 1 (the rule of the
+    /// table rate model, `crate::profile::rate`). `gpus` 0 reads as 1.
+    pub fn local_bsz(&self, gpus: u32) -> u32 {
+        ((f64::from(self.global_bsz) / f64::from(gpus.max(1))).round() as u32).max(1)
+    }
+}
+
 /// A running job's progress. Work is measured in milliseconds at rate 1.0 (the
 /// trace's speed); a job at rate `r` does `r` units of work per simulated ms.
 #[derive(Clone, Debug, PartialEq)]

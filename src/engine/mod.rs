@@ -76,6 +76,25 @@ pub enum Event {
     Timer,
 }
 
+/// A moldable task's GPU memory per GPU, MiB, on a GPU count
+/// ([`Simulation::with_task_memory`]).
+pub type TaskMemory = dyn Fn(&JobSpec, u32) -> Option<u64> + Send;
+
+/// The spec the co-location model reads for `spec` on `gpus` GPUs: a
+/// moldable task's own batch is its global batch, but each of its GPUs
+/// steps its per-GPU batch ([`crate::job::TaskSpec::local_bsz`]), so the
+/// pair speeds are read at that batch. Any other job as it is.
+fn as_tenant(spec: &JobSpec, gpus: usize) -> std::borrow::Cow<'_, JobSpec> {
+    match &spec.task {
+        Some(t) => {
+            let mut s = spec.clone();
+            s.local_bsz = Some(t.local_bsz(u32::try_from(gpus).unwrap_or(u32::MAX)));
+            std::borrow::Cow::Owned(s)
+        }
+        None => std::borrow::Cow::Borrowed(spec),
+    }
+}
+
 /// Engine options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EngineConfig {
@@ -166,6 +185,10 @@ pub struct Simulation {
     /// The co-location model ([`Simulation::with_interference`]); a shared
     /// launch without one is an error of the run.
     interference: Option<Box<dyn Interference>>,
+    /// A moldable task's GPU memory per GPU on a GPU count, MiB
+    /// ([`Simulation::with_task_memory`]); without it a task that shares
+    /// holds each GPU's whole memory.
+    task_memory: Option<Box<TaskMemory>>,
     cfg: EngineConfig,
     pending: u32,
     running: u32,
@@ -209,6 +232,7 @@ impl Simulation {
             policy,
             model,
             interference: None,
+            task_memory: None,
             cfg,
             pending: 0,
             running: 0,
@@ -237,6 +261,19 @@ impl Simulation {
     /// [`SimError::ModelFailure`].
     pub fn with_interference(mut self, interference: Box<dyn Interference>) -> Self {
         self.interference = Some(interference);
+        self
+    }
+
+    /// How much GPU memory a moldable task holds on each of its GPUs when
+    /// it shares them ([`Decision::Colocate`]), MiB: `memory(spec, n)` for
+    /// the task on `n` GPUs (its per-GPU batch is [`crate::job::TaskSpec::local_bsz`];
+    /// the run passes the profile database's estimate,
+    /// `crate::profile::resources::task_gpu_mem_mib`). A task's memory
+    /// depends on the GPU count the policy picks, so the job has no fixed
+    /// figure; `None` (or no hook) holds the whole GPU, as for any job of
+    /// unknown memory. Exclusive launches are unaffected.
+    pub fn with_task_memory(mut self, memory: Box<TaskMemory>) -> Self {
+        self.task_memory = Some(memory);
         self
     }
 
@@ -503,7 +540,7 @@ impl Simulation {
         };
         let mut speed: f64 = 1.0;
         let mut colocated = false;
-        let mut others: Vec<&JobSpec> = Vec::new();
+        let mut others: Vec<std::borrow::Cow<'_, JobSpec>> = Vec::new();
         // A tenant with a guaranteed compute share (milli-GPU) runs at its
         // recorded speed: its trace run time was measured under that share
         // (the Alibaba PAI 2023 pods), so slowing it again would count the
@@ -519,9 +556,16 @@ impl Simulation {
             }
             colocated = true;
             others.clear();
-            others.extend(tenants.iter().filter(|&&t| t != job).map(|&t| self.jobs.spec(t)));
+            others.extend(tenants.iter().filter(|&&t| t != job).map(|&t| {
+                let n = match self.jobs.state(t) {
+                    JobState::Running(r) => r.gpus.len(),
+                    _ => 1,
+                };
+                as_tenant(self.jobs.spec(t), n)
+            }));
             let gpu_type = &self.cluster.node(self.cluster.node_of(g)).gpu_type;
-            let s = interference.speed(gpu_type, spec, &others);
+            let refs: Vec<&JobSpec> = others.iter().map(|o| o.as_ref()).collect();
+            let s = interference.speed(gpu_type, &as_tenant(spec, gpus.len()), &refs);
             if !(s.is_finite() && s > 0.0) {
                 // Not hidden by `min` (which drops a NaN): the caller reports it.
                 return (base * s, base, true, s);
@@ -592,7 +636,11 @@ impl Simulation {
                 format!("GPU is a {have}; the job allows only {}", types.join(", ")),
             ));
         }
-        let (milli, mem_need) = (spec.gpu_milli.unwrap_or(0), spec.gpu_mem_mib);
+        let (milli, mut mem_need) = (spec.gpu_milli.unwrap_or(0), spec.gpu_mem_mib);
+        if shared && spec.task.is_some() {
+            // A moldable task's memory per GPU depends on its GPU count.
+            mem_need = self.task_memory.as_ref().and_then(|m| m(spec, gpus.len() as u32));
+        }
         let allocated = if shared {
             // Memory is per GPU, by the one rule the placements use
             // (`Cluster::tenant_mem_mib` of each GPU): a job of unknown

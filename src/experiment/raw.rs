@@ -729,6 +729,11 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
                 let v = placement.name().to_string();
                 generic.push(("placement".to_string(), Value::Str(v.clone()), o.setting("placement", &v)));
             }
+            if n == PolicyName::MemoryEfficiency && share != ShareLimits::default() {
+                // The sharing limits of the thesis's task placement.
+                generic.push(("share.max_tenants".into(), Value::UInt(share.max_tenants.into()), o.key("max_tenants")));
+                generic.push(("share.mem_headroom".into(), Value::Float(share.mem_headroom), o.key("mem_headroom")));
+            }
             set_policy_options(n.default_spec(), &generic)?
         }
     };

@@ -326,6 +326,11 @@ fn run_inner(
     )
     .with_interference(Box::new(interference))
     .with_checkpoint(spec.checkpoint);
+    // A moldable task that shares GPUs holds its memory at its per-GPU batch.
+    let sim = match db.clone().filter(|_| is_tasks) {
+        Some(db) => sim.with_task_memory(Box::new(move |s, n| crate::profile::resources::task_gpu_mem_mib(&db, s, n))),
+        None => sim,
+    };
     // An error of the run names the job's trace file and line.
     let output = sim.run_observed(&mut recorder, progress).map_err(|e| match &spec.workload {
         WorkloadSource::Trace { path, .. } => e.in_file(path),

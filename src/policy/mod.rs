@@ -16,6 +16,7 @@ pub mod genie_error;
 pub mod iawp;
 pub mod las;
 pub mod memeff;
+pub mod memeff_tasks;
 pub mod placement;
 pub mod placements;
 pub mod qssf;

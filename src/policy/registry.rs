@@ -170,6 +170,10 @@ registry! {
     /// its tenants (`--policy fifo --placement iawp` on the command line).
     #[value(skip)]
     "iawp" => Iawp(IawpOptions),
+    /// The thesis's memory-efficiency placement of moldable tasks: FIFO, the
+    /// placement of highest computation per MiB of GPU memory, sharing GPUs
+    /// when memory fits (`--workload genie`; `--policy-opt pack=..., placements=..., share.max_tenants=...`).
+    "memory-efficiency" => MemoryEfficiency(crate::policy::memeff_tasks::MemeffTaskOptions),
 }
 
 impl PolicyName {

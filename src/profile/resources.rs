@@ -54,6 +54,18 @@ pub fn compute_gflop_per_iter(db: &ProfileDb, spec: &JobSpec) -> Option<f64> {
     (g.is_finite() && g > 0.0).then_some(g * f64::from(bsz))
 }
 
+/// A moldable task's GPU memory per GPU on `gpus` GPUs, MiB (rounded up):
+/// the database's figure ([`ProfileDb::gpu_mem_mib`]: measured, else the
+/// analytical weights + gradients + optimiser state + activations × per-GPU
+/// batch + framework overhead of spec §4.2's `M_j(s)`) at the per-GPU batch
+/// [`crate::job::TaskSpec::local_bsz`]. `None` for a job that is not a task
+/// or whose model the database does not know. (Inference is estimated as
+/// training: the database has no inference memory figure; an upper bound.)
+pub fn task_gpu_mem_mib(db: &ProfileDb, spec: &JobSpec, gpus: u32) -> Option<u64> {
+    let t = spec.task.as_deref()?;
+    db.gpu_mem_mib(spec.model.as_deref()?, t.local_bsz(gpus)).map(|m| m.ceil() as u64)
+}
+
 /// The SM-utilisation proxy `u_j` (module docs) over one profile database,
 /// memoised by (model, per-GPU batch, GPU type). Owned by whoever reads it
 /// (the engine's sharing figures, the IAWP policy), one per run: the memo
