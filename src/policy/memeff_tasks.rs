@@ -201,16 +201,17 @@ impl Rated {
 }
 
 /// `C_j(s)` of a task spec on `gpus` GPUs, GFLOP per iteration per GPU
-/// (module docs); 0 when the model or its GFLOPs are unknown or the job is
-/// not a task.
-pub fn task_compute_gflop(db: &ProfileDb, spec: &JobSpec, gpus: u32) -> f64 {
-    let (Some(t), Some(model)) = (spec.task.as_deref(), spec.model.as_deref()) else { return 0.0 };
-    let g = db.model_info(model).map_or(f64::NAN, |m| m.gflops_per_sample);
-    if !(g.is_finite() && g > 0.0) {
-        return 0.0;
-    }
+/// (module docs), and whether the model's GFLOPs were known. When they are
+/// not (`models.csv` has `NaN`, e.g. GENIE's seq2seq, `transformer-multi30k`)
+/// it is computed with 1 GFLOP per sample (**ours**): ratings are compared
+/// only between placements of one task, so any positive constant ranks them
+/// alike. 0 for a job that is not a task.
+pub fn task_compute_gflop(db: &ProfileDb, spec: &JobSpec, gpus: u32) -> (f64, bool) {
+    let Some(t) = spec.task.as_deref() else { return (0.0, false) };
+    let g = spec.model.as_deref().and_then(|m| db.model_info(m)).map_or(f64::NAN, |m| m.gflops_per_sample);
+    let known = g.is_finite() && g > 0.0;
     let c = if t.inference { 1.0 / 3.0 } else { 1.0 };
-    c * g * f64::from(t.local_bsz(gpus))
+    (c * if known { g } else { 1.0 } * f64::from(t.local_bsz(gpus)), known)
 }
 
 /// (GPU type, model, per-GPU batch, tenants' (model, per-GPU batch)).
@@ -227,6 +228,8 @@ pub struct MemeffTasks {
     scratch: Vec<GpuCand>,
     /// Launches that joined a GPU with tenants.
     joined_shared: u64,
+    /// Launches rated with unknown GFLOPs ([`task_compute_gflop`]).
+    compute_unknown: u64,
     /// Launches, and GPUs over them.
     launches: u64,
     gpus_launched: u64,
@@ -246,6 +249,7 @@ impl MemeffTasks {
             speeds: BTreeMap::new(),
             scratch: Vec::new(),
             joined_shared: 0,
+            compute_unknown: 0,
             launches: 0,
             gpus_launched: 0,
         }
@@ -347,7 +351,7 @@ impl MemeffTasks {
             out.push(Rated {
                 d_node,
                 d_gpn,
-                compute_gflop: task_compute_gflop(&self.db, spec, n),
+                compute_gflop: task_compute_gflop(&self.db, spec, n).0,
                 mem_mib: mem,
                 speed: chosen.iter().map(|(k, _)| k.0).fold(f64::INFINITY, f64::min),
                 shared: chosen.iter().map(|(k, _)| k.1).sum(),
@@ -427,6 +431,9 @@ impl Policy for MemeffTasks {
                 if gpus.iter().any(|&g| !view.cluster.tenants(g).is_empty()) {
                     self.joined_shared += 1;
                 }
+                if self.packer.is_none() && !task_compute_gflop(&self.db, view.jobs.spec(job), 1).1 {
+                    self.compute_unknown += 1;
+                }
                 // Every task starts as a tenant, so that later tasks may join it.
                 return Decision::Colocate { job, gpus };
             }
@@ -439,6 +446,10 @@ impl Policy for MemeffTasks {
 
     fn metrics(&self, _jobs: &JobTable) -> Vec<(&'static str, f64)> {
         let mean = if self.launches == 0 { 0.0 } else { self.gpus_launched as f64 / self.launches as f64 };
-        vec![("tasks_joined_shared_gpus", self.joined_shared as f64), ("gpus_per_task_mean", mean)]
+        vec![
+            ("tasks_joined_shared_gpus", self.joined_shared as f64),
+            ("gpus_per_task_mean", mean),
+            ("tasks_rated_without_gflops", self.compute_unknown as f64),
+        ]
     }
 }

@@ -493,7 +493,10 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
     let genie_workload = a.workload == WorkloadKind::Genie;
     let defaults = dlsched::cluster::ShareLimits::default();
     let note = |s: &str| errln!("note: {s}");
-    if !a.placement.may_share() && (a.max_tenants != defaults.max_tenants || a.mem_headroom != defaults.mem_headroom) {
+    if !a.placement.may_share()
+        && a.policy != PolicyName::MemoryEfficiency
+        && (a.max_tenants != defaults.max_tenants || a.mem_headroom != defaults.mem_headroom)
+    {
         note(
             "--max-tenants and --mem-headroom apply only to a sharing placement (share-first-fit, share-best-fit, fgd, memeff-pack, iawp)",
         )?;
