@@ -5,7 +5,7 @@
 //! A policy's options struct holds its defaults in one `Default` impl
 //! (`#[serde(default, deny_unknown_fields)]`) and implements
 //! [`BuildPolicy`]: `validate` (once, naming the option) and `build`. Adding a
-//! policy is its file plus one line of the [`registry!`] table below, e.g.
+//! policy is its file plus one line of the `registry!` table below, e.g.
 //!
 //! ```text
 //! /// Preemptive shortest remaining time first.
