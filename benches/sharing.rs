@@ -113,12 +113,8 @@ fn sharing_pass(c: &mut Criterion) {
         ("512gpu", ClusterSpec::uniform("64x8", 64, 8, "V100", 16_384)),
         ("6212gpu", ClusterPreset::AlibabaOpenb.spec()),
     ];
-    let placements = [
-        PlacementKind::ShareFirstFit,
-        PlacementKind::ShareBestFit,
-        PlacementKind::Fgd,
-        PlacementKind::MemeffPack,
-    ];
+    let placements =
+        [PlacementKind::ShareFirstFit, PlacementKind::ShareBestFit, PlacementKind::Fgd, PlacementKind::MemeffPack];
     for (cluster_name, cluster_spec) in clusters {
         for n in [100usize, 1_000, 10_000] {
             let (base, jobs, pending) = setup(cluster_spec.clone(), n);

@@ -166,11 +166,7 @@ struct GpuCand {
 }
 
 fn cmp_gpu(a: &GpuCand, b: &GpuCand) -> std::cmp::Ordering {
-    b.speed
-        .total_cmp(&a.speed)
-        .then(a.shared.cmp(&b.shared))
-        .then(a.left_mib.cmp(&b.left_mib))
-        .then(a.gpu.cmp(&b.gpu))
+    b.speed.total_cmp(&a.speed).then(a.shared.cmp(&b.shared)).then(a.left_mib.cmp(&b.left_mib)).then(a.gpu.cmp(&b.gpu))
 }
 
 /// A rated placement of one task.
@@ -423,7 +419,8 @@ impl Policy for MemeffTasks {
     fn decide(&mut self, view: &View<'_>) -> Decision {
         for i in 0..self.pending.len() {
             let job = self.pending[i];
-            let gpus = if self.packer.is_some() { self.pack_one(view, job) } else { self.choose(view, job).map(|r| r.gpus) };
+            let gpus =
+                if self.packer.is_some() { self.pack_one(view, job) } else { self.choose(view, job).map(|r| r.gpus) };
             if let Some(gpus) = gpus {
                 self.pending.remove(i);
                 self.launches += 1;

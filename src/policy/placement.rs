@@ -136,10 +136,7 @@ impl PlacementKind {
     pub fn shares(self) -> bool {
         matches!(
             self,
-            PlacementKind::ShareFirstFit
-                | PlacementKind::ShareBestFit
-                | PlacementKind::MemeffPack
-                | PlacementKind::Fgd
+            PlacementKind::ShareFirstFit | PlacementKind::ShareBestFit | PlacementKind::MemeffPack | PlacementKind::Fgd
         )
     }
 }

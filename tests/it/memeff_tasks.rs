@@ -289,7 +289,8 @@ fn the_old_placement_name_points_to_both_new_names() {
     // A sweep file's spelling.
     let dir = tempfile::tempdir().unwrap();
     let toml = dir.path().join("e.toml");
-    std::fs::write(&toml, "question = \"q\"\n[base]\njobs = 5\n[sweep]\nplacement = [\"memory-efficiency\"]\n").unwrap();
+    std::fs::write(&toml, "question = \"q\"\n[base]\njobs = 5\n[sweep]\nplacement = [\"memory-efficiency\"]\n")
+        .unwrap();
     let o = dlsched(&["sweep", toml.to_str().unwrap(), "--out", dir.path().join("o").to_str().unwrap()]);
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
