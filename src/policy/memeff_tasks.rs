@@ -24,9 +24,9 @@
 //! (spec: c_pass = 3 training, 1 inference, over forward FLOPs; the
 //! database's figure is already the training one). `M_j(s)` is the
 //! database's memory per GPU ([`crate::profile::resources::task_gpu_mem_mib`]:
-//! measured, else weights + gradients + optimiser state + activations × b'
-//! + framework overhead, `src/profile/data/README.md`), the figure the
-//! engine holds for the task on each GPU it shares
+//! measured, else weights, gradients and optimiser state, activations × b'
+//! and the framework overhead, `src/profile/data/README.md`), the figure
+//! the engine holds for the task on each GPU it shares
 //! ([`crate::engine::Simulation::with_task_memory`]). A model without
 //! memory holds each GPU's whole memory (it shares nothing).
 //!
@@ -364,10 +364,11 @@ impl MemeffTasks {
         let spec = view.jobs.spec(job);
         let whole = |r: &Rated| r.gpus.first().map_or(0, |&g| cluster.gpu_mem_mib(g));
         // (rating, shared GPUs, nodes, predicted rate, first GPU)
+        type Key = (f64, usize, u32, f64, GpuId);
         let key = |r: &Rated, rates: &dyn RateModel| {
             (r.me(whole(r)) * r.speed, r.shared, r.d_node, rates.rate(spec, &r.gpus, cluster) * r.speed, r.gpus[0])
         };
-        let mut best: Option<((f64, usize, u32, f64, GpuId), Rated)> = None;
+        let mut best: Option<(Key, Rated)> = None;
         for r in rated {
             let k = key(&r, self.rates.as_ref());
             let better = best.as_ref().is_none_or(|(b, _)| {
