@@ -73,9 +73,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::build::{BuildContext, BuildPolicy};
 use super::genie::PlacementSet;
 use super::placement::{Placement, PlacementKind, Request};
-use super::registry::{BuildContext, BuildPolicy};
 use super::{Decision, Policy, View};
 use crate::cluster::{Cluster, ShareLimits};
 use crate::error::{ConfigError, RunError};
