@@ -26,8 +26,7 @@
 //! its fallback chain (`src/profile/coloc.rs`).
 //!
 //! Our readings, not the paper's (which does not state them): embedding
-//! dimension 8, L2 weight 1e-5, He-uniform initialisation of the ReLU layers
-//! and of the output layer (He et al., ICCV 2015), embeddings uniform in
+//! dimension 8, L2 weight 1e-5 (weights and embeddings), embeddings uniform in
 //! ±0.1, the output bias set to the logit of the mean training speed, Adam
 //! (Kingma and Ba, ICLR 2015; β = 0.9, 0.999, ε = 1e-8) at 3e-3 for 60
 //! epochs then SGD at 0.01 for 20, minibatches of 64 in an order shuffled per
@@ -35,17 +34,19 @@
 //! [`NCF_SEED`] on the named stream `ncf` (`src/rng.rs`): it is a derived
 //! table of the database, the same for every run and thread count.
 //!
-//! The MLP is this module's own: helper branch `nn17` (a shared dense MLP in
-//! `src/nn.rs`) was not published in time to build on; see the issue-17 notes.
+//! The tower is [`crate::nn::Mlp`] (its He-uniform ReLU layers and
+//! Glorot-uniform output layer, its backward pass, which also gives the
+//! gradient of the input, i.e. of the embeddings); Adam is kept here.
 
 use std::collections::BTreeMap;
 
-use ndarray::{Array2, Axis};
+use ndarray::Array2;
 use rand::Rng;
 use rand::seq::SliceRandom;
 
 use super::coloc::Tenant;
 use super::db::ProfileDb;
+use crate::nn::{Mlp, OutputActivation};
 
 /// The seed the database's model is trained with (module docs): a fixed
 /// constant, so the model is the same for every run of a database.
@@ -111,66 +112,45 @@ pub struct Sample {
 /// The trained tower and embeddings over integer ids.
 #[derive(Clone, Debug)]
 pub struct NcfNet {
-    /// Parameters in order: U, V, W (embeddings, (ids, d)), then per layer
-    /// its weights (n_in, n_out) and bias (1, n_out), the last layer's n_out 1.
-    params: Vec<Array2<f64>>,
-    layers: usize,
+    /// Embeddings U (me), V (co-tenant), W (GPU type), each (ids, d).
+    emb: [Array2<f64>; 3],
+    /// The tower: 3d inputs, [`NcfParams::hidden`] ReLU layers, one sigmoid output.
+    mlp: Mlp,
 }
 
-fn sigmoid(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
+/// Gradients of every parameter of an [`NcfNet`]: embeddings, then the tower's.
+struct NetGrads {
+    emb: [Array2<f64>; 3],
+    mlp: crate::nn::Grads,
 }
 
 impl NcfNet {
     /// An untrained net for `types` job types and `gpus` GPU types.
     fn init(types: usize, gpus: usize, p: &NcfParams, rng: &mut crate::rng::Stream, mean: f64) -> NcfNet {
         let d = p.embed_dim;
-        let mut uniform = |rows: usize, cols: usize, a: f64| Array2::from_shape_fn((rows, cols), |_| rng.gen_range(-a..=a));
-        let mut params = vec![uniform(types, d, 0.1), uniform(types, d, 0.1), uniform(gpus, d, 0.1)];
-        let mut n_in = 3 * d;
-        let widths: Vec<usize> = p.hidden.iter().copied().chain(std::iter::once(1)).collect();
-        for &n_out in &widths {
-            params.push(uniform(n_in, n_out, (6.0 / n_in as f64).sqrt()));
-            params.push(Array2::zeros((1, n_out)));
-            n_in = n_out;
-        }
+        let mut uniform = |rows: usize, cols: usize| Array2::from_shape_fn((rows, cols), |_| rng.gen_range(-0.1..=0.1));
+        let emb = [uniform(types, d), uniform(types, d), uniform(gpus, d)];
+        let sizes: Vec<usize> = std::iter::once(3 * d).chain(p.hidden.iter().copied()).chain(std::iter::once(1)).collect();
+        let mut mlp = Mlp::new(&sizes, OutputActivation::Sigmoid, rng);
         let m = mean.clamp(1e-3, 1.0 - 1e-3);
-        if let Some(b) = params.last_mut() {
-            b[[0, 0]] = (m / (1.0 - m)).ln();
+        if let Some(out) = mlp.layers.last_mut() {
+            out.b[0] = (m / (1.0 - m)).ln();
         }
-        NcfNet { params, layers: widths.len() }
+        NcfNet { emb, mlp }
     }
 
     /// The input rows (batch, 3d) of `batch`.
     fn input(&self, batch: &[Sample]) -> Array2<f64> {
-        let d = self.params[0].ncols();
+        let d = self.emb[0].ncols();
         let mut x = Array2::zeros((batch.len(), 3 * d));
         for (r, s) in batch.iter().enumerate() {
-            for k in 0..d {
-                x[[r, k]] = self.params[0][[s.me, k]];
-                x[[r, d + k]] = self.params[1][[s.other, k]];
-                x[[r, 2 * d + k]] = self.params[2][[s.gpu, k]];
+            for (e, id) in [s.me, s.other, s.gpu].into_iter().enumerate() {
+                for k in 0..d {
+                    x[[r, e * d + k]] = self.emb[e][[id, k]];
+                }
             }
         }
         x
-    }
-
-    /// Forward pass: the activations of every layer (the input first) and
-    /// the outputs σ(z), shape (batch, 1).
-    fn forward(&self, x: Array2<f64>) -> (Vec<Array2<f64>>, Array2<f64>) {
-        let mut acts = vec![x];
-        for l in 0..self.layers {
-            let (w, b) = (&self.params[3 + 2 * l], &self.params[4 + 2 * l]);
-            let mut z = acts[l].dot(w) + b;
-            if l + 1 < self.layers {
-                z.mapv_inplace(|v| v.max(0.0));
-                acts.push(z);
-            } else {
-                z.mapv_inplace(sigmoid);
-                return (acts, z);
-            }
-        }
-        unreachable!("the tower has an output layer")
     }
 
     /// Predicted speeds of `samples` (their `speed` ignored), in (0, 1).
@@ -178,65 +158,62 @@ impl NcfNet {
         if samples.is_empty() {
             return Vec::new();
         }
-        let (_, y) = self.forward(self.input(samples));
-        y.column(0).to_vec()
+        self.mlp.forward(self.input(samples).view()).column(0).to_vec()
     }
 
-    /// The gradients of the loss on `batch` (module docs), one per parameter.
-    fn gradients(&self, batch: &[Sample], l2: f64) -> Vec<Array2<f64>> {
+    /// The gradients of the loss on `batch` (module docs).
+    fn gradients(&self, batch: &[Sample], l2: f64) -> NetGrads {
         let n = batch.len() as f64;
-        let (acts, y) = self.forward(self.input(batch));
-        let mut grads: Vec<Array2<f64>> = self.params.iter().map(|p| Array2::zeros(p.raw_dim())).collect();
-        // dL/dz of the output: (ŷ − y) σ'(z) / n.
-        let mut delta = Array2::from_shape_fn((batch.len(), 1), |(r, _)| {
-            let p = y[[r, 0]];
-            (p - batch[r].speed) * p * (1.0 - p) / n
-        });
-        for l in (0..self.layers).rev() {
-            let w = &self.params[3 + 2 * l];
-            grads[3 + 2 * l] = acts[l].t().dot(&delta) + &(w * l2);
-            grads[4 + 2 * l] = delta.sum_axis(Axis(0)).insert_axis(Axis(0));
-            let mut back = delta.dot(&w.t());
-            if l > 0 {
-                // Through the ReLU of layer l − 1: zero where it was off.
-                back.zip_mut_with(&acts[l], |g, &a| {
-                    if a <= 0.0 {
-                        *g = 0.0
-                    }
-                });
-            }
-            delta = back;
+        let trace = self.mlp.forward_trace(self.input(batch).view());
+        let y = trace.output();
+        // dL/dŷ of mean (ŷ − y)² / 2: (ŷ − y) / n.
+        let d_out = Array2::from_shape_fn((batch.len(), 1), |(r, _)| (y[[r, 0]] - batch[r].speed) / n);
+        let mut g = self.mlp.backward(&trace, &d_out);
+        for (gw, layer) in g.w.iter_mut().zip(&self.mlp.layers) {
+            gw.scaled_add(l2, &layer.w);
         }
-        // delta is now dL/dx (batch, 3d): scatter into the embeddings.
-        let d = self.params[0].ncols();
+        let d = self.emb[0].ncols();
+        let mut emb = [self.emb[0].clone() * l2, self.emb[1].clone() * l2, self.emb[2].clone() * l2];
         for (r, s) in batch.iter().enumerate() {
-            for k in 0..d {
-                grads[0][[s.me, k]] += delta[[r, k]];
-                grads[1][[s.other, k]] += delta[[r, d + k]];
-                grads[2][[s.gpu, k]] += delta[[r, 2 * d + k]];
+            for (e, id) in [s.me, s.other, s.gpu].into_iter().enumerate() {
+                for k in 0..d {
+                    emb[e][[id, k]] += g.input[[r, e * d + k]];
+                }
             }
         }
-        for e in 0..3 {
-            grads[e] = &grads[e] + &(&self.params[e] * l2);
-        }
-        grads
+        NetGrads { emb, mlp: g }
     }
 
     /// The loss (module docs) over `samples`.
     pub fn loss(&self, samples: &[Sample], l2: f64) -> f64 {
         let y = self.predict(samples);
         let mse = y.iter().zip(samples).map(|(p, s)| (p - s.speed).powi(2) / 2.0).sum::<f64>() / samples.len() as f64;
-        let reg: f64 = self
-            .params
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i < 3 || (*i - 3).is_multiple_of(2))
-            .map(|(_, p)| p.iter().map(|v| v * v).sum::<f64>())
-            .sum();
+        let sq = |a: &Array2<f64>| a.iter().map(|v| v * v).sum::<f64>();
+        let reg: f64 = self.emb.iter().map(sq).sum::<f64>() + self.mlp.layers.iter().map(|l| sq(&l.w)).sum::<f64>();
         mse + l2 / 2.0 * reg
     }
 
-    /// Trains a net on `samples` over `types` job types and `gpus` GPU types.
+    /// Every parameter with its gradient, in a fixed order (embeddings, then
+    /// per layer weights and bias), each as a flat slice.
+    fn pairs<'a>(&'a mut self, g: &'a NetGrads) -> Vec<(&'a mut [f64], &'a [f64])> {
+        let flat = |a: &'a Array2<f64>| a.as_slice().expect("owned arrays are contiguous");
+        let mut out: Vec<(&mut [f64], &[f64])> = Vec::new();
+        for (e, ge) in self.emb.iter_mut().zip(&g.emb) {
+            out.push((e.as_slice_mut().expect("owned arrays are contiguous"), flat(ge)));
+        }
+        for ((layer, gw), gb) in self.mlp.layers.iter_mut().zip(&g.mlp.w).zip(&g.mlp.b) {
+            out.push((layer.w.as_slice_mut().expect("owned arrays are contiguous"), flat(gw)));
+            out.push((
+                layer.b.as_slice_mut().expect("owned arrays are contiguous"),
+                gb.as_slice().expect("owned arrays are contiguous"),
+            ));
+        }
+        out
+    }
+
+    /// Trains a net on `samples` over `types` job types and `gpus` GPU types:
+    /// Adam (kept here, over the tower's public weights and the embeddings;
+    /// `crate::nn` has plain SGD), then plain SGD.
     pub fn train(samples: &[Sample], types: usize, gpus: usize, p: &NcfParams) -> NcfNet {
         let mut rng = crate::rng::stream(p.seed, "ncf");
         let mean = if samples.is_empty() {
@@ -248,7 +225,9 @@ impl NcfNet {
         if samples.is_empty() {
             return net;
         }
-        let mut m: Vec<Array2<f64>> = net.params.iter().map(|q| Array2::zeros(q.raw_dim())).collect();
+        // Adam moments, one flat vector per parameter in `pairs` order.
+        let sizes: Vec<usize> = net.emb.iter().map(|e| e.len()).chain(net.mlp.layers.iter().flat_map(|l| [l.w.len(), l.b.len()])).collect();
+        let mut m: Vec<Vec<f64>> = sizes.iter().map(|&n| vec![0.0; n]).collect();
         let mut v = m.clone();
         let (b1, b2, eps) = (0.9f64, 0.999f64, 1e-8);
         let mut order: Vec<usize> = (0..samples.len()).collect();
@@ -263,16 +242,18 @@ impl NcfNet {
                 if epoch < p.adam_epochs {
                     step += 1;
                     let (c1, c2) = (1.0 - b1.powi(step), 1.0 - b2.powi(step));
-                    for ((q, g), (m, v)) in net.params.iter_mut().zip(&g).zip(m.iter_mut().zip(v.iter_mut())) {
-                        m.zip_mut_with(g, |m, &g| *m = b1 * *m + (1.0 - b1) * g);
-                        v.zip_mut_with(g, |v, &g| *v = b2 * *v + (1.0 - b2) * g * g);
-                        ndarray::Zip::from(q).and(&*m).and(&*v).for_each(|q, &m, &v| {
-                            *q -= p.adam_lr * (m / c1) / ((v / c2).sqrt() + eps);
-                        });
+                    for ((q, g), (m, v)) in net.pairs(&g).into_iter().zip(m.iter_mut().zip(v.iter_mut())) {
+                        for (((q, &g), m), v) in q.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
+                            *m = b1 * *m + (1.0 - b1) * g;
+                            *v = b2 * *v + (1.0 - b2) * g * g;
+                            *q -= p.adam_lr * (*m / c1) / ((*v / c2).sqrt() + eps);
+                        }
                     }
                 } else {
-                    for (q, g) in net.params.iter_mut().zip(&g) {
-                        q.zip_mut_with(g, |q, &g| *q -= p.sgd_lr * g);
+                    for (q, g) in net.pairs(&g) {
+                        for (q, &g) in q.iter_mut().zip(g) {
+                            *q -= p.sgd_lr * g;
+                        }
                     }
                 }
             }
@@ -384,24 +365,28 @@ mod tests {
 
     #[test]
     fn gradients_match_central_differences() {
+        // Embeddings and the tower's weights and biases, each perturbed by ±h.
         let (net, samples, _) = small();
         let l2 = 0.01;
         let g = net.gradients(&samples, l2);
+        let analytic: Vec<Vec<f64>> = net.clone().pairs(&g).into_iter().map(|(_, g)| g.to_vec()).collect();
         let h = 1e-6;
-        for (i, p) in net.params.iter().enumerate() {
-            for idx in 0..p.len() {
-                let (r, c) = (idx / p.ncols(), idx % p.ncols());
-                let mut plus = net.clone();
-                plus.params[i][[r, c]] += h;
-                let mut minus = net.clone();
-                minus.params[i][[r, c]] -= h;
-                let fd = (plus.loss(&samples, l2) - minus.loss(&samples, l2)) / (2.0 * h);
-                let an = g[i][[r, c]];
-                // Biases carry no L2 in the loss; the finite difference says so too.
+        let mut checked = 0;
+        for (i, an_i) in analytic.iter().enumerate() {
+            for (k, &an) in an_i.iter().enumerate() {
+                let nudge = |by: f64| {
+                    let mut m = net.clone();
+                    m.pairs(&g)[i].0[k] += by;
+                    m.loss(&samples, l2)
+                };
+                let fd = (nudge(h) - nudge(-h)) / (2.0 * h);
                 let err = (fd - an).abs() / fd.abs().max(an.abs()).max(1e-8);
-                assert!(err < 1e-5 || (fd - an).abs() < 1e-10, "param {i} [{r},{c}]: fd {fd} analytic {an}");
+                assert!(err < 1e-5 || (fd - an).abs() < 1e-10, "param {i}[{k}]: fd {fd} analytic {an}");
+                checked += 1;
             }
         }
+        // d = 2: 3 embeddings (3, 3, 2 ids × 2), tower 6-4-3-1 (28 + 15 + 4).
+        assert_eq!(checked, 16 + 28 + 15 + 4);
     }
 
     /// A planted rank-2 matrix on one GPU type: M[i][j] = 0.2 + 0.6 (u_i · v_j)
