@@ -293,7 +293,7 @@ pub fn check_coloc(db: &ProfileDb, folds: usize, params: &super::ncf::NcfParams)
                     PairSource::TypeMean => "type-mean",
                     PairSource::TimeSlice => "time-slice",
                     // Cannot happen: every batch of the pair is held out.
-                    PairSource::Measured | PairSource::NearestBatch => "measured",
+                    PairSource::Measured | PairSource::NearestBatch | PairSource::Learned => "measured",
                 };
                 let errs = [
                     (learned - y).abs(),

@@ -28,8 +28,8 @@
 //! Our readings, not the paper's (which does not state them): embedding
 //! dimension 8, L2 weight 1e-5 (weights and embeddings), embeddings uniform in
 //! ±0.1, the output bias set to the logit of the mean training speed, Adam
-//! (Kingma and Ba, ICLR 2015; β = 0.9, 0.999, ε = 1e-8) at 3e-3 for 60
-//! epochs then SGD at 0.01 for 20, minibatches of 64 in an order shuffled per
+//! (Kingma and Ba, ICLR 2015; β = 0.9, 0.999, ε = 1e-8) at 3e-3 for 25
+//! epochs then SGD at 0.01 for 5, minibatches of 64 in an order shuffled per
 //! epoch. The model is trained once per database with the fixed seed
 //! [`NCF_SEED`] on the named stream `ncf` (`src/rng.rs`): it is a derived
 //! table of the database, the same for every run and thread count.
@@ -85,9 +85,9 @@ impl Default for NcfParams {
             embed_dim: 8,
             hidden: HIDDEN.to_vec(),
             l2: 1e-5,
-            adam_epochs: 60,
+            adam_epochs: 25,
             adam_lr: 3e-3,
-            sgd_epochs: 20,
+            sgd_epochs: 5,
             sgd_lr: 0.01,
             batch: 64,
             seed: NCF_SEED,
