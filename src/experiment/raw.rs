@@ -640,7 +640,9 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
     };
     let placement = r.enumv::<PlacementKind>("placement")?.unwrap_or(QueueOptions::default().placement);
     let policy = match name {
-        PolicyName::Fifo if placement == PlacementKind::Iawp => PolicySpec::Iawp(IawpOptions { backfill, share, ..IawpOptions::default() }),
+        PolicyName::Fifo if placement == PlacementKind::Iawp => {
+            PolicySpec::Iawp(IawpOptions { backfill, share, ..IawpOptions::default() })
+        }
         PolicyName::Fifo => PolicySpec::Fifo(QueueOptions { backfill, placement, share }),
         PolicyName::Sjf => PolicySpec::Sjf(QueueOptions { backfill, placement, share }),
         n if n.genie().is_some() => {
@@ -778,7 +780,10 @@ mod tests {
         // FIFO with the IAWP placement is the `iawp` kind; SJF with it is refused.
         let p = raw(&[("placement", Value::Str("iawp".into())), ("backfill", Value::Bool(true))]);
         let s = to_run_spec(&p, Origin::CommandLine, None).unwrap();
-        assert_eq!(s.policy, PolicySpec::Iawp(IawpOptions { backfill: true, share: ShareLimits::default(), ..IawpOptions::default() }));
+        assert_eq!(
+            s.policy,
+            PolicySpec::Iawp(IawpOptions { backfill: true, share: ShareLimits::default(), ..IawpOptions::default() })
+        );
         let mut p = p;
         p.insert("policy".into(), Value::Str("sjf".into()));
         let e = to_run_spec(&p, Origin::CommandLine, None).unwrap_err();

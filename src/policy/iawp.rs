@@ -252,7 +252,8 @@ impl Iawp {
             }
             let spec = view.jobs.spec(job);
             let mem = c.tenant_mem_mib(g, spec.gpu_mem_mib, req.milli);
-            if !c.can_host(g, vc, mem, req.milli) || (s.mem_mib + mem) as f64 > set.theta_mem * c.gpu_mem_mib(g) as f64 {
+            if !c.can_host(g, vc, mem, req.milli) || (s.mem_mib + mem) as f64 > set.theta_mem * c.gpu_mem_mib(g) as f64
+            {
                 continue;
             }
             let mut all = tenants.clone();

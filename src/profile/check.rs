@@ -282,9 +282,10 @@ pub fn check_coloc(db: &ProfileDb, folds: usize, params: &super::ncf::NcfParams)
         for r in held {
             let g = r.gpu_type.as_str();
             let mean = type_mean.get(g).map_or(0.5, |&(s, n)| (s / n as f64).min(1.0));
-            for (me, other, y) in
-                [((&*r.model_a, r.bsz_a), (&*r.model_b, r.bsz_b), r.speed_a), ((&*r.model_b, r.bsz_b), (&*r.model_a, r.bsz_a), r.speed_b)]
-            {
+            for (me, other, y) in [
+                ((&*r.model_a, r.bsz_a), (&*r.model_b, r.bsz_b), r.speed_a),
+                ((&*r.model_b, r.bsz_b), (&*r.model_a, r.bsz_a), r.speed_b),
+            ] {
                 let y = y.min(1.0);
                 let (rule, src) = pair_speed(&train_db, g, me, other);
                 let learned = ncf.predict(g, me, other).unwrap_or(rule);

@@ -580,6 +580,51 @@ mod tests {
     }
 
     #[test]
+    fn the_learned_option_reads_unmeasured_pairs_from_the_model_and_counts_them() {
+        // z/y is measured only on v100, w nowhere: on k80, z next to y is a
+        // pair the learned model knows (both models and k80 are in its ids):
+        // its prediction, before the borrowed v100 pair; w next to q is not
+        // (w unknown): the k80 mean 3.1 / 6, as without the option.
+        let db = Arc::new(db());
+        let ncf = Arc::new(super::super::ncf::Ncf::from_db(&db));
+        let want = ncf.predict("k80", ("z", 16), ("y", 64)).unwrap();
+        assert_eq!(pair_speed_with(&db, Some(&ncf), "k80", ("z", 16), ("y", 64)), (want, PairSource::Learned));
+        assert_eq!(pair_speed(&db, "k80", ("z", 16), ("y", 64)), (0.7, PairSource::OtherGpuType));
+        let (s, src) = pair_speed_with(&db, Some(&ncf), "k80", ("w", 8), ("q", 16));
+        assert!(near(s, 3.1 / 6.0) && src == PairSource::TypeMean, "{s} {src:?}");
+        // Measured pairs stay measured.
+        assert_eq!(pair_speed_with(&db, Some(&ncf), "k80", ("x", 32), ("y", 64)), (0.8, PairSource::Measured));
+        // The counter: only with the option; one evaluation that read a learned pair.
+        let spec = |m: &str, b: u32| JobSpec {
+            id: crate::ids::JobId(0),
+            name: "t".into(),
+            line: 0,
+            submit: crate::time::SimTime::ZERO,
+            duration_ms: 10,
+            gpus: 1,
+            vc: crate::ids::VcId(0),
+            vc_label: None,
+            user: None,
+            shape: None,
+            recorded_split: vec![1],
+            model: Some(m.into()),
+            local_bsz: Some(b),
+            gpu_mem_mib: None,
+            gpu_milli: None,
+            gpu_types: None,
+            task: None,
+        };
+        let plain = ProfileInterference::new(db.clone());
+        plain.speed("k80", &spec("z", 16), &[&spec("y", 64)]);
+        assert!(plain.counters().iter().all(|(k, _)| *k != "coloc_learned"));
+        let learned = ProfileInterference::new(db.clone()).with_learned(ncf);
+        learned.speed("k80", &spec("z", 16), &[&spec("y", 64)]);
+        learned.speed("k80", &spec("x", 32), &[&spec("y", 64)]);
+        let c = learned.counters();
+        assert!(c.contains(&("coloc_learned", 1)) && c.contains(&("coloc_evaluations", 2)), "{c:?}");
+    }
+
+    #[test]
     fn the_sum_stays_within_the_bounds() {
         // Every tenant set on every type, measured pairs of two included:
         // summed speed in [1 - c, S_max].

@@ -130,7 +130,8 @@ impl NcfNet {
         let d = p.embed_dim;
         let mut uniform = |rows: usize, cols: usize| Array2::from_shape_fn((rows, cols), |_| rng.gen_range(-0.1..=0.1));
         let emb = [uniform(types, d), uniform(types, d), uniform(gpus, d)];
-        let sizes: Vec<usize> = std::iter::once(3 * d).chain(p.hidden.iter().copied()).chain(std::iter::once(1)).collect();
+        let sizes: Vec<usize> =
+            std::iter::once(3 * d).chain(p.hidden.iter().copied()).chain(std::iter::once(1)).collect();
         let mut mlp = Mlp::new(&sizes, OutputActivation::Sigmoid, rng);
         let m = mean.clamp(1e-3, 1.0 - 1e-3);
         if let Some(out) = mlp.layers.last_mut() {
@@ -216,17 +217,15 @@ impl NcfNet {
     /// `crate::nn` has plain SGD), then plain SGD.
     pub fn train(samples: &[Sample], types: usize, gpus: usize, p: &NcfParams) -> NcfNet {
         let mut rng = crate::rng::stream(p.seed, "ncf");
-        let mean = if samples.is_empty() {
-            0.5
-        } else {
-            samples.iter().map(|s| s.speed).sum::<f64>() / samples.len() as f64
-        };
+        let mean =
+            if samples.is_empty() { 0.5 } else { samples.iter().map(|s| s.speed).sum::<f64>() / samples.len() as f64 };
         let mut net = NcfNet::init(types.max(1), gpus.max(1), p, &mut rng, mean);
         if samples.is_empty() {
             return net;
         }
         // Adam moments, one flat vector per parameter in `pairs` order.
-        let sizes: Vec<usize> = net.emb.iter().map(|e| e.len()).chain(net.mlp.layers.iter().flat_map(|l| [l.w.len(), l.b.len()])).collect();
+        let sizes: Vec<usize> =
+            net.emb.iter().map(|e| e.len()).chain(net.mlp.layers.iter().flat_map(|l| [l.w.len(), l.b.len()])).collect();
         let mut m: Vec<Vec<f64>> = sizes.iter().map(|&n| vec![0.0; n]).collect();
         let mut v = m.clone();
         let (b1, b2, eps) = (0.9f64, 0.999f64, 1e-8);
@@ -281,11 +280,9 @@ fn samples_of<'a>(
 ) -> Vec<Sample> {
     let mut out = Vec::new();
     for r in rows {
-        let (Some(&a), Some(&b), Some(&g)) = (
-            types.get(&(r.model_a.clone(), r.bsz_a)),
-            types.get(&(r.model_b.clone(), r.bsz_b)),
-            gpus.get(&r.gpu_type),
-        ) else {
+        let (Some(&a), Some(&b), Some(&g)) =
+            (types.get(&(r.model_a.clone(), r.bsz_a)), types.get(&(r.model_b.clone(), r.bsz_b)), gpus.get(&r.gpu_type))
+        else {
             continue;
         };
         out.push(Sample { me: a, other: b, gpu: g, speed: r.speed_a.min(1.0) });

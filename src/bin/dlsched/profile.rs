@@ -314,7 +314,15 @@ fn check(a: &CheckArgs) -> Result<()> {
     )?;
     outln!(
         "{:<8} {:<16} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10}",
-        "group", "name", "speeds", "learned", "rule", "mean", "learned %", "rule %", "mean %"
+        "group",
+        "name",
+        "speeds",
+        "learned",
+        "rule",
+        "mean",
+        "learned %",
+        "rule %",
+        "mean %"
     )?;
     for r in &coloc {
         outln!(
