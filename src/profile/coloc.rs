@@ -94,8 +94,8 @@ pub enum ColocUnmeasured {
     /// The same pair on another GPU type, else the GPU type's mean, else 0.5 (the default).
     #[default]
     Mean,
-    /// The learned prediction ([`super::ncf::Ncf`]) first, where it knows
-    /// both models and the GPU type; else as `mean`.
+    /// The learned model's prediction (src/profile/ncf.rs) first, where it
+    /// knows both models and the GPU type; else as mean.
     Learned,
 }
 
