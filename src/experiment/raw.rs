@@ -28,7 +28,7 @@ use crate::workload::synthetic::SyntheticSpec;
 /// defaults of [`to_run_spec`] (the command line's). Besides these, a key
 /// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
 /// kind (`--policy-opt NAME=VALUE` on the command line).
-pub const KEYS: [(&str, &str); 49] = [
+pub const KEYS: [(&str, &str); 50] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     ("columns", "jobs-csv: field=column pairs, comma-separated (e.g. \"submit_time=arrival,gpu_num=gpus\")"),
@@ -102,6 +102,10 @@ pub const KEYS: [(&str, &str); 49] = [
     ("rifling_regroup", "RIFLING: arrivals between K-means regroupings (default 50)"),
     ("rifling_window", "RIFLING: training tasks the K-means looks back over (default 200)"),
     ("rifling_reward", "RIFLING: throughput-integral (default), throughput or scaling-efficiency"),
+    (
+        "coloc_unmeasured",
+        "mean (default) or learned: what the co-location rule reads for a pair never measured on the GPU type",
+    ),
 ];
 
 /// A scalar value of a raw spec.
@@ -661,7 +665,9 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
     };
     let placement = r.enumv::<PlacementKind>("placement")?.unwrap_or(QueueOptions::default().placement);
     let policy = match name {
-        PolicyName::Fifo if placement == PlacementKind::Iawp => PolicySpec::Iawp(IawpOptions { backfill, share }),
+        PolicyName::Fifo if placement == PlacementKind::Iawp => {
+            PolicySpec::Iawp(IawpOptions { backfill, share, ..IawpOptions::default() })
+        }
         PolicyName::Fifo => PolicySpec::Fifo(QueueOptions { backfill, placement, share }),
         PolicyName::Sjf => PolicySpec::Sjf(QueueOptions { backfill, placement, share }),
         n if n.genie().is_some() => {
@@ -768,6 +774,7 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
         rate_model: r.enumv("rate_model")?.unwrap_or(RateModelKind::Trace),
         profiles: r.path("profiles")?,
         checkpoint: r.enumv("checkpoint")?.unwrap_or_default(),
+        coloc_unmeasured: r.enumv("coloc_unmeasured")?.unwrap_or_default(),
     };
     spec.policy.validate()?;
     Ok(spec)
@@ -803,7 +810,10 @@ mod tests {
         // FIFO with the IAWP placement is the `iawp` kind; SJF with it is refused.
         let p = raw(&[("placement", Value::Str("iawp".into())), ("backfill", Value::Bool(true))]);
         let s = to_run_spec(&p, Origin::CommandLine, None).unwrap();
-        assert_eq!(s.policy, PolicySpec::Iawp(IawpOptions { backfill: true, share: ShareLimits::default() }));
+        assert_eq!(
+            s.policy,
+            PolicySpec::Iawp(IawpOptions { backfill: true, share: ShareLimits::default(), ..IawpOptions::default() })
+        );
         let mut p = p;
         p.insert("policy".into(), Value::Str("sjf".into()));
         let e = to_run_spec(&p, Origin::CommandLine, None).unwrap_err();

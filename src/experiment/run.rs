@@ -312,10 +312,12 @@ fn run_inner(
     // database it does not otherwise need (parsing the builtin tables costs
     // more than a plain replay).
     let (coloc_db, profiles) = (db.clone(), artefacts.profiles().clone());
+    let learned = spec.coloc_unmeasured == crate::profile::coloc::ColocUnmeasured::Learned;
     let interference = crate::profile::coloc::LazyInterference::new(move || {
-        Box::new(crate::profile::coloc::ProfileInterference::new(
-            coloc_db.clone().unwrap_or_else(|| profiles.builtin()),
-        ))
+        let db = coloc_db.clone().unwrap_or_else(|| profiles.builtin());
+        let model = crate::profile::coloc::ProfileInterference::new(db.clone());
+        // The learned model of the database, trained once for the artefact set.
+        Box::new(if learned { model.with_learned(profiles.learned_coloc(&db)) } else { model })
     });
     let sim = Simulation::new(
         cluster,

@@ -11,6 +11,7 @@ use crate::cluster::{ClusterPreset, ClusterSpec, load_vc_file};
 use crate::engine::CheckpointModel;
 use crate::error::{ConfigError, RunError};
 use crate::policy::registry::{PolicyName, PolicySpec};
+use crate::profile::coloc::ColocUnmeasured;
 use crate::profile::db::ProfileDb;
 use crate::profile::genie::GenieModel;
 use crate::profile::model::TableModel;
@@ -249,6 +250,11 @@ pub struct RunSpec {
     /// kinds) preempt; see [`CheckpointModel`] for the models and sources.
     #[serde(default, skip_serializing_if = "CheckpointModel::is_none")]
     pub checkpoint: CheckpointModel,
+    /// What the co-location rule reads for a pair of models never measured
+    /// on the GPU type: `mean` (default; left out of manifests) or `learned`
+    /// (`src/profile/coloc.rs`, `src/profile/ncf.rs`).
+    #[serde(default, skip_serializing_if = "ColocUnmeasured::is_mean")]
+    pub coloc_unmeasured: ColocUnmeasured,
 }
 
 /// The command line's defaults of a run, in one place: seed 1, timeline
@@ -275,6 +281,7 @@ impl RunSpec {
             profiles: None,
             tie_order: TieOrder::Trace,
             checkpoint: CheckpointModel::None,
+            coloc_unmeasured: ColocUnmeasured::Mean,
         }
     }
 

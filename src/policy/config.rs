@@ -52,6 +52,8 @@ impl PolicyConfig {
                     self.order.name()
                 )));
             }
+            // The cosine admission (`admission=cosine`); the registry's `iawp`
+            // kind (IawpOptions) builds the predicted one with its learned model.
             let p = iawp::Iawp::new(self.backfill);
             return Ok(Box::new(match db {
                 Some(db) => p.with_profiles(db.clone()),

@@ -326,7 +326,7 @@ impl From<PolicyConfig> for PolicySpec {
         let q = QueueOptions { backfill: c.backfill, placement: c.placement, share: ShareLimits::default() };
         match c.order {
             QueueOrder::Fifo if c.placement == PlacementKind::Iawp => {
-                PolicySpec::Iawp(IawpOptions { backfill: c.backfill, share: q.share })
+                PolicySpec::Iawp(IawpOptions { backfill: c.backfill, share: q.share, ..IawpOptions::default() })
             }
             QueueOrder::Fifo => PolicySpec::Fifo(q),
             QueueOrder::Sjf => PolicySpec::Sjf(q),
@@ -379,24 +379,61 @@ impl BuildPolicy for QueueOptions {
 }
 
 /// Options of IAWP (a FIFO policy of its own that places jobs on shared
-/// GPUs); the defaults (derived): strict, [`ShareLimits::default`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// GPUs); the defaults: strict, [`ShareLimits::default`], predicted admission.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IawpOptions {
     /// Let later jobs start when the head of the queue does not fit. Default false.
     pub backfill: bool,
     /// GPU-sharing limits; [`ShareLimits::default`] by default.
     pub share: ShareLimits,
+    /// How a queued job is admitted onto a GPU with tenants: `predicted`
+    /// (default) or `cosine` (the issue-13 rule); `src/policy/iawp.rs`.
+    pub admission: crate::policy::iawp::Admission,
+    /// Predicted admission: lowest predicted speed of any tenant, in [0, 1]
+    /// (default [`crate::policy::iawp::THETA_SPEED`]).
+    pub theta_speed: f64,
+    /// Predicted admission: most memory held with the job, a fraction of the
+    /// GPU's memory in (0, 1] (default [`crate::policy::iawp::THETA_MEM`]).
+    pub theta_mem: f64,
+}
+
+impl Default for IawpOptions {
+    fn default() -> Self {
+        IawpOptions {
+            backfill: false,
+            share: ShareLimits::default(),
+            admission: crate::policy::iawp::Admission::default(),
+            theta_speed: crate::policy::iawp::THETA_SPEED,
+            theta_mem: crate::policy::iawp::THETA_MEM,
+        }
+    }
 }
 
 impl BuildPolicy for IawpOptions {
     fn validate(&self, _kind: &str) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.theta_speed) {
+            return Err(format!("policy option theta_speed must be in [0, 1], got {}", self.theta_speed));
+        }
+        if !(self.theta_mem > 0.0 && self.theta_mem <= 1.0) {
+            return Err(format!("policy option theta_mem must be in (0, 1], got {}", self.theta_mem));
+        }
         self.share.validate().map_err(|e| e.to_string())
     }
 
     fn build(&self, _kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
-        let config = PolicyConfig { order: QueueOrder::Fifo, backfill: self.backfill, placement: PlacementKind::Iawp };
-        Ok(config.build_with_profiles(ctx.cluster.partitions().len(), ctx.db_for(PlacementKind::Iawp).as_ref())?)
+        use crate::policy::iawp::{Admission, Iawp, Predicted};
+        let db = ctx.db_for(PlacementKind::Iawp).unwrap_or_else(|| ctx.artefacts.profiles().builtin());
+        let p = Iawp::new(self.backfill).with_profiles(db.clone());
+        Ok(Box::new(match self.admission {
+            Admission::Cosine => p,
+            Admission::Predicted => {
+                // Measured pairs, else the database's learned model (trained once per set).
+                let model = crate::profile::coloc::ProfileInterference::new(db.clone())
+                    .with_learned(ctx.artefacts.profiles().learned_coloc(&db));
+                p.with_predicted(Predicted { theta_speed: self.theta_speed, theta_mem: self.theta_mem }, model)
+            }
+        }))
     }
 
     fn placement(&self) -> PlacementKind {

@@ -37,7 +37,12 @@
 //!   another GPU type (Lucid's pairs, from an unstated GPU, are stored as
 //!   `unknown`), else the mean speed of all pairs measured on the GPU type,
 //!   else 0.5 (equal time slicing of two jobs). Each of these, and a pair
-//!   read at the nearest measured batches, counts as a fallback;
+//!   read at the nearest measured batches, counts as a fallback. With
+//!   [`ColocUnmeasured::Learned`] (`--coloc-unmeasured learned`) the learned
+//!   model's prediction (`src/profile/ncf.rs`) comes first among these, when
+//!   it knows both models and the GPU type (`dlsched profile check`: its
+//!   held-out error on Gavel's pairs is below both the borrowed pair's and
+//!   the type mean's), counted as a fallback and in `coloc_learned`;
 //! - a row of one model with itself at two batches reads from either side
 //!   (`m` at 64 next to `m` at 16 finds the row stored as (16, 64));
 //! - a pair speed above 1 (measurement noise: a co-tenant does not speed a
@@ -81,6 +86,26 @@ pub trait Interference: Send + Sync {
     }
 }
 
+/// What the co-location rule reads for a pair of models never measured on
+/// the GPU type (module docs). Part of the run spec (`coloc_unmeasured`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ColocUnmeasured {
+    /// The same pair on another GPU type, else the GPU type's mean, else 0.5 (the default).
+    #[default]
+    Mean,
+    /// The learned model's prediction (src/profile/ncf.rs) first, where it
+    /// knows both models and the GPU type; else as mean.
+    Learned,
+}
+
+impl ColocUnmeasured {
+    /// Whether this is the default (`mean`; left out of manifests).
+    pub fn is_mean(&self) -> bool {
+        *self == ColocUnmeasured::Mean
+    }
+}
+
 /// Memoised pair lookups: (GPU type, my model, my batch, other model, other batch).
 type PairMemo = Mutex<HashMap<(String, String, u32, String, u32), (f64, PairSource)>>;
 
@@ -99,6 +124,8 @@ pub struct ProfileInterference {
     fallbacks: AtomicU64,
     bounded_above: AtomicU64,
     bounded_below: AtomicU64,
+    learned_evals: AtomicU64,
+    learned: Option<Arc<super::ncf::Ncf>>,
     pairs: PairMemo,
     s_max: Mutex<HashMap<String, f64>>,
 }
@@ -114,6 +141,8 @@ impl ProfileInterference {
             fallbacks: AtomicU64::new(0),
             bounded_above: AtomicU64::new(0),
             bounded_below: AtomicU64::new(0),
+            learned_evals: AtomicU64::new(0),
+            learned: None,
             pairs: Mutex::new(HashMap::new()),
             s_max: Mutex::new(HashMap::new()),
         }
@@ -126,10 +155,18 @@ impl ProfileInterference {
         self
     }
 
+    /// The same reading pairs never measured on a GPU type from the learned
+    /// model `ncf` first ([`ColocUnmeasured::Learned`]); evaluations that
+    /// read one count in `coloc_learned`.
+    pub fn with_learned(mut self, ncf: Arc<super::ncf::Ncf>) -> Self {
+        self.learned = Some(ncf);
+        self
+    }
+
     fn pair(&self, gpu_type: &str, me: Tenant<'_>, other: Tenant<'_>) -> (f64, PairSource) {
         let key = (gpu_type.to_string(), me.0.to_string(), me.1, other.0.to_string(), other.1);
         let mut memo = self.pairs.lock().expect("pair memo lock");
-        *memo.entry(key).or_insert_with(|| pair_speed(&self.db, gpu_type, me, other))
+        *memo.entry(key).or_insert_with(|| pair_speed_with(&self.db, self.learned.as_deref(), gpu_type, me, other))
     }
 
     fn s_max(&self, gpu_type: &str) -> f64 {
@@ -138,7 +175,9 @@ impl ProfileInterference {
     }
 }
 
-fn tenant(spec: &JobSpec) -> Tenant<'_> {
+/// A job as a tenant of the rule: its model (`unknown` without one) and
+/// per-GPU batch (0 without one).
+pub fn tenant(spec: &JobSpec) -> Tenant<'_> {
     (spec.model.as_deref().unwrap_or("unknown"), spec.local_bsz.unwrap_or(0))
 }
 
@@ -153,7 +192,15 @@ impl Interference for ProfileInterference {
         tenants.push(tenant(me));
         tenants.extend(others.iter().map(|o| tenant(o)));
         let s_max = self.s_max(&gpu_type);
-        let r = tenant_speeds(&tenants, s_max, self.switch_cost, |a, b| self.pair(&gpu_type, a, b));
+        let mut learned = false;
+        let r = tenant_speeds(&tenants, s_max, self.switch_cost, |a, b| {
+            let p = self.pair(&gpu_type, a, b);
+            learned |= p.1 == PairSource::Learned;
+            p
+        });
+        if learned {
+            self.learned_evals.fetch_add(1, Ordering::Relaxed);
+        }
         self.evaluations.fetch_add(1, Ordering::Relaxed);
         if r.fallback {
             self.fallbacks.fetch_add(1, Ordering::Relaxed);
@@ -167,12 +214,17 @@ impl Interference for ProfileInterference {
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
-        vec![
+        let mut c = vec![
             ("coloc_evaluations", self.evaluations.load(Ordering::Relaxed)),
             ("coloc_fallbacks", self.fallbacks.load(Ordering::Relaxed)),
             ("coloc_bounded_above", self.bounded_above.load(Ordering::Relaxed)),
             ("coloc_bounded_below", self.bounded_below.load(Ordering::Relaxed)),
-        ]
+        ];
+        // Only with the learned option, so the default's summary is unchanged.
+        if self.learned.is_some() {
+            c.push(("coloc_learned", self.learned_evals.load(Ordering::Relaxed)));
+        }
+        c
     }
 }
 
@@ -222,6 +274,8 @@ pub enum PairSource {
     NearestBatch,
     /// The same model pair measured on another GPU type (a fallback).
     OtherGpuType,
+    /// The learned model's prediction (a fallback; [`ColocUnmeasured::Learned`]).
+    Learned,
     /// The mean of all pair speeds measured on the GPU type (a fallback).
     TypeMean,
     /// Nothing measured on the GPU type: 0.5, equal time slicing (a fallback).
@@ -243,6 +297,18 @@ impl PairSource {
 /// One pair's speed for `me` next to `other` on `gpu_type` (lower case),
 /// capped at 1, and where it came from.
 pub fn pair_speed(db: &ProfileDb, gpu_type: &str, me: Tenant<'_>, other: Tenant<'_>) -> (f64, PairSource) {
+    pair_speed_with(db, None, gpu_type, me, other)
+}
+
+/// [`pair_speed`], reading a pair of models never measured on the GPU type
+/// from `learned` first when given ([`ColocUnmeasured::Learned`]).
+pub fn pair_speed_with(
+    db: &ProfileDb,
+    learned: Option<&super::ncf::Ncf>,
+    gpu_type: &str,
+    me: Tenant<'_>,
+    other: Tenant<'_>,
+) -> (f64, PairSource) {
     // A row read from `me`'s side: (my batch, other's batch, my speed). A
     // row of one model with itself reads both ways (its batches may differ).
     let oriented = |r: &ColocRow| -> [Option<(u32, u32, f64)>; 2] {
@@ -260,6 +326,9 @@ pub fn pair_speed(db: &ProfileDb, gpu_type: &str, me: Tenant<'_>, other: Tenant<
         db.colocation.iter().filter(|r| r.gpu_type == gpu_type).flat_map(oriented).flatten().collect();
     if let Some((s, inexact)) = nearest(on_type) {
         return (s.min(1.0), if inexact { PairSource::NearestBatch } else { PairSource::Measured });
+    }
+    if let Some(s) = learned.and_then(|m| m.predict(gpu_type, me, other)) {
+        return (s.min(1.0), PairSource::Learned);
     }
     let anywhere: Vec<_> = db.colocation.iter().flat_map(oriented).flatten().collect();
     if let Some((s, _)) = nearest(anywhere) {
@@ -508,6 +577,51 @@ mod tests {
         // Without a switch cost the floor is plain time slicing: 1 / 4 each.
         let (s, _) = colocated_speed_with(&db, "k80", ("x", 32), &same(4, ("x", 32)), 0.0);
         assert!(near(s, 0.25), "{s}");
+    }
+
+    #[test]
+    fn the_learned_option_reads_unmeasured_pairs_from_the_model_and_counts_them() {
+        // z/y is measured only on v100, w nowhere: on k80, z next to y is a
+        // pair the learned model knows (both models and k80 are in its ids):
+        // its prediction, before the borrowed v100 pair; w next to q is not
+        // (w unknown): the k80 mean 3.1 / 6, as without the option.
+        let db = Arc::new(db());
+        let ncf = Arc::new(super::super::ncf::Ncf::from_db(&db));
+        let want = ncf.predict("k80", ("z", 16), ("y", 64)).unwrap();
+        assert_eq!(pair_speed_with(&db, Some(&ncf), "k80", ("z", 16), ("y", 64)), (want, PairSource::Learned));
+        assert_eq!(pair_speed(&db, "k80", ("z", 16), ("y", 64)), (0.7, PairSource::OtherGpuType));
+        let (s, src) = pair_speed_with(&db, Some(&ncf), "k80", ("w", 8), ("q", 16));
+        assert!(near(s, 3.1 / 6.0) && src == PairSource::TypeMean, "{s} {src:?}");
+        // Measured pairs stay measured.
+        assert_eq!(pair_speed_with(&db, Some(&ncf), "k80", ("x", 32), ("y", 64)), (0.8, PairSource::Measured));
+        // The counter: only with the option; one evaluation that read a learned pair.
+        let spec = |m: &str, b: u32| JobSpec {
+            id: crate::ids::JobId(0),
+            name: "t".into(),
+            line: 0,
+            submit: crate::time::SimTime::ZERO,
+            duration_ms: 10,
+            gpus: 1,
+            vc: crate::ids::VcId(0),
+            vc_label: None,
+            user: None,
+            shape: None,
+            recorded_split: vec![1],
+            model: Some(m.into()),
+            local_bsz: Some(b),
+            gpu_mem_mib: None,
+            gpu_milli: None,
+            gpu_types: None,
+            task: None,
+        };
+        let plain = ProfileInterference::new(db.clone());
+        plain.speed("k80", &spec("z", 16), &[&spec("y", 64)]);
+        assert!(plain.counters().iter().all(|(k, _)| *k != "coloc_learned"));
+        let learned = ProfileInterference::new(db.clone()).with_learned(ncf);
+        learned.speed("k80", &spec("z", 16), &[&spec("y", 64)]);
+        learned.speed("k80", &spec("x", 32), &[&spec("y", 64)]);
+        let c = learned.counters();
+        assert!(c.contains(&("coloc_learned", 1)) && c.contains(&("coloc_evaluations", 2)), "{c:?}");
     }
 
     #[test]

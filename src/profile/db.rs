@@ -401,6 +401,10 @@ struct ProfileSetInner {
     builtin: OnceLock<Arc<ProfileDb>>,
     /// By directory (canonical where it resolves); looked up, never iterated.
     dirs: Mutex<std::collections::BTreeMap<PathBuf, Arc<ProfileDb>>>,
+    /// The learned interference model of each database asked for, by the
+    /// database's `Arc` (held here, so the pointer stays its own); searched
+    /// by identity, never iterated for a result.
+    learned: Mutex<Vec<(Arc<ProfileDb>, Arc<super::ncf::Ncf>)>>,
 }
 
 impl fmt::Debug for ProfileSet {
@@ -446,6 +450,19 @@ impl ProfileSet {
             Some(d) => self.dir(d),
             None => Ok(self.builtin()),
         }
+    }
+
+    /// The learned interference model of `db` ([`super::ncf::Ncf::from_db`]),
+    /// trained on first use and shared by every later run of the set (the
+    /// lock is held while training, so runs starting together train it once).
+    pub fn learned_coloc(&self, db: &Arc<ProfileDb>) -> Arc<super::ncf::Ncf> {
+        let mut learned = self.inner.learned.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, m)) = learned.iter().find(|(d, _)| Arc::ptr_eq(d, db)) {
+            return m.clone();
+        }
+        let m = Arc::new(super::ncf::Ncf::from_db(db));
+        learned.push((db.clone(), m.clone()));
+        m
     }
 
     /// Databases parsed so far (the builtin one counts once).

@@ -10,6 +10,8 @@
 //!   its trace speed (the Helios study's semantics).
 //! - [`coloc`]: a job's speed when other jobs share its GPU (pairs measured,
 //!   a documented rule for more tenants and unmeasured pairs).
+//! - [`ncf`]: a learned interference model (neural collaborative filtering)
+//!   over the measured co-location pairs, for the pairs never measured.
 //! - [`check`]: held-out prediction error.
 
 pub mod check;
@@ -18,6 +20,7 @@ pub mod db;
 pub mod genie;
 pub mod import;
 pub mod model;
+pub mod ncf;
 pub mod rate;
 pub mod resources;
 

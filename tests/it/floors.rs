@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// The library's modules by floor, ground first. Modules not named here are
 /// the top floors (experiment and above), which this test does not check.
 const FLOORS: &[&[&str]] = &[
-    &["ids", "time", "rng", "stats", "error", "io"],
+    &["ids", "time", "rng", "stats", "error", "io", "nn"],
     &["job"],
     &["cluster"],
     &["trace"],

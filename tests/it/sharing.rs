@@ -559,3 +559,64 @@ fn a_profiles_directory_drives_colocation_memory_efficiency_and_the_sm_proxy() {
     let ends: Vec<&str> = jobs.lines().skip(1).map(|l| l.split(',').nth(end).unwrap()).collect();
     assert_eq!(ends, vec!["200", "100", "200"]);
 }
+
+/// IAWP's predicted admission (issue 17) by hand. One V100 (16,000 MiB,
+/// tenant cap 2) holds a = x at batch 32 (4,000 MiB). Measured V100 pairs:
+/// x/y 0.8/0.6 (sum 1.4 = S_max), x/z 0.5/0.45 (sum 0.95 = the time-slicing
+/// floor 1 − 0.05: kept). Waiting, in queue order: c = z at 16 (2,000 MiB),
+/// b = y at 64 (4,000 MiB).
+/// - θ_speed 0.5, θ_mem 1: c leaves a at 0.5 but itself at 0.45 < 0.5; b
+///   gives a 0.8, b 0.6 (sum 1.4): b, although c is ahead.
+/// - θ_speed 0.65: b's 0.6 < 0.65 and c's 0.45 too: nobody.
+/// - θ_speed 0.45, θ_mem 0.45 (7,200 MiB): b would hold 8,000 > 7,200; c
+///   6,000 <= 7,200 with speeds 0.5 and 0.45 >= 0.45: c.
+#[test]
+fn iawp_predicted_admission_by_hand() {
+    use dlsched::ids::{GpuId, JobId, VcId};
+    use dlsched::policy::iawp::{Iawp, Predicted};
+    use dlsched::policy::{Decision, Policy, View};
+    use dlsched::time::SimTime;
+
+    let row = |b: &str, bb: u32, sa: f64, sb: f64| ColocRow {
+        gpu_type: "v100".into(),
+        model_a: "x".into(),
+        bsz_a: 32,
+        model_b: b.into(),
+        bsz_b: bb,
+        speed_a: sa,
+        speed_b: sb,
+        source: "hand".into(),
+    };
+    let db =
+        Arc::new(ProfileDb { colocation: vec![row("y", 64, 0.8, 0.6), row("z", 16, 0.5, 0.45)], ..Default::default() });
+    let mut cluster = Cluster::new(ClusterSpec::uniform("t", 1, 1, "V100", 16_000)).unwrap();
+    let w = build_workload(
+        vec![
+            job("a", 0, 1, 10, "x", 32, 4_000),
+            job("c", 1, 1, 10, "z", 16, 2_000),
+            job("b", 2, 1, 10, "y", 64, 4_000),
+        ],
+        &cluster,
+        PlacementKind::Iawp.build(),
+    );
+    assert_eq!(w.jobs.len(), 3);
+    cluster.allocate_shared(JobId(0), VcId(0), &[GpuId(0)], 4_000, 0).unwrap();
+    let view = View { now: SimTime(2_000), cluster: &cluster, jobs: &w.jobs };
+    let decide = |theta_speed: f64, theta_mem: f64| {
+        let mut p = Iawp::new(false)
+            .with_profiles(db.clone())
+            .with_predicted(Predicted { theta_speed, theta_mem }, ProfileInterference::new(db.clone()));
+        p.on_arrival(JobId(1), &view);
+        p.on_arrival(JobId(2), &view);
+        p.decide(&view)
+    };
+    assert_eq!(decide(0.5, 1.0), Decision::Colocate { job: JobId(2), gpus: vec![GpuId(0)] });
+    assert_eq!(decide(0.65, 1.0), Decision::Wait);
+    assert_eq!(decide(0.45, 0.45), Decision::Colocate { job: JobId(1), gpus: vec![GpuId(0)] });
+    // The cosine rule (no predicted admission) on the same GPU: the models
+    // have no SM figure, so a's estimate counts 1 >= 0.8 and it admits nobody.
+    let mut p = Iawp::new(false).with_profiles(db.clone());
+    p.on_arrival(JobId(1), &view);
+    p.on_arrival(JobId(2), &view);
+    assert_eq!(p.decide(&view), Decision::Wait);
+}

@@ -44,7 +44,10 @@ enum ProfileCommand {
     /// Held-out prediction error of the performance models: every 5th point
     /// of each (model, GPU type) is held out, table interpolation and GENIE's
     /// fit are built on the rest, and the mean absolute percentage error
-    /// (MAPE) is printed per source, per model family and overall.
+    /// (MAPE) is printed per source, per model family and overall. Then the
+    /// co-location check: model pairs held out by folds (--folds), their
+    /// speeds predicted by the learned interference model and by today's
+    /// fallbacks for an unmeasured pair (mean absolute and relative error).
     Check(CheckArgs),
 }
 
@@ -63,9 +66,14 @@ struct CheckArgs {
     /// Hold out every N-th point of each (model, GPU type); N ≥ 2.
     #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
     every: u32,
-    /// Also write the table as CSV to this file.
+    /// Also write the table as CSV to this file (and beside it
+    /// `<stem>.truth.csv`, the ground-truth check, and `<stem>.coloc.csv`,
+    /// the co-location check).
     #[arg(long, value_name = "PATH")]
     out: Option<PathBuf>,
+    /// Folds of the co-location check (pairs held out round-robin); K ≥ 2.
+    #[arg(long, default_value_t = 5, value_name = "K", value_parser = clap::value_parser!(u32).range(2..))]
+    folds: u32,
 }
 
 #[derive(Args)]
@@ -296,6 +304,40 @@ fn check(a: &CheckArgs) -> Result<()> {
     for r in &truth {
         outln!("{:<18} {:<24} {:<14} {:>7} {:>10.2}", r.section, r.model, r.rule, r.points, r.mape_pct)?;
     }
+    let started = std::time::Instant::now();
+    let coloc = dlsched::profile::check::check_coloc(&db, a.folds as usize, &Default::default());
+    outln!(
+        "\nco-location pairs never measured: {} folds over (GPU type, model pair), all batches of a pair held out together; each job's speed predicted by the learned model (NCF, src/profile/ncf.rs) and by today's rule (same pair on another GPU type, else the type mean, else 0.5) and the type mean alone; mean absolute error and mean relative error (%); {} trainings in {:.1} s",
+        a.folds,
+        a.folds,
+        started.elapsed().as_secs_f64()
+    )?;
+    outln!(
+        "{:<8} {:<16} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10}",
+        "group",
+        "name",
+        "speeds",
+        "learned",
+        "rule",
+        "mean",
+        "learned %",
+        "rule %",
+        "mean %"
+    )?;
+    for r in &coloc {
+        outln!(
+            "{:<8} {:<16} {:>7} {:>9.4} {:>9.4} {:>9.4} {:>10.2} {:>10.2} {:>10.2}",
+            r.group,
+            r.name,
+            r.speeds,
+            r.learned_mae,
+            r.rule_mae,
+            r.mean_mae,
+            r.learned_rel_pct,
+            r.rule_rel_pct,
+            r.mean_rel_pct
+        )?;
+    }
     if let Some(p) = &a.out {
         let mut w = csv::Writer::from_path(p).with_context(|| format!("writing {}", p.display()))?;
         for r in &rows {
@@ -309,7 +351,13 @@ fn check(a: &CheckArgs) -> Result<()> {
             w.serialize(r)?;
         }
         w.flush()?;
-        outln!("\nwrote {} and {}", p.display(), tp.display())?;
+        let cp = p.with_file_name(format!("{stem}.coloc.csv"));
+        let mut w = csv::Writer::from_path(&cp).with_context(|| format!("writing {}", cp.display()))?;
+        for r in &coloc {
+            w.serialize(r)?;
+        }
+        w.flush()?;
+        outln!("\nwrote {}, {} and {}", p.display(), tp.display(), cp.display())?;
     }
     Ok(())
 }

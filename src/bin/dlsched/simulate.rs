@@ -195,6 +195,15 @@ pub(crate) struct SimulateArgs {
     #[arg(long, value_name = "F", default_value_t = dlsched::cluster::ShareLimits::default().mem_headroom)]
     pub(crate) mem_headroom: f64,
 
+    /// What the co-location rule reads for a pair of models never measured
+    /// on the GPU type: mean (the same pair on another GPU type, else the
+    /// type's mean pair speed, else 0.5) or learned (first the prediction of
+    /// a model trained on the database's measured pairs, neural collaborative
+    /// filtering, src/profile/ncf.rs; counted in coloc_learned). Training
+    /// costs about a second, once per database.
+    #[arg(long, value_enum, default_value = "mean", value_name = "RULE")]
+    pub(crate) coloc_unmeasured: dlsched::profile::coloc::ColocUnmeasured,
+
     /// Master seed for every random stream (synthetic workload, policies).
     #[arg(long, default_value_t = dlsched::experiment::DEFAULT_SEED)]
     pub(crate) seed: u64,
@@ -237,7 +246,7 @@ pub(crate) enum WorkloadKind {
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 50] = [
+pub(crate) const SPEC_ARGS: [&str; 51] = [
     "trace",
     "policy_opt",
     "checkpoint",
@@ -288,6 +297,7 @@ pub(crate) const SPEC_ARGS: [&str; 50] = [
     "jobs_per_hour",
     "load",
     "sample_interval",
+    "coloc_unmeasured",
 ];
 
 /// The command line as a raw spec ([`raw::KEYS`], one key per flag of the
@@ -331,6 +341,7 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     put("load", Value::Float(a.load));
     put("sample_interval", Value::UInt(a.sample_interval));
     put("checkpoint", Value::Str(value_name(&a.checkpoint)));
+    put("coloc_unmeasured", Value::Str(value_name(&a.coloc_unmeasured)));
     for (name, v) in &a.policy_opt {
         r.insert(format!("{}{name}", raw::POLICY_OPT), raw::parse_scalar(v));
     }
