@@ -1,0 +1,615 @@
+//! LDWP: learning-driven workload parallelisation, a deep Q-network that picks
+//! the node for each arriving job (Zhang, Geng, Ma, "Learning-Driven
+//! Interference-Aware Workload Parallelization for Streaming Applications in
+//! Heterogeneous Cluster", IEEE TPDS 2021; restated in `specs/policies.md` §5.2).
+//!
+//! The DQN acts through the node-dispatch platform
+//! ([`super::nodesel::NodeDispatch`]): on each arrival it returns one feasible
+//! node, and the node runs its queue.
+//!
+//! What is the paper's and what is ours:
+//!
+//! - **Paper** (§5.2): action = a worker node; observation = the task's
+//!   features (type id, size) plus per node CPU, GPU, host-memory and
+//!   GPU-memory utilisation and uplink/downlink rates; reward = change in
+//!   system throughput, `r_t = thr(t+1) - thr(t)`; a DQN, an MLP with hidden
+//!   layers of 256 and 128 (ReLU), plain SGD at learning rate 0.1, minibatch
+//!   20, discount 0.8, experience replay with random minibatches, a target
+//!   network copied every μ steps, ε-greedy; supervised pre-training gives
+//!   the initial weights; transfer learning reuses the hidden layers when the
+//!   number of nodes changes.
+//! - **Ours** (every choice a field of [`LdwpParams`]):
+//!   - the network is [`crate::nn::Mlp`] (`n_in → 256 → 128 → M`, one
+//!     Q-value per node; He/Glorot initialisation from the run's stream
+//!     `policy.ldwp` of the master seed);
+//!   - the observation ([`encode`]) is laid out in [`encode`]'s doc: the job's
+//!     model one-hot over the model vocabulary (the profile database's models,
+//!     sorted, kept in the model file), `ln(1+batch)/ln(1025)`, GPUs asked /
+//!     the largest node's GPUs, and its predicted run time on the fastest
+//!     feasible node `h(s) = ln(1 + s/3600)/ln(1001)`; then per node the six
+//!     utilisations of the paper in its order — CPU **0** (dlsched models no
+//!     CPUs), GPU (`NodeLoad::gpu_util`: GPUs held / GPUs), host memory **0**
+//!     (not modelled), GPU memory (`NodeLoad::gpu_mem_util`, the memory
+//!     model), uplink and downlink **0** (`NodeLoad`'s network proxies, zero:
+//!     dispatched jobs run inside one node) — and six of ours: feasible (0/1),
+//!     the SM-utilisation proxy, free GPUs / GPUs, `q/(1+q)` of the queue
+//!     length, `h` of the node's predicted backlog (outstanding GPU-work /
+//!     GPUs, s), `h` of the job's predicted run time there (0 if infeasible).
+//!     Every input is in `[0, 1]`, so no running normalisation is needed;
+//!   - reward ([`RewardKind`]): by default the change, between consecutive
+//!     decisions, of the cluster's normalised processing throughput
+//!     `Φ = Σ_running rate_j · gpus_j / G` (rate 1 = the job's trace speed,
+//!     `G` = the cluster's GPUs); or the change of the completions per hour
+//!     per GPU over a trailing window;
+//!   - replay: a ring of [`LdwpParams::replay`] = 5,000 transitions, minibatches
+//!     drawn uniformly with replacement; one SGD step per decision once the
+//!     ring holds a minibatch; the target network copied every μ =
+//!     [`LdwpParams::target_every`] = 100 steps; the target is
+//!     `r + γ max_{a' feasible in s'} Q_target(s', a')` (a stream never ends:
+//!     no terminal states);
+//!   - ε-greedy: ε linear from 0.3 (the note's "30 % random, 70 % greedy") to
+//!     0.05 over 2,000 decisions after pre-training; random actions uniform
+//!     over the feasible nodes; greedy = argmax over feasible nodes, ties to
+//!     the lowest node index;
+//!   - pre-training ([`LdwpParams::pretrain`]): the agent's first 200
+//!     decisions follow min-ECT (`super::nodesel::MinEct`) while the network
+//!     regresses every feasible node's Q-value on `-κ h(ECT_n)` (κ =
+//!     [`LdwpParams::pretrain_scale`] = 0.1, masked MSE over the feasible
+//!     nodes): the initial greedy policy is min-ECT's; those decisions'
+//!     transitions also fill the replay ring; at the switch the target
+//!     network is copied;
+//!   - transfer ([`Dqn::transfer`]): the hidden layer `256 → 128` (weights and
+//!     bias) carries over; the input layer (its width depends on the node
+//!     count) and the output layer (one Q per node) are re-initialised.
+
+use std::collections::BTreeMap;
+
+use ndarray::Array2;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::nn::{Mlp, OutputActivation};
+use crate::rng::Stream;
+
+/// What the agent is rewarded for (both "the change in system throughput",
+/// spec §5.2; which throughput is our reading).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum RewardKind {
+    /// `Φ(t_{k+1}) - Φ(t_k)` between consecutive decisions, `Φ = Σ_running
+    /// rate · GPUs / G` (the default).
+    RateDelta,
+    /// The change of the completions per hour per GPU over the trailing
+    /// [`LdwpParams::window_s`].
+    CompletionsDelta,
+}
+
+/// Every open choice of LDWP, with our defaults (module docs say which are the
+/// paper's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LdwpParams {
+    /// Hidden layer widths (the paper's 256 and 128).
+    pub hidden: Vec<usize>,
+    /// SGD learning rate (the paper's 0.1).
+    pub lr: f64,
+    /// Minibatch size (the paper's 20).
+    pub batch: usize,
+    /// Discount per decision (the paper's 0.8).
+    pub gamma: f64,
+    /// Replay capacity, transitions (ours: 5,000).
+    pub replay: usize,
+    /// μ: SGD steps between target-network copies (ours: 100).
+    pub target_every: u64,
+    /// ε at the end of pre-training (ours: 0.3).
+    pub epsilon_start: f64,
+    /// ε after the decay (ours: 0.05).
+    pub epsilon_end: f64,
+    /// Decisions of the linear ε decay (ours: 2,000).
+    pub epsilon_decay: u64,
+    /// Decisions of supervised pre-training on min-ECT (ours: 200; 0 = none).
+    pub pretrain: u64,
+    /// κ: pre-training label scale, `label_n = -κ h(ECT_n)` (ours: 0.1).
+    pub pretrain_scale: f64,
+    /// The reward.
+    pub reward: RewardKind,
+    /// Window of [`RewardKind::CompletionsDelta`], s (ours: 3,600).
+    pub window_s: f64,
+}
+
+impl Default for LdwpParams {
+    fn default() -> Self {
+        LdwpParams {
+            hidden: vec![256, 128],
+            lr: 0.1,
+            batch: 20,
+            gamma: 0.8,
+            replay: 5000,
+            target_every: 100,
+            epsilon_start: 0.3,
+            epsilon_end: 0.05,
+            epsilon_decay: 2000,
+            pretrain: 200,
+            pretrain_scale: 0.1,
+            reward: RewardKind::RateDelta,
+            window_s: 3600.0,
+        }
+    }
+}
+
+impl LdwpParams {
+    /// Checks every field, naming the option (`--ldwp-…` flag, sweep key `ldwp_…`).
+    ///
+    /// # Errors
+    /// A message naming the bad option.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.hidden.is_empty() || self.hidden.contains(&0) {
+            return Err(format!("ldwp hidden layers must be positive widths, got {:?}", self.hidden));
+        }
+        if !(self.lr.is_finite() && self.lr > 0.0) {
+            return Err(format!("--ldwp-lr must be a positive number, got {}", self.lr));
+        }
+        if self.batch == 0 {
+            return Err("--ldwp-batch must be at least 1".into());
+        }
+        if !(0.0..=1.0).contains(&self.gamma) {
+            return Err(format!("--ldwp-gamma must be in [0, 1], got {}", self.gamma));
+        }
+        if self.replay < self.batch {
+            return Err(format!("--ldwp-replay ({}) must hold at least one minibatch ({})", self.replay, self.batch));
+        }
+        if self.target_every == 0 {
+            return Err("--ldwp-target-every must be at least 1".into());
+        }
+        for (name, e) in [("--ldwp-epsilon", self.epsilon_start), ("--ldwp-epsilon-end", self.epsilon_end)] {
+            if !(0.0..=1.0).contains(&e) {
+                return Err(format!("{name} must be in [0, 1], got {e}"));
+            }
+        }
+        if !(self.pretrain_scale.is_finite() && self.pretrain_scale >= 0.0) {
+            return Err(format!("--ldwp-pretrain-scale must be a non-negative number, got {}", self.pretrain_scale));
+        }
+        if !(self.window_s.is_finite() && self.window_s > 0.0) {
+            return Err(format!("--ldwp-window must be a positive number of seconds, got {}", self.window_s));
+        }
+        Ok(())
+    }
+}
+
+/// One experience: observation, node taken, reward, next observation and its mask.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Transition {
+    /// Observation, length `n_in`.
+    pub s: Vec<f64>,
+    /// Action (node index).
+    pub a: usize,
+    /// Reward.
+    pub r: f64,
+    /// Next observation.
+    pub s2: Vec<f64>,
+    /// Feasible nodes at the next observation.
+    pub mask2: Vec<bool>,
+}
+
+/// A pre-training example: observation, per-node labels, mask.
+#[derive(Clone, Debug, PartialEq)]
+struct Labelled {
+    s: Vec<f64>,
+    y: Vec<f64>,
+    mask: Vec<bool>,
+}
+
+/// The job features before the per-node blocks: model one-hot (vocabulary
+/// size) + these.
+pub const JOB_EXTRA: usize = 3;
+/// Inputs per node (module docs: the paper's six, then six of ours).
+pub const PER_NODE: usize = 12;
+
+/// The learner: Q-network, target network, replay, counters. Saved (without the
+/// replay, the pre-training buffer and the generator) by `dlsched ldwp-train`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Dqn {
+    /// Parameters.
+    pub params: LdwpParams,
+    /// Nodes (actions).
+    pub nodes: usize,
+    /// The model vocabulary of the one-hot (sorted).
+    pub models: Vec<String>,
+    /// The Q-network, `(batch, n_in) → (batch, nodes)`.
+    pub q: Mlp,
+    /// Decisions taken (over all episodes).
+    pub decisions: u64,
+    /// SGD steps (TD and pre-training).
+    pub updates: u64,
+    /// Training episodes completed (set by the trainer).
+    pub episode: u64,
+    /// Times an update produced a non-finite weight (then undone; counted).
+    pub diverged: u64,
+    #[serde(skip)]
+    target: Option<Mlp>,
+    #[serde(skip)]
+    replay: Vec<Transition>,
+    #[serde(skip)]
+    replay_next: usize,
+    #[serde(skip)]
+    labelled: Vec<Labelled>,
+    #[serde(skip)]
+    labelled_next: usize,
+    #[serde(skip)]
+    rng: Option<Stream>,
+    #[serde(skip)]
+    last_loss: f64,
+}
+
+impl PartialEq for Dqn {
+    /// Equal saved state (what a model file holds).
+    fn eq(&self, o: &Self) -> bool {
+        self.params == o.params
+            && self.nodes == o.nodes
+            && self.models == o.models
+            && self.q == o.q
+            && self.decisions == o.decisions
+            && self.updates == o.updates
+            && self.episode == o.episode
+            && self.diverged == o.diverged
+    }
+}
+
+/// The stream name of the agent's generator.
+pub const STREAM: &str = "policy.ldwp";
+
+/// Input width for `nodes` nodes and a vocabulary of `vocab` models.
+pub fn input_width(vocab: usize, nodes: usize) -> usize {
+    vocab + JOB_EXTRA + PER_NODE * nodes
+}
+
+impl Dqn {
+    /// A fresh agent for `nodes` nodes over the model vocabulary `models`,
+    /// initialised from stream [`STREAM`] of `seed`.
+    pub fn new(params: LdwpParams, nodes: usize, models: Vec<String>, seed: u64) -> Self {
+        let mut rng = crate::rng::stream(seed, STREAM);
+        let mut sizes = vec![input_width(models.len(), nodes)];
+        sizes.extend(params.hidden.iter().copied());
+        sizes.push(nodes);
+        let q = Mlp::new(&sizes, OutputActivation::Linear, &mut rng);
+        Dqn {
+            params,
+            nodes,
+            models,
+            q,
+            decisions: 0,
+            updates: 0,
+            episode: 0,
+            diverged: 0,
+            target: None,
+            replay: Vec::new(),
+            replay_next: 0,
+            labelled: Vec::new(),
+            labelled_next: 0,
+            rng: Some(rng),
+            last_loss: f64::NAN,
+        }
+    }
+
+    /// Restarts the generator on stream [`STREAM`] of `seed` (each run or
+    /// episode draws from its own seed's stream).
+    pub fn reseed(&mut self, seed: u64) {
+        self.rng = Some(crate::rng::stream(seed, STREAM));
+    }
+
+    fn rng(&mut self) -> &mut Stream {
+        self.rng.get_or_insert_with(|| crate::rng::stream(0, STREAM))
+    }
+
+    /// The agent for `nodes` nodes transferred from `self` (module docs): the
+    /// hidden-to-hidden layers (all but the first and last) carry over
+    /// unchanged; the input and output layers are drawn afresh from stream
+    /// [`STREAM`] of `seed`, as [`Mlp::new`] draws them. Counters restart at 0;
+    /// pre-training runs again (the new input layer knows nothing).
+    pub fn transfer(&self, nodes: usize, seed: u64) -> Dqn {
+        let mut fresh = Dqn::new(self.params.clone(), nodes, self.models.clone(), seed);
+        let n = self.q.layers.len();
+        for l in 1..n - 1 {
+            fresh.q.layers[l] = self.q.layers[l].clone();
+        }
+        fresh
+    }
+
+    /// ε at the current decision count (module docs).
+    pub fn epsilon(&self) -> f64 {
+        let p = &self.params;
+        let after = self.decisions.saturating_sub(p.pretrain);
+        if p.epsilon_decay == 0 || after >= p.epsilon_decay {
+            return p.epsilon_end;
+        }
+        let f = after as f64 / p.epsilon_decay as f64;
+        p.epsilon_start + (p.epsilon_end - p.epsilon_start) * f
+    }
+
+    /// Whether the agent is still in supervised pre-training.
+    pub fn pretraining(&self) -> bool {
+        self.decisions < self.params.pretrain
+    }
+
+    /// Q-values of one observation.
+    pub fn q_values(&self, s: &[f64]) -> Vec<f64> {
+        self.q.forward_one(s)
+    }
+
+    /// The feasible node of largest Q, the lowest index among equals; `None`
+    /// if none is feasible.
+    pub fn greedy(&self, s: &[f64], mask: &[bool]) -> Option<usize> {
+        argmax_masked(&self.q_values(s), mask)
+    }
+
+    /// ε-greedy choice (`explore`), else greedy; counts the decision.
+    pub fn act(&mut self, s: &[f64], mask: &[bool], explore: bool) -> Option<usize> {
+        let eps = self.epsilon();
+        self.decisions += 1;
+        if self.params.pretrain > 0 && self.decisions == self.params.pretrain + 1 {
+            // The first decision after pre-training: the target starts from
+            // the pre-trained network.
+            self.target = Some(self.q.clone());
+        }
+        if explore && self.rng().r#gen::<f64>() < eps {
+            let feasible: Vec<usize> = (0..mask.len()).filter(|&i| mask[i]).collect();
+            if feasible.is_empty() {
+                return None;
+            }
+            let k = self.rng().gen_range(0..feasible.len());
+            return Some(feasible[k]);
+        }
+        self.greedy(s, mask)
+    }
+
+    /// Stores a transition (the ring drops the oldest beyond capacity) and
+    /// takes one TD step if the ring holds a minibatch. Returns the step's loss.
+    pub fn observe(&mut self, t: Transition) -> Option<f64> {
+        let cap = self.params.replay;
+        if self.replay.len() < cap {
+            self.replay.push(t);
+        } else {
+            self.replay[self.replay_next] = t;
+        }
+        self.replay_next = (self.replay_next + 1) % cap;
+        (self.replay.len() >= self.params.batch).then(|| self.td_step())
+    }
+
+    /// Transitions in the ring.
+    pub fn replay_len(&self) -> usize {
+        self.replay.len()
+    }
+
+    /// The loss of the last SGD step (NaN before any).
+    pub fn last_loss(&self) -> f64 {
+        self.last_loss
+    }
+
+    /// One TD step on a minibatch drawn uniformly with replacement: targets
+    /// `r + γ max_{feasible a'} Q_target(s', a')`, MSE on the taken actions'
+    /// Q-values, SGD.
+    pub fn td_step(&mut self) -> f64 {
+        let b = self.params.batch;
+        let n = self.replay.len();
+        let idx: Vec<usize> = (0..b).map(|_| self.rng().gen_range(0..n)).collect();
+        let n_in = self.q.n_in();
+        let mut x = Array2::<f64>::zeros((b, n_in));
+        let mut x2 = Array2::<f64>::zeros((b, n_in));
+        for (row, &i) in idx.iter().enumerate() {
+            x.row_mut(row).assign(&ndarray::ArrayView1::from(&self.replay[i].s[..]));
+            x2.row_mut(row).assign(&ndarray::ArrayView1::from(&self.replay[i].s2[..]));
+        }
+        let target_net = self.target.get_or_insert_with(|| self.q.clone());
+        let q2 = target_net.forward(x2.view());
+        let mut targets = Vec::with_capacity(b);
+        let mut actions = Vec::with_capacity(b);
+        for (row, &i) in idx.iter().enumerate() {
+            let t = &self.replay[i];
+            let next = max_masked(q2.row(row).as_slice().expect("owned rows are contiguous"), &t.mask2);
+            targets.push(t.r + self.params.gamma * next.unwrap_or(0.0));
+            actions.push(t.a);
+        }
+        let tr = self.q.forward_trace(x.view());
+        let (loss, d) = crate::nn::mse_selected(tr.output(), &actions, &targets);
+        self.apply(&tr, &d);
+        if self.updates.is_multiple_of(self.params.target_every) {
+            self.target = Some(self.q.clone());
+        }
+        self.last_loss = loss;
+        loss
+    }
+
+    /// Back-propagates `d` and takes the SGD step; a step that would make a
+    /// weight non-finite is undone and counted in [`Dqn::diverged`].
+    fn apply(&mut self, tr: &crate::nn::Trace, d: &Array2<f64>) {
+        let g = self.q.backward(tr, d);
+        let before = self.q.clone();
+        self.q.sgd_step(&g, self.params.lr);
+        if !self.q.is_finite() {
+            self.q = before;
+            self.diverged += 1;
+        }
+        self.updates += 1;
+    }
+
+    /// One supervised pre-training example (labels per node, masked) and one
+    /// SGD step on a minibatch of the examples so far (masked MSE). Returns the loss.
+    pub fn pretrain_step(&mut self, s: Vec<f64>, y: Vec<f64>, mask: Vec<bool>) -> f64 {
+        let cap = self.params.replay;
+        if self.labelled.len() < cap {
+            self.labelled.push(Labelled { s, y, mask });
+        } else {
+            self.labelled[self.labelled_next] = Labelled { s, y, mask };
+        }
+        self.labelled_next = (self.labelled_next + 1) % cap;
+        let b = self.params.batch;
+        let n = self.labelled.len();
+        let idx: Vec<usize> = (0..b).map(|_| self.rng().gen_range(0..n)).collect();
+        let n_in = self.q.n_in();
+        let m = self.nodes;
+        let mut x = Array2::<f64>::zeros((b, n_in));
+        let mut t = Array2::<f64>::zeros((b, m));
+        let mut w = Array2::<f64>::zeros((b, m));
+        for (row, &i) in idx.iter().enumerate() {
+            let e = &self.labelled[i];
+            x.row_mut(row).assign(&ndarray::ArrayView1::from(&e.s[..]));
+            for k in 0..m {
+                if e.mask[k] {
+                    t[[row, k]] = e.y[k];
+                    w[[row, k]] = 1.0;
+                }
+            }
+        }
+        let tr = self.q.forward_trace(x.view());
+        let (loss, d) = crate::nn::mse_masked(tr.output(), &t, &w);
+        self.apply(&tr, &d);
+        self.last_loss = loss;
+        loss
+    }
+}
+
+/// The feasible index of largest value, lowest index among equals.
+pub fn argmax_masked(v: &[f64], mask: &[bool]) -> Option<usize> {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, (&x, &ok)) in v.iter().zip(mask).enumerate() {
+        if ok && best.is_none_or(|(_, b)| x > b) {
+            best = Some((i, x));
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
+fn max_masked(v: &[f64], mask: &[bool]) -> Option<f64> {
+    argmax_masked(v, mask).map(|i| v[i])
+}
+
+/// `h(s) = ln(1 + s/3600) / ln(1001)`: a duration in s squashed into `[0, 1]`
+/// for 0 to 1,000 h (clamped above).
+pub fn squash_s(s: f64) -> f64 {
+    if !s.is_finite() || s <= 0.0 {
+        return if s == f64::INFINITY { 1.0 } else { 0.0 };
+    }
+    ((s / 3600.0).ln_1p() / 1001f64.ln()).min(1.0)
+}
+
+/// A per-model index of the vocabulary.
+pub fn vocab_index(models: &[String]) -> BTreeMap<String, usize> {
+    models.iter().enumerate().map(|(i, m)| (m.clone(), i)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small(params: LdwpParams) -> Dqn {
+        Dqn::new(params, 3, vec!["a".into(), "b".into()], 1)
+    }
+
+    #[test]
+    fn greedy_masks_and_breaks_ties_by_index() {
+        assert_eq!(argmax_masked(&[1.0, 5.0, 5.0, 9.0], &[true, true, true, false]), Some(1));
+        assert_eq!(argmax_masked(&[1.0, 5.0], &[false, false]), None);
+        // All-equal Q (zero output layer): the lowest feasible index.
+        let mut d = small(LdwpParams { hidden: vec![4], ..Default::default() });
+        d.q.layers[1].w.fill(0.0);
+        let s = vec![0.5; d.q.n_in()];
+        assert_eq!(d.greedy(&s, &[false, true, true]), Some(1));
+    }
+
+    #[test]
+    fn epsilon_schedule_by_hand() {
+        let p =
+            LdwpParams { pretrain: 10, epsilon_start: 0.3, epsilon_end: 0.1, epsilon_decay: 100, ..Default::default() };
+        let mut d = small(p);
+        assert!(d.pretraining());
+        d.decisions = 10;
+        assert!((d.epsilon() - 0.3).abs() < 1e-12);
+        d.decisions = 60; // half-way: 0.3 + (0.1 - 0.3) · 0.5 = 0.2
+        assert!((d.epsilon() - 0.2).abs() < 1e-12);
+        d.decisions = 500;
+        assert_eq!(d.epsilon(), 0.1);
+    }
+
+    /// The TD target by hand on a one-transition ring: a net with zero hidden
+    /// weights outputs its output bias, so Q(s) = Q_target(s') = bias.
+    /// With bias (1, 2, 3), mask' (true, false, true), r = 0.5, γ = 0.8:
+    /// target = 0.5 + 0.8 · max(1, 3) = 2.9; the taken action 0 has Q = 1, so
+    /// the loss is (1 - 2.9)² = 3.61 and the bias moves by
+    /// lr · 2 (1 - 2.9) = -0.38 · lr · (-1) → 1 + 0.1 · 3.8 = 1.38.
+    #[test]
+    fn td_step_by_hand() {
+        let p = LdwpParams { hidden: vec![4], batch: 1, replay: 1, lr: 0.1, gamma: 0.8, ..Default::default() };
+        let mut d = small(p);
+        for l in &mut d.q.layers {
+            l.w.fill(0.0);
+            l.b.fill(0.0);
+        }
+        d.q.layers[1].b = ndarray::array![1.0, 2.0, 3.0];
+        let n = d.q.n_in();
+        let loss = d
+            .observe(Transition { s: vec![0.0; n], a: 0, r: 0.5, s2: vec![0.0; n], mask2: vec![true, false, true] })
+            .unwrap();
+        assert!((loss - 3.61).abs() < 1e-12, "{loss}");
+        assert!((d.q.layers[1].b[0] - 1.38).abs() < 1e-12, "{}", d.q.layers[1].b[0]);
+        assert_eq!(d.q.layers[1].b[1], 2.0);
+        assert_eq!(d.updates, 1);
+    }
+
+    /// A two-armed bandit in a fixed state: action 1 pays 1, action 0 pays 0,
+    /// γ = 0. After training, Q(1) ≈ 1 > Q(0) ≈ 0 and greedy picks 1.
+    #[test]
+    fn learns_a_bandit() {
+        let p = LdwpParams {
+            hidden: vec![16, 8],
+            lr: 0.05,
+            gamma: 0.0,
+            pretrain: 0,
+            epsilon_start: 1.0,
+            epsilon_end: 1.0,
+            ..Default::default()
+        };
+        let mut d = Dqn::new(p, 2, vec![], 3);
+        let s = vec![0.5; d.q.n_in()];
+        for _ in 0..400 {
+            let a = d.act(&s, &[true, true], true).unwrap();
+            d.observe(Transition { s: s.clone(), a, r: a as f64, s2: s.clone(), mask2: vec![true, true] });
+        }
+        let q = d.q_values(&s);
+        assert!((q[1] - 1.0).abs() < 0.05 && q[0].abs() < 0.05, "{q:?}");
+        assert_eq!(d.greedy(&s, &[true, true]), Some(1));
+        assert_eq!(d.diverged, 0);
+    }
+
+    #[test]
+    fn same_seed_same_agent_and_transfer_keeps_hidden_layer() {
+        let a = Dqn::new(LdwpParams::default(), 4, vec!["m".into()], 7);
+        let b = Dqn::new(LdwpParams::default(), 4, vec!["m".into()], 7);
+        assert_eq!(a, b);
+        assert_eq!(a.q.sizes(), vec![1 + JOB_EXTRA + PER_NODE * 4, 256, 128, 4]);
+        let t = a.transfer(11, 9);
+        assert_eq!(t.q.sizes(), vec![1 + JOB_EXTRA + PER_NODE * 11, 256, 128, 11]);
+        assert_eq!(t.q.layers[1], a.q.layers[1]);
+        assert_eq!(t.q.layers[0].w.dim(), (1 + JOB_EXTRA + PER_NODE * 11, 256));
+        assert_eq!(t.q.layers[2].w.dim(), (128, 11));
+    }
+
+    #[test]
+    fn params_are_checked_by_option_name() {
+        assert!(LdwpParams::default().validate().is_ok());
+        let e = LdwpParams { lr: 0.0, ..Default::default() }.validate().unwrap_err();
+        assert!(e.contains("--ldwp-lr"), "{e}");
+        let e = LdwpParams { replay: 5, ..Default::default() }.validate().unwrap_err();
+        assert!(e.contains("--ldwp-replay"), "{e}");
+        let e = LdwpParams { gamma: 1.5, ..Default::default() }.validate().unwrap_err();
+        assert!(e.contains("--ldwp-gamma"), "{e}");
+    }
+
+    #[test]
+    fn squash_is_bounded() {
+        assert_eq!(squash_s(0.0), 0.0);
+        assert_eq!(squash_s(f64::INFINITY), 1.0);
+        // 1 h: ln 2 / ln 1001 = 0.10034
+        assert!((squash_s(3600.0) - 2f64.ln() / 1001f64.ln()).abs() < 1e-15);
+        assert_eq!(squash_s(1e12), 1.0);
+    }
+}
