@@ -62,13 +62,23 @@
 //!     bias) carries over; the input layer (its width depends on the node
 //!     count) and the output layer (one Q per node) are re-initialised.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::{Arc, Mutex};
 
 use ndarray::Array2;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use std::path::{Path, PathBuf};
+
+use super::build::{BuildContext, BuildPolicy};
+use super::nodesel::{Completion, Dispatch, MinEct, NodeDispatch, NodeSelector};
+use super::{Policy, View};
+use crate::error::{ConfigError, RunError, TraceError};
+use crate::ids::JobId;
+use crate::job::JobState;
 use crate::nn::{Mlp, OutputActivation};
+use crate::profile::resources::SmUtil;
 use crate::rng::Stream;
 
 /// What the agent is rewarded for (both "the change in system throughput",
@@ -365,6 +375,12 @@ impl Dqn {
     /// Stores a transition (the ring drops the oldest beyond capacity) and
     /// takes one TD step if the ring holds a minibatch. Returns the step's loss.
     pub fn observe(&mut self, t: Transition) -> Option<f64> {
+        self.remember(t);
+        (self.replay.len() >= self.params.batch).then(|| self.td_step())
+    }
+
+    /// Stores a transition without a TD step (pre-training fills the ring).
+    pub fn remember(&mut self, t: Transition) {
         let cap = self.params.replay;
         if self.replay.len() < cap {
             self.replay.push(t);
@@ -372,7 +388,6 @@ impl Dqn {
             self.replay[self.replay_next] = t;
         }
         self.replay_next = (self.replay_next + 1) % cap;
-        (self.replay.len() >= self.params.batch).then(|| self.td_step())
     }
 
     /// Transitions in the ring.
@@ -495,6 +510,393 @@ pub fn squash_s(s: f64) -> f64 {
 /// A per-model index of the vocabulary.
 pub fn vocab_index(models: &[String]) -> BTreeMap<String, usize> {
     models.iter().enumerate().map(|(i, m)| (m.clone(), i)).collect()
+}
+
+// ---- the node selector ----
+
+/// Builds the observation of one dispatch decision (module docs), length
+/// [`input_width`]`(vocab.len(), nodes.len())`:
+///
+/// `[one-hot(model) | ln(1+batch)/ln(1025), gpus / max node GPUs, h(fastest
+/// run s)] ++ per node [CPU 0, GPU util, host mem 0, GPU-mem util, uplink 0,
+/// downlink 0, feasible, SM proxy, free/GPUs, q/(1+q), h(backlog s), h(run s)]`
+/// with `h` = [`squash_s`].
+pub fn encode(d: &Dispatch<'_>, vocab: &BTreeMap<String, usize>) -> Vec<f64> {
+    let mut x = vec![0.0; input_width(vocab.len(), d.nodes.len())];
+    if let Some(i) = d.spec.model.as_deref().and_then(|m| vocab.get(m)) {
+        x[*i] = 1.0;
+    }
+    let v = vocab.len();
+    let batch = f64::from(d.spec.local_bsz.unwrap_or(0));
+    x[v] = (batch.ln_1p() / 1025f64.ln()).min(1.0);
+    let max_gpus = d.nodes.iter().map(|n| n.gpus).max().unwrap_or(1).max(1);
+    x[v + 1] = (f64::from(d.spec.gpus) / f64::from(max_gpus)).min(1.0);
+    let fastest = d.nodes.iter().filter(|n| n.feasible).map(|n| n.job_run_s).fold(f64::INFINITY, f64::min);
+    x[v + 2] = if fastest.is_finite() { squash_s(fastest) } else { 0.0 };
+    for (k, n) in d.nodes.iter().enumerate() {
+        let o = v + JOB_EXTRA + PER_NODE * k;
+        let g = f64::from(n.gpus.max(1));
+        x[o] = 0.0; // CPU utilisation: not modelled
+        x[o + 1] = n.gpu_util.clamp(0.0, 1.0);
+        x[o + 2] = 0.0; // host-memory utilisation: not modelled
+        x[o + 3] = n.gpu_mem_util.clamp(0.0, 1.0);
+        // Network proxies: zero in NodeLoad (module docs); kept as inputs.
+        x[o + 4] = 0.0;
+        x[o + 5] = 0.0;
+        x[o + 6] = if n.feasible { 1.0 } else { 0.0 };
+        x[o + 7] = n.sm_util.clamp(0.0, 1.0);
+        x[o + 8] = f64::from(n.gpus_free) / g;
+        let q = f64::from(n.queue_len);
+        x[o + 9] = q / (1.0 + q);
+        x[o + 10] = squash_s((n.running_gpu_s + n.queued_gpu_s) / g);
+        x[o + 11] = if n.feasible { squash_s(n.job_run_s) } else { 0.0 };
+    }
+    x
+}
+
+/// Whether the selector learns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LdwpMode {
+    /// Pre-trains, explores and learns (`ldwp`).
+    Online,
+    /// Greedy on a saved network, no updates (`ldwp-frozen`).
+    Frozen,
+}
+
+/// The open transition: the observation and node of the last decision, and
+/// the throughput then.
+struct Open {
+    s: Vec<f64>,
+    a: usize,
+    thr: f64,
+}
+
+/// LDWP's node selector driving a shared [`Dqn`] (shared so that a trainer
+/// keeps it across episodes).
+pub struct LdwpSelector {
+    mode: LdwpMode,
+    agent: Arc<Mutex<Dqn>>,
+    vocab: BTreeMap<String, usize>,
+    total_gpus: f64,
+    live: BTreeSet<JobId>,
+    completions_ms: VecDeque<u64>,
+    open: Option<Open>,
+    curve: String,
+    reward_sum: f64,
+    rewards: u64,
+    loss_sum: f64,
+    losses: u64,
+}
+
+impl LdwpSelector {
+    /// A selector in `mode` over `agent` for a cluster of `total_gpus` GPUs.
+    pub fn new(mode: LdwpMode, agent: Arc<Mutex<Dqn>>, total_gpus: u32) -> Self {
+        let vocab = vocab_index(&agent.lock().map(|a| a.models.clone()).unwrap_or_default());
+        LdwpSelector {
+            mode,
+            agent,
+            vocab,
+            total_gpus: f64::from(total_gpus.max(1)),
+            live: BTreeSet::new(),
+            completions_ms: VecDeque::new(),
+            open: None,
+            curve: "decision,time_s,phase,node,reward,throughput,epsilon,loss\n".to_string(),
+            reward_sum: 0.0,
+            rewards: 0,
+            loss_sum: 0.0,
+            losses: 0,
+        }
+    }
+
+    /// The throughput the reward differences (module docs).
+    fn throughput(&mut self, d: &Dispatch<'_>, p: &LdwpParams) -> f64 {
+        match p.reward {
+            RewardKind::RateDelta => {
+                let jobs = d.view.jobs;
+                let sum: f64 = self
+                    .live
+                    .iter()
+                    .map(|&j| match jobs.state(j) {
+                        JobState::Running(r) => r.rate * f64::from(jobs.spec(j).gpus),
+                        _ => 0.0,
+                    })
+                    .sum();
+                sum / self.total_gpus
+            }
+            RewardKind::CompletionsDelta => {
+                let w_ms = (p.window_s * 1000.0) as u64;
+                let now = d.now.as_ms();
+                while self.completions_ms.front().is_some_and(|&t| t + w_ms <= now) {
+                    self.completions_ms.pop_front();
+                }
+                self.completions_ms.len() as f64 * 3600.0 / p.window_s / self.total_gpus
+            }
+        }
+    }
+}
+
+impl NodeSelector for LdwpSelector {
+    fn name(&self) -> String {
+        match self.mode {
+            LdwpMode::Online => "ldwp",
+            LdwpMode::Frozen => "ldwp-frozen",
+        }
+        .to_string()
+    }
+
+    fn select(&mut self, d: &Dispatch<'_>) -> usize {
+        let s = encode(d, &self.vocab);
+        let mask: Vec<bool> = d.nodes.iter().map(|n| n.feasible).collect();
+        let agent = self.agent.clone();
+        let mut agent = agent.lock().expect("ldwp agent lock");
+        let p = agent.params.clone();
+        let thr = self.throughput(d, &p);
+        let online = self.mode == LdwpMode::Online;
+        let mut reward = None;
+        let mut loss = None;
+        let pretraining = online && agent.pretraining();
+        if let Some(o) = self.open.take() {
+            let r = thr - o.thr;
+            reward = Some(r);
+            self.reward_sum += r;
+            self.rewards += 1;
+            if online {
+                let t = Transition { s: o.s, a: o.a, r, s2: s.clone(), mask2: mask.clone() };
+                if pretraining { agent.remember(t) } else { loss = agent.observe(t) }
+            }
+        }
+        let eps = if pretraining {
+            0.0
+        } else if online {
+            agent.epsilon()
+        } else {
+            0.0
+        };
+        let a = if pretraining {
+            let ect: Vec<f64> = d.nodes.iter().map(MinEct::ect_s).collect();
+            let labels: Vec<f64> = ect.iter().map(|&e| -p.pretrain_scale * squash_s(e)).collect();
+            let neg: Vec<f64> = ect.iter().map(|e| -e).collect();
+            let a = argmax_masked(&neg, &mask).unwrap_or(0);
+            agent.decisions += 1;
+            loss = Some(agent.pretrain_step(s.clone(), labels, mask));
+            a
+        } else {
+            agent.act(&s, &mask, online).unwrap_or(0)
+        };
+        if let Some(l) = loss {
+            self.loss_sum += l;
+            self.losses += 1;
+        }
+        let decision = agent.decisions;
+        drop(agent);
+        self.live.insert(d.job);
+        use std::fmt::Write;
+        let _ = writeln!(
+            self.curve,
+            "{decision},{:.3},{},{},{},{:.6},{eps:.4},{}",
+            d.now.as_secs_f64(),
+            if pretraining {
+                "pretrain"
+            } else if online {
+                "learn"
+            } else {
+                "frozen"
+            },
+            d.nodes[a].node.index(),
+            reward.map_or(String::new(), |r| format!("{:.6}", r + 0.0)),
+            thr + 0.0,
+            loss.map_or(String::new(), |l| format!("{l:.6e}")),
+        );
+        self.open = Some(Open { s, a, thr });
+        a
+    }
+
+    fn on_completion(&mut self, c: &Completion, _view: &View<'_>) {
+        self.live.remove(&c.job);
+        self.completions_ms.push_back(c.now.as_ms());
+    }
+
+    fn metrics(&self) -> Vec<(&'static str, f64)> {
+        let a = self.agent.lock().map(|a| (a.decisions, a.updates, a.diverged, a.epsilon())).unwrap_or_default();
+        let mean = |s: f64, n: u64| if n == 0 { 0.0 } else { s / n as f64 };
+        vec![
+            ("ldwp_decisions", a.0 as f64),
+            ("ldwp_updates", a.1 as f64),
+            ("ldwp_diverged_steps", a.2 as f64),
+            ("ldwp_epsilon", a.3),
+            ("ldwp_reward_mean", mean(self.reward_sum, self.rewards)),
+            ("ldwp_loss_mean", mean(self.loss_sum, self.losses)),
+        ]
+    }
+
+    fn files(&self) -> Vec<(&'static str, String)> {
+        vec![("learning_curve.csv", self.curve.clone())]
+    }
+}
+
+// ---- registry options, model files ----
+
+/// Options of `ldwp` (learns online: pre-training, ε-greedy, TD steps) and
+/// `ldwp-frozen` (greedy on a saved model, no updates); set with
+/// `--policy-opt NAME=VALUE` (`params.lr=0.01`, `model=FILE`) or a sweep's
+/// `policy_opt.NAME`. Defaults (derived): [`LdwpParams::default`], no model,
+/// no transfer, no node-local backfill.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LdwpOptions {
+    /// The learner's parameters. A loaded model keeps its network; an online
+    /// run learns on with these (hidden widths must match the model's).
+    pub params: LdwpParams,
+    /// A model saved by `dlsched ldwp-train`: required by `ldwp-frozen`, the
+    /// starting point of `ldwp`.
+    pub model: Option<PathBuf>,
+    /// When the model's node count differs from the cluster's: reuse its
+    /// hidden layers and re-initialise the input and output layers
+    /// ([`Dqn::transfer`]); `ldwp` only. Default false (a mismatch is an error).
+    pub transfer: bool,
+    /// Node-local greedy backfill in the node queues
+    /// ([`super::nodesel::NodeDispatchOptions::backfill`]). Default false.
+    pub backfill: bool,
+}
+
+impl LdwpOptions {
+    /// Builds the policy of `kind` (`ldwp` or `ldwp-frozen`) driving `agent`
+    /// when given (a trainer's, kept across episodes), else a loaded or fresh
+    /// one.
+    ///
+    /// # Errors
+    /// A [`RunError`] when the run is not one node dispatch can do (moldable
+    /// tasks, VC partitions), the model cannot be read or does not fit the
+    /// cluster.
+    pub fn build_with_agent(
+        &self,
+        kind: &str,
+        ctx: &mut BuildContext<'_>,
+        agent: Option<Arc<Mutex<Dqn>>>,
+    ) -> Result<Box<dyn Policy>, RunError> {
+        let mode = if kind == "ldwp-frozen" { LdwpMode::Frozen } else { LdwpMode::Online };
+        if ctx.tasks {
+            return Err(ConfigError(format!(
+                "`{kind}` dispatches fixed-size jobs to nodes; it does not schedule moldable tasks (`--workload genie`)"
+            ))
+            .into());
+        }
+        let cluster = ctx.cluster;
+        if cluster.partitions().len() > 1 {
+            return Err(ConfigError(format!(
+                "`{kind}` has one Q-value per node of the cluster: it does not run on VC partitions ({} here)",
+                cluster.partitions().len()
+            ))
+            .into());
+        }
+        let nodes = cluster.num_nodes();
+        let agent = match (agent, &self.model) {
+            (Some(a), _) => a,
+            (None, Some(path)) => {
+                let (mut a, trained_on) = load_model(path)?;
+                let name = cluster.spec().name.clone();
+                let differs = trained_on.as_ref().is_some_and(|c| *c != name) || a.nodes != nodes;
+                if differs && !self.transfer {
+                    return Err(ConfigError(format!(
+                        "{}: the model was trained on cluster `{}` ({} nodes), this run is on `{name}` ({nodes} nodes); \
+                         `--policy-opt transfer=true` (ldwp) reuses its hidden layers",
+                        path.display(),
+                        trained_on.as_deref().unwrap_or("?"),
+                        a.nodes
+                    ))
+                    .into());
+                }
+                if differs && mode == LdwpMode::Frozen {
+                    return Err(ConfigError(format!(
+                        "{}: ldwp-frozen cannot transfer (its new input and output layers would be untrained); \
+                         use `ldwp` with transfer=true, or `dlsched ldwp-train --transfer-from`",
+                        path.display()
+                    ))
+                    .into());
+                }
+                if mode == LdwpMode::Online {
+                    if self.params.hidden != a.params.hidden {
+                        return Err(ConfigError(format!(
+                            "{}: the model's hidden layers are {:?}; this run asks {:?} (params.hidden)",
+                            path.display(),
+                            a.params.hidden,
+                            self.params.hidden
+                        ))
+                        .into());
+                    }
+                    a.params = self.params.clone();
+                }
+                if differs {
+                    a = a.transfer(nodes, ctx.seed);
+                }
+                a.reseed(ctx.seed);
+                Arc::new(Mutex::new(a))
+            }
+            (None, None) if mode == LdwpMode::Frozen => {
+                return Err(ConfigError("ldwp-frozen needs a trained model (--policy-opt model=FILE)".into()).into());
+            }
+            (None, None) => {
+                let models: Vec<String> = ctx.db().models().map(str::to_string).collect();
+                Arc::new(Mutex::new(Dqn::new(self.params.clone(), nodes, models, ctx.seed)))
+            }
+        };
+        let selector = LdwpSelector::new(mode, agent, cluster.total_gpus());
+        Ok(Box::new(NodeDispatch::new(
+            Box::new(selector),
+            cluster,
+            (ctx.rate_model)(),
+            SmUtil::new(ctx.db()),
+            self.backfill,
+        )))
+    }
+}
+
+impl BuildPolicy for LdwpOptions {
+    fn validate(&self, _kind: &str) -> Result<(), String> {
+        self.params.validate()
+    }
+
+    fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
+        self.build_with_agent(kind, ctx, None)
+    }
+}
+
+/// Reads a model saved by `dlsched ldwp-train` (`{"manifest": {..., "cluster":
+/// NAME}, "agent": Dqn}`) and checks it: parameters in range, the network's
+/// shape `[input_width(models, nodes), hidden..., nodes]`. Returns the agent
+/// and the cluster its manifest names.
+///
+/// # Errors
+/// A [`TraceError`] naming the file and what is wrong.
+pub fn load_model(path: &Path) -> Result<(Dqn, Option<String>), TraceError> {
+    let text = crate::io::read_text(path)?;
+    #[derive(Deserialize)]
+    struct Manifest {
+        cluster: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Saved {
+        agent: Dqn,
+        manifest: Option<Manifest>,
+    }
+    let bad = |message: String| TraceError::Format { file: path.to_path_buf(), message };
+    let s = serde_json::from_str::<Saved>(&text)
+        .map_err(|e| bad(format!("not an LDWP model (line {}, column {}): {e}", e.line(), e.column())))?;
+    let a = s.agent;
+    a.params.validate().map_err(|e| bad(format!("parameters: {e}")))?;
+    let mut want = vec![input_width(a.models.len(), a.nodes)];
+    want.extend(a.params.hidden.iter().copied());
+    want.push(a.nodes);
+    if a.q.sizes() != want || a.q.output != OutputActivation::Linear {
+        return Err(bad(format!(
+            "the Q-network's layer sizes are {:?}; {} models, {} nodes and hidden {:?} need {want:?} (linear output)",
+            a.q.sizes(),
+            a.models.len(),
+            a.nodes,
+            a.params.hidden
+        )));
+    }
+    Ok((a, s.manifest.and_then(|m| m.cluster)))
 }
 
 #[cfg(test)]

@@ -170,6 +170,10 @@ registry! {
     /// its tenants (`--policy fifo --placement iawp` on the command line).
     #[value(skip)]
     "iawp" => Iawp(IawpOptions),
+    /// LDWP: a deep Q-network picks each job's node, learning online (node dispatch; `--policy-opt params.lr=...`).
+    "ldwp" => Ldwp(crate::policy::ldwp::LdwpOptions),
+    /// LDWP greedy on a trained model (`--policy-opt model=FILE`), not learning.
+    "ldwp-frozen" => LdwpFrozen(crate::policy::ldwp::LdwpOptions),
 }
 
 impl PolicyName {
