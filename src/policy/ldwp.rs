@@ -902,6 +902,9 @@ pub fn load_model(path: &Path) -> Result<(Dqn, Option<String>), TraceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::JobSpec;
+    use crate::policy::nodesel::NodeLoad;
+    use crate::time::SimTime;
 
     fn small(params: LdwpParams) -> Dqn {
         Dqn::new(params, 3, vec!["a".into(), "b".into()], 1)
@@ -1004,6 +1007,104 @@ mod tests {
         assert!(e.contains("--ldwp-replay"), "{e}");
         let e = LdwpParams { gamma: 1.5, ..Default::default() }.validate().unwrap_err();
         assert!(e.contains("--ldwp-gamma"), "{e}");
+    }
+
+    fn node(i: u32, feasible: bool, free: u32, q: u32, backlog_gpu_s: f64, run_s: f64) -> NodeLoad<'static> {
+        NodeLoad {
+            node: crate::ids::NodeId(i),
+            feasible,
+            gpu_type: "K80",
+            gpus: 4,
+            gpus_free: free,
+            gpu_mem_mib: 12000,
+            queue_len: q,
+            queued_gpus: q,
+            queued_gpu_s: backlog_gpu_s,
+            running_gpu_s: 0.0,
+            gpu_util: f64::from(4 - free) / 4.0,
+            sm_util: 0.25,
+            gpu_mem_util: 0.5,
+            job_rate: if feasible { 1.0 } else { 0.0 },
+            job_run_s: if feasible { run_s } else { f64::INFINITY },
+            uplink_mb_s: 0.0,
+            downlink_mb_s: 0.0,
+        }
+    }
+
+    fn with_dispatch<R>(nodes: &[NodeLoad<'_>], f: impl FnOnce(&Dispatch<'_>) -> R) -> R {
+        let cluster =
+            crate::cluster::Cluster::new(crate::cluster::ClusterSpec::uniform("2x4", 2, 4, "K80", 12000)).unwrap();
+        let spec = JobSpec {
+            id: JobId(0),
+            name: "j".into(),
+            submit: SimTime::from_secs(0),
+            duration_ms: 3_600_000,
+            gpus: 2,
+            vc: crate::ids::VcId(0),
+            vc_label: None,
+            user: None,
+            shape: None,
+            line: 0,
+            recorded_split: vec![2],
+            model: Some("b".into()),
+            local_bsz: Some(32),
+            gpu_mem_mib: None,
+            gpu_milli: None,
+            gpu_types: None,
+            task: None,
+        };
+        let jobs = crate::job::JobTable::new(vec![spec]);
+        let view = View { now: SimTime::from_secs(10), cluster: &cluster, jobs: &jobs };
+        let d = Dispatch { now: view.now, job: JobId(0), spec: jobs.spec(JobId(0)), nodes, view: &view };
+        f(&d)
+    }
+
+    /// The observation layout by hand: vocabulary (a, b), job of model b,
+    /// batch 32, 2 GPUs, on 2 nodes of 4 GPUs.
+    #[test]
+    fn encode_by_hand() {
+        let nodes = [node(0, true, 4, 0, 0.0, 3600.0), node(1, false, 1, 3, 4.0 * 7200.0, 0.0)];
+        let vocab = vocab_index(&["a".to_string(), "b".to_string()]);
+        let x = with_dispatch(&nodes, |d| encode(d, &vocab));
+        let h = |s: f64| (s / 3600.0).ln_1p() / 1001f64.ln();
+        #[rustfmt::skip]
+        let want = [
+            0.0, 1.0,                              // one-hot: model b
+            33f64.ln() / 1025f64.ln(), 0.5, h(3600.0), // batch, 2 of 4 GPUs, fastest run 1 h
+            // node 0: CPU, GPU util, host mem, GPU mem, up, down | feasible, SM, free, queue, backlog, run
+            0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 1.0, 0.25, 1.0, 0.0, 0.0, h(3600.0),
+            // node 1: 3 of 4 held; queue 3 -> 3/4; backlog 4 × 7200 GPU-s / 4 GPUs = 7200 s; infeasible
+            0.0, 0.75, 0.0, 0.5, 0.0, 0.0, 0.0, 0.25, 0.25, 0.75, h(7200.0), 0.0,
+        ];
+        assert_eq!(x.len(), input_width(2, 2));
+        for (i, (a, b)) in x.iter().zip(want).enumerate() {
+            assert!((a - b).abs() < 1e-15, "input {i}: {a} vs {b}");
+        }
+    }
+
+    /// Pre-training follows min-ECT: node 0's ECT is 0 / 4 + 7,200 = 7,200 s,
+    /// node 1's (queued 3,600 GPU-s) / 4 GPUs + 3,600 = 4,500 s, so node 1 every
+    /// time (the snapshots do not change); a frozen agent whose output bias prefers node 0
+    /// (other weights 0) takes node 0, and never an infeasible node.
+    #[test]
+    fn selector_pretrains_on_min_ect_and_frozen_is_greedy_masked() {
+        let nodes = [node(0, true, 4, 0, 0.0, 7200.0), node(1, true, 0, 1, 3600.0, 3600.0)];
+        let p = LdwpParams { hidden: vec![4], pretrain: 5, ..Default::default() };
+        let agent = Arc::new(Mutex::new(Dqn::new(p, 2, vec!["a".into(), "b".into()], 1)));
+        let mut sel = LdwpSelector::new(LdwpMode::Online, agent.clone(), 8);
+        let picks: Vec<usize> = (0..3).map(|_| with_dispatch(&nodes, |d| sel.select(d))).collect();
+        assert_eq!(picks, vec![1, 1, 1]);
+        assert_eq!(agent.lock().unwrap().decisions, 3);
+        assert!(sel.curve.lines().nth(1).unwrap().contains(",pretrain,1,"), "{}", sel.curve);
+        let mut frozen = Dqn::new(LdwpParams { hidden: vec![4], ..Default::default() }, 2, vec![], 1);
+        for l in &mut frozen.q.layers {
+            l.w.fill(0.0);
+        }
+        frozen.q.layers[1].b = ndarray::array![1.0, 0.0];
+        let mut sel = LdwpSelector::new(LdwpMode::Frozen, Arc::new(Mutex::new(frozen)), 8);
+        assert_eq!(with_dispatch(&nodes, |d| sel.select(d)), 0);
+        let masked = [node(0, false, 4, 0, 0.0, 7200.0), node(1, true, 0, 1, 3600.0, 3600.0)];
+        assert_eq!(with_dispatch(&masked, |d| sel.select(d)), 1);
     }
 
     #[test]
