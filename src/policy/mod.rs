@@ -16,6 +16,7 @@ pub mod genie_error;
 pub mod iawp;
 pub mod las;
 pub mod memeff;
+pub mod nodesel;
 pub mod placement;
 pub mod placements;
 pub mod qssf;
