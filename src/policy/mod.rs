@@ -17,6 +17,7 @@ pub mod iawp;
 pub mod las;
 pub mod ldwp;
 pub mod memeff;
+pub mod nodesel;
 pub mod placement;
 pub mod placements;
 pub mod qssf;
