@@ -154,7 +154,12 @@ pub(crate) fn ldwp_train(a: &LdwpTrainArgs) -> Result<ExitCode> {
             rate_model: dlsched::experiment::RateModelKind::Table,
             sample_interval_ms: 0,
             ..RunSpec::new(
-                WorkloadSource::Synthetic(SyntheticSpec { jobs: a.jobs, jobs_per_hour: a.jobs_per_hour, load: a.load }),
+                WorkloadSource::Synthetic(SyntheticSpec {
+                    jobs: a.jobs,
+                    jobs_per_hour: a.jobs_per_hour,
+                    load: a.load,
+                    ..SyntheticSpec::default()
+                }),
                 ClusterChoice::Preset { preset: a.cluster },
             )
         };
