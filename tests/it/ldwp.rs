@@ -61,25 +61,65 @@ fn online_ldwp_completes_every_job_and_is_deterministic() {
 
 #[test]
 fn frozen_needs_a_model_and_a_model_of_its_cluster() {
-    let e = dlsched(&["simulate", "--policy", "ldwp-frozen", "--rate-model", "table", "--jobs", "10", "--out", "/dev/null/x"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let e = dlsched(&[
+        "simulate",
+        "--policy",
+        "ldwp-frozen",
+        "--rate-model",
+        "table",
+        "--jobs",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     let err = String::from_utf8_lossy(&e.stderr);
     assert!(err.contains("ldwp-frozen needs a trained model"), "{err}");
     let model = repo("policies/ldwp-lab16.json");
     let m = model.to_str().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("r");
     let e = dlsched(&[
-        "simulate", "--policy", "ldwp-frozen", "--policy-opt", &format!("model={m}"), "--nodes", "8",
-        "--gpus-per-node", "4", "--gpu-type", "k80", "--rate-model", "table", "--jobs", "10", "--out",
+        "simulate",
+        "--policy",
+        "ldwp-frozen",
+        "--policy-opt",
+        &format!("model={m}"),
+        "--nodes",
+        "8",
+        "--gpus-per-node",
+        "4",
+        "--gpu-type",
+        "k80",
+        "--rate-model",
+        "table",
+        "--jobs",
+        "10",
+        "--out",
         out.to_str().unwrap(),
     ]);
     let err = String::from_utf8_lossy(&e.stderr);
     assert!(err.contains("trained on cluster `lab16` (4 nodes)") && err.contains("(8 nodes)"), "{err}");
     // Online with transfer runs on the 8-node cluster.
     let e = dlsched(&[
-        "simulate", "--policy", "ldwp", "--policy-opt", &format!("model={m}"), "--policy-opt", "transfer=true",
-        "--nodes", "8", "--gpus-per-node", "4", "--gpu-type", "k80", "--rate-model", "table", "--jobs", "10",
-        "--out", out.to_str().unwrap(),
+        "simulate",
+        "--policy",
+        "ldwp",
+        "--policy-opt",
+        &format!("model={m}"),
+        "--policy-opt",
+        "transfer=true",
+        "--nodes",
+        "8",
+        "--gpus-per-node",
+        "4",
+        "--gpu-type",
+        "k80",
+        "--rate-model",
+        "table",
+        "--jobs",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(e.status.success(), "{}", String::from_utf8_lossy(&e.stderr));
 }
@@ -137,8 +177,21 @@ fn one_training_episode_is_reproducible() {
     for name in ["a.json", "b.json"] {
         let out = dir.path().join(name);
         let r = dlsched(&[
-            "ldwp-train", "--episodes", "1", "--jobs", "40", "--load", "0.6", "--seed", "77", "--param",
-            "hidden=[16,8]", "--param", "pretrain=10", "--out", out.to_str().unwrap(),
+            "ldwp-train",
+            "--episodes",
+            "1",
+            "--jobs",
+            "40",
+            "--load",
+            "0.6",
+            "--seed",
+            "77",
+            "--param",
+            "hidden=[16,8]",
+            "--param",
+            "pretrain=10",
+            "--out",
+            out.to_str().unwrap(),
         ]);
         assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
         outs.push(out);
