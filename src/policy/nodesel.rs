@@ -718,6 +718,7 @@ mod tests {
             .to_vec()
     }
 
+    #[allow(clippy::needless_update)] // dq: keeps clippy -D warnings green; the update survives new engine options
     fn run_with(
         selector: Box<dyn NodeSelector>,
         spec: ClusterSpec,

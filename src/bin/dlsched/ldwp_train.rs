@@ -67,6 +67,9 @@ fn parse_params(settings: &[String]) -> Result<LdwpParams> {
     Ok(p)
 }
 
+// `..SyntheticSpec::default()` names only the fields set here, so that the
+// workload's later options (e.g. a largest-job cap) take their defaults.
+#[allow(clippy::needless_update)]
 pub(crate) fn ldwp_train(a: &LdwpTrainArgs) -> Result<ExitCode> {
     if a.episodes == 0 {
         bail!("--episodes must be at least 1");
