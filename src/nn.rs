@@ -305,6 +305,23 @@ pub fn mse(out: &Array2<f64>, target: &Array2<f64>) -> (f64, Array2<f64>) {
     (loss, diff * (2.0 / n))
 }
 
+/// Mean squared error weighted per output: `L = Σ w_bk (y_bk - t_bk)² / Σ w_bk`
+/// (e.g. `w` = 1 on the outputs that have a label, 0 elsewhere); `out`,
+/// `target`, `weight` of shape `(B, K)`; returns `(L, dL/d out)`; 0 and a zero
+/// gradient when every weight is 0.
+pub fn mse_masked(out: &Array2<f64>, target: &Array2<f64>, weight: &Array2<f64>) -> (f64, Array2<f64>) {
+    assert!(out.dim() == target.dim() && out.dim() == weight.dim(), "output, target and weight shapes differ");
+    let wsum: f64 = weight.sum();
+    if wsum <= 0.0 {
+        return (0.0, Array2::zeros(out.dim()));
+    }
+    let diff = out - target;
+    let loss = diff.iter().zip(weight.iter()).map(|(d, w)| w * d * d).sum::<f64>() / wsum;
+    let mut grad = diff * weight;
+    grad *= 2.0 / wsum;
+    (loss, grad)
+}
+
 /// Mean squared error on one selected output per row (Q-learning: only the taken action's
 /// Q-value has a target): `L = (1/B) Σ_b (y[b, sel_b] - t_b)²`; the gradient is zero on
 /// every other output. `out (B, K)`, `selected`, `target` of length `B`; returns
@@ -462,12 +479,31 @@ mod tests {
             let sel = [0usize, 2, 1, 1, 0];
             let ts = [0.3, -0.2, 0.9, 0.1, -0.7];
             for selected in [false, true] {
+                // `selected` also checks the masked loss, weights 1 on the
+                // selected outputs (the same loss as `mse_selected`, over B).
+                let mut w = Array2::<f64>::zeros((5, 3));
+                for (r, &k) in sel.iter().enumerate() {
+                    w[[r, k]] = 1.0;
+                }
+                let mut tm = t.clone();
+                for (r, (&k, &v)) in sel.iter().zip(&ts).enumerate() {
+                    tm[[r, k]] = v;
+                }
+                assert!(
+                    (mse_masked(&m.forward(x.view()), &tm, &w).0 - mse_selected(&m.forward(x.view()), &sel, &ts).0)
+                        .abs()
+                        < 1e-15
+                );
                 let loss = |m: &Mlp, x: &Array2<f64>| {
                     let y = m.forward(x.view());
                     if selected { mse_selected(&y, &sel, &ts).0 } else { mse(&y, &t).0 }
                 };
                 let tr = m.forward_trace(x.view());
                 let d = if selected { mse_selected(tr.output(), &sel, &ts).1 } else { mse(tr.output(), &t).1 };
+                if selected {
+                    let dm = mse_masked(tr.output(), &tm, &w).1;
+                    assert!(d.iter().zip(dm.iter()).all(|(a, b)| (a - b).abs() < 1e-15));
+                }
                 let g = m.backward(&tr, &d);
                 let h = 1e-6;
                 let check = |analytic: f64, plus: f64, minus: f64, what: &str| {

@@ -174,6 +174,16 @@ registry! {
     /// placement of highest computation per MiB of GPU memory, sharing GPUs
     /// when memory fits (`--workload genie`; `--policy-opt pack=..., placements=..., share.max_tenants=...`).
     "memory-efficiency" => MemoryEfficiency(crate::policy::memeff_tasks::MemeffTaskOptions),
+    /// Node dispatch (LDWP's platform): each job to a uniformly random feasible node, FIFO per node.
+    "random-node" => RandomNode(crate::policy::nodesel::NodeDispatchOptions),
+    /// Node dispatch: each job to the node of minimum expected completion time, FIFO per node.
+    "min-ect" => MinEct(crate::policy::nodesel::NodeDispatchOptions),
+    /// Node dispatch: each job to the node of best rate / (1 + load), FIFO per node (PATS-like).
+    "load-greedy" => LoadGreedy(crate::policy::nodesel::NodeDispatchOptions),
+    /// LDWP: a deep Q-network picks each job's node, learning online (node dispatch; `--policy-opt params.lr=...`).
+    "ldwp" => Ldwp(crate::policy::ldwp::LdwpOptions),
+    /// LDWP greedy on a trained model (`--policy-opt model=FILE`), not learning.
+    "ldwp-frozen" => LdwpFrozen(crate::policy::ldwp::LdwpOptions),
 }
 
 impl PolicyName {

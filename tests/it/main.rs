@@ -25,6 +25,7 @@ mod golden;
 mod hand;
 mod invariants;
 mod las;
+mod ldwp;
 mod memeff_tasks;
 mod memory;
 mod mixed_memory;
