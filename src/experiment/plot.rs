@@ -284,6 +284,30 @@ const SWEEP_METRICS_PREEMPTION: [&str; 6] = [
     "checkpoint_gpu_hours",
 ];
 
+/// ... where every run's `policy_metrics` has them (node-dispatch policies,
+/// `src/policy/nodesel.rs`): charted from that JSON column.
+const SWEEP_METRICS_DISPATCH: [&str; 4] =
+    ["throughput_jobs_per_hour", "throughput_steady_jobs_per_hour", "load_balance_degree", "load_balance_degree_gpu"];
+
+/// Appends a column per [`SWEEP_METRICS_DISPATCH`] key that every row's
+/// `policy_metrics` JSON holds, so that they chart like summary keys.
+fn add_dispatch_columns(h: &mut Vec<String>, rows: &mut [Vec<String>]) {
+    let Some(pc) = h.iter().position(|k| k == "policy_metrics") else { return };
+    let parsed: Vec<Option<serde_json::Value>> = rows.iter().map(|r| serde_json::from_str(&r[pc]).ok()).collect();
+    for m in SWEEP_METRICS_DISPATCH {
+        if h.iter().any(|k| k == m) {
+            continue;
+        }
+        let vals: Option<Vec<f64>> = parsed.iter().map(|p| p.as_ref()?.get(m)?.as_f64()).collect();
+        if let Some(vals) = vals.filter(|v| !v.is_empty()) {
+            h.push(m.to_string());
+            for (r, v) in rows.iter_mut().zip(vals) {
+                r.push(v.to_string());
+            }
+        }
+    }
+}
+
 /// Removes the charts an earlier sweep into `dir` drew (`jct_cdf.svg` and
 /// every `<metric>_vs_<key>.svg` a sweep can write, with their `.tmp`), so
 /// that a chart of a key no longer swept is not left beside the new ones.
@@ -293,7 +317,8 @@ fn remove_sweep_charts(dir: &Path) -> Result<(), String> {
         .iter()
         .chain(&SWEEP_METRICS_QOS)
         .chain(&SWEEP_METRICS_SHARING)
-        .chain(&SWEEP_METRICS_PREEMPTION);
+        .chain(&SWEEP_METRICS_PREEMPTION)
+        .chain(&SWEEP_METRICS_DISPATCH);
     let prefixes: Vec<String> = metrics.clone().map(|m| format!("{m}_vs_{}", super::raw::POLICY_OPT)).collect();
     let names = std::iter::once("jct_cdf.svg".to_string())
         .chain(metrics.flat_map(|m| super::raw::KEYS.iter().map(move |(k, _)| format!("{m}_vs_{k}.svg"))));
@@ -327,7 +352,8 @@ fn remove_sweep_charts(dir: &Path) -> Result<(), String> {
 /// plot against.
 pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let summary = dir.join("summary.csv");
-    let (h, rows) = read_csv(&summary)?;
+    let (mut h, mut rows) = read_csv(&summary)?;
+    add_dispatch_columns(&mut h, &mut rows);
     let meta: serde_json::Value =
         serde_json::from_str(&crate::io::read_text(&dir.join("sweep.json")).map_err(|e| e.to_string())?)
             .map_err(|e| e.to_string())?;
@@ -360,7 +386,8 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
                     .filter(|m| numeric(m) && (*m != "interference_slowdown_mean" || any_nonzero("colocated_jobs"))),
             )
             .chain(SWEEP_METRICS_SHARING.into_iter().filter(|m| numeric(m) && any_nonzero("shared_launches")))
-            .chain(SWEEP_METRICS_PREEMPTION.into_iter().filter(|m| numeric(m) && any_nonzero("preemptions")));
+            .chain(SWEEP_METRICS_PREEMPTION.into_iter().filter(|m| numeric(m) && any_nonzero("preemptions")))
+            .chain(SWEEP_METRICS_DISPATCH.into_iter().filter(|m| numeric(m)));
         for metric in metrics {
             let mc = col(metric)?;
             // group -> x -> values over seeds
