@@ -5,7 +5,7 @@
 //! A policy's options struct holds its defaults in one `Default` impl
 //! (`#[serde(default, deny_unknown_fields)]`) and implements
 //! [`BuildPolicy`]: `validate` (once, naming the option) and `build`. Adding a
-//! policy is its file plus one line of the [`registry!`] table below, e.g.
+//! policy is its file plus one line of the `registry!` table below, e.g.
 //!
 //! ```text
 //! /// Preemptive shortest remaining time first.
@@ -538,7 +538,9 @@ impl BuildPolicy for GenieFamilyOptions {
 pub struct RiflingOptions {
     /// The agent's parameters (`specs/policies.md` §3.2;
     /// [`RiflingParams::default`] = the spec's proposal). A loaded table
-    /// keeps its own, except that an online agent learns on with these.
+    /// runs with these too (online or frozen), so the manifest records the
+    /// parameters used; its `k` and `queue_feature` (the state encoding)
+    /// must equal the table's.
     pub params: RiflingParams,
     /// A Q-table saved by `dlsched rifling-train`: the frozen policy's table
     /// (required there), or an online agent's starting point. Default none.
@@ -588,20 +590,30 @@ impl BuildPolicy for RiflingOptions {
                     ))
                     .into());
                 }
-                if mode == RiflingMode::Online {
-                    // An online agent keeps learning from the table with
-                    // this run's parameters; its groups come from the table.
-                    if self.params.k != a.params.k {
-                        return Err(ConfigError(format!(
-                            "{}: the table's groups come from k = {}; this run asks k = {} (--rifling-k)",
-                            path.display(),
-                            a.params.k,
-                            self.params.k
-                        ))
-                        .into());
-                    }
-                    a.params = self.params;
+                // The agent (online, learning on, or frozen, greedy) runs
+                // with this run's parameters, so the run's manifest records
+                // the ones used; the state encoding comes from the table
+                // (its groups and its queue feature) and must agree.
+                if self.params.k != a.params.k {
+                    return Err(ConfigError(format!(
+                        "{}: the table's groups come from k = {}; this run asks k = {} (--rifling-k)",
+                        path.display(),
+                        a.params.k,
+                        self.params.k
+                    ))
+                    .into());
                 }
+                if self.params.queue_feature != a.params.queue_feature {
+                    return Err(ConfigError(format!(
+                        "{}: the table's states {} the queue feature; this run's parameters {} it \
+                         (params.queue_feature)",
+                        path.display(),
+                        if a.params.queue_feature { "carry" } else { "do not carry" },
+                        if self.params.queue_feature { "ask for" } else { "leave out" },
+                    ))
+                    .into());
+                }
+                a.params = self.params;
                 if a.actions != actions {
                     return Err(ConfigError(format!(
                         "{}: the table has {} actions, cluster `{}` needs {actions}",

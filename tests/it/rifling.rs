@@ -100,3 +100,49 @@ fn wait_never_is_never_chosen_and_when_running_is_tried() {
     assert_eq!(waits[0], 0);
     assert!(waits[1] > 0, "{waits:?}");
 }
+
+/// A frozen table runs with the run's parameters (which the manifest
+/// records), not the ones saved in the table: a table saved with
+/// `tie_break = lowest-index` and run with the default (random) decides
+/// exactly as the same table re-saved with the default. Before the fix the
+/// frozen agent silently kept the table's tie-break while the manifest
+/// recorded the run's. The state encoding (`k`, `queue_feature`) must agree.
+#[test]
+fn a_frozen_table_runs_with_the_runs_parameters_and_its_encoding_must_agree() {
+    use dlsched::policy::rifling::TieBreak;
+    let agent = Arc::new(Mutex::new(Agent::new(RiflingParams::default(), 17, 5)));
+    let artefacts = dlsched::experiment::Artefacts::default();
+    run_one_with_agent(&spec(RiflingMode::Online, 100), Some(agent.clone()), &artefacts, |_| {}).unwrap();
+    let trained = agent.lock().unwrap().clone();
+    let dir = tempfile::tempdir().unwrap();
+    let save = |name: &str, a: &Agent| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, serde_json::to_string(&serde_json::json!({ "agent": a })).unwrap()).unwrap();
+        path
+    };
+    let mut lowest = trained.clone();
+    lowest.params.tie_break = TieBreak::LowestIndex;
+    let frozen = |path: std::path::PathBuf, params: RiflingParams| {
+        let mut s = spec(RiflingMode::Frozen, 1);
+        let dlsched::policy::registry::PolicySpec::RiflingFrozen(o) = &mut s.policy else { unreachable!() };
+        o.table = Some(path);
+        o.params = params;
+        run_one(&s, |_| {})
+    };
+    let saved_lowest = save("lowest.json", &lowest);
+    let saved_default = save("default.json", &trained);
+    let run_default = frozen(saved_lowest.clone(), RiflingParams::default()).unwrap();
+    let reference = frozen(saved_default.clone(), RiflingParams::default()).unwrap();
+    assert_eq!(ends(&run_default.output), ends(&reference.output));
+    // And the other way round: asking lowest-index of a random-tie table
+    // runs as the lowest-index table does.
+    let ask_lowest = RiflingParams { tie_break: TieBreak::LowestIndex, ..RiflingParams::default() };
+    let a = frozen(saved_default.clone(), ask_lowest).unwrap();
+    let b = frozen(saved_lowest, ask_lowest).unwrap();
+    assert_eq!(ends(&a.output), ends(&b.output));
+    // A different state encoding is refused, naming the parameter.
+    let e = frozen(saved_default.clone(), RiflingParams { k: 3, ..RiflingParams::default() }).err().unwrap();
+    assert!(e.to_string().contains("k = 4") && e.to_string().contains("k = 3"), "{e}");
+    let e = frozen(saved_default, RiflingParams { queue_feature: false, ..RiflingParams::default() }).err().unwrap();
+    assert!(e.to_string().contains("queue_feature"), "{e}");
+}
