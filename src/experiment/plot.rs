@@ -286,8 +286,13 @@ const SWEEP_METRICS_PREEMPTION: [&str; 6] = [
 
 /// ... where every run's `policy_metrics` has them (node-dispatch policies,
 /// `src/policy/nodesel.rs`): charted from that JSON column.
-const SWEEP_METRICS_DISPATCH: [&str; 4] =
-    ["throughput_jobs_per_hour", "throughput_steady_jobs_per_hour", "load_balance_degree", "load_balance_degree_gpu"];
+const SWEEP_METRICS_DISPATCH: [&str; 5] = [
+    "throughput_jobs_per_hour",
+    "throughput_steady_jobs_per_hour",
+    "gpu_utilization_steady",
+    "load_balance_degree",
+    "load_balance_degree_gpu",
+];
 
 /// Appends a column per [`SWEEP_METRICS_DISPATCH`] key that every row's
 /// `policy_metrics` JSON holds, so that they chart like summary keys.

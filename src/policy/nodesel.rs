@@ -46,7 +46,11 @@
 //! both over [first arrival, last completion]. The paper's Load_i also
 //! averages CPU and host-memory utilisation, which dlsched does not model
 //! (our reading: those two terms dropped). `load_balance_degree_gpu` is the
-//! same with Load_i = GPU utilisation alone.
+//! same with Load_i = GPU utilisation alone. `gpu_utilization_steady`: GPU-s
+//! held inside the steady window / (the cluster's GPUs × the window), the
+//! utilisation while the stream arrives (the run's `gpu_utilization` also
+//! counts the drain after the last arrival, which heavy-tailed durations
+//! make long).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -573,12 +577,29 @@ impl Policy for NodeDispatch {
     }
 
     fn metrics(&self, jobs: &JobTable) -> Vec<(&'static str, f64)> {
-        let _ = jobs;
         let mut m = vec![
             ("dispatch_multi_node_jobs", self.multi_node_jobs as f64),
             ("dispatch_invalid_choices", self.invalid_choices as f64),
         ];
         m.extend(dispatch_metrics(&self.arrivals_ms, &self.completions_ms, &self.nodes));
+        if let Some((from, to)) = steady_window(&self.arrivals_ms).filter(|(f, t)| t > f) {
+            // GPU-ms held inside the window by every job that started
+            // (completed, or still running at the end until `to`).
+            let mut busy = 0.0;
+            for (spec, st) in jobs.iter() {
+                let (s, e) = match st {
+                    crate::job::JobState::Completed(d) => (d.start.as_ms(), d.end.as_ms()),
+                    crate::job::JobState::Running(_) => match self.running.get(&spec.id) {
+                        Some(r) => (r.start.as_ms(), to),
+                        None => continue,
+                    },
+                    _ => continue,
+                };
+                busy += f64::from(spec.gpus) * e.min(to).saturating_sub(s.max(from)) as f64;
+            }
+            let gpus: u32 = self.nodes.iter().map(|n| n.gpus).sum();
+            m.push(("gpu_utilization_steady", busy / (f64::from(gpus) * (to - from) as f64)));
+        }
         m.extend(self.selector.metrics());
         m
     }
@@ -628,11 +649,18 @@ pub fn throughput(arrivals_ms: &[u64], completions_ms: &[u64]) -> (f64, f64) {
     let last_done = completions_ms.iter().copied().max().unwrap_or(first);
     let per_hour = |n: usize, span_ms: u64| if span_ms == 0 { 0.0 } else { n as f64 * 3_600_000.0 / span_ms as f64 };
     let run = per_hour(completions_ms.len(), last_done.saturating_sub(first));
-    let mut sorted = arrivals_ms.to_vec();
-    sorted.sort_unstable();
-    let from = sorted[sorted.len().div_ceil(10).max(1) - 1];
+    let (from, _) = steady_window(arrivals_ms).expect("arrivals are not empty");
     let inside = completions_ms.iter().filter(|&&t| t >= from && t <= last_arr).count();
     (run, per_hour(inside, last_arr - from))
+}
+
+/// The steady window, ms: from the arrival of job ⌈n/10⌉ (1-based, in
+/// arrival order) to the last arrival; `None` without arrivals.
+pub fn steady_window(arrivals_ms: &[u64]) -> Option<(u64, u64)> {
+    let mut sorted = arrivals_ms.to_vec();
+    sorted.sort_unstable();
+    let last = *sorted.last()?;
+    Some((sorted[sorted.len().div_ceil(10).max(1) - 1], last))
 }
 
 /// `1 − std_i(Load_i)` (population standard deviation over the loads).
@@ -777,6 +805,9 @@ mod tests {
         // completion inside -> 0.
         assert!((metric(&out, "throughput_jobs_per_hour") - 1080.0).abs() < 1e-9);
         assert_eq!(metric(&out, "throughput_steady_jobs_per_hour"), 0.0);
+        // GPU utilisation in that window [0, 2] s: J0 holds 2 GPUs for 2 s,
+        // J2 starts at 2 (0 s inside): 4 GPU-s / (4 GPUs x 2 s) = 0.5.
+        assert!((metric(&out, "gpu_utilization_steady") - 0.5).abs() < 1e-12);
         // Over [0, 10] s: node 0 holds 1 GPU for 4 s = 4 / (2 x 10) = 0.2;
         // node 1 holds 2 GPUs for 5 s and 1 for 5 s = 15 / 20 = 0.75. No job
         // has a memory need, so memory utilisation is 0 and Load = (0.1,
