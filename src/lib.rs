@@ -10,6 +10,7 @@ pub mod ids;
 pub mod io;
 pub mod job;
 pub mod metrics;
+pub mod nn;
 pub mod policy;
 pub mod profile;
 pub mod rng;

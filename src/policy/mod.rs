@@ -15,6 +15,7 @@ pub mod genie;
 pub mod genie_error;
 pub mod iawp;
 pub mod las;
+pub mod ldwp;
 pub mod memeff;
 pub mod nodesel;
 pub mod placement;

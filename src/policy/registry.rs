@@ -176,6 +176,10 @@ registry! {
     "min-ect" => MinEct(crate::policy::nodesel::NodeDispatchOptions),
     /// Node dispatch: each job to the node of best rate / (1 + load), FIFO per node (PATS-like).
     "load-greedy" => LoadGreedy(crate::policy::nodesel::NodeDispatchOptions),
+    /// LDWP: a deep Q-network picks each job's node, learning online (node dispatch; `--policy-opt params.lr=...`).
+    "ldwp" => Ldwp(crate::policy::ldwp::LdwpOptions),
+    /// LDWP greedy on a trained model (`--policy-opt model=FILE`), not learning.
+    "ldwp-frozen" => LdwpFrozen(crate::policy::ldwp::LdwpOptions),
 }
 
 impl PolicyName {

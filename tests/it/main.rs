@@ -25,6 +25,7 @@ mod golden;
 mod hand;
 mod invariants;
 mod las;
+mod ldwp;
 mod memory;
 mod mixed_memory;
 mod openb;

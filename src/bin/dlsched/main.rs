@@ -25,6 +25,7 @@ mod compare;
 mod genie_profile;
 #[cfg(target_os = "linux")]
 mod hugealloc;
+mod ldwp_train;
 mod profile;
 mod rifling_train;
 mod simulate;
@@ -96,6 +97,13 @@ enum Command {
     /// curve beside it (`FILE.curve.csv`). `simulate --policy rifling-frozen
     /// --rifling-table FILE` runs it greedily.
     RiflingTrain(Box<rifling_train::RiflingTrainArgs>),
+    /// Train an LDWP deep Q-network (node dispatch) over repeated episodes of
+    /// a synthetic workload (one seed per episode) and save it with a manifest
+    /// (command, cluster, workload, seeds, parameters), plus a per-episode
+    /// learning curve beside it (`FILE.curve.csv`). `simulate --policy
+    /// ldwp-frozen --policy-opt model=FILE` runs it greedily; `--transfer-from`
+    /// starts from a model of another cluster.
+    LdwpTrain(Box<ldwp_train::LdwpTrainArgs>),
 }
 
 #[cfg(target_os = "linux")]
@@ -146,6 +154,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Profile(args) => profile::run(&args),
         Command::GenieProfile(args) => genie_profile::genie_profile(&args),
         Command::RiflingTrain(args) => rifling_train::rifling_train(&args),
+        Command::LdwpTrain(args) => ldwp_train::ldwp_train(&args),
         Command::Sweep(args) => sweep::sweep(&args),
         Command::Merge(args) => sweep::merge_cmd(&args),
         Command::Plot { dir } => {
