@@ -223,20 +223,27 @@ pub const CURVE_WINDOW: usize = 50;
 
 /// Plots a RIFLING `learning_curve.csv` (reward, cluster-normalised
 /// throughput and epsilon against decisions; reward and throughput as means
-/// over consecutive windows of [`CURVE_WINDOW`] decisions) into `out`.
+/// over consecutive windows of [`CURVE_WINDOW`] decisions) into `out`; or
+/// an LDWP one (no `normalized_throughput` column: its `throughput` and
+/// `loss` columns instead, `src/policy/ldwp.rs`).
 ///
 /// # Errors
 /// A message naming a missing file or column.
 pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<PathBuf, String> {
     let (h, rows) = read_csv(curve)?;
+    let ldwp = !h.iter().any(|c| c == "normalized_throughput") && h.iter().any(|c| c == "loss");
     let (d, r, t, e) = (
         column(&h, "decision", curve)?,
         column(&h, "reward", curve)?,
-        column(&h, "normalized_throughput", curve)?,
+        column(&h, if ldwp { "throughput" } else { "normalized_throughput" }, curve)?,
         column(&h, "epsilon", curve)?,
     );
+    let mut cols = vec![("reward", r), ("cluster-normalised throughput", t), ("epsilon", e)];
+    if ldwp {
+        cols.push(("loss", column(&h, "loss", curve)?));
+    }
     let mut series: Series = Vec::new();
-    for (label, c) in [("reward", r), ("cluster-normalised throughput", t), ("epsilon", e)] {
+    for (label, c) in cols {
         let pts: Vec<(f64, f64)> = rows
             .chunks(CURVE_WINDOW)
             .filter_map(|w| {
@@ -247,7 +254,8 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<PathB
             .collect();
         series.push((format!("{label} ({CURVE_WINDOW}-decision mean)"), pts));
     }
-    line_chart(out, &format!("RIFLING learning curve, {name}"), "decision", "value", &series, None, false)?;
+    let who = if ldwp { "LDWP" } else { "RIFLING" };
+    line_chart(out, &format!("{who} learning curve, {name}"), "decision", "value", &series, None, false)?;
     Ok(out.to_path_buf())
 }
 
@@ -463,6 +471,23 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ldwp_learning_curve_plots() {
+        // LDWP's columns (src/policy/ldwp.rs): no normalized_throughput; the
+        // RIFLING-only reader refused this file.
+        let d = tempfile::tempdir().unwrap();
+        let curve = d.path().join("learning_curve.csv");
+        std::fs::write(
+            &curve,
+            "decision,time_s,phase,node,reward,throughput,epsilon,loss\n1,5.0,pretrain,0,,0.0,0.0,0.5\n2,6.0,learn,1,0.025,0.025,0.3,0.2\n",
+        )
+        .unwrap();
+        let out = d.path().join("lc.svg");
+        plot_learning_curve(&curve, &out, "x").unwrap();
+        let svg = std::fs::read_to_string(&out).unwrap();
+        assert!(svg.contains("LDWP learning curve") && svg.contains("loss"), "{}", &svg[..svg.len().min(400)]);
+    }
 
     #[test]
     fn cdf_by_hand() {
