@@ -10,7 +10,7 @@
 //! - **Feasible nodes** (the selector's mask): nodes of the job's partition
 //!   with at least as many GPUs as the job asks, of a GPU type the job
 //!   allows, whose GPU memory holds the job's memory need (the memory
-//!   model's `gpu_mem_mib`, [`crate::cluster::Request::fits_node`]).
+//!   model's `gpu_mem_mib`, [`crate::cluster::request::Request::fits_node`]).
 //! - **Node queues** (our reading; the paper's node scheduler orders DAG
 //!   subtasks, which dlsched's jobs do not have): each node's queue is FIFO
 //!   in dispatch order; its head starts on the node's lowest-indexed free
