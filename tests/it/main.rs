@@ -28,6 +28,7 @@ mod las;
 mod ldwp;
 mod memory;
 mod mixed_memory;
+mod nodesel;
 mod openb;
 mod output_safety;
 mod philly;
