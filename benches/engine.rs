@@ -242,7 +242,12 @@ fn replay_synthetic_10k(c: &mut Criterion) {
             policy: policy_config(order, backfill).into(),
             sample_interval_ms: 0,
             ..RunSpec::new(
-                WorkloadSource::Synthetic(SyntheticSpec { jobs: 10_000, jobs_per_hour: None, load: 0.8 }),
+                WorkloadSource::Synthetic(SyntheticSpec {
+                    jobs: 10_000,
+                    jobs_per_hour: None,
+                    load: 0.8,
+                    max_job_gpus: None,
+                }),
                 ClusterChoice::Uniform { nodes: 64, gpus_per_node: 8, gpu_type: None },
             )
         };

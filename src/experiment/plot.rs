@@ -223,20 +223,27 @@ pub const CURVE_WINDOW: usize = 50;
 
 /// Plots a RIFLING `learning_curve.csv` (reward, cluster-normalised
 /// throughput and epsilon against decisions; reward and throughput as means
-/// over consecutive windows of [`CURVE_WINDOW`] decisions) into `out`.
+/// over consecutive windows of [`CURVE_WINDOW`] decisions) into `out`; or
+/// an LDWP one (no `normalized_throughput` column: its `throughput` and
+/// `loss` columns instead, `src/policy/ldwp.rs`).
 ///
 /// # Errors
 /// A message naming a missing file or column.
 pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<PathBuf, String> {
     let (h, rows) = read_csv(curve)?;
+    let ldwp = !h.iter().any(|c| c == "normalized_throughput") && h.iter().any(|c| c == "loss");
     let (d, r, t, e) = (
         column(&h, "decision", curve)?,
         column(&h, "reward", curve)?,
-        column(&h, "normalized_throughput", curve)?,
+        column(&h, if ldwp { "throughput" } else { "normalized_throughput" }, curve)?,
         column(&h, "epsilon", curve)?,
     );
+    let mut cols = vec![("reward", r), ("cluster-normalised throughput", t), ("epsilon", e)];
+    if ldwp {
+        cols.push(("loss", column(&h, "loss", curve)?));
+    }
     let mut series: Series = Vec::new();
-    for (label, c) in [("reward", r), ("cluster-normalised throughput", t), ("epsilon", e)] {
+    for (label, c) in cols {
         let pts: Vec<(f64, f64)> = rows
             .chunks(CURVE_WINDOW)
             .filter_map(|w| {
@@ -247,7 +254,8 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<PathB
             .collect();
         series.push((format!("{label} ({CURVE_WINDOW}-decision mean)"), pts));
     }
-    line_chart(out, &format!("RIFLING learning curve, {name}"), "decision", "value", &series, None, false)?;
+    let who = if ldwp { "LDWP" } else { "RIFLING" };
+    line_chart(out, &format!("{who} learning curve, {name}"), "decision", "value", &series, None, false)?;
     Ok(out.to_path_buf())
 }
 
@@ -284,6 +292,35 @@ const SWEEP_METRICS_PREEMPTION: [&str; 6] = [
     "checkpoint_gpu_hours",
 ];
 
+/// ... where every run's `policy_metrics` has them (node-dispatch policies,
+/// `src/policy/nodesel.rs`): charted from that JSON column.
+const SWEEP_METRICS_DISPATCH: [&str; 5] = [
+    "throughput_jobs_per_hour",
+    "throughput_steady_jobs_per_hour",
+    "gpu_utilization_steady",
+    "load_balance_degree",
+    "load_balance_degree_gpu",
+];
+
+/// Appends a column per [`SWEEP_METRICS_DISPATCH`] key that every row's
+/// `policy_metrics` JSON holds, so that they chart like summary keys.
+fn add_dispatch_columns(h: &mut Vec<String>, rows: &mut [Vec<String>]) {
+    let Some(pc) = h.iter().position(|k| k == "policy_metrics") else { return };
+    let parsed: Vec<Option<serde_json::Value>> = rows.iter().map(|r| serde_json::from_str(&r[pc]).ok()).collect();
+    for m in SWEEP_METRICS_DISPATCH {
+        if h.iter().any(|k| k == m) {
+            continue;
+        }
+        let vals: Option<Vec<f64>> = parsed.iter().map(|p| p.as_ref()?.get(m)?.as_f64()).collect();
+        if let Some(vals) = vals.filter(|v| !v.is_empty()) {
+            h.push(m.to_string());
+            for (r, v) in rows.iter_mut().zip(vals) {
+                r.push(v.to_string());
+            }
+        }
+    }
+}
+
 /// Removes the charts an earlier sweep into `dir` drew (`jct_cdf.svg` and
 /// every `<metric>_vs_<key>.svg` a sweep can write, with their `.tmp`), so
 /// that a chart of a key no longer swept is not left beside the new ones.
@@ -293,7 +330,8 @@ fn remove_sweep_charts(dir: &Path) -> Result<(), String> {
         .iter()
         .chain(&SWEEP_METRICS_QOS)
         .chain(&SWEEP_METRICS_SHARING)
-        .chain(&SWEEP_METRICS_PREEMPTION);
+        .chain(&SWEEP_METRICS_PREEMPTION)
+        .chain(&SWEEP_METRICS_DISPATCH);
     let prefixes: Vec<String> = metrics.clone().map(|m| format!("{m}_vs_{}", super::raw::POLICY_OPT)).collect();
     let names = std::iter::once("jct_cdf.svg".to_string())
         .chain(metrics.flat_map(|m| super::raw::KEYS.iter().map(move |(k, _)| format!("{m}_vs_{k}.svg"))));
@@ -327,7 +365,8 @@ fn remove_sweep_charts(dir: &Path) -> Result<(), String> {
 /// plot against.
 pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let summary = dir.join("summary.csv");
-    let (h, rows) = read_csv(&summary)?;
+    let (mut h, mut rows) = read_csv(&summary)?;
+    add_dispatch_columns(&mut h, &mut rows);
     let meta: serde_json::Value =
         serde_json::from_str(&crate::io::read_text(&dir.join("sweep.json")).map_err(|e| e.to_string())?)
             .map_err(|e| e.to_string())?;
@@ -360,7 +399,8 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
                     .filter(|m| numeric(m) && (*m != "interference_slowdown_mean" || any_nonzero("colocated_jobs"))),
             )
             .chain(SWEEP_METRICS_SHARING.into_iter().filter(|m| numeric(m) && any_nonzero("shared_launches")))
-            .chain(SWEEP_METRICS_PREEMPTION.into_iter().filter(|m| numeric(m) && any_nonzero("preemptions")));
+            .chain(SWEEP_METRICS_PREEMPTION.into_iter().filter(|m| numeric(m) && any_nonzero("preemptions")))
+            .chain(SWEEP_METRICS_DISPATCH.into_iter().filter(|m| numeric(m)));
         for metric in metrics {
             let mc = col(metric)?;
             // group -> x -> values over seeds
@@ -431,6 +471,23 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ldwp_learning_curve_plots() {
+        // LDWP's columns (src/policy/ldwp.rs): no normalized_throughput; the
+        // RIFLING-only reader refused this file.
+        let d = tempfile::tempdir().unwrap();
+        let curve = d.path().join("learning_curve.csv");
+        std::fs::write(
+            &curve,
+            "decision,time_s,phase,node,reward,throughput,epsilon,loss\n1,5.0,pretrain,0,,0.0,0.0,0.5\n2,6.0,learn,1,0.025,0.025,0.3,0.2\n",
+        )
+        .unwrap();
+        let out = d.path().join("lc.svg");
+        plot_learning_curve(&curve, &out, "x").unwrap();
+        let svg = std::fs::read_to_string(&out).unwrap();
+        assert!(svg.contains("LDWP learning curve") && svg.contains("loss"), "{}", &svg[..svg.len().min(400)]);
+    }
 
     #[test]
     fn cdf_by_hand() {

@@ -28,12 +28,12 @@ use crate::workload::synthetic::SyntheticSpec;
 /// defaults of [`to_run_spec`] (the command line's). Besides these, a key
 /// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
 /// kind (`--policy-opt NAME=VALUE` on the command line).
-pub const KEYS: [(&str, &str); 50] = [
+pub const KEYS: [(&str, &str); 51] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     ("columns", "jobs-csv: field=column pairs, comma-separated (e.g. \"submit_time=arrival,gpu_num=gpus\")"),
     ("columns_file", "jobs-csv: a TOML file with a [columns] table, relative to the experiment file"),
-    ("cluster", "lab16, philly or alibaba-openb"),
+    ("cluster", "lab16, philly, alibaba-openb or ldwp-testbed"),
     ("nodes", "a whole number of nodes, 1 to 100,000 (with gpus_per_node)"),
     ("gpus_per_node", "a whole number of GPUs per node, 1 to 64 (with nodes)"),
     ("gpu_type", "the GPU type of a nodes x gpus_per_node cluster (k80, p100, v100, t4, a100, ...; default generic)"),
@@ -105,6 +105,10 @@ pub const KEYS: [(&str, &str); 50] = [
     (
         "coloc_unmeasured",
         "mean (default) or learned: what the co-location rule reads for a pair never measured on the GPU type",
+    ),
+    (
+        "max_job_gpus",
+        "synthetic workload: the largest job, a whole number of GPUs >= 1 (default: the largest partition's GPUs)",
     ),
 ];
 
@@ -608,7 +612,17 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
                 Some(x) => Some(r.bounded("jobs_per_hour", crate::bounds::synthetic_jobs_per_hour(x, jobs))?),
                 None => d.jobs_per_hour,
             };
-            WorkloadSource::Synthetic(SyntheticSpec { jobs, jobs_per_hour, load: r.num("load")?.unwrap_or(d.load) })
+            let max_job_gpus = match r.uint("max_job_gpus")? {
+                Some(0) => return Err(format!("{} must be at least 1", o.key("max_job_gpus"))),
+                Some(m) => Some(u32::try_from(m).map_err(|_| format!("{} is too large", o.key("max_job_gpus")))?),
+                None => None,
+            };
+            WorkloadSource::Synthetic(SyntheticSpec {
+                jobs,
+                jobs_per_hour,
+                load: r.num("load")?.unwrap_or(d.load),
+                max_job_gpus,
+            })
         }
     };
     let cluster = cluster_choice(p, o)?;

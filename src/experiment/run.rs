@@ -145,6 +145,7 @@ fn run_inner(
         }
         WorkloadSource::Synthetic(s) => {
             let max = cluster.partitions().iter().map(|p| p.gpus_total).max().unwrap_or(0);
+            let max = s.max_job_gpus.map_or(max, |m| m.min(max));
             let recs = synthetic::generate(s, cluster.total_gpus(), max, spec.seed).map_err(ConfigError)?;
             let input =
                 InputInfo { path: None, format: "synthetic".into(), sha256: None, origin: None, rows: recs.len() };

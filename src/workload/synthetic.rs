@@ -68,11 +68,16 @@ pub struct SyntheticSpec {
     /// Target offered load (GPU demand / GPU capacity) used when
     /// `jobs_per_hour` is `None`.
     pub load: f64,
+    /// The largest job, GPUs (the GPU-count mix is cut there); `None`
+    /// (default) = the largest partition's GPUs. E.g. the largest node, so
+    /// that every job fits one node (node dispatch, `experiments/ldwp.toml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_job_gpus: Option<u32>,
 }
 
 impl Default for SyntheticSpec {
     fn default() -> Self {
-        SyntheticSpec { jobs: 500, jobs_per_hour: None, load: 0.8 }
+        SyntheticSpec { jobs: 500, jobs_per_hour: None, load: 0.8, max_job_gpus: None }
     }
 }
 

@@ -29,6 +29,7 @@ mod ldwp;
 mod memeff_tasks;
 mod memory;
 mod mixed_memory;
+mod nodesel;
 mod openb;
 mod output_safety;
 mod philly;

@@ -15,7 +15,10 @@ use dlsched::policy::rifling::RiflingParams;
 pub(crate) struct ClusterArgs {
     /// Cluster preset: lab16 = 4 nodes × 4 K80 (16 GPUs, the GENIE/RIFLING
     /// cluster); philly = 321 × 2 + 231 × 8 GPUs (2,490); alibaba-openb = the
-    /// 1,213 GPU nodes (6,212 GPUs, 7 types) of the Alibaba PAI 2023 trace.
+    /// 1,213 GPU nodes (6,212 GPUs, 7 types) of the Alibaba PAI 2023 trace;
+    /// ldwp-testbed = the LDWP paper's heterogeneous testbed, 12 nodes, 40
+    /// GPUs: 2 × 2 K80 (24 GB), 4 × 4 P4 (8 GB, P100 rates), 4 × 4 K80
+    /// (24 GB), 2 × 2 P4 (8 GB, P100 rates).
     /// Default: lab16.
     #[arg(long, value_enum, conflicts_with_all = ["nodes", "vcs", "nodes_file"])]
     pub(crate) cluster: Option<ClusterPreset>,

@@ -221,6 +221,11 @@ pub(crate) struct SimulateArgs {
     #[arg(long, default_value_t = SyntheticSpec::default().load, value_name = "FRACTION")]
     pub(crate) load: f64,
 
+    /// Synthetic workload: the largest job, GPUs (default: the largest
+    /// partition's GPUs); e.g. 4 on lab16 keeps every job on one node.
+    #[arg(long, value_name = "GPUS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_job_gpus: Option<u32>,
+
     /// Timeline sampling interval, whole seconds (0: no timeline samples).
     /// While nothing happens, samples are skipped up to the next event.
     #[arg(long, default_value_t = dlsched::experiment::DEFAULT_SAMPLE_INTERVAL_S, value_name = "SECONDS")]
@@ -246,7 +251,7 @@ pub(crate) enum WorkloadKind {
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 51] = [
+pub(crate) const SPEC_ARGS: [&str; 52] = [
     "trace",
     "policy_opt",
     "checkpoint",
@@ -298,6 +303,7 @@ pub(crate) const SPEC_ARGS: [&str; 51] = [
     "load",
     "sample_interval",
     "coloc_unmeasured",
+    "max_job_gpus",
 ];
 
 /// The command line as a raw spec ([`raw::KEYS`], one key per flag of the
@@ -340,6 +346,9 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     }
     put("load", Value::Float(a.load));
     put("sample_interval", Value::UInt(a.sample_interval));
+    if let Some(m) = a.max_job_gpus {
+        put("max_job_gpus", Value::UInt(m.into()));
+    }
     put("checkpoint", Value::Str(value_name(&a.checkpoint)));
     put("coloc_unmeasured", Value::Str(value_name(&a.coloc_unmeasured)));
     for (name, v) in &a.policy_opt {
