@@ -360,6 +360,9 @@ pub const SUMMARY_FLATTENED: [(&str, &str); 4] = [
 /// `summary.csv` writes them, and its `summary.json`.
 pub type SummaryRow<'a> = (&'a str, Vec<String>, &'a serde_json::Value);
 
+/// One row of [`summary_table`]'s cells, `None` where the run lacks the key.
+pub type SummaryCells = Vec<Option<serde_json::Value>>;
+
 /// The columns and cells of `summary.csv`: `run_id`, the swept keys, the
 /// top-level scalar keys of the runs' `summary.json` (in its order; a key
 /// that is also a swept key, such as `policy`, is named `summary.policy`),
@@ -373,10 +376,7 @@ pub type SummaryRow<'a> = (&'a str, Vec<String>, &'a serde_json::Value);
 /// nested map has no flattening rule, or when a flattened name is also a
 /// top-level key (other than a QoS class rate of equal value) or the
 /// flattened name of another map's entry: the message names both.
-pub fn summary_table(
-    swept: &[String],
-    rows: &[SummaryRow<'_>],
-) -> Result<(Vec<String>, Vec<Vec<Option<serde_json::Value>>>), String> {
+pub fn summary_table(swept: &[String], rows: &[SummaryRow<'_>]) -> Result<(Vec<String>, Vec<SummaryCells>), String> {
     use serde_json::Value as J;
     let keys: Vec<String> = match rows.first() {
         Some((_, _, J::Object(m))) => m.keys().filter(|k| !m[*k].is_object()).cloned().collect(),
