@@ -145,6 +145,7 @@ fn pending_jobs(n: usize) -> JobTable {
                 gpu_mem_mib: None,
                 gpu_milli: None,
                 task: None,
+                deadline: None,
                 gpu_types: None,
             }
         })

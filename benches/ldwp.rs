@@ -42,6 +42,7 @@ fn job() -> JobSpec {
         gpu_milli: None,
         gpu_types: None,
         task: None,
+        deadline: None,
     }
 }
 

@@ -73,6 +73,7 @@ fn tasks(n: usize) -> JobTable {
                     qos: QosClass::Normal,
                     deadline: SimTime::from_secs(1_000_000),
                 })),
+                deadline: None,
             }
         })
         .collect();

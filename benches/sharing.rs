@@ -51,6 +51,7 @@ fn job_spec(i: usize, gpus: u32, mem: u64, duration_s: u64) -> JobSpec {
         gpu_mem_mib: Some(mem),
         gpu_milli: None,
         task: None,
+        deadline: None,
         gpu_types: None,
     }
 }

@@ -51,6 +51,10 @@ pub struct JobSpec {
     /// A moldable task (GENIE's setting): the policy chooses its GPU count and
     /// placement; `gpus` is then only its nominal request. `None` for trace jobs.
     pub task: Option<Box<TaskSpec>>,
+    /// The trace's absolute deadline for the job (`jobs-csv` `deadline`, on
+    /// the submit clock), if any: read only by the summary's `deadline_*`
+    /// figures. Not a GENIE QoS deadline (that is [`TaskSpec::deadline`]).
+    pub deadline: Option<SimTime>,
 }
 
 /// A user priority class of GENIE (Chen et al., TPDS 2020, §4), which sets a

@@ -41,6 +41,98 @@ pub enum ClusterPreset {
     /// 16-core Xeon E5-2620 v3 servers), one rack (Gigabit Ethernet).
     #[value(name = "ldwp-testbed")]
     LdwpTestbed,
+    /// SenseTime Helios, cluster Venus (Hu et al., SC'21), in the 15 VC
+    /// partitions Lucid (Hu et al., ASPLOS'23) gives it: [`VENUS_VC_NODES`],
+    /// 135 nodes × 8 GPUs = 1,080 GPUs. A job of a VC not in the table is
+    /// skipped (`unknown_vc`, counted). GPU type `generic`, 16 GiB.
+    #[value(name = "helios-venus")]
+    HeliosVenus,
+    /// Helios cluster Earth: [`HELIOS_GPUS`] 997 GPUs → 125 nodes × 8 GPUs
+    /// (1,000 GPUs), one partition. GPU type `generic`, 16 GiB.
+    #[value(name = "helios-earth")]
+    HeliosEarth,
+    /// Helios cluster Saturn: 2,080 GPUs → 260 nodes × 8 GPUs, one partition.
+    /// GPU type `generic`, 16 GiB.
+    #[value(name = "helios-saturn")]
+    HeliosSaturn,
+    /// Helios cluster Uranus: 2,119 GPUs → 265 nodes × 8 GPUs (2,120 GPUs),
+    /// one partition. GPU type `generic`, 16 GiB.
+    #[value(name = "helios-uranus")]
+    HeliosUranus,
+}
+
+/// GPUs per node of the Helios clusters: 8, the node size the Helios
+/// artifact's simulator (S-Lab-System-Group/HeliosArtifact) and Lucid's
+/// Venus configuration (`vc_config.csv`, nodes of 8 GPUs) use.
+pub const HELIOS_GPUS_PER_NODE: u32 = 8;
+
+/// GPUs of each Helios cluster, (name, GPUs), from the `gpu_num` column of
+/// `helios_cluster_summary.csv` (S-Lab-System-Group/HeliosArtifact @
+/// bdaae109, `analysis/1_compare with Philly trace/`; MIT; the data are
+/// HeliosData, CC BY 4.0, Hu et al., "Characterization and Prediction of
+/// Deep Learning Workloads in Large-Scale GPU Datacenters", SC'21). The
+/// figure is the mean of the cluster's daily GPU count: for Venus, the mean
+/// of the `total` column of HeliosData's `Venus/cluster_gpu_number.csv`
+/// over its 181 days is 1,022.8 (968 to 1,264). A preset has
+/// ⌈GPUs / [`HELIOS_GPUS_PER_NODE`]⌉ nodes, so at least that many GPUs.
+pub const HELIOS_GPUS: [(&str, u32); 4] = [("venus", 1022), ("earth", 997), ("saturn", 2080), ("uranus", 2119)];
+
+/// Venus's VC partitions, (VC, nodes of 8 GPUs), from Lucid's September-2020
+/// Venus simulation configuration (`simulation/data/Venus/vc_config.csv` of
+/// S-Lab-System-Group/Lucid @ 63685a3a; Hu et al., "Lucid: A
+/// Non-intrusive, Scalable and Interpretable Scheduler for Deep Learning
+/// Training Jobs", ASPLOS'23). The numbers derive from HeliosData (CC BY
+/// 4.0); the Lucid file is under the S-Lab License 1.0, so only these
+/// counts are kept here, in the file's order. 135 nodes, 1,080 GPUs: the
+/// Venus total of 2020-09-28 in HeliosData's `cluster_gpu_number.csv`.
+/// Venus has 25 VCs over the six months of the trace; jobs of the other 10
+/// are skipped as `unknown_vc` under `--cluster helios-venus`.
+pub const VENUS_VC_NODES: [(&str, u32); 15] = [
+    ("vcEwI", 9),
+    ("vcWoR", 5),
+    ("vcHvQ", 8),
+    ("vcvGl", 20),
+    ("vc8Gr", 6),
+    ("vcKeu", 12),
+    ("vcKrE", 4),
+    ("vcYVn", 11),
+    ("vchbv", 4),
+    ("vcLTP", 8),
+    ("vchA3", 3),
+    ("vcJsw", 32),
+    ("vcefl", 10),
+    ("vcvlY", 2),
+    ("vcgkz", 1),
+];
+
+/// A Helios node: 8 GPUs of type `generic` (16 GiB, as for `--vcs` files:
+/// the GPU models per cluster are not in the data used here), 2 GPUs per
+/// PCIe switch, 2 sockets (the topology is not published), in `vc`.
+fn helios_node(vc: VcId) -> NodeSpec {
+    NodeSpec {
+        gpus: HELIOS_GPUS_PER_NODE,
+        gpu_type: "generic".into(),
+        gpu_mem_mib: 16 * 1024,
+        gpus_per_switch: 2,
+        sockets: 2,
+        rack: 0,
+        vc,
+    }
+}
+
+/// A Helios cluster of one partition with at least `gpus` GPUs.
+fn helios_uniform(name: &str, gpus: u32) -> ClusterSpec {
+    let nodes = gpus.div_ceil(HELIOS_GPUS_PER_NODE) as usize;
+    ClusterSpec {
+        name: format!("helios-{name}"),
+        nodes: vec![helios_node(VcId(0)); nodes],
+        vc_names: vec!["default".into()],
+        named_vcs: false,
+    }
+}
+
+fn helios_gpus(name: &str) -> u32 {
+    HELIOS_GPUS.iter().find(|c| c.0 == name).map_or(0, |c| c.1)
 }
 
 /// GPU nodes of the Alibaba PAI 2023 ("openb") cluster: (GPUs per node, GPU
@@ -238,6 +330,17 @@ impl ClusterPreset {
                 nodes.extend(vec![node(2, "P100", 8); 2]);
                 ClusterSpec { name: "ldwp-testbed".into(), nodes, vc_names: vec!["default".into()], named_vcs: false }
             }
+            ClusterPreset::HeliosVenus => {
+                let mut nodes = Vec::new();
+                for (i, &(_, n)) in VENUS_VC_NODES.iter().enumerate() {
+                    nodes.extend(std::iter::repeat_n(helios_node(VcId(i as u16)), n as usize));
+                }
+                let vc_names = VENUS_VC_NODES.iter().map(|v| v.0.to_string()).collect();
+                ClusterSpec { name: "helios-venus".into(), nodes, vc_names, named_vcs: true }
+            }
+            ClusterPreset::HeliosEarth => helios_uniform("earth", helios_gpus("earth")),
+            ClusterPreset::HeliosSaturn => helios_uniform("saturn", helios_gpus("saturn")),
+            ClusterPreset::HeliosUranus => helios_uniform("uranus", helios_gpus("uranus")),
         }
     }
 }
@@ -448,6 +551,31 @@ mod tests {
         for bad in [0.0, -1.0, 1.5, f64::NAN] {
             let e = load_vc_file_scaled(&f, bad, "generic", 16384).unwrap_err().to_string();
             assert!(e.contains("vcs.csv") && e.contains("outside (0, 1]"), "{e}");
+        }
+    }
+
+    #[test]
+    fn helios_presets_by_hand() {
+        // ⌈997 / 8⌉ = 125 nodes = 1,000 GPUs; 2,080 / 8 = 260; ⌈2,119 / 8⌉ = 265 = 2,120.
+        let sizes: Vec<(usize, u32)> =
+            [ClusterPreset::HeliosEarth, ClusterPreset::HeliosSaturn, ClusterPreset::HeliosUranus]
+                .iter()
+                .map(|p| {
+                    let s = p.spec();
+                    (s.nodes.len(), s.nodes.iter().map(|n| n.gpus).sum())
+                })
+                .collect();
+        assert_eq!(sizes, [(125, 1000), (260, 2080), (265, 2120)]);
+        // Venus: 9+5+8+20+6+12+4+11+4+8+3+32+10+2+1 = 135 nodes, 1,080 GPUs;
+        // vcJsw (the 12th VC) has 32 nodes = 256 GPUs.
+        let v = ClusterPreset::HeliosVenus.spec();
+        assert!(v.named_vcs);
+        assert_eq!(v.vc_names.len(), 15);
+        assert_eq!((v.nodes.len(), v.nodes.iter().map(|n| n.gpus).sum::<u32>()), (135, 1080));
+        let jsw = v.vc_names.iter().position(|n| n == "vcJsw").unwrap();
+        assert_eq!(v.nodes.iter().filter(|n| n.vc.index() == jsw).map(|n| n.gpus).sum::<u32>(), 256);
+        for p in [ClusterPreset::HeliosVenus, ClusterPreset::HeliosEarth] {
+            assert!(p.spec().validate().is_ok());
         }
     }
 

@@ -33,7 +33,10 @@ pub const KEYS: [(&str, &str); 51] = [
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     ("columns", "jobs-csv: field=column pairs, comma-separated (e.g. \"submit_time=arrival,gpu_num=gpus\")"),
     ("columns_file", "jobs-csv: a TOML file with a [columns] table, relative to the experiment file"),
-    ("cluster", "lab16, philly, alibaba-openb or ldwp-testbed"),
+    (
+        "cluster",
+        "lab16, philly, alibaba-openb, ldwp-testbed, helios-venus, helios-earth, helios-saturn or helios-uranus",
+    ),
     ("nodes", "a whole number of nodes, 1 to 100,000 (with gpus_per_node)"),
     ("gpus_per_node", "a whole number of GPUs per node, 1 to 64 (with nodes)"),
     ("gpu_type", "the GPU type of a nodes x gpus_per_node cluster (k80, p100, v100, t4, a100, ...; default generic)"),

@@ -21,7 +21,7 @@ use crate::profile::db::ProfileDb;
 use crate::trace::TraceRecord;
 use crate::trace::{ColumnMap, load_trace};
 use crate::workload::build_workload;
-use crate::workload::models::assign_models;
+use crate::workload::models::{assign_models, resolve_model_aliases};
 use crate::workload::synthetic;
 
 /// Facts about the input, for the manifest.
@@ -56,6 +56,9 @@ pub struct RunReport {
     pub summary: Summary,
     /// Per-VC summaries.
     pub vcs: Vec<VcSummary>,
+    /// The model aliases the trace used ([`crate::profile::aliases`]) and
+    /// on how many rows, in the alias table's order; empty when none.
+    pub model_aliases: Vec<crate::profile::aliases::AliasUse>,
 }
 
 /// Runs `spec`, calling `progress` now and then.
@@ -238,6 +241,11 @@ fn run_inner(
     };
     let mut records = records;
     spec.tie_order.order_records(&mut records);
+    // Other systems' model names (Pollux, ElasticFlow, ...) become the database's.
+    let model_aliases = match db.as_deref() {
+        Some(db) if !is_tasks => resolve_model_aliases(db, &mut records),
+        _ => Vec::new(),
+    };
     let max_gpu_mem_mib = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).max().unwrap_or(0);
     if let Some(db) = db.as_deref()
         && rate_model != RateModelKind::Trace
@@ -341,5 +349,14 @@ fn run_inner(
     })?;
     let recording = recorder.into_recording();
     let (summary, vcs) = metrics::summarize(&output, &recording, &workload.skipped, workload.rows_total);
-    Ok(RunReport { spec: spec.clone(), input, output, recording, skipped: workload.skipped, summary, vcs })
+    Ok(RunReport {
+        spec: spec.clone(),
+        input,
+        output,
+        recording,
+        skipped: workload.skipped,
+        summary,
+        vcs,
+        model_aliases,
+    })
 }

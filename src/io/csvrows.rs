@@ -135,6 +135,18 @@ impl Row<'_> {
         }
     }
 
+    /// A whole, positive batch of a whole job (all its GPUs together).
+    pub fn global_batch(&self, col: usize) -> Result<u32, TraceError> {
+        let s = self.str(col);
+        match s.parse::<u32>() {
+            Ok(v) if v > 0 => Ok(v),
+            _ => Err(self.err(
+                col,
+                format!("`{s}` is not a whole, positive batch size (samples per iteration of the whole job)"),
+            )),
+        }
+    }
+
     /// A wall-clock time `YYYY-MM-DD HH:MM:SS`, as seconds since 1970 (no zone).
     pub fn datetime(&self, col: usize) -> Result<i64, TraceError> {
         let s = self.str(col);

@@ -82,6 +82,7 @@ mod tests {
             gpu_milli: None,
             gpu_types: None,
             task: None,
+            deadline: None,
         };
         let jobs = JobTable::new(vec![spec]);
         let mut m = FragMeter::new(&c, &jobs);

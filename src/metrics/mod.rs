@@ -229,6 +229,27 @@ pub struct Summary {
     /// checkpoint overhead charged (`--checkpoint`, work at rate 1) × the
     /// preempted job's GPUs. 0 without preemption or with `--checkpoint none`.
     pub checkpoint_gpu_hours: f64,
+    /// Admitted jobs with a trace deadline (`jobs-csv` `deadline`, an
+    /// absolute time on the submit clock; [`crate::job::JobSpec::deadline`]);
+    /// null when none has one. GENIE tasks' QoS deadlines are not counted
+    /// here (they are the `qos_guarantee_*` figures). Skipped rows are not
+    /// counted either.
+    pub deadline_jobs: Option<u64>,
+    /// Deadline-satisfactory ratio (the figure ElasticFlow, Gu et al.,
+    /// ASPLOS'23, reports: the share of jobs that meet their deadline): jobs that completed at
+    /// or before their deadline / `deadline_jobs`. A job that did not
+    /// complete counts as missed. Null when no job has a deadline.
+    pub deadline_satisfactory_ratio: Option<f64>,
+    /// Mean lateness, s: over the completed jobs with a deadline, the mean of
+    /// max(0, end − deadline) (a job on time counts 0). Jobs that did not
+    /// complete have no end and are left out (they count as missed in the
+    /// ratio). Null when no job with a deadline completed.
+    pub deadline_lateness_mean_s: Option<f64>,
+    /// Admitted jobs whose deadline is earlier than submit + trace duration:
+    /// they cannot meet it at trace speed even if started on arrival. They
+    /// are simulated all the same (and count in the ratio's denominator);
+    /// `dlsched simulate` notes them on stderr. Null when no job has a deadline.
+    pub deadline_infeasible_jobs: Option<u64>,
 }
 
 /// Per-VC figures, one row of `vc_summary.csv`.
@@ -308,7 +329,17 @@ pub fn summarize(
     let mut by_class: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let (mut preemptions, mut jobs_preempted) = (0u64, 0u64);
     let mut rho: Vec<f64> = Vec::with_capacity(out.jobs.len());
+    // Trace deadlines: jobs with one, met, infeasible; lateness of the completed, s.
+    let (mut dl_jobs, mut dl_met, mut dl_infeasible, mut dl_late) = (0u64, 0u64, 0u64, Vec::new());
     for (spec, state) in out.jobs.iter() {
+        if let Some(dl) = spec.deadline {
+            dl_jobs += 1;
+            dl_infeasible += u64::from(spec.submit.as_ms().saturating_add(spec.duration_ms) > dl.as_ms());
+            if let JobState::Completed(d) = state {
+                dl_met += u64::from(d.end <= dl);
+                dl_late.push(d.end.as_ms().saturating_sub(dl.as_ms()) as f64 / 1000.0);
+            }
+        }
         first_submit = first_submit.min(spec.submit.as_ms());
         last_submit = last_submit.max(spec.submit.as_ms());
         demand_ms += f64::from(spec.gpus) * spec.duration_ms as f64;
@@ -442,6 +473,10 @@ pub fn summarize(
         finish_time_fairness_max: rho.iter().copied().reduce(f64::max).map(r6),
         finish_time_fairness_p99: (!rho.is_empty()).then(|| r6(quantile_select(&mut rho, 0.99))),
         checkpoint_gpu_hours: r6(out.stats.checkpoint_gpu_ms as f64 / 3_600_000.0),
+        deadline_jobs: (dl_jobs > 0).then_some(dl_jobs),
+        deadline_satisfactory_ratio: (dl_jobs > 0).then(|| r6(dl_met as f64 / dl_jobs as f64)),
+        deadline_lateness_mean_s: (!dl_late.is_empty()).then(|| r3(mean(&dl_late))),
+        deadline_infeasible_jobs: (dl_jobs > 0).then_some(dl_infeasible),
     };
     let vcs = parts
         .iter()

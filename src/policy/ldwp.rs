@@ -1052,6 +1052,7 @@ mod tests {
             gpu_milli: None,
             gpu_types: None,
             task: None,
+            deadline: None,
         };
         let jobs = crate::job::JobTable::new(vec![spec]);
         let view = View { now: SimTime::from_secs(10), cluster: &cluster, jobs: &jobs };

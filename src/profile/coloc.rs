@@ -613,6 +613,7 @@ mod tests {
             gpu_milli: None,
             gpu_types: None,
             task: None,
+            deadline: None,
         };
         let plain = ProfileInterference::new(db.clone());
         plain.speed("k80", &spec("z", 16), &[&spec("y", 64)]);

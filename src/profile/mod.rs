@@ -13,7 +13,10 @@
 //! - [`ncf`]: a learned interference model (neural collaborative filtering)
 //!   over the measured co-location pairs, for the pairs never measured.
 //! - [`check`]: held-out prediction error.
+//! - [`aliases`]: model names of other systems' traces (Pollux, Sia,
+//!   ElasticFlow, Chronus) mapped to the database's canonical names.
 
+pub mod aliases;
 pub mod check;
 pub mod coloc;
 pub mod db;

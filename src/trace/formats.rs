@@ -13,11 +13,13 @@ pub(crate) const EXPECTED_HEADERS: &str =
     "  philly-rfold:  #job id,arrival time (sec),topology,shape,size,duration (sec)
   philly-pollux: timestamp,duration,num_gpus,gpu_time,cluster
   helios:        job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue
-  jobs-csv:      job_id,submit_time,duration,gpu_num[,vc][,user] (names mappable with --columns)
+  jobs-csv:      job_id,submit_time,duration,gpu_num[,vc][,user][,model][,local_bsz][,global_bsz][,deadline]
+                 (names mappable with --columns, e.g. --columns gpu_num=num_gpu,deadline=ddl)
   alibaba-openb: name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time";
 
 /// The logical fields of the `jobs-csv` format and the file columns they come
-/// from. Defaults are the field names themselves; `vc` and `user` are optional.
+/// from. Defaults are the field names themselves; every field after
+/// `gpu_num` is optional (see [`ColumnMap::FIELDS`]).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ColumnMap {
@@ -36,10 +38,18 @@ impl Default for ColumnMap {
 
 impl ColumnMap {
     /// The fields, required first: `job_id`, `submit_time` (s), `duration` (s),
-    /// `gpu_num`, then optional `vc`, `user`, `model` (profile database name)
-    /// and `local_bsz` (per-GPU batch, samples).
-    pub const FIELDS: [&'static str; 8] =
-        ["job_id", "submit_time", "duration", "gpu_num", "vc", "user", "model", "local_bsz"];
+    /// `gpu_num`, then optional `vc`, `user`, `model` (profile database name
+    /// or one of its aliases, listed in `profile::aliases`), `local_bsz`
+    /// (per-GPU batch, samples), `global_bsz` (batch of the whole job,
+    /// samples; divided by `gpu_num`, rounding down) and `deadline` (absolute
+    /// deadline, s, on the clock of `submit_time`).
+    pub const FIELDS: [&'static str; 10] =
+        ["job_id", "submit_time", "duration", "gpu_num", "vc", "user", "model", "local_bsz", "global_bsz", "deadline"];
+
+    /// The optional fields ([`ColumnMap::FIELDS`] after the four required ones).
+    pub fn optional_fields() -> &'static [&'static str] {
+        &Self::FIELDS[4..]
+    }
 
     /// The file column for a field.
     pub fn column<'a>(&'a self, field: &'a str) -> &'a str {
@@ -267,28 +277,57 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
     let cols = |header: &Header| {
         let req: Vec<&str> =
             ["job_id", "submit_time", "duration", "gpu_num"].iter().map(|f| columns.column(f)).collect();
-        Ok((
-            require_all(header, file, &req)?,
-            header.find(&[columns.column("vc")]),
-            header.find(&[columns.column("user")]),
-            header.find(&[columns.column("model")]),
-            header.find(&[columns.column("local_bsz")]),
-        ))
+        let opt: Vec<Option<usize>> =
+            ColumnMap::optional_fields().iter().map(|f| header.find(&[columns.column(f)])).collect();
+        Ok((require_all(header, file, &req)?, opt))
     };
-    map_rows(file, bytes, cols, |(c, vc, user, model, local_bsz), row| {
+    map_rows(file, bytes, cols, |(c, opt), row| {
+        // The optional columns, in `ColumnMap::FIELDS` order.
+        let [vc, user, model, local_bsz, global_bsz, deadline] = [opt[0], opt[1], opt[2], opt[3], opt[4], opt[5]];
+        let present = |col: Option<usize>| col.filter(|&c| !row.str(c).is_empty());
+        let gpus = row.count(c[3])?;
+        let submit_ms = row.time_ms(c[1])?;
+        let local = present(local_bsz).map(|col| row.batch(col)).transpose()?;
+        let global = present(global_bsz).map(|col| row.global_batch(col)).transpose()?;
+        let local_bsz = match (local, global) {
+            (l, None) => l,
+            // A CPU job (skipped as zero_gpus) has no per-GPU batch.
+            (None, Some(_)) if gpus == 0 => None,
+            (None, Some(g)) => {
+                // Rounded down, as ElasticFlow's trainer splits a global batch.
+                let l = g / gpus;
+                if l == 0 {
+                    let col = global_bsz.expect("present");
+                    let msg =
+                        format!("global batch {g} is smaller than the job's {gpus} GPUs (under 1 sample per GPU)");
+                    return Err(row.err(col, msg));
+                }
+                Some(l)
+            }
+            (Some(l), Some(g)) => {
+                if u64::from(l) * u64::from(gpus) != u64::from(g) {
+                    let col = global_bsz.expect("present");
+                    let msg = format!(
+                        "global batch {g} disagrees with local_bsz {l} × {gpus} GPUs = {}; give one of the two",
+                        u64::from(l) * u64::from(gpus)
+                    );
+                    return Err(row.err(col, msg));
+                }
+                Some(l)
+            }
+        };
+        let deadline_ms = present(deadline).map(|col| row.time_ms(col)).transpose()?;
         Ok(TraceRecord {
             job_id: row.text(c[0], "job id")?,
-            submit_ms: row.time_ms(c[1])?,
+            submit_ms,
             duration_ms: row.duration_ms(c[2])?,
-            gpus: row.count(c[3])?,
-            vc: row.opt(*vc),
-            user: row.opt(*user),
+            gpus,
+            vc: row.opt(vc),
+            user: row.opt(user),
             shape: None,
-            model: row.opt(*model),
-            local_bsz: match local_bsz {
-                Some(col) if !row.str(*col).is_empty() => Some(row.batch(*col)?),
-                _ => None,
-            },
+            model: row.opt(model),
+            local_bsz,
+            deadline_ms,
             gpu_mem_mib: None,
             gpu_milli: None,
             gpu_types: None,

@@ -20,8 +20,12 @@ pub struct TraceRecord {
     pub shape: Option<Vec<u32>>,
     /// The DL model, if the trace names it (profile database name).
     pub model: Option<String>,
-    /// Per-GPU batch size, samples, if the trace gives it.
+    /// Per-GPU batch size, samples, if the trace gives it (a `jobs-csv`
+    /// `global_bsz` is divided by the GPUs first; see [`TraceFormat::JobsCsv`]).
     pub local_bsz: Option<u32>,
+    /// Absolute deadline, ms since the trace origin (the clock of
+    /// `submit_ms`), if the trace gives one (`jobs-csv` `deadline`).
+    pub deadline_ms: Option<u64>,
     /// GPU memory per GPU, MiB, when known (set from the profile database).
     pub gpu_mem_mib: Option<u64>,
     /// A fractional GPU request, milli-GPU (1..=999, one GPU), if the trace
@@ -53,6 +57,7 @@ impl TraceRecord {
             shape: None,
             model: None,
             local_bsz: None,
+            deadline_ms: None,
             gpu_mem_mib: None,
             gpu_milli: None,
             gpu_types: None,

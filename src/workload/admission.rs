@@ -152,6 +152,7 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, mut placer: 
                 gpu_mem_mib: r.gpu_mem_mib,
                 gpu_milli: r.gpu_milli,
                 task: None,
+                deadline: r.deadline_ms.map(SimTime::from_ms),
                 gpu_types: r.gpu_types,
                 id: JobId(specs.len() as u32),
                 name: r.job_id,

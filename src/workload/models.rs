@@ -1,6 +1,7 @@
 //! Model/batch enrichment: gives trace jobs without a model or batch one
 //! drawn from the profile database ([`assign_models`]).
 
+use crate::profile::aliases::{self, AliasUse};
 use crate::profile::db::ProfileDb;
 use crate::profile::model::TableModel;
 use crate::trace::TraceRecord;
@@ -38,10 +39,13 @@ pub fn assign_models(
         records.iter().find(|r| r.model.as_deref().is_some_and(|m| !db.models.iter().any(|i| i.model == m)))
     {
         return Err(format!(
-            "line {}, column `model`: job `{}` names model `{}`, which the profile database does not know; `dlsched profile show --list` lists the names",
+            "line {}, column `model`: job `{}` names model `{}`, which the profile database does not know; \
+             its models are {}; the aliases other systems' traces use are {} (`dlsched profile show --list` lists the models)",
             r.line,
             r.job_id,
-            r.model.as_deref().unwrap_or_default()
+            r.model.as_deref().unwrap_or_default(),
+            db.models.iter().map(|m| m.model.as_str()).collect::<Vec<_>>().join(", "),
+            aliases::names()
         ));
     }
     let batches_for = |m: &str| {
@@ -69,4 +73,25 @@ pub fn assign_models(
         }
     }
     Ok(())
+}
+
+/// Replaces every model name of `records` that is an alias of another
+/// system's traces ([`crate::profile::aliases`]) by its canonical model,
+/// unless `db` has a model of that very name or lacks the alias's model.
+/// Returns how many rows used each alias, in the alias table's order (empty
+/// when none did).
+pub fn resolve_model_aliases(db: &ProfileDb, records: &mut [TraceRecord]) -> Vec<AliasUse> {
+    let known = |m: &str| db.models.iter().any(|i| i.model == m);
+    let mut counts = vec![0u64; aliases::ALIASES.len()];
+    for r in records.iter_mut() {
+        let Some(name) = r.model.as_deref() else { continue };
+        if known(name) {
+            continue;
+        }
+        if let Some(i) = aliases::ALIASES.iter().position(|a| a.name == name && known(a.model)) {
+            counts[i] += 1;
+            r.model = Some(aliases::ALIASES[i].model.to_string());
+        }
+    }
+    aliases::ALIASES.iter().zip(counts).filter(|(_, n)| *n > 0).map(|(alias, jobs)| AliasUse { alias, jobs }).collect()
 }

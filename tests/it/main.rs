@@ -49,4 +49,5 @@ mod task_metrics;
 mod themis;
 mod tie_order;
 mod tiresias;
+mod trace_sources;
 mod vc_scale;

@@ -73,6 +73,7 @@ fn job(name: &str, gpus: u32, recorded: Vec<u32>, model: &str, duration_s: u64) 
         gpu_mem_mib: None,
         gpu_milli: None,
         task: None,
+        deadline: None,
         gpu_types: None,
     }
 }

@@ -18,7 +18,11 @@ pub(crate) struct ClusterArgs {
     /// 1,213 GPU nodes (6,212 GPUs, 7 types) of the Alibaba PAI 2023 trace;
     /// ldwp-testbed = the LDWP paper's heterogeneous testbed, 12 nodes, 40
     /// GPUs: 2 × 2 K80 (24 GB), 4 × 4 P4 (8 GB, P100 rates), 4 × 4 K80
-    /// (24 GB), 2 × 2 P4 (8 GB, P100 rates).
+    /// (24 GB), 2 × 2 P4 (8 GB, P100 rates); helios-venus = SenseTime
+    /// Helios Venus in its 15 VC partitions (135 × 8 = 1,080 GPUs; jobs of
+    /// other VCs are skipped as unknown_vc); helios-earth, helios-saturn,
+    /// helios-uranus = 125, 260, 265 nodes × 8 GPUs in one partition (the
+    /// published 997, 2,080, 2,119 GPUs rounded up to whole nodes).
     /// Default: lab16.
     #[arg(long, value_enum, conflicts_with_all = ["nodes", "vcs", "nodes_file"])]
     pub(crate) cluster: Option<ClusterPreset>,

@@ -37,7 +37,12 @@ pub(crate) struct SimulateArgs {
 
     /// For `jobs-csv`: map fields to your column names, e.g.
     /// `submit_time=arrival,gpu_num=gpus`. Fields: job_id, submit_time (s),
-    /// duration (s), gpu_num, vc, user, model, local_bsz (samples per GPU).
+    /// duration (s), gpu_num, then optional vc, user, model (a profile
+    /// database name or an alias of Pollux/Sia/ElasticFlow/Chronus traces,
+    /// e.g. cifar10, gpt2), local_bsz (samples per GPU), global_bsz (samples
+    /// per iteration of the whole job; divided by gpu_num, rounding down),
+    /// deadline (s, absolute, on the submit_time clock). An ElasticFlow
+    /// trace: `gpu_num=num_gpu,model=model_name,global_bsz=batch_size,deadline=ddl`.
     #[arg(long, value_name = "FIELD=COLUMN,...")]
     pub(crate) columns: Option<String>,
 
@@ -492,6 +497,7 @@ pub(crate) fn simulate(a: SimulateArgs) -> Result<()> {
         notes(&a)?;
     }
     share_note(&report)?;
+    trace_notes(&report)?;
     if !report.spec.checkpoint.is_none() && report.summary.preemptions == 0 {
         errln!(
             "note: --checkpoint {} charged nothing: no job was preempted (only preemptive policies such as srtf preempt)",
@@ -587,6 +593,28 @@ pub(crate) fn share_note(report: &RunReport) -> Result<()> {
         errln!(
             "note: {whole} of {} jobs have no memory figure or guaranteed share (gpu_milli); they hold whole GPUs and share none{hint}",
             specs.len()
+        )?;
+    }
+    Ok(())
+}
+
+/// Tells the user, on stderr, which model aliases the trace used (flagging
+/// the names two systems use for different models) and how many jobs have a
+/// deadline they cannot meet even at trace speed.
+pub(crate) fn trace_notes(report: &RunReport) -> Result<()> {
+    for u in &report.model_aliases {
+        let other = u.alias.ambiguous_with.map_or(String::new(), |o| {
+            format!(
+                " (the {} meaning; another system's `{}` is {o}: write that name for it)",
+                u.alias.source, u.alias.name
+            )
+        });
+        errln!("note: model `{}` read as `{}` for {} jobs{other}", u.alias.name, u.alias.model, u.jobs)?;
+    }
+    if let Some(n) = report.summary.deadline_infeasible_jobs.filter(|&n| n > 0) {
+        errln!(
+            "note: {n} of {} jobs with a deadline have one earlier than submit + duration (they are simulated and counted in deadline_infeasible_jobs)",
+            report.summary.deadline_jobs.unwrap_or(0)
         )?;
     }
     Ok(())
@@ -689,6 +717,10 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
             s.colocated_jobs,
             s.interference_slowdown_mean
         )?;
+    }
+    if let (Some(n), Some(ratio)) = (s.deadline_jobs, s.deadline_satisfactory_ratio) {
+        let late = s.deadline_lateness_mean_s.map_or("no job finished".to_string(), |l| format!("{l:.1} s"));
+        outln!("  deadlines met   {:>12.1} %  (of {n} jobs with a deadline; mean lateness {late})", ratio * 100.0)?;
     }
     if let Some(q) = s.qos_guarantee_rate {
         let classes: Vec<String> =
