@@ -248,6 +248,7 @@ fn replay_synthetic_10k(c: &mut Criterion) {
                     jobs_per_hour: None,
                     load: 0.8,
                     max_job_gpus: None,
+                    max_duration_s: None,
                 }),
                 ClusterChoice::Uniform { nodes: 64, gpus_per_node: 8, gpu_type: None },
             )

@@ -28,7 +28,7 @@ pub enum ClusterPreset {
     /// cluster from the file itself (node order then follows the file).
     AlibabaOpenb,
     /// The heterogeneous testbed of LDWP/IAWP (Zhang, Geng, Ma, TPDS 2021,
-    /// §5.4 as `specs/policies.md` summarises it): 12 nodes, 40 GPUs, in
+    /// §5.4): 12 nodes, 40 GPUs, in
     /// node order 2 × {2 GPUs, 24 GB}, 4 × {4 GPUs, 8 GB}, 4 × {4 GPUs,
     /// 24 GB}, 2 × {2 GPUs, 8 GB}. The paper's GPUs are "Tesla P4 or K80"
     /// without the mapping; our reading: the 24 GB nodes are K80 and the

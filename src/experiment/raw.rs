@@ -28,7 +28,7 @@ use crate::workload::synthetic::SyntheticSpec;
 /// defaults of [`to_run_spec`] (the command line's). Besides these, a key
 /// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
 /// kind (`--policy-opt NAME=VALUE` on the command line).
-pub const KEYS: [(&str, &str); 51] = [
+pub const KEYS: [(&str, &str); 52] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     ("columns", "jobs-csv: field=column pairs, comma-separated (e.g. \"submit_time=arrival,gpu_num=gpus\")"),
@@ -112,6 +112,10 @@ pub const KEYS: [(&str, &str); 51] = [
     (
         "max_job_gpus",
         "synthetic workload: the largest job, a whole number of GPUs >= 1 (default: the largest partition's GPUs)",
+    ),
+    (
+        "max_duration",
+        "synthetic workload: the longest job, whole seconds >= 1; longer drawn durations are cut to it (default: no cut)",
     ),
 ];
 
@@ -625,6 +629,10 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
                 jobs_per_hour,
                 load: r.num("load")?.unwrap_or(d.load),
                 max_job_gpus,
+                max_duration_s: match r.uint("max_duration")? {
+                    Some(0) => return Err(format!("{} must be at least 1 s", o.key("max_duration"))),
+                    other => other,
+                },
             })
         }
     };

@@ -14,6 +14,7 @@ mod engine_hooks;
 mod fairness;
 mod fidelity;
 mod figures;
+mod first_run;
 mod floors;
 mod formats;
 mod gandiva;

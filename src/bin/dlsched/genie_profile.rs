@@ -71,6 +71,8 @@ pub(crate) fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
     }
     let p = profile(db, &name, &gpu_type, nodes, gpn, a.seed, cfg);
     p.validate().map_err(|e| anyhow::anyhow!("the fit failed: {e}"))?;
+    // No wall-clock date: the same options give the same bytes, so that
+    // regenerating a committed artefact leaves the checkout clean.
     let doc = serde_json::json!({
         "manifest": {
             "what": "GENIE prediction models fitted by dlsched's simulated offline profiler",
@@ -80,11 +82,6 @@ pub(crate) fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
             "seed": a.seed,
             "profiler": cfg,
             "ground_truth": a.truth.name(),
-            "date": std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .ok()
-                .and_then(|d| chrono::DateTime::from_timestamp(d.as_secs() as i64, 0))
-                .map_or_else(String::new, |t| t.format("%Y-%m-%d").to_string()),
             "profiling_gpu_hours": p.gpu_seconds() / 3600.0,
         },
         "models": p,

@@ -85,7 +85,8 @@ enum Command {
     Profile(profile::ProfileArgs),
     /// Run GENIE's simulated offline profiler for a cluster and save the
     /// fitted prediction models (k0..k2, gamma, lambda per task type) with a
-    /// manifest (profile database, seed, profiler settings, date). `simulate
+    /// manifest (profile database, seed, profiler settings; no date, so the
+    /// same options write the same bytes). `simulate
     /// --genie-models FILE` then uses them instead of profiling at start.
     /// Any cluster `simulate` takes can be profiled: the profiler runs on its
     /// first partition's GPU type, node count and largest node, as `simulate

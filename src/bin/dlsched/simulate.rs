@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use dlsched::experiment::raw::{self, Origin, RawSpec, Value};
 use dlsched::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir};
 use dlsched::policy::placement::PlacementKind;
-use dlsched::policy::registry::{GenieFamilyOptions, PolicyName};
+use dlsched::policy::registry::{GenieFamilyOptions, PolicyName, PolicySpec};
 use dlsched::trace::TraceFormat;
 use dlsched::workload::synthetic::SyntheticSpec;
 
@@ -145,10 +145,21 @@ pub(crate) struct SimulateArgs {
     #[command(flatten)]
     pub(crate) rifling: RiflingArgs,
 
-    /// Let later jobs start when the head of the queue does not fit (greedy,
-    /// no reservation). Without it the queue is strict (head-of-line blocking).
-    #[arg(long)]
+    /// fifo, sjf, qssf, the GENIE family: let later jobs start when the head
+    /// of the queue does not fit (greedy, no reservation). Without it the
+    /// queue is strict (head-of-line blocking) when replaying a --trace; the
+    /// synthetic workload's fifo and sjf backfill by default (--strict turns
+    /// it off).
+    #[arg(long, conflicts_with = "strict")]
     pub(crate) backfill: bool,
+
+    /// Synthetic workload, fifo and sjf: strict queue, no backfill. The pass
+    /// stops at the first job that cannot start, so one wide job at the head
+    /// (8 GPUs waiting for two whole nodes) holds back every job behind it,
+    /// even 1-GPU jobs that would fit (head-of-line blocking). Trace replays
+    /// are strict without it, as the Helios and Tiresias simulators are.
+    #[arg(long)]
+    pub(crate) strict: bool,
 
     /// Order of jobs submitted at the same instant: trace (file order) or
     /// numpy2-avx512, the order pandas' default sort_values gives them under
@@ -226,10 +237,18 @@ pub(crate) struct SimulateArgs {
     #[arg(long, default_value_t = SyntheticSpec::default().load, value_name = "FRACTION")]
     pub(crate) load: f64,
 
-    /// Synthetic workload: the largest job, GPUs (default: the largest
-    /// partition's GPUs); e.g. 4 on lab16 keeps every job on one node.
+    /// Synthetic workload: the largest job, GPUs (default: half the
+    /// cluster's GPUs, 8 on lab16: a job of the whole cluster waits until
+    /// every GPU is free); e.g. 4 on lab16 keeps every job on one node.
     #[arg(long, value_name = "GPUS", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_job_gpus: Option<u32>,
+
+    /// Synthetic workload: the longest job, whole seconds; longer drawn
+    /// durations are cut to it (default 86400, one day; 0: no cut, the Philly
+    /// list's tail up to 60 days, whose few month-long jobs hold a 16-GPU
+    /// cluster's GPUs for much of a run).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) max_duration: Option<u64>,
 
     /// Timeline sampling interval, whole seconds (0: no timeline samples).
     /// While nothing happens, samples are skipped up to the next event.
@@ -244,7 +263,6 @@ pub(crate) struct SimulateArgs {
     pub(crate) out: Option<PathBuf>,
 }
 
-/// RIFLING's parameters (`specs/policies.md` §3.2; defaults = the spec's proposal).
 /// The generated workloads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum WorkloadKind {
@@ -256,7 +274,7 @@ pub(crate) enum WorkloadKind {
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 52] = [
+pub(crate) const SPEC_ARGS: [&str; 54] = [
     "trace",
     "policy_opt",
     "checkpoint",
@@ -309,7 +327,30 @@ pub(crate) const SPEC_ARGS: [&str; 52] = [
     "sample_interval",
     "coloc_unmeasured",
     "max_job_gpus",
+    "max_duration",
+    "strict",
 ];
+
+/// The command line's synthetic default cuts job durations at this, seconds
+/// (one day; `--max-duration`): our choice, not a figure from a paper. The
+/// Philly job list's durations (RFold artifact) have a 99th percentile of
+/// 8.7 days and a maximum of 60 days; a 500-job sample on lab16's 16 GPUs
+/// then ends weeks after its last arrival, one month-long job holding a GPU
+/// that the queue needs (README, "Two commands", has the figures).
+pub(crate) const CLI_MAX_DURATION_S: u64 = 86_400;
+
+/// Whether the run is the command line's synthetic workload (no --trace, no
+/// --workload genie, no --from-manifest), whose defaults differ from a sweep
+/// file's: backfill for fifo and sjf, jobs of at most half the cluster,
+/// durations cut at [`CLI_MAX_DURATION_S`].
+fn synthetic_scenario(a: &SimulateArgs) -> bool {
+    a.from_manifest.is_none() && a.trace.is_none() && a.workload == WorkloadKind::Synthetic
+}
+
+/// Whether the synthetic default's backfill applies: fifo or sjf, not --strict.
+fn default_backfill(a: &SimulateArgs) -> bool {
+    synthetic_scenario(a) && !a.strict && matches!(a.policy, PolicyName::Fifo | PolicyName::Sjf)
+}
 
 /// The command line as a raw spec ([`raw::KEYS`], one key per flag of the
 /// same name), for the one translation into a [`RunSpec`].
@@ -332,7 +373,7 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     put("hours", Value::Float(a.hours));
     put("theta", Value::Float(a.theta));
     put("genie_best_fit", Value::Bool(a.genie_best_fit));
-    put("backfill", Value::Bool(a.backfill));
+    put("backfill", Value::Bool(a.backfill || default_backfill(a)));
     put("tie_order", Value::Str(value_name(&a.tie_order)));
     put("placement", Value::Str(value_name(&a.placement)));
     put("rate_model", Value::Str(value_name(&a.rate_model)));
@@ -353,6 +394,14 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     put("sample_interval", Value::UInt(a.sample_interval));
     if let Some(m) = a.max_job_gpus {
         put("max_job_gpus", Value::UInt(m.into()));
+    }
+    if synthetic_scenario(a) {
+        match a.max_duration.unwrap_or(CLI_MAX_DURATION_S) {
+            0 => {}
+            d => {
+                put("max_duration", Value::UInt(d));
+            }
+        }
     }
     put("checkpoint", Value::Str(value_name(&a.checkpoint)));
     put("coloc_unmeasured", Value::Str(value_name(&a.coloc_unmeasured)));
@@ -384,8 +433,16 @@ pub(crate) fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
     if a.trace.is_none() && a.machines.vcs.is_some() {
         bail!("the synthetic workload has no VCs; --vcs needs a --trace whose jobs name their VC");
     }
-    let spec = raw::to_run_spec(&raw_spec(a), Origin::CommandLine, None).map_err(anyhow::Error::msg)?;
+    let mut spec = raw::to_run_spec(&raw_spec(a), Origin::CommandLine, None).map_err(anyhow::Error::msg)?;
     nodes_file_note(&spec.cluster)?;
+    if synthetic_scenario(a)
+        && a.max_job_gpus.is_none()
+        && let WorkloadSource::Synthetic(s) = &mut spec.workload
+    {
+        // Half the cluster: a job of every GPU would wait for all to drain.
+        let gpus = spec.cluster.spec().map_err(anyhow::Error::new)?.total_gpus();
+        s.max_job_gpus = Some(u32::try_from(gpus / 2).unwrap_or(u32::MAX).max(1));
+    }
     Ok(spec)
 }
 
@@ -505,9 +562,7 @@ pub(crate) fn simulate(a: SimulateArgs) -> Result<()> {
         )?;
     }
     print_summary(&report)?;
-    if let Some(dir) = &a.out {
-        outln!("\nwrote {}", dir.display())?;
-    }
+    print_next(&a, &report)?;
     // The process exits next: the OS reclaims the run's memory at once, far
     // faster than freeing every job's allocations one by one.
     std::mem::forget(report);
@@ -537,6 +592,13 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
     {
         note("--hours and --ect apply only to --workload genie")?;
     }
+    if !synthetic_scenario(a) && a.from_manifest.is_none() && (a.max_duration.is_some() || a.strict) {
+        note(
+            "--max-duration and --strict shape the synthetic workload's default run; a --trace replay is strict unless --backfill, and --workload genie sets its own durations",
+        )?;
+    } else if a.strict && !matches!(a.policy, PolicyName::Fifo | PolicyName::Sjf) {
+        note("--strict applies to fifo and sjf; the other policies never backfill unless --backfill")?;
+    }
     let synthetic = SyntheticSpec::default();
     if a.trace.is_some()
         && !genie_workload
@@ -565,6 +627,64 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
         note("GENIE tasks run at the profile table's speeds (trace speed would make every placement equal)")?;
     }
     Ok(())
+}
+
+/// The summary's end: where the outputs went (or how to write them) and two
+/// commands worth trying next.
+fn print_next(a: &SimulateArgs, r: &RunReport) -> Result<()> {
+    match &a.out {
+        Some(dir) => outln!("\nwrote {}", dir.display())?,
+        None => outln!(
+            "\noutputs   none written; --out DIR writes jobs.csv (one row per job), timeline.csv, summary.json, vc_summary.csv, manifest.json"
+        )?,
+    }
+    let plot = match &a.out {
+        Some(dir) => format!("dlsched plot {}", dir.display()),
+        None => "dlsched simulate --out runs/first && dlsched plot runs/first".to_string(),
+    };
+    let queue = match &r.spec.policy {
+        PolicySpec::Fifo(q) | PolicySpec::Sjf(q) if synthetic_scenario(a) => {
+            if q.backfill {
+                Some("dlsched simulate --strict   # strict FIFO: one wide job at the head blocks the queue")
+            } else {
+                Some("dlsched simulate --policy sjf   # shortest job first, with backfill")
+            }
+        }
+        _ => None,
+    };
+    outln!("next      {plot}   # JCT and queueing CDFs, utilisation over time (SVG)")?;
+    if let Some(q) = queue {
+        outln!("          {q}")?;
+    }
+    Ok(())
+}
+
+/// The synthetic workload in one line, and for fifo and sjf whether the
+/// queue backfills; `None` lines for a trace or GENIE tasks.
+fn scenario_lines(r: &RunReport) -> Vec<String> {
+    let WorkloadSource::Synthetic(s) = &r.spec.workload else { return Vec::new() };
+    let width = match s.max_job_gpus {
+        Some(g) => format!("jobs of at most {g} GPUs"),
+        None => "jobs up to the cluster's size".to_string(),
+    };
+    let length = match s.max_duration_s {
+        Some(d) if d % 3600 == 0 => format!("durations cut at {} h", d / 3600),
+        Some(d) => format!("durations cut at {d} s"),
+        None => "durations uncut (up to 60 days)".to_string(),
+    };
+    let rate = match s.jobs_per_hour {
+        Some(x) => format!("{x} jobs per hour"),
+        None => format!("offered load {}", s.load),
+    };
+    let mut lines = vec![format!("workload  Philly job mix, {width}, {length}; Poisson arrivals at {rate}")];
+    if let PolicySpec::Fifo(q) | PolicySpec::Sjf(q) = &r.spec.policy {
+        lines.push(if q.backfill {
+            "queue     backfill: when the head of the queue cannot start, later jobs that fit do (--strict: head-of-line blocking)".to_string()
+        } else {
+            "queue     strict: nothing passes a head of the queue that cannot start (head-of-line blocking; --backfill lets jobs that fit pass)".to_string()
+        });
+    }
+    lines
 }
 
 /// Tells the user, on stderr, when a sharing placement ran jobs that cannot
@@ -678,6 +798,9 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
         s.gpus_total
     )?;
     outln!("input     {input}")?;
+    for line in scenario_lines(r) {
+        outln!("{line}")?;
+    }
     if let Some(line) = speed_line(&s.rate_model, &s.rate_model_counters) {
         outln!("{line}")?;
     }
