@@ -293,7 +293,8 @@ const SWEEP_METRICS_PREEMPTION: [&str; 6] = [
 ];
 
 /// ... where every run's `policy_metrics` has them (node-dispatch policies,
-/// `src/policy/nodesel.rs`): charted from that JSON column.
+/// `src/policy/nodesel.rs`): `summary.csv` has them as bare columns, empty
+/// for a run without them, so they chart where every row is numeric.
 const SWEEP_METRICS_DISPATCH: [&str; 5] = [
     "throughput_jobs_per_hour",
     "throughput_steady_jobs_per_hour",
@@ -301,25 +302,6 @@ const SWEEP_METRICS_DISPATCH: [&str; 5] = [
     "load_balance_degree",
     "load_balance_degree_gpu",
 ];
-
-/// Appends a column per [`SWEEP_METRICS_DISPATCH`] key that every row's
-/// `policy_metrics` JSON holds, so that they chart like summary keys.
-fn add_dispatch_columns(h: &mut Vec<String>, rows: &mut [Vec<String>]) {
-    let Some(pc) = h.iter().position(|k| k == "policy_metrics") else { return };
-    let parsed: Vec<Option<serde_json::Value>> = rows.iter().map(|r| serde_json::from_str(&r[pc]).ok()).collect();
-    for m in SWEEP_METRICS_DISPATCH {
-        if h.iter().any(|k| k == m) {
-            continue;
-        }
-        let vals: Option<Vec<f64>> = parsed.iter().map(|p| p.as_ref()?.get(m)?.as_f64()).collect();
-        if let Some(vals) = vals.filter(|v| !v.is_empty()) {
-            h.push(m.to_string());
-            for (r, v) in rows.iter_mut().zip(vals) {
-                r.push(v.to_string());
-            }
-        }
-    }
-}
 
 /// Removes the charts an earlier sweep into `dir` drew (`jct_cdf.svg` and
 /// every `<metric>_vs_<key>.svg` a sweep can write, with their `.tmp`), so
@@ -365,8 +347,7 @@ fn remove_sweep_charts(dir: &Path) -> Result<(), String> {
 /// plot against.
 pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let summary = dir.join("summary.csv");
-    let (mut h, mut rows) = read_csv(&summary)?;
-    add_dispatch_columns(&mut h, &mut rows);
+    let (h, rows) = read_csv(&summary)?;
     let meta: serde_json::Value =
         serde_json::from_str(&crate::io::read_text(&dir.join("sweep.json")).map_err(|e| e.to_string())?)
             .map_err(|e| e.to_string())?;
