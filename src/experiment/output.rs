@@ -21,8 +21,19 @@ pub const OUTPUT_FILES: [&str; 8] = [
 ];
 
 /// The charts `dlsched plot` draws into a run directory ([`crate::plot::plot_run`]).
-pub const PLOT_FILES: [&str; 5] =
-    ["jct_cdf.svg", "queue_delay_cdf.svg", "gpu_utilization.svg", "queue_length.svg", "learning_curve.svg"];
+pub const PLOT_FILES: [&str; 10] =
+    [
+    "jct_cdf.svg",
+    "jct_cdf.png",
+    "queue_delay_cdf.svg",
+    "queue_delay_cdf.png",
+    "gpu_utilization.svg",
+    "gpu_utilization.png",
+    "queue_length.svg",
+    "queue_length.png",
+    "learning_curve.svg",
+    "learning_curve.png",
+];
 
 /// Every file name a run writes into a run directory or that is drawn from
 /// it: [`OUTPUT_FILES`], [`PLOT_FILES`], and the temporary `<name>.tmp` each

@@ -1,41 +1,185 @@
-//! SVG plots of a run directory or a sweep directory, drawn from their CSV
-//! outputs only (plotters, SVG backend).
+//! Plots of a run directory or a sweep directory, drawn from their CSV
+//! outputs only, each written twice: `NAME.svg` and its twin `NAME.png`
+//! (same layout, same pixel size).
 //!
-//! - A run directory: `jct_cdf.svg` and `queue_delay_cdf.svg` (from
-//!   `jobs.csv`), `gpu_utilization.svg` and `queue_length.svg` (from
-//!   `timeline.csv`).
-//! - A sweep directory: for each of `jct_mean_s`, `queue_delay_mean_s`,
-//!   `makespan_s` and `gpu_utilization`, a line chart of the metric against
-//!   the first numeric swept key other than `seed`, one line per combination
-//!   of the other swept keys, with error bars of ± one standard deviation
-//!   over seeds (also, when some run shared GPUs, `gpu_allocation_mean`,
-//!   `gpu_utilization_effective_mean`, `gpu_memory_utilization_mean`,
-//!   `fragmentation_mean` and `completion_rate`; when some run preempted a
-//!   job, `jct_p99_s`, `finish_time_fairness_mean`,
-//!   `finish_time_fairness_max`, `jain_fairness_index`, `preemptions` and
-//!   `checkpoint_gpu_hours`); and `jct_cdf.svg`, the JCT CDF of each such line's runs
-//!   pooled (the per-policy CDFs).
+//! - A run directory: `jct_cdf` and `queue_delay_cdf` (empirical CDFs of the
+//!   completed jobs, drawn as steps, y from 0 to 1; a run with no completed job
+//!   gets empty axes with a "no completed jobs" note), `gpu_utilization` and
+//!   `queue_length` (from `timeline.csv`; the queue length as a step function:
+//!   it holds between samples), and `learning_curve` (RIFLING or LDWP,
+//!   `learning_curve.csv`; a frozen run, greedy on a fixed table or network,
+//!   is titled "frozen (no learning)" and drops its constant epsilon).
+//! - A sweep directory: for each metric (below), when some swept key other
+//!   than `seed` is numeric, `<metric>_vs_<key>`: the metric against the first
+//!   such key, one line per combination of the other swept keys; when none is
+//!   (a categorical sweep, e.g. `policy` × `backfill`), `<metric>_by_config`:
+//!   one dot per configuration on a horizontal layout (names on the y axis).
+//!   Both show the mean over seeds with ± one sample standard deviation as error
+//!   bars and say "mean ± sd over N seeds" when every point has N ≥ 2 seeds;
+//!   with one seed they say "one seed" and draw no bars. Plus `jct_cdf`, the
+//!   JCT CDF of each line's (configuration's) runs pooled.
+//!   The metrics: [`SWEEP_METRICS_ALWAYS`]; the QoS ones where every run has
+//!   them; the sharing ones where some run shared a GPU; the preemption ones
+//!   where some run preempted; the node-dispatch ones where every row has them.
+//!
+//! Layout, for a figure a paper can use: the legend sits in its own box right
+//! of the plot area, never over data; titles and axis labels come from
+//! [`HUMAN_NAMES`] (and [`KEY_NAMES`] for swept keys) with units; times are
+//! shown in s, min or h, whichever keeps the largest value under 120 of the
+//! unit ([`time_unit`]); tick labels print integers without `.0` and large
+//! values as `1k`, `2.5M` ([`tick_label`]); the y label area is sized from the
+//! widest tick label; each series has a colour and a marker shape.
+//!
+//! # Fonts and the PNG twin
+//! Text is measured and (in the PNG) drawn with one embedded font, Ubuntu
+//! Light, from the `epaint_default_fonts` crate (the egui project's font
+//! bundle; Ubuntu Font Licence 1.0), registered with plotters' `ab_glyph`
+//! feature under the family `sans-serif`. No system font is read, so the SVG
+//! layout and the PNG pixels are the same on every machine (the SVG names the
+//! family `sans-serif`, so a viewer may substitute its own sans face). The PNG
+//! is plotters' bitmap backend (RGB, 8 bits) encoded by the `png` crate with
+//! fixed settings. Chosen over rendering the SVG with `resvg` because it adds
+//! three small crates (`ab_glyph`, `plotters-bitmap`, `png`) to a build that
+//! already has plotters, where `resvg` would bring its own text stack. Both
+//! files are written atomically ([`crate::metrics::export::write_atomic`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::Ranged;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{self, HPos, VPos};
 
-type Series = Vec<(String, Vec<(f64, f64)>)>;
+/// The font family every text uses (registered from the embedded font).
+const FONT: &str = "sans-serif";
 
-fn read_csv(path: &Path) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
-    let bytes = crate::io::read_csv(path).map_err(|e| e.to_string())?;
-    let mut rdr = csv::Reader::from_reader(&bytes[..]);
-    let header = rdr.headers().map_err(|e| format!("{}: {e}", path.display()))?.iter().map(str::to_string).collect();
-    let rows = rdr
-        .records()
-        .map(|r| r.map(|r| r.iter().map(str::to_string).collect()).map_err(|e| format!("{}: {e}", path.display())))
-        .collect::<Result<_, _>>()?;
-    Ok((header, rows))
+/// Width of the plot part of every figure, px (the legend adds to it).
+pub const PLOT_WIDTH: u32 = 720;
+/// Height of a line chart, px.
+pub const PLOT_HEIGHT: u32 = 480;
+
+fn register_font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // A valid TTF shipped by the crate; were it refused, the first text
+        // drawn reports "no such font" as an error of that plot.
+        let _ = plotters::style::register_font(FONT, FontStyle::Normal, epaint_default_fonts::UBUNTU_LIGHT);
+    });
 }
 
-fn column(header: &[String], name: &str, path: &Path) -> Result<usize, String> {
-    header.iter().position(|h| h == name).ok_or_else(|| format!("{}: no column `{name}`", path.display()))
+/// Human names of summary columns: (column, title, unit). A unit `s` means a
+/// time in seconds, shown converted by [`time_unit`]; an empty unit means a
+/// dimensionless number (fractions, ratios, counts).
+pub const HUMAN_NAMES: [(&str, &str, &str); 29] = [
+    ("jct_s", "JCT", "s"),
+    ("queue_delay_s", "Queueing delay", "s"),
+    ("jct_mean_s", "Mean JCT", "s"),
+    ("queue_delay_mean_s", "Mean queueing delay", "s"),
+    ("makespan_s", "Makespan", "s"),
+    ("gpu_utilization", "GPU utilisation", ""),
+    ("qos_guarantee_rate", "QoS guarantee rate", ""),
+    ("normalized_latency_mean", "Mean normalised latency", ""),
+    ("normalized_throughput_mean", "Mean normalised throughput", ""),
+    ("interference_slowdown_mean", "Mean interference slowdown", ""),
+    ("qos_guarantee_rate_meetable", "QoS guarantee rate (meetable tasks)", ""),
+    ("normalized_latency_with_wait_mean", "Mean normalised latency with wait", ""),
+    ("normalized_rate_cluster", "Cluster-normalised rate", ""),
+    ("gpu_allocation_mean", "Mean GPU allocation", ""),
+    ("gpu_utilization_effective_mean", "Mean effective GPU utilisation", ""),
+    ("gpu_memory_utilization_mean", "Mean GPU memory utilisation", ""),
+    ("fragmentation_mean", "Mean fragmentation", ""),
+    ("completion_rate", "Completion rate", ""),
+    ("jct_p99_s", "99th-percentile JCT", "s"),
+    ("finish_time_fairness_mean", "Mean finish-time fairness", ""),
+    ("finish_time_fairness_max", "Worst finish-time fairness", ""),
+    ("jain_fairness_index", "Jain's fairness index", ""),
+    ("preemptions", "Preemptions", ""),
+    ("checkpoint_gpu_hours", "Checkpoint overhead", "GPU·h"),
+    ("throughput_jobs_per_hour", "Throughput", "jobs/h"),
+    ("throughput_steady_jobs_per_hour", "Steady-state throughput", "jobs/h"),
+    ("gpu_utilization_steady", "Steady-state GPU utilisation", ""),
+    ("load_balance_degree", "Load-balance degree", ""),
+    ("load_balance_degree_gpu", "Load-balance degree (GPUs)", ""),
+];
+
+/// Human names of swept keys ([`super::raw::KEYS`]) for axis labels and
+/// titles: (key, name, unit). Keys not listed show as written.
+pub const KEY_NAMES: [(&str, &str, &str); 12] = [
+    ("load", "Offered load", ""),
+    ("jobs_per_hour", "Arrival rate", "jobs/h"),
+    ("jobs_per_hour_per_gpu", "Arrival rate per GPU", "jobs/h/GPU"),
+    ("jobs", "Jobs", ""),
+    ("tasks", "Tasks", ""),
+    ("hours", "Arrival window", "h"),
+    ("nodes", "Nodes", ""),
+    ("gpus_per_node", "GPUs per node", ""),
+    ("theta", "GENIE θ", ""),
+    ("max_tenants", "Jobs per GPU (max)", ""),
+    ("mem_headroom", "Memory headroom", ""),
+    ("vc_scale", "VC scale", ""),
+];
+
+fn human(column: &str) -> (String, &'static str) {
+    HUMAN_NAMES
+        .iter()
+        .chain(&KEY_NAMES)
+        .find(|(c, _, _)| *c == column)
+        .map_or_else(|| (column.to_string(), ""), |&(_, n, u)| (n.to_string(), u))
+}
+
+/// A time unit chosen for values up to `max_s` seconds: (divisor to apply to
+/// seconds, unit name): h when the largest value is at least 2 h, min when at
+/// least 2 min, else s.
+pub fn time_unit(max_s: f64) -> (f64, &'static str) {
+    if max_s >= 7200.0 {
+        (3600.0, "h")
+    } else if max_s >= 120.0 {
+        (60.0, "min")
+    } else {
+        (1.0, "s")
+    }
+}
+
+/// Label and value divisor of a column whose largest value is `max`:
+/// `Mean JCT (h)` and 3600 for `jct_mean_s` over hours.
+fn label_and_scale(column: &str, max: f64) -> (String, f64) {
+    let (name, unit) = human(column);
+    match unit {
+        "s" => {
+            let (div, u) = time_unit(max);
+            (format!("{name} ({u})"), div)
+        }
+        "" => (name, 1.0),
+        u => (format!("{name} ({u})"), 1.0),
+    }
+}
+
+/// A tick label: integers without a decimal point, thousands as `k` and
+/// millions as `M` (`1000000` → `1M`, `2500` → `2.5k`), other values with
+/// at most four decimals, trailing zeros dropped (`0.30000000000000004` →
+/// `0.3`).
+pub fn tick_label(v: f64) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    let a = v.abs();
+    let (scaled, suffix) = if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let mut s = format!("{scaled:.4}");
+    if s.contains('.') {
+        s = s.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    if s == "-0" {
+        s = "0".into();
+    }
+    s + suffix
 }
 
 /// Empirical CDF points (value, fraction ≤ value) of `values`.
@@ -45,8 +189,34 @@ pub fn cdf(mut values: Vec<f64>) -> Vec<(f64, f64)> {
     values.iter().enumerate().map(|(i, &v)| (v, (i + 1) as f64 / n)).collect()
 }
 
+/// The path of a step function through `pts` (sorted by x): each value holds
+/// until the next point's x, then jumps.
+pub fn steps(pts: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(pts.len() * 2);
+    for (i, &(x, y)) in pts.iter().enumerate() {
+        if i > 0 {
+            out.push((x, pts[i - 1].1));
+        }
+        out.push((x, y));
+    }
+    out
+}
+
+/// The path of an empirical CDF (from [`cdf`]) as steps, starting at 0.
+fn cdf_steps(pts: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let Some(&(x0, _)) = pts.first() else { return Vec::new() };
+    let mut out = vec![(x0, 0.0)];
+    for (i, &(x, y)) in pts.iter().enumerate() {
+        if i > 0 {
+            out.push((x, pts[i - 1].1));
+        }
+        out.push((x, y));
+    }
+    out
+}
+
 fn colour(i: usize) -> RGBColor {
-    // matplotlib's tab10 then the light half of tab20: 16 distinguishable series.
+    // matplotlib's tab10 then the dark/light half of tab20: 16 distinguishable series.
     const C: [RGBColor; 16] = [
         RGBColor(31, 119, 180),
         RGBColor(255, 127, 14),
@@ -68,89 +238,401 @@ fn colour(i: usize) -> RGBColor {
     C[i % C.len()]
 }
 
-fn range(series: &Series, log_x: bool) -> ((f64, f64), (f64, f64)) {
-    let pts = series.iter().flat_map(|s| s.1.iter()).filter(|p| !log_x || p.0 > 0.0);
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
-    for &(x, y) in pts {
-        x0 = x0.min(x);
-        x1 = x1.max(x);
-        y0 = y0.min(y);
-        y1 = y1.max(y);
-    }
-    if !x0.is_finite() {
-        return ((0.0, 1.0), (0.0, 1.0));
-    }
-    if x1 <= x0 {
-        x1 = x0 + 1.0;
-    }
-    if y1 <= y0 {
-        y1 = y0 + 1.0;
-    }
-    ((x0, x1), (y0.min(0.0), y1 * 1.05))
+/// Marker shapes, cycled per series (7 is coprime with the 16 colours, so
+/// colour and shape pairs repeat only after 112 series).
+const SHAPES: usize = 7;
+
+fn draw_marker<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    (x, y): (i32, i32),
+    shape: usize,
+    c: RGBColor,
+) -> Result<(), String> {
+    let r = 4;
+    let filled = c.filled();
+    let open = c.stroke_width(2);
+    let res = match shape % SHAPES {
+        0 => area.draw(&Circle::new((x, y), r, filled)),
+        1 => area.draw(&Rectangle::new([(x - r, y - r), (x + r, y + r)], filled)),
+        2 => area.draw(&Polygon::new(vec![(x, y - r - 1), (x - r - 1, y + r), (x + r + 1, y + r)], filled)),
+        3 => area.draw(&Polygon::new(vec![(x, y - r - 1), (x + r + 1, y), (x, y + r + 1), (x - r - 1, y)], filled)),
+        4 => area.draw(&Circle::new((x, y), r, open)),
+        5 => area.draw(&Rectangle::new([(x - r, y - r), (x + r, y + r)], open)),
+        _ => area
+            .draw(&PathElement::new(vec![(x - r, y - r), (x + r, y + r)], open))
+            .and_then(|()| area.draw(&PathElement::new(vec![(x - r, y + r), (x + r, y - r)], open))),
+    };
+    res.map_err(|e| e.to_string())
 }
 
-/// Draws line series (with optional ± error bars) into an SVG file.
-fn line_chart(
-    file: &Path,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    series: &Series,
-    errors: Option<&BTreeMap<String, Vec<f64>>>,
+fn text_width(text: &str, size: f64) -> u32 {
+    register_font();
+    FontDesc::new(FontFamily::Name(FONT), size, FontStyle::Normal).box_size(text).map_or(0, |(w, _)| w)
+}
+
+/// Sizes of the text of every figure, px.
+const TITLE_SIZE: f64 = 18.0;
+const LABEL_SIZE: f64 = 15.0;
+const TICK_SIZE: f64 = 13.0;
+const LEGEND_SIZE: f64 = 13.0;
+/// Height of one legend entry, px.
+const LEGEND_ROW: i32 = 20;
+
+/// One series of a line chart, in display units.
+struct Line {
+    name: String,
+    pts: Vec<(f64, f64)>,
+    /// ± error per point (same length as `pts`), drawn as bars.
+    sd: Option<Vec<f64>>,
+}
+
+/// A line chart.
+struct LineFig {
+    title: String,
+    x_label: String,
+    y_label: String,
+    lines: Vec<Line>,
     log_x: bool,
-) -> Result<(), String> {
-    let e = |e: &dyn std::fmt::Display| format!("{}: {e}", file.display());
-    let root = SVGBackend::new(file, (800, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(|x| e(&x))?;
-    let ((x0, x1), (mut y0, mut y1)) = range(series, log_x);
-    // Keep the error bars inside the plot.
-    if let Some(errs) = errors {
-        for (name, pts) in series {
-            for (&(_, y), &s) in pts.iter().zip(errs.get(name).into_iter().flatten()) {
-                y0 = y0.min(y - s);
-                y1 = y1.max((y + s) * 1.02);
-            }
-        }
+    /// Draw each line as a step function (the marker points stay at the samples).
+    step: bool,
+    /// The path is already the CDF's step path (markers at every other point).
+    cdf: bool,
+    /// A fixed y range (CDFs: 0 to 1).
+    y_fixed: Option<(f64, f64)>,
+    /// Text written in the middle of an empty plot.
+    empty_note: String,
+}
+
+/// Width of the legend box's column, px (0 with no legend: one series).
+fn legend_width(names: &[&str]) -> u32 {
+    if names.len() < 2 {
+        return 0;
     }
-    let mut builder = ChartBuilder::on(&root);
-    builder.caption(title, ("sans-serif", 20)).margin(15).x_label_area_size(45).y_label_area_size(70);
-    macro_rules! draw {
-        ($chart:expr) => {{
-            let mut chart = $chart;
-            chart.configure_mesh().x_desc(x_label).y_desc(y_label).draw().map_err(|x| e(&x))?;
-            for (i, (name, pts)) in series.iter().enumerate() {
-                let c = colour(i);
-                let pts: Vec<(f64, f64)> = pts.iter().copied().filter(|p| !log_x || p.0 > 0.0).collect();
+    names.iter().map(|n| text_width(n, LEGEND_SIZE)).max().unwrap_or(0) + 60
+}
+
+fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, top: i32, names: &[&str]) -> Result<(), String> {
+    if names.len() < 2 {
+        return Ok(());
+    }
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let (w, _) = area.dim_in_pixel();
+    let h = LEGEND_ROW * names.len() as i32 + 10;
+    area.draw(&Rectangle::new([(4, top), (w as i32 - 8, top + h)], BLACK.stroke_width(1))).map_err(e)?;
+    let style = TextStyle::from((FONT, LEGEND_SIZE)).pos(text_anchor::Pos::new(HPos::Left, VPos::Center));
+    for (i, name) in names.iter().enumerate() {
+        let y = top + 5 + LEGEND_ROW * i as i32 + LEGEND_ROW / 2;
+        let c = colour(i);
+        area.draw(&PathElement::new(vec![(12, y), (40, y)], c.stroke_width(2))).map_err(e)?;
+        draw_marker(area, (26, y), i, c)?;
+        area.draw(&Text::new(name.to_string(), (48, y), style.clone())).map_err(e)?;
+    }
+    Ok(())
+}
+
+/// The y label area's width: the widest tick label of `y0..y1` (with
+/// `n` labels) plus room for the axis label.
+fn y_area(y0: f64, y1: f64, n: usize) -> u32 {
+    let r: RangedCoordf64 = (y0..y1).into();
+    let widest = r.key_points(n).into_iter().map(|v| text_width(&tick_label(v), TICK_SIZE)).max().unwrap_or(0);
+    widest + 12 + LABEL_SIZE as u32 + 12
+}
+
+const Y_LABELS: usize = 8;
+const X_LABELS: usize = 8;
+/// Height of the caption (title) band, px.
+const TITLE_BAND: i32 = 36;
+
+impl LineFig {
+    fn size(&self) -> (u32, u32) {
+        let names: Vec<&str> = self.lines.iter().map(|l| l.name.as_str()).collect();
+        (PLOT_WIDTH + legend_width(&names), PLOT_HEIGHT.max(TITLE_BAND as u32 + 40 + LEGEND_ROW as u32 * names.len() as u32))
+    }
+
+    fn ranges(&self) -> ((f64, f64), (f64, f64)) {
+        let pts = self.lines.iter().flat_map(|l| {
+            let sd = l.sd.as_deref();
+            l.pts.iter().enumerate().map(move |(i, &(x, y))| (x, y, sd.map_or(0.0, |s| s[i])))
+        });
+        let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
+        for (x, y, s) in pts.filter(|p| p.0.is_finite() && p.1.is_finite() && (!self.log_x || p.0 > 0.0)) {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            y0 = y0.min(y - s);
+            y1 = y1.max(y + s);
+        }
+        if !x0.is_finite() {
+            return ((if self.log_x { 1.0 } else { 0.0 }, 10.0), self.y_fixed.unwrap_or((0.0, 1.0)));
+        }
+        if x1 <= x0 {
+            // One x value: centre it.
+            if self.log_x {
+                (x0, x1) = (x0 / 2.0, x0 * 2.0);
+            } else if x0 == 0.0 {
+                (x0, x1) = (-1.0, 1.0);
+            } else {
+                (x0, x1) = (x0 - x0.abs() / 2.0, x0 + x0.abs() / 2.0);
+            }
+        } else if self.log_x {
+            (x0, x1) = (x0 / 1.1, x1 * 1.1);
+        } else {
+            let pad = (x1 - x0) * 0.03;
+            (x0, x1) = (x0 - pad, x1 + pad);
+        }
+        let y = self.y_fixed.unwrap_or_else(|| {
+            let (lo, hi) = (y0.min(0.0), y1.max(0.0));
+            if hi <= lo { (lo, lo + 1.0) } else { (lo, hi + (hi - lo) * 0.05) }
+        });
+        ((x0, x1), y)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        root.fill(&WHITE).map_err(e)?;
+        let (left, right) = root.split_horizontally(PLOT_WIDTH);
+        let ((x0, x1), (y0, y1)) = self.ranges();
+        let mut builder = ChartBuilder::on(&left);
+        builder
+            .caption(&self.title, (FONT, TITLE_SIZE))
+            .margin(12)
+            .margin_right(24)
+            .x_label_area_size(50)
+            .y_label_area_size(y_area(y0, y1, Y_LABELS));
+        let tick = |v: &f64| tick_label(*v);
+        let mut plot_top = 0;
+        macro_rules! body {
+            ($chart:expr) => {{
+                let mut chart = $chart;
                 chart
-                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-                    .map_err(|x| e(&x))?
-                    .label(name.clone())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-                if let Some(sd) = errors.and_then(|m| m.get(name)) {
-                    for (&(x, y), &s) in pts.iter().zip(sd) {
-                        chart
-                            .draw_series(std::iter::once(PathElement::new(
-                                vec![(x, y - s), (x, y + s)],
-                                c.stroke_width(1),
-                            )))
-                            .map_err(|x| e(&x))?;
+                    .configure_mesh()
+                    .x_desc(&self.x_label)
+                    .y_desc(&self.y_label)
+                    .x_labels(if self.log_x { 6 } else { X_LABELS })
+                    .y_labels(Y_LABELS)
+                    .x_label_formatter(&tick)
+                    .y_label_formatter(&tick)
+                    .label_style((FONT, TICK_SIZE))
+                    .axis_desc_style((FONT, LABEL_SIZE))
+                    .light_line_style(RGBColor(235, 235, 235))
+                    .draw()
+                    .map_err(e)?;
+                plot_top = chart.backend_coord(&(x0, y1)).1;
+                let visible = |p: &(f64, f64)| p.0.is_finite() && p.1.is_finite() && (!self.log_x || p.0 > 0.0);
+                for (i, l) in self.lines.iter().enumerate() {
+                    let c = colour(i);
+                    let pts: Vec<(f64, f64)> = l.pts.iter().copied().filter(visible).collect();
+                    let path = if self.step { steps(&pts) } else { pts.clone() };
+                    chart.draw_series(LineSeries::new(path, c.stroke_width(2))).map_err(e)?;
+                    // The marker points: the samples (a CDF path's corners at
+                    // each value), at most ~12 per line, offset per line.
+                    let marks: Vec<(f64, f64)> =
+                        if self.cdf { pts.iter().skip(1).step_by(2).copied().collect() } else { pts.clone() };
+                    let every = marks.len().div_ceil(12).max(1);
+                    let offset = if every > 1 { (i * every / 3.max(self.lines.len())) % every } else { 0 };
+                    for p in marks.iter().skip(offset).step_by(every) {
+                        draw_marker(root, chart.backend_coord(p), i, c)?;
+                    }
+                    if let Some(sd) = &l.sd {
+                        for (&(x, y), &s) in l.pts.iter().zip(sd).filter(|(p, s)| visible(p) && **s > 0.0) {
+                            let (px, lo) = chart.backend_coord(&(x, y - s));
+                            let (_, hi) = chart.backend_coord(&(x, y + s));
+                            for seg in [vec![(px, lo), (px, hi)], vec![(px - 5, lo), (px + 5, lo)], vec![(px - 5, hi), (px + 5, hi)]] {
+                                root.draw(&PathElement::new(seg, c.stroke_width(1))).map_err(e)?;
+                            }
+                        }
                     }
                 }
+                if self.lines.iter().all(|l| !l.pts.iter().any(visible)) {
+                    let (cx, _) = chart.backend_coord(&((x0 + x1) / 2.0, y0));
+                    let cx = if self.log_x { chart.backend_coord(&((x0 * x1).sqrt(), y0)).0 } else { cx };
+                    let cy = chart.backend_coord(&(x0, (y0 + y1) / 2.0)).1;
+                    let style = TextStyle::from((FONT, LABEL_SIZE)).pos(text_anchor::Pos::new(HPos::Center, VPos::Center));
+                    root.draw(&Text::new(self.empty_note.clone(), (cx, cy), style)).map_err(e)?;
+                }
+            }};
+        }
+        if self.log_x {
+            body!(builder.build_cartesian_2d((x0..x1).log_scale(), y0..y1).map_err(e)?);
+        } else {
+            body!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(e)?);
+        }
+        let names: Vec<&str> = self.lines.iter().map(|l| l.name.as_str()).collect();
+        draw_legend(&right, plot_top, &names)
+    }
+}
+
+/// A categorical dot chart: one dot (mean) with ± sd bars per configuration,
+/// names on the y axis, the metric on the x axis.
+struct DotFig {
+    title: String,
+    x_label: String,
+    names: Vec<String>,
+    means: Vec<f64>,
+    sd: Option<Vec<f64>>,
+}
+
+/// Height of one configuration's row in a dot chart, px.
+const DOT_ROW: u32 = 30;
+
+impl DotFig {
+    fn name_width(&self) -> u32 {
+        self.names.iter().map(|n| text_width(n, TICK_SIZE)).max().unwrap_or(0) + 16
+    }
+
+    fn size(&self) -> (u32, u32) {
+        (PLOT_WIDTH.max(self.name_width() + 420), (140 + DOT_ROW * self.names.len() as u32).max(260))
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        root.fill(&WHITE).map_err(e)?;
+        let n = self.names.len();
+        let sd = |i: usize| self.sd.as_ref().map_or(0.0, |s| s[i]);
+        let lo = (0..n).map(|i| self.means[i] - sd(i)).fold(f64::INFINITY, f64::min);
+        let hi = (0..n).map(|i| self.means[i] + sd(i)).fold(f64::NEG_INFINITY, f64::max);
+        let (x0, x1) = if !lo.is_finite() || !hi.is_finite() {
+            (0.0, 1.0)
+        } else if hi > lo {
+            let pad = (hi - lo) * 0.1;
+            (lo - pad, hi + pad)
+        } else if lo == 0.0 {
+            (-1.0, 1.0)
+        } else {
+            (lo - lo.abs() * 0.1, hi + hi.abs() * 0.1)
+        };
+        let mut builder = ChartBuilder::on(root);
+        builder
+            .caption(&self.title, (FONT, TITLE_SIZE))
+            .margin(12)
+            .margin_right(24)
+            .x_label_area_size(50)
+            .y_label_area_size(self.name_width());
+        let mut chart = builder.build_cartesian_2d(x0..x1, -0.5..(n as f64 - 0.5)).map_err(e)?;
+        let tick = |v: &f64| tick_label(*v);
+        chart
+            .configure_mesh()
+            .x_desc(&self.x_label)
+            .x_labels(X_LABELS)
+            .y_labels(0)
+            .disable_y_mesh()
+            .x_label_formatter(&tick)
+            .label_style((FONT, TICK_SIZE))
+            .axis_desc_style((FONT, LABEL_SIZE))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(e)?;
+        let name_style = TextStyle::from((FONT, TICK_SIZE)).pos(text_anchor::Pos::new(HPos::Right, VPos::Center));
+        for i in 0..n {
+            // The first configuration on top.
+            let y = (n - 1 - i) as f64;
+            let c = colour(i);
+            let (ax, py) = chart.backend_coord(&(x0, y));
+            let (ex, _) = chart.backend_coord(&(x1, y));
+            root.draw(&PathElement::new(vec![(ax, py), (ex, py)], RGBColor(225, 225, 225).stroke_width(1))).map_err(e)?;
+            root.draw(&Text::new(self.names[i].clone(), (ax - 8, py), name_style.clone())).map_err(e)?;
+            if sd(i) > 0.0 {
+                let (l, _) = chart.backend_coord(&(self.means[i] - sd(i), y));
+                let (h, _) = chart.backend_coord(&(self.means[i] + sd(i), y));
+                for seg in [vec![(l, py), (h, py)], vec![(l, py - 6), (l, py + 6)], vec![(h, py - 6), (h, py + 6)]] {
+                    root.draw(&PathElement::new(seg, c.stroke_width(2))).map_err(e)?;
+                }
             }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .draw()
-                .map_err(|x| e(&x))?;
-        }};
+            draw_marker(root, chart.backend_coord(&(self.means[i], y)), i, c)?;
+        }
+        Ok(())
     }
-    if log_x {
-        draw!(builder.build_cartesian_2d((x0.max(1e-3)..x1).log_scale(), y0..y1).map_err(|x| e(&x))?);
-    } else {
-        draw!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(|x| e(&x))?);
+}
+
+/// A figure ready to render into either backend.
+enum Fig {
+    Line(LineFig),
+    Dot(DotFig),
+}
+
+impl Fig {
+    fn size(&self) -> (u32, u32) {
+        match self {
+            Fig::Line(f) => f.size(),
+            Fig::Dot(f) => f.size(),
+        }
     }
-    root.present().map_err(|x| e(&x))
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        match self {
+            Fig::Line(f) => f.draw(root),
+            Fig::Dot(f) => f.draw(root),
+        }
+    }
+}
+
+/// Renders `fig` into `dir/NAME.svg` and `dir/NAME.png` (atomically);
+/// returns both paths.
+fn write_fig(dir: &Path, name: &str, fig: &Fig) -> Result<Vec<PathBuf>, String> {
+    register_font();
+    let (svg_path, png_path) = (dir.join(format!("{name}.svg")), dir.join(format!("{name}.png")));
+    let (w, h) = fig.size();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
+        fig.draw(&root).map_err(|m| format!("{}: {m}", svg_path.display()))?;
+        root.present().map_err(|m| format!("{}: {m}", svg_path.display()))?;
+    }
+    let mut rgb = vec![255u8; w as usize * h as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        fig.draw(&root).map_err(|m| format!("{}: {m}", png_path.display()))?;
+        root.present().map_err(|m| format!("{}: {m}", png_path.display()))?;
+    }
+    let mut png_bytes = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut png_bytes, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        let mut wr = enc.write_header().map_err(|m| format!("{}: {m}", png_path.display()))?;
+        wr.write_image_data(&rgb).map_err(|m| format!("{}: {m}", png_path.display()))?;
+        wr.finish().map_err(|m| format!("{}: {m}", png_path.display()))?;
+    }
+    crate::metrics::export::write_atomic(&svg_path, svg.as_bytes()).map_err(|m| m.to_string())?;
+    crate::metrics::export::write_atomic(&png_path, &png_bytes).map_err(|m| m.to_string())?;
+    Ok(vec![svg_path, png_path])
+}
+
+fn read_csv(path: &Path) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
+    let bytes = crate::io::read_csv(path).map_err(|e| e.to_string())?;
+    let mut rdr = csv::Reader::from_reader(&bytes[..]);
+    let header = rdr.headers().map_err(|e| format!("{}: {e}", path.display()))?.iter().map(str::to_string).collect();
+    let rows = rdr
+        .records()
+        .map(|r| r.map(|r| r.iter().map(str::to_string).collect()).map_err(|e| format!("{}: {e}", path.display())))
+        .collect::<Result<_, _>>()?;
+    Ok((header, rows))
+}
+
+fn column(header: &[String], name: &str, path: &Path) -> Result<usize, String> {
+    header.iter().position(|h| h == name).ok_or_else(|| format!("{}: no column `{name}`", path.display()))
+}
+
+/// A CDF figure of the values (in seconds) of `column`, one line per named set.
+fn cdf_fig(title: String, column: &str, sets: Vec<(String, Vec<f64>)>) -> Fig {
+    let max = sets.iter().flat_map(|s| s.1.iter()).copied().fold(0.0, f64::max);
+    let min_pos = sets.iter().flat_map(|s| s.1.iter()).copied().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+    let (x_label, div) = label_and_scale(column, max);
+    let log_x = min_pos.is_finite() && max / min_pos >= 100.0;
+    let lines = sets
+        .into_iter()
+        .map(|(name, v)| Line { name, pts: cdf_steps(&cdf(v.into_iter().map(|x| x / div).collect())), sd: None })
+        .collect();
+    Fig::Line(LineFig {
+        title,
+        x_label: if log_x { format!("{x_label}, log scale") } else { x_label },
+        y_label: "Fraction of jobs".into(),
+        lines,
+        log_x,
+        step: false,
+        cdf: true,
+        y_fixed: Some((0.0, 1.0)),
+        empty_note: "no completed jobs".into(),
+    })
 }
 
 /// Plots a run directory; returns the files written (named in
@@ -169,51 +651,44 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let vals = |c: usize| done.iter().filter_map(|r| r[c].parse::<f64>().ok()).collect::<Vec<_>>();
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut written = Vec::new();
-    for (file, col, what) in [("jct_cdf.svg", jct, "JCT (s)"), ("queue_delay_cdf.svg", q, "queueing delay (s)")] {
-        let path = dir.join(file);
-        line_chart(
-            &path,
-            &format!("{what} CDF, {name}"),
-            what,
-            "fraction of jobs",
-            &vec![(name.clone(), cdf(vals(col)))],
-            None,
-            true,
-        )?;
-        written.push(path);
+    for (file, col, c) in [("jct_cdf", "jct_s", jct), ("queue_delay_cdf", "queue_delay_s", q)] {
+        let n = done.len();
+        let jobs = if n == 1 { "1 completed job".to_string() } else { format!("{n} completed jobs") };
+        let fig = cdf_fig(format!("{} CDF, {name} ({jobs})", human(col).0), col, vec![(name.clone(), vals(c))]);
+        written.extend(write_fig(dir, file, &fig)?);
     }
     let timeline = dir.join("timeline.csv");
     if timeline.exists() {
         let (h, rows) = read_csv(&timeline)?;
         let t = column(&h, "time_s", &timeline)?;
-        for (file, col, what) in [
-            ("gpu_utilization.svg", "gpu_utilization", "GPU utilisation"),
-            ("queue_length.svg", "jobs_pending", "pending jobs"),
+        for (file, col, what, step) in [
+            ("gpu_utilization", "gpu_utilization", "GPU utilisation", false),
+            ("queue_length", "jobs_pending", "Pending jobs", true),
         ] {
             let c = column(&h, col, &timeline)?;
-            let pts: Vec<(f64, f64)> = rows
-                .iter()
-                .filter_map(|r| Some((r[t].parse::<f64>().ok()? / 3600.0, r[c].parse::<f64>().ok()?)))
-                .collect();
+            let pts: Vec<(f64, f64)> =
+                rows.iter().filter_map(|r| Some((r[t].parse::<f64>().ok()?, r[c].parse::<f64>().ok()?))).collect();
             if pts.is_empty() {
                 continue;
             }
-            let path = dir.join(file);
-            line_chart(
-                &path,
-                &format!("{what} over time, {name}"),
-                "time (h)",
-                what,
-                &vec![(name.clone(), pts)],
-                None,
-                false,
-            )?;
-            written.push(path);
+            let (unit_div, unit) = time_unit(pts.iter().map(|p| p.0).fold(0.0, f64::max));
+            let fig = Fig::Line(LineFig {
+                title: format!("{what} over time, {name}"),
+                x_label: format!("Time ({unit})"),
+                y_label: what.into(),
+                lines: vec![Line { name: name.clone(), pts: pts.iter().map(|&(x, y)| (x / unit_div, y)).collect(), sd: None }],
+                log_x: false,
+                step,
+                cdf: false,
+                y_fixed: None,
+                empty_note: String::new(),
+            });
+            written.extend(write_fig(dir, file, &fig)?);
         }
     }
     let curve = dir.join("learning_curve.csv");
     if curve.exists() {
-        written.push(plot_learning_curve(&curve, &dir.join("learning_curve.svg"), &name)?);
+        written.extend(plot_learning_curve(&curve, &dir.join("learning_curve.svg"), &name)?);
     }
     Ok(written)
 }
@@ -223,13 +698,16 @@ pub const CURVE_WINDOW: usize = 50;
 
 /// Plots a RIFLING `learning_curve.csv` (reward, cluster-normalised
 /// throughput and epsilon against decisions; reward and throughput as means
-/// over consecutive windows of [`CURVE_WINDOW`] decisions) into `out`; or
-/// an LDWP one (no `normalized_throughput` column: its `throughput` and
-/// `loss` columns instead, `src/policy/ldwp.rs`).
+/// over consecutive windows of [`CURVE_WINDOW`] decisions) into `out` (an
+/// `.svg` path; its `.png` twin beside it); or an LDWP one (no
+/// `normalized_throughput` column: its `throughput` and `loss` columns
+/// instead, `src/policy/ldwp.rs`). A frozen run (LDWP rows in phase
+/// `frozen`; RIFLING with epsilon 0 throughout: greedy on a fixed table) is
+/// titled as such, without the epsilon (and loss) lines: it is not learning.
 ///
 /// # Errors
 /// A message naming a missing file or column.
-pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<PathBuf, String> {
+pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<Vec<PathBuf>, String> {
     let (h, rows) = read_csv(curve)?;
     let ldwp = !h.iter().any(|c| c == "normalized_throughput") && h.iter().any(|c| c == "loss");
     let (d, r, t, e) = (
@@ -238,11 +716,21 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<PathB
         column(&h, if ldwp { "throughput" } else { "normalized_throughput" }, curve)?,
         column(&h, "epsilon", curve)?,
     );
-    let mut cols = vec![("reward", r), ("cluster-normalised throughput", t), ("epsilon", e)];
-    if ldwp {
-        cols.push(("loss", column(&h, "loss", curve)?));
+    let frozen = !rows.is_empty()
+        && if ldwp {
+            let p = column(&h, "phase", curve)?;
+            rows.iter().all(|row| row[p] == "frozen")
+        } else {
+            rows.iter().all(|row| row[e].parse::<f64>().is_ok_and(|v| v == 0.0))
+        };
+    let mut cols = vec![("Reward", r), (if ldwp { "Throughput" } else { "Cluster-normalised throughput" }, t)];
+    if !frozen {
+        cols.push(("Epsilon (exploration rate)", e));
+        if ldwp {
+            cols.push(("Loss", column(&h, "loss", curve)?));
+        }
     }
-    let mut series: Series = Vec::new();
+    let mut lines = Vec::new();
     for (label, c) in cols {
         let pts: Vec<(f64, f64)> = rows
             .chunks(CURVE_WINDOW)
@@ -252,15 +740,32 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<PathB
                 (!v.is_empty()).then(|| (x, v.iter().sum::<f64>() / v.len() as f64))
             })
             .collect();
-        series.push((format!("{label} ({CURVE_WINDOW}-decision mean)"), pts));
+        lines.push(Line { name: format!("{label}, mean of {CURVE_WINDOW} decisions"), pts, sd: None });
     }
     let who = if ldwp { "LDWP" } else { "RIFLING" };
-    line_chart(out, &format!("{who} learning curve, {name}"), "decision", "value", &series, None, false)?;
-    Ok(out.to_path_buf())
+    let title = if frozen {
+        format!("{who} frozen (greedy, no learning): per-decision values, {name}")
+    } else {
+        format!("{who} learning curve, {name}")
+    };
+    let fig = Fig::Line(LineFig {
+        title,
+        x_label: "Decision".into(),
+        y_label: "Value".into(),
+        lines,
+        log_x: false,
+        step: false,
+        cdf: false,
+        y_fixed: None,
+        empty_note: "no decisions".into(),
+    });
+    let dir = out.parent().unwrap_or(Path::new("."));
+    let stem = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "learning_curve".into());
+    write_fig(dir, &stem, &fig)
 }
 
-/// Metrics a sweep charts against its x key, `<metric>_vs_<key>.svg`: always.
-const SWEEP_METRICS_ALWAYS: [&str; 4] = ["jct_mean_s", "queue_delay_mean_s", "makespan_s", "gpu_utilization"];
+/// Metrics a sweep charts: always.
+pub const SWEEP_METRICS_ALWAYS: [&str; 4] = ["jct_mean_s", "queue_delay_mean_s", "makespan_s", "gpu_utilization"];
 /// ... where every run has them (GENIE workloads; the slowdown where some
 /// job shared a GPU).
 const SWEEP_METRICS_QOS: [&str; 7] = [
@@ -321,10 +826,10 @@ fn add_dispatch_columns(h: &mut Vec<String>, rows: &mut [Vec<String>]) {
     }
 }
 
-/// Removes the charts an earlier sweep into `dir` drew (`jct_cdf.svg` and
-/// every `<metric>_vs_<key>.svg` a sweep can write, with their `.tmp`), so
-/// that a chart of a key no longer swept is not left beside the new ones.
-/// Other files stay.
+/// Removes the charts an earlier sweep into `dir` drew (`jct_cdf`, every
+/// `<metric>_vs_<key>` and `<metric>_by_config` a sweep can write, `.svg`
+/// and `.png`, with their `.tmp`), so that a chart of a key no longer swept
+/// is not left beside the new ones. Other files stay.
 fn remove_sweep_charts(dir: &Path) -> Result<(), String> {
     let metrics = SWEEP_METRICS_ALWAYS
         .iter()
@@ -333,13 +838,17 @@ fn remove_sweep_charts(dir: &Path) -> Result<(), String> {
         .chain(&SWEEP_METRICS_PREEMPTION)
         .chain(&SWEEP_METRICS_DISPATCH);
     let prefixes: Vec<String> = metrics.clone().map(|m| format!("{m}_vs_{}", super::raw::POLICY_OPT)).collect();
-    let names = std::iter::once("jct_cdf.svg".to_string())
-        .chain(metrics.flat_map(|m| super::raw::KEYS.iter().map(move |(k, _)| format!("{m}_vs_{k}.svg"))));
+    let stems = std::iter::once("jct_cdf".to_string())
+        .chain(metrics.clone().map(|m| format!("{m}_by_config")))
+        .chain(metrics.flat_map(|m| super::raw::KEYS.iter().map(move |(k, _)| format!("{m}_vs_{k}"))));
+    let names = stems.flat_map(|s| [format!("{s}.svg"), format!("{s}.png")]);
     // Charts against a swept policy option (`<metric>_vs_policy_opt.NAME.svg`).
     let mut opt_charts: Vec<String> = match std::fs::read_dir(dir) {
         Ok(entries) => entries
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| prefixes.iter().any(|p| n.starts_with(p.as_str())) && n.ends_with(".svg"))
+            .filter(|n| {
+                prefixes.iter().any(|p| n.starts_with(p.as_str())) && (n.ends_with(".svg") || n.ends_with(".png"))
+            })
             .collect(),
         Err(_) => Vec::new(),
     };
@@ -357,7 +866,30 @@ fn remove_sweep_charts(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Plots a sweep directory (with `summary.csv` and `sweep.json`); returns the files written.
+/// Mean and sample standard deviation (0 for one value).
+fn mean_sd(vals: &[f64]) -> (f64, f64) {
+    let n = vals.len() as f64;
+    let mean = vals.iter().sum::<f64>() / n;
+    let sd =
+        if vals.len() > 1 { (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt() } else { 0.0 };
+    (mean, sd)
+}
+
+/// "mean ± sd over N seeds" when every point has N ≥ 2 seeds ("over 2–5
+/// seeds" when N varies), "one seed" when every point has one; `None` for the
+/// bars when some point has a single seed.
+fn seeds_note(counts: &[usize]) -> (String, bool) {
+    let (lo, hi) = (counts.iter().copied().min().unwrap_or(1), counts.iter().copied().max().unwrap_or(1));
+    match (lo, hi) {
+        (_, 1) => ("one seed".into(), false),
+        (1, _) => (format!("mean of 1–{hi} seeds, no error bars"), false),
+        (a, b) if a == b => (format!("mean ± sd over {a} seeds"), true),
+        (a, b) => (format!("mean ± sd over {a}–{b} seeds"), true),
+    }
+}
+
+/// Plots a sweep directory (with `summary.csv` and `sweep.json`); returns the
+/// files written (see the module docs for which).
 ///
 /// # Errors
 /// A message naming a missing file or column, a run directory that is not
@@ -379,72 +911,101 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let x_key = swept.iter().find(|k| k.as_str() != "seed" && numeric(k)).cloned();
     let group_keys: Vec<&String> =
         swept.iter().filter(|k| k.as_str() != "seed" && Some(*k) != x_key.as_ref()).collect();
+    // A configuration's name: the value alone for one key, `key=value, ...` for several.
     let group_of = |r: &Vec<String>| -> Result<String, String> {
+        if let [k] = group_keys[..] {
+            return Ok(r[col(k)?].clone());
+        }
         let parts: Vec<String> =
             group_keys.iter().map(|k| Ok(format!("{k}={}", r[col(k)?]))).collect::<Result<_, String>>()?;
-        Ok(if parts.is_empty() { "all".into() } else { parts.join(", ") })
+        Ok(if parts.is_empty() { "all runs".into() } else { parts.join(", ") })
     };
     remove_sweep_charts(dir)?;
     let mut written = Vec::new();
-    if let Some(x) = &x_key {
-        let xc = col(x)?;
-        // QoS metrics only where every run has them (GENIE workloads).
-        // Sharing metrics only where some run shared a GPU.
-        let any_nonzero = |k: &str| col(k).is_ok_and(|c| rows.iter().any(|r| r[c] != "0"));
-        let metrics = SWEEP_METRICS_ALWAYS
-            .into_iter()
-            .chain(
-                SWEEP_METRICS_QOS
-                    .into_iter()
-                    .filter(|m| numeric(m) && (*m != "interference_slowdown_mean" || any_nonzero("colocated_jobs"))),
-            )
-            .chain(SWEEP_METRICS_SHARING.into_iter().filter(|m| numeric(m) && any_nonzero("shared_launches")))
-            .chain(SWEEP_METRICS_PREEMPTION.into_iter().filter(|m| numeric(m) && any_nonzero("preemptions")))
-            .chain(SWEEP_METRICS_DISPATCH.into_iter().filter(|m| numeric(m)));
-        for metric in metrics {
-            let mc = col(metric)?;
+    // QoS metrics only where every run has them (GENIE workloads).
+    // Sharing metrics only where some run shared a GPU.
+    let any_nonzero = |k: &str| col(k).is_ok_and(|c| rows.iter().any(|r| r[c] != "0"));
+    let metrics: Vec<&str> = SWEEP_METRICS_ALWAYS
+        .into_iter()
+        .chain(
+            SWEEP_METRICS_QOS
+                .into_iter()
+                .filter(|m| numeric(m) && (*m != "interference_slowdown_mean" || any_nonzero("colocated_jobs"))),
+        )
+        .chain(SWEEP_METRICS_SHARING.into_iter().filter(|m| numeric(m) && any_nonzero("shared_launches")))
+        .chain(SWEEP_METRICS_PREEMPTION.into_iter().filter(|m| numeric(m) && any_nonzero("preemptions")))
+        .chain(SWEEP_METRICS_DISPATCH.into_iter().filter(|m| numeric(m)))
+        .collect();
+    for metric in metrics {
+        let mc = col(metric)?;
+        let value = |r: &Vec<String>| -> Result<f64, String> {
+            r[mc].parse().map_err(|_| format!("{}: `{metric}` is not numeric", summary.display()))
+        };
+        let max = rows.iter().filter_map(|r| value(r).ok()).fold(0.0, f64::max);
+        let (m_label, div) = label_and_scale(metric, max);
+        if let Some(x) = &x_key {
+            let xc = col(x)?;
             // group -> x -> values over seeds
             let mut acc: BTreeMap<String, BTreeMap<i64, (f64, Vec<f64>)>> = BTreeMap::new();
             for r in &rows {
                 let xv: f64 = r[xc].parse().map_err(|_| format!("{}: `{x}` is not numeric", summary.display()))?;
-                let v: f64 = r[mc].parse().map_err(|_| format!("{}: `{metric}` is not numeric", summary.display()))?;
                 acc.entry(group_of(r)?)
                     .or_default()
                     .entry((xv * 1e6).round() as i64)
                     .or_insert((xv, Vec::new()))
                     .1
-                    .push(v);
+                    .push(value(r)? / div);
             }
-            let mut series: Series = Vec::new();
-            let mut errors: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-            for (g, by_x) in acc {
-                let mut pts = Vec::new();
-                let mut sds = Vec::new();
-                for (_, (xv, vals)) in by_x {
-                    let n = vals.len() as f64;
-                    let mean = vals.iter().sum::<f64>() / n;
-                    let sd = if vals.len() > 1 {
-                        (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-                    } else {
-                        0.0
-                    };
-                    pts.push((xv, mean));
-                    sds.push(sd);
+            let counts: Vec<usize> = acc.values().flat_map(|b| b.values().map(|v| v.1.len())).collect();
+            let (note, bars) = seeds_note(&counts);
+            let lines: Vec<Line> = acc
+                .into_iter()
+                .map(|(g, by_x)| {
+                    let (pts, sds): (Vec<_>, Vec<_>) = by_x
+                        .into_values()
+                        .map(|(xv, vals)| {
+                            let (m, s) = mean_sd(&vals);
+                            ((xv, m), s)
+                        })
+                        .unzip();
+                    Line { name: g, pts, sd: bars.then_some(sds) }
+                })
+                .collect();
+            let (x_name, x_unit) = human(x);
+            let fig = Fig::Line(LineFig {
+                title: format!("{} vs {} ({note})", human(metric).0, x_name.to_lowercase()),
+                x_label: if x_unit.is_empty() { x_name } else { format!("{x_name} ({x_unit})") },
+                y_label: m_label,
+                lines,
+                log_x: false,
+                step: false,
+                cdf: false,
+                y_fixed: None,
+                empty_note: "no runs".into(),
+            });
+            written.extend(write_fig(dir, &format!("{metric}_vs_{x}"), &fig)?);
+        } else {
+            // A categorical sweep: one dot per configuration, in the sweep's order.
+            let mut order: Vec<String> = Vec::new();
+            let mut acc: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+            for r in &rows {
+                let g = group_of(r)?;
+                if !acc.contains_key(&g) {
+                    order.push(g.clone());
                 }
-                errors.insert(g.clone(), sds);
-                series.push((g, pts));
+                acc.entry(g).or_default().push(value(r)? / div);
             }
-            let path = dir.join(format!("{metric}_vs_{x}.svg"));
-            line_chart(
-                &path,
-                &format!("{metric} vs {x} (mean ± sd over seeds)"),
-                x,
-                metric,
-                &series,
-                Some(&errors),
-                false,
-            )?;
-            written.push(path);
+            let counts: Vec<usize> = acc.values().map(Vec::len).collect();
+            let (note, bars) = seeds_note(&counts);
+            let stats: Vec<(f64, f64)> = order.iter().map(|g| mean_sd(&acc[g])).collect();
+            let fig = Fig::Dot(DotFig {
+                title: format!("{} per configuration ({note})", human(metric).0),
+                x_label: m_label,
+                names: order,
+                means: stats.iter().map(|s| s.0).collect(),
+                sd: bars.then(|| stats.iter().map(|s| s.1).collect()),
+            });
+            written.extend(write_fig(dir, &format!("{metric}_by_config"), &fig)?);
         }
     }
     // Per-group JCT CDFs, pooled over the group's runs.
@@ -461,10 +1022,8 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
             .or_default()
             .extend(jrows.iter().filter(|j| j[sc] == "completed").filter_map(|j| j[jc].parse::<f64>().ok()));
     }
-    let series: Series = pooled.into_iter().map(|(g, v)| (g, cdf(v))).collect();
-    let path = dir.join("jct_cdf.svg");
-    line_chart(&path, "JCT CDF per configuration (runs pooled)", "JCT (s)", "fraction of jobs", &series, None, true)?;
-    written.push(path);
+    let fig = cdf_fig("JCT CDF per configuration (runs pooled)".into(), "jct_s", pooled.into_iter().collect());
+    written.extend(write_fig(dir, "jct_cdf", &fig)?);
     Ok(written)
 }
 
