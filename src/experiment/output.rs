@@ -21,8 +21,7 @@ pub const OUTPUT_FILES: [&str; 8] = [
 ];
 
 /// The charts `dlsched plot` draws into a run directory ([`crate::plot::plot_run`]).
-pub const PLOT_FILES: [&str; 10] =
-    [
+pub const PLOT_FILES: [&str; 10] = [
     "jct_cdf.svg",
     "jct_cdf.png",
     "queue_delay_cdf.svg",

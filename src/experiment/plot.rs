@@ -346,7 +346,10 @@ const TITLE_BAND: i32 = 36;
 impl LineFig {
     fn size(&self) -> (u32, u32) {
         let names: Vec<&str> = self.lines.iter().map(|l| l.name.as_str()).collect();
-        (PLOT_WIDTH + legend_width(&names), PLOT_HEIGHT.max(TITLE_BAND as u32 + 40 + LEGEND_ROW as u32 * names.len() as u32))
+        (
+            PLOT_WIDTH + legend_width(&names),
+            PLOT_HEIGHT.max(TITLE_BAND as u32 + 40 + LEGEND_ROW as u32 * names.len() as u32),
+        )
     }
 
     fn ranges(&self) -> ((f64, f64), (f64, f64)) {
@@ -399,7 +402,7 @@ impl LineFig {
             .x_label_area_size(50)
             .y_label_area_size(y_area(y0, y1, Y_LABELS));
         let tick = |v: &f64| tick_label(*v);
-        let mut plot_top = 0;
+        let plot_top;
         macro_rules! body {
             ($chart:expr) => {{
                 let mut chart = $chart;
@@ -436,7 +439,11 @@ impl LineFig {
                         for (&(x, y), &s) in l.pts.iter().zip(sd).filter(|(p, s)| visible(p) && **s > 0.0) {
                             let (px, lo) = chart.backend_coord(&(x, y - s));
                             let (_, hi) = chart.backend_coord(&(x, y + s));
-                            for seg in [vec![(px, lo), (px, hi)], vec![(px - 5, lo), (px + 5, lo)], vec![(px - 5, hi), (px + 5, hi)]] {
+                            for seg in [
+                                vec![(px, lo), (px, hi)],
+                                vec![(px - 5, lo), (px + 5, lo)],
+                                vec![(px - 5, hi), (px + 5, hi)],
+                            ] {
                                 root.draw(&PathElement::new(seg, c.stroke_width(1))).map_err(e)?;
                             }
                         }
@@ -446,7 +453,8 @@ impl LineFig {
                     let (cx, _) = chart.backend_coord(&((x0 + x1) / 2.0, y0));
                     let cx = if self.log_x { chart.backend_coord(&((x0 * x1).sqrt(), y0)).0 } else { cx };
                     let cy = chart.backend_coord(&(x0, (y0 + y1) / 2.0)).1;
-                    let style = TextStyle::from((FONT, LABEL_SIZE)).pos(text_anchor::Pos::new(HPos::Center, VPos::Center));
+                    let style =
+                        TextStyle::from((FONT, LABEL_SIZE)).pos(text_anchor::Pos::new(HPos::Center, VPos::Center));
                     root.draw(&Text::new(self.empty_note.clone(), (cx, cy), style)).map_err(e)?;
                 }
             }};
@@ -528,7 +536,8 @@ impl DotFig {
             let c = colour(i);
             let (ax, py) = chart.backend_coord(&(x0, y));
             let (ex, _) = chart.backend_coord(&(x1, y));
-            root.draw(&PathElement::new(vec![(ax, py), (ex, py)], RGBColor(225, 225, 225).stroke_width(1))).map_err(e)?;
+            root.draw(&PathElement::new(vec![(ax, py), (ex, py)], RGBColor(225, 225, 225).stroke_width(1)))
+                .map_err(e)?;
             root.draw(&Text::new(self.names[i].clone(), (ax - 8, py), name_style.clone())).map_err(e)?;
             if sd(i) > 0.0 {
                 let (l, _) = chart.backend_coord(&(self.means[i] - sd(i), y));
@@ -672,15 +681,22 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, String> {
                 continue;
             }
             let (unit_div, unit) = time_unit(pts.iter().map(|p| p.0).fold(0.0, f64::max));
+            // A count axis reaches at least 5, so that its ticks are whole numbers.
+            let y_max = pts.iter().map(|p| p.1).fold(0.0, f64::max);
+            let y_fixed = step.then_some((0.0, (y_max * 1.05).max(5.0)));
             let fig = Fig::Line(LineFig {
                 title: format!("{what} over time, {name}"),
                 x_label: format!("Time ({unit})"),
                 y_label: what.into(),
-                lines: vec![Line { name: name.clone(), pts: pts.iter().map(|&(x, y)| (x / unit_div, y)).collect(), sd: None }],
+                lines: vec![Line {
+                    name: name.clone(),
+                    pts: pts.iter().map(|&(x, y)| (x / unit_div, y)).collect(),
+                    sd: None,
+                }],
                 log_x: false,
                 step,
                 cdf: false,
-                y_fixed: None,
+                y_fixed,
                 empty_note: String::new(),
             });
             written.extend(write_fig(dir, file, &fig)?);
@@ -693,7 +709,8 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(written)
 }
 
-/// Decisions averaged per point of the learning curve.
+/// Decisions averaged per point of the learning curve (fewer when the run
+/// has under 20 windows of them: about 20 points then).
 pub const CURVE_WINDOW: usize = 50;
 
 /// Plots a RIFLING `learning_curve.csv` (reward, cluster-normalised
@@ -701,8 +718,9 @@ pub const CURVE_WINDOW: usize = 50;
 /// over consecutive windows of [`CURVE_WINDOW`] decisions) into `out` (an
 /// `.svg` path; its `.png` twin beside it); or an LDWP one (no
 /// `normalized_throughput` column: its `throughput` and `loss` columns
-/// instead, `src/policy/ldwp.rs`). A frozen run (LDWP rows in phase
-/// `frozen`; RIFLING with epsilon 0 throughout: greedy on a fixed table) is
+/// instead, `src/policy/ldwp.rs`). A frozen run (the `summary.json` beside
+/// the curve names a `*-frozen` policy, or every LDWP row is in phase
+/// `frozen`, or every RIFLING epsilon is 0: a fixed table or network) is
 /// titled as such, without the epsilon (and loss) lines: it is not learning.
 ///
 /// # Errors
@@ -716,13 +734,23 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<Vec<P
         column(&h, if ldwp { "throughput" } else { "normalized_throughput" }, curve)?,
         column(&h, "epsilon", curve)?,
     );
-    let frozen = !rows.is_empty()
-        && if ldwp {
-            let p = column(&h, "phase", curve)?;
-            rows.iter().all(|row| row[p] == "frozen")
-        } else {
-            rows.iter().all(|row| row[e].parse::<f64>().is_ok_and(|v| v == 0.0))
-        };
+    // The policy of the run, from the summary beside the curve (a frozen
+    // RIFLING run explores with its final epsilon but never updates its table).
+    let policy = curve
+        .parent()
+        .map(|d| d.join("summary.json"))
+        .filter(|p| p.exists())
+        .and_then(|p| crate::io::read_text(&p).ok())
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v["policy"].as_str().map(str::to_string));
+    let frozen = policy.as_deref().is_some_and(|p| p.ends_with("-frozen"))
+        || !rows.is_empty()
+            && if ldwp {
+                let p = column(&h, "phase", curve)?;
+                rows.iter().all(|row| row[p] == "frozen")
+            } else {
+                rows.iter().all(|row| row[e].parse::<f64>().is_ok_and(|v| v == 0.0))
+            };
     let mut cols = vec![("Reward", r), (if ldwp { "Throughput" } else { "Cluster-normalised throughput" }, t)];
     if !frozen {
         cols.push(("Epsilon (exploration rate)", e));
@@ -730,21 +758,24 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<Vec<P
             cols.push(("Loss", column(&h, "loss", curve)?));
         }
     }
+    // Windows of CURVE_WINDOW decisions, fewer for a short run (about 20 points).
+    let window = CURVE_WINDOW.min((rows.len() / 20).max(1));
     let mut lines = Vec::new();
     for (label, c) in cols {
         let pts: Vec<(f64, f64)> = rows
-            .chunks(CURVE_WINDOW)
+            .chunks(window)
             .filter_map(|w| {
                 let v: Vec<f64> = w.iter().filter_map(|row| row[c].parse::<f64>().ok()).collect();
                 let x = w.last()?[d].parse::<f64>().ok()?;
                 (!v.is_empty()).then(|| (x, v.iter().sum::<f64>() / v.len() as f64))
             })
             .collect();
-        lines.push(Line { name: format!("{label}, mean of {CURVE_WINDOW} decisions"), pts, sd: None });
+        let name = if window == 1 { label.to_string() } else { format!("{label}, mean of {window} decisions") };
+        lines.push(Line { name, pts, sd: None });
     }
     let who = if ldwp { "LDWP" } else { "RIFLING" };
     let title = if frozen {
-        format!("{who} frozen (greedy, no learning): per-decision values, {name}")
+        format!("{who} frozen (no learning): reward and throughput per decision, {name}")
     } else {
         format!("{who} learning curve, {name}")
     };
@@ -798,7 +829,8 @@ const SWEEP_METRICS_PREEMPTION: [&str; 6] = [
 ];
 
 /// ... where every run's `policy_metrics` has them (node-dispatch policies,
-/// `src/policy/nodesel.rs`): charted from that JSON column.
+/// `src/policy/nodesel.rs`): `summary.csv` has them as bare columns, empty
+/// for a run without them, so they chart where every row is numeric.
 const SWEEP_METRICS_DISPATCH: [&str; 5] = [
     "throughput_jobs_per_hour",
     "throughput_steady_jobs_per_hour",
@@ -806,25 +838,6 @@ const SWEEP_METRICS_DISPATCH: [&str; 5] = [
     "load_balance_degree",
     "load_balance_degree_gpu",
 ];
-
-/// Appends a column per [`SWEEP_METRICS_DISPATCH`] key that every row's
-/// `policy_metrics` JSON holds, so that they chart like summary keys.
-fn add_dispatch_columns(h: &mut Vec<String>, rows: &mut [Vec<String>]) {
-    let Some(pc) = h.iter().position(|k| k == "policy_metrics") else { return };
-    let parsed: Vec<Option<serde_json::Value>> = rows.iter().map(|r| serde_json::from_str(&r[pc]).ok()).collect();
-    for m in SWEEP_METRICS_DISPATCH {
-        if h.iter().any(|k| k == m) {
-            continue;
-        }
-        let vals: Option<Vec<f64>> = parsed.iter().map(|p| p.as_ref()?.get(m)?.as_f64()).collect();
-        if let Some(vals) = vals.filter(|v| !v.is_empty()) {
-            h.push(m.to_string());
-            for (r, v) in rows.iter_mut().zip(vals) {
-                r.push(v.to_string());
-            }
-        }
-    }
-}
 
 /// Removes the charts an earlier sweep into `dir` drew (`jct_cdf`, every
 /// `<metric>_vs_<key>` and `<metric>_by_config` a sweep can write, `.svg`
@@ -897,8 +910,7 @@ fn seeds_note(counts: &[usize]) -> (String, bool) {
 /// plot against.
 pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let summary = dir.join("summary.csv");
-    let (mut h, mut rows) = read_csv(&summary)?;
-    add_dispatch_columns(&mut h, &mut rows);
+    let (h, rows) = read_csv(&summary)?;
     let meta: serde_json::Value =
         serde_json::from_str(&crate::io::read_text(&dir.join("sweep.json")).map_err(|e| e.to_string())?)
             .map_err(|e| e.to_string())?;

@@ -342,35 +342,121 @@ impl Shard {
     }
 }
 
-/// `summary.csv` text: `run_id`, the swept keys, then every key of each
-/// run's `summary.json` (nested maps as compact JSON; a key that is also a
-/// swept key, such as `policy`, is written `summary.policy`), rows in run-id
-/// order.
+/// How `summary.csv` flattens the nested maps of `summary.json`: map key,
+/// and the prefix its entries' names take as columns (`jobs_skipped_by_reason`
+/// `{"zero_gpus": 2}` is the column `jobs_skipped_zero_gpus`). Policy metrics
+/// keep their bare names (`throughput_steady_jobs_per_hour`, `ldwp_decisions`).
+/// The QoS classes (`urgent`, `prior`, `normal`) give
+/// `qos_guarantee_rate_<class>`, which `summary.json` already has as
+/// top-level keys with the same values: such an entry adds no column.
+pub const SUMMARY_FLATTENED: [(&str, &str); 4] = [
+    ("jobs_skipped_by_reason", "jobs_skipped_"),
+    ("rate_model_counters", "rate_model_"),
+    ("qos_guarantee_by_class", "qos_guarantee_rate_"),
+    ("policy_metrics", ""),
+];
+
+/// One sweep run for [`summary_table`]: its id, its swept keys' values as
+/// `summary.csv` writes them, and its `summary.json`.
+pub type SummaryRow<'a> = (&'a str, Vec<String>, &'a serde_json::Value);
+
+/// The columns and cells of `summary.csv`: `run_id`, the swept keys, the
+/// top-level scalar keys of the runs' `summary.json` (in its order; a key
+/// that is also a swept key, such as `policy`, is named `summary.policy`),
+/// then the flattened entries of its nested maps ([`SUMMARY_FLATTENED`]),
+/// the union over all rows, sorted by name (renamed the same way). A cell is
+/// `None` where a run lacks a flattened key (an empty cell in the CSV);
+/// rows in the order given.
 ///
 /// # Errors
-/// A message when a row's summary keys differ from the first row's.
-pub fn summary_csv(swept: &[String], rows: &[(Run, serde_json::Value)]) -> Result<String, String> {
+/// A message when a row's top-level keys differ from the first row's, when a
+/// nested map has no flattening rule, or when a flattened name is also a
+/// top-level key (other than a QoS class rate of equal value) or the
+/// flattened name of another map's entry: the message names both.
+pub fn summary_table(
+    swept: &[String],
+    rows: &[SummaryRow<'_>],
+) -> Result<(Vec<String>, Vec<Vec<Option<serde_json::Value>>>), String> {
+    use serde_json::Value as J;
     let keys: Vec<String> = match rows.first() {
-        Some((_, serde_json::Value::Object(m))) => m.keys().cloned().collect(),
+        Some((_, _, J::Object(m))) => m.keys().filter(|k| !m[*k].is_object()).cloned().collect(),
         _ => Vec::new(),
     };
-    let mut w = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
+    let mut flat_rows: Vec<BTreeMap<String, J>> = Vec::with_capacity(rows.len());
+    for (id, _, summary) in rows {
+        let obj = summary.as_object().ok_or_else(|| format!("run {id}: summary is not an object"))?;
+        let scalars = obj.iter().filter(|(_, v)| !v.is_object()).count();
+        if scalars != keys.len() || !keys.iter().all(|k| obj.get(k).is_some_and(|v| !v.is_object())) {
+            return Err(format!("run {id}: its summary keys differ from the other runs'"));
+        }
+        let mut flat: BTreeMap<String, J> = BTreeMap::new();
+        let mut origin: BTreeMap<String, String> = BTreeMap::new();
+        for (map_key, m) in obj.iter().filter_map(|(k, v)| v.as_object().map(|m| (k, m))) {
+            let (_, prefix) = SUMMARY_FLATTENED
+                .iter()
+                .find(|(k, _)| k == map_key)
+                .ok_or_else(|| format!("run {id}: summary map `{map_key}` has no summary.csv column rule"))?;
+            for (k, v) in m {
+                let name = format!("{prefix}{k}");
+                let from = format!("{map_key}.{k}");
+                if let Some(top) = obj.get(&name) {
+                    if *map_key == "qos_guarantee_by_class" && top == v {
+                        continue;
+                    }
+                    return Err(format!(
+                        "run {id}: summary.csv column `{name}` would hold both `{from}` and the summary key `{name}`"
+                    ));
+                }
+                if let Some(other) = origin.get(&name) {
+                    return Err(format!(
+                        "run {id}: summary.csv column `{name}` would hold both `{from}` and `{other}`"
+                    ));
+                }
+                origin.insert(name.clone(), from);
+                flat.insert(name, v.clone());
+            }
+        }
+        flat_rows.push(flat);
+    }
+    let flat_keys: std::collections::BTreeSet<&String> = flat_rows.iter().flat_map(BTreeMap::keys).collect();
+    let rename = |k: &String| if swept.contains(k) { format!("summary.{k}") } else { k.clone() };
     let header: Vec<String> = std::iter::once("run_id".to_string())
         .chain(swept.iter().cloned())
-        .chain(keys.iter().map(|k| if swept.contains(k) { format!("summary.{k}") } else { k.clone() }))
+        .chain(keys.iter().map(rename))
+        .chain(flat_keys.iter().map(|k| rename(k)))
         .collect();
+    let cells = rows
+        .iter()
+        .zip(&flat_rows)
+        .map(|((id, swept_cells, summary), flat)| {
+            std::iter::once(Some(J::String(id.to_string())))
+                .chain(swept_cells.iter().map(|s| Some(J::String(s.clone()))))
+                .chain(keys.iter().map(|k| Some(summary[k].clone())))
+                .chain(flat_keys.iter().map(|k| flat.get(*k).cloned()))
+                .collect()
+        })
+        .collect();
+    Ok((header, cells))
+}
+
+/// `summary.csv` text ([`summary_table`]): a string as it is, another value
+/// as JSON (`null` for a null), an empty cell where the run lacks the key.
+///
+/// # Errors
+/// Those of [`summary_table`].
+pub fn summary_csv(swept: &[String], rows: &[SummaryRow<'_>]) -> Result<String, String> {
+    let (header, cells) = summary_table(swept, rows)?;
+    let mut w = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
     w.write_record(&header).map_err(|e| e.to_string())?;
-    for (run, summary) in rows {
-        let obj = summary.as_object().ok_or_else(|| format!("run {}: summary is not an object", run.id))?;
-        if obj.len() != keys.len() || !keys.iter().all(|k| obj.contains_key(k)) {
-            return Err(format!("run {}: its summary keys differ from the other runs'", run.id));
-        }
-        let mut rec: Vec<String> = vec![run.id.clone()];
-        rec.extend(swept.iter().map(|k| run.params.get(k).map(ToString::to_string).unwrap_or_default()));
-        rec.extend(keys.iter().map(|k| match &obj[k] {
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        }));
+    for row in cells {
+        let rec: Vec<String> = row
+            .into_iter()
+            .map(|c| match c {
+                None => String::new(),
+                Some(serde_json::Value::String(s)) => s,
+                Some(other) => other.to_string(),
+            })
+            .collect();
         w.write_record(&rec).map_err(|e| e.to_string())?;
     }
     String::from_utf8(w.into_inner().map_err(|e| e.to_string())?).map_err(|e| e.to_string())
@@ -616,8 +702,21 @@ pub fn run_sweep(
         }
         write_or_remove(&failed, &w.into_inner().map_err(|e| e.to_string())?)
     };
-    let csv_text = summary_csv(&exp.swept, &rows)?;
-    let summary_res = write_or_remove(&out.join("summary.csv"), csv_text.as_bytes());
+    let table: Vec<SummaryRow<'_>> = rows
+        .iter()
+        .map(|(run, s)| {
+            let swept = exp.swept.iter().map(|k| run.params.get(k).map(ToString::to_string).unwrap_or_default());
+            (run.id.as_str(), swept.collect(), s)
+        })
+        .collect();
+    // A summary that cannot be tabulated is reported like a file that cannot be written.
+    let summary_path = out.join("summary.csv");
+    let summary_res = summary_csv(&exp.swept, &table)
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&summary_path);
+            format!("{}: {e}", summary_path.display())
+        })
+        .and_then(|text| write_or_remove(&summary_path, text.as_bytes()));
     outcome.write_errors = [failed_res, summary_res].into_iter().filter_map(Result::err).collect();
     Ok(outcome)
 }
@@ -634,6 +733,10 @@ fn write_or_remove(path: &Path, bytes: &[u8]) -> Result<(), String> {
 
 /// Joins shard outputs into one `summary.csv` in `out`, checking that the
 /// shards come from one expansion and that every run appears exactly once.
+/// The merged `summary.csv` is tabulated again ([`summary_csv`]) from the
+/// runs' `summary.json` and the shards' swept-key cells, so that its columns
+/// are those of the unsharded sweep even when shards' flattened columns
+/// differ (a policy metric only some shard's runs report).
 ///
 /// # Errors
 /// A message naming a missing or duplicated run, a shard of another
@@ -646,8 +749,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
     let mut failed: Vec<String> = Vec::new();
     let mut meta_first: Option<serde_json::Value> = None;
     let mut all_ids: Option<Vec<String>> = None;
-    let mut header: Option<csv::StringRecord> = None;
-    let mut rows: BTreeMap<String, (csv::StringRecord, PathBuf)> = BTreeMap::new();
+    let mut swept: Option<Vec<String>> = None;
+    let mut rows: BTreeMap<String, (Vec<String>, PathBuf)> = BTreeMap::new();
     for d in dirs {
         let meta: serde_json::Value =
             serde_json::from_str(&crate::io::read_text(&d.join("sweep.json")).map_err(|e| e.to_string())?)
@@ -675,9 +778,23 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
         let bytes = crate::io::read_csv(&file).map_err(|e| e.to_string())?;
         let mut rdr = csv::Reader::from_reader(&bytes[..]);
         let h = rdr.headers().map_err(|e| format!("{}: {e}", file.display()))?.clone();
-        match &header {
-            None => header = Some(h),
-            Some(x) if *x != h => return Err(format!("{}: its columns differ from the other shards'", file.display())),
+        let keys: Vec<String> = meta["swept"]
+            .as_array()
+            .ok_or_else(|| format!("{}: no swept", d.join("sweep.json").display()))?
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        if h.get(0) != Some("run_id") || keys.iter().enumerate().any(|(i, k)| h.get(i + 1) != Some(k.as_str())) {
+            return Err(format!("{}: its columns do not start with run_id and the swept keys", file.display()));
+        }
+        match &swept {
+            None => swept = Some(keys),
+            Some(x) if *x != keys => {
+                return Err(format!(
+                    "{}: its swept keys differ from the other shards'",
+                    d.join("sweep.json").display()
+                ));
+            }
             _ => {}
         }
         for rec in rdr.records() {
@@ -686,7 +803,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
             if let Some((_, other)) = rows.get(&id) {
                 return Err(format!("run {id} appears in both {} and {}", other.display(), d.display()));
             }
-            rows.insert(id, (rec, d.clone()));
+            let cells = rec.iter().skip(1).take(h.len().min(rec.len()).saturating_sub(1)).map(str::to_string);
+            rows.insert(id, (cells.collect(), d.clone()));
         }
     }
     let all_ids = all_ids.ok_or("no shard directories given")?;
@@ -709,15 +827,17 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
     if let Some(extra) = rows.keys().find(|id| !all_ids.contains(id)) {
         return Err(format!("run {extra} is not in the sweep's run list"));
     }
+    let swept = swept.unwrap_or_default();
+    let mut summaries: Vec<(&str, Vec<String>, serde_json::Value)> = Vec::with_capacity(rows.len());
+    for (id, (cells, shard)) in &rows {
+        let file = shard.join("runs").join(id).join("summary.json");
+        let text = crate::io::read_text(&file).map_err(|e| e.to_string())?;
+        let summary = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        summaries.push((id.as_str(), cells.iter().take(swept.len()).cloned().collect(), summary));
+    }
+    let table: Vec<SummaryRow<'_>> = summaries.iter().map(|(id, c, s)| (*id, c.clone(), s)).collect();
+    let bytes = summary_csv(&swept, &table)?.into_bytes();
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let mut w = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
-    if let Some(h) = &header {
-        w.write_record(h).map_err(|e| e.to_string())?;
-    }
-    for (rec, _) in rows.values() {
-        w.write_record(rec).map_err(|e| e.to_string())?;
-    }
-    let bytes = w.into_inner().map_err(|e| e.to_string())?;
     // The merged directory is a sweep directory like any other: its runs,
     // its sweep.json (no shard), and its summary.csv (written last).
     for (id, (_, shard)) in &rows {
@@ -737,4 +857,49 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
     crate::metrics::export::write_atomic(&out.join("sweep.json"), text.as_bytes()).map_err(|e| e.to_string())?;
     crate::metrics::export::write_atomic(&out.join("summary.csv"), &bytes).map_err(|e| e.to_string())?;
     Ok(rows.len())
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn csv_of(rows: &[serde_json::Value]) -> Result<String, String> {
+        let ids: Vec<String> = (0..rows.len()).map(|i| format!("r{i}")).collect();
+        let table: Vec<SummaryRow<'_>> =
+            rows.iter().zip(&ids).map(|(s, id)| (id.as_str(), vec!["x".to_string()], s)).collect();
+        summary_csv(&["policy".to_string()], &table)
+    }
+
+    #[test]
+    fn nested_maps_become_sorted_columns_with_empty_cells_where_missing() {
+        let a = json!({"policy": "p", "jobs_skipped": 2, "jobs_skipped_by_reason": {"zero_gpus": 2},
+            "policy_metrics": {"z_m": 1.5}, "rate_model_counters": {}, "qos_guarantee_by_class": {}});
+        let b = json!({"policy": "q", "jobs_skipped": 0, "jobs_skipped_by_reason": {},
+            "policy_metrics": {"a_m": 3.0}, "rate_model_counters": {"evaluations": 7}, "qos_guarantee_by_class": {}});
+        assert_eq!(
+            csv_of(&[a, b]).unwrap(),
+            "run_id,policy,jobs_skipped,summary.policy,a_m,jobs_skipped_zero_gpus,rate_model_evaluations,z_m\n\
+             r0,x,2,p,,2,,1.5\n\
+             r1,x,0,q,3.0,,7,\n"
+        );
+    }
+
+    #[test]
+    fn a_class_rate_equal_to_its_top_level_key_adds_no_column_and_collisions_are_errors() {
+        let s = |class: f64, pm: serde_json::Value| json!({"qos_guarantee_rate_prior": 0.5, "qos_guarantee_by_class": {"prior": class}, "policy_metrics": pm});
+        assert_eq!(csv_of(&[s(0.5, json!({}))]).unwrap(), "run_id,policy,qos_guarantee_rate_prior\nr0,x,0.5\n");
+        let e = csv_of(&[s(0.25, json!({}))]).unwrap_err();
+        assert!(
+            e.contains("qos_guarantee_by_class.prior") && e.contains("summary key `qos_guarantee_rate_prior`"),
+            "{e}"
+        );
+        let e = csv_of(&[s(0.5, json!({"qos_guarantee_rate_prior": 0.5}))]).unwrap_err();
+        assert!(e.contains("policy_metrics.qos_guarantee_rate_prior"), "{e}");
+        let both = json!({"policy_metrics": {"rate_model_x": 1.0}, "rate_model_counters": {"x": 1}});
+        let e = csv_of(&[both]).unwrap_err();
+        assert!(e.contains("policy_metrics.rate_model_x") && e.contains("rate_model_counters.x"), "{e}");
+        let e = csv_of(&[json!({"other_map": {"k": 1}})]).unwrap_err();
+        assert!(e.contains("other_map"), "{e}");
+    }
 }

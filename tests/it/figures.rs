@@ -254,3 +254,204 @@ fn a_sweep_reads_each_rifling_table_once() {
     let o = dlsched::sweep::run_sweep(&e, &out, 2, None, false, &|_, _| {}).unwrap();
     assert_eq!((o.ran, o.failed.len()), (3, 0), "{:?}", o.failed);
 }
+
+// Issue 18 §2: plots a paper could use. Each check is one a person makes
+// looking at the figure; the SVG is parsed for coordinates and text.
+
+/// The SVG's `<text>` contents with their x coordinate.
+fn svg_texts(svg: &str) -> Vec<(f64, String)> {
+    svg.split("<text")
+        .skip(1)
+        .map(|t| (attr(t, "x"), t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()].trim().to_string()))
+        .collect()
+}
+
+/// A numeric attribute `name="..."` of the element starting `el`.
+fn attr(el: &str, name: &str) -> f64 {
+    let key = format!(" {name}=\"");
+    let s = &el[el.find(&key).unwrap_or_else(|| panic!("no {name} in {el}")) + key.len()..];
+    s[..s.find('"').unwrap()].parse().unwrap()
+}
+
+/// Every element `<tag ...>` of the SVG (its attribute text).
+fn elements<'a>(svg: &'a str, tag: &str) -> Vec<&'a str> {
+    let open = format!("<{tag} ");
+    svg.split(open.as_str()).skip(1).map(|e| &e[..e.find('>').unwrap()]).collect()
+}
+
+/// The points of every `<polyline>` with stroke width 2 (data lines and legend samples).
+fn polylines(svg: &str) -> Vec<Vec<(f64, f64)>> {
+    elements(svg, "polyline")
+        .into_iter()
+        .filter(|e| e.contains("stroke-width=\"2\""))
+        .map(|e| {
+            let s = &e[e.find("points=\"").unwrap() + 8..];
+            s[..s.find('"').unwrap()]
+                .split_whitespace()
+                .map(|p| {
+                    let (x, y) = p.split_once(',').unwrap();
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Checks one figure pair `dir/stem.{svg,png}` as a reader would; returns the SVG.
+fn check_figure(dir: &Path, stem: &str) -> String {
+    let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap_or_else(|e| panic!("{stem}.svg: {e}"));
+    let head = elements(&svg, "svg")[0];
+    let (w, h) = (attr(head, "width") as u32, attr(head, "height") as u32);
+    // The PNG twin: same pixel size, and a picture (many non-white pixels, several colours).
+    let png = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(dir.join(format!("{stem}.png"))).unwrap()));
+    let mut reader = png.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (w, h), "{stem}");
+    let px: Vec<&[u8]> = buf[..info.buffer_size()].chunks(3).collect();
+    let inked = px.iter().filter(|p| p.iter().any(|&c| c < 200)).count();
+    assert!(inked * 50 > px.len(), "{stem}.png is almost blank: {inked} of {} pixels", px.len());
+    let colours: std::collections::BTreeSet<&[u8]> = px.iter().copied().collect();
+    assert!(colours.len() > 10, "{stem}.png has {} colours", colours.len());
+    // No tick label prints a trailing `.0`, nor a long integer.
+    for (_, t) in svg_texts(&svg) {
+        assert!(!t.ends_with(".0") && !t.contains("000000"), "{stem}: tick `{t}`");
+    }
+    // A legend, if any, is a box right of the plot area (every grid or axis
+    // line), and no data line enters it.
+    if let Some(legend) = elements(&svg, "rect").into_iter().find(|r| r.contains("fill=\"none\" stroke=\"#000000\"")) {
+        let (lx, ly, lw, lh) = (attr(legend, "x"), attr(legend, "y"), attr(legend, "width"), attr(legend, "height"));
+        let plot_right = elements(&svg, "line").iter().map(|l| attr(l, "x1").max(attr(l, "x2"))).fold(0.0, f64::max);
+        assert!(lx > plot_right, "{stem}: legend at x {lx}, plot area to {plot_right}");
+        let inside = |&(x, y): &(f64, f64)| x >= lx && x <= lx + lw && y >= ly && y <= ly + lh;
+        for line in polylines(&svg) {
+            assert!(line.iter().all(inside) || !line.iter().any(inside), "{stem}: a data line crosses the legend");
+        }
+    }
+    svg
+}
+
+fn human(column: &str) -> &'static str {
+    dlsched::plot::HUMAN_NAMES.iter().find(|n| n.0 == column).unwrap().1
+}
+
+#[test]
+fn every_plot_kind_reads_as_a_paper_figure() {
+    let d = tempfile::tempdir().unwrap();
+    // A run with a timeline: CDFs, utilisation, queue length.
+    let run = d.path().join("run");
+    let o = dlsched(&["simulate", "--jobs", "40", "--load", "1.5", "--out", run.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = dlsched(&["plot", run.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for stem in ["jct_cdf", "queue_delay_cdf", "gpu_utilization", "queue_length"] {
+        check_figure(&run, stem);
+    }
+    let svg = check_figure(&run, "jct_cdf");
+    assert!(svg.contains(&format!("{} CDF, run (40 completed jobs)", human("jct_s"))), "{}", &svg[..600]);
+    // The queue length is a step function: each segment of the data line is
+    // horizontal or vertical.
+    let svg = check_figure(&run, "queue_length");
+    let line = polylines(&svg).into_iter().max_by_key(Vec::len).unwrap();
+    assert!(line.len() > 10);
+    for w in line.windows(2) {
+        assert!(w[0].0 == w[1].0 || w[0].1 == w[1].1, "sloped segment {w:?}");
+    }
+    // A one-job run: its CDF spans 0 to 1 (the top tick is 1) and says how many jobs.
+    let one = write(d.path(), "one.csv", "job_id,submit_time,duration,gpu_num\na,0,3600,2\n");
+    let run1 = run_to(d.path(), &["simulate", "--trace", one.to_str().unwrap()]);
+    dlsched::plot::plot_run(&run1).unwrap();
+    let svg = check_figure(&run1, "jct_cdf");
+    assert!(svg.contains("(1 completed job)"), "{svg}");
+    let ticks: Vec<f64> = svg_texts(&svg).into_iter().filter_map(|(_, t)| t.parse().ok()).collect();
+    assert!(ticks.contains(&1.0) && ticks.contains(&0.0), "{ticks:?}");
+    // The x axis is in minutes (an hour-long job): 60 is a tick, 3600 is not.
+    assert!(svg.contains("JCT (min)") && ticks.contains(&60.0) && !ticks.contains(&3600.0), "{ticks:?}");
+
+    // A numeric sweep with one seed: lines per policy, legend outside, no error bars.
+    let f = write(
+        d.path(),
+        "num.toml",
+        "question = \"q\"\n[base]\ncluster = \"lab16\"\njobs = 20\n[sweep]\nload = [0.5, 1.0]\npolicy = [\"fifo\", \"sjf\"]\n",
+    );
+    let out = d.path().join("num");
+    let o = dlsched(&["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let svg = check_figure(&out, "jct_mean_s_vs_load");
+    assert!(svg.contains("Mean JCT vs offered load (one seed)") && !svg.contains("over"), "{}", &svg[..600]);
+    assert!(svg.contains("fifo") && svg.contains("sjf"));
+    assert!(elements(&svg, "rect").iter().any(|r| r.contains("fill=\"none\" stroke=\"#000000\"")), "no legend box");
+    check_figure(&out, "jct_cdf");
+
+    // A categorical sweep over two seeds: a dot chart per metric, with ± sd.
+    let f = write(
+        d.path(),
+        "cat.toml",
+        "question = \"q\"\n[base]\ncluster = \"lab16\"\njobs = 20\n[sweep]\npolicy = [\"fifo\", \"sjf\"]\nbackfill = [false, true]\nseed = [1, 2]\n",
+    );
+    let out = d.path().join("cat");
+    let o = dlsched(&["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for m in dlsched::plot::SWEEP_METRICS_ALWAYS {
+        let svg = check_figure(&out, &format!("{m}_by_config"));
+        assert!(svg.contains(&format!("{} per configuration (mean ± sd over 2 seeds)", human(m))), "{m}");
+        let names: Vec<String> = svg_texts(&svg).into_iter().map(|t| t.1).collect();
+        for c in ["policy=fifo, backfill=false", "policy=sjf, backfill=true"] {
+            assert!(names.iter().any(|n| n == c), "{m}: no `{c}` in {names:?}");
+        }
+    }
+    assert!(!out.join("jct_mean_s_vs_seed.svg").exists());
+
+    // Learning curves: an online RIFLING run, and a frozen one titled as such.
+    let rif = d.path().join("rif");
+    let o = dlsched(&[
+        "simulate",
+        "--workload",
+        "genie",
+        "--policy",
+        "rifling",
+        "--hours",
+        "2",
+        "--out",
+        rif.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    dlsched::plot::plot_run(&rif).unwrap();
+    let svg = check_figure(&rif, "learning_curve");
+    assert!(svg.contains("RIFLING learning curve") && svg.contains("Epsilon"), "{}", &svg[..600]);
+    let table = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/rifling-lab16.json");
+    let frz = d.path().join("frz");
+    let o = dlsched(&[
+        "simulate",
+        "--workload",
+        "genie",
+        "--policy",
+        "rifling-frozen",
+        "--rifling-table",
+        table.to_str().unwrap(),
+        "--hours",
+        "2",
+        "--out",
+        frz.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    dlsched::plot::plot_run(&frz).unwrap();
+    let svg = check_figure(&frz, "learning_curve");
+    assert!(
+        svg.contains("RIFLING frozen (no learning)") && !svg.contains("learning curve") && !svg.contains("Epsilon")
+    );
+}
+
+#[test]
+fn tick_labels_and_time_units_by_hand() {
+    use dlsched::plot::{tick_label, time_unit};
+    for (v, want) in
+        [(14.0, "14"), (1_000_000.0, "1M"), (2500.0, "2.5k"), (0.1 + 0.2, "0.3"), (-0.0, "0"), (0.25, "0.25")]
+    {
+        assert_eq!(tick_label(v), want, "{v}");
+    }
+    assert_eq!(time_unit(7200.0), (3600.0, "h"));
+    assert_eq!(time_unit(7199.0), (60.0, "min"));
+    assert_eq!(time_unit(119.0), (1.0, "s"));
+    assert_eq!(dlsched::plot::steps(&[(0.0, 1.0), (2.0, 3.0)]), vec![(0.0, 1.0), (2.0, 1.0), (2.0, 3.0)]);
+}
