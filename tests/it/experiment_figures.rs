@@ -72,3 +72,17 @@ fn every_linked_chart_ships_and_every_shipped_chart_is_linked() {
     let orphans: Vec<&String> = shipped.iter().filter(|n| !linked_stems.contains(stem(n))).collect();
     assert!(orphans.is_empty(), "in experiments/figures/ but shown by no experiments/*.md: {orphans:?}");
 }
+
+#[test]
+fn every_shipped_chart_has_its_svg_and_png_twin() {
+    let (_, shipped) = linked_and_shipped();
+    assert!(!shipped.is_empty());
+    let lonely: Vec<&String> = shipped
+        .iter()
+        .filter(|n| {
+            let twin = if n.ends_with(".svg") { format!("{}.png", stem(n)) } else { format!("{}.svg", stem(n)) };
+            !shipped.contains(&twin)
+        })
+        .collect();
+    assert!(lonely.is_empty(), "charts in experiments/figures/ without their SVG/PNG twin: {lonely:?}");
+}
