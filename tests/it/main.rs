@@ -11,6 +11,7 @@ mod common;
 mod custom_las;
 mod custom_policy;
 mod engine_hooks;
+mod experiment_figures;
 mod fairness;
 mod fidelity;
 mod figures;
