@@ -39,8 +39,9 @@
 //! family `sans-serif`, so a viewer may substitute its own sans face). The PNG
 //! is plotters' bitmap backend (RGB, 8 bits) encoded by the `png` crate with
 //! fixed settings. Chosen over rendering the SVG with `resvg` because it adds
-//! three small crates (`ab_glyph`, `plotters-bitmap`, `png`) to a build that
-//! already has plotters, where `resvg` would bring its own text stack. Both
+//! only small crates to a build that already has plotters (`ab_glyph` with
+//! `ttf-parser`, `plotters-bitmap`, `png` with its deflate crates, and the
+//! font crate), where `resvg` would bring its own text-shaping stack. Both
 //! files are written atomically ([`crate::metrics::export::write_atomic`]).
 
 use std::collections::BTreeMap;

@@ -300,7 +300,8 @@ fn polylines(svg: &str) -> Vec<Vec<(f64, f64)>> {
 /// Checks one figure pair `dir/stem.{svg,png}` as a reader would; returns the SVG.
 fn check_figure(dir: &Path, stem: &str) -> String {
     let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap_or_else(|e| panic!("{stem}.svg: {e}"));
-    let head = elements(&svg, "svg")[0];
+    let head = format!(" {}", elements(&svg, "svg")[0]);
+    let head = head.as_str();
     let (w, h) = (attr(head, "width") as u32, attr(head, "height") as u32);
     // The PNG twin: same pixel size, and a picture (many non-white pixels, several colours).
     let png = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(dir.join(format!("{stem}.png"))).unwrap()));
