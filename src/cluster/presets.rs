@@ -42,12 +42,12 @@ pub enum ClusterPreset {
     #[value(name = "ldwp-testbed")]
     LdwpTestbed,
     /// SenseTime Helios, cluster Venus (Hu et al., SC'21), in the 15 VC
-    /// partitions Lucid (Hu et al., ASPLOS'23) gives it: [`VENUS_VC_NODES`],
+    /// partitions Lucid (Hu et al., ASPLOS'23) gives it (`VENUS_VC_NODES`),
     /// 135 nodes × 8 GPUs = 1,080 GPUs. A job of a VC not in the table is
     /// skipped (`unknown_vc`, counted). GPU type `generic`, 16 GiB.
     #[value(name = "helios-venus")]
     HeliosVenus,
-    /// Helios cluster Earth: [`HELIOS_GPUS`] 997 GPUs → 125 nodes × 8 GPUs
+    /// Helios cluster Earth: 997 GPUs (`HELIOS_GPUS`) → 125 nodes × 8 GPUs
     /// (1,000 GPUs), one partition. GPU type `generic`, 16 GiB.
     #[value(name = "helios-earth")]
     HeliosEarth,
