@@ -268,8 +268,15 @@ fn svg_texts(svg: &str) -> Vec<(f64, String)> {
 
 /// A numeric attribute `name="..."` of the element starting `el`.
 fn attr(el: &str, name: &str) -> f64 {
-    let key = format!(" {name}=\"");
-    let s = &el[el.find(&key).unwrap_or_else(|| panic!("no {name} in {el}")) + key.len()..];
+    // The attribute may open the slice (`x="724" ...`) or follow a space.
+    let bare = format!("{name}=\"");
+    let key = format!(" {bare}");
+    let start = if el.starts_with(&bare) {
+        bare.len()
+    } else {
+        el.find(&key).unwrap_or_else(|| panic!("no {name} in {el}")) + key.len()
+    };
+    let s = &el[start..];
     s[..s.find('"').unwrap()].parse().unwrap()
 }
 

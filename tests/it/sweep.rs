@@ -123,19 +123,33 @@ fn plots_of_a_run_and_a_sweep() {
         names,
         [
             "jct_mean_s_vs_load.svg",
+            "jct_mean_s_vs_load.png",
             "queue_delay_mean_s_vs_load.svg",
+            "queue_delay_mean_s_vs_load.png",
             "makespan_s_vs_load.svg",
+            "makespan_s_vs_load.png",
             "gpu_utilization_vs_load.svg",
-            "jct_cdf.svg"
+            "gpu_utilization_vs_load.png",
+            "jct_cdf.svg",
+            "jct_cdf.png"
         ]
     );
     // One line per policy in the legend.
     let svg = read(&out.join("jct_mean_s_vs_load.svg"));
-    assert!(svg.starts_with("<svg") && svg.contains("policy=fifo") && svg.contains("policy=sjf"));
+    assert!(svg.starts_with("<svg") && svg.contains("fifo") && svg.contains("sjf"));
     let run = out.join("runs").join(&e.runs[0].id);
     let files = dlsched::plot::plot_run(&run).unwrap();
-    assert_eq!(files.len(), 4);
-    assert!(files.iter().all(|f| read(f).starts_with("<svg")));
+    // Four charts, each an SVG and its PNG twin.
+    assert_eq!(files.len(), 8);
+    let svgs: Vec<_> = files.iter().filter(|f| f.extension().is_some_and(|x| x == "svg")).collect();
+    assert_eq!(svgs.len(), 4);
+    assert!(svgs.iter().all(|f| read(f).starts_with("<svg")));
+    assert!(
+        files
+            .iter()
+            .filter(|f| f.extension().is_some_and(|x| x == "png"))
+            .all(|f| std::fs::read(f).unwrap().starts_with(b"\x89PNG"))
+    );
 }
 
 /// The load error of an experiment file, or a panic if it loads.
