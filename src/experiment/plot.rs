@@ -347,7 +347,12 @@ impl<'a> DrawingBackend for PngBackend<'a> {
     fn draw_pixel(&mut self, p: BackendCoord, c: BackendColor) -> Result<(), PngError<'a>> {
         self.inner.draw_pixel(p, c)
     }
-    fn draw_line<S: plotters_backend::BackendStyle>(&mut self, a: BackendCoord, b: BackendCoord, s: &S) -> Result<(), PngError<'a>> {
+    fn draw_line<S: plotters_backend::BackendStyle>(
+        &mut self,
+        a: BackendCoord,
+        b: BackendCoord,
+        s: &S,
+    ) -> Result<(), PngError<'a>> {
         self.inner.draw_line(a, b, s)
     }
     fn draw_rect<S: plotters_backend::BackendStyle>(
@@ -390,7 +395,12 @@ impl<'a> DrawingBackend for PngBackend<'a> {
     /// style's rotation), with each glyph placed at its own bounds on a
     /// fractional pen; the baseline sits `size / 2` below the box top, as
     /// plotters places it.
-    fn draw_text<S: plotters_backend::BackendTextStyle>(&mut self, text: &str, style: &S, pos: BackendCoord) -> Result<(), PngError<'a>> {
+    fn draw_text<S: plotters_backend::BackendTextStyle>(
+        &mut self,
+        text: &str,
+        style: &S,
+        pos: BackendCoord,
+    ) -> Result<(), PngError<'a>> {
         use ab_glyph::{Font, ScaleFont};
         use plotters_backend::DrawingErrorKind;
         let color = style.color();
@@ -612,8 +622,7 @@ impl LineFig {
                 if !self.log_x {
                     // The linear x axis' ticks ([`x_ticks`]), drawn here:
                     // grid line, tick mark and label at each.
-                    let style =
-                        TextStyle::from((FONT, TICK_SIZE)).pos(text_anchor::Pos::new(HPos::Center, VPos::Top));
+                    let style = TextStyle::from((FONT, TICK_SIZE)).pos(text_anchor::Pos::new(HPos::Center, VPos::Top));
                     for t in &ticks {
                         let (px, bottom) = chart.backend_coord(&(*t, y0));
                         let (_, top) = chart.backend_coord(&(*t, y1));
@@ -643,11 +652,7 @@ impl LineFig {
                         for (&(x, y), &s) in l.pts.iter().zip(sd).filter(|(p, s)| visible(p) && **s > 0.0) {
                             let (low, high) = error_bar(y, s, self.nonneg);
                             // A bar cut (at 0, or at a log axis' bottom) has no cap there.
-                            let (low, cut) = if self.log_y && low < y0 {
-                                (y0, true)
-                            } else {
-                                (low, low > y - s)
-                            };
+                            let (low, cut) = if self.log_y && low < y0 { (y0, true) } else { (low, low > y - s) };
                             let (px, lo) = chart.backend_coord(&(x, low));
                             let (_, hi) = chart.backend_coord(&(x, high));
                             let mut segs = vec![vec![(px, lo), (px, hi)], vec![(px - 5, hi), (px + 5, hi)]];
@@ -696,7 +701,9 @@ pub fn x_ticks(xs: &[f64], lo: f64, hi: f64, at_points: bool) -> Vec<f64> {
     let r: RangedCoordf64 = (lo..hi).into();
     let pts = r.key_points(X_LABELS);
     if !d.is_empty() && d.iter().all(|x| x.fract() == 0.0) {
-        let ints: Vec<f64> = pts.iter().copied().filter(|v| v.fract() == 0.0).collect();
+        // plotters' steps (0.2, 0.5, ...) may land an ulp off an integer.
+        let ints: Vec<f64> =
+            pts.iter().map(|v| v.round()).zip(&pts).filter(|(r, v)| (*r - *v).abs() < 1e-9).map(|p| p.0).collect();
         if ints.is_empty() {
             // A span under one unit: its integers, or the values themselves.
             let whole: Vec<f64> = (lo.ceil() as i64..=hi.floor() as i64).map(|v| v as f64).collect();
@@ -1248,7 +1255,11 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
         }
     }
     config_order.sort_by(|a, b| {
-        a.0.iter().zip(&b.0).map(|(x, y)| x.0.total_cmp(&y.0).then_with(|| x.1.cmp(&y.1))).find(|o| o.is_ne()).unwrap_or(std::cmp::Ordering::Equal)
+        a.0.iter()
+            .zip(&b.0)
+            .map(|(x, y)| x.0.total_cmp(&y.0).then_with(|| x.1.cmp(&y.1)))
+            .find(|o| o.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
     });
     let rank = |g: &str| config_order.iter().position(|c| c.1 == g).unwrap_or(usize::MAX);
     // The workload and policy every run shares, from the runs' manifests: a
