@@ -43,6 +43,28 @@
 //! `ttf-parser`, `plotters-bitmap`, `png` with its deflate crates, and the
 //! font crate), where `resvg` would bring its own text-shaping stack. Both
 //! files are written atomically ([`crate::metrics::export::write_atomic`]).
+//!
+//! The PNG's text is drawn by [`PngBackend`], plotters' bitmap backend with
+//! its own `draw_text`: plotters 0.3.7's `ab_glyph` renderer places each
+//! glyph's bitmap at the pen position without the glyph's left side bearing
+//! (`px_bounds().min.x`) and truncates the pen to whole pixels, so letters
+//! bunched and spaces vanished ("Jobsper GPU"). `PngBackend` places every
+//! glyph at its bounds on the (fractional) pen, which advances by the
+//! font's advance widths and kerning, as plotters measures the text.
+//!
+//! # Axes
+//! - x ticks ([`x_ticks`]): at exactly the distinct x values when there are
+//!   at most 8 of them; else only on integers when every x is an integer;
+//!   else plotters' round numbers.
+//! - y axis ([`log_y`]): logarithmic (the label says "log scale") when every
+//!   value is positive and the largest is over 100 times the smallest; a
+//!   linear one starts at 0 unless every value is positive and they span less
+//!   than a quarter of the largest ([`y_range`]): then it is padded around them.
+//! - Error bars of a sweep's metric (all non-negative: times, rates,
+//!   fractions, counts) are clipped at 0 ([`error_bar`]); on a log axis, at
+//!   the bottom of the axis.
+//! - Configurations (legend entries, dot-chart rows) are sorted by the swept
+//!   keys' values in the order the keys are swept, numbers numerically.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -52,6 +74,7 @@ use plotters::coord::ranged1d::Ranged;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{self, HPos, VPos};
+use plotters_backend::{BackendColor, BackendCoord};
 
 /// The font family every text uses (registered from the embedded font).
 const FONT: &str = "sans-serif";
@@ -83,7 +106,7 @@ pub const HUMAN_NAMES: [(&str, &str, &str); 29] = [
     ("qos_guarantee_rate", "QoS guarantee rate", ""),
     ("normalized_latency_mean", "Mean normalised latency", ""),
     ("normalized_throughput_mean", "Mean normalised throughput", ""),
-    ("interference_slowdown_mean", "Mean interference slowdown", ""),
+    ("interference_slowdown_mean", "Co-located speed (achieved / isolated)", ""),
     ("qos_guarantee_rate_meetable", "QoS guarantee rate (meetable tasks)", ""),
     ("normalized_latency_with_wait_mean", "Mean normalised latency with wait", ""),
     ("normalized_rate_cluster", "Cluster-normalised rate", ""),
@@ -107,7 +130,7 @@ pub const HUMAN_NAMES: [(&str, &str, &str); 29] = [
 
 /// Human names of swept keys ([`super::raw::KEYS`]) for axis labels and
 /// titles: (key, name, unit). Keys not listed show as written.
-pub const KEY_NAMES: [(&str, &str, &str); 12] = [
+pub const KEY_NAMES: [(&str, &str, &str); 14] = [
     ("load", "Offered load", ""),
     ("jobs_per_hour", "Arrival rate", "jobs/h"),
     ("jobs_per_hour_per_gpu", "Arrival rate per GPU", "jobs/h/GPU"),
@@ -120,14 +143,34 @@ pub const KEY_NAMES: [(&str, &str, &str); 12] = [
     ("max_tenants", "Jobs per GPU (max)", ""),
     ("mem_headroom", "Memory headroom", ""),
     ("vc_scale", "VC scale", ""),
+    ("theta_mem", "θ_mem (IAWP memory threshold)", ""),
+    ("share.max_tenants", "Jobs per GPU (max)", ""),
 ];
 
+/// A swept key without its `policy_opt.` / `params.` prefix
+/// (`policy_opt.theta_mem` → `theta_mem`).
+pub fn short_key(key: &str) -> &str {
+    let k = key.strip_prefix(super::raw::POLICY_OPT).map_or(key, |k| k.strip_prefix('.').unwrap_or(k));
+    k.strip_prefix("params.").unwrap_or(k)
+}
+
+/// A name for use inside a sentence: lower-cased first letter unless the
+/// name starts with an acronym ("VC scale", "GPUs per node" stay).
+fn in_sentence(name: &str) -> String {
+    let mut cs = name.chars();
+    match (cs.next(), cs.next()) {
+        (Some(a), Some(b)) if !b.is_uppercase() => a.to_lowercase().chain(name.chars().skip(1)).collect(),
+        _ => name.to_string(),
+    }
+}
+
 fn human(column: &str) -> (String, &'static str) {
+    let short = short_key(column);
     HUMAN_NAMES
         .iter()
         .chain(&KEY_NAMES)
-        .find(|(c, _, _)| *c == column)
-        .map_or_else(|| (column.to_string(), ""), |&(_, n, u)| (n.to_string(), u))
+        .find(|(c, _, _)| *c == column || *c == short)
+        .map_or_else(|| (short.to_string(), ""), |&(_, n, u)| (n.to_string(), u))
 }
 
 /// A time unit chosen for values up to `max_s` seconds: (divisor to apply to
@@ -266,6 +309,148 @@ fn draw_marker<DB: DrawingBackend>(
     res.map_err(|e| e.to_string())
 }
 
+/// plotters' bitmap backend with a text renderer that keeps the font's
+/// spacing (see the module docs, "Fonts and the PNG twin"); every other
+/// drawing call is the bitmap backend's own.
+pub struct PngBackend<'a> {
+    inner: BitMapBackend<'a>,
+    font: ab_glyph::FontRef<'static>,
+}
+
+impl<'a> PngBackend<'a> {
+    /// A backend drawing into `buf` (RGB, 3 bytes a pixel, `w` × `h` px).
+    ///
+    /// # Errors
+    /// The embedded font is refused by `ab_glyph` (not expected: it is a
+    /// valid TTF shipped by `epaint_default_fonts`).
+    pub fn with_buffer(buf: &'a mut [u8], (w, h): (u32, u32)) -> Result<Self, String> {
+        let font = ab_glyph::FontRef::try_from_slice(epaint_default_fonts::UBUNTU_LIGHT)
+            .map_err(|e| format!("the embedded font: {e}"))?;
+        Ok(Self { inner: BitMapBackend::with_buffer(buf, (w, h)), font })
+    }
+}
+
+type PngError<'a> = plotters_backend::DrawingErrorKind<<BitMapBackend<'a> as DrawingBackend>::ErrorType>;
+
+impl<'a> DrawingBackend for PngBackend<'a> {
+    type ErrorType = <BitMapBackend<'a> as DrawingBackend>::ErrorType;
+
+    fn get_size(&self) -> (u32, u32) {
+        self.inner.get_size()
+    }
+    fn ensure_prepared(&mut self) -> Result<(), PngError<'a>> {
+        self.inner.ensure_prepared()
+    }
+    fn present(&mut self) -> Result<(), PngError<'a>> {
+        self.inner.present()
+    }
+    fn draw_pixel(&mut self, p: BackendCoord, c: BackendColor) -> Result<(), PngError<'a>> {
+        self.inner.draw_pixel(p, c)
+    }
+    fn draw_line<S: plotters_backend::BackendStyle>(
+        &mut self,
+        a: BackendCoord,
+        b: BackendCoord,
+        s: &S,
+    ) -> Result<(), PngError<'a>> {
+        self.inner.draw_line(a, b, s)
+    }
+    fn draw_rect<S: plotters_backend::BackendStyle>(
+        &mut self,
+        a: BackendCoord,
+        b: BackendCoord,
+        s: &S,
+        fill: bool,
+    ) -> Result<(), PngError<'a>> {
+        self.inner.draw_rect(a, b, s, fill)
+    }
+    fn draw_path<S: plotters_backend::BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        path: I,
+        s: &S,
+    ) -> Result<(), PngError<'a>> {
+        self.inner.draw_path(path, s)
+    }
+    fn draw_circle<S: plotters_backend::BackendStyle>(
+        &mut self,
+        c: BackendCoord,
+        r: u32,
+        s: &S,
+        fill: bool,
+    ) -> Result<(), PngError<'a>> {
+        self.inner.draw_circle(c, r, s, fill)
+    }
+    fn fill_polygon<S: plotters_backend::BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        vert: I,
+        s: &S,
+    ) -> Result<(), PngError<'a>> {
+        self.inner.fill_polygon(vert, s)
+    }
+    fn blit_bitmap(&mut self, pos: BackendCoord, (w, h): (u32, u32), src: &[u8]) -> Result<(), PngError<'a>> {
+        self.inner.blit_bitmap(pos, (w, h), src)
+    }
+
+    /// plotters' default text drawing (anchor from the measured box, then the
+    /// style's rotation), with each glyph placed at its own bounds on a
+    /// fractional pen; the baseline sits `size / 2` below the box top, as
+    /// plotters places it.
+    fn draw_text<S: plotters_backend::BackendTextStyle>(
+        &mut self,
+        text: &str,
+        style: &S,
+        pos: BackendCoord,
+    ) -> Result<(), PngError<'a>> {
+        use ab_glyph::{Font, ScaleFont};
+        use plotters_backend::DrawingErrorKind;
+        let color = style.color();
+        if color.alpha == 0.0 {
+            return Ok(());
+        }
+        let ((min_x, min_y), (max_x, max_y)) =
+            style.layout_box(text).map_err(|e| DrawingErrorKind::FontError(Box::new(e)))?;
+        let (width, height) = (max_x - min_x, max_y - min_y);
+        let dx = match style.anchor().h_pos {
+            HPos::Left => 0,
+            HPos::Right => -width,
+            HPos::Center => -width / 2,
+        };
+        let dy = match style.anchor().v_pos {
+            VPos::Top => 0,
+            VPos::Center => -height / 2,
+            VPos::Bottom => -height,
+        };
+        let trans = style.transform();
+        let (w, h) = self.get_size();
+        let size = style.size() as f32;
+        let font = self.font.as_scaled(size);
+        let mut pen = 0f32;
+        let mut prev = None;
+        let mut px = Vec::new();
+        for c in text.chars() {
+            let id = font.glyph_id(c);
+            if let Some(p) = prev {
+                pen += font.kern(p, id);
+            }
+            prev = Some(id);
+            let glyph = id.with_scale_and_position(font.scale(), ab_glyph::point(pen, size / 2.0));
+            if let Some(q) = font.outline_glyph(glyph) {
+                let b = q.px_bounds();
+                q.draw(|x, y, a| px.push((b.min.x as i32 + x as i32, b.min.y as i32 + y as i32, a)));
+            }
+            pen += font.h_advance(id);
+        }
+        for (x, y, a) in px {
+            let (x, y) = trans.transform(x + dx - min_x, y + dy - min_y);
+            let (x, y) = (pos.0 + x, pos.1 + y);
+            if x >= 0 && x < w as i32 && y >= 0 && y < h as i32 {
+                self.inner.draw_pixel((x, y), BackendColor { alpha: color.alpha * f64::from(a), rgb: color.rgb })?;
+            }
+        }
+        Ok(())
+    }
+}
+
 fn text_width(text: &str, size: f64) -> u32 {
     register_font();
     FontDesc::new(FontFamily::Name(FONT), size, FontStyle::Normal).box_size(text).map_or(0, |(w, _)| w)
@@ -300,6 +485,12 @@ struct LineFig {
     cdf: bool,
     /// A fixed y range (CDFs: 0 to 1).
     y_fixed: Option<(f64, f64)>,
+    /// A logarithmic y axis (see [`log_y`]; every y must be positive).
+    log_y: bool,
+    /// Tick the x axis at the points' x values when there are few ([`x_ticks`]).
+    x_at_points: bool,
+    /// The values cannot be negative: error bars stop at 0 ([`error_bar`]).
+    nonneg: bool,
     /// Text written in the middle of an empty plot.
     empty_note: String,
 }
@@ -359,10 +550,13 @@ impl LineFig {
             l.pts.iter().enumerate().map(move |(i, &(x, y))| (x, y, sd.map_or(0.0, |s| s[i])))
         });
         let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
-        for (x, y, s) in pts.filter(|p| p.0.is_finite() && p.1.is_finite() && (!self.log_x || p.0 > 0.0)) {
+        for (x, y, s) in pts.filter(|p| self.visible(&(p.0, p.1))) {
             x0 = x0.min(x);
             x1 = x1.max(x);
-            y0 = y0.min(y - s);
+            // On a log axis a bar reaching 0 or below is cut at the axis
+            // bottom, which the means (and the bars above 0) set.
+            let low = if self.log_y && y - s <= 0.0 { y } else { error_bar(y, s, self.nonneg).0 };
+            y0 = y0.min(low);
             y1 = y1.max(y + s);
         }
         if !x0.is_finite() {
@@ -383,11 +577,13 @@ impl LineFig {
             let pad = (x1 - x0) * 0.03;
             (x0, x1) = (x0 - pad, x1 + pad);
         }
-        let y = self.y_fixed.unwrap_or_else(|| {
-            let (lo, hi) = (y0.min(0.0), y1.max(0.0));
-            if hi <= lo { (lo, lo + 1.0) } else { (lo, hi + (hi - lo) * 0.05) }
-        });
+        let y = self.y_fixed.unwrap_or_else(|| if self.log_y { (y0 / 1.3, y1 * 1.3) } else { y_range(y0, y1) });
         ((x0, x1), y)
+    }
+
+    /// Whether a point can be drawn on these axes.
+    fn visible(&self, p: &(f64, f64)) -> bool {
+        p.0.is_finite() && p.1.is_finite() && (!self.log_x || p.0 > 0.0) && (!self.log_y || p.1 > 0.0)
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
@@ -403,25 +599,41 @@ impl LineFig {
             .x_label_area_size(50)
             .y_label_area_size(y_area(y0, y1, Y_LABELS));
         let tick = |v: &f64| tick_label(*v);
+        let xs: Vec<f64> = self.lines.iter().flat_map(|l| l.pts.iter().map(|p| p.0)).collect();
+        let ticks = x_ticks(&xs, x0, x1, self.x_at_points);
         let plot_top;
         macro_rules! body {
             ($chart:expr) => {{
                 let mut chart = $chart;
-                chart
-                    .configure_mesh()
-                    .x_desc(&self.x_label)
+                let mut mesh = chart.configure_mesh();
+                mesh.x_desc(&self.x_label)
                     .y_desc(&self.y_label)
-                    .x_labels(if self.log_x { 6 } else { X_LABELS })
+                    .x_labels(if self.log_x { 6 } else { 0 })
                     .y_labels(Y_LABELS)
                     .x_label_formatter(&tick)
                     .y_label_formatter(&tick)
                     .label_style((FONT, TICK_SIZE))
                     .axis_desc_style((FONT, LABEL_SIZE))
-                    .light_line_style(RGBColor(235, 235, 235))
-                    .draw()
-                    .map_err(e)?;
+                    .light_line_style(RGBColor(235, 235, 235));
+                if !self.log_x {
+                    mesh.disable_x_mesh();
+                }
+                mesh.draw().map_err(e)?;
+                if !self.log_x {
+                    // The linear x axis' ticks ([`x_ticks`]), drawn here:
+                    // grid line, tick mark and label at each.
+                    let style = TextStyle::from((FONT, TICK_SIZE)).pos(text_anchor::Pos::new(HPos::Center, VPos::Top));
+                    for t in &ticks {
+                        let (px, bottom) = chart.backend_coord(&(*t, y0));
+                        let (_, top) = chart.backend_coord(&(*t, y1));
+                        root.draw(&PathElement::new(vec![(px, top), (px, bottom)], RGBColor(205, 205, 205)))
+                            .map_err(e)?;
+                        root.draw(&PathElement::new(vec![(px, bottom), (px, bottom + 5)], BLACK)).map_err(e)?;
+                        root.draw(&Text::new(tick_label(*t), (px, bottom + 8), style.clone())).map_err(e)?;
+                    }
+                }
                 plot_top = chart.backend_coord(&(x0, y1)).1;
-                let visible = |p: &(f64, f64)| p.0.is_finite() && p.1.is_finite() && (!self.log_x || p.0 > 0.0);
+                let visible = |p: &(f64, f64)| self.visible(p);
                 for (i, l) in self.lines.iter().enumerate() {
                     let c = colour(i);
                     let pts: Vec<(f64, f64)> = l.pts.iter().copied().filter(visible).collect();
@@ -438,13 +650,16 @@ impl LineFig {
                     }
                     if let Some(sd) = &l.sd {
                         for (&(x, y), &s) in l.pts.iter().zip(sd).filter(|(p, s)| visible(p) && **s > 0.0) {
-                            let (px, lo) = chart.backend_coord(&(x, y - s));
-                            let (_, hi) = chart.backend_coord(&(x, y + s));
-                            for seg in [
-                                vec![(px, lo), (px, hi)],
-                                vec![(px - 5, lo), (px + 5, lo)],
-                                vec![(px - 5, hi), (px + 5, hi)],
-                            ] {
+                            let (low, high) = error_bar(y, s, self.nonneg);
+                            // A bar cut (at 0, or at a log axis' bottom) has no cap there.
+                            let (low, cut) = if self.log_y && low < y0 { (y0, true) } else { (low, low > y - s) };
+                            let (px, lo) = chart.backend_coord(&(x, low));
+                            let (_, hi) = chart.backend_coord(&(x, high));
+                            let mut segs = vec![vec![(px, lo), (px, hi)], vec![(px - 5, hi), (px + 5, hi)]];
+                            if !cut {
+                                segs.push(vec![(px - 5, lo), (px + 5, lo)]);
+                            }
+                            for seg in segs {
                                 root.draw(&PathElement::new(seg, c.stroke_width(1))).map_err(e)?;
                             }
                         }
@@ -460,14 +675,73 @@ impl LineFig {
                 }
             }};
         }
-        if self.log_x {
-            body!(builder.build_cartesian_2d((x0..x1).log_scale(), y0..y1).map_err(e)?);
-        } else {
-            body!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(e)?);
+        match (self.log_x, self.log_y) {
+            (true, true) => body!(builder.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale()).map_err(e)?),
+            (true, false) => body!(builder.build_cartesian_2d((x0..x1).log_scale(), y0..y1).map_err(e)?),
+            (false, true) => body!(builder.build_cartesian_2d(x0..x1, (y0..y1).log_scale()).map_err(e)?),
+            (false, false) => body!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(e)?),
         }
         let names: Vec<&str> = self.lines.iter().map(|l| l.name.as_str()).collect();
         draw_legend(&right, plot_top, &names)
     }
+}
+
+/// Tick positions of a linear x axis over `lo..hi` that shows points at
+/// `xs`: with `at_points` (a sweep's chart), the distinct values of `xs`
+/// when there are at most 8 of them; else
+/// plotters' round numbers for 8 labels, only the integers among them when
+/// every value of `xs` is an integer (so `max_tenants` 1..10 never shows 2.5).
+pub fn x_ticks(xs: &[f64], lo: f64, hi: f64, at_points: bool) -> Vec<f64> {
+    let mut d: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    d.sort_by(f64::total_cmp);
+    d.dedup();
+    if at_points && !d.is_empty() && d.len() <= X_LABELS {
+        return d;
+    }
+    let r: RangedCoordf64 = (lo..hi).into();
+    let pts = r.key_points(X_LABELS);
+    if !d.is_empty() && d.iter().all(|x| x.fract() == 0.0) {
+        // plotters' steps (0.2, 0.5, ...) may land an ulp off an integer.
+        let ints: Vec<f64> =
+            pts.iter().map(|v| v.round()).zip(&pts).filter(|(r, v)| (*r - *v).abs() < 1e-9).map(|p| p.0).collect();
+        if ints.is_empty() {
+            // A span under one unit: its integers, or the values themselves.
+            let whole: Vec<f64> = (lo.ceil() as i64..=hi.floor() as i64).map(|v| v as f64).collect();
+            return if whole.is_empty() { d } else { whole };
+        }
+        return ints;
+    }
+    pts
+}
+
+/// Whether values `ys` get a logarithmic axis: every one finite and positive,
+/// and the largest over 100 times the smallest (a linear axis would flatten
+/// all but the top lines).
+pub fn log_y(ys: &[f64]) -> bool {
+    let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    !ys.is_empty() && ys.iter().all(|y| y.is_finite() && *y > 0.0) && hi / lo > 100.0
+}
+
+/// The ends (low, high) of the error bar of `mean` ± `sd`; for a quantity
+/// that cannot be negative (`nonneg`), the low end is clipped at 0.
+pub fn error_bar(mean: f64, sd: f64, nonneg: bool) -> (f64, f64) {
+    let low = mean - sd;
+    (if nonneg { low.max(0.0) } else { low }, mean + sd)
+}
+
+/// A linear y range for data from `lo` to `hi`: from 0 (or `lo` when
+/// negative) to 5 % above `hi`; but when every value is positive and they
+/// span less than a quarter of `hi` (completion rates of 0.9-0.98), padded
+/// by a tenth of the span around them (5 % of the value for a single value),
+/// so the lines are not flat at the top of an axis from 0.
+pub fn y_range(lo: f64, hi: f64) -> (f64, f64) {
+    if lo > 0.0 && hi - lo < 0.25 * hi {
+        let pad = if hi > lo { (hi - lo) * 0.1 } else { hi * 0.05 };
+        return (lo - pad, hi + pad);
+    }
+    let (lo, hi) = (lo.min(0.0), hi.max(0.0));
+    if hi <= lo { (lo, lo + 1.0) } else { (lo, hi + (hi - lo) * 0.05) }
 }
 
 /// A categorical dot chart: one dot (mean) with ± sd bars per configuration,
@@ -497,7 +771,7 @@ impl DotFig {
         root.fill(&WHITE).map_err(e)?;
         let n = self.names.len();
         let sd = |i: usize| self.sd.as_ref().map_or(0.0, |s| s[i]);
-        let lo = (0..n).map(|i| self.means[i] - sd(i)).fold(f64::INFINITY, f64::min);
+        let lo = (0..n).map(|i| error_bar(self.means[i], sd(i), true).0).fold(f64::INFINITY, f64::min);
         let hi = (0..n).map(|i| self.means[i] + sd(i)).fold(f64::NEG_INFINITY, f64::max);
         let (x0, x1) = if !lo.is_finite() || !hi.is_finite() {
             (0.0, 1.0)
@@ -541,9 +815,15 @@ impl DotFig {
                 .map_err(e)?;
             root.draw(&Text::new(self.names[i].clone(), (ax - 8, py), name_style.clone())).map_err(e)?;
             if sd(i) > 0.0 {
-                let (l, _) = chart.backend_coord(&(self.means[i] - sd(i), y));
-                let (h, _) = chart.backend_coord(&(self.means[i] + sd(i), y));
-                for seg in [vec![(l, py), (h, py)], vec![(l, py - 6), (l, py + 6)], vec![(h, py - 6), (h, py + 6)]] {
+                let (low, high) = error_bar(self.means[i], sd(i), true);
+                let (l, _) = chart.backend_coord(&(low, y));
+                let (h, _) = chart.backend_coord(&(high, y));
+                let mut segs = vec![vec![(l, py), (h, py)], vec![(h, py - 6), (h, py + 6)]];
+                // A bar clipped at 0 has no cap there.
+                if low <= self.means[i] - sd(i) {
+                    segs.push(vec![(l, py - 6), (l, py + 6)]);
+                }
+                for seg in segs {
                     root.draw(&PathElement::new(seg, c.stroke_width(2))).map_err(e)?;
                 }
             }
@@ -589,7 +869,9 @@ fn write_fig(dir: &Path, name: &str, fig: &Fig) -> Result<Vec<PathBuf>, String> 
     }
     let mut rgb = vec![255u8; w as usize * h as usize * 3];
     {
-        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        let root = PngBackend::with_buffer(&mut rgb, (w, h))
+            .map_err(|m| format!("{}: {m}", png_path.display()))?
+            .into_drawing_area();
         fig.draw(&root).map_err(|m| format!("{}: {m}", png_path.display()))?;
         root.present().map_err(|m| format!("{}: {m}", png_path.display()))?;
     }
@@ -641,6 +923,9 @@ fn cdf_fig(title: String, column: &str, sets: Vec<(String, Vec<f64>)>) -> Fig {
         step: false,
         cdf: true,
         y_fixed: Some((0.0, 1.0)),
+        log_y: false,
+        x_at_points: false,
+        nonneg: false,
         empty_note: "no completed jobs".into(),
     })
 }
@@ -698,6 +983,9 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, String> {
                 step,
                 cdf: false,
                 y_fixed,
+                log_y: false,
+                x_at_points: false,
+                nonneg: false,
                 empty_note: String::new(),
             });
             written.extend(write_fig(dir, file, &fig)?);
@@ -789,6 +1077,9 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<Vec<P
         step: false,
         cdf: false,
         y_fixed: None,
+        log_y: false,
+        x_at_points: false,
+        nonneg: false,
         empty_note: "no decisions".into(),
     });
     let dir = out.parent().unwrap_or(Path::new("."));
@@ -880,6 +1171,14 @@ fn remove_sweep_charts(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// A policy's name for a title: `ldwp-frozen` → "frozen LDWP", `rifling` →
+/// "RIFLING" (the learning policies are acronyms); others as written.
+fn policy_name(p: &str) -> String {
+    let (base, frozen) = p.strip_suffix("-frozen").map_or((p, false), |b| (b, true));
+    let base = if matches!(base, "ldwp" | "rifling" | "iawp") { base.to_uppercase() } else { base.to_string() };
+    if frozen { format!("frozen {base}") } else { base }
+}
+
 /// Mean and sample standard deviation (0 for one value).
 fn mean_sd(vals: &[f64]) -> (f64, f64) {
     let n = vals.len() as f64;
@@ -924,14 +1223,64 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let x_key = swept.iter().find(|k| k.as_str() != "seed" && numeric(k)).cloned();
     let group_keys: Vec<&String> =
         swept.iter().filter(|k| k.as_str() != "seed" && Some(*k) != x_key.as_ref()).collect();
-    // A configuration's name: the value alone for one key, `key=value, ...` for several.
+    // A configuration's name: the value alone for one key, `key=value, ...`
+    // for several (the key without its `policy_opt.` prefix and dotted path:
+    // `policy_opt.share.max_tenants` → `max_tenants`).
     let group_of = |r: &Vec<String>| -> Result<String, String> {
         if let [k] = group_keys[..] {
             return Ok(r[col(k)?].clone());
         }
-        let parts: Vec<String> =
-            group_keys.iter().map(|k| Ok(format!("{k}={}", r[col(k)?]))).collect::<Result<_, String>>()?;
+        let parts: Vec<String> = group_keys
+            .iter()
+            .map(|k| Ok(format!("{}={}", short_key(k).rsplit('.').next().unwrap_or(k), r[col(k)?])))
+            .collect::<Result<_, String>>()?;
         Ok(if parts.is_empty() { "all runs".into() } else { parts.join(", ") })
+    };
+    // The order of configurations: by the swept keys' values, in the order
+    // the keys are swept, numbers numerically, other values as text.
+    let sort_key = |r: &Vec<String>| -> Result<Vec<(f64, String)>, String> {
+        group_keys
+            .iter()
+            .map(|k| {
+                let v = &r[col(k)?];
+                Ok(v.parse::<f64>().map_or((f64::INFINITY, v.clone()), |x| (x, String::new())))
+            })
+            .collect()
+    };
+    let mut config_order: Vec<(Vec<(f64, String)>, String)> = Vec::new();
+    for r in &rows {
+        let g = group_of(r)?;
+        if !config_order.iter().any(|c| c.1 == g) {
+            config_order.push((sort_key(r)?, g));
+        }
+    }
+    config_order.sort_by(|a, b| {
+        a.0.iter()
+            .zip(&b.0)
+            .map(|(x, y)| x.0.total_cmp(&y.0).then_with(|| x.1.cmp(&y.1)))
+            .find(|o| o.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let rank = |g: &str| config_order.iter().position(|c| c.1 == g).unwrap_or(usize::MAX);
+    // The workload and policy every run shares, from the runs' manifests: a
+    // GENIE workload's arrivals are tasks; a single policy not swept is named
+    // in the titles.
+    let idc = col("run_id")?;
+    let mut workloads = std::collections::BTreeSet::new();
+    let mut policies = std::collections::BTreeSet::new();
+    for r in &rows {
+        let run_dir = dir.join("runs").join(&r[idc]);
+        crate::experiment::check_run_dir(&run_dir)?;
+        let m: serde_json::Value =
+            serde_json::from_str(&crate::io::read_text(&run_dir.join("manifest.json")).map_err(|e| e.to_string())?)
+                .map_err(|e| format!("{}: {e}", run_dir.join("manifest.json").display()))?;
+        workloads.insert(m["spec"]["workload"]["kind"].as_str().unwrap_or("").to_string());
+        policies.insert(m["policy"].as_str().unwrap_or("").to_string());
+    }
+    let genie = workloads.len() == 1 && workloads.contains("genie");
+    let setting = match (swept.iter().any(|k| k == "policy"), policies.iter().next()) {
+        (false, Some(p)) if policies.len() == 1 && !p.is_empty() => format!(", {}", policy_name(p)),
+        _ => String::new(),
     };
     remove_sweep_charts(dir)?;
     let mut written = Vec::new();
@@ -984,35 +1333,41 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
                     Line { name: g, pts, sd: bars.then_some(sds) }
                 })
                 .collect();
-            let (x_name, x_unit) = human(x);
+            let mut lines = lines;
+            lines.sort_by_key(|l| rank(&l.name));
+            let (x_name, mut x_unit) = human(x);
+            if genie && x_unit == "jobs/h" {
+                x_unit = "tasks/h";
+            }
+            let ys: Vec<f64> = lines.iter().flat_map(|l| l.pts.iter().map(|p| p.1)).collect();
+            let log = log_y(&ys);
             let fig = Fig::Line(LineFig {
-                title: format!("{} vs {} ({note})", human(metric).0, x_name.to_lowercase()),
+                title: format!("{} vs {}{setting} ({note})", human(metric).0, in_sentence(&x_name)),
                 x_label: if x_unit.is_empty() { x_name } else { format!("{x_name} ({x_unit})") },
-                y_label: m_label,
+                y_label: if log { format!("{m_label}, log scale") } else { m_label },
                 lines,
                 log_x: false,
                 step: false,
                 cdf: false,
                 y_fixed: None,
+                log_y: log,
+                x_at_points: true,
+                nonneg: true,
                 empty_note: "no runs".into(),
             });
             written.extend(write_fig(dir, &format!("{metric}_vs_{x}"), &fig)?);
         } else {
-            // A categorical sweep: one dot per configuration, in the sweep's order.
-            let mut order: Vec<String> = Vec::new();
+            // A categorical sweep: one dot per configuration, sorted by the keys' values.
+            let order: Vec<String> = config_order.iter().map(|c| c.1.clone()).collect();
             let mut acc: BTreeMap<String, Vec<f64>> = BTreeMap::new();
             for r in &rows {
-                let g = group_of(r)?;
-                if !acc.contains_key(&g) {
-                    order.push(g.clone());
-                }
-                acc.entry(g).or_default().push(value(r)? / div);
+                acc.entry(group_of(r)?).or_default().push(value(r)? / div);
             }
             let counts: Vec<usize> = acc.values().map(Vec::len).collect();
             let (note, bars) = seeds_note(&counts);
             let stats: Vec<(f64, f64)> = order.iter().map(|g| mean_sd(&acc[g])).collect();
             let fig = Fig::Dot(DotFig {
-                title: format!("{} per configuration ({note})", human(metric).0),
+                title: format!("{} per configuration{setting} ({note})", human(metric).0),
                 x_label: m_label,
                 names: order,
                 means: stats.iter().map(|s| s.0).collect(),
@@ -1022,7 +1377,6 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
         }
     }
     // Per-group JCT CDFs, pooled over the group's runs.
-    let idc = col("run_id")?;
     let mut pooled: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for r in &rows {
         let run_dir = dir.join("runs").join(&r[idc]);
@@ -1035,7 +1389,9 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
             .or_default()
             .extend(jrows.iter().filter(|j| j[sc] == "completed").filter_map(|j| j[jc].parse::<f64>().ok()));
     }
-    let fig = cdf_fig("JCT CDF per configuration (runs pooled)".into(), "jct_s", pooled.into_iter().collect());
+    let mut pooled: Vec<(String, Vec<f64>)> = pooled.into_iter().collect();
+    pooled.sort_by_key(|p| rank(&p.0));
+    let fig = cdf_fig(format!("JCT CDF per configuration{setting} (runs pooled)"), "jct_s", pooled);
     written.extend(write_fig(dir, "jct_cdf", &fig)?);
     Ok(written)
 }

@@ -463,3 +463,27 @@ fn tick_labels_and_time_units_by_hand() {
     assert_eq!(time_unit(119.0), (1.0, "s"));
     assert_eq!(dlsched::plot::steps(&[(0.0, 1.0), (2.0, 3.0)]), vec![(0.0, 1.0), (2.0, 1.0), (2.0, 3.0)]);
 }
+
+#[test]
+fn axis_rules_by_hand() {
+    use dlsched::plot::{error_bar, log_y, x_ticks, y_range};
+    // Few swept values: a tick at each, nothing between (nodes 2, 4, 8).
+    assert_eq!(x_ticks(&[2.0, 4.0, 8.0, 4.0], 1.8, 8.2, true), vec![2.0, 4.0, 8.0]);
+    // Integers 1..=20 (too many to tick each): only whole-number ticks.
+    let xs: Vec<f64> = (1..=20).map(f64::from).collect();
+    let t = x_ticks(&xs, 0.5, 20.5, true);
+    assert!(!t.is_empty() && t.iter().all(|v| v.fract() == 0.0), "{t:?}");
+    // Integers 2 and 3 on a time axis (no exact-value rule): 2 and 3 only, not 2.2, 2.4.
+    assert_eq!(x_ticks(&[2.0, 3.0], 1.97, 3.03, false), vec![2.0, 3.0]);
+    // A 1..1e5 series gets a log axis; 1..100 (ratio 100, not over) and one with a 0 do not.
+    assert!(log_y(&[1.0, 10.0, 1e5]));
+    assert!(!log_y(&[1.0, 100.0]) && !log_y(&[0.0, 1e5]));
+    // An error bar of 1 ± 3 on a non-negative metric stops at 0.
+    assert_eq!(error_bar(1.0, 3.0, true), (0.0, 4.0));
+    assert_eq!(error_bar(1.0, 3.0, false), (-2.0, 4.0));
+    // 0.90..0.98: padded by a tenth of the 0.08 span, not from 0; 0.2..1 from 0.
+    let (lo, hi) = y_range(0.90, 0.98);
+    assert!((lo - 0.892).abs() < 1e-12 && (hi - 0.988).abs() < 1e-12, "{lo} {hi}");
+    let (lo, hi) = y_range(0.2, 1.0);
+    assert!(lo == 0.0 && (hi - 1.05).abs() < 1e-12, "{lo} {hi}");
+}
