@@ -536,7 +536,8 @@ mod tests {
         assert_eq!(table.runs, string.runs);
         // The spec's column map is the one the string form gives `--columns`.
         let mut want = crate::trace::ColumnMap::default();
-        want.parse_pairs("submit_time=arrival,job_id=id").unwrap();
+        // (Its `explicit` list keeps the given order, here the sorted one.)
+        want.parse_pairs("job_id=id,submit_time=arrival").unwrap();
         match to_run_spec(&table.runs[0].params, &tp).unwrap().workload {
             crate::experiment::WorkloadSource::Trace { columns, .. } => assert_eq!(columns, want),
             other => panic!("not a trace workload: {other:?}"),
