@@ -9,12 +9,13 @@ use crate::metrics::export;
 
 /// The data files a run directory may hold, `manifest.json` first. A run
 /// writes `manifest.json` last: its presence marks a complete run directory.
-pub const OUTPUT_FILES: [&str; 8] = [
+pub const OUTPUT_FILES: [&str; 9] = [
     "manifest.json",
     "jobs.csv",
     "summary.json",
     "vc_summary.csv",
     "timeline.csv",
+    "vc_timeline.csv",
     "skipped.csv",
     "timing.json",
     "learning_curve.csv",
@@ -103,7 +104,8 @@ pub fn check_run_dir(dir: &Path) -> Result<(), String> {
 }
 
 /// Writes a run directory: `manifest.json`, `jobs.csv`, `summary.json`,
-/// `vc_summary.csv`, `timeline.csv`, and `skipped.csv` when rows were skipped.
+/// `vc_summary.csv`, `timeline.csv`, `vc_timeline.csv`, and `skipped.csv` when
+/// rows were skipped.
 /// An earlier run's files go first ([`clear_run_dir`]: manifest, data files,
 /// charts, temporaries), then the data files are written, then the manifest,
 /// last: a directory without one is a run that did not finish.
@@ -140,6 +142,9 @@ pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
     export::write_atomic(&dir.join("vc_summary.csv"), &export::vc_summary_csv(&report.vcs))?;
     let timeline = export::timeline_csv(&report.output, &report.recording);
     export::write_replacing_with(&dir.join("timeline.csv"), |w| std::io::Write::write_all(w, &timeline))?;
+    export::write_replacing_with(&dir.join("vc_timeline.csv"), |w| {
+        export::write_vc_timeline_csv(&report.output, &report.recording, w)
+    })?;
     if !report.skipped.is_empty() {
         export::write_atomic(&dir.join("skipped.csv"), &export::skipped_csv(&report.skipped))?;
     }

@@ -31,7 +31,10 @@ use crate::workload::synthetic::SyntheticSpec;
 pub const KEYS: [(&str, &str); 52] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
-    ("columns", "jobs-csv: field=column pairs, comma-separated (e.g. \"submit_time=arrival,gpu_num=gpus\")"),
+    (
+        "columns",
+        "jobs-csv: field=column pairs, comma-separated (e.g. \"submit_time=arrival,gpu_num=gpus\"), or a table { submit_time = \"arrival\" }",
+    ),
     ("columns_file", "jobs-csv: a TOML file with a [columns] table, relative to the experiment file"),
     (
         "cluster",

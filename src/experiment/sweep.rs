@@ -92,7 +92,52 @@ fn err(path: &Path, msg: String) -> String {
     format!("{}: {msg}", path.display())
 }
 
+/// A `columns` value (`base.columns`, `sweep.columns`, or an item of a
+/// `sweep.columns` list) in one spelling: the string form
+/// `"field=column,..."` or a table `{ field = "column", ... }` becomes the
+/// pairs trimmed and sorted by field, joined by commas, so that every
+/// spelling of one mapping has one run id. (The mapping is order-free:
+/// [`crate::trace::ColumnMap::set`] refuses a field or column given twice.) A
+/// string that is not all `field=column` pairs is left as written, for the
+/// run spec to name what is wrong.
+fn columns_value(path: &Path, key: &str, v: &toml::Value) -> Result<Value, String> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    match v {
+        toml::Value::String(s) => {
+            for pair in s.split(',').filter(|p| !p.trim().is_empty()) {
+                let Some((f, c)) = pair.split_once('=') else { return Ok(Value::Str(s.clone())) };
+                pairs.push((f.trim().to_string(), c.trim().to_string()));
+            }
+        }
+        toml::Value::Table(t) => {
+            for (f, c) in t {
+                let c = c.as_str().ok_or_else(|| {
+                    err(path, format!("`{key}.{f}` must be a string (the trace column the field is read from)"))
+                })?;
+                if f.contains([',', '=']) || c.contains([',', '=']) {
+                    return Err(err(
+                        path,
+                        format!("`{key}.{f}` = `{c}`: a field or column name cannot hold `,` or `=`"),
+                    ));
+                }
+                pairs.push((f.trim().to_string(), c.trim().to_string()));
+            }
+        }
+        other => {
+            return Err(err(
+                path,
+                format!("`{key}` must be a string or a table of field = \"column\", not {}", other.type_str()),
+            ));
+        }
+    }
+    pairs.sort();
+    Ok(Value::Str(pairs.iter().map(|(f, c)| format!("{f}={c}")).collect::<Vec<_>>().join(",")))
+}
+
 fn scalar(path: &Path, key: &str, v: &toml::Value) -> Result<Value, String> {
+    if key == "base.columns" || key == "sweep.columns" {
+        return columns_value(path, key, v);
+    }
     match v {
         toml::Value::Integer(i) => Ok(Value::Int(*i)),
         toml::Value::Float(x) => Ok(Value::Float(*x)),
@@ -157,9 +202,11 @@ fn entries(path: &Path, table: &str, t: toml::Table) -> Result<Vec<(String, toml
     Ok(out)
 }
 
-/// The values one `[sweep]` entry takes: a value, a list, or `{ from, to, step }`.
+/// The values one `[sweep]` entry takes: a value, a list, or `{ from, to, step }`
+/// (`columns`: a string or table, or a list of them).
 fn sweep_values(path: &Path, key: &str, v: &toml::Value) -> Result<Vec<Value>, String> {
     match v {
+        toml::Value::Table(_) if key == "columns" => Ok(vec![scalar(path, "sweep.columns", v)?]),
         toml::Value::Array(items) => {
             if items.is_empty() {
                 return Err(err(path, format!("`sweep.{key}` is an empty list")));
@@ -470,6 +517,50 @@ mod tests {
         let p = dir.join("e.toml");
         std::fs::write(&p, text).unwrap();
         p
+    }
+
+    #[test]
+    fn columns_as_a_table_is_the_string_form_with_one_run_id() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("t.csv"), "id,arrival,duration,gpu_num\na,0,10,1\n").unwrap();
+        let load = |name: &str, text: &str| {
+            let p = d.path().join(name);
+            std::fs::write(&p, format!("question = \"q\"\n[base]\ntrace = \"t.csv\"\n{text}")).unwrap();
+            (Experiment::load(&p), p)
+        };
+        let (table, tp) = load("a.toml", "columns = { submit_time = \"arrival\", job_id = \"id\" }\n");
+        let (string, _) = load("b.toml", "columns = \" submit_time=arrival , job_id=id\"\n");
+        let (table, string) = (table.unwrap(), string.unwrap());
+        // One mapping, one spelling (pairs sorted by field), one run id.
+        assert_eq!(table.runs[0].params["columns"], Value::Str("job_id=id,submit_time=arrival".into()));
+        assert_eq!(table.runs, string.runs);
+        // The spec's column map is the one the string form gives `--columns`.
+        let mut want = crate::trace::ColumnMap::default();
+        // (Its `explicit` list keeps the given order, here the sorted one.)
+        want.parse_pairs("job_id=id,submit_time=arrival").unwrap();
+        match to_run_spec(&table.runs[0].params, &tp).unwrap().workload {
+            crate::experiment::WorkloadSource::Trace { columns, .. } => assert_eq!(columns, want),
+            other => panic!("not a trace workload: {other:?}"),
+        }
+        // In [sweep], a list of tables is one run per mapping.
+        let (swept, _) = load(
+            "c.toml",
+            "[sweep]\ncolumns = [{ submit_time = \"arrival\", job_id = \"id\" }, { job_id = \"id\" }]\n",
+        );
+        let mut got: Vec<String> = swept.unwrap().runs.iter().map(|r| r.params["columns"].to_string()).collect();
+        got.sort();
+        assert_eq!(got, ["job_id=id", "job_id=id,submit_time=arrival"]);
+        // A lone table in [sweep] is one value, not a range.
+        let (one, _) = load("d.toml", "[sweep]\ncolumns = { job_id = \"id\", submit_time = \"arrival\" }\n");
+        assert_eq!(one.unwrap().runs[0].id, table.runs[0].id);
+        // A non-string column is named.
+        let (bad, _) = load("e.toml", "columns = { job_id = 3 }\n");
+        let e = bad.unwrap_err();
+        assert!(e.contains("`base.columns.job_id` must be a string"), "{e}");
+        // An unknown field is refused as in the string form.
+        let (bad, _) = load("f.toml", "columns = { nope = \"id\" }\n");
+        let e = bad.unwrap_err();
+        assert!(e.contains("unknown jobs-csv field `nope`"), "{e}");
     }
 
     #[test]

@@ -11,7 +11,7 @@ pub mod fragmentation;
 pub mod recorder;
 pub mod timing;
 
-pub use recorder::{Recorder, Recording, Sample, ShareIntegrals};
+pub use recorder::{Recorder, Recording, Sample, ShareIntegrals, VcSample};
 pub use timing::{DecisionTiming, TimedPolicy, TimingHandle};
 
 use std::collections::BTreeMap;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::cluster::Cluster;
 use crate::engine::{Observer, Snapshot};
 use crate::ids::{GpuId, JobId, NodeId, VcId};
-use crate::job::JobTable;
+use crate::job::{JobState, JobTable};
 use crate::policy::Policy;
 use crate::profile::db::ProfileDb;
 use crate::profile::resources::SmUtil;
@@ -36,6 +36,25 @@ pub struct Sample {
     pub jobs_running: u32,
     /// Jobs submitted and waiting.
     pub jobs_pending: u32,
+}
+
+/// One VC's row of a timeline sample (`vc_timeline.csv`), at the instant of
+/// the [`Sample`] it belongs to. A job counts in its own partition
+/// ([`crate::job::JobSpec::vc`]); summed over the partitions, `jobs_running`,
+/// `jobs_pending` and `gpus_busy` equal the cluster-wide sample's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VcSample {
+    /// Jobs of the VC running (holding GPUs).
+    pub jobs_running: u32,
+    /// Jobs of the VC submitted and waiting: pending, or preempted and not
+    /// yet resumed (as the cluster-wide `jobs_pending`).
+    pub jobs_pending: u32,
+    /// GPUs of the partition held by running jobs (a shared GPU counts once).
+    pub gpus_busy: u32,
+    /// GPUs requested by the VC's waiting jobs, summed
+    /// ([`crate::job::JobSpec::gpus`]: a fractional-GPU job counts 1, a
+    /// moldable task its nominal request).
+    pub gpus_pending: u64,
 }
 
 /// Time integrals (GPU-milliseconds) of per-GPU figures, summed over GPUs;
@@ -66,6 +85,11 @@ pub struct ShareIntegrals {
 pub struct Recording {
     /// Timeline samples.
     pub timeline: Vec<Sample>,
+    /// Per-VC rows of the timeline samples, one per partition per sample:
+    /// the rows of `timeline[i]` are `vc_timeline[i * n .. (i + 1) * n]`, in
+    /// partition ([`VcId`]) order, where `n` is the number of partitions
+    /// (`busy_gpu_ms.len()`); see [`Recording::vc_samples`].
+    pub vc_timeline: Vec<VcSample>,
     /// Per partition (by [`VcId`]): GPU-milliseconds during which a GPU was
     /// held (exclusively or by at least one tenant), from t = 0 to the last
     /// event. A shared GPU counts once, however many tenants it has.
@@ -75,6 +99,32 @@ pub struct Recording {
     pub share_integrals: Option<ShareIntegrals>,
     /// Decision timing, when measured ([`Recorder::time_policy`]).
     pub timing: Option<DecisionTiming>,
+}
+
+impl Recording {
+    /// Each timeline sample with its per-VC rows (partition order).
+    pub fn vc_samples(&self) -> impl Iterator<Item = (&Sample, &[VcSample])> {
+        let n = self.busy_gpu_ms.len().max(1);
+        self.timeline.iter().zip(self.vc_timeline.chunks_exact(n))
+    }
+}
+
+/// Per-VC job counts kept between samples (all per partition, by [`VcId`]).
+/// Waiting jobs are derived: arrived − running − completed, and likewise their
+/// requested GPUs, so the hooks only count launches, releases and
+/// completions, and a sample advances a cursor over the jobs in submit order:
+/// O(partitions) per sample, O(1) per hook, O(jobs) over the run.
+#[derive(Default)]
+struct VcCounts {
+    /// Jobs of the table submitted up to the last sample (a cursor into
+    /// [`JobTable::specs`], which is in submit order).
+    next_arrival: usize,
+    /// Jobs submitted, and their requested GPUs.
+    arrived: Vec<(u32, u64)>,
+    /// Jobs running, and their requested GPUs.
+    running: Vec<(u32, u64)>,
+    /// Jobs completed, and their requested GPUs.
+    done: Vec<(u32, u64)>,
 }
 
 /// The sharing figures' state (only when kept).
@@ -102,6 +152,8 @@ struct Share {
 /// The engine observer that produces a [`Recording`].
 pub struct Recorder {
     timeline: Vec<Sample>,
+    vc_timeline: Vec<VcSample>,
+    vc_counts: VcCounts,
     /// Per partition: busy GPU-ms up to `busy_since`, and GPUs held since then.
     busy_gpu_ms: Vec<u64>,
     busy_since: Vec<SimTime>,
@@ -135,8 +187,11 @@ impl Recorder {
                 nodes: Vec::new(),
             })
         });
+        let zero = vec![(0, 0); parts.len()];
         Recorder {
             timeline: Vec::new(),
+            vc_timeline: Vec::new(),
+            vc_counts: VcCounts { next_arrival: 0, arrived: zero.clone(), running: zero.clone(), done: zero },
             busy_gpu_ms: vec![0; parts.len()],
             busy_since: vec![SimTime::ZERO; parts.len()],
             busy_now: parts.iter().map(|p| u64::from(p.gpus_total - p.gpus_free)).collect(),
@@ -158,6 +213,7 @@ impl Recorder {
     pub fn into_recording(self) -> Recording {
         Recording {
             timeline: self.timeline,
+            vc_timeline: self.vc_timeline,
             busy_gpu_ms: self.busy_gpu_ms,
             share_integrals: self.share.map(|s| s.integrals),
             timing: self.timing.map(|t| t.get()),
@@ -224,7 +280,10 @@ impl Share {
 
 impl Observer for Recorder {
     fn on_allocate(&mut self, at: &Snapshot<'_>, job: JobId, gpus: &[GpuId], speed: f64) {
-        self.settle_busy(at, at.jobs.spec(job).vc);
+        let spec = at.jobs.spec(job);
+        let r = &mut self.vc_counts.running[spec.vc.index()];
+        *r = (r.0 + 1, r.1 + u64::from(spec.gpus));
+        self.settle_busy(at, spec.vc);
         if let Some(s) = self.share.as_deref_mut() {
             s.settle(at.now);
             // The database is read only for a job with a model and batch.
@@ -253,7 +312,17 @@ impl Observer for Recorder {
     }
 
     fn on_release(&mut self, at: &Snapshot<'_>, job: JobId, gpus: &[GpuId]) {
-        self.settle_busy(at, at.jobs.spec(job).vc);
+        let spec = at.jobs.spec(job);
+        let (vc, req) = (spec.vc.index(), u64::from(spec.gpus));
+        let r = &mut self.vc_counts.running[vc];
+        *r = (r.0 - 1, r.1 - req);
+        // A completed job leaves the waiting count for good; a preempted
+        // (suspended) one waits again.
+        if matches!(at.jobs.state(job), JobState::Completed(_)) {
+            let d = &mut self.vc_counts.done[vc];
+            *d = (d.0 + 1, d.1 + req);
+        }
+        self.settle_busy(at, spec.vc);
         if let Some(s) = self.share.as_deref_mut() {
             s.settle(at.now);
             s.refresh(at.cluster, at.jobs, gpus);
@@ -267,6 +336,22 @@ impl Observer for Recorder {
             jobs_running: at.jobs_running,
             jobs_pending: at.jobs_pending,
         });
+        let c = &mut self.vc_counts;
+        let specs = at.jobs.specs();
+        while let Some(spec) = specs.get(c.next_arrival).filter(|s| s.submit <= at.now) {
+            let a = &mut c.arrived[spec.vc.index()];
+            *a = (a.0 + 1, a.1 + u64::from(spec.gpus));
+            c.next_arrival += 1;
+        }
+        for (i, p) in at.cluster.partitions().iter().enumerate() {
+            let (arrived, running, done) = (c.arrived[i], c.running[i], c.done[i]);
+            self.vc_timeline.push(VcSample {
+                jobs_running: running.0,
+                jobs_pending: arrived.0 - running.0 - done.0,
+                gpus_busy: p.gpus_total - p.gpus_free,
+                gpus_pending: arrived.1 - running.1 - done.1,
+            });
+        }
     }
 
     fn on_finish(&mut self, at: &Snapshot<'_>) {

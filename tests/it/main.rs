@@ -53,3 +53,4 @@ mod tie_order;
 mod tiresias;
 mod trace_sources;
 mod vc_scale;
+mod vc_timeline;

@@ -148,7 +148,10 @@ fn a_rerun_removes_the_earlier_runs_files_and_charts() {
     let mut names: Vec<String> =
         std::fs::read_dir(&run).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
-    assert_eq!(names, ["jobs.csv", "manifest.json", "notes.txt", "summary.json", "timeline.csv", "vc_summary.csv"]);
+    assert_eq!(
+        names,
+        ["jobs.csv", "manifest.json", "notes.txt", "summary.json", "timeline.csv", "vc_summary.csv", "vc_timeline.csv"]
+    );
     // The charts plot_run draws are among the files a rerun removes.
     let files = dlsched::plot::plot_run(&run).unwrap();
     for f in &files {

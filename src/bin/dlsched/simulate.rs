@@ -256,7 +256,7 @@ pub(crate) struct SimulateArgs {
     pub(crate) sample_interval: u64,
 
     /// Write manifest.json, jobs.csv, summary.json, vc_summary.csv,
-    /// timeline.csv (and skipped.csv when rows were skipped, timing.json for
+    /// timeline.csv, vc_timeline.csv (and skipped.csv when rows were skipped, timing.json for
     /// GENIE-family runs, learning_curve.csv for RIFLING runs) to this
     /// directory.
     #[arg(long, value_name = "DIR")]
@@ -635,7 +635,7 @@ fn print_next(a: &SimulateArgs, r: &RunReport) -> Result<()> {
     match &a.out {
         Some(dir) => outln!("\nwrote {}", dir.display())?,
         None => outln!(
-            "\noutputs   none written; --out DIR writes jobs.csv (one row per job), timeline.csv, summary.json, vc_summary.csv, manifest.json"
+            "\noutputs   none written; --out DIR writes jobs.csv (one row per job), timeline.csv, vc_timeline.csv, summary.json, vc_summary.csv, manifest.json"
         )?,
     }
     let plot = match &a.out {
