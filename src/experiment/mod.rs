@@ -15,7 +15,10 @@ pub mod spec;
 pub mod sweep;
 
 pub use crate::workload::models::assign_models;
-pub use output::{OUTPUT_FILES, PLOT_FILES, check_run_dir, clear_run_dir, run_dir_files, write_run_dir};
+pub use output::{
+    NO_PARQUET, OUTPUT_FILES, OutputFormat, PARQUET_TABLES, PLOT_FILES, check_csv_tables, check_run_dir, clear_run_dir,
+    run_dir_files, write_run_dir, write_run_dir_as,
+};
 pub use run::{
     InputInfo, PolicyBuilder, RunReport, run_one, run_one_with_agent, run_one_with_artefacts, run_one_with_policy,
 };

@@ -35,12 +35,64 @@ pub const PLOT_FILES: [&str; 10] = [
     "learning_curve.png",
 ];
 
+/// The CSV tables of a run directory that `--output-format parquet|both`
+/// also writes as `<table>.parquet` (each only when its `<table>.csv` was
+/// written; see [`crate::metrics::parquet`] for the conversion). Adding a
+/// table is one entry here.
+pub const PARQUET_TABLES: [&str; 4] = ["jobs", "timeline", "vc_summary", "vc_timeline"];
+
+/// The message of a parquet output format asked of a build without the
+/// cargo feature `parquet`.
+pub const NO_PARQUET: &str = "built without parquet support; rebuild with `cargo build --release --features parquet`";
+
+/// Which files a run directory's tables ([`PARQUET_TABLES`]) are written as
+/// (`--output-format` of `simulate` and `sweep`, sweep key `output_format`).
+/// Not part of the run spec: it changes no simulated value, so
+/// `manifest.json` does not record it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// CSV only (the default; the files every earlier version wrote).
+    #[default]
+    Csv,
+    /// Parquet instead of CSV (`jobs.parquet` instead of `jobs.csv`, ...).
+    /// `dlsched plot` reads the CSV tables, so it cannot draw such a run.
+    Parquet,
+    /// Both, side by side.
+    Both,
+}
+
+impl OutputFormat {
+    /// Whether the CSV tables are kept.
+    pub fn csv(self) -> bool {
+        self != OutputFormat::Parquet
+    }
+
+    /// Whether parquet tables are written.
+    pub fn parquet(self) -> bool {
+        self != OutputFormat::Csv
+    }
+
+    /// Checks that this build can write the format.
+    ///
+    /// # Errors
+    /// [`NO_PARQUET`] for a parquet format in a build without the feature.
+    pub fn check_supported(self) -> Result<(), String> {
+        if self.parquet() && !cfg!(feature = "parquet") { Err(NO_PARQUET.to_string()) } else { Ok(()) }
+    }
+}
+
 /// Every file name a run writes into a run directory or that is drawn from
-/// it: [`OUTPUT_FILES`], [`PLOT_FILES`], and the temporary `<name>.tmp` each
-/// is written under before it is renamed into place
-/// ([`export::write_atomic`]). The one listing of a run directory's contents.
+/// it: [`OUTPUT_FILES`], the parquet tables ([`PARQUET_TABLES`]),
+/// [`PLOT_FILES`], and the temporary `<name>.tmp` each is written under
+/// before it is renamed into place ([`export::write_atomic`]). The one
+/// listing of a run directory's contents.
 pub fn run_dir_files() -> impl Iterator<Item = String> {
-    OUTPUT_FILES.iter().chain(PLOT_FILES.iter()).flat_map(|f| [f.to_string(), format!("{f}.tmp")])
+    OUTPUT_FILES
+        .iter()
+        .map(|f| f.to_string())
+        .chain(PARQUET_TABLES.iter().map(|t| format!("{t}.parquet")))
+        .chain(PLOT_FILES.iter().map(|f| f.to_string()))
+        .flat_map(|f| [f.clone(), format!("{f}.tmp")])
 }
 
 /// Removes an earlier run's files from `dir` (all of [`run_dir_files`]),
@@ -64,8 +116,9 @@ pub fn clear_run_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Checks that `dir` holds a complete run: a `manifest.json` that parses as a
-/// dlsched manifest (written last by [`write_run_dir`]) and the `jobs.csv` and
-/// `summary.json` every run writes. For readers of a run directory (`dlsched
+/// dlsched manifest (written last by [`write_run_dir`]) and the `jobs.csv`
+/// (or, for `--output-format parquet`, `jobs.parquet`) and `summary.json`
+/// every run writes. For readers of a run directory (`dlsched
 /// compare`, `dlsched plot`, `sweep --resume`), so that they never use the
 /// files of a run that did not finish, or an earlier run's left beside them.
 ///
@@ -93,12 +146,28 @@ pub fn check_run_dir(dir: &Path) -> Result<(), String> {
         ));
     }
     for f in ["jobs.csv", "summary.json"] {
-        if !dir.join(f).is_file() {
+        if !dir.join(f).is_file() && !(f == "jobs.csv" && dir.join("jobs.parquet").is_file()) {
             return Err(format!(
                 "{}: not a complete run directory: manifest.json is there but {f} is missing; rerun it",
                 dir.display()
             ));
         }
+    }
+    Ok(())
+}
+
+/// Checks that the complete run in `dir` has its CSV tables, for readers
+/// of them (`dlsched plot`, `dlsched compare`): a run written with
+/// `--output-format parquet` has `jobs.parquet` instead.
+///
+/// # Errors
+/// A message naming the directory and how to get the CSVs.
+pub fn check_csv_tables(dir: &Path) -> Result<(), String> {
+    if !dir.join("jobs.csv").is_file() && dir.join("jobs.parquet").is_file() {
+        return Err(format!(
+            "{}: this run was written with --output-format parquet (jobs.parquet, no jobs.csv), and this command reads the CSV tables; rerun it with --output-format both",
+            dir.display()
+        ));
     }
     Ok(())
 }
@@ -113,6 +182,20 @@ pub fn check_run_dir(dir: &Path) -> Result<(), String> {
 /// # Errors
 /// The first I/O error.
 pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
+    write_run_dir_as(report, dir, OutputFormat::Csv)
+}
+
+/// [`write_run_dir`] with the tables in `format`: with parquet, each CSV of
+/// [`PARQUET_TABLES`] the run wrote is converted to `<table>.parquet`
+/// ([`crate::metrics::parquet`], from the CSV file itself, so the two never
+/// disagree), and for [`OutputFormat::Parquet`] the CSV is then removed. All
+/// before the manifest, so the completeness rule holds.
+///
+/// # Errors
+/// The first I/O error; [`NO_PARQUET`] (as an `Unsupported` error) for a
+/// parquet format in a build without the feature, before anything is written.
+pub fn write_run_dir_as(report: &RunReport, dir: &Path, format: OutputFormat) -> std::io::Result<()> {
+    format.check_supported().map_err(|e| std::io::Error::new(std::io::ErrorKind::Unsupported, e))?;
     std::fs::create_dir_all(dir).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
     clear_run_dir(dir)?;
     let cluster = report.output.cluster.spec();
@@ -168,7 +251,32 @@ pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
         debug_assert!(OUTPUT_FILES.contains(name), "{name} is not in OUTPUT_FILES");
         export::write_atomic(&dir.join(name), text.as_bytes())?;
     }
+    if format.parquet() {
+        write_parquet_tables(dir, format.csv())?;
+    }
     // The manifest last: its presence marks a complete run directory.
     export::write_atomic(&dir.join("manifest.json"), &json(&manifest))?;
     Ok(())
+}
+
+/// Converts each table of [`PARQUET_TABLES`] whose CSV is in `dir` to
+/// parquet; removes the CSV unless `keep_csv`.
+#[cfg(feature = "parquet")]
+fn write_parquet_tables(dir: &Path, keep_csv: bool) -> std::io::Result<()> {
+    for table in PARQUET_TABLES {
+        let csv = dir.join(format!("{table}.csv"));
+        if !csv.is_file() {
+            continue;
+        }
+        crate::metrics::parquet::table_to_parquet(dir, table)?;
+        if !keep_csv {
+            std::fs::remove_file(&csv).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", csv.display())))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "parquet"))]
+fn write_parquet_tables(_dir: &Path, _keep_csv: bool) -> std::io::Result<()> {
+    Err(std::io::Error::new(std::io::ErrorKind::Unsupported, NO_PARQUET))
 }

@@ -938,6 +938,7 @@ fn cdf_fig(title: String, column: &str, sets: Vec<(String, Vec<f64>)>) -> Fig {
 /// complete run ([`crate::experiment::check_run_dir`]).
 pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, String> {
     crate::experiment::check_run_dir(dir)?;
+    crate::experiment::check_csv_tables(dir)?;
     let jobs = dir.join("jobs.csv");
     let (h, rows) = read_csv(&jobs)?;
     let (jct, q, status) =
@@ -1381,6 +1382,7 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
     for r in &rows {
         let run_dir = dir.join("runs").join(&r[idc]);
         crate::experiment::check_run_dir(&run_dir)?;
+        crate::experiment::check_csv_tables(&run_dir)?;
         let jobs = run_dir.join("jobs.csv");
         let (jh, jrows) = read_csv(&jobs)?;
         let (jc, sc) = (column(&jh, "jct_s", &jobs)?, column(&jh, "status", &jobs)?);

@@ -28,7 +28,7 @@ use crate::workload::synthetic::SyntheticSpec;
 /// defaults of [`to_run_spec`] (the command line's). Besides these, a key
 /// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
 /// kind (`--policy-opt NAME=VALUE` on the command line).
-pub const KEYS: [(&str, &str); 52] = [
+pub const KEYS: [(&str, &str); 53] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     (
@@ -65,6 +65,10 @@ pub const KEYS: [(&str, &str); 52] = [
     ("genie_models", "a file of fitted GENIE models (dlsched genie-profile), relative to the experiment file"),
     ("backfill", "true or false"),
     ("tie_order", "trace (default) or numpy2-avx512: the order of same-instant submissions"),
+    (
+        "output_format",
+        "csv (default), parquet or both: the run directory's tables as CSV, parquet (cargo feature `parquet`) or both",
+    ),
     ("placement", "consolidate, first-fit, recorded, share-first-fit, share-best-fit, memeff-pack, fgd or iawp"),
     ("max_tenants", "a whole number of jobs that may share one GPU (sharing placements)"),
     ("mem_headroom", "a fraction in [0, 1) of GPU memory kept free when a GPU is shared"),
@@ -805,6 +809,11 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
         coloc_unmeasured: r.enumv("coloc_unmeasured")?.unwrap_or_default(),
     };
     spec.policy.validate()?;
+    // Not part of the spec (it changes no simulated value): checked here so
+    // that a sweep fails at load, before anything runs.
+    if let Some(f) = r.enumv::<super::output::OutputFormat>("output_format")? {
+        f.check_supported().map_err(|e| format!("{}: {e}", o.key("output_format")))?;
+    }
     Ok(spec)
 }
 

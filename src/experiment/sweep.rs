@@ -51,6 +51,11 @@ pub struct Experiment {
     /// Options some runs set that do not change them (`backfill` where the
     /// policy takes tasks in order anyway), once each, for the user.
     pub notes: Vec<String>,
+    /// The files every run's tables and the sweep's summary are written as
+    /// (`[base]` key `output_format`; `dlsched sweep --output-format`
+    /// overrides it). With parquet, `summary.parquet` is written beside
+    /// `summary.csv`, which stays (`dlsched merge` reads it).
+    pub output_format: crate::experiment::OutputFormat,
 }
 
 /// What a run's parameters set that the run ignores.
@@ -253,10 +258,13 @@ fn sweep_values(path: &Path, key: &str, v: &toml::Value) -> Result<Vec<Value>, S
     }
 }
 
-/// 12 hex digits of FNV-1a over `key=value` lines of the parameters.
+/// 12 hex digits of FNV-1a over `key=value` lines of the parameters, but
+/// `output_format` (which changes no simulated value: a run keeps its id,
+/// and `--resume` its directory, whatever files it is written as).
 fn run_id(params: &BTreeMap<String, Value>) -> String {
     let h = params
         .iter()
+        .filter(|(k, _)| k.as_str() != "output_format")
         .fold(crate::rng::FNV_OFFSET, |h, (k, v)| crate::rng::fnv1a_update(h, format!("{k}={v}\n").as_bytes()));
     format!("{:012x}", h >> 16)
 }
@@ -297,6 +305,12 @@ impl Experiment {
             if base.contains_key(&k) {
                 return Err(err(path, format!("`{k}` is set in both [base] and [sweep]; keep one")));
             }
+            if k == "output_format" {
+                return Err(err(
+                    path,
+                    "`output_format` cannot be swept (it changes no simulated value); set it in [base]".to_string(),
+                ));
+            }
             axes.push((k.clone(), sweep_values(path, &k, &v)?));
         }
         let total: usize = axes.iter().map(|a| a.1.len()).product();
@@ -330,6 +344,10 @@ impl Experiment {
             runs,
             artefacts,
             notes: notes.into_iter().collect(),
+            output_format: match base.get("output_format") {
+                Some(v) => enum_of("output_format", v).map_err(|e| err(path, e))?,
+                None => Default::default(),
+            },
         })
     }
 }
@@ -743,7 +761,7 @@ pub fn run_sweep(
                     let spec = to_run_spec_with(&run.params, &exp.path, &mut artefacts)?;
                     let report = crate::experiment::run_one_with_artefacts(&spec, &artefacts, |_| {})
                         .map_err(|e| e.to_string())?;
-                    crate::experiment::write_run_dir(&report, &dir).map_err(|e| e.to_string())?;
+                    crate::experiment::write_run_dir_as(&report, &dir, exp.output_format).map_err(|e| e.to_string())?;
                     serde_json::to_value(&report.summary).map_err(|e| e.to_string())
                 })();
                 on_done(&run.id, res.is_ok());
@@ -807,9 +825,38 @@ pub fn run_sweep(
             let _ = std::fs::remove_file(&summary_path);
             format!("{}: {e}", summary_path.display())
         })
-        .and_then(|text| write_or_remove(&summary_path, text.as_bytes()));
-    outcome.write_errors = [failed_res, summary_res].into_iter().filter_map(Result::err).collect();
+        .and_then(|text| write_or_remove(&summary_path, text.as_bytes()).map(|()| text));
+    let parquet_res = match &summary_res {
+        Ok(text) if exp.output_format.parquet() => summary_parquet(out, text),
+        // None from an earlier sweep left beside this one's summary.csv.
+        _ => match std::fs::remove_file(out.join("summary.parquet")) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(format!("{}: {e}", out.join("summary.parquet").display()))
+            }
+            _ => Ok(()),
+        },
+    };
+    outcome.write_errors =
+        [failed_res, summary_res.map(drop), parquet_res].into_iter().filter_map(Result::err).collect();
     Ok(outcome)
+}
+
+/// Writes `summary.parquet` in `out` from the `summary.csv` text
+/// ([`crate::metrics::parquet`]: the same cells, each column typed by the
+/// one rule over all rows); when that fails, removes the file.
+#[cfg(feature = "parquet")]
+fn summary_parquet(out: &Path, csv_text: &str) -> Result<(), String> {
+    let path = out.join("summary.parquet");
+    let what = out.join("summary.csv").display().to_string();
+    crate::metrics::parquet::csv_bytes_to_parquet(csv_text.as_bytes(), &what, &path).map_err(|e| {
+        let _ = std::fs::remove_file(&path);
+        e.to_string()
+    })
+}
+
+#[cfg(not(feature = "parquet"))]
+fn summary_parquet(_out: &Path, _csv_text: &str) -> Result<(), String> {
+    Err(crate::experiment::NO_PARQUET.to_string())
 }
 
 /// Writes one of the sweep's own files ([`crate::metrics::export::write_atomic`]);

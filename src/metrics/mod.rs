@@ -8,6 +8,8 @@
 pub mod compare;
 pub mod export;
 pub mod fragmentation;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod recorder;
 pub mod timing;
 

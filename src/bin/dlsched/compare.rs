@@ -30,6 +30,7 @@ pub fn run(a: &CompareArgs) -> Result<ExitCode> {
     // finished (a complete manifest): never an interrupted run's leftovers.
     let jobs = if a.run.is_dir() {
         dlsched::experiment::check_run_dir(&a.run).map_err(anyhow::Error::msg)?;
+        dlsched::experiment::check_csv_tables(&a.run).map_err(anyhow::Error::msg)?;
         a.run.join("jobs.csv")
     } else {
         if let Some(dir) = run_dir_of(&a.run) {

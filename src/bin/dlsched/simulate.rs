@@ -7,7 +7,7 @@ use crate::args::{ClusterArgs, RiflingArgs, nodes_file_note, put_path, value_nam
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use dlsched::experiment::raw::{self, Origin, RawSpec, Value};
-use dlsched::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir};
+use dlsched::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir_as};
 use dlsched::policy::placement::PlacementKind;
 use dlsched::policy::registry::{GenieFamilyOptions, PolicyName, PolicySpec};
 use dlsched::trace::TraceFormat;
@@ -261,6 +261,12 @@ pub(crate) struct SimulateArgs {
     /// directory.
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
+
+    /// The tables of --out (jobs, timeline, vc_summary) as CSV, as parquet
+    /// (`<table>.parquet` instead of `<table>.csv`; `dlsched plot` reads the
+    /// CSVs) or both. Parquet needs a build with the cargo feature `parquet`.
+    #[arg(long, value_enum, default_value_t = dlsched::experiment::OutputFormat::Csv, value_name = "FORMAT")]
+    pub(crate) output_format: dlsched::experiment::OutputFormat,
 }
 
 /// The generated workloads.
@@ -496,6 +502,8 @@ pub(crate) fn check_out_dir(out: &Path, inputs: &[(&str, &Path)]) -> Result<bool
 }
 
 pub(crate) fn simulate(a: SimulateArgs) -> Result<()> {
+    // Before the run: a format this build cannot write fails at once.
+    a.output_format.check_supported().map_err(|e| anyhow::anyhow!("--output-format: {e}"))?;
     let spec = run_spec(&a)?;
     let created = match &a.out {
         Some(out) => {
@@ -548,7 +556,7 @@ pub(crate) fn simulate(a: SimulateArgs) -> Result<()> {
     bar.finish_and_clear();
     // The files first: a failed print (a full stdout) must not cost the run.
     if let Some(dir) = &a.out {
-        write_run_dir(&report, dir).context("writing the run directory")?;
+        write_run_dir_as(&report, dir, a.output_format).context("writing the run directory")?;
     }
     if a.from_manifest.is_none() {
         notes(&a)?;

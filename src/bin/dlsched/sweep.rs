@@ -29,6 +29,11 @@ pub struct SweepArgs {
     /// earlier, interrupted sweep.
     #[arg(long)]
     resume: bool,
+    /// The runs' tables and the sweep's summary as CSV, parquet or both
+    /// (overrides the file's `output_format`; summary.csv is always
+    /// written). Parquet needs a build with the cargo feature `parquet`.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    output_format: Option<dlsched::experiment::OutputFormat>,
 }
 
 #[derive(Args)]
@@ -45,7 +50,13 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
     if a.threads == 0 {
         bail!("--threads must be at least 1");
     }
-    let exp = Experiment::load(&a.experiment).map_err(anyhow::Error::msg)?;
+    if let Some(f) = a.output_format {
+        f.check_supported().map_err(|e| anyhow::anyhow!("--output-format: {e}"))?;
+    }
+    let mut exp = Experiment::load(&a.experiment).map_err(anyhow::Error::msg)?;
+    if let Some(f) = a.output_format {
+        exp.output_format = f;
+    }
     let out = a.out.clone().unwrap_or_else(|| {
         PathBuf::from("runs")
             .join(a.experiment.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
