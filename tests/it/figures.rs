@@ -404,7 +404,7 @@ fn every_plot_kind_reads_as_a_paper_figure() {
         let svg = check_figure(&out, &format!("{m}_by_config"));
         assert!(svg.contains(&format!("{} per configuration (mean ± sd over 2 seeds)", human(m))), "{m}");
         let names: Vec<String> = svg_texts(&svg).into_iter().map(|t| t.1).collect();
-        for c in ["policy=fifo, backfill=false", "policy=sjf, backfill=true"] {
+        for c in ["backfill=false, policy=fifo", "backfill=true, policy=sjf"] {
             assert!(names.iter().any(|n| n == c), "{m}: no `{c}` in {names:?}");
         }
     }
