@@ -146,7 +146,8 @@ pub fn check_run_dir(dir: &Path) -> Result<(), String> {
         ));
     }
     for f in ["jobs.csv", "summary.json"] {
-        if !dir.join(f).is_file() && !(f == "jobs.csv" && dir.join("jobs.parquet").is_file()) {
+        let present = dir.join(f).is_file() || (f == "jobs.csv" && dir.join("jobs.parquet").is_file());
+        if !present {
             return Err(format!(
                 "{}: not a complete run directory: manifest.json is there but {f} is missing; rerun it",
                 dir.display()
