@@ -37,7 +37,7 @@ pub const PLOT_FILES: [&str; 10] = [
 
 /// The CSV tables of a run directory that `--output-format parquet|both`
 /// also writes as `<table>.parquet` (each only when its `<table>.csv` was
-/// written; see [`crate::metrics::parquet`] for the conversion). Adding a
+/// written; see `crate::metrics::parquet` (feature `parquet`) for the conversion). Adding a
 /// table is one entry here.
 pub const PARQUET_TABLES: [&str; 4] = ["jobs", "timeline", "vc_summary", "vc_timeline"];
 
@@ -188,7 +188,7 @@ pub fn write_run_dir(report: &RunReport, dir: &Path) -> std::io::Result<()> {
 
 /// [`write_run_dir`] with the tables in `format`: with parquet, each CSV of
 /// [`PARQUET_TABLES`] the run wrote is converted to `<table>.parquet`
-/// ([`crate::metrics::parquet`], from the CSV file itself, so the two never
+/// (`crate::metrics::parquet` (feature `parquet`), from the CSV file itself, so the two never
 /// disagree), and for [`OutputFormat::Parquet`] the CSV is then removed. All
 /// before the manifest, so the completeness rule holds.
 ///

@@ -842,7 +842,7 @@ pub fn run_sweep(
 }
 
 /// Writes `summary.parquet` in `out` from the `summary.csv` text
-/// ([`crate::metrics::parquet`]: the same cells, each column typed by the
+/// (`crate::metrics::parquet` (feature `parquet`): the same cells, each column typed by the
 /// one rule over all rows); when that fails, removes the file.
 #[cfg(feature = "parquet")]
 fn summary_parquet(out: &Path, csv_text: &str) -> Result<(), String> {
