@@ -163,8 +163,9 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// A recorder of a run of `jobs` on `cluster` (both in their state at
-    /// t = 0). `share_metrics` keeps the sharing figures' time integrals
+    /// A recorder of a run of `jobs` on `cluster`, normally in their state at
+    /// t = 0; attached later, its per-VC job counts start from the jobs'
+    /// current states (its time integrals start at 0). `share_metrics` keeps the sharing figures' time integrals
     /// (allocation, SM-busy estimate, memory, fragmentation): they cost about
     /// a tenth of a plain trace replay, where they say nothing new (no model,
     /// no memory, no sharing), so the run pipeline turns them off there. `db`
@@ -187,11 +188,22 @@ impl Recorder {
                 nodes: Vec::new(),
             })
         });
+        // The per-VC counts start from the jobs' states, so that a recorder
+        // attached after some steps releases only what it counted.
         let zero = vec![(0, 0); parts.len()];
+        let (mut running, mut done) = (zero.clone(), zero.clone());
+        for (spec, state) in jobs.iter() {
+            let slot = match state {
+                JobState::Running(_) => &mut running[spec.vc.index()],
+                JobState::Completed(_) => &mut done[spec.vc.index()],
+                _ => continue,
+            };
+            *slot = (slot.0 + 1, slot.1 + u64::from(spec.gpus));
+        }
         Recorder {
             timeline: Vec::new(),
             vc_timeline: Vec::new(),
-            vc_counts: VcCounts { next_arrival: 0, arrived: zero.clone(), running: zero.clone(), done: zero },
+            vc_counts: VcCounts { next_arrival: 0, arrived: zero, running, done },
             busy_gpu_ms: vec![0; parts.len()],
             busy_since: vec![SimTime::ZERO; parts.len()],
             busy_now: parts.iter().map(|p| u64::from(p.gpus_total - p.gpus_free)).collect(),
