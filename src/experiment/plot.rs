@@ -57,7 +57,8 @@
 //!   at most 8 of them; else only on integers when every x is an integer;
 //!   else plotters' round numbers.
 //! - y axis ([`log_y`]): logarithmic (the label says "log scale") when every
-//!   value is positive and the largest is over 100 times the smallest; a
+//!   value is positive and the largest is over 30 times the smallest and
+//!   over 1 (fractions stay linear); a
 //!   linear one starts at 0 unless every value is positive and they span less
 //!   than a quarter of the largest ([`y_range`]): then it is padded around them.
 //! - Error bars of a sweep's metric (all non-negative: times, rates,
@@ -534,6 +535,43 @@ const Y_LABELS: usize = 8;
 const X_LABELS: usize = 8;
 /// Height of the caption (title) band, px.
 const TITLE_BAND: i32 = 36;
+/// Height of one title line, px.
+const TITLE_LINE: i32 = 24;
+
+/// `title` broken at spaces into lines no wider than `width` px (a word
+/// wider than that stays whole on its own line).
+pub fn wrap_title(title: &str, width: u32) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in title.split(' ') {
+        match lines.last_mut() {
+            Some(l) if text_width(&format!("{l} {word}"), TITLE_SIZE) <= width => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+/// Draws `title` at the top of `area`: centred over the first `over` px when
+/// it fits there (the plot, beside a legend), else centred over the whole
+/// area, broken into lines when wider than that. Returns the height of the
+/// band it took, px (at least [`TITLE_BAND`]).
+fn draw_title<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, title: &str, over: u32) -> Result<i32, String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let (w, _) = area.dim_in_pixel();
+    let (lines, centre) = if text_width(title, TITLE_SIZE) + 24 <= over.min(w) {
+        (vec![title.to_string()], over.min(w) / 2)
+    } else {
+        (wrap_title(title, w.saturating_sub(24)), w / 2)
+    };
+    let style = TextStyle::from((FONT, TITLE_SIZE)).pos(text_anchor::Pos::new(HPos::Center, VPos::Top));
+    for (i, l) in lines.iter().enumerate() {
+        area.draw(&Text::new(l.clone(), (centre as i32, 10 + TITLE_LINE * i as i32), style.clone())).map_err(e)?;
+    }
+    Ok(TITLE_BAND.max(14 + TITLE_LINE * lines.len() as i32))
+}
 
 impl LineFig {
     fn size(&self) -> (u32, u32) {
@@ -589,12 +627,22 @@ impl LineFig {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
         root.fill(&WHITE).map_err(e)?;
+        let band = draw_title(root, &self.title, PLOT_WIDTH)?;
+        // The chart gives backend (whole-image) pixels; `root` may be one
+        // panel of a larger figure, and draws in its own.
+        let base = root.get_base_pixel();
+        macro_rules! bc {
+            ($chart:expr, $p:expr) => {{
+                let (x, y) = $chart.backend_coord($p);
+                (x - base.0, y - base.1)
+            }};
+        }
         let (left, right) = root.split_horizontally(PLOT_WIDTH);
         let ((x0, x1), (y0, y1)) = self.ranges();
         let mut builder = ChartBuilder::on(&left);
         builder
-            .caption(&self.title, (FONT, TITLE_SIZE))
             .margin(12)
+            .margin_top(band)
             .margin_right(24)
             .x_label_area_size(50)
             .y_label_area_size(y_area(y0, y1, Y_LABELS));
@@ -624,16 +672,17 @@ impl LineFig {
                     // grid line, tick mark and label at each.
                     let style = TextStyle::from((FONT, TICK_SIZE)).pos(text_anchor::Pos::new(HPos::Center, VPos::Top));
                     for t in &ticks {
-                        let (px, bottom) = chart.backend_coord(&(*t, y0));
-                        let (_, top) = chart.backend_coord(&(*t, y1));
+                        let (px, bottom) = bc!(chart, &(*t, y0));
+                        let (_, top) = bc!(chart, &(*t, y1));
                         root.draw(&PathElement::new(vec![(px, top), (px, bottom)], RGBColor(205, 205, 205)))
                             .map_err(e)?;
                         root.draw(&PathElement::new(vec![(px, bottom), (px, bottom + 5)], BLACK)).map_err(e)?;
                         root.draw(&Text::new(tick_label(*t), (px, bottom + 8), style.clone())).map_err(e)?;
                     }
                 }
-                plot_top = chart.backend_coord(&(x0, y1)).1;
+                plot_top = bc!(chart, &(x0, y1)).1;
                 let visible = |p: &(f64, f64)| self.visible(p);
+                let with_bars = self.lines.iter().filter(|l| l.sd.is_some()).count();
                 for (i, l) in self.lines.iter().enumerate() {
                     let c = colour(i);
                     let pts: Vec<(f64, f64)> = l.pts.iter().copied().filter(visible).collect();
@@ -646,15 +695,25 @@ impl LineFig {
                     let every = marks.len().div_ceil(12).max(1);
                     let offset = if every > 1 { (i * every / 3.max(self.lines.len())) % every } else { 0 };
                     for p in marks.iter().skip(offset).step_by(every) {
-                        draw_marker(root, chart.backend_coord(p), i, c)?;
+                        draw_marker(root, bc!(chart, p), i, c)?;
                     }
                     if let Some(sd) = &l.sd {
+                        // Bars of different lines at one x sit side by side
+                        // (at most 40 px apart in all), not on top of each other.
+                        let dodge = if with_bars > 1 {
+                            let step = (40 / (with_bars as i32 - 1)).min(6);
+                            let k = self.lines[..i].iter().filter(|l| l.sd.is_some()).count() as i32;
+                            step * k - step * (with_bars as i32 - 1) / 2
+                        } else {
+                            0
+                        };
                         for (&(x, y), &s) in l.pts.iter().zip(sd).filter(|(p, s)| visible(p) && **s > 0.0) {
                             let (low, high) = error_bar(y, s, self.nonneg);
                             // A bar cut (at 0, or at a log axis' bottom) has no cap there.
                             let (low, cut) = if self.log_y && low < y0 { (y0, true) } else { (low, low > y - s) };
-                            let (px, lo) = chart.backend_coord(&(x, low));
-                            let (_, hi) = chart.backend_coord(&(x, high));
+                            let (px, lo) = bc!(chart, &(x, low));
+                            let (_, hi) = bc!(chart, &(x, high));
+                            let px = px + dodge;
                             let mut segs = vec![vec![(px, lo), (px, hi)], vec![(px - 5, hi), (px + 5, hi)]];
                             if !cut {
                                 segs.push(vec![(px - 5, lo), (px + 5, lo)]);
@@ -666,9 +725,9 @@ impl LineFig {
                     }
                 }
                 if self.lines.iter().all(|l| !l.pts.iter().any(visible)) {
-                    let (cx, _) = chart.backend_coord(&((x0 + x1) / 2.0, y0));
-                    let cx = if self.log_x { chart.backend_coord(&((x0 * x1).sqrt(), y0)).0 } else { cx };
-                    let cy = chart.backend_coord(&(x0, (y0 + y1) / 2.0)).1;
+                    let (cx, _) = bc!(chart, &((x0 + x1) / 2.0, y0));
+                    let cx = if self.log_x { bc!(chart, &((x0 * x1).sqrt(), y0)).0 } else { cx };
+                    let cy = bc!(chart, &(x0, (y0 + y1) / 2.0)).1;
                     let style =
                         TextStyle::from((FONT, LABEL_SIZE)).pos(text_anchor::Pos::new(HPos::Center, VPos::Center));
                     root.draw(&Text::new(self.empty_note.clone(), (cx, cy), style)).map_err(e)?;
@@ -715,12 +774,13 @@ pub fn x_ticks(xs: &[f64], lo: f64, hi: f64, at_points: bool) -> Vec<f64> {
 }
 
 /// Whether values `ys` get a logarithmic axis: every one finite and positive,
-/// and the largest over 100 times the smallest (a linear axis would flatten
-/// all but the top lines).
+/// the largest over 30 times the smallest (a linear axis would flatten all
+/// but the top lines), and over 1 (fractions such as a completion rate or a
+/// utilisation stay on a linear 0..1 axis, where a reader expects them).
 pub fn log_y(ys: &[f64]) -> bool {
     let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    !ys.is_empty() && ys.iter().all(|y| y.is_finite() && *y > 0.0) && hi / lo > 100.0
+    !ys.is_empty() && ys.iter().all(|y| y.is_finite() && *y > 0.0) && hi / lo > 30.0 && hi > 1.0
 }
 
 /// The ends (low, high) of the error bar of `mean` ± `sd`; for a quantity
@@ -737,7 +797,8 @@ pub fn error_bar(mean: f64, sd: f64, nonneg: bool) -> (f64, f64) {
 /// so the lines are not flat at the top of an axis from 0.
 pub fn y_range(lo: f64, hi: f64) -> (f64, f64) {
     if lo > 0.0 && hi - lo < 0.25 * hi {
-        let pad = if hi > lo { (hi - lo) * 0.1 } else { hi * 0.05 };
+        // Values equal but for rounding (a mean of equal values) count as one.
+        let pad = if hi - lo > 1e-9 * hi { (hi - lo) * 0.1 } else { hi * 0.05 };
         return (lo - pad, hi + pad);
     }
     let (lo, hi) = (lo.min(0.0), hi.max(0.0));
@@ -783,13 +844,9 @@ impl DotFig {
         } else {
             (lo - lo.abs() * 0.1, hi + hi.abs() * 0.1)
         };
+        let band = draw_title(root, &self.title, u32::MAX)?;
         let mut builder = ChartBuilder::on(root);
-        builder
-            .caption(&self.title, (FONT, TITLE_SIZE))
-            .margin(12)
-            .margin_right(24)
-            .x_label_area_size(50)
-            .y_label_area_size(self.name_width());
+        builder.margin(12).margin_top(band).margin_right(24).x_label_area_size(50).y_label_area_size(self.name_width());
         let mut chart = builder.build_cartesian_2d(x0..x1, -0.5..(n as f64 - 0.5)).map_err(e)?;
         let tick = |v: &f64| tick_label(*v);
         chart
@@ -837,6 +894,35 @@ impl DotFig {
 enum Fig {
     Line(LineFig),
     Dot(DotFig),
+    Panels(PanelFig),
+}
+
+/// Line charts stacked one above the other under one title, each with its
+/// own y axis (series of different scales: a learning curve's reward,
+/// throughput, epsilon and loss).
+struct PanelFig {
+    title: String,
+    panels: Vec<LineFig>,
+}
+
+/// Height of one panel of a [`PanelFig`], px.
+const PANEL_HEIGHT: u32 = 230;
+
+impl PanelFig {
+    fn size(&self) -> (u32, u32) {
+        let lines = wrap_title(&self.title, PLOT_WIDTH - 24).len() as u32;
+        (PLOT_WIDTH, (14 + TITLE_LINE as u32 * lines).max(TITLE_BAND as u32) + PANEL_HEIGHT * self.panels.len() as u32)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let band = draw_title(root, &self.title, PLOT_WIDTH)?;
+        let (_, rest) = root.split_vertically(band);
+        for (area, panel) in rest.split_evenly((self.panels.len().max(1), 1)).iter().zip(&self.panels) {
+            panel.draw(area)?;
+        }
+        Ok(())
+    }
 }
 
 impl Fig {
@@ -844,6 +930,7 @@ impl Fig {
         match self {
             Fig::Line(f) => f.size(),
             Fig::Dot(f) => f.size(),
+            Fig::Panels(f) => f.size(),
         }
     }
 
@@ -851,6 +938,7 @@ impl Fig {
         match self {
             Fig::Line(f) => f.draw(root),
             Fig::Dot(f) => f.draw(root),
+            Fig::Panels(f) => f.draw(root),
         }
     }
 }
@@ -945,7 +1033,7 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, String> {
         (column(&h, "jct_s", &jobs)?, column(&h, "queue_delay_s", &jobs)?, column(&h, "status", &jobs)?);
     let done: Vec<&Vec<String>> = rows.iter().filter(|r| r[status] == "completed").collect();
     let vals = |c: usize| done.iter().filter_map(|r| r[c].parse::<f64>().ok()).collect::<Vec<_>>();
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = run_name(dir);
     let mut written = Vec::new();
     for (file, col, c) in [("jct_cdf", "jct_s", jct), ("queue_delay_cdf", "queue_delay_s", q)] {
         let n = done.len();
@@ -1012,6 +1100,8 @@ pub const CURVE_WINDOW: usize = 50;
 /// the curve names a `*-frozen` policy, or every LDWP row is in phase
 /// `frozen`, or every RIFLING epsilon is 0: a fixed table or network) is
 /// titled as such, without the epsilon (and loss) lines: it is not learning.
+/// Each series gets its own panel and y axis (their scales differ by orders
+/// of magnitude: an LDWP loss near 0.01 beside a throughput near 0.5).
 ///
 /// # Errors
 /// A message naming a missing file or column.
@@ -1042,6 +1132,14 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<Vec<P
                 rows.iter().all(|row| row[e].parse::<f64>().is_ok_and(|v| v == 0.0))
             };
     let mut cols = vec![("Reward", r), (if ldwp { "Throughput" } else { "Cluster-normalised throughput" }, t)];
+    // Each panel's y label: the label's first word, or "Throughput".
+    let y_label = |label: &str| {
+        if label.contains("hroughput") {
+            "Throughput".to_string()
+        } else {
+            label.split([' ', ',']).next().unwrap_or(label).to_string()
+        }
+    };
     if !frozen {
         cols.push(("Epsilon (exploration rate)", e));
         if ldwp {
@@ -1050,7 +1148,7 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<Vec<P
     }
     // Windows of CURVE_WINDOW decisions, fewer for a short run (about 20 points).
     let window = CURVE_WINDOW.min((rows.len() / 20).max(1));
-    let mut lines = Vec::new();
+    let mut panels = Vec::new();
     for (label, c) in cols {
         let pts: Vec<(f64, f64)> = rows
             .chunks(window)
@@ -1060,8 +1158,22 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<Vec<P
                 (!v.is_empty()).then(|| (x, v.iter().sum::<f64>() / v.len() as f64))
             })
             .collect();
-        let name = if window == 1 { label.to_string() } else { format!("{label}, mean of {window} decisions") };
-        lines.push(Line { name, pts, sd: None });
+        let title = if window == 1 { label.to_string() } else { format!("{label}, mean of {window} decisions") };
+        let short = y_label(label);
+        panels.push(LineFig {
+            title,
+            x_label: "Decision".into(),
+            y_label: short.clone(),
+            lines: vec![Line { name: short, pts, sd: None }],
+            log_x: false,
+            step: false,
+            cdf: false,
+            y_fixed: None,
+            log_y: false,
+            x_at_points: false,
+            nonneg: false,
+            empty_note: "no decisions".into(),
+        });
     }
     let who = if ldwp { "LDWP" } else { "RIFLING" };
     let title = if frozen {
@@ -1069,23 +1181,33 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<Vec<P
     } else {
         format!("{who} learning curve, {name}")
     };
-    let fig = Fig::Line(LineFig {
-        title,
-        x_label: "Decision".into(),
-        y_label: "Value".into(),
-        lines,
-        log_x: false,
-        step: false,
-        cdf: false,
-        y_fixed: None,
-        log_y: false,
-        x_at_points: false,
-        nonneg: false,
-        empty_note: "no decisions".into(),
-    });
+    let fig = Fig::Panels(PanelFig { title, panels });
     let dir = out.parent().unwrap_or(Path::new("."));
     let stem = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "learning_curve".into());
     write_fig(dir, &stem, &fig)
+}
+
+/// A run's name for titles and legends: its directory's name; for a run of
+/// a sweep (`SWEEP/runs/ID`, with `SWEEP/sweep.json` and `SWEEP/summary.csv`
+/// listing it), its swept values instead (`policy=rifling, seed=1`), since
+/// its directory is named by a hash. Falls back to the directory's name when
+/// the sweep's files cannot be read.
+pub fn run_name(dir: &Path) -> String {
+    let id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let swept_values = || -> Option<String> {
+        let runs = dir.parent()?;
+        let sweep = runs.parent().filter(|_| runs.file_name().is_some_and(|n| n == "runs"))?;
+        let meta: serde_json::Value =
+            serde_json::from_str(&crate::io::read_text(&sweep.join("sweep.json")).ok()?).ok()?;
+        let swept: Vec<&str> = meta["swept"].as_array()?.iter().filter_map(|v| v.as_str()).collect();
+        let (h, rows) = read_csv(&sweep.join("summary.csv")).ok()?;
+        let at = |k: &str| h.iter().position(|c| c == k);
+        let run_id = at("run_id")?;
+        let row = rows.iter().find(|r| r[run_id] == id)?;
+        let parts: Vec<String> = swept.iter().filter_map(|k| Some(format!("{k}={}", row[at(k)?]))).collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
+    };
+    swept_values().unwrap_or(id)
 }
 
 /// Metrics a sweep charts: always.
@@ -1421,6 +1543,39 @@ mod tests {
             "{}",
             &svg[..svg.len().min(400)]
         );
+    }
+
+    #[test]
+    fn a_learning_curve_has_one_panel_per_series() {
+        // Four series (reward, throughput, epsilon, loss): four panel titles
+        // under the figure's title, and the image is four panels tall.
+        let d = tempfile::tempdir().unwrap();
+        let curve = d.path().join("learning_curve.csv");
+        std::fs::write(
+            &curve,
+            "decision,time_s,phase,node,reward,throughput,epsilon,loss\n1,5.0,learn,0,0.01,0.5,0.3,0.02\n2,6.0,learn,1,0.02,0.4,0.29,0.01\n",
+        )
+        .unwrap();
+        plot_learning_curve(&curve, &d.path().join("lc.svg"), "run").unwrap();
+        let svg = std::fs::read_to_string(d.path().join("lc.svg")).unwrap();
+        let texts: Vec<&str> = svg.lines().map(str::trim).collect();
+        for t in ["LDWP learning curve, run", "Reward", "Throughput", "Epsilon (exploration rate)", "Loss"] {
+            assert!(texts.contains(&t), "no {t} in {texts:?}");
+        }
+        // One title line (24 px + 14 px of margin) over four panels of 230 px.
+        assert!(svg.starts_with(&format!("<svg width=\"720\" height=\"{}\"", 38 + 4 * 230)), "{}", &svg[..80]);
+    }
+
+    #[test]
+    fn a_long_title_breaks_at_spaces_and_every_line_fits() {
+        let title = "Co-located speed (achieved / isolated) vs θ_mem (IAWP memory threshold), fifo+backfill (mean ± sd over 5 seeds)";
+        let lines = wrap_title(title, 600);
+        assert!(lines.len() >= 2, "{lines:?}");
+        assert_eq!(lines.join(" "), title);
+        assert!(lines.iter().all(|l| text_width(l, TITLE_SIZE) <= 600), "{lines:?}");
+        // A title that fits stays one line; a word wider than the width stays whole.
+        assert_eq!(wrap_title("Mean JCT", 600), vec!["Mean JCT"]);
+        assert_eq!(wrap_title("abcdefghijklmnop q", 10), vec!["abcdefghijklmnop", "q"]);
     }
 
     #[test]

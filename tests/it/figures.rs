@@ -475,9 +475,12 @@ fn axis_rules_by_hand() {
     assert!(!t.is_empty() && t.iter().all(|v| v.fract() == 0.0), "{t:?}");
     // Integers 2 and 3 on a time axis (no exact-value rule): 2 and 3 only, not 2.2, 2.4.
     assert_eq!(x_ticks(&[2.0, 3.0], 1.97, 3.03, false), vec![2.0, 3.0]);
-    // A 1..1e5 series gets a log axis; 1..100 (ratio 100, not over) and one with a 0 do not.
-    assert!(log_y(&[1.0, 10.0, 1e5]));
-    assert!(!log_y(&[1.0, 100.0]) && !log_y(&[0.0, 1e5]));
+    // A 1..1e5 series gets a log axis, and 10..750 h (75 times: the JCT of
+    // FIFO beside DLAS); 1..30 (ratio 30, not over) and one with a 0 do not.
+    assert!(log_y(&[1.0, 10.0, 1e5]) && log_y(&[10.0, 750.0]));
+    assert!(!log_y(&[1.0, 30.0]) && !log_y(&[0.0, 1e5]));
+    // A completion rate of 0.001..1 is a fraction: linear.
+    assert!(!log_y(&[0.001, 1.0]) && log_y(&[0.001, 1.5]));
     // An error bar of 1 ± 3 on a non-negative metric stops at 0.
     assert_eq!(error_bar(1.0, 3.0, true), (0.0, 4.0));
     assert_eq!(error_bar(1.0, 3.0, false), (-2.0, 4.0));
@@ -486,4 +489,30 @@ fn axis_rules_by_hand() {
     assert!((lo - 0.892).abs() < 1e-12 && (hi - 0.988).abs() < 1e-12, "{lo} {hi}");
     let (lo, hi) = y_range(0.2, 1.0);
     assert!(lo == 0.0 && (hi - 1.05).abs() < 1e-12, "{lo} {hi}");
+    // 0.3 and a mean of twelve 0.3s (0.30000000000000004): one value, padded
+    // by 5 % of it (0.285..0.315), not by a tenth of a rounding error.
+    let twelve = [0.3; 12].iter().sum::<f64>() / 12.0;
+    assert_ne!(twelve, 0.3, "the rounding this case is about");
+    let (lo, hi) = y_range(0.3, twelve);
+    assert!((lo - 0.285).abs() < 1e-9 && (hi - 0.315).abs() < 1e-9, "{lo} {hi}");
+}
+
+#[test]
+fn a_sweep_run_is_named_by_its_swept_values() {
+    // A sweep of two policies: each run's charts are titled by its swept
+    // values, not by the hash naming its directory; a lone run by its directory.
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "two.toml", "question = \"q\"\n[base]\njobs = 10\n[sweep]\npolicy = [\"fifo\", \"sjf\"]\n");
+    let out = d.path().join("two");
+    let o = dlsched(&["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    let mut names = Vec::new();
+    for line in summary.lines().skip(1) {
+        let id = line.split(',').next().unwrap();
+        names.push(dlsched::plot::run_name(&out.join("runs").join(id)));
+    }
+    names.sort();
+    assert_eq!(names, ["policy=fifo", "policy=sjf"]);
+    assert_eq!(dlsched::plot::run_name(&d.path().join("lone-run")), "lone-run");
 }
