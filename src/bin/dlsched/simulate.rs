@@ -660,7 +660,7 @@ fn print_next(a: &SimulateArgs, r: &RunReport) -> Result<()> {
         }
         _ => None,
     };
-    outln!("next      {plot}   # JCT and queueing CDFs, utilisation over time (SVG)")?;
+    outln!("next      {plot}   # JCT and queueing CDFs, utilisation over time (SVG + PNG)")?;
     if let Some(q) = queue {
         outln!("          {q}")?;
     }
