@@ -370,7 +370,24 @@ impl<'a> DrawingBackend for PngBackend<'a> {
         path: I,
         s: &S,
     ) -> Result<(), PngError<'a>> {
-        self.inner.draw_path(path, s)
+        // Segment by segment: the bitmap backend's own wide path breaks into
+        // fragments where a dense line turns back on itself (a timeline of
+        // thousands of samples).
+        if s.stroke_width() <= 1 {
+            return self.inner.draw_path(path, s);
+        }
+        let mut it = path.into_iter();
+        let Some(mut a) = it.next() else { return Ok(()) };
+        let mut lone = true;
+        for b in it {
+            self.inner.draw_line(a, b, s)?;
+            a = b;
+            lone = false;
+        }
+        if lone {
+            self.inner.draw_line(a, a, s)?;
+        }
+        Ok(())
     }
     fn draw_circle<S: plotters_backend::BackendStyle>(
         &mut self,
@@ -687,7 +704,12 @@ impl LineFig {
                     let c = colour(i);
                     let pts: Vec<(f64, f64)> = l.pts.iter().copied().filter(visible).collect();
                     let path = if self.step { steps(&pts) } else { pts.clone() };
-                    chart.draw_series(LineSeries::new(path, c.stroke_width(2))).map_err(e)?;
+                    // Drawn in pixels, at most four points per pixel column
+                    // ([`decimate`]): a 2 px stroke over thousands of
+                    // sub-pixel segments breaks into fragments in the bitmap
+                    // backend.
+                    let px: Vec<(i32, i32)> = path.iter().map(|p| bc!(chart, p)).collect();
+                    root.draw(&PathElement::new(decimate(&px), c.stroke_width(2))).map_err(e)?;
                     // The marker points: the samples (a CDF path's corners at
                     // each value), at most ~12 per line, offset per line.
                     let marks: Vec<(f64, f64)> =
@@ -743,6 +765,39 @@ impl LineFig {
         let names: Vec<&str> = self.lines.iter().map(|l| l.name.as_str()).collect();
         draw_legend(&right, plot_top, &names)
     }
+}
+
+/// A polyline in pixels reduced to what can be seen: for each run of
+/// consecutive points in one pixel column, its first point, its lowest and
+/// highest (in the order they come) and its last, without repeats (the M4
+/// reduction of Jugel et al., VLDB 2014: the drawn line is the same).
+pub fn decimate(px: &[(i32, i32)]) -> Vec<(i32, i32)> {
+    let mut out: Vec<(i32, i32)> = Vec::with_capacity(px.len().min(4096));
+    let mut i = 0;
+    while i < px.len() {
+        let x = px[i].0;
+        let mut j = i;
+        let (mut lo, mut hi) = (i, i);
+        while j < px.len() && px[j].0 == x {
+            if px[j].1 < px[lo].1 {
+                lo = j;
+            }
+            if px[j].1 > px[hi].1 {
+                hi = j;
+            }
+            j += 1;
+        }
+        let mut keep = vec![i, lo, hi, j - 1];
+        keep.sort_unstable();
+        keep.dedup();
+        for k in keep {
+            if out.last() != Some(&px[k]) {
+                out.push(px[k]);
+            }
+        }
+        i = j;
+    }
+    out
 }
 
 /// Tick positions of a linear x axis over `lo..hi` that shows points at
@@ -1046,7 +1101,7 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, String> {
         let (h, rows) = read_csv(&timeline)?;
         let t = column(&h, "time_s", &timeline)?;
         for (file, col, what, step) in [
-            ("gpu_utilization", "gpu_utilization", "GPU utilisation", false),
+            ("gpu_utilization", "gpu_utilization", "GPU utilisation", true),
             ("queue_length", "jobs_pending", "Pending jobs", true),
         ] {
             let c = column(&h, col, &timeline)?;
@@ -1058,7 +1113,8 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, String> {
             let (unit_div, unit) = time_unit(pts.iter().map(|p| p.0).fold(0.0, f64::max));
             // A count axis reaches at least 5, so that its ticks are whole numbers.
             let y_max = pts.iter().map(|p| p.1).fold(0.0, f64::max);
-            let y_fixed = step.then_some((0.0, (y_max * 1.05).max(5.0)));
+            // Utilisation is a fraction: 0 to 1.
+            let y_fixed = Some(if col == "gpu_utilization" { (0.0, 1.05) } else { (0.0, (y_max * 1.05).max(5.0)) });
             let fig = Fig::Line(LineFig {
                 title: format!("{what} over time, {name}"),
                 x_label: format!("Time ({unit})"),
@@ -1093,7 +1149,7 @@ pub const CURVE_WINDOW: usize = 50;
 
 /// Plots a RIFLING `learning_curve.csv` (reward, cluster-normalised
 /// throughput and epsilon against decisions; reward and throughput as means
-/// over consecutive windows of [`CURVE_WINDOW`] decisions) into `out` (an
+/// over consecutive complete windows of [`CURVE_WINDOW`] decisions) into `out` (an
 /// `.svg` path; its `.png` twin beside it); or an LDWP one (no
 /// `normalized_throughput` column: its `throughput` and `loss` columns
 /// instead, `src/policy/ldwp.rs`). A frozen run (the `summary.json` beside
@@ -1150,8 +1206,12 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<Vec<P
     let window = CURVE_WINDOW.min((rows.len() / 20).max(1));
     let mut panels = Vec::new();
     for (label, c) in cols {
+        // Complete windows only: a short last one is a mean of a few
+        // decisions, a spike that is not the policy's (unless the run is
+        // shorter than one window).
         let pts: Vec<(f64, f64)> = rows
             .chunks(window)
+            .filter(|w| w.len() == window || rows.len() < window)
             .filter_map(|w| {
                 let v: Vec<f64> = w.iter().filter_map(|row| row[c].parse::<f64>().ok()).collect();
                 let x = w.last()?[d].parse::<f64>().ok()?;
@@ -1576,6 +1636,19 @@ mod tests {
         // A title that fits stays one line; a word wider than the width stays whole.
         assert_eq!(wrap_title("Mean JCT", 600), vec!["Mean JCT"]);
         assert_eq!(wrap_title("abcdefghijklmnop q", 10), vec!["abcdefghijklmnop", "q"]);
+    }
+
+    #[test]
+    fn decimation_by_hand() {
+        // Column 0: (0,5) (0,1) (0,9) (0,4): first, lowest, highest, last, in
+        // order: (0,5) (0,1) (0,9) (0,4). Column 1: one point. Column 2: two
+        // equal points, one kept; column 3: (3,2) (3,2) (3,7): (3,2) (3,7).
+        let px = [(0, 5), (0, 1), (0, 3), (0, 9), (0, 4), (1, 6), (2, 2), (2, 2), (3, 2), (3, 2), (3, 7)];
+        assert_eq!(decimate(&px), vec![(0, 5), (0, 1), (0, 9), (0, 4), (1, 6), (2, 2), (3, 2), (3, 7)]);
+        assert!(decimate(&[]).is_empty());
+        // 100,000 points over 700 columns: at most 4 a column.
+        let many: Vec<(i32, i32)> = (0..100_000).map(|i| (i / 143, (i * 7919) % 400)).collect();
+        assert!(decimate(&many).len() <= 4 * 700);
     }
 
     #[test]
