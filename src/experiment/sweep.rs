@@ -405,6 +405,114 @@ impl Shard {
     pub fn select<'a>(&self, runs: &'a [Run]) -> Vec<&'a Run> {
         runs.iter().enumerate().filter(|(i, _)| i % self.count == self.index - 1).map(|(_, r)| r).collect()
     }
+
+    /// The shard of a Slurm job array task, from the values of its
+    /// environment variables ([`SlurmArrayVars`]; the caller reads them).
+    ///
+    /// The count is `SLURM_ARRAY_TASK_COUNT`, or, when that is not set,
+    /// `SLURM_ARRAY_TASK_MAX - SLURM_ARRAY_TASK_MIN + 1`. The index is
+    /// `SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN + 1`, or the task id
+    /// itself when `SLURM_ARRAY_TASK_MIN` is not set (an array from 1):
+    /// `--array=1-3` gives shards 1/3, 2/3, 3/3, and so does `--array=0-2`.
+    /// When the count and both bounds are set they must agree: an array
+    /// with gaps (`--array=1,3,5`, `--array=0-8:4`) has ids that are no
+    /// shard index, and is refused rather than leave runs out.
+    ///
+    /// # Errors
+    /// A message naming the variable and its value: a variable not set
+    /// (`SLURM_ARRAY_TASK_ID` outside a job array), not a whole number, a
+    /// count of 0, `MIN > MAX`, an array with gaps, or a task id outside
+    /// the array.
+    pub fn from_slurm_array(vars: &SlurmArrayVars<'_>) -> Result<Shard, String> {
+        let num = |name: &str, value: &str| -> Result<usize, String> {
+            value.parse::<usize>().map_err(|_| format!("{name}=`{value}` is not a whole number >= 0"))
+        };
+        let id_s = vars.task_id.ok_or_else(|| {
+            format!(
+                "{SLURM_ARRAY_TASK_ID} is not set: `--shard slurm` runs as a task of a Slurm job array \
+                 (sbatch --array=1-N); elsewhere give --shard I/N"
+            )
+        })?;
+        let id = num(SLURM_ARRAY_TASK_ID, id_s)?;
+        let min = vars.task_min.map(|v| num(SLURM_ARRAY_TASK_MIN, v)).transpose()?;
+        let max = vars.task_max.map(|v| num(SLURM_ARRAY_TASK_MAX, v)).transpose()?;
+        if let (Some(lo), Some(hi)) = (min, max)
+            && lo > hi
+        {
+            return Err(format!(
+                "{SLURM_ARRAY_TASK_MIN}={lo} is above {SLURM_ARRAY_TASK_MAX}={hi}: not a job array's bounds"
+            ));
+        }
+        // The number of ids from `lo` to `hi` (saturating: usize::MAX ids is no array).
+        let span = |lo: usize, hi: usize| (hi - lo).saturating_add(1);
+        let count = match (vars.task_count, min, max) {
+            (Some(c), _, _) => {
+                let count = num(SLURM_ARRAY_TASK_COUNT, c)?;
+                if count == 0 {
+                    return Err(format!("{SLURM_ARRAY_TASK_COUNT}=`{c}`: a job array has at least 1 task"));
+                }
+                if let (Some(lo), Some(hi)) = (min, max)
+                    && span(lo, hi) != count
+                {
+                    return Err(format!(
+                        "{SLURM_ARRAY_TASK_COUNT}={count} but the task ids run from \
+                         {SLURM_ARRAY_TASK_MIN}={lo} to {SLURM_ARRAY_TASK_MAX}={hi}: \
+                         `--shard slurm` needs an array without gaps, such as --array=1-{count}"
+                    ));
+                }
+                count
+            }
+            (None, Some(lo), Some(hi)) => span(lo, hi),
+            (None, None, _) => {
+                return Err(format!(
+                    "neither {SLURM_ARRAY_TASK_COUNT} nor {SLURM_ARRAY_TASK_MIN} is set, so the number \
+                     of shards is unknown ({SLURM_ARRAY_TASK_ID}={id})"
+                ));
+            }
+            (None, Some(_), None) => {
+                return Err(format!(
+                    "{SLURM_ARRAY_TASK_MAX} is not set (nor {SLURM_ARRAY_TASK_COUNT}), \
+                     so the number of shards is unknown"
+                ));
+            }
+        };
+        let first = min.unwrap_or(1);
+        let index = id.checked_sub(first).and_then(|d| d.checked_add(1)).filter(|i| (1..=count).contains(i));
+        let index = index.ok_or_else(|| {
+            let from = match min {
+                Some(lo) => format!("{SLURM_ARRAY_TASK_MIN}={lo}"),
+                None => format!("{SLURM_ARRAY_TASK_MIN} not set, so from 1"),
+            };
+            format!(
+                "{SLURM_ARRAY_TASK_ID}={id} is outside the array's task ids {first} to {} ({from}, {count} tasks)",
+                first.saturating_add(count - 1)
+            )
+        })?;
+        Ok(Shard { index, count })
+    }
+}
+
+/// `SLURM_ARRAY_TASK_ID`: this task's id in its job array.
+pub const SLURM_ARRAY_TASK_ID: &str = "SLURM_ARRAY_TASK_ID";
+/// `SLURM_ARRAY_TASK_COUNT`: the number of tasks in the job array.
+pub const SLURM_ARRAY_TASK_COUNT: &str = "SLURM_ARRAY_TASK_COUNT";
+/// `SLURM_ARRAY_TASK_MIN`: the job array's lowest task id.
+pub const SLURM_ARRAY_TASK_MIN: &str = "SLURM_ARRAY_TASK_MIN";
+/// `SLURM_ARRAY_TASK_MAX`: the job array's highest task id.
+pub const SLURM_ARRAY_TASK_MAX: &str = "SLURM_ARRAY_TASK_MAX";
+
+/// The values of a Slurm job array task's environment variables that
+/// [`Shard::from_slurm_array`] reads, `None` for a variable not set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlurmArrayVars<'a> {
+    /// [`SLURM_ARRAY_TASK_ID`].
+    pub task_id: Option<&'a str>,
+    /// [`SLURM_ARRAY_TASK_COUNT`].
+    pub task_count: Option<&'a str>,
+    /// [`SLURM_ARRAY_TASK_MIN`].
+    pub task_min: Option<&'a str>,
+    /// [`SLURM_ARRAY_TASK_MAX`].
+    pub task_max: Option<&'a str>,
 }
 
 /// How `summary.csv` flattens the nested maps of `summary.json`: map key,
@@ -654,6 +762,72 @@ mod tests {
         all.sort();
         assert_eq!(all, runs.iter().map(|r| r.id.clone()).collect::<Vec<_>>());
         assert!("0/3".parse::<Shard>().is_err() && "4/3".parse::<Shard>().is_err() && "x".parse::<Shard>().is_err());
+    }
+
+    fn slurm(id: Option<&str>, count: Option<&str>, min: Option<&str>, max: Option<&str>) -> Result<Shard, String> {
+        Shard::from_slurm_array(&SlurmArrayVars { task_id: id, task_count: count, task_min: min, task_max: max })
+    }
+
+    #[test]
+    fn slurm_array_tasks_are_shards() {
+        let s = |index, count| Ok(Shard { index, count });
+        // --array=1-3 as Slurm sets it (id, count, min, max): tasks 1, 2, 3 are 1/3, 2/3, 3/3.
+        for i in 1..=3 {
+            assert_eq!(slurm(Some(&i.to_string()), Some("3"), Some("1"), Some("3")), s(i, 3));
+        }
+        // Only id and count: the ids start at 1.
+        assert_eq!(slurm(Some("2"), Some("4"), None, None), s(2, 4));
+        // --array=0-2: id 0 is shard 1 (0 - 0 + 1), id 2 is shard 3 of 3.
+        assert_eq!(slurm(Some("0"), Some("3"), Some("0"), Some("2")), s(1, 3));
+        assert_eq!(slurm(Some("2"), Some("3"), Some("0"), Some("2")), s(3, 3));
+        // No count: min and max. --array=5-8: id 6 is 6 - 5 + 1 = 2 of 8 - 5 + 1 = 4.
+        assert_eq!(slurm(Some("6"), None, Some("5"), Some("8")), s(2, 4));
+        // Count and min, no max: --array=10-11, id 11 is 2 of 2.
+        assert_eq!(slurm(Some("11"), Some("2"), Some("10"), None), s(2, 2));
+        // A one-task array.
+        assert_eq!(slurm(Some("7"), Some("1"), Some("7"), Some("7")), s(1, 1));
+    }
+
+    #[test]
+    fn slurm_array_errors_name_the_variable_and_value() {
+        let e = |id, count, min, max| slurm(id, count, min, max).unwrap_err();
+        let msg = e(None, Some("3"), Some("1"), Some("3"));
+        assert!(msg.starts_with("SLURM_ARRAY_TASK_ID is not set: `--shard slurm` runs as a task"), "{msg}");
+        assert_eq!(e(Some("x1"), Some("3"), None, None), "SLURM_ARRAY_TASK_ID=`x1` is not a whole number >= 0");
+        assert_eq!(e(Some("-1"), Some("3"), None, None), "SLURM_ARRAY_TASK_ID=`-1` is not a whole number >= 0");
+        assert_eq!(e(Some("1"), Some(""), None, None), "SLURM_ARRAY_TASK_COUNT=`` is not a whole number >= 0");
+        assert_eq!(e(Some("1"), None, Some("a"), Some("3")), "SLURM_ARRAY_TASK_MIN=`a` is not a whole number >= 0");
+        assert_eq!(e(Some("1"), None, Some("1"), Some("3.0")), "SLURM_ARRAY_TASK_MAX=`3.0` is not a whole number >= 0");
+        assert_eq!(e(Some("1"), Some("0"), None, None), "SLURM_ARRAY_TASK_COUNT=`0`: a job array has at least 1 task");
+        assert_eq!(
+            e(Some("4"), Some("3"), None, None),
+            "SLURM_ARRAY_TASK_ID=4 is outside the array's task ids 1 to 3 (SLURM_ARRAY_TASK_MIN not set, so from 1, 3 tasks)"
+        );
+        assert_eq!(
+            e(Some("0"), Some("3"), None, None),
+            "SLURM_ARRAY_TASK_ID=0 is outside the array's task ids 1 to 3 (SLURM_ARRAY_TASK_MIN not set, so from 1, 3 tasks)"
+        );
+        assert_eq!(
+            e(Some("4"), None, Some("5"), Some("8")),
+            "SLURM_ARRAY_TASK_ID=4 is outside the array's task ids 5 to 8 (SLURM_ARRAY_TASK_MIN=5, 4 tasks)"
+        );
+        // --array=1,3,5: 3 tasks, ids 1 to 5.
+        assert_eq!(
+            e(Some("3"), Some("3"), Some("1"), Some("5")),
+            "SLURM_ARRAY_TASK_COUNT=3 but the task ids run from SLURM_ARRAY_TASK_MIN=1 to SLURM_ARRAY_TASK_MAX=5: \
+             `--shard slurm` needs an array without gaps, such as --array=1-3"
+        );
+        assert_eq!(
+            e(Some("3"), None, Some("4"), Some("2")),
+            "SLURM_ARRAY_TASK_MIN=4 is above SLURM_ARRAY_TASK_MAX=2: not a job array's bounds"
+        );
+        assert!(e(Some("1"), None, None, None).starts_with("neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MIN"));
+        assert!(e(Some("1"), None, None, Some("3")).starts_with("neither SLURM_ARRAY_TASK_COUNT"));
+        assert!(e(Some("1"), None, Some("1"), None).starts_with("SLURM_ARRAY_TASK_MAX is not set"));
+        // Huge values are errors, not overflows.
+        let big = usize::MAX.to_string();
+        assert!(e(Some(&big), Some("3"), None, None).contains("is outside"));
+        assert!(e(Some("1"), Some("99999999999999999999999"), None, None).contains("not a whole number"));
     }
 }
 

@@ -44,6 +44,7 @@ mod rates;
 mod rifling;
 mod share_search;
 mod sharing;
+mod slurm;
 mod spec;
 mod srtf;
 mod srtf_cli;

@@ -6,7 +6,55 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use dlsched::sweep::{Experiment, Shard, merge, run_sweep};
+use dlsched::sweep::{
+    Experiment, SLURM_ARRAY_TASK_COUNT, SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_MAX, SLURM_ARRAY_TASK_MIN, Shard,
+    SlurmArrayVars, merge, run_sweep,
+};
+
+/// `--shard`: `I/N`, or `slurm` for the job array task's own share.
+#[derive(Clone, Copy, Debug)]
+pub enum ShardArg {
+    /// `I/N` as given.
+    Fixed(Shard),
+    /// From the Slurm job array variables of the environment.
+    Slurm,
+}
+
+impl std::str::FromStr for ShardArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "slurm" {
+            return Ok(ShardArg::Slurm);
+        }
+        s.parse().map(ShardArg::Fixed).map_err(|e| format!("{e}, or `slurm`"))
+    }
+}
+
+impl ShardArg {
+    /// The shard; for `slurm`, from this process's environment.
+    fn resolve(self) -> Result<Shard> {
+        match self {
+            ShardArg::Fixed(s) => Ok(s),
+            ShardArg::Slurm => {
+                // A value that is not UTF-8 is shown as read, and is not a number.
+                let var = |name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+                let (id, count, min, max) = (
+                    var(SLURM_ARRAY_TASK_ID),
+                    var(SLURM_ARRAY_TASK_COUNT),
+                    var(SLURM_ARRAY_TASK_MIN),
+                    var(SLURM_ARRAY_TASK_MAX),
+                );
+                Shard::from_slurm_array(&SlurmArrayVars {
+                    task_id: id.as_deref(),
+                    task_count: count.as_deref(),
+                    task_min: min.as_deref(),
+                    task_max: max.as_deref(),
+                })
+                .map_err(|e| anyhow::anyhow!("--shard slurm: {e}"))
+            }
+        }
+    }
+}
 
 #[derive(Args)]
 pub struct SweepArgs {
@@ -18,13 +66,21 @@ pub struct SweepArgs {
     /// depend on it.
     #[arg(long, default_value_t = 2, value_name = "N")]
     threads: usize,
-    /// Output directory (default: runs/<experiment name>).
+    /// Output directory (default: runs/<experiment name>, the same for every
+    /// shard: give each shard its own, e.g. `--out runs/X/shard-2`).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Run only share I of N of the runs (1-based), e.g. for a Slurm job
-    /// array; join the shards' outputs with `dlsched merge`.
-    #[arg(long, value_name = "I/N")]
-    shard: Option<Shard>,
+    /// Run only share I of N of the runs (1-based); join the shards' outputs
+    /// with `dlsched merge`. `slurm` takes I and N from the Slurm job array
+    /// task's environment: I = SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN + 1
+    /// (the task id when MIN is not set), N = SLURM_ARRAY_TASK_COUNT (or MAX -
+    /// MIN + 1), so `sbatch --array=1-N` runs the N shards. Each shard writes
+    /// sweep.json and summary.csv into its --out, so every shard needs a
+    /// directory of its own: `--out runs/X/shard-$SLURM_ARRAY_TASK_ID`, then
+    /// `dlsched merge runs/X/shard-* --out runs/X/merged` (templates in
+    /// experiments/slurm/).
+    #[arg(long, value_name = "I/N|slurm")]
+    shard: Option<ShardArg>,
     /// Keep runs whose directory is complete (has manifest.json) from an
     /// earlier, interrupted sweep.
     #[arg(long)]
@@ -53,6 +109,7 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
     if let Some(f) = a.output_format {
         f.check_supported().map_err(|e| anyhow::anyhow!("--output-format: {e}"))?;
     }
+    let shard = a.shard.map(ShardArg::resolve).transpose()?;
     let mut exp = Experiment::load(&a.experiment).map_err(anyhow::Error::msg)?;
     if let Some(f) = a.output_format {
         exp.output_format = f;
@@ -64,7 +121,7 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
     for note in &exp.notes {
         errln!("note: {note}")?;
     }
-    let n = a.shard.map_or(exp.runs.len(), |s| s.select(&exp.runs).len());
+    let n = shard.map_or(exp.runs.len(), |s| s.select(&exp.runs).len());
     // Stdout as the sweep goes: a failed write (a full stdout) is reported
     // after the sweep has written its files, not instead of them.
     let mut stdout = crate::stdio::DeferredOut::default();
@@ -72,7 +129,14 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
         "{}\n  {} runs{} -> {}",
         exp.question,
         n,
-        a.shard.map(|s| format!(" (shard {}/{})", s.index, s.count)).unwrap_or_default(),
+        shard
+            .map(|s| format!(
+                " (shard {}/{}{})",
+                s.index,
+                s.count,
+                if matches!(a.shard, Some(ShardArg::Slurm)) { ", from the Slurm job array" } else { "" }
+            ))
+            .unwrap_or_default(),
         out.display()
     ));
     let bar = indicatif::ProgressBar::new(n as u64);
@@ -83,7 +147,7 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
     );
     let failed = std::sync::atomic::AtomicUsize::new(0);
     bar.set_message("0 failed,");
-    let outcome = run_sweep(&exp, &out, a.threads, a.shard, a.resume, &|_, ok| {
+    let outcome = run_sweep(&exp, &out, a.threads, shard, a.resume, &|_, ok| {
         if !ok {
             failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
