@@ -171,6 +171,11 @@ pub enum Origin<'a> {
     /// id), and `rifling_table` is the frozen policy's only (online runs of a
     /// sweep start from an empty table).
     File(&'a Path),
+    /// Keyword arguments of a call from another language (the Python
+    /// package's `dlsched.simulate(jobs_per_hour=20)`): keys are spelt
+    /// `jobs_per_hour=`, and paths are as given (from the working directory),
+    /// as on the command line.
+    Keywords,
 }
 
 impl Origin<'_> {
@@ -179,6 +184,7 @@ impl Origin<'_> {
         match self {
             Origin::CommandLine => format!("--{}", k.replace('_', "-")),
             Origin::File(_) => format!("`{k}`"),
+            Origin::Keywords => format!("{k}="),
         }
     }
 
@@ -188,6 +194,7 @@ impl Origin<'_> {
         match self {
             Origin::CommandLine => format!("--policy-opt {name}={v}"),
             Origin::File(_) => format!("`{POLICY_OPT}{name}` = `{v}`"),
+            Origin::Keywords => format!("policy_opt={{\"{name}\": {v}}}"),
         }
     }
 
@@ -196,8 +203,75 @@ impl Origin<'_> {
         match self {
             Origin::CommandLine => format!("--{} {v}", k.replace('_', "-")),
             Origin::File(_) => format!("`{k}` = `{v}`"),
+            Origin::Keywords => format!("{k}={v}"),
         }
     }
+}
+
+/// The command line's synthetic workload cuts job durations at this, seconds
+/// (one day; `--max-duration`, key `max_duration`): our choice, not a figure
+/// from a paper. The Philly job list's durations (RFold artifact) have a 99th
+/// percentile of 8.7 days and a maximum of 60 days; a 500-job sample on
+/// lab16's 16 GPUs then ends weeks after its last arrival, one month-long job
+/// holding a GPU that the queue needs (README, "Two commands", has the figures).
+pub const FIRST_RUN_MAX_DURATION_S: u64 = 86_400;
+
+/// Whether `p` is the synthetic scenario: no `trace` and the synthetic
+/// workload (the `workload` key absent or `"synthetic"`).
+pub fn is_synthetic_scenario(p: &RawSpec) -> bool {
+    !p.contains_key("trace") && p.get("workload").is_none_or(|w| matches!(w, Value::Str(s) if s == "synthetic"))
+}
+
+/// The defaults of a first run (the command line's `dlsched simulate`, and
+/// the Python package's `dlsched.simulate()`), where they differ from an
+/// experiment file's, applied to the keys `p` leaves unset; only for the
+/// synthetic scenario ([`is_synthetic_scenario`]):
+/// - `backfill = true` for `fifo` and `sjf` (the default policy is fifo),
+///   unless `strict` (head-of-line blocking, strict FIFO);
+/// - `max_duration` = [`FIRST_RUN_MAX_DURATION_S`]; a `max_duration` of 0
+///   means no cut and is removed.
+///
+/// The third, jobs of at most half the cluster, needs the cluster:
+/// [`first_run_job_cap`], after [`to_run_spec`].
+pub fn first_run_defaults(p: &mut RawSpec, strict: bool) {
+    if !is_synthetic_scenario(p) {
+        return;
+    }
+    let policy = match p.get("policy") {
+        None => Some("fifo"),
+        Some(Value::Str(s)) => Some(s.as_str()),
+        Some(_) => None,
+    };
+    if !strict && !p.contains_key("backfill") && matches!(policy, Some("fifo" | "sjf")) {
+        p.insert("backfill".into(), Value::Bool(true));
+    }
+    match p.get("max_duration") {
+        None => {
+            p.insert("max_duration".into(), Value::UInt(FIRST_RUN_MAX_DURATION_S));
+        }
+        Some(Value::Int(0) | Value::UInt(0)) => {
+            p.remove("max_duration");
+        }
+        Some(_) => {}
+    }
+}
+
+/// The first run's cap on job width (see [`first_run_defaults`]): for the
+/// synthetic scenario with no `max_job_gpus` in `p`, jobs of at most half the
+/// cluster's GPUs (at least 1), since a job of every GPU would wait for all
+/// of them to drain.
+///
+/// # Errors
+/// The cluster's own error when `spec`'s cluster cannot be built.
+pub fn first_run_job_cap(p: &RawSpec, spec: &mut RunSpec) -> Result<(), crate::error::RunError> {
+    if is_synthetic_scenario(p)
+        && !p.contains_key("max_job_gpus")
+        && let WorkloadSource::Synthetic(s) = &mut spec.workload
+    {
+        let gpus = spec.cluster.spec()?.total_gpus();
+        s.max_job_gpus = Some(u32::try_from(gpus / 2).unwrap_or(u32::MAX).max(1));
+    }
+    Ok(())
 }
 
 /// The prefix of the raw-spec keys that set the run's policy options:
@@ -396,7 +470,7 @@ impl Reader<'_> {
     fn path(&self, k: &str) -> Result<Option<PathBuf>, String> {
         match (self.p.get(k), self.o) {
             (None, _) => Ok(None),
-            (Some(Value::Str(s)), Origin::CommandLine) => Ok(Some(PathBuf::from(s))),
+            (Some(Value::Str(s)), Origin::CommandLine | Origin::Keywords) => Ok(Some(PathBuf::from(s))),
             (Some(Value::Str(s)), Origin::File(file)) => {
                 let full = file.parent().unwrap_or(Path::new(".")).join(s);
                 if !full.exists() {
@@ -858,6 +932,38 @@ mod tests {
         // A 64-bit seed from the command line survives.
         let p = raw(&[("seed", Value::UInt(u64::MAX))]);
         assert_eq!(to_run_spec(&p, Origin::CommandLine, None).unwrap().seed, u64::MAX);
+    }
+
+    #[test]
+    fn first_run_defaults_by_hand() {
+        // Empty: fifo with backfill, a one-day cut.
+        let mut p = RawSpec::new();
+        first_run_defaults(&mut p, false);
+        assert_eq!(p, raw(&[("backfill", Value::Bool(true)), ("max_duration", Value::UInt(86_400))]));
+        // Strict: no backfill; max_duration 0 is no cut; sjf backfills, las does not.
+        let mut p = raw(&[("max_duration", Value::Int(0))]);
+        first_run_defaults(&mut p, true);
+        assert_eq!(p, RawSpec::new());
+        let mut p = raw(&[("policy", Value::Str("las".into()))]);
+        first_run_defaults(&mut p, false);
+        assert!(!p.contains_key("backfill") && p.contains_key("max_duration"));
+        // A trace or the GENIE workload: nothing.
+        for k in [("trace", "t.csv"), ("workload", "genie")] {
+            let mut p = raw(&[(k.0, Value::Str(k.1.into()))]);
+            first_run_defaults(&mut p, false);
+            assert_eq!(p.len(), 1, "{k:?}");
+        }
+        // Jobs of at most half of lab16's 16 GPUs.
+        let p = RawSpec::new();
+        let mut spec = to_run_spec(&p, Origin::Keywords, None).unwrap();
+        first_run_job_cap(&p, &mut spec).unwrap();
+        match spec.workload {
+            WorkloadSource::Synthetic(s) => assert_eq!(s.max_job_gpus, Some(8)),
+            other => panic!("{other:?}"),
+        }
+        // Keyword errors spell the key as a Python keyword.
+        let e = to_run_spec(&raw(&[("load", Value::Float(-1.0))]), Origin::Keywords, None).unwrap_err();
+        assert!(e.starts_with("load= "), "{e}");
     }
 
     #[test]

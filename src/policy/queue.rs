@@ -126,7 +126,7 @@ struct VcQueue {
 
 /// The placement request of a job: its partition, GPU count, recorded split,
 /// memory need, guaranteed share and allowed GPU types.
-pub(crate) fn request<'a>(view: &View<'a>, job: JobId) -> Request<'a> {
+pub fn request<'a>(view: &View<'a>, job: JobId) -> Request<'a> {
     let spec = view.jobs.spec(job);
     // Only a split the trace recorded is replayed; the packed split assumed for
     // other jobs is not a placement to reproduce.

@@ -337,25 +337,12 @@ pub(crate) const SPEC_ARGS: [&str; 54] = [
     "strict",
 ];
 
-/// The command line's synthetic default cuts job durations at this, seconds
-/// (one day; `--max-duration`): our choice, not a figure from a paper. The
-/// Philly job list's durations (RFold artifact) have a 99th percentile of
-/// 8.7 days and a maximum of 60 days; a 500-job sample on lab16's 16 GPUs
-/// then ends weeks after its last arrival, one month-long job holding a GPU
-/// that the queue needs (README, "Two commands", has the figures).
-pub(crate) const CLI_MAX_DURATION_S: u64 = 86_400;
-
 /// Whether the run is the command line's synthetic workload (no --trace, no
 /// --workload genie, no --from-manifest), whose defaults differ from a sweep
 /// file's: backfill for fifo and sjf, jobs of at most half the cluster,
-/// durations cut at [`CLI_MAX_DURATION_S`].
+/// durations cut at [`raw::FIRST_RUN_MAX_DURATION_S`] ([`raw::first_run_defaults`]).
 fn synthetic_scenario(a: &SimulateArgs) -> bool {
     a.from_manifest.is_none() && a.trace.is_none() && a.workload == WorkloadKind::Synthetic
-}
-
-/// Whether the synthetic default's backfill applies: fifo or sjf, not --strict.
-fn default_backfill(a: &SimulateArgs) -> bool {
-    synthetic_scenario(a) && !a.strict && matches!(a.policy, PolicyName::Fifo | PolicyName::Sjf)
 }
 
 /// The command line as a raw spec ([`raw::KEYS`], one key per flag of the
@@ -379,7 +366,9 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     put("hours", Value::Float(a.hours));
     put("theta", Value::Float(a.theta));
     put("genie_best_fit", Value::Bool(a.genie_best_fit));
-    put("backfill", Value::Bool(a.backfill || default_backfill(a)));
+    if a.backfill {
+        put("backfill", Value::Bool(true));
+    }
     put("tie_order", Value::Str(value_name(&a.tie_order)));
     put("placement", Value::Str(value_name(&a.placement)));
     put("rate_model", Value::Str(value_name(&a.rate_model)));
@@ -401,13 +390,10 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     if let Some(m) = a.max_job_gpus {
         put("max_job_gpus", Value::UInt(m.into()));
     }
-    if synthetic_scenario(a) {
-        match a.max_duration.unwrap_or(CLI_MAX_DURATION_S) {
-            0 => {}
-            d => {
-                put("max_duration", Value::UInt(d));
-            }
-        }
+    if let Some(d) = a.max_duration
+        && synthetic_scenario(a)
+    {
+        put("max_duration", Value::UInt(d));
     }
     put("checkpoint", Value::Str(value_name(&a.checkpoint)));
     put("coloc_unmeasured", Value::Str(value_name(&a.coloc_unmeasured)));
@@ -439,16 +425,12 @@ pub(crate) fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
     if a.trace.is_none() && a.machines.vcs.is_some() {
         bail!("the synthetic workload has no VCs; --vcs needs a --trace whose jobs name their VC");
     }
-    let mut spec = raw::to_run_spec(&raw_spec(a), Origin::CommandLine, None).map_err(anyhow::Error::msg)?;
+    // The first run's defaults (backfill, duration cut, half-cluster jobs).
+    let mut raw = raw_spec(a);
+    raw::first_run_defaults(&mut raw, a.strict);
+    let mut spec = raw::to_run_spec(&raw, Origin::CommandLine, None).map_err(anyhow::Error::msg)?;
     nodes_file_note(&spec.cluster)?;
-    if synthetic_scenario(a)
-        && a.max_job_gpus.is_none()
-        && let WorkloadSource::Synthetic(s) = &mut spec.workload
-    {
-        // Half the cluster: a job of every GPU would wait for all to drain.
-        let gpus = spec.cluster.spec().map_err(anyhow::Error::new)?.total_gpus();
-        s.max_job_gpus = Some(u32::try_from(gpus / 2).unwrap_or(u32::MAX).max(1));
-    }
+    raw::first_run_job_cap(&raw, &mut spec)?;
     Ok(spec)
 }
 

@@ -1,0 +1,242 @@
+"""dlsched from Python: the Rust event-driven GPU-cluster simulator.
+
+    >>> import dlsched
+    >>> r = dlsched.simulate(jobs=200, seed=1)        # the CLI's first run, 200 jobs
+    >>> r.summary["jct_mean_s"], r.jobs.shape           # a dict, a pandas DataFrame
+    >>> dlsched.sweep("experiments/lab16-load.toml", threads=2)   # summary.csv as a DataFrame
+
+Keyword arguments are the keys of an experiment file's ``[base]`` table
+(``experiments/README.md``), which are the command line's flags with
+underscores (``jobs_per_hour=20`` is ``--jobs-per-hour 20``), and
+``policy_opt={"name": value}`` for ``--policy-opt name=value``. Defaults are
+``dlsched simulate``'s, so ``dlsched.simulate()`` and ``dlsched simulate``
+give the same run. A bad value raises :class:`DlschedError` with the command
+line's message.
+
+A policy written in Python (``simulate(policy=MyPolicy())``) is a class with
+``decide(view)`` and, optionally, ``on_arrival(job, view)``,
+``on_completion(job, view)`` and ``on_timer(view)``; ``decide`` returns one
+decision at a time (:func:`launch`, :func:`colocate`, :func:`preempt`,
+:func:`wake_at`, or ``None`` to wait), and the engine calls it again after
+applying each one, until it returns ``None``. The :class:`View` it receives
+is valid only during that call. ``examples/python/sjf.py`` is a 20-line SJF.
+
+The Gymnasium environment is in :mod:`dlsched.gym`.
+"""
+
+from __future__ import annotations
+
+import csv as _csv
+import io as _io
+import json as _json
+import math as _math
+import os as _os
+import re as _re
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+from . import _core
+from ._core import DlschedError, View, __version__
+
+__all__ = [
+    "DlschedError",
+    "Result",
+    "View",
+    "__version__",
+    "colocate",
+    "launch",
+    "preempt",
+    "simulate",
+    "sweep",
+    "wake_at",
+    "WAIT",
+]
+
+#: The decision "nothing more to do at this instant".
+WAIT = None
+
+
+def launch(job: int, gpus: Sequence[int]) -> tuple:
+    """Start (or resume) ``job`` on exactly these free GPUs (ids, as many as it asks for)."""
+    return ("launch", int(job), [int(g) for g in gpus])
+
+
+def colocate(job: int, gpus: Sequence[int]) -> tuple:
+    """Start (or resume) ``job`` as a tenant of these GPUs (shared mode; see ``max_tenants``)."""
+    return ("colocate", int(job), [int(g) for g in gpus])
+
+
+def preempt(job: int) -> tuple:
+    """Stop running ``job`` now; it keeps its remaining work (plus the checkpoint cost) and waits again."""
+    return ("preempt", int(job))
+
+
+def wake_at(time_s: float) -> tuple:
+    """Call the policy's ``on_timer`` at simulated time ``time_s`` (s, later than now)."""
+    return ("wake_at", float(time_s))
+
+
+def _table(data: bytes):
+    """CSV bytes as a pandas DataFrame, else a pyarrow Table, else a list of dicts."""
+    try:
+        import pandas
+    except ImportError:
+        pass
+    else:
+        if not data.strip():
+            return pandas.DataFrame()
+        return pandas.read_csv(_io.BytesIO(data))
+    try:
+        import pyarrow.csv
+    except ImportError:
+        return list(_csv.DictReader(_io.StringIO(data.decode())))
+    return pyarrow.csv.read_csv(_io.BytesIO(data))
+
+
+class Result:
+    """A finished run.
+
+    Attributes:
+        summary: ``summary.json`` as a dict (JCT, queueing delay, makespan in s; utilisation ...).
+        jobs: ``jobs.csv``: one row per job (times in s).
+        timeline: ``timeline.csv``: the cluster sampled every ``sample_interval`` s.
+        vc_timeline: ``vc_timeline.csv``: the same per VC.
+        vc_summary: ``vc_summary.csv``: one row per VC.
+        skipped: ``skipped.csv``: trace rows not simulated, with the reason.
+        files: every table as the CSV bytes the run directory would hold, by file name.
+    """
+
+    def __init__(self, summary: str, files: Dict[str, bytes]):
+        self.summary: Dict[str, Any] = _json.loads(summary)
+        self.files = dict(files)
+        self.jobs = _table(files["jobs.csv"])
+        self.timeline = _table(files["timeline.csv"])
+        self.vc_timeline = _table(files["vc_timeline.csv"])
+        self.vc_summary = _table(files["vc_summary.csv"])
+        self.skipped = _table(files["skipped.csv"])
+
+    def __repr__(self) -> str:
+        s = self.summary
+        def h(x):
+            return "n/a" if x is None else f"{x / 3600:.2f} h"
+        return (
+            f"<dlsched.Result {s.get('policy')} on {s.get('cluster')}: "
+            f"{s.get('jobs_completed')}/{s.get('jobs_total')} jobs completed, "
+            f"mean JCT {h(s.get('jct_mean_s'))}, mean queueing delay {h(s.get('queue_delay_mean_s'))}, "
+            f"utilisation {s.get('gpu_utilization', 0):.1%}>"
+        )
+
+
+def simulate(
+    *,
+    policy: Union[str, Any, None] = None,
+    out: Union[str, "_os.PathLike[str]", None] = None,
+    output_format: Optional[str] = None,
+    **options: Any,
+) -> Result:
+    """Runs one simulation and returns its tables.
+
+    Args:
+        policy: a policy's name (``"sjf"``, as ``--policy``), or an object with
+            the policy methods (``decide(view)`` and optional hooks); a Python
+            policy uses the ``placement`` key's rule for ``view.place(job)``.
+        out: also write the run directory here (as ``dlsched simulate --out``).
+        output_format: ``"csv"`` (default), ``"parquet"`` or ``"both"`` for ``out``.
+        **options: the experiment file's keys (``jobs``, ``seed``, ``trace``,
+            ``cluster``, ``load``, ``backfill``, ...), ``policy_opt={...}``,
+            and ``strict=True`` for strict FIFO on the synthetic workload.
+
+    Returns:
+        A :class:`Result`; nothing is written unless ``out`` is given.
+
+    Raises:
+        DlschedError: bad input or configuration (the message names the file,
+            line and field, or the keyword), or an invalid policy decision.
+        Exception: whatever a Python policy raised, re-raised as is.
+    """
+    obj = None
+    if isinstance(policy, str):
+        options["policy"] = policy
+    elif policy is not None:
+        if not callable(getattr(policy, "decide", None)):
+            raise TypeError("policy=: a policy name or an object with a decide(view) method")
+        obj = policy
+    summary, files = _core.simulate(policy_object=obj, out=None if out is None else _os.fspath(out),
+                                    output_format=output_format, **options)
+    return Result(summary, files)
+
+
+_BARE = _re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _toml_key(k: str) -> str:
+    parts = k.split(".")
+    if all(_BARE.match(p) for p in parts):
+        return k
+    return _json.dumps(k)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if _math.isnan(v):
+            return "nan"
+        if _math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return repr(v)
+    if isinstance(v, (str, _os.PathLike)):
+        return _json.dumps(_os.fspath(v))
+    if isinstance(v, Mapping):
+        return "{ " + ", ".join(f"{_toml_key(str(k))} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {type(v).__name__} {v!r} in an experiment")
+
+
+def _experiment_toml(exp: Mapping[str, Any]) -> str:
+    """An experiment dict ({"question": ..., "base": {...}, "sweep": {...}}) as TOML text."""
+    lines = []
+    for k, v in exp.items():
+        if not isinstance(v, Mapping):
+            lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
+    for k, v in exp.items():
+        if isinstance(v, Mapping):
+            lines.append(f"[{_toml_key(k)}]")
+            lines.extend(f"{_toml_key(str(kk))} = {_toml_value(vv)}" for kk, vv in v.items())
+    return "\n".join(lines) + "\n"
+
+
+def sweep(
+    experiment: Union[str, "_os.PathLike[str]", Mapping[str, Any]],
+    *,
+    threads: int = 2,
+    out: Union[str, "_os.PathLike[str]", None] = None,
+    shard: Optional[str] = None,
+    resume: bool = False,
+):
+    """Runs an experiment's sweep on the engine's own threads; returns its ``summary.csv``.
+
+    Args:
+        experiment: an experiment file, or a dict of one
+            (``{"question": "...", "base": {...}, "sweep": {"seed": [1, 2]}}``;
+            its relative paths are read from the working directory).
+        threads: worker threads (the results do not depend on it).
+        out: the sweep directory (run directories, ``summary.csv``, plots are
+            not drawn); a temporary one, removed afterwards, when None.
+        shard: ``"I/N"``: run only that share of the runs (merge with ``dlsched merge``).
+        resume: keep complete runs of an earlier sweep into ``out``.
+
+    Returns:
+        The summary table (one row per run) as a DataFrame (see :class:`Result`).
+
+    Raises:
+        DlschedError: a bad experiment (naming the key), or failed runs.
+    """
+    o = None if out is None else _os.fspath(out)
+    if isinstance(experiment, Mapping):
+        data = _core.sweep(toml=_experiment_toml(experiment), threads=threads, out=o, shard=shard, resume=resume)
+    else:
+        data = _core.sweep(path=_os.fspath(experiment), threads=threads, out=o, shard=shard, resume=resume)
+    return _table(data)

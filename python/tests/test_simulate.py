@@ -1,0 +1,78 @@
+"""dlsched.simulate and dlsched.sweep against the command line, and their errors."""
+import json
+import pathlib
+import subprocess
+
+import pytest
+
+import dlsched
+
+
+def run_cli(cli, *args):
+    p = subprocess.run([cli, *args], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+def test_the_first_run_is_the_cli_first_run(cli, tmp_path):
+    # Same defaults as `dlsched simulate` (backfill, one-day cut, half-cluster jobs).
+    run_cli(cli, "simulate", "--jobs", "120", "--seed", "3", "--out", str(tmp_path / "cli"))
+    r = dlsched.simulate(jobs=120, seed=3, out=tmp_path / "py")
+    for f in ["jobs.csv", "timeline.csv", "vc_timeline.csv", "vc_summary.csv", "summary.json"]:
+        assert (tmp_path / "py" / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
+    assert r.files["jobs.csv"] == (tmp_path / "cli" / "jobs.csv").read_bytes()
+    assert r.summary == json.loads((tmp_path / "cli" / "summary.json").read_text())
+    # strict=True is --strict.
+    run_cli(cli, "simulate", "--jobs", "120", "--seed", "3", "--strict", "--out", str(tmp_path / "strict"))
+    s = dlsched.simulate(jobs=120, seed=3, strict=True)
+    assert s.files["jobs.csv"] == (tmp_path / "strict" / "jobs.csv").read_bytes()
+    assert s.files["jobs.csv"] != r.files["jobs.csv"]
+
+
+def test_tables_are_dataframes_with_the_summary_figures(example_trace):
+    pandas = pytest.importorskip("pandas")
+    r = dlsched.simulate(policy="sjf", **example_trace)
+    assert isinstance(r.jobs, pandas.DataFrame)
+    done = r.jobs[r.jobs.status == "completed"]
+    assert len(done) == r.summary["jobs_completed"]
+    # The mean JCT of the summary, recomputed from jobs.csv.
+    assert done.jct_s.mean() == pytest.approx(r.summary["jct_mean_s"], rel=1e-9, abs=1e-3)
+    assert set(r.vc_summary.columns) >= {"vc"}
+    assert "dlsched.Result sjf" in repr(r)
+
+
+def test_policy_options_are_a_dict(cli, tmp_path, example_trace):
+    opts = {"quota-by-count": True, "pending-first-on-ties": True}
+    r = dlsched.simulate(policy="srtf", policy_opt=opts, checkpoint="helios-table", **example_trace)
+    run_cli(cli, "simulate", "--trace", example_trace["trace"], "--vcs", example_trace["vcs"], "--policy", "srtf",
+            "--policy-opt", "quota-by-count=true", "--policy-opt", "pending-first-on-ties=true",
+            "--checkpoint", "helios-table", "--out", str(tmp_path / "cli"))
+    assert r.files["jobs.csv"] == (tmp_path / "cli" / "jobs.csv").read_bytes()
+
+
+def test_bad_values_raise_the_cli_message_with_the_keyword(tmp_path):
+    with pytest.raises(dlsched.DlschedError, match=r"load="):
+        dlsched.simulate(load=-1.0)
+    with pytest.raises(dlsched.DlschedError, match=r"unknown keyword `jobz`"):
+        dlsched.simulate(jobz=3)
+    with pytest.raises(TypeError, match=r"jobs=: a str, int, float, bool or path, not list"):
+        dlsched.simulate(jobs=[1])
+    bad = tmp_path / "bad.csv"
+    bad.write_text("job_id,gpu_num,submit_time,duration\na,1,0,10\nb,1,5,oops\n")
+    with pytest.raises(dlsched.DlschedError) as e:
+        dlsched.simulate(trace=bad, format="jobs-csv")
+    msg = str(e.value)
+    assert "bad.csv:3: column `duration`: `oops`" in msg, msg
+
+
+def test_a_sweep_from_a_dict_is_the_sweep_from_its_file(tmp_path):
+    exp = {"question": "q", "base": {"jobs": 60, "cluster": "lab16"}, "sweep": {"policy": ["fifo", "sjf"], "seed": [1, 2]}}
+    f = tmp_path / "e.toml"
+    f.write_text('question = "q"\n[base]\njobs = 60\ncluster = "lab16"\n[sweep]\npolicy = ["fifo", "sjf"]\nseed = [1, 2]\n')
+    a = dlsched.sweep(exp, threads=1)
+    b = dlsched.sweep(f, threads=2, out=tmp_path / "out")
+    assert len(a) == 4
+    assert a.equals(b)
+    assert (tmp_path / "out" / "summary.csv").exists()
+    with pytest.raises(dlsched.DlschedError, match="unknown key `sweep.policies`"):
+        dlsched.sweep({"question": "q", "sweep": {"policies": ["fifo"]}})
