@@ -32,7 +32,7 @@ import json as _json
 import math as _math
 import os as _os
 import re as _re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from . import _core
 from ._core import DlschedError, View, __version__

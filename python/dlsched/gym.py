@@ -41,7 +41,6 @@ action sequence give one trajectory.
 
 from __future__ import annotations
 
-import math
 import queue
 import threading
 from typing import Any, Dict, Optional
