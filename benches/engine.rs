@@ -135,18 +135,11 @@ fn pending_jobs(n: usize) -> JobTable {
                 duration_ms: (60 + (h >> 8) % 100_000) * 1000,
                 gpus: SIZES[(h % 4) as usize],
                 vc: VcId(0),
-                vc_label: None,
-                user: None,
-                shape: None,
+                recorded_shape: false,
                 line: 0,
-                recorded_split: vec![SIZES[(h % 4) as usize]],
-                model: None,
-                local_bsz: None,
-                gpu_mem_mib: None,
-                gpu_milli: None,
+                recorded_split: vec![SIZES[(h % 4) as usize]].into(),
                 task: None,
-                deadline: None,
-                gpu_types: None,
+                extra: None,
             }
         })
         .collect();
@@ -177,8 +170,8 @@ fn pass(policy: &mut dyn Policy, cluster: &mut Cluster, jobs: &JobTable, now: Si
             }
             Decision::Colocate { job, gpus } => {
                 let spec = jobs.spec(job);
-                let milli = spec.gpu_milli.unwrap_or(0);
-                cluster.allocate_tenant(job, spec.vc, &gpus, spec.gpu_mem_mib, milli).expect("valid launch");
+                let milli = spec.gpu_milli().unwrap_or(0);
+                cluster.allocate_tenant(job, spec.vc, &gpus, spec.gpu_mem_mib(), milli).expect("valid launch");
                 launches += 1;
             }
             // Queue policies never preempt or set timers.

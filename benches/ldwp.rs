@@ -31,18 +31,16 @@ fn job() -> JobSpec {
         duration_ms: 3_600_000,
         gpus: 2,
         vc: VcId(0),
-        vc_label: None,
-        user: None,
-        shape: None,
+        recorded_shape: false,
         line: 0,
-        recorded_split: vec![2],
-        model: Some("resnet50-imagenet".into()),
-        local_bsz: Some(64),
-        gpu_mem_mib: Some(6000),
-        gpu_milli: None,
-        gpu_types: None,
+        recorded_split: vec![2].into(),
         task: None,
-        deadline: None,
+        extra: Some(Box::new(dlsched::job::JobExtra {
+            model: Some("resnet50-imagenet".into()),
+            local_bsz: Some(64),
+            gpu_mem_mib: Some(6000),
+            ..Default::default()
+        })),
     }
 }
 

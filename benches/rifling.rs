@@ -55,16 +55,9 @@ fn tasks(n: usize) -> JobTable {
                 duration_ms: 600_000,
                 gpus: 1,
                 vc: VcId(0),
-                vc_label: None,
-                user: None,
-                shape: None,
+                recorded_shape: false,
                 line: 0,
-                recorded_split: vec![1],
-                model: Some(model.to_string()),
-                local_bsz: Some(global_bsz),
-                gpu_mem_mib: None,
-                gpu_milli: None,
-                gpu_types: None,
+                recorded_split: vec![1].into(),
                 task: Some(Box::new(TaskSpec {
                     kind: "bench".into(),
                     inference: i % 5 == 0,
@@ -73,7 +66,11 @@ fn tasks(n: usize) -> JobTable {
                     qos: QosClass::Normal,
                     deadline: SimTime::from_secs(1_000_000),
                 })),
-                deadline: None,
+                extra: Some(Box::new(dlsched::job::JobExtra {
+                    model: Some(model.to_string()),
+                    local_bsz: Some(global_bsz),
+                    ..Default::default()
+                })),
             }
         })
         .collect();

@@ -42,17 +42,10 @@ fn job_spec(i: usize, gpus: u32, mem: u64, duration_s: u64) -> JobSpec {
         duration_ms: duration_s * 1000,
         gpus,
         vc: VcId(0),
-        vc_label: None,
-        user: None,
-        shape: None,
-        recorded_split: vec![gpus],
-        model: None,
-        local_bsz: None,
-        gpu_mem_mib: Some(mem),
-        gpu_milli: None,
+        recorded_shape: false,
+        recorded_split: vec![gpus].into(),
         task: None,
-        deadline: None,
-        gpu_types: None,
+        extra: Some(Box::new(dlsched::job::JobExtra { gpu_mem_mib: Some(mem), ..Default::default() })),
     }
 }
 
@@ -98,7 +91,7 @@ fn pass(policy: &mut dyn Policy, cluster: &mut Cluster, jobs: &JobTable, now: Si
             }
             Decision::Colocate { job, gpus } => {
                 let s = jobs.spec(job);
-                cluster.allocate_tenant(job, s.vc, &gpus, s.gpu_mem_mib, s.gpu_milli.unwrap_or(0)).expect("valid");
+                cluster.allocate_tenant(job, s.vc, &gpus, s.gpu_mem_mib(), s.gpu_milli().unwrap_or(0)).expect("valid");
                 launches += 1;
             }
             // Queue policies never preempt or set timers.

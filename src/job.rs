@@ -1,11 +1,95 @@
 //! Jobs: the static spec, the state machine, the table, and skip reasons.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use crate::ids::{GpuId, JobId, VcId};
 use crate::time::SimTime;
 
+/// The fields of a job that most traces leave empty, kept out of line so
+/// that a job without them costs one null pointer (issue 20: a replay holds
+/// millions of jobs). Shared by [`crate::trace::TraceRecord`] and
+/// [`JobSpec`]: admission moves the box from one to the other.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JobExtra {
+    /// The VC label the trace gave, if any.
+    pub vc: Option<String>,
+    /// The user, if the trace names one.
+    pub user: Option<String>,
+    /// The DL model (profile database name), if known.
+    pub model: Option<String>,
+    /// Per-GPU batch size, samples, if known.
+    pub local_bsz: Option<u32>,
+    /// Absolute deadline, ms since the trace origin (the submit clock), if
+    /// the trace gives one (`jobs-csv` `deadline`).
+    pub deadline_ms: Option<u64>,
+    /// GPU memory each of its GPUs needs, MiB, when known (set from the
+    /// profile database).
+    pub gpu_mem_mib: Option<u64>,
+    /// A fractional GPU request, milli-GPU (1..=999 of one GPU), if any.
+    pub gpu_milli: Option<u32>,
+    /// The GPU types the job may run on (sorted, no repeats), if constrained;
+    /// `None` = any.
+    pub gpu_types: Option<Vec<String>>,
+}
+
+/// Read accessors of the out-of-line [`JobExtra`] fields, and the ways to
+/// set them, for a type with an `extra: Option<Box<JobExtra>>` field.
+macro_rules! extra_accessors {
+    ($vc:ident) => {
+        /// The VC label the trace gave, if any.
+        pub fn $vc(&self) -> Option<&str> {
+            self.extra.as_ref().and_then(|e| e.vc.as_deref())
+        }
+        /// The user, if the trace names one.
+        pub fn user(&self) -> Option<&str> {
+            self.extra.as_ref().and_then(|e| e.user.as_deref())
+        }
+        /// The DL model (profile database name), if known.
+        pub fn model(&self) -> Option<&str> {
+            self.extra.as_ref().and_then(|e| e.model.as_deref())
+        }
+        /// Per-GPU batch size, samples, if known.
+        pub fn local_bsz(&self) -> Option<u32> {
+            self.extra.as_ref().and_then(|e| e.local_bsz)
+        }
+        /// GPU memory each of its GPUs needs, MiB, if known.
+        pub fn gpu_mem_mib(&self) -> Option<u64> {
+            self.extra.as_ref().and_then(|e| e.gpu_mem_mib)
+        }
+        /// A fractional GPU request, milli-GPU (1..=999 of one GPU), if any.
+        pub fn gpu_milli(&self) -> Option<u32> {
+            self.extra.as_ref().and_then(|e| e.gpu_milli)
+        }
+        /// The GPU types the job may run on (sorted, no repeats), if
+        /// constrained; `None` = any.
+        pub fn gpu_types(&self) -> Option<&[String]> {
+            self.extra.as_ref().and_then(|e| e.gpu_types.as_deref())
+        }
+        /// The rare fields, for writing (allocated empty on first use).
+        pub fn extra_mut(&mut self) -> &mut JobExtra {
+            self.extra.get_or_insert_with(Default::default)
+        }
+        /// `self` with its rare fields set by `f` (none kept out of line
+        /// when `f` leaves them all empty).
+        #[must_use]
+        pub fn with_extra(mut self, f: impl FnOnce(&mut JobExtra)) -> Self {
+            f(self.extra_mut());
+            if self.extra.as_deref().is_some_and(|e| *e == JobExtra::default()) {
+                self.extra = None;
+            }
+            self
+        }
+    };
+}
+pub(crate) use extra_accessors;
+
 /// What a job asks for and how long it ran in the trace. Never changes.
+///
+/// Sized for the common case (about 100 bytes): the fields most traces leave
+/// empty are in [`JobExtra`], out of line, read through accessors
+/// ([`JobSpec::model`], [`JobSpec::gpu_mem_mib`], ...).
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobSpec {
     /// Dense id, in (submit time, trace order).
@@ -24,37 +108,31 @@ pub struct JobSpec {
     pub gpus: u32,
     /// The partition the job runs in.
     pub vc: VcId,
-    /// The VC label the trace gave, if any (kept for output even without partitions).
-    pub vc_label: Option<String>,
-    /// The user, if the trace names one.
-    pub user: Option<String>,
-    /// GPUs per server in the recorded placement (Philly RFold `shape`), if known.
-    pub shape: Option<Vec<u32>>,
+    /// True when the trace recorded the job's placement (Philly RFold
+    /// `shape`): `recorded_split` is then that shape, sorted.
+    pub recorded_shape: bool,
     /// GPUs per server of the allocation the trace duration was measured
     /// under, descending: the trace's `shape` where it has one, else the
     /// placement rule's choice on an empty partition (packed, for consolidate).
-    pub recorded_split: Vec<u32>,
-    /// The DL model the job trains (profile database name), if known.
-    pub model: Option<String>,
-    /// Per-GPU batch size, samples, if known.
-    pub local_bsz: Option<u32>,
-    /// GPU memory each of its GPUs needs, MiB, when the profile database's
-    /// memory table covers its model; placements use only GPUs that have it.
-    pub gpu_mem_mib: Option<u64>,
-    /// A fractional GPU request, milli-GPU (1..=999 of one GPU), if any: the
-    /// compute share the job is guaranteed on a shared GPU.
-    pub gpu_milli: Option<u32>,
-    /// The GPU types the job may run on (sorted, no repeats), if constrained;
-    /// `None` = any. Placements use only nodes whose
-    /// [`crate::cluster::NodeSpec::gpu_type`] is one of them.
-    pub gpu_types: Option<Vec<String>>,
+    /// Shared between the jobs of one split.
+    pub recorded_split: Arc<[u32]>,
+    /// The rare fields (VC label, user, model, batch, memory need, fractional
+    /// request, GPU types, deadline), `None` when the trace gives none.
+    pub extra: Option<Box<JobExtra>>,
     /// A moldable task (GENIE's setting): the policy chooses its GPU count and
     /// placement; `gpus` is then only its nominal request. `None` for trace jobs.
     pub task: Option<Box<TaskSpec>>,
+}
+
+impl JobSpec {
+    extra_accessors!(vc_label);
+
     /// The trace's absolute deadline for the job (`jobs-csv` `deadline`, on
     /// the submit clock), if any: read only by the summary's `deadline_*`
     /// figures. Not a GENIE QoS deadline (that is [`TaskSpec::deadline`]).
-    pub deadline: Option<SimTime>,
+    pub fn deadline(&self) -> Option<SimTime> {
+        self.extra.as_ref().and_then(|e| e.deadline_ms).map(SimTime::from_ms)
+    }
 }
 
 /// A user priority class of GENIE (Chen et al., TPDS 2020, §4), which sets a

@@ -522,7 +522,7 @@ impl PyView {
         d.set_item("duration_s", s.duration_ms as f64 / 1000.0)?;
         d.set_item("gpus", s.gpus)?;
         d.set_item("vc", s.vc.index())?;
-        d.set_item("model", s.model.as_deref())?;
+        d.set_item("model", s.model())?;
         let state = match jobs.state(id) {
             JobState::NotArrived => "not_arrived",
             JobState::Pending => "pending",

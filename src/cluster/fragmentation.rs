@@ -47,7 +47,7 @@ fn bucket(d: f64) -> f64 {
 
 /// A job's per-GPU demand (module docs), in GPUs.
 pub fn demand(spec: &JobSpec, max_mem_mib: u64) -> f64 {
-    match (spec.gpu_milli, spec.gpu_mem_mib) {
+    match (spec.gpu_milli(), spec.gpu_mem_mib()) {
         (Some(k), _) if k > 0 && k < 1000 => bucket(f64::from(k) / 1000.0),
         (_, Some(m)) if max_mem_mib > 0 => bucket(m as f64 / max_mem_mib as f64),
         _ => 1.0,

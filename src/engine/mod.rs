@@ -88,7 +88,7 @@ fn as_tenant(spec: &JobSpec, gpus: usize) -> std::borrow::Cow<'_, JobSpec> {
     match &spec.task {
         Some(t) => {
             let mut s = spec.clone();
-            s.local_bsz = Some(t.local_bsz(u32::try_from(gpus).unwrap_or(u32::MAX)));
+            s.extra_mut().local_bsz = Some(t.local_bsz(u32::try_from(gpus).unwrap_or(u32::MAX)));
             std::borrow::Cow::Owned(s)
         }
         None => std::borrow::Cow::Borrowed(spec),
@@ -545,7 +545,7 @@ impl Simulation {
         // recorded speed: its trace run time was measured under that share
         // (the Alibaba PAI 2023 pods), so slowing it again would count the
         // sharing twice. Only whole-GPU jobs that time-slice are slowed.
-        if spec.gpu_milli.is_some() {
+        if spec.gpu_milli().is_some() {
             let colocated = gpus.iter().any(|&g| self.cluster.tenants(g).len() > 1);
             return (base, base, colocated, 1.0);
         }
@@ -610,7 +610,7 @@ impl Simulation {
             None => {}
         }
         let vc = spec.vc;
-        if let Some(need) = spec.gpu_mem_mib
+        if let Some(need) = spec.gpu_mem_mib()
             && let Some(&g) = gpus.iter().find(|&&g| {
                 g.index() < self.cluster.total_gpus() as usize
                     && self.cluster.node(self.cluster.node_of(g)).gpu_mem_mib < need
@@ -623,7 +623,7 @@ impl Simulation {
                 format!("GPU has {have} MiB of memory, the job needs {need} MiB per GPU"),
             ));
         }
-        if let Some(types) = &spec.gpu_types
+        if let Some(types) = &spec.gpu_types()
             && let Some(&g) = gpus.iter().find(|&&g| {
                 g.index() < self.cluster.total_gpus() as usize
                     && !types.contains(&self.cluster.node(self.cluster.node_of(g)).gpu_type)
@@ -636,7 +636,7 @@ impl Simulation {
                 format!("GPU is a {have}; the job allows only {}", types.join(", ")),
             ));
         }
-        let (milli, mut mem_need) = (spec.gpu_milli.unwrap_or(0), spec.gpu_mem_mib);
+        let (milli, mut mem_need) = (spec.gpu_milli().unwrap_or(0), spec.gpu_mem_mib());
         if shared && spec.task.is_some() {
             // A moldable task's memory per GPU depends on its GPU count.
             mem_need = self.task_memory.as_ref().and_then(|m| m(spec, gpus.len() as u32));

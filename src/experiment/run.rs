@@ -202,7 +202,7 @@ fn run_inner(
                     artefacts,
                 )?;
                 for (rec, t) in &mut tasks {
-                    let p = profiles.for_kind(&t.kind, rec.model.as_deref().unwrap_or(""), t.inference, db);
+                    let p = profiles.for_kind(&t.kind, rec.model().unwrap_or(""), t.inference, db);
                     if let Some(lat) = p.and_then(|p| p.latency_ms(t, 1, 1)) {
                         t.deadline =
                             crate::time::SimTime::from_ms(rec.submit_ms + t.qos.ect_factor() * lat.ceil() as u64);
@@ -232,7 +232,7 @@ fn run_inner(
     // tables costs more than replaying a large trace at trace speed): a rate
     // model that reads it, or jobs with a model and batch, whose GPU memory
     // it gives.
-    let has_models = records.iter().any(|r| r.model.is_some() && r.local_bsz.is_some());
+    let has_models = records.iter().any(|r| r.model().is_some() && r.local_bsz().is_some());
     let db: Option<Arc<ProfileDb>> = match &spec.profiles {
         // Read once per directory for the artefact set, so a sweep's runs share it.
         Some(dir) => Some(artefacts.profiles().dir(dir)?),
@@ -266,8 +266,9 @@ fn run_inner(
     // the policy picks; the generator only draws batches that fit one GPU.)
     if let Some(db) = db.as_deref().filter(|_| !is_tasks) {
         for r in &mut records {
-            if let (Some(m), Some(b)) = (r.model.as_deref(), r.local_bsz) {
-                r.gpu_mem_mib = db.gpu_mem_mib(m, b).map(|mib| mib.ceil() as u64);
+            if let (Some(m), Some(b)) = (r.model(), r.local_bsz()) {
+                let mib = db.gpu_mem_mib(m, b).map(|mib| mib.ceil() as u64);
+                r.extra_mut().gpu_mem_mib = mib;
             }
         }
     }
@@ -275,7 +276,7 @@ fn run_inner(
     // figure, a guaranteed share, or a sharing placement; not in a plain replay.
     let share_metrics_useful = rate_model != RateModelKind::Trace
         || spec.policy.placement().may_share()
-        || records.iter().any(|r| r.model.is_some() || r.gpu_mem_mib.is_some() || r.gpu_milli.is_some());
+        || records.iter().any(|r| r.model().is_some() || r.gpu_mem_mib().is_some() || r.gpu_milli().is_some());
     // Admission places on the empty cluster by the run's rule; the
     // memeff-pack rule reads the builtin database there.
     let placement = spec.policy.placement();

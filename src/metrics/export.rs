@@ -194,15 +194,15 @@ fn push_job_row(s: &mut Vec<u8>, out: &RunOutput, id: JobId) {
     s.push(b',');
     s.extend_from_slice(status);
     s.push(b',');
-    push_field(s, spec.vc_label.as_deref().unwrap_or(""));
+    push_field(s, spec.vc_label().unwrap_or(""));
     s.push(b',');
-    push_field(s, spec.model.as_deref().unwrap_or(""));
+    push_field(s, spec.model().unwrap_or(""));
     s.push(b',');
-    if let Some(b) = spec.local_bsz {
+    if let Some(b) = spec.local_bsz() {
         push_uint(s, u64::from(b));
     }
     s.push(b',');
-    if let Some(m) = spec.gpu_mem_mib {
+    if let Some(m) = spec.gpu_mem_mib() {
         push_uint(s, m);
     }
     s.push(b',');

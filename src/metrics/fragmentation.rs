@@ -72,17 +72,10 @@ mod tests {
             duration_ms: 10,
             gpus: 2,
             vc: VcId(0),
-            vc_label: None,
-            user: None,
-            shape: None,
-            recorded_split: vec![2],
-            model: None,
-            local_bsz: None,
-            gpu_mem_mib: None,
-            gpu_milli: None,
-            gpu_types: None,
+            recorded_shape: false,
+            recorded_split: vec![2].into(),
             task: None,
-            deadline: None,
+            extra: None,
         };
         let jobs = JobTable::new(vec![spec]);
         let mut m = FragMeter::new(&c, &jobs);

@@ -334,7 +334,7 @@ pub fn summarize(
     // Trace deadlines: jobs with one, met, infeasible; lateness of the completed, s.
     let (mut dl_jobs, mut dl_met, mut dl_infeasible, mut dl_late) = (0u64, 0u64, 0u64, Vec::new());
     for (spec, state) in out.jobs.iter() {
-        if let Some(dl) = spec.deadline {
+        if let Some(dl) = spec.deadline() {
             dl_jobs += 1;
             dl_infeasible += u64::from(spec.submit.as_ms().saturating_add(spec.duration_ms) > dl.as_ms());
             if let JobState::Completed(d) = state {
@@ -385,7 +385,7 @@ pub fn summarize(
         preemptions += u64::from(d.preemptions);
         jobs_preempted += u64::from(d.preemptions > 0);
         done_by_horizon += u64::from(d.end.as_ms() <= last_submit_ms);
-        if matches!(spec.gpu_milli, Some(k) if k > 0 && k < 1000) {
+        if matches!(spec.gpu_milli(), Some(k) if k > 0 && k < 1000) {
             q_frac.push(q);
         } else {
             q_whole.push(q);

@@ -262,13 +262,13 @@ impl Share {
         for &g in gpus {
             let cap = cluster.gpu_mem_mib(g).max(1) as f64;
             let new = if let Some(o) = cluster.owner(g) {
-                let mem = jobs.spec(o).gpu_mem_mib.map_or(1.0, |m| (m as f64 / cap).min(1.0));
+                let mem = jobs.spec(o).gpu_mem_mib().map_or(1.0, |m| (m as f64 / cap).min(1.0));
                 [1.0, self.job_util[o.index()] * self.job_speed[o.index()], mem]
             } else {
                 let s = cluster.share(g);
                 let (mut a, mut u) = (0.0, 0.0);
                 for t in &s.tenants {
-                    a += match jobs.spec(*t).gpu_milli {
+                    a += match jobs.spec(*t).gpu_milli() {
                         Some(k) if k > 0 && k < 1000 => f64::from(k) / 1000.0,
                         _ => 1.0,
                     };
@@ -301,7 +301,7 @@ impl Observer for Recorder {
             // The database is read only for a job with a model and batch.
             let spec = at.jobs.spec(job);
             s.job_util[job.index()] = match &s.db {
-                Some(db) if spec.model.is_some() && spec.local_bsz.is_some() => {
+                Some(db) if spec.model().is_some() && spec.local_bsz().is_some() => {
                     let gpu_type = &at.cluster.node(at.cluster.node_of(gpus[0])).gpu_type;
                     s.sm.get_or_insert_with(|| SmUtil::new(db.clone())).job(spec, gpu_type)
                 }

@@ -391,7 +391,7 @@ impl Gandiva {
     /// memory figure, no guaranteed share).
     fn shares(&self, view: &View<'_>, job: JobId) -> bool {
         let s = view.jobs.spec(job);
-        self.coloc.is_some() && s.gpus == 1 && s.gpu_mem_mib.is_some() && s.gpu_milli.is_none() && s.task.is_none()
+        self.coloc.is_some() && s.gpus == 1 && s.gpu_mem_mib().is_some() && s.gpu_milli().is_none() && s.task.is_none()
     }
 
     /// The decision starting `job` on `gpus` (free GPUs), booked.
@@ -409,7 +409,7 @@ impl Gandiva {
             b.spread.insert(job);
         }
         let tenant = self.shares(view, job)
-            && gpus.iter().all(|&g| c.can_host(g, vc, c.tenant_mem_mib(g, spec.gpu_mem_mib, 0), 0));
+            && gpus.iter().all(|&g| c.can_host(g, vc, c.tenant_mem_mib(g, spec.gpu_mem_mib(), 0), 0));
         if tenant { Decision::Colocate { job, gpus } } else { Decision::Launch { job, gpus } }
     }
 
@@ -469,7 +469,7 @@ impl Gandiva {
                 if self.failed_pairs.contains(&(job.min(other), job.max(other))) {
                     continue;
                 }
-                if !c.can_host(g, spec.vc, c.tenant_mem_mib(g, spec.gpu_mem_mib, 0), 0) {
+                if !c.can_host(g, spec.vc, c.tenant_mem_mib(g, spec.gpu_mem_mib(), 0), 0) {
                     continue;
                 }
                 let o = view.jobs.spec(other);

@@ -498,10 +498,10 @@ impl Gavel {
                     && p.nodes.iter().any(|&n| &view.cluster.node(n).gpu_type == t && req.fits_node(view.cluster, n))
             })
             .collect();
-        let measured: Option<Vec<Option<f64>>> = match (&self.model, spec.model.as_deref(), spec.local_bsz) {
+        let measured: Option<Vec<Option<f64>>> = match (&self.model, spec.model(), spec.local_bsz()) {
             (Some(model), Some(name), Some(bsz)) => {
                 let split: Vec<u32> =
-                    if spec.recorded_split.is_empty() { vec![spec.gpus] } else { spec.recorded_split.clone() };
+                    if spec.recorded_split.is_empty() { vec![spec.gpus] } else { spec.recorded_split.to_vec() };
                 Some(
                     vc.types
                         .iter()

@@ -632,7 +632,7 @@ impl GeniePolicy {
     fn type_profile(&self, view: &View<'_>, job: JobId) -> Option<&TypeProfile> {
         let spec = view.jobs.spec(job);
         let task = spec.task.as_deref()?;
-        self.profiles.for_kind(&task.kind, spec.model.as_deref().unwrap_or(""), task.inference, &self.db)
+        self.profiles.for_kind(&task.kind, spec.model().unwrap_or(""), task.inference, &self.db)
     }
 
     /// GENIE's cost of `<d_node, d_gpn>` on a platform of N × G.
@@ -808,7 +808,7 @@ impl Policy for GeniePolicy {
             && !self.profiles.types.contains_key(&t.kind)
         {
             let name = t.kind.rsplit_once('-').map_or(t.kind.as_str(), |(n, _)| n).to_string();
-            self.missing.insert((t.kind.clone(), name, spec.model.clone().unwrap_or_default(), t.inference));
+            self.missing.insert((t.kind.clone(), name, spec.model().unwrap_or_default().to_string(), t.inference));
         }
     }
 

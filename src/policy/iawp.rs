@@ -156,7 +156,7 @@ impl Iawp {
         let c = view.cluster;
         let spec = view.jobs.spec(job);
         let gpu_type = &c.node(c.node_of(g)).gpu_type;
-        let mem = c.tenant_mem_mib(g, spec.gpu_mem_mib, spec.gpu_milli.unwrap_or(0));
+        let mem = c.tenant_mem_mib(g, spec.gpu_mem_mib(), spec.gpu_milli().unwrap_or(0));
         [self.sm().job(spec, gpu_type), mem as f64 / c.gpu_mem_mib(g).max(1) as f64]
     }
 
@@ -207,7 +207,7 @@ impl Iawp {
                         continue;
                     }
                     let spec = view.jobs.spec(job);
-                    let mem = c.tenant_mem_mib(g, spec.gpu_mem_mib, req.milli);
+                    let mem = c.tenant_mem_mib(g, spec.gpu_mem_mib(), req.milli);
                     if !c.can_host(g, vc, mem, req.milli) {
                         continue;
                     }
@@ -251,7 +251,7 @@ impl Iawp {
                 continue;
             }
             let spec = view.jobs.spec(job);
-            let mem = c.tenant_mem_mib(g, spec.gpu_mem_mib, req.milli);
+            let mem = c.tenant_mem_mib(g, spec.gpu_mem_mib(), req.milli);
             if !c.can_host(g, vc, mem, req.milli) || (s.mem_mib + mem) as f64 > set.theta_mem * c.gpu_mem_mib(g) as f64
             {
                 continue;

@@ -336,7 +336,7 @@ impl Las {
 /// True when a job has no memory need, GPU-type constraint or share.
 fn unconstrained(view: &View<'_>, job: JobId) -> bool {
     let s = view.jobs.spec(job);
-    s.gpu_mem_mib.is_none() && s.gpu_types.is_none() && s.gpu_milli.is_none()
+    s.gpu_mem_mib().is_none() && s.gpu_types().is_none() && s.gpu_milli().is_none()
 }
 
 impl Policy for Las {

@@ -523,11 +523,11 @@ pub fn vocab_index(models: &[String]) -> BTreeMap<String, usize> {
 /// with `h` = [`squash_s`].
 pub fn encode(d: &Dispatch<'_>, vocab: &BTreeMap<String, usize>) -> Vec<f64> {
     let mut x = vec![0.0; input_width(vocab.len(), d.nodes.len())];
-    if let Some(i) = d.spec.model.as_deref().and_then(|m| vocab.get(m)) {
+    if let Some(i) = d.spec.model().and_then(|m| vocab.get(m)) {
         x[*i] = 1.0;
     }
     let v = vocab.len();
-    let batch = f64::from(d.spec.local_bsz.unwrap_or(0));
+    let batch = f64::from(d.spec.local_bsz().unwrap_or(0));
     x[v] = (batch.ln_1p() / 1025f64.ln()).min(1.0);
     let max_gpus = d.nodes.iter().map(|n| n.gpus).max().unwrap_or(1).max(1);
     x[v + 1] = (f64::from(d.spec.gpus) / f64::from(max_gpus)).min(1.0);
@@ -1041,18 +1041,15 @@ mod tests {
             duration_ms: 3_600_000,
             gpus: 2,
             vc: crate::ids::VcId(0),
-            vc_label: None,
-            user: None,
-            shape: None,
+            recorded_shape: false,
             line: 0,
-            recorded_split: vec![2],
-            model: Some("b".into()),
-            local_bsz: Some(32),
-            gpu_mem_mib: None,
-            gpu_milli: None,
-            gpu_types: None,
+            recorded_split: vec![2].into(),
             task: None,
-            deadline: None,
+            extra: Some(Box::new(crate::job::JobExtra {
+                model: Some("b".into()),
+                local_bsz: Some(32),
+                ..Default::default()
+            })),
         };
         let jobs = crate::job::JobTable::new(vec![spec]);
         let view = View { now: SimTime::from_secs(10), cluster: &cluster, jobs: &jobs };

@@ -204,7 +204,7 @@ impl Rated {
 /// alike. 0 for a job that is not a task.
 pub fn task_compute_gflop(db: &ProfileDb, spec: &JobSpec, gpus: u32) -> (f64, bool) {
     let Some(t) = spec.task.as_deref() else { return (0.0, false) };
-    let g = spec.model.as_deref().and_then(|m| db.model_info(m)).map_or(f64::NAN, |m| m.gflops_per_sample);
+    let g = spec.model().and_then(|m| db.model_info(m)).map_or(f64::NAN, |m| m.gflops_per_sample);
     let known = g.is_finite() && g > 0.0;
     let c = if t.inference { 1.0 / 3.0 } else { 1.0 };
     (c * if known { g } else { 1.0 } * f64::from(t.local_bsz(gpus)), known)
@@ -254,11 +254,11 @@ impl MemeffTasks {
     /// A tenant's (model, per-GPU batch) as the co-location model reads it.
     fn tenant_of(jobs: &JobTable, t: JobId) -> (String, u32) {
         let spec = jobs.spec(t);
-        let model = spec.model.clone().unwrap_or_else(|| "unknown".into());
+        let model = spec.model().unwrap_or("unknown").to_string();
         let bsz = match (&spec.task, jobs.state(t)) {
             (Some(task), JobState::Running(r)) => task.local_bsz(r.gpus.len() as u32),
             (Some(task), _) => task.global_bsz,
-            (None, _) => spec.local_bsz.unwrap_or(0),
+            (None, _) => spec.local_bsz().unwrap_or(0),
         };
         (model, bsz)
     }
@@ -287,10 +287,10 @@ impl MemeffTasks {
         let (cluster, jobs) = (view.cluster, view.jobs);
         let spec = jobs.spec(job);
         let Some(task) = spec.task.as_deref() else { return Vec::new() };
-        let model = spec.model.clone().unwrap_or_else(|| "unknown".into());
+        let model = spec.model().clone().unwrap_or_else(|| "unknown".into());
         let p = cluster.partition(spec.vc);
         let set = self.opts.placements.placements(p.nodes.len() as u32, p.max_node_gpus);
-        let types: &[String] = spec.gpu_types.as_deref().unwrap_or(&[]);
+        let types: &[String] = spec.gpu_types().unwrap_or(&[]);
         let mut out = Vec::new();
         for (d_node, d_gpn) in set {
             let n = d_node * d_gpn;
@@ -390,7 +390,7 @@ impl MemeffTasks {
     /// A comparison packer's GPU for `job` at `<1, 1>`.
     fn pack_one(&mut self, view: &View<'_>, job: JobId) -> Option<Vec<GpuId>> {
         let spec = view.jobs.spec(job);
-        let types: &[String] = spec.gpu_types.as_deref().unwrap_or(&[]);
+        let types: &[String] = spec.gpu_types().unwrap_or(&[]);
         let mem = task_gpu_mem_mib(&self.db, spec, 1).unwrap_or(0);
         let req = Request { min_gpu_mem_mib: mem, gpu_types: types, ..Request::new(spec.vc, 1) };
         let packer = self.packer.as_mut()?;

@@ -461,7 +461,7 @@ impl NodeDispatch {
             let st = &mut self.nodes[n];
             st.advance(now);
             st.held += on_n;
-            st.mem_used_mib += spec.gpu_mem_mib.unwrap_or(0) * u64::from(on_n);
+            st.mem_used_mib += spec.gpu_mem_mib().unwrap_or(0) * u64::from(on_n);
             st.sm_sum += self.sm.job(spec, &view.cluster.node(NodeId(n as u32)).gpu_type) * f64::from(on_n);
         }
         // A spilled job's state is kept on its first node for the
@@ -476,7 +476,7 @@ impl NodeDispatch {
                 gpus: spec.gpus,
                 start: view.now,
                 pred_end_ms: now as f64 + run_s * 1000.0,
-                mem_mib: spec.gpu_mem_mib.unwrap_or(0),
+                mem_mib: spec.gpu_mem_mib().unwrap_or(0),
             },
         );
     }

@@ -280,7 +280,7 @@ impl Qssf {
             QssfEstimator::Oracle => spec.duration_ms.saturating_mul(gpus),
             QssfEstimator::History => {
                 let vc = spec.vc.index();
-                let user = spec.user.as_deref().and_then(|u| self.by_user[vc].get(u)).and_then(Mean::get);
+                let user = spec.user().and_then(|u| self.by_user[vc].get(u)).and_then(Mean::get);
                 let (level, d) = if let Some(d) = user {
                     (0, d)
                 } else if let Some(d) = self.by_vc[vc].get() {
@@ -408,7 +408,7 @@ impl Qssf {
 /// True when a job has no memory need, GPU-type constraint or share.
 fn unconstrained(view: &View<'_>, job: JobId) -> bool {
     let s = view.jobs.spec(job);
-    s.gpu_mem_mib.is_none() && s.gpu_types.is_none() && s.gpu_milli.is_none()
+    s.gpu_mem_mib().is_none() && s.gpu_types().is_none() && s.gpu_milli().is_none()
 }
 
 impl Policy for Qssf {
@@ -446,7 +446,7 @@ impl Policy for Qssf {
         if self.opts.estimator == QssfEstimator::History
             && let JobState::Completed(d) = view.jobs.state(job)
         {
-            if let Some(u) = spec.user.as_deref() {
+            if let Some(u) = spec.user() {
                 match self.by_user[vc].get_mut(u) {
                     Some(m) => m.add(d.attained_ms),
                     None => {

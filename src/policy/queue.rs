@@ -130,14 +130,14 @@ pub fn request<'a>(view: &View<'a>, job: JobId) -> Request<'a> {
     let spec = view.jobs.spec(job);
     // Only a split the trace recorded is replayed; the packed split assumed for
     // other jobs is not a placement to reproduce.
-    let shape: &[u32] = if spec.shape.is_some() { &spec.recorded_split } else { &[] };
+    let shape: &[u32] = if spec.recorded_shape { &spec.recorded_split } else { &[] };
     Request {
         vc: spec.vc,
         gpus: spec.gpus,
         shape,
-        min_gpu_mem_mib: spec.gpu_mem_mib.unwrap_or(0),
-        milli: spec.gpu_milli.unwrap_or(0),
-        gpu_types: spec.gpu_types.as_deref().unwrap_or(&[]),
+        min_gpu_mem_mib: spec.gpu_mem_mib().unwrap_or(0),
+        milli: spec.gpu_milli().unwrap_or(0),
+        gpu_types: spec.gpu_types().unwrap_or(&[]),
     }
 }
 

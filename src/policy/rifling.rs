@@ -845,7 +845,7 @@ impl Policy for RiflingPolicy {
         let feature = spec
             .task
             .as_deref()
-            .and_then(|t| (!t.inference).then(|| log_ccr(&self.db, spec.model.as_deref().unwrap_or(""), t.global_bsz)));
+            .and_then(|t| (!t.inference).then(|| log_ccr(&self.db, spec.model().unwrap_or(""), t.global_bsz)));
         self.features.insert(job, feature);
         if self.mode != RiflingMode::Online {
             return;

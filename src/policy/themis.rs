@@ -671,7 +671,7 @@ impl Themis {
             }
             let spec = view.jobs.spec(job);
             let waiting = !matches!(view.jobs.state(job), JobState::Running(_));
-            let by_count = uniform && waiting && spec.gpu_mem_mib.is_none() && spec.gpu_types.is_none();
+            let by_count = uniform && waiting && spec.gpu_mem_mib().is_none() && spec.gpu_types().is_none();
             if spec.gpus > offer.total || (by_count && spec.gpus >= min_failed) {
                 continue;
             }

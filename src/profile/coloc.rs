@@ -178,7 +178,7 @@ impl ProfileInterference {
 /// A job as a tenant of the rule: its model (`unknown` without one) and
 /// per-GPU batch (0 without one).
 pub fn tenant(spec: &JobSpec) -> Tenant<'_> {
-    (spec.model.as_deref().unwrap_or("unknown"), spec.local_bsz.unwrap_or(0))
+    (spec.model().unwrap_or("unknown"), spec.local_bsz().unwrap_or(0))
 }
 
 impl Interference for ProfileInterference {
@@ -603,17 +603,14 @@ mod tests {
             duration_ms: 10,
             gpus: 1,
             vc: crate::ids::VcId(0),
-            vc_label: None,
-            user: None,
-            shape: None,
-            recorded_split: vec![1],
-            model: Some(m.into()),
-            local_bsz: Some(b),
-            gpu_mem_mib: None,
-            gpu_milli: None,
-            gpu_types: None,
+            recorded_shape: false,
+            recorded_split: vec![1].into(),
             task: None,
-            deadline: None,
+            extra: Some(Box::new(crate::job::JobExtra {
+                model: Some(m.into()),
+                local_bsz: Some(b),
+                ..Default::default()
+            })),
         };
         let plain = ProfileInterference::new(db.clone());
         plain.speed("k80", &spec("z", 16), &[&spec("y", 64)]);

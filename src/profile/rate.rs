@@ -34,7 +34,7 @@ impl RateModel for ProfileRate {
     }
 
     fn rate(&self, job: &JobSpec, gpus: &[GpuId], cluster: &Cluster) -> f64 {
-        let (Some(model), Some(bsz)) = (job.model.as_deref(), job.local_bsz) else { return 1.0 };
+        let (Some(model), Some(bsz)) = (job.model(), job.local_bsz()) else { return 1.0 };
         let gpu_type = &cluster.node(cluster.node_of(gpus[0])).gpu_type;
         let actual = cluster.split_of(gpus);
         if let Some(task) = &job.task {
@@ -50,7 +50,7 @@ impl RateModel for ProfileRate {
             self.counter.record(now.fallbacks.or(single.fallbacks));
             return single.iter_time_s / now.iter_time_s;
         }
-        if actual == job.recorded_split {
+        if actual[..] == job.recorded_split[..] {
             // Placed as recorded: the trace's own speed, no model needed.
             return 1.0;
         }

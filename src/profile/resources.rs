@@ -48,8 +48,8 @@ pub fn peak_tflops(gpu_type: &str) -> Option<f64> {
 /// database's per-sample GFLOPs are forward + backward), or `None` when
 /// the model or its GFLOPs are unknown. Spec §4.2's `C_j(s)`.
 pub fn compute_gflop_per_iter(db: &ProfileDb, spec: &JobSpec) -> Option<f64> {
-    let model = spec.model.as_deref()?;
-    let bsz = spec.local_bsz?;
+    let model = spec.model()?;
+    let bsz = spec.local_bsz()?;
     let g = db.model_info(model)?.gflops_per_sample;
     (g.is_finite() && g > 0.0).then_some(g * f64::from(bsz))
 }
@@ -63,7 +63,7 @@ pub fn compute_gflop_per_iter(db: &ProfileDb, spec: &JobSpec) -> Option<f64> {
 /// training: the database has no inference memory figure; an upper bound.)
 pub fn task_gpu_mem_mib(db: &ProfileDb, spec: &JobSpec, gpus: u32) -> Option<u64> {
     let t = spec.task.as_deref()?;
-    db.gpu_mem_mib(spec.model.as_deref()?, t.local_bsz(gpus)).map(|m| m.ceil() as u64)
+    db.gpu_mem_mib(spec.model()?, t.local_bsz(gpus)).map(|m| m.ceil() as u64)
 }
 
 /// The SM-utilisation proxy `u_j` (module docs) over one profile database,
@@ -106,7 +106,7 @@ impl SmUtil {
     /// A job's SM-utilisation estimate on a `gpu_type` GPU: the proxy when
     /// the job has a model and batch with known GFLOPs, else [`held_share`].
     pub fn job(&self, spec: &JobSpec, gpu_type: &str) -> f64 {
-        if let (Some(m), Some(b)) = (spec.model.as_deref(), spec.local_bsz)
+        if let (Some(m), Some(b)) = (spec.model(), spec.local_bsz())
             && let Some(u) = self.proxy(m, b, gpu_type)
         {
             return u;
@@ -119,7 +119,7 @@ impl SmUtil {
 /// share (milli-GPU / 1,000), else 1.0 (a whole-GPU job is taken to keep
 /// its GPU busy: an upper estimate).
 pub fn held_share(spec: &JobSpec) -> f64 {
-    match spec.gpu_milli {
+    match spec.gpu_milli() {
         Some(k) if k > 0 && k < 1000 => f64::from(k) / 1000.0,
         _ => 1.0,
     }

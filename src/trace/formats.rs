@@ -2,11 +2,12 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use super::record::{TraceFormat, TraceRecord};
 use crate::error::TraceError;
 use crate::io::csvrows::{Header, for_each_row, map_rows};
-use crate::job::SkipReason;
+use crate::job::{JobExtra, SkipReason};
 use crate::time::MAX_SECS;
 
 pub(crate) const EXPECTED_HEADERS: &str =
@@ -162,6 +163,11 @@ fn line_count(bytes: &[u8]) -> usize {
     bytes.iter().filter(|&&b| b == b'\n').count() + 1
 }
 
+/// The rare fields of a row out of line, or `None` when it has none.
+fn extra(e: JobExtra) -> Option<Box<JobExtra>> {
+    (e != JobExtra::default()).then(|| Box::new(e))
+}
+
 fn require_all(header: &Header, file: &Path, names: &[&str]) -> Result<Vec<usize>, TraceError> {
     names.iter().map(|n| header.require(file, n)).collect()
 }
@@ -170,6 +176,7 @@ fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
     let cols = |header: &Header| {
         require_all(header, file, &["job id", "arrival time (sec)", "shape", "size", "duration (sec)"])
     };
+    let shapes: std::sync::Mutex<std::collections::HashMap<Vec<u32>, Arc<[u32]>>> = Default::default();
     map_rows(file, bytes, cols, |c, row| {
         let gpus = row.count(c[3])?;
         let shape: Vec<u32> = row
@@ -184,6 +191,18 @@ fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
         if shape.iter().try_fold(0u32, |a, &b| a.checked_add(b)) != Some(gpus) {
             return Err(row.err(c[2], format!("shape `{}` does not add up to size {gpus}", row.str(c[2]))));
         }
+        // One shared copy per distinct shape (a handful in a whole trace).
+        let shape = {
+            let mut shapes = shapes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match shapes.get(shape.as_slice()) {
+                Some(s) => Arc::clone(s),
+                None => {
+                    let s: Arc<[u32]> = shape.into();
+                    shapes.insert(s.to_vec(), Arc::clone(&s));
+                    s
+                }
+            }
+        };
         Ok(TraceRecord {
             shape: Some(shape),
             line: row.line,
@@ -236,9 +255,8 @@ fn read_wallclock(
         rows.push((
             submit,
             TraceRecord {
-                vc: row.opt(*vc),
-                user: row.opt(*user),
                 line: row.line,
+                extra: extra(JobExtra { vc: row.opt(*vc), user: row.opt(*user), ..JobExtra::default() }),
                 ..TraceRecord::new(job_id, 0, row.duration_ms(c[1])?, row.count(c[2])?)
             },
         ));
@@ -322,17 +340,17 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
             submit_ms,
             duration_ms: row.duration_ms(c[2])?,
             gpus,
-            vc: row.opt(vc),
-            user: row.opt(user),
-            shape: None,
-            model: row.opt(model),
-            local_bsz,
-            deadline_ms,
-            gpu_mem_mib: None,
-            gpu_milli: None,
-            gpu_types: None,
             skip: None,
             line: row.line,
+            shape: None,
+            extra: extra(JobExtra {
+                vc: row.opt(vc),
+                user: row.opt(user),
+                model: row.opt(model),
+                local_bsz,
+                deadline_ms,
+                ..JobExtra::default()
+            }),
         })
     })
 }
@@ -410,8 +428,11 @@ fn read_openb(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
             return Err(row.err(*col, format!("`{}` names no GPU type", row.str(*col))));
         }
         out.push(TraceRecord {
-            gpu_milli: (gpus == 1 && milli < 1000).then_some(milli),
-            gpu_types,
+            extra: extra(JobExtra {
+                gpu_milli: (gpus == 1 && milli < 1000).then_some(milli),
+                gpu_types,
+                ..JobExtra::default()
+            }),
             skip,
             line: row.line,
             ..TraceRecord::new(row.text(c[0], "pod name")?, submit_ms, duration_ms, gpus)

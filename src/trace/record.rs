@@ -1,6 +1,10 @@
 //! The canonical job record ([`TraceRecord`]) and the trace formats
 //! ([`TraceFormat`]): plain data, below the adapters that fill them.
 
+use std::sync::Arc;
+
+use crate::job::JobExtra;
+
 /// One job as a trace describes it, in the trace's own order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceRecord {
@@ -12,38 +16,28 @@ pub struct TraceRecord {
     pub duration_ms: u64,
     /// GPUs requested.
     pub gpus: u32,
-    /// Virtual cluster, if the trace names one.
-    pub vc: Option<String>,
-    /// User, if the trace names one.
-    pub user: Option<String>,
-    /// GPUs per server in the recorded placement, if the trace has it.
-    pub shape: Option<Vec<u32>>,
-    /// The DL model, if the trace names it (profile database name).
-    pub model: Option<String>,
-    /// Per-GPU batch size, samples, if the trace gives it (a `jobs-csv`
-    /// `global_bsz` is divided by the GPUs first; see [`TraceFormat::JobsCsv`]).
-    pub local_bsz: Option<u32>,
-    /// Absolute deadline, ms since the trace origin (the clock of
-    /// `submit_ms`), if the trace gives one (`jobs-csv` `deadline`).
-    pub deadline_ms: Option<u64>,
-    /// GPU memory per GPU, MiB, when known (set from the profile database).
-    pub gpu_mem_mib: Option<u64>,
-    /// A fractional GPU request, milli-GPU (1..=999, one GPU), if the trace
-    /// gives one (Alibaba PAI 2023 `gpu_milli`); such a job shares a GPU.
-    pub gpu_milli: Option<u32>,
-    /// The GPU types the job may run on (sorted, no repeats), if the trace
-    /// constrains them (Alibaba PAI 2023 `gpu_spec`); `None` = any type.
-    /// Compared with [`crate::cluster::NodeSpec::gpu_type`] exactly.
-    pub gpu_types: Option<Vec<String>>,
     /// A reason the adapter already knows the row cannot be replayed (e.g. an
     /// Alibaba pod that was never scheduled, so it has no run time); the
     /// workload builder skips the row with this reason.
     pub skip: Option<crate::job::SkipReason>,
     /// 1-based line in the file (0 for generated jobs).
     pub line: u64,
+    /// GPUs per server in the recorded placement, if the trace has it (Philly
+    /// RFold `shape`); one shared copy per distinct shape of a file.
+    pub shape: Option<Arc<[u32]>>,
+    /// The fields most traces leave empty (VC, user, model, batch, deadline,
+    /// GPU memory, fractional request, GPU types), out of line; read them
+    /// through the accessors ([`TraceRecord::vc`], [`TraceRecord::model`], ...).
+    /// A `jobs-csv` `global_bsz` is divided by the GPUs into `local_bsz`
+    /// ([`TraceFormat::JobsCsv`]); `gpu_mem_mib` is set from the profile
+    /// database; `gpu_types` are compared with
+    /// [`crate::cluster::NodeSpec::gpu_type`] exactly.
+    pub extra: Option<Box<JobExtra>>,
 }
 
 impl TraceRecord {
+    crate::job::extra_accessors!(vc);
+
     /// A record with only the required fields (the job id, submit time and
     /// run time in ms, GPUs) and line 0; every optional field empty.
     pub fn new(job_id: impl Into<String>, submit_ms: u64, duration_ms: u64, gpus: u32) -> Self {
@@ -52,18 +46,16 @@ impl TraceRecord {
             submit_ms,
             duration_ms,
             gpus,
-            vc: None,
-            user: None,
-            shape: None,
-            model: None,
-            local_bsz: None,
-            deadline_ms: None,
-            gpu_mem_mib: None,
-            gpu_milli: None,
-            gpu_types: None,
             skip: None,
             line: 0,
+            shape: None,
+            extra: None,
         }
+    }
+
+    /// The absolute deadline, ms since the trace origin, if the trace gives one.
+    pub fn deadline_ms(&self) -> Option<u64> {
+        self.extra.as_ref().and_then(|e| e.deadline_ms)
     }
 }
 

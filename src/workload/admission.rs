@@ -2,6 +2,7 @@
 //! lookup, skips by reason).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::cluster::Cluster;
 use crate::cluster::request::Request;
@@ -9,13 +10,28 @@ use crate::ids::{GpuId, JobId, VcId};
 use crate::job::{JobSpec, JobTable, SkipReason, Skipped};
 use crate::trace::TraceRecord;
 
-/// A recorded split sorted descending (empty when the trace has none).
-fn sorted_shape(shape: Option<&[u32]>) -> Vec<u32> {
-    let mut s = shape.map(<[u32]>::to_vec).unwrap_or_default();
-    s.sort_unstable_by(|a, b| b.cmp(a));
+use crate::time::SimTime;
+
+/// Records taken between two shrinks of the record vector during admission.
+const SHRINK_STEP: usize = 1 << 16;
+
+/// A recorded split sorted descending (empty when the trace has none), one
+/// shared copy per distinct split.
+fn sorted_shape(
+    shape: Option<&[u32]>,
+    interned: &mut std::collections::HashMap<Vec<u32>, Arc<[u32]>>,
+    empty: &Arc<[u32]>,
+) -> Arc<[u32]> {
+    let Some(shape) = shape else { return Arc::clone(empty) };
+    if let Some(s) = interned.get(shape) {
+        return Arc::clone(s);
+    }
+    let mut sorted = shape.to_vec();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    let s: Arc<[u32]> = sorted.into();
+    interned.insert(shape.to_vec(), Arc::clone(&s));
     s
 }
-use crate::time::SimTime;
 
 /// What admission asks of the run's placement rule: how it classes a request
 /// (requests of one class are placed alike) and where it puts one on the
@@ -84,19 +100,32 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, mut placer: 
     // partition (None: it cannot place it at all).
     // Jobs without a recorded shape are keyed by GPU count (every placement's
     // class for them), others by their placement class.
-    let mut by_size: BTreeMap<SizeKey, Option<Vec<u32>>> = BTreeMap::new();
+    let mut by_size: BTreeMap<SizeKey, Option<Arc<[u32]>>> = BTreeMap::new();
     // The common case (no GPU-type constraint) keyed without the type list,
     // in a hash map: one lookup per job.
-    let mut by_plain_size: std::collections::HashMap<(VcId, u32, u64), Option<Vec<u32>>> = Default::default();
-    let mut by_class: BTreeMap<(VcId, Vec<u32>), Option<Vec<u32>>> = BTreeMap::new();
+    let mut by_plain_size: std::collections::HashMap<(VcId, u32, u64), Option<Arc<[u32]>>> = Default::default();
+    let mut by_class: BTreeMap<(VcId, Vec<u32>), bool> = BTreeMap::new();
+    // Recorded shapes, sorted descending: one shared copy per distinct shape.
+    let mut sorted_shapes: std::collections::HashMap<Vec<u32>, Arc<[u32]>> = Default::default();
+    let empty: Arc<[u32]> = Arc::new([]);
     let mut scratch = Vec::new();
     let mut specs = Vec::with_capacity(records.len());
     let mut skipped = Vec::new();
-    for r in records {
+    // Records are taken from the end of the reversed vector, in trace order,
+    // and the vector is shrunk as it empties, so the records and the job
+    // specs made from them are not all in memory at once (a 10-million-row
+    // trace would otherwise hold both).
+    records.reverse();
+    let mut shrink_at = records.len().saturating_sub(SHRINK_STEP);
+    while let Some(r) = records.pop() {
+        if records.len() <= shrink_at && records.capacity() > records.len() + SHRINK_STEP {
+            records.shrink_to_fit();
+            shrink_at = records.len().saturating_sub(SHRINK_STEP);
+        }
         // The job's recorded split (see `JobSpec::recorded_split`), found below.
-        let mut recorded = Vec::new();
-        let vc = if named_vcs { r.vc.as_deref().and_then(|v| cluster.vc_by_name(v)) } else { Some(VcId(0)) };
-        let types: &[String] = r.gpu_types.as_deref().unwrap_or(&[]);
+        let mut recorded = Arc::clone(&empty);
+        let vc = if named_vcs { r.vc().and_then(|v| cluster.vc_by_name(v)) } else { Some(VcId(0)) };
+        let types: &[String] = r.gpu_types().unwrap_or(&[]);
         let reason = if r.gpus == 0 {
             Some(SkipReason::ZeroGpus)
         } else if let Some(reason) = r.skip {
@@ -104,7 +133,7 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, mut placer: 
         } else if r.duration_ms == 0 {
             Some(SkipReason::NonpositiveDuration)
         } else if let Some(vc) = vc {
-            let mem = r.gpu_mem_mib.unwrap_or(0);
+            let mem = r.gpu_mem_mib().unwrap_or(0);
             let partition = cluster.partition(vc);
             if r.gpus > partition.gpus_total {
                 // A job too large for its VC may still fit the cluster: that
@@ -115,12 +144,12 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, mut placer: 
             } else if !types.is_empty() && !partition.nodes.iter().any(|&n| types.contains(&cluster.node(n).gpu_type)) {
                 Some(SkipReason::GpuTypeUnavailable)
             } else {
-                let shape = sorted_shape(r.shape.as_deref());
+                let shape = sorted_shape(r.shape.as_deref(), &mut sorted_shapes, &empty);
                 let req = Request { vc, gpus: r.gpus, shape: &shape, min_gpu_mem_mib: mem, milli: 0, gpu_types: types };
                 let class = (!shape.is_empty()).then(|| placer.admission_class(req));
                 let mut on_empty = || {
                     scratch.clear();
-                    placer.place_on_empty(cluster, req, &mut scratch).then(|| cluster.split_of(&scratch))
+                    placer.place_on_empty(cluster, req, &mut scratch).then(|| Arc::from(cluster.split_of(&scratch)))
                 };
                 let unplaceable = match class {
                     None => {
@@ -129,11 +158,13 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, mut placer: 
                         } else {
                             by_size.entry((vc, r.gpus, mem, types.to_vec())).or_insert_with(&mut on_empty)
                         };
-                        recorded = split.clone().unwrap_or_default();
+                        if let Some(s) = split {
+                            recorded = Arc::clone(s);
+                        }
                         split.is_none()
                     }
                     Some(class) => {
-                        let unplaceable = by_class.entry((vc, class)).or_insert_with(&mut on_empty).is_none();
+                        let unplaceable = !*by_class.entry((vc, class)).or_insert_with(|| (&mut on_empty)().is_some());
                         recorded = shape;
                         unplaceable
                     }
@@ -147,13 +178,9 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, mut placer: 
             Some(reason) => skipped.push(Skipped { name: r.job_id, line: r.line, gpus: r.gpus, reason }),
             None => specs.push(JobSpec {
                 recorded_split: recorded,
-                model: r.model,
-                local_bsz: r.local_bsz,
-                gpu_mem_mib: r.gpu_mem_mib,
-                gpu_milli: r.gpu_milli,
+                recorded_shape: r.shape.is_some(),
+                extra: r.extra,
                 task: None,
-                deadline: r.deadline_ms.map(SimTime::from_ms),
-                gpu_types: r.gpu_types,
                 id: JobId(specs.len() as u32),
                 name: r.job_id,
                 line: r.line,
@@ -161,12 +188,10 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, mut placer: 
                 duration_ms: r.duration_ms,
                 gpus: r.gpus,
                 vc: vc.expect("admitted jobs have a VC"),
-                vc_label: r.vc,
-                user: r.user,
-                shape: r.shape,
             }),
         }
     }
+    drop(records);
     skipped.sort_by_key(|s| s.line);
     Workload { jobs: JobTable::new(specs), skipped, rows_total }
 }

@@ -64,12 +64,11 @@ impl Drawn {
     /// Task `t<id>` as a trace record (nominal 1 GPU, duration = its
     /// single-GPU latency, ms) with its task spec (deadline = submit + ECT).
     fn task(&self, id: usize, submit_ms: u64, latency_ms: u64, line: u64) -> (TraceRecord, TaskSpec) {
-        let rec = TraceRecord {
-            model: Some(self.model.to_string()),
-            local_bsz: Some(self.global_bsz),
-            line,
-            ..TraceRecord::new(format!("t{id}"), submit_ms, latency_ms, 1)
-        };
+        let rec =
+            TraceRecord { line, ..TraceRecord::new(format!("t{id}"), submit_ms, latency_ms, 1) }.with_extra(|e| {
+                e.model = Some(self.model.to_string());
+                e.local_bsz = Some(self.global_bsz);
+            });
         let task = TaskSpec {
             kind: kind_name(self.name, self.inference),
             inference: self.inference,

@@ -35,15 +35,13 @@ pub fn assign_models(
     on_type.dedup();
     let models = if on_type.is_empty() { table.measured_models() } else { on_type };
     let fits = |m: &str, b: u32| db.gpu_mem_mib(m, b).is_none_or(|mib| mib.ceil() <= max_gpu_mem_mib as f64);
-    if let Some(r) =
-        records.iter().find(|r| r.model.as_deref().is_some_and(|m| !db.models.iter().any(|i| i.model == m)))
-    {
+    if let Some(r) = records.iter().find(|r| r.model().is_some_and(|m| !db.models.iter().any(|i| i.model == m))) {
         return Err(format!(
             "line {}, column `model`: job `{}` names model `{}`, which the profile database does not know; \
              its models are {}; the aliases other systems' traces use are {} (`dlsched profile show --list` lists the models)",
             r.line,
             r.job_id,
-            r.model.as_deref().unwrap_or_default(),
+            r.model().unwrap_or_default(),
             db.models.iter().map(|m| m.model.as_str()).collect::<Vec<_>>().join(", "),
             aliases::names()
         ));
@@ -62,14 +60,14 @@ pub fn assign_models(
         return Ok(());
     }
     let mut rng = crate::rng::stream(seed, "workload.model_mix");
-    for r in records.iter_mut().filter(|r| r.model.is_none() || r.local_bsz.is_none()) {
-        if r.model.is_none() {
+    for r in records.iter_mut().filter(|r| r.model().is_none() || r.local_bsz().is_none()) {
+        if r.model().is_none() {
             let i = rand::Rng::gen_range(&mut rng, 0..models.len());
-            r.model = Some(models[i].to_string());
+            r.extra_mut().model = Some(models[i].to_string());
         }
-        if r.local_bsz.is_none() {
-            let pool = batches_for(r.model.as_deref().unwrap_or_default());
-            r.local_bsz = pool.choose(&mut rng).copied();
+        if r.local_bsz().is_none() {
+            let pool = batches_for(r.model().unwrap_or_default());
+            r.extra_mut().local_bsz = pool.choose(&mut rng).copied();
         }
     }
     Ok(())
@@ -84,13 +82,13 @@ pub fn resolve_model_aliases(db: &ProfileDb, records: &mut [TraceRecord]) -> Vec
     let known = |m: &str| db.models.iter().any(|i| i.model == m);
     let mut counts = vec![0u64; aliases::ALIASES.len()];
     for r in records.iter_mut() {
-        let Some(name) = r.model.as_deref() else { continue };
+        let Some(name) = r.model() else { continue };
         if known(name) {
             continue;
         }
         if let Some(i) = aliases::ALIASES.iter().position(|a| a.name == name && known(a.model)) {
             counts[i] += 1;
-            r.model = Some(aliases::ALIASES[i].model.to_string());
+            r.extra_mut().model = Some(aliases::ALIASES[i].model.to_string());
         }
     }
     aliases::ALIASES.iter().zip(counts).filter(|(_, n)| *n > 0).map(|(alias, jobs)| AliasUse { alias, jobs }).collect()

@@ -112,7 +112,7 @@ pub fn seeded_two_vc_records(cluster: &Cluster, seed: u64) -> Vec<TraceRecord> {
     let syn = SyntheticSpec { jobs: 150, jobs_per_hour: None, load: 1.5, max_job_gpus: None, max_duration_s: None };
     let mut recs = generate(&syn, cluster.total_gpus(), max, seed).unwrap();
     for (i, r) in recs.iter_mut().enumerate() {
-        r.vc = Some(if i % 3 == 0 { "b" } else { "a" }.to_string());
+        r.extra_mut().vc = Some(if i % 3 == 0 { "b" } else { "a" }.to_string());
     }
     recs
 }

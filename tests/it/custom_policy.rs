@@ -70,9 +70,9 @@ impl Policy for Lifo {
             vc: spec.vc,
             gpus: spec.gpus,
             shape: &[],
-            min_gpu_mem_mib: spec.gpu_mem_mib.unwrap_or(0),
+            min_gpu_mem_mib: spec.gpu_mem_mib().unwrap_or(0),
             milli: 0,
-            gpu_types: spec.gpu_types.as_deref().unwrap_or(&[]),
+            gpu_types: spec.gpu_types().unwrap_or(&[]),
         };
         self.scratch.clear();
         if !self.placement.place(view.cluster, req, &mut self.scratch) {

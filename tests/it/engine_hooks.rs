@@ -18,7 +18,7 @@ use crate::common::{policy, rec};
 
 /// A 1-GPU job of `secs` s that needs 4,000 MiB, so that two share a 16,000 MiB GPU.
 fn small(id: &str, secs: u64) -> dlsched::trace::TraceRecord {
-    dlsched::trace::TraceRecord { gpu_mem_mib: Some(4_000), ..rec(id, 0, 1, secs) }
+    rec(id, 0, 1, secs).with_extra(|e| e.gpu_mem_mib = Some(4_000))
 }
 
 /// A rate model that gives NaN to the job named `bad` and 1 to the others;

@@ -35,7 +35,7 @@ fn philly_rfold() {
     assert_eq!(t.format, TraceFormat::PhillyRfold);
     assert_eq!(t.records.len(), 4);
     assert_eq!(t.records[1].submit_ms, 5_500);
-    assert_eq!(t.records[1].shape, Some(vec![2, 2]));
+    assert_eq!(t.records[1].shape.as_deref(), Some(&[2, 2][..]));
     assert_eq!(t.records[1].line, 3);
     let w = build_workload(t.records, &lab16(), PlacementKind::Consolidate.build());
     assert_eq!(w.jobs.len(), 2);
@@ -69,7 +69,7 @@ fn philly_pollux() {
     // 07:01:55 - 06:13:03 = 48 min 52 s = 2932 s.
     assert_eq!(t.records[0].submit_ms, 2_932_000);
     assert_eq!(t.records[1].submit_ms, 0);
-    assert_eq!(t.records[0].vc.as_deref(), Some("vcA"));
+    assert_eq!(t.records[0].vc(), Some("vcA"));
     let w = build_workload(t.records, &lab16(), PlacementKind::Consolidate.build());
     // Ordered by (submit, trace order): row 1 (t=0), then rows 0 and 2 (t=2932, duplicates kept).
     let names: Vec<_> = w.jobs.specs().iter().map(|s| s.name.as_str()).collect();
@@ -103,7 +103,7 @@ fn helios_cluster_log() {
     assert_eq!(t.format, TraceFormat::Helios);
     assert_eq!(t.records[0].job_id, "j1");
     assert_eq!(t.records[0].submit_ms, 10_000);
-    assert_eq!(t.records[0].user.as_deref(), Some("u1"));
+    assert_eq!(t.records[0].user(), Some("u1"));
     // Partitions a (1 node × 8) and b: vcC is not one of them.
     let vcs = write(d.path(), "vcs.csv", "vc,nodes,gpus_per_node\nvcA,1,8\nvcB,1,8\n");
     let cluster = Cluster::new(load_vc_file(&vcs, "V100", 16384).unwrap()).unwrap();
@@ -137,7 +137,7 @@ fn jobs_csv_with_mapped_columns() {
     cols.parse_pairs("job_id=id,submit_time=arrival,duration=runtime,gpu_num=gpus,vc=pool").unwrap();
     let t = load_trace(&p, TraceFormat::Auto, &cols).unwrap();
     assert_eq!(t.format, TraceFormat::JobsCsv);
-    assert_eq!(t.records[0].vc.as_deref(), Some("x"));
+    assert_eq!(t.records[0].vc(), Some("x"));
     let small = Cluster::new(ClusterSpec::uniform("1x8", 1, 8, "V100", 16384)).unwrap();
     let w = build_workload(t.records, &small, PlacementKind::Consolidate.build());
     assert_eq!(w.jobs.len(), 1);
@@ -242,7 +242,7 @@ fn recorded_split_comes_from_the_trace_or_the_packed_placement() {
     let t = load_trace(&r, TraceFormat::Auto, &ColumnMap::default()).unwrap();
     let c = Cluster::new(ClusterSpec::uniform("2x8", 2, 8, "V100", 16384)).unwrap();
     let w = build_workload(t.records, &c, PlacementKind::Consolidate.build());
-    assert_eq!(w.jobs.specs()[0].recorded_split, vec![3, 1]);
+    assert_eq!(w.jobs.specs()[0].recorded_split[..], [3, 1]);
     let j = write(
         d.path(),
         "j.csv",
@@ -251,8 +251,8 @@ fn recorded_split_comes_from_the_trace_or_the_packed_placement() {
     let t = load_trace(&j, TraceFormat::Auto, &ColumnMap::default()).unwrap();
     let w = build_workload(t.records, &c, PlacementKind::Consolidate.build());
     let s = &w.jobs.specs()[0];
-    assert_eq!(s.recorded_split, vec![8, 4]);
-    assert_eq!((s.model.as_deref(), s.local_bsz), (Some("resnet50-imagenet"), Some(32)));
+    assert_eq!(s.recorded_split[..], [8, 4]);
+    assert_eq!((s.model(), s.local_bsz()), (Some("resnet50-imagenet"), Some(32)));
 }
 
 #[test]

@@ -69,9 +69,9 @@ fn metric(out: &RunOutput, name: &str) -> f64 {
 
 /// A 1-GPU job of `model` at per-GPU batch `bsz` needing 4,000 MiB.
 fn with_model(mut r: TraceRecord, model: &str, bsz: u32) -> TraceRecord {
-    r.model = Some(model.into());
-    r.local_bsz = Some(bsz);
-    r.gpu_mem_mib = Some(4_000);
+    r.extra_mut().model = Some(model.into());
+    r.extra_mut().local_bsz = Some(bsz);
+    r.extra_mut().gpu_mem_mib = Some(4_000);
     r
 }
 

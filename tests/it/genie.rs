@@ -290,7 +290,7 @@ fn an_unprofiled_type_borrows_until_the_cluster_is_idle_then_is_profiled() {
     let mut specs: Vec<_> = w.jobs.specs().to_vec();
     for s in &mut specs {
         if s.name.starts_with('r') {
-            s.model = Some("resnet50-imagenet".into());
+            s.extra_mut().model = Some("resnet50-imagenet".into());
         }
     }
     let jobs = dlsched::job::JobTable::new(specs);

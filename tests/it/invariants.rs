@@ -119,9 +119,9 @@ fn gandiva_invariants_hold_after_every_instant() {
                 let mut recs = crate::common::seeded_two_vc_records(&cluster, seed);
                 for (i, r) in recs.iter_mut().enumerate().filter(|(i, _)| i % 3 == 1) {
                     let (m, b) = models[i % models.len()];
-                    r.model = Some(m.into());
-                    r.local_bsz = Some(b);
-                    r.gpu_mem_mib = Some(3_000);
+                    r.extra_mut().model = Some(m.into());
+                    r.extra_mut().local_bsz = Some(b);
+                    r.extra_mut().gpu_mem_mib = Some(3_000);
                 }
                 let w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
                 let coloc = ProfileInterference::new(db.clone());
@@ -144,7 +144,7 @@ fn gandiva_invariants_hold_after_every_instant() {
                     // A job without a memory figure never shares a GPU, so
                     // it runs at trace speed: it holds its GPUs for its
                     // duration plus 100 ms per suspend.
-                    if job.gpu_mem_mib.is_none() {
+                    if job.gpu_mem_mib().is_none() {
                         assert_eq!(
                             d.attained_ms,
                             job.duration_ms + 100 * u64::from(d.preemptions),

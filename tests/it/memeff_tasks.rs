@@ -74,10 +74,11 @@ fn run(gpus: u32, tasks: &[(&str, u64, u64, u32)], with_memory: bool) -> RunOutp
     let cluster = Cluster::new(ClusterSpec::uniform("t", 1, gpus, "k80", 8_000)).unwrap();
     let recs: Vec<TraceRecord> = tasks
         .iter()
-        .map(|&(id, s, d, b)| TraceRecord {
-            model: Some("m".into()),
-            local_bsz: Some(b),
-            ..TraceRecord::new(id, s * 1000, d * 1000, 1)
+        .map(|&(id, s, d, b)| {
+            (TraceRecord::new(id, s * 1000, d * 1000, 1)).with_extra(|e| {
+                e.model = Some("m".into());
+                e.local_bsz = Some(b);
+            })
         })
         .collect();
     let mut w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
@@ -120,7 +121,10 @@ fn compute_memory_and_memory_efficiency_by_hand() {
     // <1,2>: b' = 16, C = 32, M = 1,024 + 1,000 + 1,600 = 3,624, ME = 32 / 3,624.
     let db = Arc::new(db());
     let cluster = Cluster::new(ClusterSpec::uniform("t", 1, 2, "k80", 8_000)).unwrap();
-    let recs = vec![TraceRecord { model: Some("m".into()), local_bsz: Some(32), ..TraceRecord::new("a", 0, 1000, 1) }];
+    let recs = vec![(TraceRecord::new("a", 0, 1000, 1)).with_extra(|e| {
+        e.model = Some("m".into());
+        e.local_bsz = Some(32);
+    })];
     let mut w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
     let mut map: std::collections::HashMap<String, TaskSpec> = [("a".to_string(), task(32))].into_iter().collect();
     w.jobs.attach_tasks(&mut map);
@@ -148,7 +152,7 @@ fn compute_memory_and_memory_efficiency_by_hand() {
     // = 4,030.10 -> 4,031 MiB, C = 785.28. Inference: a third of C.
     let b = ProfileDb::builtin();
     let mut r = spec.clone();
-    r.model = Some("resnet50-imagenet".into());
+    r.extra_mut().model = Some("resnet50-imagenet".into());
     r.task = Some(Box::new(task(64)));
     assert_eq!(task_gpu_mem_mib(&b, &r, 1), Some(6_744));
     assert_eq!(task_gpu_mem_mib(&b, &r, 2), Some(4_031));
@@ -157,7 +161,7 @@ fn compute_memory_and_memory_efficiency_by_hand() {
     r.task = Some(Box::new(TaskSpec { inference: true, ..task(64) }));
     assert!((task_compute_gflop(&b, &r, 2).0 - 785.28 / 3.0).abs() < 1e-9);
     // seq2seq's model has no GFLOPs: rated with 1 GFLOP per sample, flagged.
-    r.model = Some("transformer-multi30k".into());
+    r.extra_mut().model = Some("transformer-multi30k".into());
     r.task = Some(Box::new(task(64)));
     assert_eq!(task_compute_gflop(&b, &r, 2), (32.0, false));
 }
@@ -209,10 +213,11 @@ fn the_comparison_packers_place_tasks_at_one_gpu() {
     let tasks = [("a", 0u64, 100u64, 16u32), ("b", 10, 100, 16)];
     let recs: Vec<TraceRecord> = tasks
         .iter()
-        .map(|&(id, s, d, b)| TraceRecord {
-            model: Some("m".into()),
-            local_bsz: Some(b),
-            ..TraceRecord::new(id, s * 1000, d * 1000, 1)
+        .map(|&(id, s, d, b)| {
+            (TraceRecord::new(id, s * 1000, d * 1000, 1)).with_extra(|e| {
+                e.model = Some("m".into());
+                e.local_bsz = Some(b);
+            })
         })
         .collect();
     let mut w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
@@ -259,7 +264,10 @@ fn a_policy_colocating_a_task_holds_its_per_gpu_memory() {
     }
     let db = Arc::new(db());
     let cluster = Cluster::new(ClusterSpec::uniform("t", 1, 2, "k80", 8_000)).unwrap();
-    let recs = vec![TraceRecord { model: Some("m".into()), local_bsz: Some(32), ..TraceRecord::new("a", 0, 1000, 1) }];
+    let recs = vec![(TraceRecord::new("a", 0, 1000, 1)).with_extra(|e| {
+        e.model = Some("m".into());
+        e.local_bsz = Some(32);
+    })];
     let mut w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
     let mut map: std::collections::HashMap<String, TaskSpec> = [("a".to_string(), task(32))].into_iter().collect();
     w.jobs.attach_tasks(&mut map);

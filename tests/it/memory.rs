@@ -43,8 +43,8 @@ fn placements_use_only_gpus_with_enough_memory() {
         [(PlacementKind::Consolidate, 1), (PlacementKind::FirstFit, 0), (PlacementKind::Recorded, 1)]
     {
         let mut recs = vec![rec("a", 0, 2, 10), rec("b", 0, 1, 10), rec("c", 0, 2, 10)];
-        recs[0].gpu_mem_mib = Some(16_000);
-        recs[1].gpu_mem_mib = Some(30_000);
+        recs[0].extra_mut().gpu_mem_mib = Some(16_000);
+        recs[1].extra_mut().gpu_mem_mib = Some(30_000);
         let cluster = Cluster::new(two_memories()).unwrap();
         let w = build_workload(recs, &cluster, placement.build());
         assert_eq!(
@@ -90,7 +90,7 @@ impl Policy for Careless {
 #[test]
 fn the_engine_refuses_a_placement_without_enough_memory() {
     let mut recs = vec![rec("a", 0, 2, 10)];
-    recs[0].gpu_mem_mib = Some(16_000);
+    recs[0].extra_mut().gpu_mem_mib = Some(16_000);
     let cluster = Cluster::new(two_memories()).unwrap();
     let w = build_workload(recs, &cluster, PlacementKind::Consolidate.build());
     let err = Simulation::new(

@@ -55,11 +55,20 @@ fn a_hand_made_pod_list_parses_to_exact_records() {
     };
     let expected = vec![
         want("p0", 0, 1, 12_537_496, 2),
-        TraceRecord { gpu_milli: Some(460), ..want("p1", 427_061, 1, 12_902_960 - 427_070, 3) },
+        (want("p1", 427_061, 1, 12_902_960 - 427_070, 3)).with_extra(|e| {
+            e.gpu_milli = Some(460);
+        }),
         want("p2", 10, 0, 10, 4),
-        TraceRecord { gpu_milli: Some(500), skip: Some(SkipReason::NeverScheduled), ..want("p3", 100, 1, 0, 5) },
-        TraceRecord { gpu_types: Some(vec!["T4".into(), "V100M32".into()]), ..want("p4", 300, 8, 540, 6) },
-        TraceRecord { gpu_milli: Some(250), gpu_types: Some(vec!["G2".into()]), ..want("p5", 5, 1, 0, 7) },
+        TraceRecord { skip: Some(SkipReason::NeverScheduled), ..want("p3", 100, 1, 0, 5) }.with_extra(|e| {
+            e.gpu_milli = Some(500);
+        }),
+        (want("p4", 300, 8, 540, 6)).with_extra(|e| {
+            e.gpu_types = Some(vec!["T4".into(), "V100M32".into()]);
+        }),
+        (want("p5", 5, 1, 0, 7)).with_extra(|e| {
+            e.gpu_milli = Some(250);
+            e.gpu_types = Some(vec!["G2".into()]);
+        }),
     ];
     assert_eq!(t.records, expected);
 
@@ -73,7 +82,7 @@ fn a_hand_made_pod_list_parses_to_exact_records() {
     );
     let names: Vec<_> = w.jobs.specs().iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, vec!["p0", "p4", "p1"]);
-    assert_eq!(w.jobs.specs()[1].gpu_types.as_deref(), Some(&["T4".to_string(), "V100M32".to_string()][..]));
+    assert_eq!(w.jobs.specs()[1].gpu_types(), Some(&["T4".to_string(), "V100M32".to_string()][..]));
 }
 
 #[test]
@@ -150,8 +159,8 @@ fn the_real_pod_lists_counted_independently() {
         assert_eq!(by.len(), 2, "{name}: {by:?}");
         assert_eq!(w.jobs.len(), admitted, "{name}");
         let specs = w.jobs.specs();
-        assert_eq!(specs.iter().filter(|s| s.gpu_milli.is_some()).count(), fractional, "{name}");
-        assert_eq!(specs.iter().filter(|s| s.gpu_types.is_some()).count(), spec, "{name}");
+        assert_eq!(specs.iter().filter(|s| s.gpu_milli().is_some()).count(), fractional, "{name}");
+        assert_eq!(specs.iter().filter(|s| s.gpu_types().is_some()).count(), spec, "{name}");
         if name == "openb_pod_list_default.csv" {
             // The traces README's figures for the production list.
             assert_eq!((rows.len(), cpu, pending + 36), (8_152, 1_088, 897), "36 pending pods are CPU-only");
@@ -208,7 +217,7 @@ fn two_types() -> ClusterSpec {
 
 fn typed(id: &str, submit_s: u64, gpus: u32, dur_s: u64, types: &[&str]) -> TraceRecord {
     let gpu_types = (!types.is_empty()).then(|| types.iter().map(|t| t.to_string()).collect());
-    TraceRecord { gpu_types, ..rec(id, submit_s, gpus, dur_s) }
+    rec(id, submit_s, gpus, dur_s).with_extra(|e| e.gpu_types = gpu_types)
 }
 
 /// (job id, start s, end s) per job.
@@ -236,7 +245,7 @@ fn run_typed(
     while sim.step().unwrap().is_some() {
         sim.check_invariants().unwrap();
         for (spec, state) in sim.jobs().iter() {
-            if let (JobState::Running(r), Some(types)) = (state, &spec.gpu_types) {
+            if let (JobState::Running(r), Some(types)) = (state, &spec.gpu_types()) {
                 for &g in &r.gpus {
                     let ty = &sim.cluster().node(sim.cluster().node_of(g)).gpu_type;
                     assert!(types.contains(ty), "{placement:?}: {} on a {ty}, allows {types:?}", spec.name);
@@ -293,7 +302,7 @@ fn fractional_shares_never_exceed_one_gpu_in_a_replay() {
                 [&[][..], &["T4"][..], &["P100"][..]][rng.gen_range(0..3)],
             );
             if gpus == 1 && rng.gen_bool(0.7) {
-                r.gpu_milli = Some([100, 250, 300, 460, 500, 700][rng.gen_range(0..6)]);
+                r.extra_mut().gpu_milli = Some([100, 250, 300, 460, 500, 700][rng.gen_range(0..6)]);
             }
             r
         })

@@ -63,18 +63,15 @@ fn job(name: &str, gpus: u32, recorded: Vec<u32>, model: &str, duration_s: u64) 
         duration_ms: duration_s * 1000,
         gpus,
         vc: VcId(0),
-        vc_label: None,
-        user: None,
-        shape: None,
+        recorded_shape: false,
         line: 0,
-        recorded_split: recorded,
-        model: Some(model.into()),
-        local_bsz: Some(32),
-        gpu_mem_mib: None,
-        gpu_milli: None,
+        recorded_split: recorded.into(),
         task: None,
-        deadline: None,
-        gpu_types: None,
+        extra: Some(Box::new(dlsched::job::JobExtra {
+            model: Some(model.into()),
+            local_bsz: Some(32),
+            ..Default::default()
+        })),
     }
 }
 
@@ -218,7 +215,7 @@ fn philly_replay_under_the_profile_model() {
     for (s, st) in r.output.jobs.iter() {
         let JobState::Completed(d) = st else { panic!("{} unfinished", s.name) };
         let ran = d.end.since(d.start);
-        assert!(s.model.is_some() && s.local_bsz.is_some());
+        assert!(s.model().is_some() && s.local_bsz().is_some());
         if s.gpus == 1 {
             // One GPU is always placed as recorded: exactly the trace duration.
             assert_eq!(ran, s.duration_ms, "{}", s.name);

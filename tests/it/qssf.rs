@@ -137,7 +137,7 @@ fn reference_order_reorders_the_second_after_a_no_carry_pass() {
     let mut spec = ClusterSpec::uniform("ab", 2, 2, "A", 16384);
     spec.nodes[1].gpu_type = "B".into();
     let mut x = rec("X", 5, 1, 1000);
-    x.gpu_types = Some(vec!["A".into()]);
+    x.extra_mut().gpu_types = Some(vec!["A".into()]);
     let jobs = vec![rec("P", 0, 2, 100), x, rec("Y", 5, 2, 10)];
     let out = run_qssf(jobs.clone(), spec.clone(), QssfOptions::helios(), 0);
     assert_eq!(sched(&out), expect(&[("P", 0, 100), ("X", 100, 1100), ("Y", 6, 16)]));
@@ -153,8 +153,8 @@ fn history_estimator_by_hand() {
     // duration s, VC):
     let job = |user: &str, id: &str, at: u64, dur: u64, vc: &str| {
         let mut r = rec(id, at, 1, dur);
-        r.user = Some(user.into());
-        r.vc = Some(vc.into());
+        r.extra_mut().user = Some(user.into());
+        r.extra_mut().vc = Some(vc.into());
         r
     };
     let jobs = vec![

@@ -53,13 +53,13 @@ fn workload(seed: u64) -> Vec<TraceRecord> {
             let gpus = [1, 1, 1, 2, 3, 4, 6][(h % 7) as usize];
             let mut r = rec(&format!("j{i}"), (i / 50) * 100, gpus, 50 + (h >> 8) % 400);
             if !i.is_multiple_of(7) {
-                r.gpu_mem_mib = Some(1_000 + (h >> 20) % 19_001);
+                r.extra_mut().gpu_mem_mib = Some(1_000 + (h >> 20) % 19_001);
             }
             if gpus == 1 && i.is_multiple_of(5) {
-                r.gpu_milli = Some(100 + ((h >> 40) % 8) as u32 * 100);
+                r.extra_mut().gpu_milli = Some(100 + ((h >> 40) % 8) as u32 * 100);
             }
             if i.is_multiple_of(11) {
-                r.gpu_types = Some(vec!["b".into()]);
+                r.extra_mut().gpu_types = Some(vec!["b".into()]);
             }
             r
         })

@@ -32,12 +32,11 @@ fn pair_db() -> Arc<ProfileDb> {
 }
 
 fn job(id: &str, submit_s: u64, gpus: u32, duration_s: u64, model: &str, bsz: u32, mem: u64) -> TraceRecord {
-    TraceRecord {
-        model: Some(model.into()),
-        local_bsz: Some(bsz),
-        gpu_mem_mib: Some(mem),
-        ..rec(id, submit_s, gpus, duration_s)
-    }
+    (rec(id, submit_s, gpus, duration_s)).with_extra(|e| {
+        e.model = Some(model.into());
+        e.local_bsz = Some(bsz);
+        e.gpu_mem_mib = Some(mem);
+    })
 }
 
 /// A run's engine output and what its recorder kept (derefs to the output).
@@ -281,7 +280,7 @@ fn memory_and_shares_are_never_over_committed_on_random_workloads() {
                     rng.gen_range(500..16_000),
                 );
                 if gpus == 1 && rng.gen_bool(0.3) {
-                    r.gpu_milli = Some(rng.gen_range(100..1000));
+                    r.extra_mut().gpu_milli = Some(rng.gen_range(100..1000));
                 }
                 r
             })
@@ -417,10 +416,11 @@ fn iawp_admits_the_least_similar_job() {
     use dlsched::profile::resources::cosine;
     use dlsched::time::SimTime;
 
-    let frac = |id: &str, submit: u64, milli: u32, mem: u64| TraceRecord {
-        gpu_milli: Some(milli),
-        gpu_mem_mib: Some(mem),
-        ..rec(id, submit, 1, 10)
+    let frac = |id: &str, submit: u64, milli: u32, mem: u64| {
+        (rec(id, submit, 1, 10)).with_extra(|e| {
+            e.gpu_milli = Some(milli);
+            e.gpu_mem_mib = Some(mem);
+        })
     };
     let mut cluster = Cluster::new(ClusterSpec::uniform("t", 1, 1, "V100", 16_000)).unwrap();
     let w = build_workload(
@@ -534,7 +534,7 @@ fn a_profiles_directory_drives_colocation_memory_efficiency_and_the_sm_proxy() {
         PlacementKind::MemeffPack,
     );
     assert_eq!(times(&r.output), vec![(0, 200_000), (0, 100_000), (0, 200_000)]);
-    let mem: Vec<Option<u64>> = r.output.jobs.specs().iter().map(|s| s.gpu_mem_mib).collect();
+    let mem: Vec<Option<u64>> = r.output.jobs.specs().iter().map(|s| s.gpu_mem_mib()).collect();
     assert_eq!(mem, vec![Some(1_302), Some(4_031), Some(1_349)]);
     // The SM proxy: a alone on one V100 keeps 0.5 of it busy all along.
     let r = run("a,0,100,1,resnet18-cifar10,32\n", 1, PlacementKind::Consolidate);

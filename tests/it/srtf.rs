@@ -66,7 +66,7 @@ fn vcs_a_c() -> ClusterSpec {
 }
 
 fn in_vc(vc: &str, mut r: TraceRecord) -> TraceRecord {
-    r.vc = Some(vc.into());
+    r.extra_mut().vc = Some(vc.into());
     r
 }
 

@@ -134,7 +134,7 @@ fn two_vcs() -> ClusterSpec {
 }
 
 fn in_vc(vc: &str, mut r: TraceRecord) -> TraceRecord {
-    r.vc = Some(vc.into());
+    r.extra_mut().vc = Some(vc.into());
     r
 }
 

@@ -116,7 +116,7 @@ fn global_batches_are_divided_by_the_gpus_rounding_down() {
     .unwrap();
     let tr = load_trace(&t, TraceFormat::Auto, &ColumnMap::default()).unwrap();
     assert_eq!(tr.format, TraceFormat::JobsCsv);
-    let got: Vec<Option<u32>> = tr.records.iter().map(|r| r.local_bsz).collect();
+    let got: Vec<Option<u32>> = tr.records.iter().map(|r| r.local_bsz()).collect();
     assert_eq!(got, [Some(64), Some(33), Some(64), None, None]);
 
     // Both columns: fine when local × GPUs = global, an error naming the

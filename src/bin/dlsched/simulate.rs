@@ -686,7 +686,8 @@ pub(crate) fn share_note(report: &RunReport) -> Result<()> {
         return Ok(());
     }
     let specs = report.output.jobs.specs();
-    let whole = specs.iter().filter(|s| s.task.is_none() && s.gpu_mem_mib.is_none() && s.gpu_milli.is_none()).count();
+    let whole =
+        specs.iter().filter(|s| s.task.is_none() && s.gpu_mem_mib().is_none() && s.gpu_milli().is_none()).count();
     if whole == 0 {
         return Ok(());
     }
