@@ -130,7 +130,7 @@ fn pending_jobs(n: usize) -> JobTable {
             let h = mix(i as u64 + 1_000_003);
             JobSpec {
                 id: JobId(i as u32),
-                name: format!("p{i}"),
+                name: format!("p{i}").into(),
                 submit: SimTime::from_secs(i as u64),
                 duration_ms: (60 + (h >> 8) % 100_000) * 1000,
                 gpus: SIZES[(h % 4) as usize],

@@ -50,7 +50,7 @@ fn tasks(n: usize) -> JobTable {
             let global_bsz = [16, 32, 64, 128][(i / 4) % 4];
             JobSpec {
                 id: JobId(i as u32),
-                name: format!("t{i}"),
+                name: format!("t{i}").into(),
                 submit: SimTime::from_secs(i as u64),
                 duration_ms: 600_000,
                 gpus: 1,

@@ -36,7 +36,7 @@ fn mix(x: u64) -> u64 {
 fn job_spec(i: usize, gpus: u32, mem: u64, duration_s: u64) -> JobSpec {
     JobSpec {
         id: JobId(i as u32),
-        name: format!("p{i}"),
+        name: format!("p{i}").into(),
         line: 0,
         submit: SimTime::from_secs(i as u64),
         duration_ms: duration_s * 1000,

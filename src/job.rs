@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+pub use compact_str::CompactString;
 use serde::Serialize;
 
 use crate::ids::{GpuId, JobId, VcId};
@@ -94,8 +95,10 @@ pub(crate) use extra_accessors;
 pub struct JobSpec {
     /// Dense id, in (submit time, trace order).
     pub id: JobId,
-    /// The job's id in the trace (written to `jobs.csv`).
-    pub name: String,
+    /// The job's id in the trace (written to `jobs.csv`): kept inline when
+    /// up to 24 bytes long (every id of the public traces here), so that it
+    /// costs no allocation of its own.
+    pub name: CompactString,
     /// The job's 1-based line in the trace file (0 for generated jobs), for
     /// error messages.
     pub line: u64,
@@ -266,36 +269,105 @@ pub struct SuspendedState {
     pub epoch: u32,
 }
 
-/// A finished job's record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A finished job's record. Sized for the common case (48 bytes): a job
+/// never preempted keeps no history, and its first start, service and
+/// waiting time follow from its one run ([`DoneState::first_start`],
+/// [`DoneState::attained_ms`], ...).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DoneState {
     /// When its last run started (its only start unless it was preempted;
     /// see `first_start`).
     pub start: SimTime,
     /// When it ended.
     pub end: SimTime,
-    /// Distinct nodes its placement spanned.
-    pub nodes_spanned: u32,
-    /// True if another job shared one of its GPUs at some point.
-    pub colocated: bool,
     /// How long it would have run with no co-tenant, ms (its work at its
     /// isolated rate, rounded up): `isolated_ms / (end - start)` is its
     /// achieved rate over its isolated rate.
     pub isolated_ms: u64,
     /// GPUs it ran on (its request, or the policy's choice for a moldable task).
     pub gpus: u32,
-    /// Its first start.
-    pub first_start: SimTime,
+    /// Distinct nodes its placement spanned.
+    pub nodes_spanned: u32,
+    /// True if another job shared one of its GPUs at some point.
+    pub colocated: bool,
+    /// Its history when it differs from one uninterrupted run (a preempted
+    /// job's), out of line.
+    history: Option<Box<DoneHistory>>,
+}
+
+/// The part of a finished job's record that one uninterrupted run implies
+/// (see [`DoneState`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct DoneHistory {
+    first_start: SimTime,
+    preemptions: u32,
+    attained_ms: u64,
+    attained_gpu_ms: u64,
+    waited_ms: u64,
+}
+
+impl DoneState {
+    /// The record of a job submitted at `submit` that ended at `end`, its
+    /// last run having started at `start`. `first_start`, `preemptions`,
+    /// `attained_ms` (time holding GPUs over all runs), `attained_gpu_ms`
+    /// (GPUs × that time) and `waited_ms` (every waiting period) are kept
+    /// only when they differ from what one uninterrupted run gives.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        submit: SimTime,
+        start: SimTime,
+        end: SimTime,
+        isolated_ms: u64,
+        gpus: u32,
+        nodes_spanned: u32,
+        colocated: bool,
+        first_start: SimTime,
+        preemptions: u32,
+        attained_ms: u64,
+        attained_gpu_ms: u64,
+        waited_ms: u64,
+    ) -> Self {
+        let ran = end.since(start);
+        let plain = first_start == start
+            && preemptions == 0
+            && attained_ms == ran
+            && attained_gpu_ms == ran.wrapping_mul(u64::from(gpus))
+            && start >= submit
+            && waited_ms == start.since(submit);
+        let history = (!plain)
+            .then(|| Box::new(DoneHistory { first_start, preemptions, attained_ms, attained_gpu_ms, waited_ms }));
+        DoneState { start, end, isolated_ms, gpus, nodes_spanned, colocated, history }
+    }
+
+    /// Its first start (`start` unless it was preempted).
+    pub fn first_start(&self) -> SimTime {
+        self.history.as_ref().map_or(self.start, |h| h.first_start)
+    }
+
     /// Times it was preempted.
-    pub preemptions: u32,
+    pub fn preemptions(&self) -> u32 {
+        self.history.as_ref().map_or(0, |h| h.preemptions)
+    }
+
     /// Time it held GPUs, ms, over all its runs (`end - start` when it was
     /// never preempted).
-    pub attained_ms: u64,
+    pub fn attained_ms(&self) -> u64 {
+        self.history.as_ref().map_or_else(|| self.end.since(self.start), |h| h.attained_ms)
+    }
+
     /// GPUs × time it held them, GPU-ms, over all its runs.
-    pub attained_gpu_ms: u64,
-    /// Every waiting period, ms (first wait plus each suspension):
-    /// `end - submit = waited_ms + attained_ms`.
-    pub waited_ms: u64,
+    pub fn attained_gpu_ms(&self) -> u64 {
+        self.history
+            .as_ref()
+            .map_or_else(|| self.end.since(self.start).wrapping_mul(u64::from(self.gpus)), |h| h.attained_gpu_ms)
+    }
+
+    /// Every waiting period, ms (first wait plus each suspension), of a job
+    /// submitted at `submit` (its spec's): `end - submit = waited_ms +
+    /// attained_ms`.
+    pub fn waited_ms(&self, submit: SimTime) -> u64 {
+        self.history.as_ref().map_or_else(|| self.start.since(submit), |h| h.waited_ms)
+    }
 }
 
 /// A job's life: not yet submitted → pending → running → completed, with
@@ -306,10 +378,11 @@ pub enum JobState {
     NotArrived,
     /// Submitted, waiting for GPUs.
     Pending,
-    /// Holding GPUs and making progress.
-    Running(RunState),
-    /// Preempted: holds no GPUs, keeps its remaining work.
-    Suspended(SuspendedState),
+    /// Holding GPUs and making progress (boxed: few jobs run at once, and
+    /// the enum stays the size of a finished job's record).
+    Running(Box<RunState>),
+    /// Preempted: holds no GPUs, keeps its remaining work (boxed, as `Running`).
+    Suspended(Box<SuspendedState>),
     /// Done.
     Completed(DoneState),
 }
@@ -369,7 +442,7 @@ impl JobTable {
             return;
         }
         for s in &mut self.specs {
-            if let Some(t) = tasks.remove(&s.name) {
+            if let Some(t) = tasks.remove(s.name.as_str()) {
                 s.task = Some(Box::new(t));
             }
         }
@@ -433,7 +506,7 @@ impl SkipReason {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Skipped {
     /// The job's id in the trace.
-    pub name: String,
+    pub name: CompactString,
     /// 1-based line in the trace file (0 for generated jobs).
     pub line: u64,
     /// GPUs it asked for.

@@ -517,7 +517,7 @@ impl PyView {
         let s = jobs.spec(id);
         let d = PyDict::new(py);
         d.set_item("id", job)?;
-        d.set_item("name", &s.name)?;
+        d.set_item("name", s.name.as_str())?;
         d.set_item("submit_s", s.submit.as_ms() as f64 / 1000.0)?;
         d.set_item("duration_s", s.duration_ms as f64 / 1000.0)?;
         d.set_item("gpus", s.gpus)?;

@@ -466,7 +466,7 @@ impl Simulation {
     /// The trace's name and line of `job` (empty and 0 for no such job).
     fn job_label(&self, job: JobId) -> (String, u64) {
         match self.jobs.specs().get(job.index()) {
-            Some(s) => (s.name.clone(), s.line),
+            Some(s) => (s.name.to_string(), s.line),
             None => (String::new(), 0),
         }
     }
@@ -587,7 +587,7 @@ impl Simulation {
         }
         let resumed = match self.jobs.state(job) {
             JobState::Pending => None,
-            JobState::Suspended(s) => Some(*s),
+            JobState::Suspended(s) => Some(**s),
             _ => return Err(self.invalid(job, None, "job is neither pending nor suspended".into())),
         };
         let spec: &JobSpec = self.jobs.spec(job);
@@ -691,7 +691,7 @@ impl Simulation {
         }
         self.running += 1;
         self.stats.launches += 1;
-        *self.jobs.state_mut(job) = JobState::Running(RunState {
+        *self.jobs.state_mut(job) = JobState::Running(Box::new(RunState {
             start: self.now,
             gpus,
             rate,
@@ -708,7 +708,7 @@ impl Simulation {
             attained_gpu_ms,
             waited_ms,
             work_done: false,
-        });
+        }));
         if let JobState::Running(r) = self.jobs.state(job) {
             obs.on_allocate(&self.snapshot(), job, &r.gpus, speed);
         }
@@ -737,19 +737,21 @@ impl Simulation {
         self.release_run(job, &run)?;
         let work = self.jobs.spec(job).duration_ms as f64;
         let ran = self.now.since(run.start);
-        *self.jobs.state_mut(job) = JobState::Completed(DoneState {
-            start: run.start,
-            end: self.now,
-            nodes_spanned: run.nodes_spanned,
-            colocated: run.colocated,
-            isolated_ms: ms_to_finish(work, run.isolated_rate),
-            gpus: run.gpus.len() as u32,
-            first_start: run.first_start,
-            preemptions: run.preemptions,
-            attained_ms: run.attained_ms + ran,
-            attained_gpu_ms: run.attained_gpu_ms + ran * run.gpus.len() as u64,
-            waited_ms: run.waited_ms,
-        });
+        let submit = self.jobs.spec(job).submit;
+        *self.jobs.state_mut(job) = JobState::Completed(DoneState::new(
+            submit,
+            run.start,
+            self.now,
+            ms_to_finish(work, run.isolated_rate),
+            run.gpus.len() as u32,
+            run.nodes_spanned,
+            run.colocated,
+            run.first_start,
+            run.preemptions,
+            run.attained_ms + ran,
+            run.attained_gpu_ms + ran * run.gpus.len() as u64,
+            run.waited_ms,
+        ));
         self.running -= 1;
         self.completed += 1;
         obs.on_release(&self.snapshot(), job, &run.gpus);
@@ -910,14 +912,17 @@ impl Simulation {
                 }
                 JobState::Completed(d) => {
                     completed += 1;
-                    if d.end < d.start || d.start < spec.submit || d.first_start > d.start {
+                    if d.end < d.start || d.start < spec.submit || d.first_start() > d.start {
                         return Err(format!("{} has start {} end {} submit {}", spec.id, d.start, d.end, spec.submit));
                     }
-                    adds_up(spec.id, "its end", d.end.since(spec.submit), d.waited_ms, d.attained_ms)?;
-                    if d.attained_gpu_ms != d.attained_ms * u64::from(d.gpus) && spec.task.is_none() {
+                    adds_up(spec.id, "its end", d.end.since(spec.submit), d.waited_ms(spec.submit), d.attained_ms())?;
+                    if d.attained_gpu_ms() != d.attained_ms() * u64::from(d.gpus) && spec.task.is_none() {
                         return Err(format!(
                             "{}: attained {} GPU-ms for {} ms on {} GPUs",
-                            spec.id, d.attained_gpu_ms, d.attained_ms, d.gpus
+                            spec.id,
+                            d.attained_gpu_ms(),
+                            d.attained_ms(),
+                            d.gpus
                         ));
                     }
                 }

@@ -37,7 +37,7 @@ impl Simulation {
         let done = self.now.since(run.settled_at) as f64 * run.rate;
         let overhead = self.checkpoint.overhead_ms(gpus_n);
         let ran = self.now.since(run.start);
-        *self.jobs.state_mut(job) = JobState::Suspended(SuspendedState {
+        *self.jobs.state_mut(job) = JobState::Suspended(Box::new(SuspendedState {
             remaining: (run.remaining - done).max(0.0) + overhead as f64,
             since: self.now,
             first_start: run.first_start,
@@ -46,7 +46,7 @@ impl Simulation {
             attained_gpu_ms: run.attained_gpu_ms + ran * u64::from(gpus_n),
             waited_ms: run.waited_ms,
             epoch: run.epoch + 1,
-        });
+        }));
         self.running -= 1;
         self.suspended += 1;
         self.stats.preemptions += 1;

@@ -74,7 +74,7 @@ pub const KEYS: [(&str, &str); 53] = [
     ("mem_headroom", "a fraction in [0, 1) of GPU memory kept free when a GPU is shared"),
     ("rate_model", "trace, table, genie or genie-k80"),
     ("seed", "a whole number"),
-    ("jobs", "a whole number of synthetic jobs, 1 to 2,000,000"),
+    ("jobs", "a whole number of synthetic jobs, 1 to 20,000,000"),
     (
         "jobs_per_hour",
         "a positive number: synthetic arrival rate (jobs x 3,600 / rate at most 1e11 s) or GENIE task density (rate x hours 1 to 50,000 tasks)",

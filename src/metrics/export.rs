@@ -99,31 +99,44 @@ pub fn write_jobs_csv(out: &RunOutput, w: &mut impl Write) -> std::io::Result<()
     w.write_all(
         b"job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status,trace_vc,model,local_bsz,gpu_mem_mib,speed,first_start_s,preemptions,attained_s,attained_gpu_s\n",
     )?;
-    // Rows are formatted in blocks, one per thread but none under
-    // MIN_BLOCK_ROWS rows (so that memory does not grow with the thread
-    // count), in parallel, and written in job order: the bytes are the same
-    // whatever the number of threads.
+    // Rows are formatted in blocks of at most BLOCK_ROWS rows, a wave of one
+    // block per thread at a time, in parallel, and each wave is written in
+    // job order before the next is formatted: the bytes are the same whatever
+    // the number of threads, and memory holds one wave (a few MB), not the
+    // whole file.
     let n = out.jobs.len();
-    let blocks_n = rayon::current_num_threads().min(n / MIN_BLOCK_ROWS).max(1);
-    let block = n.div_ceil(blocks_n).max(1);
-    let blocks: Vec<Vec<u8>> = (0..n.div_ceil(block))
-        .into_par_iter()
-        .map(|b| {
-            let guess = block * 96;
-            // A large block starts at HUGE_BUFFER, so that it is mapped on its
-            // own with huge pages; a small one at its likely size.
-            let mut buf = Vec::with_capacity(if guess >= HUGE_BUFFER / 2 { guess.max(HUGE_BUFFER) } else { guess });
+    let threads = rayon::current_num_threads().max(1);
+    let blocks_n = threads.min(n / MIN_BLOCK_ROWS).max(1);
+    let block = n.div_ceil(blocks_n).clamp(1, BLOCK_ROWS);
+    let blocks_total = n.div_ceil(block);
+    // One buffer per block of a wave, reused by every wave (fresh memory
+    // would be zeroed by the kernel again each time).
+    let guess = block * 96;
+    // A large block starts at HUGE_BUFFER, so that it is mapped on its own
+    // with huge pages; a small one at its likely size.
+    let room = if guess >= HUGE_BUFFER / 2 { guess.max(HUGE_BUFFER) } else { guess };
+    let mut bufs: Vec<Vec<u8>> = (0..threads.min(blocks_total)).map(|_| Vec::with_capacity(room)).collect();
+    let mut wave_start = 0;
+    while wave_start < blocks_total {
+        let wave_end = (wave_start + threads).min(blocks_total);
+        bufs[..wave_end - wave_start].par_iter_mut().enumerate().for_each(|(k, buf)| {
+            let b = wave_start + k;
+            buf.clear();
             for i in b * block..n.min((b + 1) * block) {
-                push_job_row(&mut buf, out, JobId(i as u32));
+                push_job_row(buf, out, JobId(i as u32));
             }
-            buf
-        })
-        .collect();
-    for b in &blocks {
-        w.write_all(b)?;
+        });
+        for b in &bufs[..wave_end - wave_start] {
+            w.write_all(b)?;
+        }
+        wave_start = wave_end;
     }
     Ok(())
 }
+
+/// Most jobs in a `jobs.csv` block (about 6 MB of rows): a wave of blocks
+/// (one per thread) is what the writer holds in memory at once.
+const BLOCK_ROWS: usize = 65_536;
 
 /// The least room a large `jobs.csv` block starts with (4 MiB: glibc maps so
 /// large a block on its own, and the binary's allocator asks huge pages for it).
@@ -146,11 +159,11 @@ fn push_job_row(s: &mut Vec<u8>, out: &RunOutput, id: JobId) {
     // (first start, preemptions, attained ms, attained GPU-ms, waited ms)
     let (first_start, preemptions, attained, attained_gpu, waited) = match state {
         JobState::Completed(d) => (
-            Some(d.first_start.as_ms()),
-            d.preemptions,
-            Some(d.attained_ms),
-            Some(d.attained_gpu_ms),
-            Some(d.waited_ms),
+            Some(d.first_start().as_ms()),
+            d.preemptions(),
+            Some(d.attained_ms()),
+            Some(d.attained_gpu_ms()),
+            Some(d.waited_ms(spec.submit)),
         ),
         JobState::Running(r) => (Some(r.first_start.as_ms()), r.preemptions, None, None, Some(r.waited_ms)),
         JobState::Suspended(su) => {
@@ -208,7 +221,7 @@ fn push_job_row(s: &mut Vec<u8>, out: &RunOutput, id: JobId) {
     s.push(b',');
     if let JobState::Completed(d) = state {
         // `attained_ms` is `end - start` for a job never preempted.
-        let ran = d.attained_ms;
+        let ran = d.attained_ms();
         if ran == spec.duration_ms {
             s.push(b'1');
         } else if ran > 0 {

@@ -317,11 +317,16 @@ pub fn summarize(
     all.jct.reserve(out.jobs.len());
     all.queue.reserve(out.jobs.len());
     let mut per_vc: Vec<Acc> = parts.iter().map(|_| Acc::new()).collect();
+    // With one partition its figures are the whole run's: its values are not
+    // kept twice (a replay of millions of jobs would hold them twice).
+    let one_vc = parts.len() == 1;
     let (mut first_submit, mut last_end, mut last_submit) = (u64::MAX, 0u64, 0u64);
     let (mut demand_ms, mut duration_sum_ms) = (0.0, 0.0);
     let mut unfinished = 0;
     let mut slowdowns: Vec<f64> = Vec::new();
-    let (mut q_frac, mut q_whole) = (Vec::new(), Vec::with_capacity(out.jobs.len()));
+    // Queueing delays of whole-GPU jobs: the same as `all.queue` until the
+    // first fractional job, so kept apart only from then on.
+    let (mut q_frac, mut q_whole): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
     let last_submit_ms = out.jobs.iter().map(|(s, _)| s.submit.as_ms()).max().unwrap_or(0);
     let mut done_by_horizon = 0u64;
     let (mut tasks, mut met, mut norm_lat, mut norm_tput) = (0u64, 0u64, Vec::new(), Vec::new());
@@ -381,22 +386,29 @@ pub fn summarize(
         // Admission skips jobs of no duration (`nonpositive_duration`).
         rho.push(d.end.since(spec.submit) as f64 / spec.duration_ms.max(1) as f64);
         // Every waiting period (start - submit for a job never preempted).
-        let q = d.waited_ms as f64 / 1000.0;
-        preemptions += u64::from(d.preemptions);
-        jobs_preempted += u64::from(d.preemptions > 0);
+        let q = d.waited_ms(spec.submit) as f64 / 1000.0;
+        preemptions += u64::from(d.preemptions());
+        jobs_preempted += u64::from(d.preemptions() > 0);
         done_by_horizon += u64::from(d.end.as_ms() <= last_submit_ms);
         if matches!(spec.gpu_milli(), Some(k) if k > 0 && k < 1000) {
+            if q_frac.is_empty() {
+                q_whole = all.queue.clone();
+            }
             q_frac.push(q);
-        } else {
+        } else if !q_frac.is_empty() {
             q_whole.push(q);
         }
         // GPUs x time holding them (end - start for a job never preempted).
-        let gpu_ms = d.attained_gpu_ms as f64;
-        for acc in [&mut all, &mut per_vc[spec.vc.index()]] {
-            acc.jct.push(jct);
-            acc.queue.push(q);
-            acc.gpu_ms += gpu_ms;
+        let gpu_ms = d.attained_gpu_ms() as f64;
+        all.jct.push(jct);
+        all.queue.push(q);
+        all.gpu_ms += gpu_ms;
+        let vc = &mut per_vc[spec.vc.index()];
+        if !one_vc {
+            vc.jct.push(jct);
+            vc.queue.push(q);
         }
+        vc.gpu_ms += gpu_ms;
     }
     let makespan_ms = last_end.saturating_sub(if first_submit == u64::MAX { 0 } else { first_submit });
     let util = |gpu_ms: f64, gpus: u32| {
@@ -410,6 +422,14 @@ pub fn summarize(
     }
     let class_rate = |c: &str| by_class.get(c).map(|&(n, m)| r6(m as f64 / n as f64));
     let pm = |key: &str| out.policy_metrics.iter().find(|(k, _)| *k == key).map(|&(_, v)| r6(v));
+    // Means before the quantiles reorder the values (a sum in another order
+    // may round differently).
+    let (jct_mean, queue_mean) = (mean(&all.jct), mean(&all.queue));
+    let queue_whole_mean = if q_frac.is_empty() {
+        (!all.queue.is_empty()).then_some(queue_mean)
+    } else {
+        (!q_whole.is_empty()).then(|| mean(&q_whole))
+    };
     let summary = Summary {
         policy: out.policy.clone(),
         rate_model: out.model.to_string(),
@@ -421,11 +441,11 @@ pub fn summarize(
         jobs_unfinished: unfinished,
         jobs_skipped: skipped.len() as u64,
         jobs_skipped_by_reason: by_reason,
-        jct_mean_s: r3(mean(&all.jct)),
+        jct_mean_s: r3(jct_mean),
         jct_p50_s: r3(quantile_select(&mut all.jct, 0.50)),
         jct_p95_s: r3(quantile_select(&mut all.jct, 0.95)),
         jct_p99_s: r3(quantile_select(&mut all.jct, 0.99)),
-        queue_delay_mean_s: r3(mean(&all.queue)),
+        queue_delay_mean_s: r3(queue_mean),
         queue_delay_p50_s: r3(quantile_select(&mut all.queue, 0.50)),
         queue_delay_p95_s: r3(quantile_select(&mut all.queue, 0.95)),
         queue_delay_p99_s: r3(quantile_select(&mut all.queue, 0.99)),
@@ -449,7 +469,7 @@ pub fn summarize(
         fragmentation_mean: rec.share_integrals.map(|i| util(i.frag_gpu_ms, out.cluster.total_gpus())),
         completion_rate: if all.jobs == 0 { 0.0 } else { r6(done_by_horizon as f64 / all.jobs as f64) },
         queue_delay_mean_fractional_s: (!q_frac.is_empty()).then(|| r3(mean(&q_frac))),
-        queue_delay_mean_whole_s: (!q_whole.is_empty()).then(|| r3(mean(&q_whole))),
+        queue_delay_mean_whole_s: queue_whole_mean.map(r3),
         qos_guarantee_rate: (tasks > 0).then(|| r6(met as f64 / tasks as f64)),
         qos_guarantee_rate_urgent: class_rate("urgent"),
         qos_guarantee_rate_prior: class_rate("prior"),
@@ -484,16 +504,32 @@ pub fn summarize(
         .iter()
         .zip(per_vc)
         .zip(&rec.busy_gpu_ms)
-        .map(|((p, mut acc), &busy)| VcSummary {
-            vc: p.name.clone(),
-            gpus: p.gpus_total,
-            jobs: acc.jobs,
-            jobs_completed: acc.jct.len() as u64,
-            jct_mean_s: r3(mean(&acc.jct)),
-            jct_p99_s: r3(quantile_select(&mut acc.jct, 0.99)),
-            queue_delay_mean_s: r3(mean(&acc.queue)),
-            queue_delay_p95_s: r3(quantile_select(&mut acc.queue, 0.95)),
-            gpu_utilization: util(busy as f64, p.gpus_total),
+        .map(|((p, mut acc), &busy)| {
+            if one_vc {
+                // The whole run's figures (quantiles do not depend on order).
+                return VcSummary {
+                    vc: p.name.clone(),
+                    gpus: p.gpus_total,
+                    jobs: acc.jobs,
+                    jobs_completed: all.jct.len() as u64,
+                    jct_mean_s: summary.jct_mean_s,
+                    jct_p99_s: summary.jct_p99_s,
+                    queue_delay_mean_s: summary.queue_delay_mean_s,
+                    queue_delay_p95_s: summary.queue_delay_p95_s,
+                    gpu_utilization: util(busy as f64, p.gpus_total),
+                };
+            }
+            VcSummary {
+                vc: p.name.clone(),
+                gpus: p.gpus_total,
+                jobs: acc.jobs,
+                jobs_completed: acc.jct.len() as u64,
+                jct_mean_s: r3(mean(&acc.jct)),
+                jct_p99_s: r3(quantile_select(&mut acc.jct, 0.99)),
+                queue_delay_mean_s: r3(mean(&acc.queue)),
+                queue_delay_p95_s: r3(quantile_select(&mut acc.queue, 0.95)),
+                gpu_utilization: util(busy as f64, p.gpus_total),
+            }
         })
         .collect();
     (summary, vcs)

@@ -448,16 +448,16 @@ impl Policy for Qssf {
         {
             if let Some(u) = spec.user() {
                 match self.by_user[vc].get_mut(u) {
-                    Some(m) => m.add(d.attained_ms),
+                    Some(m) => m.add(d.attained_ms()),
                     None => {
                         let mut m = Mean::default();
-                        m.add(d.attained_ms);
+                        m.add(d.attained_ms());
                         self.by_user[vc].insert(u.to_string(), m);
                     }
                 }
             }
-            self.by_vc[vc].add(d.attained_ms);
-            self.all.add(d.attained_ms);
+            self.by_vc[vc].add(d.attained_ms());
+            self.all.add(d.attained_ms());
         }
         self.dirty.insert(spec.vc.0);
     }
@@ -501,9 +501,9 @@ impl Policy for Qssf {
         for (i, e) in self.est.iter().enumerate() {
             let Some(e) = *e else { continue };
             if let JobState::Completed(d) = jobs.state(JobId(i as u32))
-                && d.attained_gpu_ms > 0
+                && d.attained_gpu_ms() > 0
             {
-                let actual = d.attained_gpu_ms as f64;
+                let actual = d.attained_gpu_ms() as f64;
                 errs.push((e as f64 - actual).abs() / actual);
             }
         }

@@ -60,6 +60,8 @@ pub fn load_trace(path: &Path, format: TraceFormat, columns: &ColumnMap) -> Resu
     });
     let sha256 = sha256.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     let (records, origin) = read?;
+    // The file's bytes are not needed past here.
+    drop(bytes);
     check_unique_ids(path, &records, format)?;
     Ok(LoadedTrace { path: path.to_path_buf(), format, sha256, origin, records })
 }
@@ -102,7 +104,14 @@ fn resolve_format(
 }
 
 /// Job ids must be unique: outputs and comparisons join on them.
+///
+/// Ids that are plain decimal numbers rising from row to row (the Philly
+/// RFold list's, and generated lists') are unique without a look-up table;
+/// others go through a hash set of the ids (about 50 bytes a row).
 fn check_unique_ids(path: &Path, records: &[TraceRecord], format: TraceFormat) -> Result<(), TraceError> {
+    if rising_numbers(records) {
+        return Ok(());
+    }
     let mut seen: std::collections::HashMap<&str, u64, std::hash::BuildHasherDefault<Fnv>> =
         std::collections::HashMap::with_capacity_and_hasher(records.len(), Default::default());
     for r in records {
@@ -116,6 +125,24 @@ fn check_unique_ids(path: &Path, records: &[TraceRecord], format: TraceFormat) -
         }
     }
     Ok(())
+}
+
+/// True when every job id is a decimal number without leading zeros (so
+/// that equal numbers are equal texts), each greater than the one before.
+fn rising_numbers(records: &[TraceRecord]) -> bool {
+    let mut last: Option<u64> = None;
+    for r in records {
+        let id = r.job_id.as_bytes();
+        if id.is_empty() || id.len() > 19 || (id.len() > 1 && id[0] == b'0') || !id.iter().all(u8::is_ascii_digit) {
+            return false;
+        }
+        let n = id.iter().fold(0u64, |a, &d| a * 10 + u64::from(d - b'0'));
+        if last.is_some_and(|l| n <= l) {
+            return false;
+        }
+        last = Some(n);
+    }
+    true
 }
 
 /// FNV-1a, a fast hash for the job-id set (lookups only; nothing iterates it).
@@ -157,4 +184,35 @@ pub fn file_sha256(path: &Path) -> Result<String, String> {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recs(ids: &[&str]) -> Vec<TraceRecord> {
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| TraceRecord { line: i as u64 + 2, ..TraceRecord::new(*id, 0, 1, 1) })
+            .collect()
+    }
+
+    fn check(ids: &[&str]) -> Result<(), String> {
+        check_unique_ids(Path::new("t.csv"), &recs(ids), TraceFormat::JobsCsv).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn rising_decimal_ids_need_no_table_and_every_other_list_is_checked() {
+        assert!(rising_numbers(&recs(&["0", "1", "5", "18446744073"])));
+        // Not rising, a leading zero, a sign, text, 20 digits: the hash set decides.
+        for ids in [&["1", "1"][..], &["2", "1"], &["01", "1"], &["+1"], &["a1"], &["99999999999999999999"], &[""]] {
+            assert!(!rising_numbers(&recs(ids)), "{ids:?}");
+        }
+        assert_eq!(check(&["0", "1", "2"]), Ok(()));
+        // "01" and "1" are different texts, so different jobs.
+        assert_eq!(check(&["01", "1"]), Ok(()));
+        assert_eq!(check(&["3", "1", "2"]), Ok(()));
+        let err = check(&["1", "2", "1"]).unwrap_err();
+        assert!(err.contains("t.csv:4") && err.contains("job id `1` repeats line 2"), "{err}");
+    }
 }

@@ -3,13 +3,14 @@
 
 use std::sync::Arc;
 
-use crate::job::JobExtra;
+use crate::job::{CompactString, JobExtra};
 
 /// One job as a trace describes it, in the trace's own order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceRecord {
-    /// The job's id in the trace (the data row index where the trace has none).
-    pub job_id: String,
+    /// The job's id in the trace (the data row index where the trace has none),
+    /// inline when up to 24 bytes long.
+    pub job_id: CompactString,
     /// Submission time, ms since the trace origin.
     pub submit_ms: u64,
     /// Run time, ms (0 for a zero or negative duration in the trace).
@@ -40,7 +41,7 @@ impl TraceRecord {
 
     /// A record with only the required fields (the job id, submit time and
     /// run time in ms, GPUs) and line 0; every optional field empty.
-    pub fn new(job_id: impl Into<String>, submit_ms: u64, duration_ms: u64, gpus: u32) -> Self {
+    pub fn new(job_id: impl Into<CompactString>, submit_ms: u64, duration_ms: u64, gpus: u32) -> Self {
         TraceRecord {
             job_id: job_id.into(),
             submit_ms,

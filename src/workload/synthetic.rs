@@ -130,12 +130,16 @@ fn draw_duration<R: Rng>(rng: &mut R) -> f64 {
     PHILLY_DURATION_QUANTILES[PHILLY_DURATION_QUANTILES.len() - 1].1
 }
 
-/// The most synthetic jobs a run may ask for (about 18 times the largest
-/// public job list here, Philly's 111,549 rows). A run takes about 512 B per
-/// job: peak RSS 6.6 MB with 1,000 jobs and 507 MB with 1,000,000
-/// (`/usr/bin/time -v dlsched simulate --jobs N --nodes 1000
-/// --gpus-per-node 8`, release build), so 2,000,000 jobs take about 1 GB.
-pub const MAX_JOBS: u32 = 2_000_000;
+/// The most synthetic jobs a run may ask for (about 180 times the largest
+/// public job list here, Philly's 111,549 rows). A run takes about
+/// [`BYTES_PER_JOB`] bytes per job at its peak, so 20,000,000 jobs need about
+/// 4 GB of memory (benches/README.md, "Scale").
+pub const MAX_JOBS: u32 = 20_000_000;
+
+/// Peak resident memory per synthetic job, bytes, rounded up: measured with
+/// `/usr/bin/time -v dlsched simulate --jobs 2000000 --nodes 1000
+/// --gpus-per-node 8` (release build; benches/README.md, "Scale").
+pub const BYTES_PER_JOB: u64 = 200;
 
 /// Generates the workload for a cluster of `cluster_gpus` GPUs whose largest
 /// job may have `max_gpus` GPUs, from the `trace.synthetic` stream of `seed`.
@@ -147,8 +151,10 @@ pub const MAX_JOBS: u32 = 2_000_000;
 pub fn generate(spec: &SyntheticSpec, cluster_gpus: u32, max_gpus: u32, seed: u64) -> Result<Vec<TraceRecord>, String> {
     if spec.jobs > MAX_JOBS {
         return Err(format!(
-            "{} synthetic jobs is more than the {MAX_JOBS} supported (about 512 bytes each in memory)",
-            spec.jobs
+            "{} synthetic jobs is more than the {MAX_JOBS} supported (a run holds about {BYTES_PER_JOB} bytes \
+             per job: {MAX_JOBS} jobs need about {} GB of memory)",
+            spec.jobs,
+            u64::from(MAX_JOBS) * BYTES_PER_JOB / 1_000_000_000
         ));
     }
     let mix = gpu_mix(max_gpus);

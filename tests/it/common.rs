@@ -92,7 +92,7 @@ pub fn schedule(out: &RunOutput) -> Vec<(String, u64, u64)> {
     out.jobs
         .iter()
         .map(|(s, st)| match st {
-            JobState::Completed(d) => (s.name.clone(), d.start.as_ms() / 1000, d.end.as_ms() / 1000),
+            JobState::Completed(d) => (s.name.to_string(), d.start.as_ms() / 1000, d.end.as_ms() / 1000),
             other => panic!("{} did not complete: {other:?}", s.name),
         })
         .collect()

@@ -123,12 +123,12 @@ fn rows(r: &RunReport) -> Vec<Row> {
         .iter()
         .map(|(spec, st)| match st {
             JobState::Completed(d) => (
-                spec.name.clone(),
-                d.first_start.as_ms() / 1000,
+                spec.name.to_string(),
+                d.first_start().as_ms() / 1000,
                 d.start.as_ms() / 1000,
                 d.end.as_ms() / 1000,
-                d.preemptions,
-                d.waited_ms / 1000,
+                d.preemptions(),
+                d.waited_ms(spec.submit) / 1000,
             ),
             other => panic!("job {} did not complete: {other:?}", spec.name),
         })

@@ -88,7 +88,7 @@ fn times(out: &dlsched::engine::RunOutput) -> Vec<(String, u64, u64)> {
     out.jobs
         .iter()
         .map(|(spec, st)| match st {
-            JobState::Completed(d) => (spec.name.clone(), d.start.as_ms() / 1000, d.end.as_ms() / 1000),
+            JobState::Completed(d) => (spec.name.to_string(), d.start.as_ms() / 1000, d.end.as_ms() / 1000),
             other => panic!("job {} did not complete: {other:?}", spec.name),
         })
         .collect()

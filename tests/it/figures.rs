@@ -215,8 +215,8 @@ fn sweep_files_and_the_command_line_share_one_set_of_bounds() {
         dlsched::sweep::Experiment::load(&f).map(|_| ()).unwrap_err()
     };
     for (base, needles) in [
-        ("jobs = 5000000000", &["`jobs` is too large", "2000000"][..]),
-        ("jobs = 2000001", &["`jobs` is too large", "2000000"]),
+        ("jobs = 5000000000", &["`jobs` is too large", "20000000"][..]),
+        ("jobs = 20000001", &["`jobs` is too large", "20000000"]),
         ("jobs = 0", &["`jobs` must be at least 1"]),
         ("nodes = 2\ngpus_per_node = 65", &["`gpus_per_node` is too large", "at most 64"]),
         ("workload = \"genie\"\nhours = 9000", &["`hours`", "8,760"]),
@@ -229,7 +229,7 @@ fn sweep_files_and_the_command_line_share_one_set_of_bounds() {
         }
     }
     // The same values on the command line meet the same bounds.
-    clean_error(&dlsched(&["simulate", "--jobs", "2000001"]), &["--jobs is too large", "2000000"]);
+    clean_error(&dlsched(&["simulate", "--jobs", "20000001"]), &["--jobs is too large", "20000000"]);
     clean_error(&dlsched(&["simulate", "--nodes", "2", "--gpus-per-node", "65"]), &["--gpus-per-node", "at most 64"]);
     clean_error(&dlsched(&["simulate", "--workload", "genie", "--hours", "9000"]), &["--hours", "8,760"]);
     clean_error(&dlsched(&["simulate", "--sample-interval", "100000000001"]), &["--sample-interval", "1e11"]);

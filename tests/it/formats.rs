@@ -290,7 +290,7 @@ fn recorded_placement_replays_the_trace_shape() {
         .jobs
         .iter()
         .map(|(s, st)| match st {
-            dlsched::job::JobState::Completed(d) => (s.name.clone(), d.start.as_ms() / 1000, d.nodes_spanned),
+            dlsched::job::JobState::Completed(d) => (s.name.to_string(), d.start.as_ms() / 1000, d.nodes_spanned),
             _ => panic!("unfinished"),
         })
         .collect();

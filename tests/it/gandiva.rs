@@ -53,7 +53,7 @@ fn rows(out: &RunOutput) -> Vec<(String, u64, u64, u32)> {
     out.jobs
         .iter()
         .map(|(s, st)| match st {
-            JobState::Completed(d) => (s.name.clone(), d.first_start.as_ms(), d.end.as_ms(), d.preemptions),
+            JobState::Completed(d) => (s.name.to_string(), d.first_start().as_ms(), d.end.as_ms(), d.preemptions()),
             other => panic!("{} did not complete: {other:?}", s.name),
         })
         .collect()
@@ -99,8 +99,8 @@ fn time_slicing_rotates_one_gpu_in_rounds_and_charges_each_suspend() {
     let waited: Vec<u64> = out
         .jobs
         .iter()
-        .map(|(_, st)| match st {
-            JobState::Completed(d) => d.waited_ms,
+        .map(|(s, st)| match st {
+            JobState::Completed(d) => d.waited_ms(s.submit),
             _ => unreachable!(),
         })
         .collect();
@@ -233,7 +233,11 @@ fn migration_moves_a_spread_job_onto_one_node_when_one_frees_up() {
     let out = run_gandiva(jobs(), spec.clone(), Default::default(), CheckpointModel::Gandiva);
     assert_eq!(rows(&out), want(&[("X", 0, 100_000, 0), ("Z", 0, 20_000, 0), ("W", 1_000, 201_100, 1)]));
     let JobState::Completed(w) = out.jobs.state(out.jobs.specs()[2].id) else { unreachable!() };
-    assert_eq!((w.nodes_spanned, w.start.as_ms(), w.waited_ms), (1, 20_000, 0), "moved at once, to one node");
+    assert_eq!(
+        (w.nodes_spanned, w.start.as_ms(), w.waited_ms(out.jobs.specs()[2].submit)),
+        (1, 20_000, 0),
+        "moved at once, to one node"
+    );
     assert_eq!(metric(&out, "gandiva_migrations"), 1.0);
     // Migration off: W stays spread, 1-201.
     let opts = GandivaOptions { migration: false, ..Default::default() };

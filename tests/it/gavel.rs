@@ -142,9 +142,13 @@ fn rows(out: &RunOutput) -> Vec<Row> {
     out.jobs
         .iter()
         .map(|(s, st)| match st {
-            JobState::Completed(d) => {
-                (s.name.clone(), d.first_start.as_ms() / 1000, d.end.as_ms() / 1000, d.waited_ms / 1000, d.preemptions)
-            }
+            JobState::Completed(d) => (
+                s.name.to_string(),
+                d.first_start().as_ms() / 1000,
+                d.end.as_ms() / 1000,
+                d.waited_ms(s.submit) / 1000,
+                d.preemptions(),
+            ),
             other => panic!("{} did not complete: {other:?}", s.name),
         })
         .collect()

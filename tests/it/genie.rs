@@ -135,7 +135,7 @@ fn swaf_orders_by_least_waiting_allowance() {
         .jobs
         .iter()
         .map(|(s, st)| match st {
-            JobState::Completed(d) => (s.name.clone(), d.start.as_ms() / 1000),
+            JobState::Completed(d) => (s.name.to_string(), d.start.as_ms() / 1000),
             _ => unreachable!(),
         })
         .collect();

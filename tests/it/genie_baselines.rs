@@ -76,7 +76,7 @@ fn starts(out: &RunOutput) -> BTreeMap<String, (u64, u32)> {
     out.jobs
         .iter()
         .map(|(s, st)| match st {
-            JobState::Completed(d) => (s.name.clone(), (d.start.as_ms() / 1000, d.gpus)),
+            JobState::Completed(d) => (s.name.to_string(), (d.start.as_ms() / 1000, d.gpus)),
             other => panic!("{}: {other:?}", s.name),
         })
         .collect()

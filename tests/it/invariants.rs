@@ -146,8 +146,8 @@ fn gandiva_invariants_hold_after_every_instant() {
                     // duration plus 100 ms per suspend.
                     if job.gpu_mem_mib().is_none() {
                         assert_eq!(
-                            d.attained_ms,
-                            job.duration_ms + 100 * u64::from(d.preemptions),
+                            d.attained_ms(),
+                            job.duration_ms + 100 * u64::from(d.preemptions()),
                             "{what}: job {} service",
                             job.name
                         );
@@ -225,11 +225,11 @@ fn qssf_and_las_keep_every_invariant() {
                 for (s, st) in out.jobs.iter() {
                     let JobState::Completed(d) = st else { panic!("{what}: {} unfinished: {st:?}", s.name) };
                     // Trace speed: time holding GPUs = work + checkpoint overheads.
-                    let work = s.duration_ms + ckpt.overhead_ms(s.gpus) * u64::from(d.preemptions);
-                    assert_eq!(d.attained_ms, work, "{what}: {}", s.name);
-                    assert_eq!(d.end.since(s.submit), d.waited_ms + d.attained_ms, "{what}: {}", s.name);
+                    let work = s.duration_ms + ckpt.overhead_ms(s.gpus) * u64::from(d.preemptions());
+                    assert_eq!(d.attained_ms(), work, "{what}: {}", s.name);
+                    assert_eq!(d.end.since(s.submit), d.waited_ms(s.submit) + d.attained_ms(), "{what}: {}", s.name);
                     if name.starts_with("qssf") {
-                        assert_eq!(d.preemptions, 0, "{what}: {} preempted", s.name);
+                        assert_eq!(d.preemptions(), 0, "{what}: {} preempted", s.name);
                     }
                 }
                 assert_eq!(out.stats.preemptions, out.stats.resumes, "{what}: every preempted job resumed");
@@ -268,9 +268,14 @@ fn themis_keeps_every_invariant_on_seeded_workloads() {
                     for (s, st) in out.jobs.iter() {
                         let JobState::Completed(d) = st else { panic!("{what}: {} unfinished: {st:?}", s.name) };
                         // Trace speed: held GPUs = work + checkpoint overheads.
-                        let work = s.duration_ms + ckpt.overhead_ms(s.gpus) * u64::from(d.preemptions);
-                        assert_eq!(d.attained_ms, work, "{what}: {}", s.name);
-                        assert_eq!(d.end.since(s.submit), d.waited_ms + d.attained_ms, "{what}: {}", s.name);
+                        let work = s.duration_ms + ckpt.overhead_ms(s.gpus) * u64::from(d.preemptions());
+                        assert_eq!(d.attained_ms(), work, "{what}: {}", s.name);
+                        assert_eq!(
+                            d.end.since(s.submit),
+                            d.waited_ms(s.submit) + d.attained_ms(),
+                            "{what}: {}",
+                            s.name
+                        );
                     }
                     assert_eq!(out.stats.preemptions, out.stats.resumes, "{what}: every preempted job resumed");
                     preempting_runs += usize::from(out.stats.preemptions > 0);
@@ -342,11 +347,16 @@ fn gavel_keeps_every_invariant() {
                             continue;
                         };
                         // Trace speed: time holding GPUs = work + checkpoint overheads.
-                        let work = job.duration_ms + ckpt.overhead_ms(job.gpus) * u64::from(d.preemptions);
-                        assert_eq!(d.attained_ms, work, "{what}: {} attained", job.name);
-                        assert_eq!(d.end.since(job.submit), d.waited_ms + d.attained_ms, "{what}: {}", job.name);
-                        assert!(d.first_start >= job.submit, "{what}: {} started early", job.name);
-                        preempted += usize::from(d.preemptions > 0);
+                        let work = job.duration_ms + ckpt.overhead_ms(job.gpus) * u64::from(d.preemptions());
+                        assert_eq!(d.attained_ms(), work, "{what}: {} attained", job.name);
+                        assert_eq!(
+                            d.end.since(job.submit),
+                            d.waited_ms(job.submit) + d.attained_ms(),
+                            "{what}: {}",
+                            job.name
+                        );
+                        assert!(d.first_start() >= job.submit, "{what}: {} started early", job.name);
+                        preempted += usize::from(d.preemptions() > 0);
                     }
                     let again = run_gavel_ckpt(recs, spec.clone(), o, objective, ckpt);
                     let (mut a, mut b) = (Vec::new(), Vec::new());

@@ -108,7 +108,7 @@ fn done(out: &RunOutput) -> Vec<(String, u64, u64, u32)> {
     out.jobs
         .iter()
         .map(|(s, st)| match st {
-            JobState::Completed(d) => (s.name.clone(), d.start.as_ms(), d.end.as_ms(), d.gpus),
+            JobState::Completed(d) => (s.name.to_string(), d.start.as_ms(), d.end.as_ms(), d.gpus),
             other => panic!("{} did not complete: {other:?}", s.name),
         })
         .collect()

@@ -68,7 +68,9 @@ fn schedule(out: &RunOutput) -> Vec<(String, f64, f64)> {
     out.jobs
         .iter()
         .map(|(s, st)| match st {
-            JobState::Completed(d) => (s.name.clone(), d.start.as_ms() as f64 / 1000.0, d.end.as_ms() as f64 / 1000.0),
+            JobState::Completed(d) => {
+                (s.name.to_string(), d.start.as_ms() as f64 / 1000.0, d.end.as_ms() as f64 / 1000.0)
+            }
             other => panic!("{} did not complete: {other:?}", s.name),
         })
         .collect()

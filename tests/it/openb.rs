@@ -232,7 +232,7 @@ fn run_typed(
 ) -> (Schedule, Vec<(String, SkipReason)>) {
     let cluster = Cluster::new(two_types()).unwrap();
     let w = build_workload(recs, &cluster, placement.build());
-    let skipped = w.skipped.iter().map(|s| (s.name.clone(), s.reason)).collect();
+    let skipped = w.skipped.iter().map(|s| (s.name.to_string(), s.reason)).collect();
     let p = PolicyConfig { order: QueueOrder::Fifo, backfill, placement }.build(1).unwrap();
     let mut sim = Simulation::new(
         cluster,

@@ -39,8 +39,8 @@ fn sched(out: &RunOutput) -> Vec<(String, u64, u64)> {
         .iter()
         .map(|(s, st)| match st {
             JobState::Completed(d) => {
-                assert_eq!(d.preemptions, 0, "{}: qssf never preempts", s.name);
-                (s.name.clone(), d.start.as_ms() / 1000, d.end.as_ms() / 1000)
+                assert_eq!(d.preemptions(), 0, "{}: qssf never preempts", s.name);
+                (s.name.to_string(), d.start.as_ms() / 1000, d.end.as_ms() / 1000)
             }
             other => panic!("{} did not complete: {other:?}", s.name),
         })

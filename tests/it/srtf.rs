@@ -37,9 +37,13 @@ fn rows(out: &RunOutput) -> Vec<Row> {
     out.jobs
         .iter()
         .map(|(s, st)| match st {
-            JobState::Completed(d) => {
-                (s.name.clone(), d.first_start.as_ms() / 1000, d.end.as_ms() / 1000, d.waited_ms / 1000, d.preemptions)
-            }
+            JobState::Completed(d) => (
+                s.name.to_string(),
+                d.first_start().as_ms() / 1000,
+                d.end.as_ms() / 1000,
+                d.waited_ms(s.submit) / 1000,
+                d.preemptions(),
+            ),
             other => panic!("{} did not complete: {other:?}", s.name),
         })
         .collect()
@@ -113,16 +117,16 @@ fn helios_semantics_example_6_1() {
     // attained service = duration + ckpt x overhead + 1 (time holding GPUs).
     for (s, st) in out.jobs.iter() {
         let JobState::Completed(d) = st else { unreachable!() };
-        let overhead = CheckpointModel::HeliosTable.overhead_ms(s.gpus) * u64::from(d.preemptions);
-        assert_eq!(d.attained_ms, s.duration_ms + overhead + 1000, "{}", s.name);
-        assert_eq!(d.end.since(s.submit), d.waited_ms + d.attained_ms, "{}", s.name);
-        assert_eq!(d.attained_gpu_ms, d.attained_ms * u64::from(s.gpus), "{}", s.name);
+        let overhead = CheckpointModel::HeliosTable.overhead_ms(s.gpus) * u64::from(d.preemptions());
+        assert_eq!(d.attained_ms(), s.duration_ms + overhead + 1000, "{}", s.name);
+        assert_eq!(d.end.since(s.submit), d.waited_ms(s.submit) + d.attained_ms(), "{}", s.name);
+        assert_eq!(d.attained_gpu_ms(), d.attained_ms() * u64::from(s.gpus), "{}", s.name);
     }
     // The engine's counters: 3 preemptions, 7 + 30 + 60 s of overhead.
     assert_eq!((out.stats.preemptions, out.stats.resumes, out.stats.checkpoint_ms), (3, 3, 97_000));
     // B's last run is its only run; L0's last run started at 31.
     let last = |n: &str| out.jobs.iter().find(|(s, _)| s.name == n).map(|(_, st)| st.clone()).unwrap();
-    assert!(matches!(last("L0"), JobState::Completed(d) if d.start.as_ms() == 31_000 && d.first_start.as_ms() == 0));
+    assert!(matches!(last("L0"), JobState::Completed(d) if d.start.as_ms() == 31_000 && d.first_start().as_ms() == 0));
 }
 
 #[test]
@@ -179,8 +183,8 @@ fn seeded_random_workloads_keep_every_invariant() {
                     for (s, st) in out.jobs.iter() {
                         let JobState::Completed(d) = st else { panic!("{what}: {} unfinished: {st:?}", s.name) };
                         // Trace speed: held GPUs = work + overheads (+ the release delay).
-                        let work = s.duration_ms + ckpt.overhead_ms(s.gpus) * u64::from(d.preemptions) + delay;
-                        assert_eq!(d.attained_ms, work, "{what}: {}", s.name);
+                        let work = s.duration_ms + ckpt.overhead_ms(s.gpus) * u64::from(d.preemptions()) + delay;
+                        assert_eq!(d.attained_ms(), work, "{what}: {}", s.name);
                     }
                     assert_eq!(out.stats.preemptions, out.stats.resumes, "{what}: every preempted job resumed");
                     preempting_runs += usize::from(out.stats.preemptions > 0);

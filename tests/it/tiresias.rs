@@ -54,9 +54,13 @@ fn rows(out: &RunOutput) -> Vec<Row> {
         .jobs
         .iter()
         .map(|(s, st)| match st {
-            JobState::Completed(d) => {
-                (s.name.clone(), d.first_start.as_ms() / 1000, d.end.as_ms() / 1000, d.waited_ms / 1000, d.preemptions)
-            }
+            JobState::Completed(d) => (
+                s.name.to_string(),
+                d.first_start().as_ms() / 1000,
+                d.end.as_ms() / 1000,
+                d.waited_ms(s.submit) / 1000,
+                d.preemptions(),
+            ),
             other => panic!("{} did not complete: {other:?}", s.name),
         })
         .collect();
@@ -286,9 +290,14 @@ fn seeded_random_workloads_keep_every_invariant() {
                         for (s, st) in out.jobs.iter() {
                             let JobState::Completed(d) = st else { panic!("{what}: {} unfinished: {st:?}", s.name) };
                             // Trace speed: held GPUs = work + checkpoint overheads.
-                            let work = s.duration_ms + ckpt.overhead_ms(s.gpus) * u64::from(d.preemptions);
-                            assert_eq!(d.attained_ms, work, "{what}: {}", s.name);
-                            assert_eq!(d.end.since(s.submit), d.waited_ms + d.attained_ms, "{what}: {}", s.name);
+                            let work = s.duration_ms + ckpt.overhead_ms(s.gpus) * u64::from(d.preemptions());
+                            assert_eq!(d.attained_ms(), work, "{what}: {}", s.name);
+                            assert_eq!(
+                                d.end.since(s.submit),
+                                d.waited_ms(s.submit) + d.attained_ms(),
+                                "{what}: {}",
+                                s.name
+                            );
                         }
                         assert_eq!(out.stats.preemptions, out.stats.resumes, "{what}");
                         preempting += usize::from(out.stats.preemptions > 0);

@@ -224,7 +224,7 @@ pub(crate) struct SimulateArgs {
     #[arg(long, default_value_t = dlsched::experiment::DEFAULT_SEED)]
     pub(crate) seed: u64,
 
-    /// Synthetic workload: number of jobs, 1 to 2,000,000.
+    /// Synthetic workload: number of jobs, 1 to 20,000,000 (about 200 bytes of memory each).
     #[arg(long, default_value_t = SyntheticSpec::default().jobs, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) jobs: u32,
 
