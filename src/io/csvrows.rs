@@ -163,7 +163,7 @@ impl Row<'_> {
     }
 
     /// A required, non-empty text field.
-    pub fn text(&self, col: usize, what: &str) -> Result<crate::job::CompactString, TraceError> {
+    pub fn text(&self, col: usize, what: &str) -> Result<compact_str::CompactString, TraceError> {
         let s = self.str(col);
         if s.is_empty() {
             return Err(self.err(col, format!("empty {what}")));

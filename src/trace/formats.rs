@@ -249,7 +249,7 @@ fn read_wallclock(
         }
         let submit = row.datetime(c[0])?;
         let job_id = match kind {
-            WallClock::Pollux => crate::job::CompactString::from(rows.len().to_string()),
+            WallClock::Pollux => compact_str::CompactString::from(rows.len().to_string()),
             WallClock::Helios => row.text(c[3], "job id")?,
         };
         rows.push((
