@@ -53,6 +53,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::db::{ColocRow, ProfileDb};
+use super::memo::KeyMemo;
 use crate::job::JobSpec;
 
 /// The context-switch cost `c` of time-slicing one GPU, as a fraction of
@@ -115,8 +116,9 @@ type PairMemo = Mutex<HashMap<(String, String, u32, String, u32), (f64, PairSour
 /// pairs measured on the GPU type). Counts every evaluation, every one that
 /// needed a fallback, and every one that a bound scaled (`coloc_bounded_above`:
 /// the tenants' summed speed exceeded `S_max`; `coloc_bounded_below`: it was
-/// below `1 − c`). Pair lookups and `S_max` are memoised (looked up, never
-/// iterated: the results do not depend on the memo).
+/// below `1 − c`). Pair lookups, `S_max` and whole evaluations (by GPU type
+/// and the tenants in order; a hit counts as the evaluation did) are
+/// memoised (looked up, never iterated: the results do not depend on the memo).
 pub struct ProfileInterference {
     db: Arc<ProfileDb>,
     switch_cost: f64,
@@ -128,7 +130,15 @@ pub struct ProfileInterference {
     learned: Option<Arc<super::ncf::Ncf>>,
     pairs: PairMemo,
     s_max: Mutex<HashMap<String, f64>>,
+    /// Evaluations by (GPU type, tenants in order): my speed and what the
+    /// evaluation counted.
+    evals: Mutex<KeyMemo<Evaluation>>,
 }
+
+/// One memoised evaluation of [`ProfileInterference::speed`]: the speed,
+/// then whether it read a learned pair, needed a fallback, and which bound
+/// scaled it.
+type Evaluation = (f64, bool, bool, Option<Bound>);
 
 impl ProfileInterference {
     /// Co-location speeds from the run's database `db`, with the
@@ -145,6 +155,7 @@ impl ProfileInterference {
             learned: None,
             pairs: Mutex::new(HashMap::new()),
             s_max: Mutex::new(HashMap::new()),
+            evals: Mutex::new(KeyMemo::default()),
         }
     }
 
@@ -175,6 +186,24 @@ impl ProfileInterference {
     }
 }
 
+impl ProfileInterference {
+    /// One evaluation by the module rule (the memo's slow path).
+    fn evaluate(&self, gpu_type: &str, me: &JobSpec, others: &[&JobSpec]) -> Evaluation {
+        let gpu_type = gpu_type.to_ascii_lowercase();
+        let mut tenants: Vec<Tenant<'_>> = Vec::with_capacity(others.len() + 1);
+        tenants.push(tenant(me));
+        tenants.extend(others.iter().map(|o| tenant(o)));
+        let s_max = self.s_max(&gpu_type);
+        let mut learned = false;
+        let r = tenant_speeds(&tenants, s_max, self.switch_cost, |a, b| {
+            let p = self.pair(&gpu_type, a, b);
+            learned |= p.1 == PairSource::Learned;
+            p
+        });
+        (r.speeds.first().copied().unwrap_or(1.0), learned, r.fallback, r.bound)
+    }
+}
+
 /// A job as a tenant of the rule: its model (`unknown` without one) and
 /// per-GPU batch (0 without one).
 pub fn tenant(spec: &JobSpec) -> Tenant<'_> {
@@ -187,30 +216,35 @@ impl Interference for ProfileInterference {
     }
 
     fn speed(&self, gpu_type: &str, me: &JobSpec, others: &[&JobSpec]) -> f64 {
-        let gpu_type = gpu_type.to_ascii_lowercase();
-        let mut tenants: Vec<Tenant<'_>> = Vec::with_capacity(others.len() + 1);
-        tenants.push(tenant(me));
-        tenants.extend(others.iter().map(|o| tenant(o)));
-        let s_max = self.s_max(&gpu_type);
-        let mut learned = false;
-        let r = tenant_speeds(&tenants, s_max, self.switch_cost, |a, b| {
-            let p = self.pair(&gpu_type, a, b);
-            learned |= p.1 == PairSource::Learned;
-            p
-        });
+        let mut memo = self.evals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        memo.start();
+        memo.push_name(gpu_type);
+        for t in std::iter::once(me).chain(others.iter().copied()).map(tenant) {
+            memo.push_name(t.0);
+            memo.push(t.1);
+        }
+        let (speed, learned, fallback, bound) = match memo.get() {
+            Some(e) => e,
+            None => {
+                let e = self.evaluate(gpu_type, me, others);
+                memo.insert(e);
+                e
+            }
+        };
+        drop(memo);
         if learned {
             self.learned_evals.fetch_add(1, Ordering::Relaxed);
         }
         self.evaluations.fetch_add(1, Ordering::Relaxed);
-        if r.fallback {
+        if fallback {
             self.fallbacks.fetch_add(1, Ordering::Relaxed);
         }
-        match r.bound {
+        match bound {
             Some(Bound::Above) => self.bounded_above.fetch_add(1, Ordering::Relaxed),
             Some(Bound::Below) => self.bounded_below.fetch_add(1, Ordering::Relaxed),
             None => 0,
         };
-        r.speeds.first().copied().unwrap_or(1.0)
+        speed
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
