@@ -133,6 +133,9 @@ pub struct ProfileInterference {
     /// Evaluations by (GPU type, tenants in order): my speed and what the
     /// evaluation counted.
     evals: Mutex<KeyMemo<Evaluation>>,
+    /// The co-location rows of each pair of models (the two names in
+    /// order), row indices ascending; built at the first pair lookup.
+    by_pair: std::sync::OnceLock<HashMap<(String, String), Vec<usize>>>,
 }
 
 /// One memoised evaluation of [`ProfileInterference::speed`]: the speed,
@@ -156,6 +159,7 @@ impl ProfileInterference {
             pairs: Mutex::new(HashMap::new()),
             s_max: Mutex::new(HashMap::new()),
             evals: Mutex::new(KeyMemo::default()),
+            by_pair: std::sync::OnceLock::new(),
         }
     }
 
@@ -177,7 +181,19 @@ impl ProfileInterference {
     fn pair(&self, gpu_type: &str, me: Tenant<'_>, other: Tenant<'_>) -> (f64, PairSource) {
         let key = (gpu_type.to_string(), me.0.to_string(), me.1, other.0.to_string(), other.1);
         let mut memo = self.pairs.lock().expect("pair memo lock");
-        *memo.entry(key).or_insert_with(|| pair_speed_with(&self.db, self.learned.as_deref(), gpu_type, me, other))
+        *memo.entry(key).or_insert_with(|| {
+            // Only the rows of these two models can match: read those, in row order.
+            let by_pair = self.by_pair.get_or_init(|| {
+                let mut m: HashMap<(String, String), Vec<usize>> = HashMap::new();
+                for (i, r) in self.db.colocation.iter().enumerate() {
+                    m.entry(ordered(&r.model_a, &r.model_b)).or_default().push(i);
+                }
+                m
+            });
+            let rows = by_pair.get(&ordered(me.0, other.0)).map_or(&[][..], |v| &v[..]);
+            let rows = rows.iter().map(|&i| &self.db.colocation[i]);
+            pair_speed_among(&self.db, rows, self.learned.as_deref(), gpu_type, me, other)
+        })
     }
 
     fn s_max(&self, gpu_type: &str) -> f64 {
@@ -202,6 +218,11 @@ impl ProfileInterference {
         });
         (r.speeds.first().copied().unwrap_or(1.0), learned, r.fallback, r.bound)
     }
+}
+
+/// Two model names in order, the key of [`ProfileInterference`]'s row index.
+fn ordered(a: &str, b: &str) -> (String, String) {
+    if a <= b { (a.to_string(), b.to_string()) } else { (b.to_string(), a.to_string()) }
 }
 
 /// A job as a tenant of the rule: its model (`unknown` without one) and
@@ -343,6 +364,20 @@ pub fn pair_speed_with(
     me: Tenant<'_>,
     other: Tenant<'_>,
 ) -> (f64, PairSource) {
+    pair_speed_among(db, db.colocation.iter(), learned, gpu_type, me, other)
+}
+
+/// [`pair_speed_with`] reading the pair's rows from `rows`: the rows of
+/// `db.colocation` in their order, or any subsequence of them that keeps
+/// every row of the two models (the rows of other models never match).
+fn pair_speed_among<'r>(
+    db: &ProfileDb,
+    rows: impl Iterator<Item = &'r ColocRow> + Clone,
+    learned: Option<&super::ncf::Ncf>,
+    gpu_type: &str,
+    me: Tenant<'_>,
+    other: Tenant<'_>,
+) -> (f64, PairSource) {
     // A row read from `me`'s side: (my batch, other's batch, my speed). A
     // row of one model with itself reads both ways (its batches may differ).
     let oriented = |r: &ColocRow| -> [Option<(u32, u32, f64)>; 2] {
@@ -356,15 +391,14 @@ pub fn pair_speed_with(
             .min_by_key(|&(a, b, _)| (a.abs_diff(me.1) + b.abs_diff(other.1), a, b))
             .map(|(a, b, s)| (s, a != me.1 || b != other.1))
     };
-    let on_type: Vec<_> =
-        db.colocation.iter().filter(|r| r.gpu_type == gpu_type).flat_map(oriented).flatten().collect();
+    let on_type: Vec<_> = rows.clone().filter(|r| r.gpu_type == gpu_type).flat_map(oriented).flatten().collect();
     if let Some((s, inexact)) = nearest(on_type) {
         return (s.min(1.0), if inexact { PairSource::NearestBatch } else { PairSource::Measured });
     }
     if let Some(s) = learned.and_then(|m| m.predict(gpu_type, me, other)) {
         return (s.min(1.0), PairSource::Learned);
     }
-    let anywhere: Vec<_> = db.colocation.iter().flat_map(oriented).flatten().collect();
+    let anywhere: Vec<_> = rows.flat_map(oriented).flatten().collect();
     if let Some((s, _)) = nearest(anywhere) {
         return (s.min(1.0), PairSource::OtherGpuType);
     }
