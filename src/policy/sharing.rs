@@ -157,7 +157,13 @@ impl Placement for ShareFit {
 impl ShareFit {
     /// [`Placement::place`] past its bounds, reading and keeping the
     /// request class's node answers in `answers`.
-    fn search(&mut self, cluster: &Cluster, req: Request<'_>, out: &mut Vec<GpuId>, answers: &mut [NodeAnswer]) -> bool {
+    fn search(
+        &mut self,
+        cluster: &Cluster,
+        req: Request<'_>,
+        out: &mut Vec<GpuId>,
+        answers: &mut [NodeAnswer],
+    ) -> bool {
         let n = req.gpus as usize;
         let p = cluster.partition(req.vc);
         // One node if possible.
