@@ -38,12 +38,14 @@
 use super::View;
 use super::placement::{Placement, Request};
 use super::sharing::ShareFit;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::cluster::Cluster;
-use crate::ids::{GpuId, JobId, NodeId};
+use crate::ids::{GpuId, JobId, NodeId, VcId};
 use crate::job::JobTable;
 use crate::profile::db::ProfileDb;
+use crate::profile::memo::WordState;
 use crate::profile::resources::compute_gflop_per_iter;
 
 /// A hostable GPU with its ranking figures.
@@ -61,11 +63,35 @@ fn cmp_gpu(a: &Cand, b: &Cand) -> std::cmp::Ordering {
 
 /// The memory-efficiency packer of fixed-size jobs (`--placement memeff-pack`;
 /// `memory-efficiency` until issue 17).
+///
+/// A node's best one-node candidate is a function of the node's state (its
+/// tenants, whose computation the run's job table gives) and of the
+/// request's partition, GPU count, memory need, share and computation, so it
+/// is kept per request class and node under the node's stamp
+/// ([`Cluster::node_stamp`]) and reused until the stamp changes (issue 20,
+/// point 3). A packer serves one run (one job table).
 #[derive(Clone, Debug)]
 pub struct MemeffPack {
     db: Arc<ProfileDb>,
     scratch: Vec<Cand>,
+    /// Per request class, per node index: its best candidate ([`NodeBest`]).
+    best: HashMap<Class, Vec<NodeBest>, WordState>,
 }
+
+/// (mean ME, shared GPUs, memory left MiB, first GPU) of a candidate.
+type Key = (f64, usize, u64, GpuId);
+
+/// A request class: (partition, GPUs, memory need MiB, milli-GPU, the job's
+/// computation `C_j` as `f64` bits).
+type Class = (VcId, u32, u64, u32, u64);
+
+/// A node's best one-node candidate for a class, if it has one: (node
+/// stamp, candidate key and GPUs). Stamp 0: none yet (stamps start at 1).
+type NodeBest = (u64, Option<(Key, Vec<GpuId>)>);
+
+/// Request classes kept; more, and the candidates start over (results are
+/// unchanged, memory stays bounded).
+const MAX_CLASSES: usize = 256;
 
 /// The rule over the builtin database, parsed for it ([`ProfileDb::builtin`]);
 /// a run passes its own with [`MemeffPack::new`].
@@ -78,7 +104,7 @@ impl Default for MemeffPack {
 impl MemeffPack {
     /// The rule over the run's profile database (for `C_j`).
     pub fn new(db: Arc<ProfileDb>) -> Self {
-        MemeffPack { db, scratch: Vec::new() }
+        MemeffPack { db, scratch: Vec::new(), best: HashMap::default() }
     }
 
     /// `ME_g(j)` of GPU `g` if a job of computation `c_job` GFLOP and memory
@@ -106,6 +132,37 @@ impl MemeffPack {
             }
         }
         self.scratch.sort_unstable_by(cmp_gpu);
+    }
+
+    /// The best candidate of `node` for `req` (module docs), if `req.gpus`
+    /// of its GPUs can host it: from `kept` (the request class's) while the
+    /// node's stamp is unchanged.
+    fn node_best<'k>(
+        &mut self,
+        kept: &'k mut [NodeBest],
+        cluster: &Cluster,
+        jobs: &JobTable,
+        req: &Request<'_>,
+        c_job: f64,
+        node: NodeId,
+    ) -> Option<&'k (Key, Vec<GpuId>)> {
+        let stamp = cluster.node_stamp(node);
+        if kept[node.index()].0 != stamp {
+            self.hostable(cluster, jobs, req, c_job, node);
+            let n = req.gpus as usize;
+            let best = (self.scratch.len() >= n).then(|| {
+                let pick = &self.scratch[..n];
+                let key: Key = (
+                    pick.iter().map(|c| c.me).sum::<f64>() / n as f64,
+                    pick.iter().filter(|c| c.shared).count(),
+                    pick.iter().map(|c| c.left_mib).sum(),
+                    pick.iter().map(|c| c.gpu).min().unwrap_or(GpuId(0)),
+                );
+                (key, pick.iter().map(|c| c.gpu).collect())
+            });
+            kept[node.index()] = (stamp, best);
+        }
+        kept[node.index()].1.as_ref()
     }
 }
 
@@ -137,7 +194,6 @@ impl Placement for MemeffPack {
         }
         let c_job = compute_gflop_per_iter(&self.db, jobs.spec(job)).unwrap_or(0.0);
         // (mean ME, shared GPUs, memory left, first GPU) of the best one-node candidate.
-        type Key = (f64, usize, u64, GpuId);
         let better =
             |a: &Key, b: &Key| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)).then(a.3.cmp(&b.3)).is_lt();
         let mut best: Option<(Key, Vec<GpuId>)> = None;
@@ -149,29 +205,28 @@ impl Placement for MemeffPack {
             && req.min_gpu_mem_mib == 0
             && !(1..1000).contains(&req.milli)
             && cluster.share_limits().mem_headroom > 0.0;
+        let class = (req.vc, req.gpus, req.min_gpu_mem_mib, req.milli, c_job.to_bits());
+        let mut kept = self.best.remove(&class).unwrap_or_default();
+        kept.resize(kept.len().max(cluster.num_nodes()), (0, None));
         for &node in &p.nodes {
             // A node with fewer than n free or open GPUs cannot host n.
             if cluster.node_share_candidates(node) < req.gpus || !req.fits_type(cluster, node) {
                 continue;
             }
-            self.hostable(cluster, jobs, &req, c_job, node);
-            if self.scratch.len() < n {
+            let Some((key, pick)) = self.node_best(&mut kept, cluster, jobs, &req, c_job, node) else {
                 continue;
-            }
-            let pick = &self.scratch[..n];
-            let key: Key = (
-                pick.iter().map(|c| c.me).sum::<f64>() / n as f64,
-                pick.iter().filter(|c| c.shared).count(),
-                pick.iter().map(|c| c.left_mib).sum(),
-                pick.iter().map(|c| c.gpu).min().unwrap_or(GpuId(0)),
-            );
-            if best.as_ref().is_none_or(|(k, _)| better(&key, k)) {
-                best = Some((key, pick.iter().map(|c| c.gpu).collect()));
+            };
+            if best.as_ref().is_none_or(|(k, _)| better(key, k)) {
+                best = Some((*key, pick.clone()));
             }
             if first_wins {
                 break;
             }
         }
+        if self.best.len() >= MAX_CLASSES {
+            self.best.clear();
+        }
+        self.best.insert(class, kept);
         if let Some((_, gpus)) = best {
             out.extend(gpus);
             return true;

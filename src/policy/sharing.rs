@@ -10,8 +10,11 @@
 //! a job allows.
 
 use super::placement::{Placement, Request};
+use std::collections::HashMap;
+
 use crate::cluster::Cluster;
-use crate::ids::{GpuId, NodeId};
+use crate::ids::{GpuId, NodeId, VcId};
+use crate::profile::memo::WordState;
 
 /// How a sharing rule ranks the GPUs that can take a job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,21 +32,62 @@ enum Rank {
 /// node whose best `n` GPUs leave the least memory for best fit), else the
 /// best-ranked hostable GPUs across nodes. Within the choice, GPUs are taken
 /// in rank order.
+///
+/// A node's answer to a request (how many of its GPUs can host it, the
+/// score of its best `n`) is a function of the node's state and the
+/// request's partition, GPU count, memory need and share, so it is kept per
+/// request class and node under the node's stamp ([`Cluster::node_stamp`],
+/// which changes whenever the node's holders change) and reused until the
+/// stamp changes: a search of a large partition looks at each unchanged
+/// node once per request class instead of at each of its GPUs (issue 20,
+/// point 3).
 #[derive(Clone, Debug)]
 pub struct ShareFit {
     rank: Rank,
     scratch: Vec<(u64, GpuId)>,
+    /// Per request class, per node index: its answer ([`NodeAnswer`]).
+    answers: HashMap<Class, Vec<NodeAnswer>, WordState>,
 }
+
+/// A request class: (partition, GPUs, memory need MiB, milli-GPU).
+type Class = (VcId, u32, u64, u32);
+
+/// A node's answer to a request class: (node stamp, hostable GPUs, sum of
+/// the rank keys of the best `n` when at least `n` can host). Stamp 0: none
+/// yet (stamps start at 1).
+type NodeAnswer = (u64, u32, u64);
+
+/// Request classes kept; more, and the answers start over (results are
+/// unchanged, memory stays bounded: classes × nodes × 24 bytes).
+const MAX_CLASSES: usize = 512;
 
 impl ShareFit {
     /// First fit: GPUs in index order.
     pub fn first_fit() -> Self {
-        ShareFit { rank: Rank::FirstFit, scratch: Vec::new() }
+        ShareFit { rank: Rank::FirstFit, scratch: Vec::new(), answers: HashMap::default() }
     }
 
     /// Best fit by memory: the GPUs that would have the least memory left.
     pub fn best_fit() -> Self {
-        ShareFit { rank: Rank::BestFitMemory, scratch: Vec::new() }
+        ShareFit { rank: Rank::BestFitMemory, scratch: Vec::new(), answers: HashMap::default() }
+    }
+
+    /// How many GPUs of `node` can host `req`, and the summed rank key of
+    /// the best `req.gpus` of them (when that many can): from `answers` (the
+    /// request class's) while the node's stamp is unchanged, else from
+    /// [`ShareFit::hostable`].
+    fn answer(&mut self, answers: &mut [NodeAnswer], cluster: &Cluster, req: &Request<'_>, node: NodeId) -> (u32, u64) {
+        let stamp = cluster.node_stamp(node);
+        let a = answers[node.index()];
+        if a.0 == stamp {
+            return (a.1, a.2);
+        }
+        self.hostable(cluster, req, node);
+        let count = self.scratch.len() as u32;
+        let n = (req.gpus as usize).min(self.scratch.len());
+        let score: u64 = self.scratch[..n].iter().map(|e| e.0).sum();
+        answers[node.index()] = (stamp, count, score);
+        (count, score)
     }
 
     /// Hostable GPUs of `node` with their rank key, sorted by it.
@@ -94,17 +138,44 @@ impl Placement for ShareFit {
         if p.gpus_free + p.gpus_open < req.gpus {
             return false;
         }
+        let class = (req.vc, req.gpus, req.min_gpu_mem_mib, req.milli);
+        let mut answers = self.answers.remove(&class).unwrap_or_default();
+        answers.resize(answers.len().max(cluster.num_nodes()), (0, 0, 0));
+        let placed = self.search(cluster, req, out, &mut answers);
+        if self.answers.len() >= MAX_CLASSES {
+            self.answers.clear();
+        }
+        self.answers.insert(class, answers);
+        placed
+    }
+
+    fn fails_by_count(&self) -> bool {
+        true
+    }
+}
+
+impl ShareFit {
+    /// [`Placement::place`] past its bounds, reading and keeping the
+    /// request class's node answers in `answers`.
+    fn search(
+        &mut self,
+        cluster: &Cluster,
+        req: Request<'_>,
+        out: &mut Vec<GpuId>,
+        answers: &mut [NodeAnswer],
+    ) -> bool {
+        let n = req.gpus as usize;
+        let p = cluster.partition(req.vc);
         // One node if possible.
         let mut best: Option<(u64, NodeId)> = None;
         for &node in &p.nodes {
             if cluster.node_share_candidates(node) < req.gpus || !req.fits_type(cluster, node) {
                 continue;
             }
-            self.hostable(cluster, &req, node);
-            if self.scratch.len() < n {
+            let (count, score) = self.answer(answers, cluster, &req, node);
+            if (count as usize) < n {
                 continue;
             }
-            let score: u64 = self.scratch[..n].iter().map(|e| e.0).sum();
             if best.is_none_or(|(s, _)| score < s) {
                 best = Some((score, node));
             }
@@ -131,6 +202,9 @@ impl Placement for ShareFit {
             if cluster.node_share_candidates(node) == 0 || !req.fits_type(cluster, node) {
                 continue;
             }
+            if self.answer(answers, cluster, &req, node).0 == 0 {
+                continue;
+            }
             self.hostable(cluster, &req, node);
             all.extend_from_slice(&self.scratch);
             if self.rank == Rank::FirstFit && all.len() >= n {
@@ -142,10 +216,6 @@ impl Placement for ShareFit {
         }
         all.sort_unstable();
         out.extend(all[..n].iter().map(|e| e.1));
-        true
-    }
-
-    fn fails_by_count(&self) -> bool {
         true
     }
 }

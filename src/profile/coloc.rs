@@ -53,6 +53,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::db::{ColocRow, ProfileDb};
+use super::memo::KeyMemo;
 use crate::job::JobSpec;
 
 /// The context-switch cost `c` of time-slicing one GPU, as a fraction of
@@ -115,8 +116,9 @@ type PairMemo = Mutex<HashMap<(String, String, u32, String, u32), (f64, PairSour
 /// pairs measured on the GPU type). Counts every evaluation, every one that
 /// needed a fallback, and every one that a bound scaled (`coloc_bounded_above`:
 /// the tenants' summed speed exceeded `S_max`; `coloc_bounded_below`: it was
-/// below `1 − c`). Pair lookups and `S_max` are memoised (looked up, never
-/// iterated: the results do not depend on the memo).
+/// below `1 − c`). Pair lookups, `S_max` and whole evaluations (by GPU type
+/// and the tenants in order; a hit counts as the evaluation did) are
+/// memoised (looked up, never iterated: the results do not depend on the memo).
 pub struct ProfileInterference {
     db: Arc<ProfileDb>,
     switch_cost: f64,
@@ -128,7 +130,18 @@ pub struct ProfileInterference {
     learned: Option<Arc<super::ncf::Ncf>>,
     pairs: PairMemo,
     s_max: Mutex<HashMap<String, f64>>,
+    /// Evaluations by (GPU type, tenants in order): my speed and what the
+    /// evaluation counted.
+    evals: Mutex<KeyMemo<Evaluation>>,
+    /// The co-location rows of each pair of models (the two names in
+    /// order), row indices ascending; built at the first pair lookup.
+    by_pair: std::sync::OnceLock<HashMap<(String, String), Vec<usize>>>,
 }
+
+/// One memoised evaluation of [`ProfileInterference::speed`]: the speed,
+/// then whether it read a learned pair, needed a fallback, and which bound
+/// scaled it.
+type Evaluation = (f64, bool, bool, Option<Bound>);
 
 impl ProfileInterference {
     /// Co-location speeds from the run's database `db`, with the
@@ -145,6 +158,8 @@ impl ProfileInterference {
             learned: None,
             pairs: Mutex::new(HashMap::new()),
             s_max: Mutex::new(HashMap::new()),
+            evals: Mutex::new(KeyMemo::default()),
+            by_pair: std::sync::OnceLock::new(),
         }
     }
 
@@ -166,13 +181,48 @@ impl ProfileInterference {
     fn pair(&self, gpu_type: &str, me: Tenant<'_>, other: Tenant<'_>) -> (f64, PairSource) {
         let key = (gpu_type.to_string(), me.0.to_string(), me.1, other.0.to_string(), other.1);
         let mut memo = self.pairs.lock().expect("pair memo lock");
-        *memo.entry(key).or_insert_with(|| pair_speed_with(&self.db, self.learned.as_deref(), gpu_type, me, other))
+        *memo.entry(key).or_insert_with(|| {
+            // Only the rows of these two models can match: read those, in row order.
+            let by_pair = self.by_pair.get_or_init(|| {
+                let mut m: HashMap<(String, String), Vec<usize>> = HashMap::new();
+                for (i, r) in self.db.colocation.iter().enumerate() {
+                    m.entry(ordered(&r.model_a, &r.model_b)).or_default().push(i);
+                }
+                m
+            });
+            let rows = by_pair.get(&ordered(me.0, other.0)).map_or(&[][..], |v| &v[..]);
+            let rows = rows.iter().map(|&i| &self.db.colocation[i]);
+            pair_speed_among(&self.db, rows, self.learned.as_deref(), gpu_type, me, other)
+        })
     }
 
     fn s_max(&self, gpu_type: &str) -> f64 {
         let mut memo = self.s_max.lock().expect("S_max memo lock");
         *memo.entry(gpu_type.to_string()).or_insert_with(|| best_pair_sum(&self.db, gpu_type))
     }
+}
+
+impl ProfileInterference {
+    /// One evaluation by the module rule (the memo's slow path).
+    fn evaluate(&self, gpu_type: &str, me: &JobSpec, others: &[&JobSpec]) -> Evaluation {
+        let gpu_type = gpu_type.to_ascii_lowercase();
+        let mut tenants: Vec<Tenant<'_>> = Vec::with_capacity(others.len() + 1);
+        tenants.push(tenant(me));
+        tenants.extend(others.iter().map(|o| tenant(o)));
+        let s_max = self.s_max(&gpu_type);
+        let mut learned = false;
+        let r = tenant_speeds(&tenants, s_max, self.switch_cost, |a, b| {
+            let p = self.pair(&gpu_type, a, b);
+            learned |= p.1 == PairSource::Learned;
+            p
+        });
+        (r.speeds.first().copied().unwrap_or(1.0), learned, r.fallback, r.bound)
+    }
+}
+
+/// Two model names in order, the key of [`ProfileInterference`]'s row index.
+fn ordered(a: &str, b: &str) -> (String, String) {
+    if a <= b { (a.to_string(), b.to_string()) } else { (b.to_string(), a.to_string()) }
 }
 
 /// A job as a tenant of the rule: its model (`unknown` without one) and
@@ -187,30 +237,35 @@ impl Interference for ProfileInterference {
     }
 
     fn speed(&self, gpu_type: &str, me: &JobSpec, others: &[&JobSpec]) -> f64 {
-        let gpu_type = gpu_type.to_ascii_lowercase();
-        let mut tenants: Vec<Tenant<'_>> = Vec::with_capacity(others.len() + 1);
-        tenants.push(tenant(me));
-        tenants.extend(others.iter().map(|o| tenant(o)));
-        let s_max = self.s_max(&gpu_type);
-        let mut learned = false;
-        let r = tenant_speeds(&tenants, s_max, self.switch_cost, |a, b| {
-            let p = self.pair(&gpu_type, a, b);
-            learned |= p.1 == PairSource::Learned;
-            p
-        });
+        let mut memo = self.evals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        memo.start();
+        memo.push_name(gpu_type);
+        for t in std::iter::once(me).chain(others.iter().copied()).map(tenant) {
+            memo.push_name(t.0);
+            memo.push(t.1);
+        }
+        let (speed, learned, fallback, bound) = match memo.get() {
+            Some(e) => e,
+            None => {
+                let e = self.evaluate(gpu_type, me, others);
+                memo.insert(e);
+                e
+            }
+        };
+        drop(memo);
         if learned {
             self.learned_evals.fetch_add(1, Ordering::Relaxed);
         }
         self.evaluations.fetch_add(1, Ordering::Relaxed);
-        if r.fallback {
+        if fallback {
             self.fallbacks.fetch_add(1, Ordering::Relaxed);
         }
-        match r.bound {
+        match bound {
             Some(Bound::Above) => self.bounded_above.fetch_add(1, Ordering::Relaxed),
             Some(Bound::Below) => self.bounded_below.fetch_add(1, Ordering::Relaxed),
             None => 0,
         };
-        r.speeds.first().copied().unwrap_or(1.0)
+        speed
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
@@ -309,6 +364,20 @@ pub fn pair_speed_with(
     me: Tenant<'_>,
     other: Tenant<'_>,
 ) -> (f64, PairSource) {
+    pair_speed_among(db, db.colocation.iter(), learned, gpu_type, me, other)
+}
+
+/// [`pair_speed_with`] reading the pair's rows from `rows`: the rows of
+/// `db.colocation` in their order, or any subsequence of them that keeps
+/// every row of the two models (the rows of other models never match).
+fn pair_speed_among<'r>(
+    db: &ProfileDb,
+    rows: impl Iterator<Item = &'r ColocRow> + Clone,
+    learned: Option<&super::ncf::Ncf>,
+    gpu_type: &str,
+    me: Tenant<'_>,
+    other: Tenant<'_>,
+) -> (f64, PairSource) {
     // A row read from `me`'s side: (my batch, other's batch, my speed). A
     // row of one model with itself reads both ways (its batches may differ).
     let oriented = |r: &ColocRow| -> [Option<(u32, u32, f64)>; 2] {
@@ -322,15 +391,14 @@ pub fn pair_speed_with(
             .min_by_key(|&(a, b, _)| (a.abs_diff(me.1) + b.abs_diff(other.1), a, b))
             .map(|(a, b, s)| (s, a != me.1 || b != other.1))
     };
-    let on_type: Vec<_> =
-        db.colocation.iter().filter(|r| r.gpu_type == gpu_type).flat_map(oriented).flatten().collect();
+    let on_type: Vec<_> = rows.clone().filter(|r| r.gpu_type == gpu_type).flat_map(oriented).flatten().collect();
     if let Some((s, inexact)) = nearest(on_type) {
         return (s.min(1.0), if inexact { PairSource::NearestBatch } else { PairSource::Measured });
     }
     if let Some(s) = learned.and_then(|m| m.predict(gpu_type, me, other)) {
         return (s.min(1.0), PairSource::Learned);
     }
-    let anywhere: Vec<_> = db.colocation.iter().flat_map(oriented).flatten().collect();
+    let anywhere: Vec<_> = rows.flat_map(oriented).flatten().collect();
     if let Some((s, _)) = nearest(anywhere) {
         return (s.min(1.0), PairSource::OtherGpuType);
     }

@@ -12,6 +12,8 @@
 //!   a documented rule for more tenants and unmeasured pairs).
 //! - [`ncf`]: a learned interference model (neural collaborative filtering)
 //!   over the measured co-location pairs, for the pairs never measured.
+//! - [`memo`]: the memo tables that make a repeated rate or co-location
+//!   question one lookup.
 //! - [`check`]: held-out prediction error.
 //! - [`aliases`]: model names of other systems' traces (Pollux, Sia,
 //!   ElasticFlow, Chronus) mapped to the database's canonical names.
@@ -22,6 +24,7 @@ pub mod coloc;
 pub mod db;
 pub mod genie;
 pub mod import;
+pub mod memo;
 pub mod model;
 pub mod ncf;
 pub mod rate;

@@ -40,6 +40,7 @@ mod preempt;
 mod profile_db;
 mod profile_model;
 mod qssf;
+mod rate_memo;
 mod rates;
 mod rifling;
 mod share_search;

@@ -340,3 +340,83 @@ fn fgd_first_of_each_node_class_equals_scanning_every_node() {
     // Both kinds of state were met, so both paths were compared.
     assert!(shortcut_states > 100 && full_states > 100, "{shortcut_states} / {full_states}");
 }
+
+/// A placement rebuilt for every call: no per-node answer survives from one
+/// call to the next (the reference for the kept caches).
+struct Fresh(PlacementKind, std::sync::Arc<dlsched::profile::db::ProfileDb>);
+
+impl Placement for Fresh {
+    fn name(&self) -> &'static str {
+        "fresh"
+    }
+    fn place(&mut self, cluster: &Cluster, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
+        self.0.build_for(Some(&self.1)).place(cluster, req, out)
+    }
+    fn place_job(&mut self, view: &View<'_>, job: JobId, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
+        self.0.build_for(Some(&self.1)).place_job(view, job, req, out)
+    }
+    fn class(&self, req: Request<'_>) -> Vec<u32> {
+        self.0.build_for(Some(&self.1)).class(req)
+    }
+    fn shares(&self) -> bool {
+        true
+    }
+    fn fails_by_count(&self) -> bool {
+        self.0.build_for(Some(&self.1)).fails_by_count()
+    }
+}
+
+#[test]
+fn per_node_answers_kept_by_stamp_change_no_schedule() {
+    // ShareFit and MemeffPack keep each node's answer under its stamp
+    // (issue 20, point 3): the same schedules as placements rebuilt at
+    // every call.
+    let db = std::sync::Arc::new(dlsched::profile::db::ProfileDb::builtin());
+    for kind in [PlacementKind::ShareFirstFit, PlacementKind::ShareBestFit, PlacementKind::MemeffPack] {
+        for seed in 1..=3 {
+            let kept = schedule(kind.build_for(Some(&db)), workload(seed), kind);
+            let fresh = schedule(Box::new(Fresh(kind, db.clone())), workload(seed), kind);
+            assert_eq!(kept, fresh, "{kind:?} seed {seed}");
+        }
+    }
+}
+
+#[test]
+fn share_fit_kept_across_states_equals_the_slow_reference() {
+    // One first-fit and one best-fit rule kept across a sequence of states
+    // (tenants join and leave random GPUs), against the reference that
+    // checks every GPU, for every request shape at every state.
+    let mut kept = [(false, ShareFit::first_fit()), (true, ShareFit::best_fit())];
+    let mut c = Cluster::new(mixed_cluster()).unwrap();
+    let mut live: Vec<(JobId, Vec<GpuId>)> = Vec::new();
+    let types_b = ["b".to_string()];
+    for step in 0..400u64 {
+        let h = mix(step + 4_242);
+        if h.is_multiple_of(3) && !live.is_empty() {
+            let (job, gpus) = live.remove((h >> 8) as usize % live.len());
+            c.release(job, &gpus).unwrap();
+        } else {
+            let g = GpuId(((h >> 8) % 24) as u32);
+            let need = (!h.is_multiple_of(5)).then_some(500 + (h >> 16) % 20_000);
+            let milli = if h.is_multiple_of(4) { ((h >> 32) % 10) as u32 * 100 } else { 0 };
+            if c.allocate_tenant(JobId(step as u32), VcId(0), &[g], need, milli).is_ok() {
+                live.push((JobId(step as u32), vec![g]));
+            }
+        }
+        for gpus in [1, 2, 4, 6] {
+            for mem in [0, 3_000, 12_000] {
+                for milli in [0, 300] {
+                    for types in [&[][..], &types_b[..]] {
+                        let req =
+                            Request { min_gpu_mem_mib: mem, milli, gpu_types: types, ..Request::new(VcId(0), gpus) };
+                        for (best_fit, rule) in &mut kept {
+                            let mut out = Vec::new();
+                            let placed = rule.place(&c, req, &mut out);
+                            assert_eq!(placed.then_some(out), reference(&c, &req, *best_fit), "step {step} {req:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
