@@ -795,6 +795,17 @@ impl GeniePolicy {
         }
     }
 
+    /// Decides by scoring every waiting task at every decision (GENIE's
+    /// Algorithm 1 as written, O(waiting tasks × placements) a decision)
+    /// instead of through the index: the reference the indexed path is
+    /// tested against, and the baseline of `benches/genie.rs`. Identical
+    /// decisions either way.
+    pub fn with_full_scan(mut self) -> Self {
+        self.scan = true;
+        self.index = Index::default();
+        self
+    }
+
     /// Profiles missing task types when the cluster is idle.
     pub fn with_online_profiling(mut self, online: OnlineProfiling) -> Self {
         self.online = Some(online);
