@@ -588,6 +588,10 @@ struct Group {
     magnitude: f64,
 }
 
+/// A group's first task at a decision: (key, task, group, placement,
+/// startable).
+type Head<'a> = (f64, JobId, &'a GroupKey, (u32, u32), bool);
+
 /// A waiting task's scores, kept between decisions.
 #[derive(Debug)]
 struct Scored {
@@ -1173,8 +1177,7 @@ impl GeniePolicy {
         self.repick(now_ms);
         let variant = self.opts.variant;
         let tetris = matches!(variant, GenieVariant::TetrisPerf | GenieVariant::TetrisCer);
-        // (key, task, group, placement, startable)
-        let mut heads: Vec<(f64, JobId, &GroupKey, (u32, u32), bool)> = Vec::with_capacity(self.index.groups.len());
+        let mut heads: Vec<Head<'_>> = Vec::with_capacity(self.index.groups.len());
         for (gk, g) in &self.index.groups {
             let head = match gk.slot {
                 Slot::Pick(..) if variant == GenieVariant::Genie => self.genie_head(g, now),
