@@ -505,6 +505,15 @@ impl Default for GenieOptions {
 /// A scored placement: (d_node, d_gpn, latency ms, rate samples/s, CER).
 type Cand = (u32, u32, f64, f64, f64);
 
+/// The position of highest `score` among `v`; ties go to the earlier one,
+/// as [`best_by`].
+fn best_at(v: &mut dyn Iterator<Item = usize>, score: &dyn Fn(&usize) -> f64) -> Option<usize> {
+    v.fold(None::<usize>, |best, c| match best {
+        Some(b) if score(&b) >= score(&c) => Some(b),
+        _ => Some(c),
+    })
+}
+
 /// The candidate of highest `score`; ties go to the earlier one (fewer GPUs,
 /// then fewer nodes: the enumeration order).
 fn best_by(v: &mut dyn Iterator<Item = &Cand>, score: &dyn Fn(&Cand) -> f64) -> Option<Cand> {
@@ -561,6 +570,11 @@ enum Slot {
     BlackBox(Vec<(u32, u32)>),
     /// A predicting variant's picked placement `<d_node, d_gpn>`.
     Pick(u32, u32),
+    /// GENIE's `available` reading: the task's scored placements
+    /// (`d_node`, `d_gpn`, CER bits) and which of them meet its ECT now;
+    /// the pick, made at each decision from the free placements, is the
+    /// same for every task of the group.
+    Available { cands: Vec<(u32, u32, u64)>, meets: Vec<bool> },
     /// No positive predicted rate anywhere: one GPU, key +inf.
     Unpredicted,
 }
@@ -583,6 +597,9 @@ struct Group {
     /// for unpredicted tasks, and for GENIE `deadline - latency` (ms), which
     /// orders as the key `deadline - (now + latency)` up to rounding.
     members: BTreeSet<(TotalF64, JobId)>,
+    /// [`Slot::Available`]: for each placement (by position), the tasks
+    /// filed by `deadline - latency` there (ms), as `members` for GENIE.
+    by_pick: Vec<BTreeSet<(TotalF64, JobId)>>,
     /// Largest `|deadline| + |latency|` (ms) of any task filed here (GENIE's
     /// rounding window; never lowered).
     magnitude: f64,
@@ -641,6 +658,13 @@ impl Index {
         let g = self.groups.entry(s.group.clone()).or_default();
         g.members.insert((TotalF64(s.order), job));
         g.magnitude = g.magnitude.max(s.deadline.abs() + s.latency_ms.abs());
+        if let Slot::Available { .. } = s.group.slot {
+            g.by_pick.resize_with(s.all.len(), BTreeSet::new);
+            for (set, c) in g.by_pick.iter_mut().zip(&s.all) {
+                set.insert((TotalF64(s.deadline - c.2), job));
+                g.magnitude = g.magnitude.max(s.deadline.abs() + c.2.abs());
+            }
+        }
         if let Some(t) = s.change {
             self.changes.insert((t, job));
         }
@@ -651,6 +675,9 @@ impl Index {
         let s = self.scored.remove(&job)?;
         if let Some(g) = self.groups.get_mut(&s.group) {
             g.members.remove(&(TotalF64(s.order), job));
+            for (set, c) in g.by_pick.iter_mut().zip(&s.all) {
+                set.remove(&(TotalF64(s.deadline - c.2), job));
+            }
             if g.members.is_empty() {
                 self.groups.remove(&s.group);
             }
@@ -755,8 +782,7 @@ pub struct GeniePolicy {
     /// Waiting tasks.
     pending: BTreeSet<JobId>,
     /// Decide by scoring every waiting task at every decision (the
-    /// reference path, and GENIE's `available` reading, whose choice depends
-    /// on the free GPUs task by task); otherwise through [`Index`].
+    /// reference path); otherwise through [`Index`].
     scan: bool,
     /// The waiting tasks grouped by what they would run on (see [`Index`]).
     index: Index,
@@ -786,7 +812,7 @@ impl GeniePolicy {
             profiles,
             db,
             pending: BTreeSet::new(),
-            scan: opts.variant == GenieVariant::Genie && opts.reading == Reading::Available,
+            scan: false,
             index: Index::default(),
             predicted: HashMap::new(),
             borrowed: 0,
@@ -1097,11 +1123,18 @@ impl GeniePolicy {
         if all.is_empty() {
             return (Slot::Unpredicted, f64::INFINITY, f64::NAN, None);
         }
-        // The `available` reading decides by scan, so `free` is never read.
+        let variant = self.opts.variant;
+        if variant == GenieVariant::Genie && self.opts.reading == Reading::Available {
+            // The pick waits for the decision's free placements; filed by id.
+            let meets: Vec<bool> = all.iter().map(|c| now + c.2 <= deadline).collect();
+            let cands = all.iter().map(|c| (c.0, c.1, c.4.to_bits())).collect();
+            let change = all.iter().filter(|c| now + c.2 <= deadline).filter_map(|c| first_miss(c.2, deadline)).min();
+            return (Slot::Available { cands, meets }, 0.0, f64::NAN, change);
+        }
+        // Strict: the pick does not read the free placements.
         let Some(pick) = self.pick(all, now, deadline, &|_, _| false) else {
             return (Slot::Unpredicted, f64::INFINITY, f64::NAN, None);
         };
-        let variant = self.opts.variant;
         let order = match variant {
             // Orders as `deadline - (now + latency)` up to rounding; the
             // exact key is computed at each decision (`genie_head`).
@@ -1144,17 +1177,27 @@ impl GeniePolicy {
     /// most 4 u (|deadline| + |latency| + now) with u = 2^-53, far below the
     /// window `e` used here, so every member that could come first is
     /// within `4 e` of the best one's filing key.
-    fn genie_head(&self, g: &Group, now: f64) -> Option<(f64, JobId)> {
+    /// `at`: the position of the placement in [`Slot::Available`] (its
+    /// ordered set and latency), `None` for the picked placement.
+    fn genie_head(&self, g: &Group, now: f64, at: Option<usize>) -> Option<(f64, JobId)> {
         let e = 1e-12 * (1.0 + now.abs() + g.magnitude);
         let mut best: Option<(f64, JobId, f64)> = None;
-        for &(TotalF64(order), job) in &g.members {
+        let set = match at {
+            Some(i) => g.by_pick.get(i)?,
+            None => &g.members,
+        };
+        for &(TotalF64(order), job) in set {
             if let Some((_, _, filed)) = best
                 && order > filed + 4.0 * e
             {
                 break;
             }
             let Some(s) = self.index.scored.get(&job) else { continue };
-            let key = s.deadline - (now + s.latency_ms);
+            let latency_ms = match at {
+                Some(i) => s.all.get(i).map_or(f64::NAN, |c| c.2),
+                None => s.latency_ms,
+            };
+            let key = s.deadline - (now + latency_ms);
             if best.is_none_or(|(k, j, _)| key.total_cmp(&k).then(job.cmp(&j)).is_lt()) {
                 best = Some((key, job, order));
             }
@@ -1178,9 +1221,27 @@ impl GeniePolicy {
         let variant = self.opts.variant;
         let tetris = matches!(variant, GenieVariant::TetrisPerf | GenieVariant::TetrisCer);
         let mut heads: Vec<Head<'_>> = Vec::with_capacity(self.index.groups.len());
+        // Whether a placement is free now, by (VC, d_node, d_gpn), for the
+        // `available` reading.
+        let mut free: HashMap<(VcId, u32, u32), bool> = HashMap::new();
         for (gk, g) in &self.index.groups {
-            let head = match gk.slot {
-                Slot::Pick(..) if variant == GenieVariant::Genie => self.genie_head(g, now),
+            let mut avail_shape = None;
+            let head = match &gk.slot {
+                Slot::Pick(..) if variant == GenieVariant::Genie => self.genie_head(g, now, None),
+                Slot::Available { cands, meets } => {
+                    let mut is_free = |i: usize| {
+                        let (n, gg, _) = cands[i];
+                        *free.entry((gk.vc, n, gg)).or_insert_with(|| fits(view, gk.vc, n, gg))
+                    };
+                    let cer = |i: &usize| f64::from_bits(cands[*i].2);
+                    let met = || (0..cands.len()).filter(|&i| meets[i]);
+                    let i = best_at(&mut met().filter(|&i| is_free(i)), &cer)
+                        .or_else(|| best_at(&mut met(), &cer))
+                        .or_else(|| best_at(&mut (0..cands.len()), &cer));
+                    let Some(i) = i else { continue };
+                    avail_shape = Some((cands[i].0, cands[i].1));
+                    self.genie_head(g, now, Some(i))
+                }
                 _ => g.members.first().map(|&(TotalF64(k), j)| (k, j)),
             };
             let Some((key, job)) = head else { continue };
@@ -1201,6 +1262,7 @@ impl GeniePolicy {
                     None => (f64::INFINITY, (n, g), false),
                 },
                 &Slot::Pick(n, g) => (key, (n, g), true),
+                Slot::Available { .. } => (key, avail_shape.unwrap_or((1, 1)), true),
                 Slot::Unpredicted => (key, (1, 1), true),
             };
             heads.push((key, job, gk, shape, startable));
@@ -1236,6 +1298,10 @@ impl GeniePolicy {
                     .and_then(|t| self.type_profile(view, job).and_then(|p| p.latency_ms(t, d_node, d_gpn)))
                     .unwrap_or(f64::NAN),
                 Some(Slot::Pick(..)) => s.as_ref().map_or(f64::NAN, |s| s.latency_ms),
+                Some(Slot::Available { .. }) => s
+                    .as_ref()
+                    .and_then(|s| s.all.iter().find(|c| (c.0, c.1) == (d_node, d_gpn)))
+                    .map_or(f64::NAN, |c| c.2),
                 _ => f64::NAN,
             };
             if latency_ms.is_finite() {

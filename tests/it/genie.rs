@@ -425,7 +425,8 @@ fn the_index_decides_as_the_full_scan_on_random_queues() {
     // millisecond a placement stops meeting the ECT, one head per group)
     // must take the decision the scan of every waiting task takes, at every
     // decision: every variant, strict and backfill, both node rules, both
-    // placement sets, the three black-box rules, on two cluster shapes.
+    // placement sets, the three black-box rules, GENIE's two readings, on
+    // two cluster shapes.
     let db = std::sync::Arc::new(ProfileDb::builtin());
     let mut profs = dlsched::policy::genie::profile(&db, "builtin", "k80", 4, 4, 7, ProfilerConfig::default());
     profs.types.insert(
@@ -447,13 +448,19 @@ fn the_index_decides_as_the_full_scan_on_random_queues() {
                     } else {
                         &[dlsched::policy::genie::BlackBox::Node]
                     };
-                    for &blackbox in blackboxes {
+                    let readings: &[dlsched::policy::genie::Reading] = if variant == GenieVariant::Genie {
+                        &[dlsched::policy::genie::Reading::Strict, dlsched::policy::genie::Reading::Available]
+                    } else {
+                        &[dlsched::policy::genie::Reading::Strict]
+                    };
+                    for (&blackbox, &reading) in blackboxes.iter().flat_map(|b| readings.iter().map(move |r| (b, r))) {
                         let opts = GenieOptions {
                             variant,
                             backfill,
                             best_fit_nodes,
                             placements,
                             blackbox,
+                            reading,
                             ..Default::default()
                         };
                         let twin = Twin {
@@ -493,7 +500,12 @@ fn the_index_follows_online_profiling() {
             seed: 1,
             config: ProfilerConfig::default(),
         };
-        let opts = GenieOptions { variant, ..Default::default() };
+        let reading = if variant == GenieVariant::Genie {
+            dlsched::policy::genie::Reading::Available
+        } else {
+            dlsched::policy::genie::Reading::Strict
+        };
+        let opts = GenieOptions { variant, reading, ..Default::default() };
         let twin = Twin {
             fast: GeniePolicy::new(opts, profs.clone(), db.clone()).with_online_profiling(online.clone()),
             slow: GeniePolicy::new(opts, profs.clone(), db.clone()).with_online_profiling(online).with_full_scan(),
