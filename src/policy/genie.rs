@@ -505,6 +505,24 @@ impl Default for GenieOptions {
 /// A scored placement: (d_node, d_gpn, latency ms, rate samples/s, CER).
 type Cand = (u32, u32, f64, f64, f64);
 
+/// The position of highest `score` among `v`; ties go to the earlier one,
+/// as [`best_by`].
+fn best_at(v: &mut dyn Iterator<Item = usize>, score: &dyn Fn(&usize) -> f64) -> Option<usize> {
+    v.fold(None::<usize>, |best, c| match best {
+        Some(b) if score(&b) >= score(&c) => Some(b),
+        _ => Some(c),
+    })
+}
+
+/// The candidate of highest `score`; ties go to the earlier one (fewer GPUs,
+/// then fewer nodes: the enumeration order).
+fn best_by(v: &mut dyn Iterator<Item = &Cand>, score: &dyn Fn(&Cand) -> f64) -> Option<Cand> {
+    v.fold(None::<Cand>, |best, c| match best {
+        Some(b) if score(&b) >= score(c) => Some(b),
+        _ => Some(*c),
+    })
+}
+
 /// A symmetric placement.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Choice {
@@ -515,6 +533,197 @@ struct Choice {
     /// False when the task may not start now whatever is free (Capacity at
     /// its quota; Tetris with the placement not free).
     startable: bool,
+}
+
+/// An `f64` ordered by [`f64::total_cmp`] (the scan's sort order).
+#[derive(Clone, Copy, Debug)]
+struct TotalF64(f64);
+
+impl PartialEq for TotalF64 {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.total_cmp(&other.0).is_eq()
+    }
+}
+
+impl Eq for TotalF64 {}
+
+impl PartialOrd for TotalF64 {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TotalF64 {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// What the waiting tasks of a group would run on. At any decision every
+/// task of a group gets the same placement and startability, whatever the
+/// free GPUs: that is what lets a decision look at one task per group.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Slot {
+    /// A black-box variant's task allowed these placements (enumeration
+    /// order); the rule ([`BlackBox`]) and, for Capacity, the queue's unused
+    /// quota pick one at each decision.
+    BlackBox(Vec<(u32, u32)>),
+    /// A predicting variant's picked placement `<d_node, d_gpn>`.
+    Pick(u32, u32),
+    /// GENIE's `available` reading: the task's scored placements
+    /// (`d_node`, `d_gpn`, CER bits) and which of them meet its ECT now;
+    /// the pick, made at each decision from the free placements, is the
+    /// same for every task of the group.
+    Available { cands: Vec<(u32, u32, u64)>, meets: Vec<bool> },
+    /// No positive predicted rate anywhere: one GPU, key +inf.
+    Unpredicted,
+}
+
+/// A group of waiting tasks: one VC, one queue (Capacity: the task type;
+/// otherwise empty), one [`Slot`].
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct GroupKey {
+    vc: VcId,
+    queue: String,
+    slot: Slot,
+}
+
+/// The tasks of a group in the scan's order.
+#[derive(Debug, Default)]
+struct Group {
+    /// (filing key, task). The filing key is the scan's key where that does
+    /// not change between decisions (black-box and fixed-order variants),
+    /// 0 for Tetris (its key, the packing score, is one per group), +inf
+    /// for unpredicted tasks, and for GENIE `deadline - latency` (ms), which
+    /// orders as the key `deadline - (now + latency)` up to rounding.
+    members: BTreeSet<(TotalF64, JobId)>,
+    /// [`Slot::Available`]: for each placement (by position), the tasks
+    /// filed by `deadline - latency` there (ms), as `members` for GENIE.
+    by_pick: Vec<BTreeSet<(TotalF64, JobId)>>,
+    /// Largest `|deadline| + |latency|` (ms) of any task filed here (GENIE's
+    /// rounding window; never lowered).
+    magnitude: f64,
+}
+
+/// A group's first task at a decision: (key, task, group, placement,
+/// startable).
+type Head<'a> = (f64, JobId, &'a GroupKey, (u32, u32), bool);
+
+/// A waiting task's scores, kept between decisions.
+#[derive(Debug)]
+struct Scored {
+    group: GroupKey,
+    /// Filing key (see [`Group::members`]).
+    order: f64,
+    /// ECT deadline and arrival, ms.
+    deadline: f64,
+    submit: f64,
+    /// Predicted latency of the picked placement, ms (NaN: black-box or
+    /// unpredicted).
+    latency_ms: f64,
+    /// Scored placements (predicting variants), kept for GENIE's re-picks.
+    all: Vec<Cand>,
+    /// GENIE: the first millisecond at which its pick may change.
+    change: Option<u64>,
+}
+
+/// The waiting tasks of the indexed decision path, grouped so that a
+/// decision costs O(groups × log tasks) instead of O(tasks × placements):
+/// a task is scored once on arrival (its placements' rates, CER and
+/// latency do not change while it waits), GENIE's pick is re-made only at
+/// the milliseconds at which a placement stops meeting the task's ECT, and
+/// each decision looks at the first task of each group.
+#[derive(Debug, Default)]
+struct Index {
+    /// Tasks that arrived since the last decision (scored at the next).
+    fresh: Vec<JobId>,
+    scored: HashMap<JobId, Scored>,
+    groups: BTreeMap<GroupKey, Group>,
+    /// GENIE: (millisecond, task) of the next possible change of each pick.
+    changes: BTreeSet<(u64, JobId)>,
+    /// Waiting tasks not yet counted in `tasks_waited_while_gpus_free`, by
+    /// (VC, Capacity queue: the task type; `None` for the other variants).
+    uncounted: BTreeMap<(VcId, Option<String>), BTreeSet<JobId>>,
+}
+
+impl Index {
+    /// Forgets every score (the models changed); arrivals stay counted.
+    fn clear_scores(&mut self) {
+        self.scored.clear();
+        self.groups.clear();
+        self.changes.clear();
+    }
+
+    fn file(&mut self, job: JobId, s: Scored) {
+        let g = self.groups.entry(s.group.clone()).or_default();
+        g.members.insert((TotalF64(s.order), job));
+        g.magnitude = g.magnitude.max(s.deadline.abs() + s.latency_ms.abs());
+        if let Slot::Available { .. } = s.group.slot {
+            g.by_pick.resize_with(s.all.len(), BTreeSet::new);
+            for (set, c) in g.by_pick.iter_mut().zip(&s.all) {
+                set.insert((TotalF64(s.deadline - c.2), job));
+                g.magnitude = g.magnitude.max(s.deadline.abs() + c.2.abs());
+            }
+        }
+        if let Some(t) = s.change {
+            self.changes.insert((t, job));
+        }
+        self.scored.insert(job, s);
+    }
+
+    fn unfile(&mut self, job: JobId) -> Option<Scored> {
+        let s = self.scored.remove(&job)?;
+        if let Some(g) = self.groups.get_mut(&s.group) {
+            g.members.remove(&(TotalF64(s.order), job));
+            for (set, c) in g.by_pick.iter_mut().zip(&s.all) {
+                set.remove(&(TotalF64(s.deadline - c.2), job));
+            }
+            if g.members.is_empty() {
+                self.groups.remove(&s.group);
+            }
+        }
+        if let Some(t) = s.change {
+            self.changes.remove(&(t, job));
+        }
+        Some(s)
+    }
+
+    /// The `uncounted` key of a task.
+    fn count_key(view: &View<'_>, job: JobId, variant: GenieVariant) -> (VcId, Option<String>) {
+        let spec = view.jobs.spec(job);
+        let queue = match (&spec.task, variant) {
+            (Some(t), GenieVariant::Capacity) => Some(task_type(&t.kind).to_string()),
+            _ => None,
+        };
+        (spec.vc, queue)
+    }
+
+    fn uncount(&mut self, view: &View<'_>, job: JobId, variant: GenieVariant) {
+        if let Some(set) = self.uncounted.get_mut(&Self::count_key(view, job, variant)) {
+            set.remove(&job);
+        }
+    }
+}
+
+/// The first whole millisecond `t` at which GENIE's test `t + latency_ms <=
+/// deadline_ms` (in f64, as [`GeniePolicy::pick`] computes it) fails:
+/// `Some(0)` if it fails at once, `None` if it holds up to 2^53 ms (the
+/// test is monotone in `t`, so a binary search finds the exact boundary).
+fn first_miss(latency_ms: f64, deadline_ms: f64) -> Option<u64> {
+    const LIMIT: u64 = 1 << 53;
+    let holds = |t: u64| t as f64 + latency_ms <= deadline_ms;
+    if !holds(0) {
+        return Some(0);
+    }
+    if holds(LIMIT) {
+        return None;
+    }
+    let (mut lo, mut hi) = (0u64, LIMIT);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if holds(mid) { lo = mid } else { hi = mid }
+    }
+    Some(hi)
 }
 
 /// Capacity's GPU quota of each of the six task types on `total` GPUs (see
@@ -570,7 +779,13 @@ pub struct GeniePolicy {
     opts: GenieOptions,
     profiles: GenieProfiles,
     db: Arc<ProfileDb>,
-    pending: Vec<JobId>,
+    /// Waiting tasks.
+    pending: BTreeSet<JobId>,
+    /// Decide by scoring every waiting task at every decision (the
+    /// reference path); otherwise through [`Index`].
+    scan: bool,
+    /// The waiting tasks grouped by what they would run on (see [`Index`]).
+    index: Index,
     /// Predicted latency (ms) of each launched task on its placement.
     predicted: HashMap<JobId, f64>,
     /// Tasks that started on a borrowed model.
@@ -596,7 +811,9 @@ impl GeniePolicy {
             opts,
             profiles,
             db,
-            pending: Vec::new(),
+            pending: BTreeSet::new(),
+            scan: false,
+            index: Index::default(),
             predicted: HashMap::new(),
             borrowed: 0,
             online: None,
@@ -608,17 +825,29 @@ impl GeniePolicy {
         }
     }
 
+    /// Decides by scoring every waiting task at every decision (GENIE's
+    /// Algorithm 1 as written, O(waiting tasks × placements) a decision)
+    /// instead of through the index: the reference the indexed path is
+    /// tested against, and the baseline of `benches/genie.rs`. Identical
+    /// decisions either way.
+    pub fn with_full_scan(mut self) -> Self {
+        self.scan = true;
+        self.index = Index::default();
+        self
+    }
+
     /// Profiles missing task types when the cluster is idle.
     pub fn with_online_profiling(mut self, online: OnlineProfiling) -> Self {
         self.online = Some(online);
         self
     }
 
-    /// Profiles every missing type seen so far, if the cluster is idle.
-    fn profile_missing(&mut self, view: &View<'_>) {
-        let Some(op) = &self.online else { return };
+    /// Profiles every missing type seen so far, if the cluster is idle;
+    /// true when it profiled any.
+    fn profile_missing(&mut self, view: &View<'_>) -> bool {
+        let Some(op) = &self.online else { return false };
         if self.missing.is_empty() || view.cluster.free_gpus() != u64::from(view.cluster.total_gpus()) {
-            return;
+            return false;
         }
         let truth = GroundTruth::with(&self.db, &op.gpu_type, op.config.truth);
         for (kind, name, model, inference) in std::mem::take(&mut self.missing) {
@@ -627,6 +856,7 @@ impl GeniePolicy {
             self.profiles.types.insert(kind, t);
             self.profiled_online += 1;
         }
+        true
     }
 
     fn type_profile(&self, view: &View<'_>, job: JobId) -> Option<&TypeProfile> {
@@ -674,13 +904,7 @@ impl GeniePolicy {
         let now = view.now.as_ms() as f64;
         let deadline = task.deadline.as_ms() as f64;
         let submit = spec.submit.as_ms() as f64;
-        let set: Vec<(u32, u32)> = self
-            .opts
-            .placements
-            .placements(nodes, gpn)
-            .into_iter()
-            .filter(|&(n, g)| u64::from(n * g) <= u64::from(task.global_bsz))
-            .collect();
+        let set = self.allowed(task, nodes, gpn);
         let variant = self.opts.variant;
         if variant.black_box() {
             // No prediction: the placement by rule, the order by arrival
@@ -703,49 +927,14 @@ impl GeniePolicy {
             return Some(Choice { d_node, d_gpn, latency_ms, key, startable: true });
         }
         let prof = prof?;
-        // (d_node, d_gpn, latency ms, rate, cer)
-        let mut all: Vec<Cand> = Vec::new();
-        for &(d_node, d_gpn) in &set {
-            let Some(pr) = prof.rate(task.global_bsz, d_node, d_gpn) else { continue };
-            let lat = f64::from(task.global_bsz) * task.iterations as f64 / pr * 1000.0;
-            all.push((d_node, d_gpn, lat, pr, pr / self.cost(d_node, d_gpn, nodes, gpn)));
-        }
-        // Ties: fewer GPUs, then fewer nodes (the enumeration order).
-        let best_by = |v: &mut dyn Iterator<Item = &Cand>, score: &dyn Fn(&Cand) -> f64| {
-            v.fold(None::<Cand>, |best, c| match best {
-                Some(b) if score(&b) >= score(c) => Some(b),
-                _ => Some(*c),
-            })
-        };
+        let all = self.candidates(prof, task, &set, nodes, gpn);
         if all.is_empty() {
             // The model predicts no positive rate anywhere (a degenerate
             // fit): run the task on one GPU, after every predictable task,
             // rather than never. Counted as `tasks_without_prediction`.
             return Some(Choice { d_node: 1, d_gpn: 1, latency_ms: f64::NAN, key: f64::INFINITY, startable: true });
         }
-        let pick = match variant {
-            GenieVariant::Genie => {
-                let meets = |c: &&Cand| now + c.2 <= deadline;
-                let free_meets = match self.opts.reading {
-                    Reading::Strict => None,
-                    Reading::Available => {
-                        best_by(&mut all.iter().filter(meets).filter(|c| fits(view, vc, c.0, c.1)), &|c| c.4)
-                    }
-                };
-                free_meets
-                    .or_else(|| best_by(&mut all.iter().filter(meets), &|c| c.4))
-                    .or_else(|| best_by(&mut all.iter(), &|c| c.4))
-            }
-            GenieVariant::FifoCer
-            | GenieVariant::WeightedFairCer
-            | GenieVariant::TetrisCer
-            | GenieVariant::TetrisCerSrtf => best_by(&mut all.iter(), &|c| c.4),
-            GenieVariant::MinMinPred => best_by(&mut all.iter(), &|c| -c.2),
-            GenieVariant::TetrisPerf | GenieVariant::TetrisPerfSrtf => best_by(&mut all.iter(), &|c| c.3),
-            GenieVariant::GenieFifo | GenieVariant::Capacity | GenieVariant::MinMin | GenieVariant::WeightedFair => {
-                unreachable!("black-box variants return above")
-            }
-        }?;
+        let pick = self.pick(&all, now, deadline, &|n, g| fits(view, vc, n, g))?;
         let mut startable = true;
         let key = match variant {
             GenieVariant::Genie => deadline - (now + pick.2),
@@ -765,6 +954,59 @@ impl GeniePolicy {
         Some(Choice { d_node: pick.0, d_gpn: pick.1, latency_ms: pick.2, key, startable })
     }
 
+    /// The placements of the set on `nodes` × `gpn` that give `task` at
+    /// least one sample per GPU, in enumeration order.
+    fn allowed(&self, task: &TaskSpec, nodes: u32, gpn: u32) -> Vec<(u32, u32)> {
+        self.opts
+            .placements
+            .placements(nodes, gpn)
+            .into_iter()
+            .filter(|&(n, g)| u64::from(n * g) <= u64::from(task.global_bsz))
+            .collect()
+    }
+
+    /// The scored placements of `task` (those of `set` with a positive
+    /// predicted rate), in `set`'s order: what [`GeniePolicy::pick`] chooses
+    /// from. Depends only on the task, its type's model and the partition's
+    /// shape (`nodes` × `gpn`), so the index computes it once per task.
+    fn candidates(&self, prof: &TypeProfile, task: &TaskSpec, set: &[(u32, u32)], nodes: u32, gpn: u32) -> Vec<Cand> {
+        let mut all: Vec<Cand> = Vec::new();
+        for &(d_node, d_gpn) in set {
+            let Some(pr) = prof.rate(task.global_bsz, d_node, d_gpn) else { continue };
+            let lat = f64::from(task.global_bsz) * task.iterations as f64 / pr * 1000.0;
+            all.push((d_node, d_gpn, lat, pr, pr / self.cost(d_node, d_gpn, nodes, gpn)));
+        }
+        all
+    }
+
+    /// The placement a predicting variant picks from `all` (not empty) at
+    /// `now` (ms) for a task due at `deadline` (ms); `free(d_node, d_gpn)`
+    /// says whether a placement is free now (read only by GENIE's
+    /// `available` reading). `None` for the black-box variants.
+    fn pick(&self, all: &[Cand], now: f64, deadline: f64, free: &dyn Fn(u32, u32) -> bool) -> Option<Cand> {
+        match self.opts.variant {
+            GenieVariant::Genie => {
+                let meets = |c: &&Cand| now + c.2 <= deadline;
+                let free_meets = match self.opts.reading {
+                    Reading::Strict => None,
+                    Reading::Available => best_by(&mut all.iter().filter(meets).filter(|c| free(c.0, c.1)), &|c| c.4),
+                };
+                free_meets
+                    .or_else(|| best_by(&mut all.iter().filter(meets), &|c| c.4))
+                    .or_else(|| best_by(&mut all.iter(), &|c| c.4))
+            }
+            GenieVariant::FifoCer
+            | GenieVariant::WeightedFairCer
+            | GenieVariant::TetrisCer
+            | GenieVariant::TetrisCerSrtf => best_by(&mut all.iter(), &|c| c.4),
+            GenieVariant::MinMinPred => best_by(&mut all.iter(), &|c| -c.2),
+            GenieVariant::TetrisPerf | GenieVariant::TetrisPerfSrtf => best_by(&mut all.iter(), &|c| c.3),
+            GenieVariant::GenieFifo | GenieVariant::Capacity | GenieVariant::MinMin | GenieVariant::WeightedFair => {
+                None
+            }
+        }
+    }
+
     /// Tetris's packing score of `<d_node, d_gpn>` on the GPUs it would get
     /// now (Grandl et al., SIGCOMM 2014 §3: the dot product of the task's
     /// demand vector and the free-resource vector, each resource normalised
@@ -778,46 +1020,10 @@ impl GeniePolicy {
         Some(nodes.iter().map(|&n| f64::from(d_gpn) / g * f64::from(view.cluster.node_free(n)) / g).sum())
     }
 
-    /// Whether a waiting task could use a free GPU now (for Capacity:
-    /// within its queue's quota).
-    fn could_use_free(&self, view: &View<'_>, job: JobId) -> bool {
-        let spec = view.jobs.spec(job);
-        if view.cluster.partition(spec.vc).gpus_free == 0 {
-            return false;
-        }
-        match (&spec.task, self.opts.variant) {
-            (Some(t), GenieVariant::Capacity) => self.quota_headroom(view, spec.vc, task_type(&t.kind)) > 0,
-            _ => true,
-        }
-    }
-}
-
-impl Policy for GeniePolicy {
-    fn name(&self) -> String {
-        let mut n = self.opts.variant.name().to_string();
-        if self.opts.backfill {
-            n.push_str("+backfill");
-        }
-        n
-    }
-
-    fn on_arrival(&mut self, job: JobId, view: &View<'_>) {
-        self.pending.push(job);
-        let spec = view.jobs.spec(job);
-        if let Some(t) = &spec.task
-            && !self.profiles.types.contains_key(&t.kind)
-        {
-            let name = t.kind.rsplit_once('-').map_or(t.kind.as_str(), |(n, _)| n).to_string();
-            self.missing.insert((t.kind.clone(), name, spec.model().unwrap_or_default().to_string(), t.inference));
-        }
-    }
-
-    fn on_completion(&mut self, job: JobId, _view: &View<'_>) {
-        self.running.remove(&job);
-    }
-
-    fn decide(&mut self, view: &View<'_>) -> Decision {
-        self.profile_missing(view);
+    /// One decision by scoring every waiting task (GENIE's Algorithm 1 as
+    /// written: O(waiting tasks × placements)); the reference the indexed
+    /// path ([`GeniePolicy::decide_indexed`]) must agree with.
+    fn decide_scan(&mut self, view: &View<'_>) -> Decision {
         let mut scored: Vec<(f64, JobId, Choice, VcId)> = self
             .pending
             .iter()
@@ -847,7 +1053,7 @@ impl Policy for GeniePolicy {
                 None
             };
             if let Some(gpus) = gpus {
-                self.pending.retain(|&j| j != job);
+                self.pending.remove(&job);
                 if c.latency_ms.is_finite() {
                     self.predicted.insert(job, c.latency_ms);
                 } else {
@@ -874,6 +1080,319 @@ impl Policy for GeniePolicy {
             }
         }
         Decision::Wait
+    }
+
+    /// Scores a task that arrived (or whose model changed) and files it in
+    /// its group ([`Index`]).
+    fn score(&mut self, view: &View<'_>, job: JobId) {
+        let now = view.now.as_ms() as f64;
+        let spec = view.jobs.spec(job);
+        let Some(task) = spec.task.as_deref() else { return };
+        let vc = spec.vc;
+        let p = view.cluster.partition(vc);
+        let (nodes, gpn) = (p.nodes.len() as u32, p.max_node_gpus);
+        let deadline = task.deadline.as_ms() as f64;
+        let submit = spec.submit.as_ms() as f64;
+        let set = self.allowed(task, nodes, gpn);
+        let variant = self.opts.variant;
+        let queue = if variant == GenieVariant::Capacity { task_type(&task.kind).to_string() } else { String::new() };
+        let (slot, order, latency_ms, all, change) = if variant.black_box() {
+            // The same keys as `choose`.
+            let key = match variant {
+                GenieVariant::MinMin => deadline,
+                GenieVariant::WeightedFair => 0.5 * submit + 0.5 * deadline,
+                _ => submit,
+            };
+            (Slot::BlackBox(set), key, f64::NAN, Vec::new(), None)
+        } else {
+            let Some(prof) = self.type_profile(view, job) else { return };
+            let all = self.candidates(prof, task, &set, nodes, gpn);
+            let (slot, order, latency_ms, change) = self.slot_of(&all, now, deadline, submit);
+            (slot, order, latency_ms, all, change)
+        };
+        let group = GroupKey { vc, queue, slot };
+        self.index.file(job, Scored { group, order, deadline, submit, latency_ms, all, change });
+    }
+
+    /// A predicting variant's group slot for a task with candidates `all`
+    /// at `now` (ms): the slot, the order key within the group, the picked
+    /// placement's latency (ms), and (GENIE) the first whole millisecond at
+    /// which one of the placements meeting the ECT now stops meeting it (the
+    /// pick may change then). The same arithmetic as [`GeniePolicy::choose`].
+    fn slot_of(&self, all: &[Cand], now: f64, deadline: f64, submit: f64) -> (Slot, f64, f64, Option<u64>) {
+        if all.is_empty() {
+            return (Slot::Unpredicted, f64::INFINITY, f64::NAN, None);
+        }
+        let variant = self.opts.variant;
+        if variant == GenieVariant::Genie && self.opts.reading == Reading::Available {
+            // The pick waits for the decision's free placements; filed by id.
+            let meets: Vec<bool> = all.iter().map(|c| now + c.2 <= deadline).collect();
+            let cands = all.iter().map(|c| (c.0, c.1, c.4.to_bits())).collect();
+            let change = all.iter().filter(|c| now + c.2 <= deadline).filter_map(|c| first_miss(c.2, deadline)).min();
+            return (Slot::Available { cands, meets }, 0.0, f64::NAN, change);
+        }
+        // Strict: the pick does not read the free placements.
+        let Some(pick) = self.pick(all, now, deadline, &|_, _| false) else {
+            return (Slot::Unpredicted, f64::INFINITY, f64::NAN, None);
+        };
+        let order = match variant {
+            // Orders as `deadline - (now + latency)` up to rounding; the
+            // exact key is computed at each decision (`genie_head`).
+            GenieVariant::Genie => deadline - pick.2,
+            GenieVariant::FifoCer => submit,
+            GenieVariant::MinMinPred => deadline,
+            GenieVariant::WeightedFairCer => 0.5 * submit + 0.5 * deadline,
+            GenieVariant::TetrisPerfSrtf | GenieVariant::TetrisCerSrtf => pick.2,
+            // Tetris: one key per group (the packing score), then task id.
+            _ => 0.0,
+        };
+        let change = if variant == GenieVariant::Genie {
+            all.iter().filter(|c| now + c.2 <= deadline).filter_map(|c| first_miss(c.2, deadline)).min()
+        } else {
+            None
+        };
+        (Slot::Pick(pick.0, pick.1), order, pick.2, change)
+    }
+
+    /// GENIE: re-picks the placement of every task whose meeting set changed
+    /// by `now` (ms).
+    fn repick(&mut self, now_ms: u64) {
+        let now = now_ms as f64;
+        while let Some(&(t, job)) = self.index.changes.first()
+            && t <= now_ms
+        {
+            let Some(mut s) = self.index.unfile(job) else { continue };
+            let (slot, order, latency_ms, change) = self.slot_of(&s.all, now, s.deadline, s.submit);
+            s.group.slot = slot;
+            s.order = order;
+            s.latency_ms = latency_ms;
+            s.change = change;
+            self.index.file(job, s);
+        }
+    }
+
+    /// The first task of a GENIE group by the exact key `deadline - (now +
+    /// latency)` (ms) and then task id, as the scan sorts. Members are filed
+    /// by `deadline - latency`; the two orders differ only by rounding, at
+    /// most 4 u (|deadline| + |latency| + now) with u = 2^-53, far below the
+    /// window `e` used here, so every member that could come first is
+    /// within `4 e` of the best one's filing key.
+    /// `at`: the position of the placement in [`Slot::Available`] (its
+    /// ordered set and latency), `None` for the picked placement.
+    fn genie_head(&self, g: &Group, now: f64, at: Option<usize>) -> Option<(f64, JobId)> {
+        let e = 1e-12 * (1.0 + now.abs() + g.magnitude);
+        let mut best: Option<(f64, JobId, f64)> = None;
+        let set = match at {
+            Some(i) => g.by_pick.get(i)?,
+            None => &g.members,
+        };
+        for &(TotalF64(order), job) in set {
+            if let Some((_, _, filed)) = best
+                && order > filed + 4.0 * e
+            {
+                break;
+            }
+            let Some(s) = self.index.scored.get(&job) else { continue };
+            let latency_ms = match at {
+                Some(i) => s.all.get(i).map_or(f64::NAN, |c| c.2),
+                None => s.latency_ms,
+            };
+            let key = s.deadline - (now + latency_ms);
+            if best.is_none_or(|(k, j, _)| key.total_cmp(&k).then(job.cmp(&j)).is_lt()) {
+                best = Some((key, job, order));
+            }
+        }
+        best.map(|(k, j, _)| (k, j))
+    }
+
+    /// One decision through the [`Index`]: each group's first task and its
+    /// placement at this decision, then the scan's loop over those heads
+    /// only. Identical to [`GeniePolicy::decide_scan`]: every task of a group
+    /// gets the same placement and startability, so the first task of the
+    /// scan's order that launches is the first of its group, and a queue
+    /// blocks at its first task, which heads its group.
+    fn decide_indexed(&mut self, view: &View<'_>) -> Decision {
+        let now_ms = view.now.as_ms();
+        let now = now_ms as f64;
+        for job in std::mem::take(&mut self.index.fresh) {
+            self.score(view, job);
+        }
+        self.repick(now_ms);
+        let variant = self.opts.variant;
+        let tetris = matches!(variant, GenieVariant::TetrisPerf | GenieVariant::TetrisCer);
+        let mut heads: Vec<Head<'_>> = Vec::with_capacity(self.index.groups.len());
+        // Whether a placement is free now, by (VC, d_node, d_gpn), for the
+        // `available` reading.
+        let mut free: HashMap<(VcId, u32, u32), bool> = HashMap::new();
+        for (gk, g) in &self.index.groups {
+            let mut avail_shape = None;
+            let head = match &gk.slot {
+                Slot::Pick(..) if variant == GenieVariant::Genie => self.genie_head(g, now, None),
+                Slot::Available { cands, meets } => {
+                    let mut is_free = |i: usize| {
+                        let (n, gg, _) = cands[i];
+                        *free.entry((gk.vc, n, gg)).or_insert_with(|| fits(view, gk.vc, n, gg))
+                    };
+                    let cer = |i: &usize| f64::from_bits(cands[*i].2);
+                    let met = || (0..cands.len()).filter(|&i| meets[i]);
+                    let i = best_at(&mut met().filter(|&i| is_free(i)), &cer)
+                        .or_else(|| best_at(&mut met(), &cer))
+                        .or_else(|| best_at(&mut (0..cands.len()), &cer));
+                    let Some(i) = i else { continue };
+                    avail_shape = Some((cands[i].0, cands[i].1));
+                    self.genie_head(g, now, Some(i))
+                }
+                _ => g.members.first().map(|&(TotalF64(k), j)| (k, j)),
+            };
+            let Some((key, job)) = head else { continue };
+            let (key, shape, startable) = match &gk.slot {
+                Slot::BlackBox(set) => {
+                    let cap = if variant == GenieVariant::Capacity {
+                        self.quota_headroom(view, gk.vc, &gk.queue)
+                    } else {
+                        u32::MAX
+                    };
+                    match self.black_box(view, gk.vc, set, cap) {
+                        Some(shape) => (key, shape, true),
+                        None => (key, (1, 1), false),
+                    }
+                }
+                &Slot::Pick(n, g) if tetris => match self.alignment(view, gk.vc, n, g) {
+                    Some(a) => (-a, (n, g), true),
+                    None => (f64::INFINITY, (n, g), false),
+                },
+                &Slot::Pick(n, g) => (key, (n, g), true),
+                Slot::Available { .. } => (key, avail_shape.unwrap_or((1, 1)), true),
+                Slot::Unpredicted => (key, (1, 1), true),
+            };
+            heads.push((key, job, gk, shape, startable));
+        }
+        heads.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut blocked: BTreeSet<&str> = BTreeSet::new();
+        let mut launch = None;
+        for &(_, job, gk, (d_node, d_gpn), startable) in &heads {
+            if blocked.contains(gk.queue.as_str()) {
+                continue;
+            }
+            let gpus =
+                if startable { physical(view.cluster, gk.vc, d_node, d_gpn, self.opts.best_fit_nodes) } else { None };
+            if let Some(gpus) = gpus {
+                launch = Some((job, gpus, d_node, d_gpn));
+                break;
+            }
+            if !self.opts.backfill {
+                blocked.insert(gk.queue.as_str());
+            }
+        }
+        drop(heads);
+        if let Some((job, gpus, d_node, d_gpn)) = launch {
+            let s = self.index.unfile(job);
+            self.index.uncount(view, job, variant);
+            self.pending.remove(&job);
+            let latency_ms = match s.as_ref().map(|s| &s.group.slot) {
+                Some(Slot::BlackBox(_)) => view
+                    .jobs
+                    .spec(job)
+                    .task
+                    .as_deref()
+                    .and_then(|t| self.type_profile(view, job).and_then(|p| p.latency_ms(t, d_node, d_gpn)))
+                    .unwrap_or(f64::NAN),
+                Some(Slot::Pick(..)) => s.as_ref().map_or(f64::NAN, |s| s.latency_ms),
+                Some(Slot::Available { .. }) => s
+                    .as_ref()
+                    .and_then(|s| s.all.iter().find(|c| (c.0, c.1) == (d_node, d_gpn)))
+                    .map_or(f64::NAN, |c| c.2),
+                _ => f64::NAN,
+            };
+            if latency_ms.is_finite() {
+                self.predicted.insert(job, latency_ms);
+            } else {
+                self.unpredicted += 1;
+            }
+            let spec = view.jobs.spec(job);
+            if let Some(t) = &spec.task {
+                if !self.profiles.types.contains_key(&t.kind) {
+                    self.borrowed += 1;
+                }
+                self.running.insert(job, (task_type(&t.kind).to_string(), d_node * d_gpn));
+            }
+            return Decision::Launch { job, gpus };
+        }
+        // Everything waits until the next event: count those that could
+        // have used a free GPU, a (VC, queue) at a time.
+        let ready: Vec<(VcId, Option<String>)> = self
+            .index
+            .uncounted
+            .iter()
+            .filter(|((vc, q), jobs)| {
+                !jobs.is_empty()
+                    && view.cluster.partition(*vc).gpus_free > 0
+                    && q.as_deref().is_none_or(|q| self.quota_headroom(view, *vc, q) > 0)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in ready {
+            if let Some(jobs) = self.index.uncounted.get_mut(&k) {
+                self.waited_free.extend(std::mem::take(jobs));
+            }
+        }
+        Decision::Wait
+    }
+
+    /// Whether a waiting task could use a free GPU now (for Capacity:
+    /// within its queue's quota).
+    fn could_use_free(&self, view: &View<'_>, job: JobId) -> bool {
+        let spec = view.jobs.spec(job);
+        if view.cluster.partition(spec.vc).gpus_free == 0 {
+            return false;
+        }
+        match (&spec.task, self.opts.variant) {
+            (Some(t), GenieVariant::Capacity) => self.quota_headroom(view, spec.vc, task_type(&t.kind)) > 0,
+            _ => true,
+        }
+    }
+}
+
+impl Policy for GeniePolicy {
+    fn name(&self) -> String {
+        let mut n = self.opts.variant.name().to_string();
+        if self.opts.backfill {
+            n.push_str("+backfill");
+        }
+        n
+    }
+
+    fn on_arrival(&mut self, job: JobId, view: &View<'_>) {
+        self.pending.insert(job);
+        if !self.scan {
+            self.index.fresh.push(job);
+            let key = Index::count_key(view, job, self.opts.variant);
+            self.index.uncounted.entry(key).or_default().insert(job);
+        }
+        let spec = view.jobs.spec(job);
+        if let Some(t) = &spec.task
+            && !self.profiles.types.contains_key(&t.kind)
+        {
+            let name = t.kind.rsplit_once('-').map_or(t.kind.as_str(), |(n, _)| n).to_string();
+            self.missing.insert((t.kind.clone(), name, spec.model().unwrap_or_default().to_string(), t.inference));
+        }
+    }
+
+    fn on_completion(&mut self, job: JobId, _view: &View<'_>) {
+        self.running.remove(&job);
+    }
+
+    fn decide(&mut self, view: &View<'_>) -> Decision {
+        let reprofiled = self.profile_missing(view);
+        if self.scan {
+            return self.decide_scan(view);
+        }
+        if reprofiled {
+            // Every waiting task's model may have changed: index them anew.
+            self.index.clear_scores();
+            self.index.fresh = self.pending.iter().copied().collect();
+        }
+        self.decide_indexed(view)
     }
 
     fn metrics(&self, jobs: &JobTable) -> Vec<(&'static str, f64)> {

@@ -339,3 +339,184 @@ fn the_sample_interval_does_not_change_what_genie_decides() {
         assert!(none == every_10_min, "{variant:?}: jobs.csv depends on the sample interval");
     }
 }
+
+/// Runs a GENIE-family policy through its index and, beside it, through the
+/// full scan, and fails at the first decision on which they differ.
+struct Twin {
+    fast: GeniePolicy,
+    slow: GeniePolicy,
+    decisions: u64,
+    launches: u64,
+}
+
+impl dlsched::policy::Policy for Twin {
+    fn name(&self) -> String {
+        self.fast.name()
+    }
+    fn on_arrival(&mut self, job: dlsched::ids::JobId, view: &dlsched::policy::View<'_>) {
+        self.fast.on_arrival(job, view);
+        self.slow.on_arrival(job, view);
+    }
+    fn on_completion(&mut self, job: dlsched::ids::JobId, view: &dlsched::policy::View<'_>) {
+        self.fast.on_completion(job, view);
+        self.slow.on_completion(job, view);
+    }
+    fn decide(&mut self, view: &dlsched::policy::View<'_>) -> dlsched::policy::Decision {
+        let (a, b) = (self.fast.decide(view), self.slow.decide(view));
+        assert_eq!(
+            a,
+            b,
+            "{}: decision {} at {} ms differs (indexed, scan)",
+            self.name(),
+            self.decisions,
+            view.now.as_ms()
+        );
+        self.decisions += 1;
+        self.launches += u64::from(matches!(a, dlsched::policy::Decision::Launch { .. }));
+        a
+    }
+    fn metrics(&self, jobs: &dlsched::job::JobTable) -> Vec<(&'static str, f64)> {
+        let (a, b) = (self.fast.metrics(jobs), self.slow.metrics(jobs));
+        assert_eq!(format!("{a:?}"), format!("{b:?}"), "{}: metrics differ", self.name());
+        a
+    }
+}
+
+/// Seeded random tasks: bursts at one instant (ties on arrival and
+/// deadline), ECTs from hopeless to loose (GENIE's pick changes while
+/// tasks wait), deadlines off whole seconds, every profiled type, one type
+/// the models lack (borrowed) and one whose model predicts no positive rate.
+fn random_tasks(seed: u64, n: usize) -> Vec<(String, u64, u64, TaskSpec)> {
+    use rand::Rng;
+    let mut rng = dlsched::rng::stream(seed, "test.genie.index");
+    let kinds: Vec<String> = dlsched::policy::genie::TASK_MODELS
+        .iter()
+        .flat_map(|(m, _)| [dlsched::policy::genie::kind_name(m, false), dlsched::policy::genie::kind_name(m, true)])
+        .chain(["unknown-train".to_string(), "dead-train".to_string()])
+        .collect();
+    let mut t = 0u64;
+    (0..n)
+        .map(|i| {
+            if rng.gen_bool(0.7) {
+                t += rng.gen_range(0..400);
+            }
+            let kind = kinds[rng.gen_range(0..kinds.len())].clone();
+            let global_bsz = [1, 2, 3, 8, 16, 32, 64, 128, 256][rng.gen_range(0..9)];
+            let iterations = [10, 100, 1_000, 5_000][rng.gen_range(0..4)];
+            // Some tasks share a deadline exactly; the others fall anywhere
+            // from before their arrival to hours later, to the millisecond.
+            let deadline_ms = if rng.gen_bool(0.2) { 3_600_000 } else { t * 1000 + rng.gen_range(0..20_000_000) };
+            let task = TaskSpec {
+                inference: !kind.ends_with("-train"),
+                kind,
+                global_bsz,
+                iterations,
+                qos: QosClass::Normal,
+                deadline: SimTime::from_ms(deadline_ms),
+            };
+            (format!("t{i}"), t, rng.gen_range(1..3_000), task)
+        })
+        .collect()
+}
+
+#[test]
+fn the_index_decides_as_the_full_scan_on_random_queues() {
+    // The index (tasks grouped by placement, GENIE's picks re-made at the
+    // millisecond a placement stops meeting the ECT, one head per group)
+    // must take the decision the scan of every waiting task takes, at every
+    // decision: every variant, strict and backfill, both node rules, both
+    // placement sets, the three black-box rules, GENIE's two readings, on
+    // two cluster shapes.
+    let db = std::sync::Arc::new(ProfileDb::builtin());
+    let mut profs = dlsched::policy::genie::profile(&db, "builtin", "k80", 4, 4, 7, ProfilerConfig::default());
+    profs.types.insert(
+        "dead-train".into(),
+        TypeProfile { kind: "dead-train".into(), k: [-1.0, 0.0, 0.0], gamma: 0.0, lambda: None, ..hand_profile() },
+    );
+    let mut launches = 0;
+    for (seed, (nodes, gpn)) in [(1, (4, 4)), (2, (3, 2)), (3, (4, 4))] {
+        let tasks = random_tasks(seed, 300);
+        for &variant in <GenieVariant as clap::ValueEnum>::value_variants() {
+            for backfill in [false, true] {
+                for (best_fit_nodes, placements) in [(false, PlacementSet::Paper), (true, PlacementSet::All)] {
+                    let blackboxes: &[dlsched::policy::genie::BlackBox] = if variant.black_box() {
+                        &[
+                            dlsched::policy::genie::BlackBox::OneGpu,
+                            dlsched::policy::genie::BlackBox::Node,
+                            dlsched::policy::genie::BlackBox::AllFree,
+                        ]
+                    } else {
+                        &[dlsched::policy::genie::BlackBox::Node]
+                    };
+                    let readings: &[dlsched::policy::genie::Reading] = if variant == GenieVariant::Genie {
+                        &[dlsched::policy::genie::Reading::Strict, dlsched::policy::genie::Reading::Available]
+                    } else {
+                        &[dlsched::policy::genie::Reading::Strict]
+                    };
+                    for (&blackbox, &reading) in blackboxes.iter().flat_map(|b| readings.iter().map(move |r| (b, r))) {
+                        let opts = GenieOptions {
+                            variant,
+                            backfill,
+                            best_fit_nodes,
+                            placements,
+                            blackbox,
+                            reading,
+                            ..Default::default()
+                        };
+                        let twin = Twin {
+                            fast: GeniePolicy::new(opts, profs.clone(), db.clone()),
+                            slow: GeniePolicy::new(opts, profs.clone(), db.clone()).with_full_scan(),
+                            decisions: 0,
+                            launches: 0,
+                        };
+                        let t: Vec<(&str, u64, u64, TaskSpec)> =
+                            tasks.iter().map(|(id, s, d, t)| (id.as_str(), *s, *d, t.clone())).collect();
+                        let out =
+                            run_tasks_checked(ClusterSpec::uniform("u", nodes, gpn, "K80", 12_000), t, Box::new(twin));
+                        assert!(out.jobs.iter().all(|(_, s)| matches!(s, JobState::Completed(_))), "{opts:?}");
+                        launches += out.jobs.iter().count();
+                    }
+                }
+            }
+        }
+    }
+    assert!(launches > 10_000);
+}
+
+#[test]
+fn the_index_follows_online_profiling() {
+    // A type the models lack borrows until the cluster is idle, then is
+    // profiled and every waiting task is scored anew: the index must still
+    // agree with the scan.
+    use dlsched::policy::genie::OnlineProfiling;
+    let db = std::sync::Arc::new(ProfileDb::builtin());
+    let mut profs = dlsched::policy::genie::profile(&db, "builtin", "k80", 2, 2, 3, ProfilerConfig::default());
+    profs.types.retain(|k, _| k.starts_with("resnet50"));
+    for &variant in <GenieVariant as clap::ValueEnum>::value_variants() {
+        let online = OnlineProfiling {
+            gpu_type: "k80".into(),
+            nodes: 2,
+            gpus_per_node: 2,
+            seed: 1,
+            config: ProfilerConfig::default(),
+        };
+        let reading = if variant == GenieVariant::Genie {
+            dlsched::policy::genie::Reading::Available
+        } else {
+            dlsched::policy::genie::Reading::Strict
+        };
+        let opts = GenieOptions { variant, reading, ..Default::default() };
+        let twin = Twin {
+            fast: GeniePolicy::new(opts, profs.clone(), db.clone()).with_online_profiling(online.clone()),
+            slow: GeniePolicy::new(opts, profs.clone(), db.clone()).with_online_profiling(online).with_full_scan(),
+            decisions: 0,
+            launches: 0,
+        };
+        let tasks = random_tasks(9, 120);
+        let t: Vec<(&str, u64, u64, TaskSpec)> =
+            tasks.iter().map(|(id, s, d, t)| (id.as_str(), *s * 20, *d, t.clone())).collect();
+        let out = run_tasks_checked(ClusterSpec::uniform("2x2", 2, 2, "K80", 12_000), t, Box::new(twin));
+        let m: BTreeMap<_, _> = out.policy_metrics.iter().copied().collect();
+        assert!(m["task_types_profiled_online"] > 0.0, "{variant:?}: {m:?}");
+    }
+}
