@@ -287,7 +287,7 @@ impl MemeffTasks {
         let (cluster, jobs) = (view.cluster, view.jobs);
         let spec = jobs.spec(job);
         let Some(task) = spec.task.as_deref() else { return Vec::new() };
-        let model = spec.model().clone().unwrap_or_else(|| "unknown".into());
+        let model = spec.model().unwrap_or("unknown");
         let p = cluster.partition(spec.vc);
         let set = self.opts.placements.placements(p.nodes.len() as u32, p.max_node_gpus);
         let types: &[String] = spec.gpu_types().unwrap_or(&[]);
@@ -314,7 +314,7 @@ impl MemeffTasks {
                     let need = cluster.tenant_mem_mib(g, mem, 0);
                     if cluster.can_host(g, spec.vc, need, 0) {
                         let s = cluster.share(g);
-                        let speed = self.speed_on(cluster, jobs, g, &model, bsz);
+                        let speed = self.speed_on(cluster, jobs, g, model, bsz);
                         cands.push(GpuCand {
                             speed,
                             shared: !s.tenants.is_empty(),

@@ -52,6 +52,9 @@ pub trait AdmissionPlacer {
 /// empty partition: partition, GPUs, memory need (MiB), allowed GPU types.
 type SizeKey = (VcId, u32, u64, Vec<String>);
 
+/// [`SizeKey`] without the GPU types, for the common unconstrained job.
+type PlainKey = (VcId, u32, u64);
+
 /// The jobs to simulate and the rows that cannot run.
 pub struct Workload {
     /// Admitted jobs, in (submit time, trace order).
@@ -103,7 +106,7 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, mut placer: 
     let mut by_size: BTreeMap<SizeKey, Option<Arc<[u32]>>> = BTreeMap::new();
     // The common case (no GPU-type constraint) keyed without the type list,
     // in a hash map: one lookup per job.
-    let mut by_plain_size: std::collections::HashMap<(VcId, u32, u64), Option<Arc<[u32]>>> = Default::default();
+    let mut by_plain_size: std::collections::HashMap<PlainKey, Option<Arc<[u32]>>> = Default::default();
     let mut by_class: BTreeMap<(VcId, Vec<u32>), bool> = BTreeMap::new();
     // Recorded shapes, sorted descending: one shared copy per distinct shape.
     let mut sorted_shapes: std::collections::HashMap<Vec<u32>, Arc<[u32]>> = Default::default();
@@ -164,7 +167,7 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, mut placer: 
                         split.is_none()
                     }
                     Some(class) => {
-                        let unplaceable = !*by_class.entry((vc, class)).or_insert_with(|| (&mut on_empty)().is_some());
+                        let unplaceable = !*by_class.entry((vc, class)).or_insert_with(|| on_empty().is_some());
                         recorded = shape;
                         unplaceable
                     }
