@@ -43,7 +43,7 @@ fn whole(n: u64, (lo, hi): (u64, u64), what: &str) -> Result<u32, String> {
 /// # Errors
 /// A message with the bounds and the value.
 pub fn jobs(n: u64) -> Result<u32, String> {
-    whole(n, JOBS, "synthetic jobs (about 512 B each in memory)")
+    whole(n, JOBS, "synthetic jobs (about 200 B each in memory)")
 }
 
 /// Nodes of a uniform cluster: within [`NODES`].
