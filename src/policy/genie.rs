@@ -1020,6 +1020,24 @@ impl GeniePolicy {
         Some(nodes.iter().map(|&n| f64::from(d_gpn) / g * f64::from(view.cluster.node_free(n)) / g).sum())
     }
 
+    /// The bookkeeping of a launch of `job` on `gpus` GPUs whose predicted
+    /// latency is `latency_ms` (NaN when unpredicted): the prediction-error
+    /// record, the borrowed-profile count and the running set (Capacity's
+    /// quotas). Both decision paths call it.
+    fn note_launch(&mut self, view: &View<'_>, job: JobId, latency_ms: f64, gpus: u32) {
+        if latency_ms.is_finite() {
+            self.predicted.insert(job, latency_ms);
+        } else {
+            self.unpredicted += 1;
+        }
+        if let Some(t) = &view.jobs.spec(job).task {
+            if !self.profiles.types.contains_key(&t.kind) {
+                self.borrowed += 1;
+            }
+            self.running.insert(job, (task_type(&t.kind).to_string(), gpus));
+        }
+    }
+
     /// One decision by scoring every waiting task (GENIE's Algorithm 1 as
     /// written: O(waiting tasks × placements)); the reference the indexed
     /// path ([`GeniePolicy::decide_indexed`]) must agree with.
@@ -1054,18 +1072,7 @@ impl GeniePolicy {
             };
             if let Some(gpus) = gpus {
                 self.pending.remove(&job);
-                if c.latency_ms.is_finite() {
-                    self.predicted.insert(job, c.latency_ms);
-                } else {
-                    self.unpredicted += 1;
-                }
-                let spec = view.jobs.spec(job);
-                if let Some(t) = &spec.task {
-                    if !self.profiles.types.contains_key(&t.kind) {
-                        self.borrowed += 1;
-                    }
-                    self.running.insert(job, (task_type(&t.kind).to_string(), c.d_node * c.d_gpn));
-                }
+                self.note_launch(view, job, c.latency_ms, c.d_node * c.d_gpn);
                 return Decision::Launch { job, gpus };
             }
             if !self.opts.backfill {
@@ -1304,18 +1311,7 @@ impl GeniePolicy {
                     .map_or(f64::NAN, |c| c.2),
                 _ => f64::NAN,
             };
-            if latency_ms.is_finite() {
-                self.predicted.insert(job, latency_ms);
-            } else {
-                self.unpredicted += 1;
-            }
-            let spec = view.jobs.spec(job);
-            if let Some(t) = &spec.task {
-                if !self.profiles.types.contains_key(&t.kind) {
-                    self.borrowed += 1;
-                }
-                self.running.insert(job, (task_type(&t.kind).to_string(), d_node * d_gpn));
-            }
+            self.note_launch(view, job, latency_ms, d_node * d_gpn);
             return Decision::Launch { job, gpus };
         }
         // Everything waits until the next event: count those that could

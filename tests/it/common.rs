@@ -116,3 +116,12 @@ pub fn seeded_two_vc_records(cluster: &Cluster, seed: u64) -> Vec<TraceRecord> {
     }
     recs
 }
+
+/// splitmix64 (Steele, Lea & Flood, OOPSLA 2014): a stateless mix, so a
+/// test's random inputs need no RNG state.
+pub fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

@@ -23,15 +23,7 @@ use dlsched::profile::rate::ProfileRate;
 use dlsched::trace::TraceRecord;
 use dlsched::workload::build_workload;
 
-use crate::common::rec;
-
-/// splitmix64, so the inputs need no RNG state.
-fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use crate::common::{mix, rec};
 
 /// 8 nodes × 4 GPUs: V100 (16,000 MiB) and K80 (12,000 MiB), interleaved.
 fn cluster_spec() -> ClusterSpec {

@@ -14,15 +14,7 @@ use dlsched::profile::TraceSpeed;
 use dlsched::trace::TraceRecord;
 use dlsched::workload::build_workload;
 
-use crate::common::rec;
-
-/// splitmix64, so the workload needs no RNG state.
-fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use crate::common::{mix, rec};
 
 /// 6 nodes × 4 GPUs: three of 16,000 MiB (type a), three of 32,000 (type b), interleaved.
 fn mixed_cluster() -> ClusterSpec {
