@@ -55,17 +55,29 @@ impl Header {
     }
 }
 
+/// The fields of a data row: as the csv reader gives them, or cut at the
+/// commas of a line without quotes.
+#[derive(Clone, Copy)]
+pub(crate) enum Fields<'a> {
+    Record(&'a csv::StringRecord),
+    Split(&'a [&'a str]),
+}
+
 /// One data row.
 pub(crate) struct Row<'a> {
     pub file: &'a Path,
     pub line: u64,
-    pub rec: &'a csv::StringRecord,
+    pub fields: Fields<'a>,
     pub header: &'a Header,
 }
 
 impl Row<'_> {
     pub fn str(&self, col: usize) -> &str {
-        trim(self.rec.get(col).unwrap_or(""))
+        let field = match self.fields {
+            Fields::Record(rec) => rec.get(col),
+            Fields::Split(fields) => fields.get(col).copied(),
+        };
+        trim(field.unwrap_or(""))
     }
 
     pub fn err(&self, col: usize, message: String) -> TraceError {
@@ -80,8 +92,11 @@ impl Row<'_> {
     /// A finite number of seconds (may be negative; the caller decides).
     pub fn secs(&self, col: usize) -> Result<f64, TraceError> {
         let s = self.str(col);
-        // Most traces give whole seconds: the integer parser is several times
-        // faster than the float one, and exact.
+        // Most traces give whole seconds, or seconds with a few decimals
+        // (`266563.0`): read exactly without the general float parser.
+        if let Some(v) = short_decimal(s) {
+            return Ok(v);
+        }
         if let Ok(v) = s.parse::<u64>() {
             return Ok(v as f64);
         }
@@ -93,6 +108,9 @@ impl Row<'_> {
 
     /// A time in seconds from the trace origin (0 to [`MAX_SECS`]), as ms.
     pub fn time_ms(&self, col: usize) -> Result<u64, TraceError> {
+        if let Some(ms) = short_decimal_ms(self.str(col)) {
+            return Ok(ms);
+        }
         let v = self.secs(col)?;
         if v < 0.0 {
             let msg = format!("`{}` is negative; times are seconds from the trace origin, 0 or more", self.str(col));
@@ -103,6 +121,9 @@ impl Row<'_> {
 
     /// A duration in seconds as ms; zero or negative durations give 0.
     pub fn duration_ms(&self, col: usize) -> Result<u64, TraceError> {
+        if let Some(ms) = short_decimal_ms(self.str(col)) {
+            return Ok(ms);
+        }
         let v = self.secs(col)?;
         if v <= 0.0 {
             return Ok(0);
@@ -280,7 +301,7 @@ fn each_record(
             Ok(false) => return Ok(()),
             Ok(true) => {
                 let line = lines.line_at(rec.position().map_or(0, |p| p.byte() as usize));
-                f(Row { file, line, rec: &rec, header })?;
+                f(Row { file, line, fields: Fields::Record(&rec), header })?;
             }
             Err(e) => return Err(csv_error(file, &e, lines)),
         }
@@ -295,22 +316,26 @@ const PARALLEL_MIN_BYTES: usize = 256 << 10;
 
 /// Reads every data row of `bytes` (CSV with a header) into one value each,
 /// in file order: `cols` finds the columns from the header (called at the
-/// first data row, so that a file with no data row needs none), `f` maps a row.
+/// first data row, so that a file with no data row needs none), `f` maps a row
+/// with a scratch value of its own (made by `state`, one per part of the file
+/// read: a cache, never part of a row's value).
 ///
-/// Errors as [`for_each_row`]: the first one in file order. A large file
-/// without quotes (so that every line break ends a record) is read in two
-/// halves, each by its own csv reader on its own thread; rows are
+/// Errors as [`for_each_row`]: the first one in file order. A file without
+/// quotes (so that every line break ends a record, and every comma a field)
+/// is cut into lines and fields directly, as the csv reader would cut them,
+/// and a large one in two halves, each on its own thread; rows are
 /// independent, so the values and the first error are the same as when it is
 /// read in one pass.
 ///
 /// # Errors
 /// An empty file, a header that is not text or names a column twice, a
 /// malformed row, or the first error `cols` or `f` returns.
-pub(crate) fn map_rows<C: Sync, T: Send>(
+pub(crate) fn map_rows<C: Sync, S, T: Send>(
     file: &Path,
     bytes: &[u8],
     cols: impl Fn(&Header) -> Result<C, TraceError> + Sync,
-    f: impl Fn(&C, &Row<'_>) -> Result<T, TraceError> + Sync,
+    state: impl Fn() -> S + Sync,
+    f: impl Fn(&C, &mut S, &Row<'_>) -> Result<T, TraceError> + Sync,
 ) -> Result<Vec<T>, TraceError> {
     let (header, mut rdr, mut lines) = open(file, bytes)?;
     let fields = rdr.headers().map_or(0, csv::StringRecord::len);
@@ -323,20 +348,24 @@ pub(crate) fn map_rows<C: Sync, T: Send>(
     // A byte-order mark is stripped by a reader at the start of its input
     // only, so a part must not start with one (the whole file's reader would
     // keep it in the field).
-    let plain = !rest.contains(&b'"')
-        && (!rest.contains(&b'\r') || !rest.windows(2).any(|w| w[0] == b'\r' && w[1] != b'\n'))
-        && rest.last() != Some(&b'\r')
-        && !rest.starts_with(BOM);
+    let plain = match memchr::memchr2(b'"', b'\r', rest) {
+        None => true,
+        Some(_) => {
+            memchr::memchr(b'"', rest).is_none()
+                && memchr::memchr_iter(b'\r', rest).all(|i| rest.get(i + 1) == Some(&b'\n'))
+        }
+    } && !rest.starts_with(BOM);
     let text = if plain { std::str::from_utf8(rest).ok() } else { None };
     let Some(text) = text else {
         let mut out = Vec::with_capacity(line_estimate(rest));
         let mut c = None;
+        let mut s = state();
         each_record(file, &header, &mut rdr, &mut lines, |row| {
             let c = match &c {
                 Some(c) => c,
                 None => c.insert(cols(&header)?),
             };
-            out.push(f(c, &row)?);
+            out.push(f(c, &mut s, &row)?);
             Ok(())
         })?;
         return Ok(out);
@@ -345,37 +374,49 @@ pub(crate) fn map_rows<C: Sync, T: Send>(
     let first_line = 1 + bytes[..data].iter().filter(|&&b| b == b'\n').count() as u64;
     // The rows of `part`, whose first line is `line`, appended to `out`. The
     // part has no header; its field counts are checked against the file's.
-    let read = |part: &str, line: u64, out: &mut Vec<T>| -> Result<(), TraceError> {
+    // Without quotes the csv reader ends a record at every `\n` or `\r\n`,
+    // skips empty lines, and ends a field at every comma; the text is UTF-8.
+    // Returns the line breaks in `part`.
+    let read = |part: &str, line: u64, out: &mut Vec<T>| -> Result<u64, TraceError> {
         let mut c = None;
-        let mut rdr = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(part.as_bytes());
-        let mut lines = LineCounter::new(part.as_bytes());
-        let mut rec = csv::StringRecord::new();
-        loop {
-            match rdr.read_record(&mut rec) {
-                Ok(false) => return Ok(()),
-                Ok(true) => {
-                    let this = line + lines.line_at(rec.position().map_or(0, |p| p.byte() as usize)) - 1;
-                    if rec.len() != fields {
-                        let message = format!("row has {} fields but the header has {fields}", rec.len());
-                        return Err(TraceError::Row { file: file.to_path_buf(), line: this, message });
-                    }
-                    let row = Row { file, line: this, rec: &rec, header: &header };
-                    let c = match &c {
-                        Some(c) => c,
-                        None => c.insert(cols(&header)?),
-                    };
-                    out.push(f(c, &row)?);
-                }
-                // Without quotes only a non-UTF-8 field can fail here.
-                Err(e) => {
-                    let mut err = csv_error(file, &e, &mut lines);
-                    if let TraceError::Row { line: l, .. } = &mut err {
-                        *l += line - 1;
-                    }
-                    return Err(err);
+        let mut s = state();
+        let mut cut: Vec<&str> = Vec::with_capacity(fields);
+        let b = part.as_bytes();
+        let (mut at, mut next_line) = (0, line);
+        while at < b.len() {
+            let this = next_line;
+            next_line += 1;
+            // One pass over the line: its fields end at commas, it at `\n`.
+            cut.clear();
+            let (mut start, mut end) = (at, b.len());
+            for (i, &byte) in b.iter().enumerate().skip(at) {
+                if byte == b',' {
+                    cut.push(&part[start..i]);
+                    start = i + 1;
+                } else if byte == b'\n' {
+                    end = i;
+                    break;
                 }
             }
+            at = end + 1;
+            // `\r\n` ends a line as `\n` does; an empty line is no record.
+            let end = if end > start && b[end - 1] == b'\r' { end - 1 } else { end };
+            if cut.is_empty() && start == end {
+                continue;
+            }
+            cut.push(&part[start..end]);
+            if cut.len() != fields {
+                let message = format!("row has {} fields but the header has {fields}", cut.len());
+                return Err(TraceError::Row { file: file.to_path_buf(), line: this, message });
+            }
+            let row = Row { file, line: this, fields: Fields::Split(&cut), header: &header };
+            let c = match &c {
+                Some(c) => c,
+                None => c.insert(cols(&header)?),
+            };
+            out.push(f(c, &mut s, &row)?);
         }
+        Ok(next_line - line - u64::from(!part.is_empty() && !part.ends_with('\n')))
     };
     // The rows are read a chunk of about CHUNK_BYTES at a time, each chunk
     // cut at a line break; a large chunk in two halves, the second on another
@@ -397,6 +438,7 @@ pub(crate) fn map_rows<C: Sync, T: Send>(
     };
     let lines_in = |s: &str| s.bytes().filter(|&b| b == b'\n').count() as u64;
     let mut out = Vec::with_capacity(line_estimate(rest));
+    let mut halves: Vec<T> = Vec::new();
     let (mut start, mut line) = (0, first_line);
     while start < text.len() {
         let end = if text.len() - start > CHUNK_BYTES {
@@ -408,28 +450,34 @@ pub(crate) fn map_rows<C: Sync, T: Send>(
         let split = (chunk.len() >= PARALLEL_MIN_BYTES)
             .then(|| cut_after(start + chunk.len() / 2).filter(|&c| c < end).map(|c| c - start))
             .flatten();
-        match split {
+        line += match split {
             None => read(chunk, line, &mut out)?,
             Some(split) => {
                 let (head, tail) = chunk.split_at(split);
                 let tail_line = line + lines_in(head);
                 let second = std::thread::scope(|scope| {
                     let second = scope.spawn(|| {
-                        let mut v = Vec::with_capacity(line_estimate(tail.as_bytes()));
-                        read(tail, tail_line, &mut v).map(|()| v)
+                        // One vector for every chunk's second half: its pages
+                        // are touched once, not once per chunk.
+                        let mut v = std::mem::take(&mut halves);
+                        read(tail, tail_line, &mut v).map(|n| (v, n))
                     });
                     // The second half's rows only count once the first half has none wrong.
                     let first = read(head, line, &mut out);
                     let second = second.join();
-                    first.map(|()| second)
+                    first.map(|n| (n, second))
                 })?;
                 match second {
-                    Ok(second) => out.extend(second?),
-                    Err(panic) => std::panic::resume_unwind(panic),
+                    (n, Ok(second)) => {
+                        let (v, m) = second?;
+                        halves = v;
+                        out.append(&mut halves);
+                        n + m
+                    }
+                    (_, Err(panic)) => std::panic::resume_unwind(panic),
                 }
             }
-        }
-        line += lines_in(chunk);
+        };
         start = end;
     }
     Ok(out)
@@ -453,6 +501,58 @@ fn trim(s: &str) -> &str {
     }
 }
 
+/// Powers of ten that an `f64` holds exactly (10^0 to 10^22).
+const EXACT_POWERS_OF_TEN: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
+    1e21, 1e22,
+];
+
+/// The digits of `s` as an integer `m`, and how many of them follow the
+/// point (`k`), when `s` is digits with at most one `.` among or after them
+/// (`42`, `266563.0`, `0.125`) and `m` is below 2^53; else `None`.
+fn short_decimal_parts(s: &str) -> Option<(u64, usize)> {
+    let b = s.as_bytes();
+    // At most 19 digits: no overflow of `m`.
+    if b.is_empty() || b.len() > 19 || !b[0].is_ascii_digit() {
+        return None;
+    }
+    let (mut m, mut k, mut point) = (0u64, 0usize, false);
+    for &c in b {
+        match c {
+            b'0'..=b'9' => {
+                m = m * 10 + u64::from(c - b'0');
+                k += usize::from(point);
+            }
+            b'.' if !point => point = true,
+            _ => return None,
+        }
+    }
+    (m < 1 << 53 && k < EXACT_POWERS_OF_TEN.len()).then_some((m, k))
+}
+
+/// `s` as `str::parse::<f64>` reads it, for the texts
+/// [`short_decimal_parts`] takes; else `None`.
+///
+/// Both `m` and 10^k are exact in an `f64`, so the one division `m / 10^k`
+/// is rounded once, to the nearest `f64` of the decimal: the value the
+/// correctly rounding standard parser gives (Clinger's fast path).
+fn short_decimal(s: &str) -> Option<f64> {
+    short_decimal_parts(s).map(|(m, k)| m as f64 / EXACT_POWERS_OF_TEN[k])
+}
+
+/// `s` seconds as whole ms, as `time::secs_to_ms(short_decimal(s))` gives
+/// them, when `s` has at most 3 digits after the point and is at most
+/// [`MAX_SECS`]; else `None`.
+///
+/// The decimal is then exactly `n` = m × 10^(3 − k) ms, below 10^14 (the
+/// range) and so below 2^51. The float route divides (one rounding, relative
+/// error at most 2^-53), multiplies by 1,000 (one more) and rounds to the
+/// nearest integer: it lands within n × 2^-52 < 1/2 of `n`, so on `n`.
+fn short_decimal_ms(s: &str) -> Option<u64> {
+    let (m, k) = short_decimal_parts(s)?;
+    (k <= 3 && m as f64 / EXACT_POWERS_OF_TEN[k] <= MAX_SECS).then(|| m * 10u64.pow(3 - k as u32))
+}
+
 /// Lines in `bytes`: an upper bound on the records they hold, to size vectors once.
 fn line_estimate(bytes: &[u8]) -> usize {
     bytes.iter().filter(|&&b| b == b'\n').count() + 1
@@ -468,9 +568,73 @@ mod tests {
             Path::new("t.csv"),
             bytes,
             |h| h.require(Path::new("t.csv"), "b"),
-            |&b, row| Ok((row.line, row.str(0).to_string(), row.time_ms(b)? / 1000)),
+            || (),
+            |&b, (), row| Ok((row.line, row.str(0).to_string(), row.time_ms(b)? / 1000)),
         )
         .map_err(|e| e.to_string())
+    }
+
+    /// Random decimal texts: 1 to 19 digits, a point at a random place or
+    /// none, sometimes leading or trailing zeros.
+    fn decimals(n: usize) -> Vec<String> {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        (0..n)
+            .map(|_| {
+                let len = 1 + (next() % 19) as usize;
+                let mut t: String = (0..len).map(|_| char::from(b'0' + (next() % 10) as u8)).collect();
+                let at = (next() % (len as u64 + 3)) as usize;
+                if at <= len && (at > 0 || next() % 2 == 0) {
+                    t.insert(at.max(1), '.');
+                }
+                t
+            })
+            .collect()
+    }
+
+    #[test]
+    fn short_decimals_read_as_the_standard_float_parser_reads_them() {
+        let mut taken = 0;
+        for t in decimals(200_000).iter().map(String::as_str).chain(["0", "0.0", "5.", "9007199254740991", "1.5"]) {
+            if let Some(v) = short_decimal(t) {
+                taken += 1;
+                assert_eq!(v.to_bits(), t.parse::<f64>().unwrap().to_bits(), "{t}");
+            }
+        }
+        assert!(taken > 50_000, "{taken}");
+        // Texts it leaves to the standard parser.
+        for t in ["", ".5", "-1", "+1", "1e3", "1.2.3", " 1", "inf", "9007199254740992", "12345678901234567890"] {
+            assert_eq!(short_decimal(t), None, "{t}");
+        }
+    }
+
+    #[test]
+    fn short_decimal_ms_are_the_rounded_float_ms() {
+        let mut taken = 0;
+        let edges = ["100000000000", "100000000000.0", "100000000000.001", "99999999999.999", "0.0005", "0.001"];
+        for t in decimals(200_000).iter().map(String::as_str).chain(edges) {
+            let want = t.parse::<f64>().ok().and_then(crate::time::secs_to_ms);
+            match short_decimal_ms(t) {
+                Some(ms) => {
+                    taken += 1;
+                    assert_eq!(Some(ms), want, "{t}");
+                }
+                // Left to the float route: more than 3 decimals, or out of range.
+                None => assert!(
+                    t.split('.').nth(1).is_some_and(|f| f.len() > 3) || want.is_none() || short_decimal(t).is_none(),
+                    "{t}"
+                ),
+            }
+        }
+        assert!(taken > 20_000, "{taken}");
+        assert_eq!(short_decimal_ms("100000000000"), Some(100_000_000_000_000));
+        assert_eq!(short_decimal_ms("100000000000.001"), None);
+        assert_eq!(short_decimal_ms("266563.0"), Some(266_563_000));
     }
 
     #[test]
@@ -490,8 +654,53 @@ mod tests {
         let err = rows(b"a,b\nx,1\ny,zz\n").unwrap_err();
         assert!(err.starts_with("t.csv:3: column `b`: `zz`"), "{err}");
         // No data row: the missing column is not asked for.
-        let none = map_rows(Path::new("t.csv"), b"a,c\n", |h| h.require(Path::new("t.csv"), "b"), |_, _| Ok(()));
+        let none =
+            map_rows(Path::new("t.csv"), b"a,c\n", |h| h.require(Path::new("t.csv"), "b"), || (), |_, (), _| Ok(()));
         assert!(none.unwrap().is_empty());
+    }
+
+    #[test]
+    fn random_plain_files_read_as_the_csv_reader_reads_them() {
+        // Every field of every row with its line, or the error.
+        let all = |bytes: &[u8]| {
+            map_rows(
+                Path::new("t.csv"),
+                bytes,
+                |_| Ok(()),
+                || (),
+                |(), (), row| Ok((row.line, (0..3).map(|c| row.str(c).to_string()).collect::<Vec<_>>())),
+            )
+            .map_err(|e| e.to_string())
+        };
+        let mut x = 7u64;
+        let mut next = move |n: u64| {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (x >> 33) % n
+        };
+        let pieces = ["a", " b ", "", "12.5", "é", "x y", "\t"];
+        for case in 0..300 {
+            let mut text = String::from("a,b,c\n");
+            let rows = 1 + next(40);
+            for r in 0..rows {
+                for _ in 0..next(3) {
+                    text.push_str(["\n", "\r\n"][next(2) as usize]);
+                }
+                // Now and then a row with a field too few or too many.
+                let fields = if next(25) == 0 { 2 + 2 * next(2) } else { 3 };
+                let row: Vec<&str> = (0..fields).map(|_| pieces[next(pieces.len() as u64) as usize]).collect();
+                text.push_str(&row.join(","));
+                if r + 1 < rows || next(2) == 0 {
+                    text.push_str(["\n", "\r\n"][next(2) as usize]);
+                }
+            }
+            // One quoted field sends the same rows through the csv reader.
+            let quoted = format!("{}{}\"q\",1,2\n", text, if text.ends_with('\n') { "" } else { "\n" });
+            let (split, read) = (all(text.as_bytes()), all(quoted.as_bytes()));
+            match (&split, &read) {
+                (Ok(a), Ok(b)) => assert_eq!(a[..], b[..b.len() - 1], "case {case}: {text:?}"),
+                _ => assert_eq!(split, read, "case {case}: {text:?}"),
+            }
+        }
     }
 
     #[test]

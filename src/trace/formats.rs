@@ -176,33 +176,49 @@ fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
     let cols = |header: &Header| {
         require_all(header, file, &["job id", "arrival time (sec)", "shape", "size", "duration (sec)"])
     };
+    // One shared copy per distinct shape (a handful in a whole trace): each
+    // part of the file read keeps the shapes it met by their text, and asks
+    // the file's table only for a text it has not met.
     let shapes: std::sync::Mutex<std::collections::HashMap<Vec<u32>, Arc<[u32]>>> = Default::default();
-    map_rows(file, bytes, cols, |c, row| {
+    type Seen = std::collections::HashMap<
+        compact_str::CompactString,
+        (Arc<[u32]>, u32),
+        std::hash::BuildHasherDefault<super::Fnv>,
+    >;
+    let seen = Seen::default;
+    map_rows(file, bytes, cols, seen, |c, seen, row| {
         let gpus = row.count(c[3])?;
-        let shape: Vec<u32> = row
-            .str(c[2])
-            .split('+')
-            .map(|p| p.trim().parse::<u32>())
-            .collect::<Result<_, _>>()
-            .map_err(|_| row.err(c[2], format!("`{}` is not GPUs per server like `2+2+2+2`", row.str(c[2]))))?;
-        if shape.contains(&0) {
-            return Err(row.err(c[2], format!("shape `{}` has a server with 0 GPUs", row.str(c[2]))));
-        }
-        if shape.iter().try_fold(0u32, |a, &b| a.checked_add(b)) != Some(gpus) {
-            return Err(row.err(c[2], format!("shape `{}` does not add up to size {gpus}", row.str(c[2]))));
-        }
-        // One shared copy per distinct shape (a handful in a whole trace).
-        let shape = {
-            let mut shapes = shapes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            match shapes.get(shape.as_slice()) {
-                Some(s) => Arc::clone(s),
-                None => {
-                    let s: Arc<[u32]> = shape.into();
-                    shapes.insert(s.to_vec(), Arc::clone(&s));
-                    s
+        let text = row.str(c[2]);
+        let (shape, sum) = match seen.get(text) {
+            Some(known) => known.clone(),
+            None => {
+                let shape: Vec<u32> = text
+                    .split('+')
+                    .map(|p| p.trim().parse::<u32>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| row.err(c[2], format!("`{text}` is not GPUs per server like `2+2+2+2`")))?;
+                if shape.contains(&0) {
+                    return Err(row.err(c[2], format!("shape `{text}` has a server with 0 GPUs")));
                 }
+                let Some(sum) = shape.iter().try_fold(0u32, |a, &b| a.checked_add(b)) else {
+                    return Err(row.err(c[2], format!("shape `{text}` does not add up to size {gpus}")));
+                };
+                let mut shapes = shapes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let shape = match shapes.get(shape.as_slice()) {
+                    Some(s) => Arc::clone(s),
+                    None => {
+                        let s: Arc<[u32]> = shape.into();
+                        shapes.insert(s.to_vec(), Arc::clone(&s));
+                        s
+                    }
+                };
+                seen.insert(text.into(), (Arc::clone(&shape), sum));
+                (shape, sum)
             }
         };
+        if sum != gpus {
+            return Err(row.err(c[2], format!("shape `{text}` does not add up to size {gpus}")));
+        }
         Ok(TraceRecord {
             shape: Some(shape),
             line: row.line,
@@ -299,60 +315,66 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
             ColumnMap::optional_fields().iter().map(|f| header.find(&[columns.column(f)])).collect();
         Ok((require_all(header, file, &req)?, opt))
     };
-    map_rows(file, bytes, cols, |(c, opt), row| {
-        // The optional columns, in `ColumnMap::FIELDS` order.
-        let [vc, user, model, local_bsz, global_bsz, deadline] = [opt[0], opt[1], opt[2], opt[3], opt[4], opt[5]];
-        let present = |col: Option<usize>| col.filter(|&c| !row.str(c).is_empty());
-        let gpus = row.count(c[3])?;
-        let submit_ms = row.time_ms(c[1])?;
-        let local = present(local_bsz).map(|col| row.batch(col)).transpose()?;
-        let global = present(global_bsz).map(|col| row.global_batch(col)).transpose()?;
-        let local_bsz = match (local, global) {
-            (l, None) => l,
-            // A CPU job (skipped as zero_gpus) has no per-GPU batch.
-            (None, Some(_)) if gpus == 0 => None,
-            (None, Some(g)) => {
-                // Rounded down, as ElasticFlow's trainer splits a global batch.
-                let l = g / gpus;
-                if l == 0 {
-                    let col = global_bsz.expect("present");
-                    let msg =
-                        format!("global batch {g} is smaller than the job's {gpus} GPUs (under 1 sample per GPU)");
-                    return Err(row.err(col, msg));
+    map_rows(
+        file,
+        bytes,
+        cols,
+        || (),
+        |(c, opt), (), row| {
+            // The optional columns, in `ColumnMap::FIELDS` order.
+            let [vc, user, model, local_bsz, global_bsz, deadline] = [opt[0], opt[1], opt[2], opt[3], opt[4], opt[5]];
+            let present = |col: Option<usize>| col.filter(|&c| !row.str(c).is_empty());
+            let gpus = row.count(c[3])?;
+            let submit_ms = row.time_ms(c[1])?;
+            let local = present(local_bsz).map(|col| row.batch(col)).transpose()?;
+            let global = present(global_bsz).map(|col| row.global_batch(col)).transpose()?;
+            let local_bsz = match (local, global) {
+                (l, None) => l,
+                // A CPU job (skipped as zero_gpus) has no per-GPU batch.
+                (None, Some(_)) if gpus == 0 => None,
+                (None, Some(g)) => {
+                    // Rounded down, as ElasticFlow's trainer splits a global batch.
+                    let l = g / gpus;
+                    if l == 0 {
+                        let col = global_bsz.expect("present");
+                        let msg =
+                            format!("global batch {g} is smaller than the job's {gpus} GPUs (under 1 sample per GPU)");
+                        return Err(row.err(col, msg));
+                    }
+                    Some(l)
                 }
-                Some(l)
-            }
-            (Some(l), Some(g)) => {
-                if u64::from(l) * u64::from(gpus) != u64::from(g) {
-                    let col = global_bsz.expect("present");
-                    let msg = format!(
-                        "global batch {g} disagrees with local_bsz {l} × {gpus} GPUs = {}; give one of the two",
-                        u64::from(l) * u64::from(gpus)
-                    );
-                    return Err(row.err(col, msg));
+                (Some(l), Some(g)) => {
+                    if u64::from(l) * u64::from(gpus) != u64::from(g) {
+                        let col = global_bsz.expect("present");
+                        let msg = format!(
+                            "global batch {g} disagrees with local_bsz {l} × {gpus} GPUs = {}; give one of the two",
+                            u64::from(l) * u64::from(gpus)
+                        );
+                        return Err(row.err(col, msg));
+                    }
+                    Some(l)
                 }
-                Some(l)
-            }
-        };
-        let deadline_ms = present(deadline).map(|col| row.time_ms(col)).transpose()?;
-        Ok(TraceRecord {
-            job_id: row.text(c[0], "job id")?,
-            submit_ms,
-            duration_ms: row.duration_ms(c[2])?,
-            gpus,
-            skip: None,
-            line: row.line,
-            shape: None,
-            extra: extra(JobExtra {
-                vc: row.opt(vc),
-                user: row.opt(user),
-                model: row.opt(model),
-                local_bsz,
-                deadline_ms,
-                ..JobExtra::default()
-            }),
-        })
-    })
+            };
+            let deadline_ms = present(deadline).map(|col| row.time_ms(col)).transpose()?;
+            Ok(TraceRecord {
+                job_id: row.text(c[0], "job id")?,
+                submit_ms,
+                duration_ms: row.duration_ms(c[2])?,
+                gpus,
+                skip: None,
+                line: row.line,
+                shape: None,
+                extra: extra(JobExtra {
+                    vc: row.opt(vc),
+                    user: row.opt(user),
+                    model: row.opt(model),
+                    local_bsz,
+                    deadline_ms,
+                    ..JobExtra::default()
+                }),
+            })
+        },
+    )
 }
 
 /// The Alibaba PAI 2023 pod list (`openb_pod_list_*.csv`; FGD, Weng et al.,

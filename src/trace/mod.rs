@@ -145,8 +145,9 @@ fn rising_numbers(records: &[TraceRecord]) -> bool {
     true
 }
 
-/// FNV-1a, a fast hash for the job-id set (lookups only; nothing iterates it).
-struct Fnv(u64);
+/// FNV-1a, a fast hash for the job-id set and the shape texts of a file
+/// (lookups only; nothing iterates them).
+pub(crate) struct Fnv(u64);
 
 impl Default for Fnv {
     fn default() -> Self {
