@@ -323,7 +323,7 @@ const PARALLEL_MIN_BYTES: usize = 256 << 10;
 /// Errors as [`for_each_row`]: the first one in file order. A file without
 /// quotes (so that every line break ends a record, and every comma a field)
 /// is cut into lines and fields directly, as the csv reader would cut them,
-/// and a large one in two halves, each on its own thread; rows are
+/// and a large one in two parts, each on its own thread; rows are
 /// independent, so the values and the first error are the same as when it is
 /// read in one pass.
 ///
@@ -348,16 +348,11 @@ pub(crate) fn map_rows<C: Sync, S, T: Send>(
     // A byte-order mark is stripped by a reader at the start of its input
     // only, so a part must not start with one (the whole file's reader would
     // keep it in the field).
-    let plain = match memchr::memchr2(b'"', b'\r', rest) {
-        None => true,
-        Some(_) => {
-            memchr::memchr(b'"', rest).is_none()
-                && memchr::memchr_iter(b'\r', rest).all(|i| rest.get(i + 1) == Some(&b'\n'))
-        }
-    } && !rest.starts_with(BOM);
+    let (breaks, plain) = scan_lines(rest);
+    let plain = plain && !rest.starts_with(BOM);
     let text = if plain { std::str::from_utf8(rest).ok() } else { None };
     let Some(text) = text else {
-        let mut out = Vec::with_capacity(line_estimate(rest));
+        let mut out = Vec::with_capacity(breaks + 1);
         let mut c = None;
         let mut s = state();
         each_record(file, &header, &mut rdr, &mut lines, |row| {
@@ -419,10 +414,12 @@ pub(crate) fn map_rows<C: Sync, S, T: Send>(
         Ok(next_line - line - u64::from(!part.is_empty() && !part.ends_with('\n')))
     };
     // The rows are read a chunk of about CHUNK_BYTES at a time, each chunk
-    // cut at a line break; a large chunk in two halves, the second on another
-    // thread. Rows are independent, so the values and the first error are
-    // those of one pass; and only one chunk's rows are ever held twice (a
-    // half's own vector, then `out`), not the whole file's.
+    // cut at a line break; a large chunk in two parts: the first two fifths
+    // on the calling thread, which also moves every row into `out` (and so
+    // takes its page faults), the rest on another thread. Rows are
+    // independent, so the values and the first error are those of one pass;
+    // and only one chunk's rows are ever held twice (the second part's own
+    // vector, then `out`), not the whole file's.
     // Every cut is just after a line break (a line break is one byte, so the
     // cut is a character boundary), and never where the next part would
     // start with a byte-order mark.
@@ -436,8 +433,7 @@ pub(crate) fn map_rows<C: Sync, S, T: Send>(
             }
         }
     };
-    let lines_in = |s: &str| s.bytes().filter(|&b| b == b'\n').count() as u64;
-    let mut out = Vec::with_capacity(line_estimate(rest));
+    let mut out = Vec::with_capacity(breaks + 1);
     let mut halves: Vec<T> = Vec::new();
     let (mut start, mut line) = (0, first_line);
     while start < text.len() {
@@ -448,21 +444,24 @@ pub(crate) fn map_rows<C: Sync, S, T: Send>(
         };
         let chunk = &text[start..end];
         let split = (chunk.len() >= PARALLEL_MIN_BYTES)
-            .then(|| cut_after(start + chunk.len() / 2).filter(|&c| c < end).map(|c| c - start))
+            .then(|| cut_after(start + chunk.len() * 2 / 5).filter(|&c| c < end).map(|c| c - start))
             .flatten();
         line += match split {
             None => read(chunk, line, &mut out)?,
             Some(split) => {
                 let (head, tail) = chunk.split_at(split);
-                let tail_line = line + lines_in(head);
                 let second = std::thread::scope(|scope| {
                     let second = scope.spawn(|| {
-                        // One vector for every chunk's second half: its pages
+                        // Where the second part starts: counted here, while
+                        // the first part is read on the calling thread (which
+                        // also takes every row into `out`).
+                        let tail_line = line + line_breaks(head.as_bytes()) as u64;
+                        // One vector for every chunk's second part: its pages
                         // are touched once, not once per chunk.
                         let mut v = std::mem::take(&mut halves);
                         read(tail, tail_line, &mut v).map(|n| (v, n))
                     });
-                    // The second half's rows only count once the first half has none wrong.
+                    // The second part's rows only count once the first has none wrong.
                     let first = read(head, line, &mut out);
                     let second = second.join();
                     first.map(|n| (n, second))
@@ -553,9 +552,53 @@ fn short_decimal_ms(s: &str) -> Option<u64> {
     (k <= 3 && m as f64 / EXACT_POWERS_OF_TEN[k] <= MAX_SECS).then(|| m * 10u64.pow(3 - k as u32))
 }
 
-/// Lines in `bytes`: an upper bound on the records they hold, to size vectors once.
-fn line_estimate(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|&&b| b == b'\n').count() + 1
+/// A high bit (0x80) in each zero byte of `t`, and no other bit: the low
+/// seven bits of a byte plus 0x7f carry into its high bit (and never into the
+/// next byte) unless they are all zero, and OR-ing `t` adds the high bit
+/// itself.
+fn zero_bytes(t: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    !(((t & LOW7) + LOW7) | t) & !LOW7
+}
+
+/// Eight copies of a byte.
+const fn eight(b: u8) -> u64 {
+    0x0101_0101_0101_0101 * b as u64
+}
+
+/// The `\n` bytes in `bytes`, and whether the bytes are plain: no `"`, and
+/// every `\r` followed by `\n`. One pass, a word of eight bytes at a time:
+/// a `\r` in byte `j` of a word needs `\n` in byte `j + 1` (the next word's
+/// first byte for the last one).
+fn scan_lines(bytes: &[u8]) -> (usize, bool) {
+    let (words, tail) = bytes.as_chunks::<8>();
+    let (mut breaks, mut wrong, mut cr_before) = (0usize, 0u64, 0u64);
+    for w in words {
+        let x = u64::from_le_bytes(*w);
+        let (cr, lf) = (zero_bytes(x ^ eight(b'\r')), zero_bytes(x ^ eight(b'\n')));
+        breaks += lf.count_ones() as usize;
+        wrong |= zero_bytes(x ^ eight(b'"')) | (cr_before & !lf & 0x80) | (cr & !(lf >> 8) & !(0x80 << 56));
+        cr_before = (cr >> 56) & 0x80;
+    }
+    let mut plain = wrong == 0;
+    let mut cr_before = cr_before != 0;
+    for &b in tail {
+        breaks += usize::from(b == b'\n');
+        plain &= b != b'"' && (!cr_before || b == b'\n');
+        cr_before = b == b'\r';
+    }
+    (breaks, plain && !cr_before)
+}
+
+/// The `\n` bytes in `bytes`, counted eight at a time (a word XOR eight
+/// `\n` has a zero byte exactly where the word has a `\n`).
+fn line_breaks(bytes: &[u8]) -> usize {
+    let (words, tail) = bytes.as_chunks::<8>();
+    let mut n = 0usize;
+    for w in words {
+        n += zero_bytes(u64::from_le_bytes(*w) ^ eight(b'\n')).count_ones() as usize;
+    }
+    n + tail.iter().filter(|&&b| b == b'\n').count()
 }
 
 #[cfg(test)]
@@ -635,6 +678,31 @@ mod tests {
         assert_eq!(short_decimal_ms("100000000000"), Some(100_000_000_000_000));
         assert_eq!(short_decimal_ms("100000000000.001"), None);
         assert_eq!(short_decimal_ms("266563.0"), Some(266_563_000));
+    }
+
+    #[test]
+    fn word_scans_agree_with_byte_scans() {
+        let mut x = 11u64;
+        let mut next = move |n: u64| {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (x >> 33) % n
+        };
+        let alphabet = [b'a', b'\r', b'\n', b'"', b',', 0x8a, 0x0d + 0x80, 0];
+        let mut lone_or_quote = 0;
+        for _ in 0..20_000 {
+            let len = next(40) as usize;
+            // Mostly plain bytes, so that both answers come up often.
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| if next(6) == 0 { alphabet[next(8) as usize] } else { [b'x', b'\n'][next(2) as usize] })
+                .collect();
+            let lone = bytes.iter().enumerate().any(|(i, &b)| b == b'\r' && bytes.get(i + 1) != Some(&b'\n'));
+            let want = !bytes.contains(&b'"') && !lone;
+            lone_or_quote += usize::from(!want);
+            let breaks = bytes.iter().filter(|&&b| b == b'\n').count();
+            assert_eq!(scan_lines(&bytes), (breaks, want), "{bytes:?}");
+            assert_eq!(line_breaks(&bytes), breaks, "{bytes:?}");
+        }
+        assert!((2_000..18_000).contains(&lone_or_quote), "{lone_or_quote}");
     }
 
     #[test]
