@@ -612,6 +612,11 @@ struct Group {
     /// Largest `|deadline| + |latency|` (ms) of any task filed here (GENIE's
     /// rounding window; never lowered).
     magnitude: f64,
+    /// [`Slot::Available`]: the positions of the placements that meet the
+    /// ECT, best CER first (ties: the earlier), so the pick is the first free
+    /// one, else the first; empty when a CER is NaN (the pick then takes
+    /// [`best_at`]'s passes, whose `>=` is no order with NaN).
+    ranked: Vec<usize>,
 }
 
 /// A group's first task at a decision: (key, task, group, placement,
@@ -677,6 +682,18 @@ impl Index {
 
     fn file(&mut self, job: JobId, s: Scored) {
         let g = self.map(&s.group.slot).entry(s.group.clone()).or_default();
+        if let Slot::Available { cands, meets } = &s.group.slot
+            && g.members.is_empty()
+        {
+            // A new group (an emptied one is removed).
+            let cer = |i: usize| f64::from_bits(cands[i].2);
+            if cands.iter().all(|c| !f64::from_bits(c.2).is_nan()) {
+                g.ranked = (0..cands.len()).filter(|&i| meets[i]).collect();
+                // Stable: equal CERs (`>=` both ways, -0 with +0) keep
+                // enumeration order, as `best_at` keeps the earlier.
+                g.ranked.sort_by(|&a, &b| cer(b).partial_cmp(&cer(a)).unwrap_or(std::cmp::Ordering::Equal));
+            }
+        }
         g.members.insert((TotalF64(s.order), job), (s.deadline, s.latency_ms));
         g.magnitude = g.magnitude.max(s.deadline.abs() + s.latency_ms.abs());
         if let Slot::Available { .. } = s.group.slot {
@@ -740,12 +757,95 @@ fn first_miss(latency_ms: f64, deadline_ms: f64) -> Option<u64> {
     if holds(LIMIT) {
         return None;
     }
-    let (mut lo, mut hi) = (0u64, LIMIT);
+    // Bracket the boundary from `deadline - latency` (within a few ms of
+    // it), doubling the step, then bisect: the same boundary as bisecting
+    // [0, 2^53], in a few steps instead of 53.
+    let guess = (deadline_ms - latency_ms).floor();
+    let guess = if guess > 0.0 { (guess as u64).min(LIMIT) } else { 0 };
+    let (mut lo, mut hi) = (guess, guess);
+    let mut step = 1;
+    if holds(guess) {
+        while holds(hi) {
+            lo = hi;
+            hi = hi.saturating_add(step).min(LIMIT);
+            step *= 2;
+        }
+    } else {
+        while !holds(lo) {
+            hi = lo;
+            lo = lo.saturating_sub(step);
+            step *= 2;
+        }
+    }
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
         if holds(mid) { lo = mid } else { hi = mid }
     }
     Some(hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_miss;
+
+    /// `first_miss` as it was: bisection over [0, 2^53].
+    fn first_miss_bisect(latency_ms: f64, deadline_ms: f64) -> Option<u64> {
+        const LIMIT: u64 = 1 << 53;
+        let holds = |t: u64| t as f64 + latency_ms <= deadline_ms;
+        if !holds(0) {
+            return Some(0);
+        }
+        if holds(LIMIT) {
+            return None;
+        }
+        let (mut lo, mut hi) = (0u64, LIMIT);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if holds(mid) { lo = mid } else { hi = mid }
+        }
+        Some(hi)
+    }
+
+    #[test]
+    fn first_miss_finds_the_boundary_bisection_finds() {
+        // Latencies and deadlines to the sub-millisecond, near whole
+        // milliseconds, at the scale of a day and near 2^53 (where f64
+        // steps by 1 ms and more), and the edge values.
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut cases = vec![
+            (0.0, 0.0),
+            (1.0, 0.0),
+            (0.0, 1.0),
+            (0.5, 1.0),
+            (1e-300, 5.0),
+            (3.0, 2f64.powi(53)),
+            (0.25, 2f64.powi(53) + 2.0),
+            (1.0, 2f64.powi(54)),
+            (f64::NAN, 10.0),
+            (10.0, f64::INFINITY),
+            (f64::INFINITY, 10.0),
+            (1.0, -5.0),
+        ];
+        for _ in 0..20_000 {
+            let scale = [1e3, 1e6, 1e8, 1e11, 2f64.powi(53)][(next() % 5) as usize];
+            let u = |v: u64| (v >> 11) as f64 / (1u64 << 53) as f64;
+            let latency = u(next()) * scale * 0.1;
+            let mut deadline = u(next()) * scale;
+            if next() % 3 == 0 {
+                deadline = deadline.round() + [0.0, 0.5, -0.5, 1e-9][(next() % 4) as usize];
+            }
+            cases.push((latency, deadline));
+        }
+        for (l, d) in cases {
+            assert_eq!(first_miss(l, d), first_miss_bisect(l, d), "latency {l}, deadline {d}");
+        }
+    }
 }
 
 /// Capacity's GPU quota of each of the six task types on `total` GPUs (see
@@ -1301,11 +1401,20 @@ impl GeniePolicy {
     ) -> Option<Head<'a>> {
         let Slot::Available { cands, meets } = &gk.slot else { return None };
         let mut is_free = |i: usize| free.fits(view, gk.vc, cands[i].0, cands[i].1);
-        let cer = |i: &usize| f64::from_bits(cands[*i].2);
-        let met = || (0..cands.len()).filter(|&i| meets[i]);
-        let i = best_at(&mut met().filter(|&i| is_free(i)), &cer)
-            .or_else(|| best_at(&mut met(), &cer))
-            .or_else(|| best_at(&mut (0..cands.len()), &cer))?;
+        let i = if let Some(&first) = g.ranked.first() {
+            // The same pick as the passes below, in one.
+            match g.ranked.iter().copied().find(|&i| is_free(i)) {
+                Some(i) => i,
+                None if free_only => return None,
+                None => first,
+            }
+        } else {
+            let cer = |i: &usize| f64::from_bits(cands[*i].2);
+            let met = || (0..cands.len()).filter(|&i| meets[i]);
+            best_at(&mut met().filter(|&i| is_free(i)), &cer)
+                .or_else(|| best_at(&mut met(), &cer))
+                .or_else(|| best_at(&mut (0..cands.len()), &cer))?
+        };
         if free_only && !is_free(i) {
             return None;
         }
