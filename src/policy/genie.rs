@@ -49,11 +49,12 @@ use serde::{Deserialize, Serialize};
 
 use super::symmetric::physical;
 use super::{Decision, Policy, View};
-use crate::ids::{JobId, VcId};
+use crate::ids::{GpuId, JobId, VcId};
 use crate::job::{JobState, JobTable, TaskSpec};
 use crate::profile::db::ProfileDb;
 use crate::profile::genie::{GenieFit, Point, fit};
 pub use crate::profile::genie::{GenieTruth, GroundTruth, INFERENCE_STEP_FRACTION, TASK_MODELS, kind_name};
+use crate::profile::memo::WordState;
 
 /// The simulated profiler's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -570,10 +571,13 @@ enum Slot {
     BlackBox(Vec<(u32, u32)>),
     /// A predicting variant's picked placement `<d_node, d_gpn>`.
     Pick(u32, u32),
-    /// GENIE's `available` reading: the task's scored placements
-    /// (`d_node`, `d_gpn`, CER bits) and which of them meet its ECT now;
-    /// the pick, made at each decision from the free placements, is the
-    /// same for every task of the group.
+    /// GENIE's `available` reading for a task that can still meet its ECT:
+    /// the task's scored placements (`d_node`, `d_gpn`, CER bits) and which
+    /// of them meet its ECT now (at least one); the pick, made at each
+    /// decision from the free placements, is the same for every task of the
+    /// group and meets the ECT, so the key is never negative. (A task that
+    /// can no longer meet it takes the best-CER placement whatever is free:
+    /// it is filed under [`Slot::Pick`], as the strict reading files it.)
     Available { cands: Vec<(u32, u32, u64)>, meets: Vec<bool> },
     /// No positive predicted rate anywhere: one GPU, key +inf.
     Unpredicted,
@@ -588,21 +592,31 @@ struct GroupKey {
     slot: Slot,
 }
 
+/// Tasks in the scan's order: (filing key, task) -> (deadline, latency) in
+/// ms, what GENIE's exact key `deadline - (now + latency)` reads (the
+/// latency of the placement the set is for; NaN where the key is not GENIE's).
+type Members = BTreeMap<(TotalF64, JobId), (f64, f64)>;
+
 /// The tasks of a group in the scan's order.
 #[derive(Debug, Default)]
 struct Group {
-    /// (filing key, task). The filing key is the scan's key where that does
-    /// not change between decisions (black-box and fixed-order variants),
-    /// 0 for Tetris (its key, the packing score, is one per group), +inf
-    /// for unpredicted tasks, and for GENIE `deadline - latency` (ms), which
-    /// orders as the key `deadline - (now + latency)` up to rounding.
-    members: BTreeSet<(TotalF64, JobId)>,
+    /// The filing key is the scan's key where that does not change between
+    /// decisions (black-box and fixed-order variants), 0 for Tetris (its
+    /// key, the packing score, is one per group), +inf for unpredicted
+    /// tasks, and for GENIE `deadline - latency` (ms), which orders as the
+    /// key `deadline - (now + latency)` up to rounding.
+    members: Members,
     /// [`Slot::Available`]: for each placement (by position), the tasks
     /// filed by `deadline - latency` there (ms), as `members` for GENIE.
-    by_pick: Vec<BTreeSet<(TotalF64, JobId)>>,
+    by_pick: Vec<Members>,
     /// Largest `|deadline| + |latency|` (ms) of any task filed here (GENIE's
     /// rounding window; never lowered).
     magnitude: f64,
+    /// [`Slot::Available`]: the positions of the placements that meet the
+    /// ECT, best CER first (ties: the earlier), so the pick is the first free
+    /// one, else the first; empty when a CER is NaN (the pick then takes
+    /// [`best_at`]'s passes, whose `>=` is no order with NaN).
+    ranked: Vec<usize>,
 }
 
 /// A group's first task at a decision: (key, task, group, placement,
@@ -632,13 +646,19 @@ struct Scored {
 /// a task is scored once on arrival (its placements' rates, CER and
 /// latency do not change while it waits), GENIE's pick is re-made only at
 /// the milliseconds at which a placement stops meeting the task's ECT, and
-/// each decision looks at the first task of each group.
+/// each decision looks at the first task of each group (of the `available`
+/// reading's groups only when the others leave the decision open).
 #[derive(Debug, Default)]
 struct Index {
     /// Tasks that arrived since the last decision (scored at the next).
     fresh: Vec<JobId>,
-    scored: HashMap<JobId, Scored>,
+    scored: HashMap<JobId, Scored, WordState>,
+    /// Every group but [`Slot::Available`]'s: a few per placement and VC.
     groups: BTreeMap<GroupKey, Group>,
+    /// The [`Slot::Available`] groups (GENIE's `available` reading, tasks
+    /// that can still meet their ECT): some hundreds under overload, visited
+    /// only when the other groups' heads leave the decision open.
+    available: BTreeMap<GroupKey, Group>,
     /// GENIE: (millisecond, task) of the next possible change of each pick.
     changes: BTreeSet<(u64, JobId)>,
     /// Waiting tasks not yet counted in `tasks_waited_while_gpus_free`, by
@@ -651,17 +671,35 @@ impl Index {
     fn clear_scores(&mut self) {
         self.scored.clear();
         self.groups.clear();
+        self.available.clear();
         self.changes.clear();
     }
 
+    /// The map that holds the groups of `slot`.
+    fn map(&mut self, slot: &Slot) -> &mut BTreeMap<GroupKey, Group> {
+        if matches!(slot, Slot::Available { .. }) { &mut self.available } else { &mut self.groups }
+    }
+
     fn file(&mut self, job: JobId, s: Scored) {
-        let g = self.groups.entry(s.group.clone()).or_default();
-        g.members.insert((TotalF64(s.order), job));
+        let g = self.map(&s.group.slot).entry(s.group.clone()).or_default();
+        if let Slot::Available { cands, meets } = &s.group.slot
+            && g.members.is_empty()
+        {
+            // A new group (an emptied one is removed).
+            let cer = |i: usize| f64::from_bits(cands[i].2);
+            if cands.iter().all(|c| !f64::from_bits(c.2).is_nan()) {
+                g.ranked = (0..cands.len()).filter(|&i| meets[i]).collect();
+                // Stable: equal CERs (`>=` both ways, -0 with +0) keep
+                // enumeration order, as `best_at` keeps the earlier.
+                g.ranked.sort_by(|&a, &b| cer(b).partial_cmp(&cer(a)).unwrap_or(std::cmp::Ordering::Equal));
+            }
+        }
+        g.members.insert((TotalF64(s.order), job), (s.deadline, s.latency_ms));
         g.magnitude = g.magnitude.max(s.deadline.abs() + s.latency_ms.abs());
         if let Slot::Available { .. } = s.group.slot {
-            g.by_pick.resize_with(s.all.len(), BTreeSet::new);
+            g.by_pick.resize_with(s.all.len(), BTreeMap::new);
             for (set, c) in g.by_pick.iter_mut().zip(&s.all) {
-                set.insert((TotalF64(s.deadline - c.2), job));
+                set.insert((TotalF64(s.deadline - c.2), job), (s.deadline, c.2));
                 g.magnitude = g.magnitude.max(s.deadline.abs() + c.2.abs());
             }
         }
@@ -673,13 +711,14 @@ impl Index {
 
     fn unfile(&mut self, job: JobId) -> Option<Scored> {
         let s = self.scored.remove(&job)?;
-        if let Some(g) = self.groups.get_mut(&s.group) {
+        let map = self.map(&s.group.slot);
+        if let Some(g) = map.get_mut(&s.group) {
             g.members.remove(&(TotalF64(s.order), job));
             for (set, c) in g.by_pick.iter_mut().zip(&s.all) {
                 set.remove(&(TotalF64(s.deadline - c.2), job));
             }
             if g.members.is_empty() {
-                self.groups.remove(&s.group);
+                map.remove(&s.group);
             }
         }
         if let Some(t) = s.change {
@@ -718,12 +757,95 @@ fn first_miss(latency_ms: f64, deadline_ms: f64) -> Option<u64> {
     if holds(LIMIT) {
         return None;
     }
-    let (mut lo, mut hi) = (0u64, LIMIT);
+    // Bracket the boundary from `deadline - latency` (within a few ms of
+    // it), doubling the step, then bisect: the same boundary as bisecting
+    // [0, 2^53], in a few steps instead of 53.
+    let guess = (deadline_ms - latency_ms).floor();
+    let guess = if guess > 0.0 { (guess as u64).min(LIMIT) } else { 0 };
+    let (mut lo, mut hi) = (guess, guess);
+    let mut step = 1;
+    if holds(guess) {
+        while holds(hi) {
+            lo = hi;
+            hi = hi.saturating_add(step).min(LIMIT);
+            step *= 2;
+        }
+    } else {
+        while !holds(lo) {
+            hi = lo;
+            lo = lo.saturating_sub(step);
+            step *= 2;
+        }
+    }
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
         if holds(mid) { lo = mid } else { hi = mid }
     }
     Some(hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_miss;
+
+    /// `first_miss` as it was: bisection over [0, 2^53].
+    fn first_miss_bisect(latency_ms: f64, deadline_ms: f64) -> Option<u64> {
+        const LIMIT: u64 = 1 << 53;
+        let holds = |t: u64| t as f64 + latency_ms <= deadline_ms;
+        if !holds(0) {
+            return Some(0);
+        }
+        if holds(LIMIT) {
+            return None;
+        }
+        let (mut lo, mut hi) = (0u64, LIMIT);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if holds(mid) { lo = mid } else { hi = mid }
+        }
+        Some(hi)
+    }
+
+    #[test]
+    fn first_miss_finds_the_boundary_bisection_finds() {
+        // Latencies and deadlines to the sub-millisecond, near whole
+        // milliseconds, at the scale of a day and near 2^53 (where f64
+        // steps by 1 ms and more), and the edge values.
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut cases = vec![
+            (0.0, 0.0),
+            (1.0, 0.0),
+            (0.0, 1.0),
+            (0.5, 1.0),
+            (1e-300, 5.0),
+            (3.0, 2f64.powi(53)),
+            (0.25, 2f64.powi(53) + 2.0),
+            (1.0, 2f64.powi(54)),
+            (f64::NAN, 10.0),
+            (10.0, f64::INFINITY),
+            (f64::INFINITY, 10.0),
+            (1.0, -5.0),
+        ];
+        for _ in 0..20_000 {
+            let scale = [1e3, 1e6, 1e8, 1e11, 2f64.powi(53)][(next() % 5) as usize];
+            let u = |v: u64| (v >> 11) as f64 / (1u64 << 53) as f64;
+            let latency = u(next()) * scale * 0.1;
+            let mut deadline = u(next()) * scale;
+            if next() % 3 == 0 {
+                deadline = deadline.round() + [0.0, 0.5, -0.5, 1e-9][(next() % 4) as usize];
+            }
+            cases.push((latency, deadline));
+        }
+        for (l, d) in cases {
+            assert_eq!(first_miss(l, d), first_miss_bisect(l, d), "latency {l}, deadline {d}");
+        }
+    }
 }
 
 /// Capacity's GPU quota of each of the six task types on `total` GPUs (see
@@ -749,6 +871,25 @@ fn task_type(kind: &str) -> &str {
 fn fits(view: &View<'_>, vc: VcId, d_node: u32, d_gpn: u32) -> bool {
     view.cluster.partition(vc).nodes_by_free_desc().filter(|&(_, f)| f >= d_gpn).take(d_node as usize).count()
         == d_node as usize
+}
+
+/// [`fits`] for many placements at one decision: each VC's free GPUs per
+/// node (nodes with any free, most first) are read once. The nodes with at
+/// least `d_gpn` free are a prefix of that order, so `<d_node, d_gpn>` fits
+/// when the `d_node`-th has `d_gpn` free.
+#[derive(Debug, Default)]
+struct FreeNodes(Vec<Option<Vec<u32>>>);
+
+impl FreeNodes {
+    fn fits(&mut self, view: &View<'_>, vc: VcId, d_node: u32, d_gpn: u32) -> bool {
+        let i = vc.index();
+        if self.0.len() <= i {
+            self.0.resize(i + 1, None);
+        }
+        let desc =
+            self.0[i].get_or_insert_with(|| view.cluster.partition(vc).nodes_by_free_desc().map(|(_, f)| f).collect());
+        d_node == 0 || desc.get(d_node as usize - 1).is_some_and(|&f| f >= d_gpn)
+    }
 }
 
 /// Where and how to profile task types that the models lack, once the
@@ -1131,8 +1272,13 @@ impl GeniePolicy {
             return (Slot::Unpredicted, f64::INFINITY, f64::NAN, None);
         }
         let variant = self.opts.variant;
-        if variant == GenieVariant::Genie && self.opts.reading == Reading::Available {
+        if variant == GenieVariant::Genie
+            && self.opts.reading == Reading::Available
+            && all.iter().any(|c| now + c.2 <= deadline)
+        {
             // The pick waits for the decision's free placements; filed by id.
+            // (With no placement meeting the ECT, the pick is the best-CER
+            // one whatever is free, as in the strict reading, below.)
             let meets: Vec<bool> = all.iter().map(|c| now + c.2 <= deadline).collect();
             let cands = all.iter().map(|c| (c.0, c.1, c.4.to_bits())).collect();
             let change = all.iter().filter(|c| now + c.2 <= deadline).filter_map(|c| first_miss(c.2, deadline)).min();
@@ -1186,30 +1332,119 @@ impl GeniePolicy {
     /// within `4 e` of the best one's filing key.
     /// `at`: the position of the placement in [`Slot::Available`] (its
     /// ordered set and latency), `None` for the picked placement.
-    fn genie_head(&self, g: &Group, now: f64, at: Option<usize>) -> Option<(f64, JobId)> {
+    fn genie_head(g: &Group, now: f64, at: Option<usize>) -> Option<(f64, JobId)> {
         let e = 1e-12 * (1.0 + now.abs() + g.magnitude);
         let mut best: Option<(f64, JobId, f64)> = None;
         let set = match at {
             Some(i) => g.by_pick.get(i)?,
             None => &g.members,
         };
-        for &(TotalF64(order), job) in set {
+        for (&(TotalF64(order), job), &(deadline, latency_ms)) in set {
             if let Some((_, _, filed)) = best
                 && order > filed + 4.0 * e
             {
                 break;
             }
-            let Some(s) = self.index.scored.get(&job) else { continue };
-            let latency_ms = match at {
-                Some(i) => s.all.get(i).map_or(f64::NAN, |c| c.2),
-                None => s.latency_ms,
-            };
-            let key = s.deadline - (now + latency_ms);
+            let key = deadline - (now + latency_ms);
             if best.is_none_or(|(k, j, _)| key.total_cmp(&k).then(job.cmp(&j)).is_lt()) {
                 best = Some((key, job, order));
             }
         }
         best.map(|(k, j, _)| (k, j))
+    }
+
+    /// The head of a group that is not [`Slot::Available`]'s (see
+    /// [`GeniePolicy::decide_indexed`]): its first task and that task's key,
+    /// placement and startability at this decision.
+    fn head<'a>(&self, view: &View<'_>, gk: &'a GroupKey, g: &Group, now: f64) -> Option<Head<'a>> {
+        let variant = self.opts.variant;
+        let (key, job) = match &gk.slot {
+            Slot::Pick(..) if variant == GenieVariant::Genie => Self::genie_head(g, now, None)?,
+            _ => g.members.first_key_value().map(|(&(TotalF64(k), j), _)| (k, j))?,
+        };
+        let (key, shape, startable) = match &gk.slot {
+            Slot::BlackBox(set) => {
+                let cap = if variant == GenieVariant::Capacity {
+                    self.quota_headroom(view, gk.vc, &gk.queue)
+                } else {
+                    u32::MAX
+                };
+                match self.black_box(view, gk.vc, set, cap) {
+                    Some(shape) => (key, shape, true),
+                    None => (key, (1, 1), false),
+                }
+            }
+            &Slot::Pick(n, g) if matches!(variant, GenieVariant::TetrisPerf | GenieVariant::TetrisCer) => {
+                match self.alignment(view, gk.vc, n, g) {
+                    Some(a) => (-a, (n, g), true),
+                    None => (f64::INFINITY, (n, g), false),
+                }
+            }
+            &Slot::Pick(n, g) => (key, (n, g), true),
+            Slot::Available { .. } | Slot::Unpredicted => (key, (1, 1), true),
+        };
+        Some((key, job, gk, shape, startable))
+    }
+
+    /// The head of a [`Slot::Available`] group: the group's pick from the
+    /// placements free now (the best-CER free one that meets the ECT, else
+    /// the best-CER one that meets it), then the first task of that
+    /// placement's set. With `free_only` (backfill), `None` when the pick is
+    /// not free: such a head neither launches nor blocks.
+    fn available_head<'a>(
+        gk: &'a GroupKey,
+        g: &Group,
+        now: f64,
+        free: &mut FreeNodes,
+        view: &View<'_>,
+        free_only: bool,
+    ) -> Option<Head<'a>> {
+        let Slot::Available { cands, meets } = &gk.slot else { return None };
+        let mut is_free = |i: usize| free.fits(view, gk.vc, cands[i].0, cands[i].1);
+        let i = if let Some(&first) = g.ranked.first() {
+            // The same pick as the passes below, in one.
+            match g.ranked.iter().copied().find(|&i| is_free(i)) {
+                Some(i) => i,
+                None if free_only => return None,
+                None => first,
+            }
+        } else {
+            let cer = |i: &usize| f64::from_bits(cands[*i].2);
+            let met = || (0..cands.len()).filter(|&i| meets[i]);
+            best_at(&mut met().filter(|&i| is_free(i)), &cer)
+                .or_else(|| best_at(&mut met(), &cer))
+                .or_else(|| best_at(&mut (0..cands.len()), &cer))?
+        };
+        if free_only && !is_free(i) {
+            return None;
+        }
+        let (key, job) = Self::genie_head(g, now, Some(i))?;
+        Some((key, job, gk, (cands[i].0, cands[i].1), true))
+    }
+
+    /// The scan's loop over `heads` (in the scan's order): the first that
+    /// launches, as (task, GPUs, d_node, d_gpn); without backfill a head
+    /// that does not launch blocks its queue (`blocked`, kept across calls).
+    fn walk<'a>(
+        &self,
+        view: &View<'_>,
+        heads: &[Head<'a>],
+        blocked: &mut BTreeSet<&'a str>,
+    ) -> Option<(JobId, Vec<GpuId>, u32, u32)> {
+        for &(_, job, gk, (d_node, d_gpn), startable) in heads {
+            if blocked.contains(gk.queue.as_str()) {
+                continue;
+            }
+            let gpus =
+                if startable { physical(view.cluster, gk.vc, d_node, d_gpn, self.opts.best_fit_nodes) } else { None };
+            if let Some(gpus) = gpus {
+                return Some((job, gpus, d_node, d_gpn));
+            }
+            if !self.opts.backfill {
+                blocked.insert(gk.queue.as_str());
+            }
+        }
+        None
     }
 
     /// One decision through the [`Index`]: each group's first task and its
@@ -1226,70 +1461,33 @@ impl GeniePolicy {
         }
         self.repick(now_ms);
         let variant = self.opts.variant;
-        let tetris = matches!(variant, GenieVariant::TetrisPerf | GenieVariant::TetrisCer);
-        let mut heads: Vec<Head<'_>> = Vec::with_capacity(self.index.groups.len());
-        // Whether a placement is free now, by (VC, d_node, d_gpn), for the
-        // `available` reading.
-        let mut free: HashMap<(VcId, u32, u32), bool> = HashMap::new();
-        for (gk, g) in &self.index.groups {
-            let mut avail_shape = None;
-            let head = match &gk.slot {
-                Slot::Pick(..) if variant == GenieVariant::Genie => self.genie_head(g, now, None),
-                Slot::Available { cands, meets } => {
-                    let mut is_free = |i: usize| {
-                        let (n, gg, _) = cands[i];
-                        *free.entry((gk.vc, n, gg)).or_insert_with(|| fits(view, gk.vc, n, gg))
-                    };
-                    let cer = |i: &usize| f64::from_bits(cands[*i].2);
-                    let met = || (0..cands.len()).filter(|&i| meets[i]);
-                    let i = best_at(&mut met().filter(|&i| is_free(i)), &cer)
-                        .or_else(|| best_at(&mut met(), &cer))
-                        .or_else(|| best_at(&mut (0..cands.len()), &cer));
-                    let Some(i) = i else { continue };
-                    avail_shape = Some((cands[i].0, cands[i].1));
-                    self.genie_head(g, now, Some(i))
-                }
-                _ => g.members.first().map(|&(TotalF64(k), j)| (k, j)),
-            };
-            let Some((key, job)) = head else { continue };
-            let (key, shape, startable) = match &gk.slot {
-                Slot::BlackBox(set) => {
-                    let cap = if variant == GenieVariant::Capacity {
-                        self.quota_headroom(view, gk.vc, &gk.queue)
-                    } else {
-                        u32::MAX
-                    };
-                    match self.black_box(view, gk.vc, set, cap) {
-                        Some(shape) => (key, shape, true),
-                        None => (key, (1, 1), false),
-                    }
-                }
-                &Slot::Pick(n, g) if tetris => match self.alignment(view, gk.vc, n, g) {
-                    Some(a) => (-a, (n, g), true),
-                    None => (f64::INFINITY, (n, g), false),
-                },
-                &Slot::Pick(n, g) => (key, (n, g), true),
-                Slot::Available { .. } => (key, avail_shape.unwrap_or((1, 1)), true),
-                Slot::Unpredicted => (key, (1, 1), true),
-            };
-            heads.push((key, job, gk, shape, startable));
-        }
+        // Every group's head, then the scan's loop over them in the scan's
+        // order. The `available` groups' heads all have keys >= +0 (their
+        // picks meet the ECT), so they come after every negative key: when
+        // the loop over the other heads with negative keys launches, or
+        // blocks GENIE's one queue, they cannot change the decision and are
+        // not visited (under overload, most decisions).
+        let mut heads: Vec<Head<'_>> =
+            self.index.groups.iter().filter_map(|(gk, g)| self.head(view, gk, g, now)).collect();
         heads.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let negative = heads.partition_point(|h| h.0.total_cmp(&0.0).is_lt());
         let mut blocked: BTreeSet<&str> = BTreeSet::new();
-        let mut launch = None;
-        for &(_, job, gk, (d_node, d_gpn), startable) in &heads {
-            if blocked.contains(gk.queue.as_str()) {
-                continue;
+        let mut launch = self.walk(view, &heads[..negative], &mut blocked);
+        if launch.is_none() {
+            // Only GENIE files `available` groups, all in its one queue "".
+            if !self.index.available.is_empty() && !blocked.contains("") {
+                let mut free = FreeNodes::default();
+                let backfill = self.opts.backfill;
+                heads.extend(
+                    self.index
+                        .available
+                        .iter()
+                        .filter_map(|(gk, g)| Self::available_head(gk, g, now, &mut free, view, backfill)),
+                );
+                debug_assert!(heads[negative..].iter().all(|h| h.0.total_cmp(&0.0).is_ge()));
+                heads[negative..].sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             }
-            let gpus =
-                if startable { physical(view.cluster, gk.vc, d_node, d_gpn, self.opts.best_fit_nodes) } else { None };
-            if let Some(gpus) = gpus {
-                launch = Some((job, gpus, d_node, d_gpn));
-                break;
-            }
-            if !self.opts.backfill {
-                blocked.insert(gk.queue.as_str());
-            }
+            launch = self.walk(view, &heads[negative..], &mut blocked);
         }
         drop(heads);
         if let Some((job, gpus, d_node, d_gpn)) = launch {

@@ -484,6 +484,47 @@ fn the_index_decides_as_the_full_scan_on_random_queues() {
 }
 
 #[test]
+fn the_available_reading_decides_as_the_full_scan_under_overload() {
+    // GENIE's `available` reading with queues that stay long: tasks that
+    // can still meet their ECT (their pick depends on the free placements)
+    // beside tasks that no longer can (their pick is fixed), so a decision
+    // ends at the latter's heads (negative keys) or must look at the
+    // former's, strict and with backfill (where a head whose pick is not
+    // free is passed over). The random queues above, with arrivals 20 times
+    // denser: a load of about 2.5 on 4 x 4, 7 on 3 x 2.
+    let db = std::sync::Arc::new(ProfileDb::builtin());
+    let profs = dlsched::policy::genie::profile(&db, "builtin", "k80", 4, 4, 7, ProfilerConfig::default());
+    let mut launches = 0;
+    for (seed, (nodes, gpn)) in [(4, (4, 4)), (5, (3, 2)), (6, (4, 4))] {
+        let tasks = random_tasks(seed, 300);
+        for backfill in [false, true] {
+            for (best_fit_nodes, placements) in [(false, PlacementSet::Paper), (true, PlacementSet::All)] {
+                let opts = GenieOptions {
+                    variant: GenieVariant::Genie,
+                    backfill,
+                    best_fit_nodes,
+                    placements,
+                    reading: dlsched::policy::genie::Reading::Available,
+                    ..Default::default()
+                };
+                let twin = Twin {
+                    fast: GeniePolicy::new(opts, profs.clone(), db.clone()),
+                    slow: GeniePolicy::new(opts, profs.clone(), db.clone()).with_full_scan(),
+                    decisions: 0,
+                    launches: 0,
+                };
+                let t: Vec<(&str, u64, u64, TaskSpec)> =
+                    tasks.iter().map(|(id, s, d, t)| (id.as_str(), *s / 20, *d, t.clone())).collect();
+                let out = run_tasks_checked(ClusterSpec::uniform("u", nodes, gpn, "K80", 12_000), t, Box::new(twin));
+                assert!(out.jobs.iter().all(|(_, s)| matches!(s, JobState::Completed(_))), "{opts:?}");
+                launches += out.jobs.iter().count();
+            }
+        }
+    }
+    assert_eq!(launches, 3 * 2 * 2 * 300);
+}
+
+#[test]
 fn the_index_follows_online_profiling() {
     // A type the models lack borrows until the cluster is idle, then is
     // profiled and every waiting task is scored anew: the index must still
