@@ -90,6 +90,63 @@ impl FragModel {
     }
 }
 
+/// [`FragModel::node_frag`] prepared for many calls: each distinct demand
+/// threshold is read once per call instead of once per task class that has
+/// it. Every count, sum and product is the one `node_frag` computes, in the
+/// same order, so the result is the same to the bit.
+#[derive(Clone, Debug, Default)]
+pub struct FragPrep {
+    /// The distinct thresholds `d − 1e-9`, in first-seen order.
+    thresholds: Vec<f64>,
+    /// Per task class: its threshold's position in `thresholds`.
+    slot: Vec<usize>,
+    /// Per threshold: GPUs at or above it and the free capacity below it
+    /// (one call's scratch).
+    scratch: Vec<(u32, f64)>,
+}
+
+impl FragPrep {
+    /// The thresholds of `model`.
+    pub fn new(model: &FragModel) -> Self {
+        let mut thresholds: Vec<f64> = Vec::new();
+        let slot = model
+            .classes
+            .iter()
+            .map(|&(_, d, _)| {
+                let t = d - 1e-9;
+                thresholds.iter().position(|x| x.to_bits() == t.to_bits()).unwrap_or_else(|| {
+                    thresholds.push(t);
+                    thresholds.len() - 1
+                })
+            })
+            .collect();
+        FragPrep { thresholds, slot, scratch: Vec::new() }
+    }
+
+    /// [`FragModel::node_frag`] of `model` (the model this was prepared
+    /// from) for free capacities `free`.
+    pub fn node_frag(&mut self, model: &FragModel, free: &[f64]) -> f64 {
+        let total: f64 = free.iter().sum();
+        self.scratch.clear();
+        self.scratch.extend(
+            self.thresholds.iter().map(|&t| {
+                (free.iter().filter(|&&f| f >= t).count() as u32, free.iter().filter(|&&f| f < t).sum::<f64>())
+            }),
+        );
+        let scratch = &self.scratch;
+        model
+            .classes
+            .iter()
+            .zip(&self.slot)
+            .map(|(&(k, _, p), &s)| {
+                let (fit, below) = scratch[s];
+                let frag = if fit >= k { below } else { total };
+                p * frag
+            })
+            .sum()
+    }
+}
+
 /// A GPU's free capacity `f_g` (module docs; [`Cluster::free_capacity`]).
 pub fn gpu_free(cluster: &Cluster, g: GpuId) -> f64 {
     cluster.free_capacity(g)
@@ -106,6 +163,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn prepared_fragmentation_equals_node_frag_to_the_bit() {
+        // Random models (repeated thresholds, tiny and whole demands) and
+        // random free capacities (0, 1, and in between, as a cluster has them).
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..300 {
+            let classes = (0..1 + next() % 40)
+                .map(|_| {
+                    let k = 1 + (next() % 8) as u32;
+                    let d = bucket((next() % 1000) as f64 / 1000.0);
+                    (k, d, (next() % 1000) as f64 / 7919.0)
+                })
+                .collect();
+            let m = FragModel { classes };
+            let mut prep = FragPrep::new(&m);
+            for _ in 0..20 {
+                let free: Vec<f64> = (0..1 + next() % 12)
+                    .map(|_| match next() % 4 {
+                        0 => 0.0,
+                        1 => 1.0,
+                        _ => 1.0 - (next() % 32_510) as f64 / 32_510.0,
+                    })
+                    .collect();
+                assert_eq!(prep.node_frag(&m, &free).to_bits(), m.node_frag(&free).to_bits(), "{m:?} {free:?}");
+            }
+        }
+    }
+
+    #[test]
     fn node_fragmentation_by_hand() {
         // Half the tasks want 0.5 of one GPU, half two whole GPUs.
         let m = FragModel { classes: vec![(1, 0.5, 0.5), (2, 1.0, 0.5)] };
@@ -115,6 +206,8 @@ mod tests {
         assert!((m.node_frag(&[1.0, 0.3, 0.6, 0.0]) - 1.1).abs() < 1e-12);
         assert_eq!(m.node_frag(&[1.0, 1.0, 1.0, 1.0]), 0.0);
         assert_eq!(bucket(0.0625), 0.1);
+        let mut prep = FragPrep::new(&m);
+        assert_eq!(prep.node_frag(&m, &[1.0, 0.3, 0.6, 0.0]).to_bits(), m.node_frag(&[1.0, 0.3, 0.6, 0.0]).to_bits());
         assert_eq!(bucket(0.25), 0.25);
     }
 }
