@@ -8,6 +8,7 @@ use crate::cluster::Cluster;
 use crate::cluster::request::Request;
 use crate::ids::{GpuId, JobId, VcId};
 use crate::job::{JobSpec, JobTable, SkipReason, Skipped};
+use crate::profile::memo::WordState;
 use crate::trace::TraceRecord;
 
 use crate::time::SimTime;
@@ -19,7 +20,7 @@ const SHRINK_STEP: usize = 1 << 16;
 /// shared copy per distinct split.
 fn sorted_shape(
     shape: Option<&[u32]>,
-    interned: &mut std::collections::HashMap<Vec<u32>, Arc<[u32]>>,
+    interned: &mut std::collections::HashMap<Vec<u32>, Arc<[u32]>, WordState>,
     empty: &Arc<[u32]>,
 ) -> Arc<[u32]> {
     let Some(shape) = shape else { return Arc::clone(empty) };
@@ -54,6 +55,10 @@ type SizeKey = (VcId, u32, u64, Vec<String>);
 
 /// [`SizeKey`] without the GPU types, for the common unconstrained job.
 type PlainKey = (VcId, u32, u64);
+
+/// A job with a recorded shape, for admission: (VC, GPUs, memory need in
+/// MiB, the shape as recorded).
+type ShapeKey = (VcId, u32, u64, Arc<[u32]>);
 
 /// The jobs to simulate and the rows that cannot run.
 pub struct Workload {
@@ -106,10 +111,16 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, mut placer: 
     let mut by_size: BTreeMap<SizeKey, Option<Arc<[u32]>>> = BTreeMap::new();
     // The common case (no GPU-type constraint) keyed without the type list,
     // in a hash map: one lookup per job.
-    let mut by_plain_size: std::collections::HashMap<PlainKey, Option<Arc<[u32]>>> = Default::default();
+    let mut by_plain_size: std::collections::HashMap<PlainKey, Option<Arc<[u32]>>, WordState> = Default::default();
     let mut by_class: BTreeMap<(VcId, Vec<u32>), bool> = BTreeMap::new();
     // Recorded shapes, sorted descending: one shared copy per distinct shape.
-    let mut sorted_shapes: std::collections::HashMap<Vec<u32>, Arc<[u32]>> = Default::default();
+    let mut sorted_shapes: std::collections::HashMap<Vec<u32>, Arc<[u32]>, WordState> = Default::default();
+    // A job with a recorded shape and no GPU-type constraint: its sorted
+    // shape and whether it is unplaceable, by what decides them (VC, GPUs,
+    // memory need, recorded shape). The placement class is a function of the
+    // request and `by_class` keeps the first answer per class, so a repeated
+    // key gets the answer the full path would give, without the class.
+    let mut by_shape: std::collections::HashMap<ShapeKey, (Arc<[u32]>, bool), WordState> = Default::default();
     let empty: Arc<[u32]> = Arc::new([]);
     let mut scratch = Vec::new();
     let mut specs = Vec::with_capacity(records.len());
@@ -146,6 +157,14 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, mut placer: 
                 Some(SkipReason::ExceedsGpuMemory)
             } else if !types.is_empty() && !partition.nodes.iter().any(|&n| types.contains(&cluster.node(n).gpu_type)) {
                 Some(SkipReason::GpuTypeUnavailable)
+            } else if let Some((sorted, unplaceable)) = r
+                .shape
+                .as_ref()
+                .filter(|_| types.is_empty())
+                .and_then(|shape| by_shape.get(&(vc, r.gpus, mem, Arc::clone(shape))))
+            {
+                recorded = Arc::clone(sorted);
+                unplaceable.then_some(SkipReason::Unplaceable)
             } else {
                 let shape = sorted_shape(r.shape.as_deref(), &mut sorted_shapes, &empty);
                 let req = Request { vc, gpus: r.gpus, shape: &shape, min_gpu_mem_mib: mem, milli: 0, gpu_types: types };
@@ -168,6 +187,9 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, mut placer: 
                     }
                     Some(class) => {
                         let unplaceable = !*by_class.entry((vc, class)).or_insert_with(|| on_empty().is_some());
+                        if let Some(raw) = r.shape.as_ref().filter(|_| types.is_empty()) {
+                            by_shape.insert((vc, r.gpus, mem, Arc::clone(raw)), (Arc::clone(&shape), unplaceable));
+                        }
                         recorded = shape;
                         unplaceable
                     }

@@ -334,3 +334,53 @@ fn review_findings_stay_fixed() {
     };
     assert_eq!(run(PlacementKind::Recorded), run(PlacementKind::Consolidate));
 }
+
+#[test]
+fn admission_of_a_list_answers_each_job_as_admitting_it_alone() {
+    // Admission keeps answers by (VC, GPUs, memory, recorded shape) and by
+    // placement class; a job admitted alone starts from empty tables, so the
+    // two routes agree only if what is kept is what would be recomputed.
+    use std::sync::Arc;
+    let shapes: [&[u32]; 7] = [&[1], &[2, 2], &[3, 1], &[1, 3], &[5], &[1, 1, 1, 1, 1], &[4]];
+    let spec = ClusterSpec::uniform("2x4", 2, 4, "V100", 16384);
+    let c = Cluster::new(spec).unwrap();
+    for placement in [PlacementKind::Recorded, PlacementKind::Consolidate, PlacementKind::FirstFit] {
+        let mut x = 5u64;
+        let records: Vec<_> = (0..400u64)
+            .map(|i| {
+                x = crate::common::mix(x);
+                let shape = shapes[(x % 7) as usize];
+                let gpus: u32 = shape.iter().sum();
+                // Some rows without a recorded shape, some with a memory need
+                // (one too large for a V100 of 16 GiB).
+                let mut r = dlsched::trace::TraceRecord {
+                    shape: (!(x >> 8).is_multiple_of(5)).then(|| Arc::from(shape)),
+                    line: i + 2,
+                    ..dlsched::trace::TraceRecord::new(i.to_string(), i, 10_000, gpus)
+                };
+                let mem = [0, 0, 8_000, 16_000, 20_000][((x >> 16) % 5) as usize];
+                if mem > 0 {
+                    r = r.with_extra(|e| e.gpu_mem_mib = Some(mem));
+                }
+                r
+            })
+            .collect();
+        let answer = |w: &dlsched::workload::Workload, name: &str| {
+            if let Some(s) = w.skipped.iter().find(|s| s.name == name) {
+                return format!("skip {:?}", s.reason);
+            }
+            let s = w.jobs.specs().iter().find(|s| s.name == name).expect("admitted or skipped");
+            format!("split {:?} recorded {}", s.recorded_split, s.recorded_shape)
+        };
+        let all = build_workload(records.clone(), &c, placement.build());
+        let mut kinds = std::collections::BTreeSet::new();
+        for r in &records {
+            let alone = build_workload(vec![r.clone()], &c, placement.build());
+            let want = answer(&alone, &r.job_id);
+            assert_eq!(answer(&all, &r.job_id), want, "{placement:?} job {}", r.job_id);
+            kinds.insert(want);
+        }
+        // Admitted with several splits, and skipped for two reasons.
+        assert!(kinds.len() >= 6, "{placement:?} {kinds:?}");
+    }
+}
