@@ -101,45 +101,35 @@ pub fn write_jobs_csv(out: &RunOutput, w: &mut impl Write) -> std::io::Result<()
     )?;
     // Rows are formatted in blocks of at most BLOCK_ROWS rows, a wave of one
     // block per thread at a time, in parallel, and each wave is written in
-    // job order while the next is formatted: the bytes are the same whatever
-    // the number of threads, and memory holds two waves (a few MB each), not
-    // the whole file.
+    // job order before the next is formatted: the bytes are the same whatever
+    // the number of threads, and memory holds one wave (a few MB), not the
+    // whole file.
     let n = out.jobs.len();
     let threads = rayon::current_num_threads().max(1);
     let blocks_n = threads.min(n / MIN_BLOCK_ROWS).max(1);
     let block = n.div_ceil(blocks_n).clamp(1, BLOCK_ROWS);
     let blocks_total = n.div_ceil(block);
-    let waves = blocks_total.div_ceil(threads);
-    // One buffer per block of a wave, two waves' worth, reused by every wave
-    // (fresh memory would be zeroed by the kernel again each time).
+    // One buffer per block of a wave, reused by every wave (fresh memory
+    // would be zeroed by the kernel again each time).
     let guess = block * 96;
     // A large block starts at HUGE_BUFFER, so that it is mapped on its own
     // with huge pages; a small one at its likely size.
     let room = if guess >= HUGE_BUFFER / 2 { guess.max(HUGE_BUFFER) } else { guess };
-    let wave_bufs = || -> Vec<Vec<u8>> { (0..threads.min(blocks_total)).map(|_| Vec::with_capacity(room)).collect() };
-    // Formats wave `k` into `bufs`; the blocks past the last one are left empty.
-    let format = |bufs: &mut Vec<Vec<u8>>, k: usize| {
-        bufs.par_iter_mut().enumerate().for_each(|(i, buf)| {
-            let b = k * threads + i;
+    let mut bufs: Vec<Vec<u8>> = (0..threads.min(blocks_total)).map(|_| Vec::with_capacity(room)).collect();
+    let mut wave_start = 0;
+    while wave_start < blocks_total {
+        let wave_end = (wave_start + threads).min(blocks_total);
+        bufs[..wave_end - wave_start].par_iter_mut().enumerate().for_each(|(k, buf)| {
+            let b = wave_start + k;
             buf.clear();
-            for j in (b * block).min(n)..n.min((b + 1) * block) {
-                push_job_row(buf, out, JobId(j as u32));
+            for i in b * block..n.min((b + 1) * block) {
+                push_job_row(buf, out, JobId(i as u32));
             }
         });
-    };
-    let (mut current, mut next) = (wave_bufs(), if waves > 1 { wave_bufs() } else { Vec::new() });
-    format(&mut current, 0);
-    for k in 0..waves {
-        let written = std::thread::scope(|s| {
-            let formatting = (k + 1 < waves).then(|| s.spawn(|| format(&mut next, k + 1)));
-            let written = current.iter().try_for_each(|b| w.write_all(b));
-            if let Some(Err(panic)) = formatting.map(std::thread::ScopedJoinHandle::join) {
-                std::panic::resume_unwind(panic);
-            }
-            written
-        });
-        written?;
-        std::mem::swap(&mut current, &mut next);
+        for b in &bufs[..wave_end - wave_start] {
+            w.write_all(b)?;
+        }
+        wave_start = wave_end;
     }
     Ok(())
 }
