@@ -488,11 +488,27 @@ fn fresh(
 ) -> Eval {
     let before = prep.node_frag(model, free);
     let mut f2 = Vec::with_capacity(free.len());
-    let mut after_of = |pick: &[usize]| after(cluster, model, prep, req, need, gpus, free, before, pick, &mut f2);
+    best_pick(cluster, k, gpus, host, free, |pick, _| {
+        after(cluster, model, prep, req, need, gpus, free, before, pick, &mut f2)
+    })
+}
+
+/// The best pick among a node's GPUs `host` for a job of `k` GPUs, by
+/// (fragmentation growth, free left, position), with `eval(pick, idle)`
+/// giving (growth, free left) of a pick (`idle`: a single GPU without owner
+/// or tenants). One GPU: every host GPU but the second and later idle ones
+/// (idle GPUs of one node are alike: the job on any of them leaves the same
+/// capacities, and the lowest position wins the tie anyway). More GPUs: the
+/// `k` with the least free capacity (position breaks ties).
+fn best_pick(
+    cluster: &Cluster,
+    k: usize,
+    gpus: &[GpuId],
+    host: &[usize],
+    free: &[f64],
+    mut eval: impl FnMut(&[usize], bool) -> (f64, f64),
+) -> Eval {
     if k == 1 {
-        // Idle GPUs of one node are alike: the job on any of them leaves the
-        // same capacities, so only the first is tried (the lowest position
-        // wins the tie anyway).
         let mut idle_seen = false;
         let mut best: Option<(f64, f64, usize)> = None;
         for &i in host {
@@ -500,7 +516,7 @@ fn fresh(
             if idle && std::mem::replace(&mut idle_seen, true) {
                 continue;
             }
-            let (d, left) = after_of(&[i]);
+            let (d, left) = eval(&[i], idle);
             // The least (growth, free left, position); positions rise, so a
             // tie keeps the earlier.
             if best.is_none_or(|(bd, bl, _)| d.total_cmp(&bd).then(left.total_cmp(&bl)).is_lt()) {
@@ -512,7 +528,7 @@ fn fresh(
         let mut h = host.to_vec();
         h.sort_by(|&a, &b| free[a].total_cmp(&free[b]).then(a.cmp(&b)));
         let pick = h[..k].to_vec();
-        let (d, left) = after_of(&pick);
+        let (d, left) = eval(&pick, false);
         Some((d, left, pick))
     }
 }
@@ -607,33 +623,16 @@ impl Index {
                         *parts.entry(eval_key(sid, u32::MAX)).or_insert_with(|| (prep.node_frag(model, free), 0.0));
                     let before = before.0;
                     let f2 = &mut self.f2;
-                    if k == 1 {
-                        let mut idle_seen = false;
-                        let mut best: Option<(f64, f64, usize)> = None;
-                        for &i in host.iter() {
-                            let idle = cluster.owner(gpus[i]).is_none() && cluster.share(gpus[i]).tenants.is_empty();
-                            if idle && std::mem::replace(&mut idle_seen, true) {
-                                continue;
-                            }
-                            let (d, left) = if idle {
-                                after(cluster, model, prep, req, &need, gpus, free, before, &[i], f2)
-                            } else {
-                                *parts.entry(eval_key(sid, u32::MAX - 1 - i as u32)).or_insert_with(|| {
-                                    after(cluster, model, prep, req, &need, gpus, free, before, &[i], f2)
-                                })
-                            };
-                            if best.is_none_or(|(bd, bl, _)| d.total_cmp(&bd).then(left.total_cmp(&bl)).is_lt()) {
-                                best = Some((d, left, i));
-                            }
+                    let (gpus, host, free) = (&*gpus, &*host, &*free);
+                    best_pick(cluster, k, gpus, host, free, |pick, idle| {
+                        if k == 1 && !idle {
+                            *parts.entry(eval_key(sid, u32::MAX - 1 - pick[0] as u32)).or_insert_with(|| {
+                                after(cluster, model, prep, req, &need, gpus, free, before, pick, f2)
+                            })
+                        } else {
+                            after(cluster, model, prep, req, &need, gpus, free, before, pick, f2)
                         }
-                        best.map(|(d, left, i)| (d, left, vec![i]))
-                    } else {
-                        let mut h = host.to_vec();
-                        h.sort_by(|&a, &b| free[a].total_cmp(&free[b]).then(a.cmp(&b)));
-                        let pick = h[..k].to_vec();
-                        let (d, left) = after(cluster, model, prep, req, &need, gpus, free, before, &pick, f2);
-                        Some((d, left, pick))
-                    }
+                    })
                 } else {
                     None
                 };
