@@ -27,6 +27,23 @@ pub const MAX_HOURS: f64 = 24.0 * 365.0;
 /// [`MAX_SECS`] (10^11 s, the longest time a trace may give).
 pub const MAX_SAMPLE_INTERVAL_S: u64 = MAX_SECS as u64;
 
+/// A run's horizon, s: above 0, at most 10^12 s (ten times [`MAX_SECS`],
+/// the longest time a trace may give).
+pub const MAX_HORIZON_S: f64 = 1e12;
+
+/// A run's horizon (`--horizon`, sweep key `horizon`), seconds to whole ms
+/// (rounded to the nearest).
+///
+/// # Errors
+/// A message with the bounds and the value.
+pub fn horizon_ms(s: f64) -> Result<u64, String> {
+    if s.is_finite() && s > 0.0 && s <= MAX_HORIZON_S {
+        Ok((s * 1000.0).round() as u64)
+    } else {
+        Err(format!("must be a number of seconds above 0 and at most {MAX_HORIZON_S:e}, got {s}"))
+    }
+}
+
 fn whole(n: u64, (lo, hi): (u64, u64), what: &str) -> Result<u32, String> {
     if n < lo {
         Err(format!("must be at least {lo}, got {n}"))

@@ -115,6 +115,32 @@ pub enum SimError {
         /// What was wrong.
         reason: String,
     },
+    /// The run ran out of events with admitted jobs not completed: the
+    /// policy never started them (or left them suspended or running with
+    /// nothing left to wake it). A run's means over the other jobs would be
+    /// wrong without a word, so this is an error unless the run allows it
+    /// (`--allow-unfinished`, or a `--horizon` that cuts the run off).
+    #[error(
+        "policy `{policy}` left {count} of {admitted} admitted jobs unfinished when the run ran out of events at {now}: {}{}. \
+         A job the policy can never place should be refused at admission (a policy bug to report); \
+         --allow-unfinished (sweep key allow_unfinished) keeps such a run, counting them as unfinished",
+        .jobs.iter().map(|j| j.label(file.as_deref())).collect::<Vec<_>>().join(", "),
+        if *.count > .jobs.len() { format!(" and {} more", .count - .jobs.len()) } else { String::new() }
+    )]
+    Unfinished {
+        /// The policy's name.
+        policy: String,
+        /// Simulated time of the last event.
+        now: crate::time::SimTime,
+        /// Admitted jobs not completed.
+        count: usize,
+        /// Admitted jobs.
+        admitted: usize,
+        /// The first unfinished jobs by id (at most five).
+        jobs: Vec<UnfinishedJob>,
+        /// The trace file, once the run pipeline knows it (`None` from the engine).
+        file: Option<PathBuf>,
+    },
     /// A policy asked for a wake-up ([`crate::policy::Decision::WakeAt`]) at
     /// or before the current time: a policy bug.
     #[error("policy `{policy}` made an invalid decision: {reason}")]
@@ -133,9 +159,36 @@ impl SimError {
             SimError::InvalidDecision { file, .. }
             | SimError::ModelFailure { file, .. }
             | SimError::Internal { file, .. } => *file = Some(path.to_path_buf()),
+            SimError::Unfinished { file, .. } => *file = Some(path.to_path_buf()),
             SimError::InvalidTimer { .. } => {}
         }
         self
+    }
+}
+
+/// An admitted job that a run left unfinished ([`SimError::Unfinished`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnfinishedJob {
+    /// The job's id in the trace.
+    pub name: String,
+    /// Its 1-based line in the trace file (0 for generated jobs).
+    pub line: u64,
+    /// GPUs it asks for.
+    pub gpus: u32,
+    /// Its state at the end: `pending`, `suspended`, `running` or `not yet submitted`.
+    pub state: &'static str,
+}
+
+impl UnfinishedJob {
+    /// `job `a` (trace.csv, line 2; 4 GPUs, pending)`.
+    fn label(&self, file: Option<&std::path::Path>) -> String {
+        let where_ = match (self.line, file) {
+            (0, _) => String::new(),
+            (l, Some(f)) => format!("{}, line {l}; ", f.display()),
+            (l, None) => format!("line {l}; "),
+        };
+        let plural = if self.gpus == 1 { "" } else { "s" };
+        format!("job `{}` ({where_}{} GPU{plural}, {})", self.name, self.gpus, self.state)
     }
 }
 

@@ -483,6 +483,10 @@ pub enum SkipReason {
     NeverScheduled,
     /// None of the GPU types it allows exists in its partition.
     GpuTypeUnavailable,
+    /// The policy runs a job on GPUs of one type only (Gavel), and no GPU
+    /// type of its partition has as many GPUs as it asks for
+    /// ([`crate::workload::admission::AdmissionRule::OneGpuType`]).
+    ExceedsGpuTypeGroup,
 }
 
 impl SkipReason {
@@ -498,6 +502,7 @@ impl SkipReason {
             SkipReason::ExceedsGpuMemory => "exceeds_gpu_memory",
             SkipReason::NeverScheduled => "never_scheduled",
             SkipReason::GpuTypeUnavailable => "gpu_type_unavailable",
+            SkipReason::ExceedsGpuTypeGroup => "exceeds_gpu_type_group",
         }
     }
 }

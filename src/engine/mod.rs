@@ -205,6 +205,11 @@ pub struct Simulation {
     touched_shared: Vec<GpuId>,
     next_arrival: usize,
     stats: EngineStats,
+    /// The last instant a run processes ([`Simulation::with_horizon`]).
+    horizon: Option<SimTime>,
+    /// Whether a run may end with admitted jobs not completed
+    /// ([`Simulation::allow_unfinished`]).
+    allow_unfinished: bool,
 }
 
 impl Simulation {
@@ -244,7 +249,27 @@ impl Simulation {
             touched_shared: Vec::new(),
             next_arrival: 0,
             stats: EngineStats::default(),
+            horizon: None,
+            allow_unfinished: false,
         }
+    }
+
+    /// Stops a run ([`Simulation::run_observed`]) after the last instant at
+    /// or before `horizon`: a cut-off run, whose jobs still waiting or
+    /// running then are unfinished (and allowed to be, as with
+    /// [`Simulation::allow_unfinished`]). Events after it are not processed.
+    pub fn with_horizon(mut self, horizon: SimTime) -> Self {
+        self.horizon = Some(horizon);
+        self.allow_unfinished = true;
+        self
+    }
+
+    /// Lets a run end with admitted jobs not completed (the policy never
+    /// started them, or left them suspended) instead of failing with
+    /// [`SimError::Unfinished`]; the summary counts them as unfinished.
+    pub fn allow_unfinished(mut self) -> Self {
+        self.allow_unfinished = true;
+        self
     }
 
     /// Charges every preemption of this run by `model` (default
@@ -419,14 +444,60 @@ impl Simulation {
         mut progress: impl FnMut(Progress),
     ) -> Result<RunOutput, SimError> {
         let mut n: u64 = 0;
-        while self.step_observed(obs)?.is_some() {
+        loop {
+            if let Some(h) = self.horizon
+                && self.next_time().is_some_and(|t| t > h)
+            {
+                break;
+            }
+            if self.step_observed(obs)?.is_none() {
+                break;
+            }
             n += 1;
             if n.is_multiple_of(4096) {
                 progress(Progress { now: self.now, completed: self.completed, total: self.jobs.len() });
             }
         }
         progress(Progress { now: self.now, completed: self.completed, total: self.jobs.len() });
+        if self.completed < self.jobs.len() && !self.allow_unfinished {
+            return Err(self.unfinished());
+        }
         Ok(self.finish_observed(obs))
+    }
+
+    /// The error of a run that ran out of events with admitted jobs not
+    /// completed: how many, and the first few by id with their state.
+    fn unfinished(&self) -> SimError {
+        /// Jobs named in the message.
+        const NAMED: usize = 5;
+        let mut jobs = Vec::new();
+        let mut count = 0;
+        for spec in self.jobs.specs() {
+            let state = match self.jobs.state(spec.id) {
+                JobState::Completed(_) => continue,
+                JobState::Running(_) => "running",
+                JobState::Suspended(_) => "suspended",
+                JobState::Pending => "pending",
+                JobState::NotArrived => "not yet submitted",
+            };
+            count += 1;
+            if jobs.len() < NAMED {
+                jobs.push(crate::error::UnfinishedJob {
+                    name: spec.name.to_string(),
+                    line: spec.line,
+                    gpus: spec.gpus,
+                    state,
+                });
+            }
+        }
+        SimError::Unfinished {
+            policy: self.policy.name(),
+            now: self.now,
+            count,
+            admitted: self.jobs.len(),
+            jobs,
+            file: None,
+        }
     }
 
     /// Runs to the end.

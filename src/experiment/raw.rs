@@ -28,7 +28,7 @@ use crate::workload::synthetic::SyntheticSpec;
 /// defaults of [`to_run_spec`] (the command line's). Besides these, a key
 /// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
 /// kind (`--policy-opt NAME=VALUE` on the command line).
-pub const KEYS: [(&str, &str); 53] = [
+pub const KEYS: [(&str, &str); 55] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     (
@@ -89,6 +89,14 @@ pub const KEYS: [(&str, &str); 53] = [
     ),
     ("load", "a positive number (synthetic offered load)"),
     ("sample_interval", "whole seconds between timeline samples, 0 to 1e11"),
+    (
+        "horizon",
+        "seconds (above 0, at most 1e12): stop the run there; jobs still waiting or running count as unfinished",
+    ),
+    (
+        "allow_unfinished",
+        "true or false (default): let the run end with admitted jobs the policy never completed instead of failing",
+    ),
     ("profiles", "a profile database directory, relative to the experiment file"),
     (
         "rifling_table",
@@ -881,6 +889,8 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
         profiles: r.path("profiles")?,
         checkpoint: r.enumv("checkpoint")?.unwrap_or_default(),
         coloc_unmeasured: r.enumv("coloc_unmeasured")?.unwrap_or_default(),
+        horizon_ms: r.num("horizon")?.map(|h| r.bounded("horizon", crate::bounds::horizon_ms(h))).transpose()?,
+        allow_unfinished: r.flag("allow_unfinished")?,
     };
     spec.policy.validate()?;
     // Not part of the spec (it changes no simulated value): checked here so

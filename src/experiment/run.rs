@@ -20,7 +20,6 @@ use crate::policy::registry::{Artefacts, genie_profiles};
 use crate::profile::db::ProfileDb;
 use crate::trace::TraceRecord;
 use crate::trace::{ColumnMap, load_trace};
-use crate::workload::build_workload;
 use crate::workload::models::{assign_models, resolve_model_aliases};
 use crate::workload::synthetic;
 
@@ -281,7 +280,12 @@ fn run_inner(
     // memeff-pack rule reads the builtin database there.
     let placement = spec.policy.placement();
     let admission_db = (placement == PlacementKind::MemeffPack).then(|| artefacts.profiles().builtin());
-    let mut workload = build_workload(records, &cluster, placement.build_for(admission_db.as_ref()));
+    let mut workload = crate::workload::admission::build_workload_with(
+        records,
+        &cluster,
+        placement.build_for(admission_db.as_ref()),
+        spec.policy.admission_rule(),
+    );
     workload.jobs.attach_tasks(&mut genie_tasks);
     if workload.jobs.is_empty() {
         let reasons: Vec<String> = workload.skipped_by_reason().iter().map(|(r, n)| format!("{n} {r}")).collect();
@@ -338,6 +342,11 @@ fn run_inner(
     )
     .with_interference(Box::new(interference))
     .with_checkpoint(spec.checkpoint);
+    let sim = match (spec.horizon_ms, spec.allow_unfinished) {
+        (Some(h), _) => sim.with_horizon(crate::time::SimTime::from_ms(h)),
+        (None, true) => sim.allow_unfinished(),
+        (None, false) => sim,
+    };
     // A moldable task that shares GPUs holds its memory at its per-GPU batch.
     let sim = match db.clone().filter(|_| is_tasks) {
         Some(db) => sim.with_task_memory(Box::new(move |s, n| crate::profile::resources::task_gpu_mem_mib(&db, s, n))),
@@ -349,7 +358,10 @@ fn run_inner(
         _ => e,
     })?;
     let recording = recorder.into_recording();
-    let (summary, vcs) = metrics::summarize(&output, &recording, &workload.skipped, workload.rows_total);
+    let (mut summary, vcs) = metrics::summarize(&output, &recording, &workload.skipped, workload.rows_total);
+    if summary.jobs_unfinished > 0 {
+        summary.cut_off = spec.cut_off();
+    }
     Ok(RunReport {
         spec: spec.clone(),
         input,

@@ -255,6 +255,18 @@ pub struct RunSpec {
     /// (`src/profile/coloc.rs`, `src/profile/ncf.rs`).
     #[serde(default, skip_serializing_if = "ColocUnmeasured::is_mean")]
     pub coloc_unmeasured: ColocUnmeasured,
+    /// Simulated time after which the run stops, ms (`--horizon` s, sweep key
+    /// `horizon`): a cut-off run whose jobs still waiting or running then
+    /// count as unfinished. `None` (default; left out of manifests): run
+    /// until every admitted job completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub horizon_ms: Option<u64>,
+    /// Whether the run may end with admitted jobs the policy never completed
+    /// (`--allow-unfinished`, sweep key `allow_unfinished`); by default such
+    /// a run fails naming them ([`crate::error::SimError::Unfinished`]).
+    /// Left out of manifests when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_unfinished: bool,
 }
 
 /// The command line's defaults of a run, in one place: seed 1, timeline
@@ -282,6 +294,19 @@ impl RunSpec {
             tie_order: TieOrder::Trace,
             checkpoint: CheckpointModel::None,
             coloc_unmeasured: ColocUnmeasured::Mean,
+            horizon_ms: None,
+            allow_unfinished: false,
+        }
+    }
+
+    /// Why this run may end with admitted jobs unfinished, for the summary's
+    /// `cut_off` map: `horizon_s` (the horizon, s) or `allow_unfinished`
+    /// (1); empty when it may not.
+    pub fn cut_off(&self) -> std::collections::BTreeMap<String, f64> {
+        match (self.horizon_ms, self.allow_unfinished) {
+            (Some(h), _) => [("horizon_s".to_string(), h as f64 / 1000.0)].into(),
+            (None, true) => [("allow_unfinished".to_string(), 1.0)].into(),
+            (None, false) => Default::default(),
         }
     }
 

@@ -519,11 +519,14 @@ pub struct SlurmArrayVars<'a> {
 /// and the prefix its entries' names take as columns (`jobs_skipped_by_reason`
 /// `{"zero_gpus": 2}` is the column `jobs_skipped_zero_gpus`). Policy metrics
 /// keep their bare names (`throughput_steady_jobs_per_hour`, `ldwp_decisions`).
+/// A run cut off with unfinished jobs gives `cut_off_horizon_s` or
+/// `cut_off_allow_unfinished`.
 /// The QoS classes (`urgent`, `prior`, `normal`) give
 /// `qos_guarantee_rate_<class>`, which `summary.json` already has as
 /// top-level keys with the same values: such an entry adds no column.
-pub const SUMMARY_FLATTENED: [(&str, &str); 4] = [
+pub const SUMMARY_FLATTENED: [(&str, &str); 5] = [
     ("jobs_skipped_by_reason", "jobs_skipped_"),
+    ("cut_off", "cut_off_"),
     ("rate_model_counters", "rate_model_"),
     ("qos_guarantee_by_class", "qos_guarantee_rate_"),
     ("policy_metrics", ""),

@@ -65,8 +65,15 @@ pub struct Summary {
     pub jobs_total: u64,
     /// Jobs that completed.
     pub jobs_completed: u64,
-    /// Admitted jobs that did not complete (0 unless the run was cut short).
+    /// Admitted jobs that did not complete (0 unless the run was cut short:
+    /// a run that ends with unfinished jobs fails unless it allows them,
+    /// and then says so in [`Summary::cut_off`]).
     pub jobs_unfinished: u64,
+    /// Why this run ended with unfinished jobs and did not fail: `horizon_s`
+    /// (the run was cut off there, s) or `allow_unfinished` (1: allowed);
+    /// empty, and not written, when every admitted job completed.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub cut_off: BTreeMap<String, f64>,
     /// Rows not simulated.
     pub jobs_skipped: u64,
     /// Skipped rows by reason.
@@ -439,6 +446,7 @@ pub fn summarize(
         jobs_total: rows_total as u64,
         jobs_completed: all.jct.len() as u64,
         jobs_unfinished: unfinished,
+        cut_off: BTreeMap::new(),
         jobs_skipped: skipped.len() as u64,
         jobs_skipped_by_reason: by_reason,
         jct_mean_s: r3(jct_mean),

@@ -21,6 +21,7 @@ use crate::error::{ConfigError, RunError, TraceError};
 use crate::ids::VcId;
 use crate::profile::RateModel;
 use crate::profile::db::{ProfileDb, ProfileSet};
+use crate::workload::admission::AdmissionRule;
 
 /// What a policy is built from, besides its options: the run's cluster,
 /// profile database, seed and loaded artefacts.
@@ -123,6 +124,15 @@ pub trait BuildPolicy {
     /// Whether the run times the policy's decisions (`timing.json`).
     fn time_decisions(&self) -> bool {
         false
+    }
+
+    /// The policy's own limit on the jobs it can ever start, which
+    /// admission applies after the placement rule's, so that a job the
+    /// policy would never start is skipped with a named reason instead of
+    /// waiting for ever ([`AdmissionRule::Any`] unless the policy has one).
+    fn admission_rule(&self, kind: &str) -> AdmissionRule {
+        let _ = kind;
+        AdmissionRule::Any
     }
 }
 

@@ -121,6 +121,7 @@ use crate::job::{JobSpec, JobState, JobTable};
 use crate::profile::db::ProfileDb;
 use crate::profile::model::{PerfModel, TableModel};
 use crate::time::SimTime;
+use crate::workload::admission::AdmissionRule;
 
 /// How the allocation is solved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -183,6 +184,12 @@ impl BuildPolicy for GavelOptions {
             ));
         }
         Ok(())
+    }
+
+    /// Gavel runs a job on GPUs of one type (its placement): a job wider
+    /// than every type's GPUs in its partition could never start.
+    fn admission_rule(&self, _kind: &str) -> AdmissionRule {
+        AdmissionRule::OneGpuType
     }
 
     fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {

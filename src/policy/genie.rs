@@ -49,6 +49,7 @@ use serde::{Deserialize, Serialize};
 
 use super::symmetric::physical;
 use super::{Decision, Policy, View};
+use crate::cluster::Cluster;
 use crate::ids::{GpuId, JobId, VcId};
 use crate::job::{JobState, JobTable, TaskSpec};
 use crate::profile::db::ProfileDb;
@@ -1045,7 +1046,7 @@ impl GeniePolicy {
         let now = view.now.as_ms() as f64;
         let deadline = task.deadline.as_ms() as f64;
         let submit = spec.submit.as_ms() as f64;
-        let set = self.allowed(task, nodes, gpn);
+        let set = self.allowed(task, view.cluster, vc);
         let variant = self.opts.variant;
         if variant.black_box() {
             // No prediction: the placement by rule, the order by arrival
@@ -1095,14 +1096,32 @@ impl GeniePolicy {
         Some(Choice { d_node: pick.0, d_gpn: pick.1, latency_ms: pick.2, key, startable })
     }
 
-    /// The placements of the set on `nodes` × `gpn` that give `task` at
-    /// least one sample per GPU, in enumeration order.
-    fn allowed(&self, task: &TaskSpec, nodes: u32, gpn: u32) -> Vec<(u32, u32)> {
+    /// The placements of the set on partition `vc` (its node count ×
+    /// its largest node's GPUs) that give `task` at least one sample per GPU
+    /// and that the empty partition can hold (`d_node` nodes of at least
+    /// `d_gpn` GPUs), in enumeration order. On a partition of equal nodes
+    /// every placement of the set fits; on one of unequal nodes (a nodes
+    /// file: 1 + 4 + 2 GPUs) `<2, 4>` would never be free, and a variant
+    /// that picked it would wait for ever.
+    fn allowed(&self, task: &TaskSpec, cluster: &Cluster, vc: VcId) -> Vec<(u32, u32)> {
+        let p = cluster.partition(vc);
+        let (nodes, gpn) = (p.nodes.len() as u32, p.max_node_gpus);
+        let uniform = u64::from(p.gpus_total) == u64::from(nodes) * u64::from(gpn);
+        // Node sizes, largest first: `<d_node, d_gpn>` fits the empty
+        // partition when the `d_node`-th largest node has `d_gpn` GPUs.
+        let sizes: Vec<u32> = if uniform {
+            Vec::new()
+        } else {
+            let mut s: Vec<u32> = p.nodes.iter().map(|&n| cluster.node(n).gpus).collect();
+            s.sort_unstable_by(|a, b| b.cmp(a));
+            s
+        };
         self.opts
             .placements
             .placements(nodes, gpn)
             .into_iter()
             .filter(|&(n, g)| u64::from(n * g) <= u64::from(task.global_bsz))
+            .filter(|&(n, g)| uniform || sizes.get(n as usize - 1).is_some_and(|&s| s >= g))
             .collect()
     }
 
@@ -1241,7 +1260,7 @@ impl GeniePolicy {
         let (nodes, gpn) = (p.nodes.len() as u32, p.max_node_gpus);
         let deadline = task.deadline.as_ms() as f64;
         let submit = spec.submit.as_ms() as f64;
-        let set = self.allowed(task, nodes, gpn);
+        let set = self.allowed(task, view.cluster, vc);
         let variant = self.opts.variant;
         let queue = if variant == GenieVariant::Capacity { task_type(&task.kind).to_string() } else { String::new() };
         let (slot, order, latency_ms, all, change) = if variant.black_box() {

@@ -33,6 +33,7 @@ use super::rifling::{Agent, RiflingMode, RiflingParams, RiflingPolicy};
 use crate::cluster::ShareLimits;
 use crate::error::{ConfigError, RunError};
 use crate::ids::VcId;
+use crate::workload::admission::AdmissionRule;
 
 /// Declares every policy kind: `"kind" => Variant(OptionsType)`, with the doc
 /// comment the command line shows for it (and `#[value(skip)]` for a kind
@@ -272,6 +273,11 @@ impl PolicySpec {
         self.options().time_decisions()
     }
 
+    /// The policy's own admission limit ([`BuildPolicy::admission_rule`]).
+    pub fn admission_rule(&self) -> crate::workload::admission::AdmissionRule {
+        self.options().admission_rule(self.kind())
+    }
+
     /// The GENIE-family policy of `variant` with options `o`.
     pub fn genie_family(variant: GenieVariant, o: GenieFamilyOptions) -> PolicySpec {
         match variant {
@@ -383,6 +389,12 @@ impl BuildPolicy for QueueOptions {
         self.placement
     }
 
+    /// `--placement iawp` is IAWP, which starts a job on idle GPUs as
+    /// `consolidate` places it.
+    fn admission_rule(&self, _kind: &str) -> AdmissionRule {
+        if self.placement == PlacementKind::Iawp { AdmissionRule::Consolidated } else { AdmissionRule::Any }
+    }
+
     fn share_limits(&self) -> ShareLimits {
         self.share
     }
@@ -448,6 +460,11 @@ impl BuildPolicy for IawpOptions {
 
     fn placement(&self) -> PlacementKind {
         PlacementKind::Iawp
+    }
+
+    /// IAWP starts a job on idle GPUs as `consolidate` places it.
+    fn admission_rule(&self, _kind: &str) -> AdmissionRule {
+        AdmissionRule::Consolidated
     }
 
     fn share_limits(&self) -> ShareLimits {

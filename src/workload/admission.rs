@@ -49,6 +49,62 @@ pub trait AdmissionPlacer {
     fn place_on_empty(&mut self, cluster: &Cluster, req: Request<'_>, out: &mut Vec<GpuId>) -> bool;
 }
 
+/// A policy's own limit on the jobs it can ever run, checked at admission
+/// after the placement rule's (a job the policy could never start would
+/// otherwise wait for ever; [`crate::engine::Simulation`] fails such a run).
+/// A policy declares it through its options
+/// (`crate::policy::build::BuildPolicy::admission_rule`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AdmissionRule {
+    /// No limit beyond the placement rule's.
+    #[default]
+    Any,
+    /// The job runs on GPUs of one type only (Gavel, which allocates each
+    /// job time on one GPU type per round): a job needing more GPUs than any
+    /// one type of its partition has, counting only nodes of its allowed
+    /// types with enough GPU memory for it, is skipped as
+    /// [`SkipReason::ExceedsGpuTypeGroup`].
+    OneGpuType,
+    /// The policy starts a job on idle GPUs only as the `consolidate`
+    /// placement places it (IAWP's step 1; it co-locates only one-GPU
+    /// jobs): on the empty partition, a job no larger than the partition's
+    /// largest node needs one node that holds it (of its allowed types, with
+    /// its memory), a larger one as many GPUs over such nodes. Refused as
+    /// [`SkipReason::Unplaceable`] otherwise (as the placement rule's own
+    /// refusals are).
+    Consolidated,
+}
+
+impl AdmissionRule {
+    /// Why the rule refuses `req` in `cluster` (empty), if it does.
+    fn refuses(self, cluster: &Cluster, req: Request<'_>) -> Option<SkipReason> {
+        match self {
+            AdmissionRule::Any => None,
+            AdmissionRule::OneGpuType => {
+                // GPUs per type on the nodes that can hold the job's GPUs.
+                let mut by_type: BTreeMap<&str, u32> = BTreeMap::new();
+                for &n in &cluster.partition(req.vc).nodes {
+                    if req.fits_node(cluster, n) {
+                        let node = cluster.node(n);
+                        *by_type.entry(node.gpu_type.as_str()).or_default() += node.gpus;
+                    }
+                }
+                (by_type.values().max().copied().unwrap_or(0) < req.gpus).then_some(SkipReason::ExceedsGpuTypeGroup)
+            }
+            AdmissionRule::Consolidated => {
+                let p = cluster.partition(req.vc);
+                let fitting = p.nodes.iter().filter(|&&n| req.fits_node(cluster, n)).map(|&n| cluster.node(n).gpus);
+                let places = if req.gpus <= p.max_node_gpus {
+                    fitting.max().is_some_and(|g| g >= req.gpus)
+                } else {
+                    fitting.sum::<u32>() >= req.gpus
+                };
+                (!places).then_some(SkipReason::Unplaceable)
+            }
+        }
+    }
+}
+
 /// Jobs without a recorded split, keyed by what decides their placement on an
 /// empty partition: partition, GPUs, memory need (MiB), allowed GPU types.
 type SizeKey = (VcId, u32, u64, Vec<String>);
@@ -95,8 +151,23 @@ impl Workload {
 ///   or no placement even on the empty partition (`unplaceable`) are skipped;
 /// - so are rows the adapter marked ([`TraceRecord::skip`], e.g.
 ///   `never_scheduled`), after the `zero_gpus` check.
-pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, mut placer: impl AdmissionPlacer) -> Workload {
+pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, placer: impl AdmissionPlacer) -> Workload {
+    build_workload_with(records, cluster, placer, AdmissionRule::Any)
+}
+
+/// [`build_workload`] that also applies the policy's own admission `rule`:
+/// a job the placement rule admits but the rule refuses is skipped with the
+/// rule's reason (e.g. [`SkipReason::ExceedsGpuTypeGroup`]).
+pub fn build_workload_with(
+    records: Vec<TraceRecord>,
+    cluster: &Cluster,
+    mut placer: impl AdmissionPlacer,
+    rule: AdmissionRule,
+) -> Workload {
     let rows_total = records.len();
+    // The rule's answer per (VC, GPUs, memory need, allowed types): it
+    // depends on nothing else.
+    let mut refused: BTreeMap<SizeKey, Option<SkipReason>> = BTreeMap::new();
     let mut records = records;
     // Stable: ties keep trace order. Trace files are usually sorted already,
     // and the stable sort's scratch (half the records) would cost page faults.
@@ -198,6 +269,17 @@ pub fn build_workload(records: Vec<TraceRecord>, cluster: &Cluster, mut placer: 
             }
         } else {
             Some(SkipReason::UnknownVc)
+        };
+        let reason = match (reason, vc) {
+            (None, Some(vc)) if rule != AdmissionRule::Any => {
+                let mem = r.gpu_mem_mib().unwrap_or(0);
+                *refused.entry((vc, r.gpus, mem, types.to_vec())).or_insert_with(|| {
+                    let req =
+                        Request { vc, gpus: r.gpus, shape: &[], min_gpu_mem_mib: mem, milli: 0, gpu_types: types };
+                    rule.refuses(cluster, req)
+                })
+            }
+            (reason, _) => reason,
         };
         match reason {
             Some(reason) => skipped.push(Skipped { name: r.job_id, line: r.line, gpus: r.gpus, reason }),

@@ -55,5 +55,6 @@ mod themis;
 mod tie_order;
 mod tiresias;
 mod trace_sources;
+mod unfinished;
 mod vc_scale;
 mod vc_timeline;

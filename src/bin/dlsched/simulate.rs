@@ -255,6 +255,18 @@ pub(crate) struct SimulateArgs {
     #[arg(long, default_value_t = dlsched::experiment::DEFAULT_SAMPLE_INTERVAL_S, value_name = "SECONDS")]
     pub(crate) sample_interval: u64,
 
+    /// Stop the run at this simulated time, seconds: a cut-off run, whose
+    /// jobs still waiting or running then count as unfinished (said in the
+    /// summary). Default: run until every admitted job completed.
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) horizon: Option<f64>,
+
+    /// Let the run end with admitted jobs the policy never completed (counted
+    /// as unfinished, said in the summary). Without it such a run fails with
+    /// an error naming them: its means would leave them out without a word.
+    #[arg(long)]
+    pub(crate) allow_unfinished: bool,
+
     /// Write manifest.json, jobs.csv, summary.json, vc_summary.csv,
     /// timeline.csv, vc_timeline.csv (and skipped.csv when rows were skipped, timing.json for
     /// GENIE-family runs, learning_curve.csv for RIFLING runs) to this
@@ -280,7 +292,7 @@ pub(crate) enum WorkloadKind {
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 54] = [
+pub(crate) const SPEC_ARGS: [&str; 56] = [
     "trace",
     "policy_opt",
     "checkpoint",
@@ -331,6 +343,8 @@ pub(crate) const SPEC_ARGS: [&str; 54] = [
     "jobs_per_hour",
     "load",
     "sample_interval",
+    "horizon",
+    "allow_unfinished",
     "coloc_unmeasured",
     "max_job_gpus",
     "max_duration",
@@ -387,6 +401,12 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     }
     put("load", Value::Float(a.load));
     put("sample_interval", Value::UInt(a.sample_interval));
+    if let Some(h) = a.horizon {
+        put("horizon", Value::Float(h));
+    }
+    if a.allow_unfinished {
+        put("allow_unfinished", Value::Bool(true));
+    }
     if let Some(m) = a.max_job_gpus {
         put("max_job_gpus", Value::UInt(m.into()));
     }
@@ -805,6 +825,16 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
     )?;
     for (reason, n) in &s.jobs_skipped_by_reason {
         outln!("    skipped       {n:>12} {reason}")?;
+    }
+    if s.jobs_unfinished > 0 {
+        let why = match s.cut_off.get("horizon_s") {
+            Some(h) => format!("cut off at the horizon, {h} s"),
+            None => "--allow-unfinished".to_string(),
+        };
+        outln!(
+            "    unfinished    {:>12} admitted jobs did not complete ({why}); the means leave them out",
+            s.jobs_unfinished
+        )?;
     }
     let h = |x: f64| format!("{x:>12.1} s  ({:.2} h)", x / 3600.0);
     outln!("  JCT mean        {}", h(s.jct_mean_s))?;
