@@ -63,6 +63,14 @@
 //! jobs, O(n log n)); between boundaries a pass walks the waiting jobs in
 //! rank order (a B-tree by (service, job)), and an unconstrained job is not
 //! tried once one of no more GPUs failed in the pass.
+//!
+//! After a boundary whose round decided nothing (every running job
+//! selected, no waiting job placeable), the next timer is at the first
+//! boundary where the ranking by service can change (waiting services are
+//! constant, running ones linear in time: the first neighbour crossing,
+//! in closed form), not at every boundary; an arrival or a completion
+//! before it asks for the next boundary again. The schedule is the one of
+//! every round run ([`Las::with_round_skipping`]).
 
 use std::collections::{BTreeSet, VecDeque};
 
