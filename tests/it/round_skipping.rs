@@ -55,7 +55,7 @@ fn workload(cluster: &Cluster, n: usize, seed: u64) -> Vec<TraceRecord> {
     (0..n)
         .map(|i| {
             let x = mix(seed * 1_000_003 + i as u64);
-            let submit = (x % 20_000) as u64;
+            let submit = x % 20_000;
             let gpus = [1, 1, 1, 2, 4, 8][(x >> 20) as usize % 6].min(max);
             let duration = match (x >> 30) % 4 {
                 0 => 60 + (x >> 40) % 3_000,
