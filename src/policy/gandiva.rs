@@ -49,7 +49,11 @@
 //!       measured pair speeds directly, so the pair is judged before it is
 //!       formed, and step 1 still undoes a pair whose observed speeds fall
 //!       short. Multi-GPU jobs are not packed;
-//!    4. **time-slicing** (round boundaries, [`GandivaOptions::time_slicing`]):
+//!    4. **time-slicing** (round boundaries, [`GandivaOptions::time_slicing`],
+//!       and only while the partition is *over-subscribed*: its active jobs,
+//!       running and waiting, ask for more GPUs than it has, the paper's
+//!       "more jobs than GPUs"; a job that waits only because the free GPUs
+//!       are fragmented or of the wrong kind waits for a completion instead):
 //!       the job takes the GPUs of running jobs that have run at least one
 //!       full round since they last (re)started, suspending them
 //!       ([`Decision::Preempt`]; each pays the run's checkpoint cost,
@@ -68,6 +72,14 @@
 //!    locality"). *Our reading*: the remaining-time condition (not worth
 //!    moving a job about to finish); Gandiva's migrations to defragment for
 //!    a waiting job are not done.
+//!
+//! A round that decides nothing, after which every running job of the
+//! partition has run a full round, is followed by rounds that decide
+//! nothing until the partition's next arrival or completion (the queue,
+//! the victims, the cluster and the measured speeds stay as they are, and
+//! a migration only gets less likely as the remaining time falls): the
+//! partition asks for no timer until then, and the engine's stats count
+//! fewer timers than rounds.
 //!
 //! Rounds: boundaries at every multiple of [`GandivaOptions::round_s`]
 //! (60 s, the paper's ~1-minute time slices, §4.1) from the trace origin;
@@ -320,6 +332,10 @@ struct Active {
     min_failed: u32,
     /// Migration candidates already examined in this pass.
     migrated_upto: Option<JobId>,
+    /// A decision was returned in this pass.
+    decided: bool,
+    /// The partition is over-subscribed (time-slicing allowed).
+    oversubscribed: bool,
 }
 
 /// Gandiva; see the module docs.
@@ -341,6 +357,13 @@ pub struct Gandiva {
     active: Option<Active>,
     /// Pairs (lower id, higher id) whose pack was undone: not packed again.
     failed_pairs: BTreeSet<(JobId, JobId)>,
+    /// Per partition: its last round decided nothing and so would every
+    /// round until its next arrival or completion (see the module docs).
+    stable: Vec<bool>,
+    /// The pass that just ended.
+    finished: Option<Active>,
+    /// Skip the rounds that provably decide nothing (default).
+    skip_rounds: bool,
     time_slices: u64,
     packs: u64,
     unpacks: u64,
@@ -365,10 +388,37 @@ impl Gandiva {
             actions: VecDeque::new(),
             active: None,
             failed_pairs: BTreeSet::new(),
+            stable: vec![false; partitions.max(1)],
+            finished: None,
+            skip_rounds: true,
             time_slices: 0,
             packs: 0,
             unpacks: 0,
             migrations: 0,
+        }
+    }
+
+    /// With `on = false`, a timer at every boundary while a partition has
+    /// a waiting and a running job, as before round skipping; the schedule is
+    /// the same either way, so this is for tests that compare the two.
+    pub fn with_round_skipping(mut self, on: bool) -> Self {
+        self.skip_rounds = on;
+        self
+    }
+
+    /// Whether partition `vc`'s active jobs ask for more GPUs than it has.
+    fn oversubscribed(&self, view: &View<'_>, vc: VcId) -> bool {
+        let b = &self.vcs[vc.index()];
+        let waiting: u64 = b.waiting_by_gpus.iter().map(|(&g, &n)| u64::from(g) * u64::from(n)).sum();
+        let running: u64 = b.running.iter().map(|&j| u64::from(view.jobs.spec(j).gpus)).sum();
+        waiting + running > u64::from(view.cluster.partition(vc).gpus_total)
+    }
+
+    /// An arrival or a completion in partition `vc` ends its skipping; at
+    /// a boundary it is the round the skipped timer would have started.
+    fn wake_partition(&mut self, view: &View<'_>, vc: VcId) {
+        if std::mem::take(&mut self.stable[vc.index()]) && view.now.as_ms().is_multiple_of(self.round_ms) {
+            self.round_due.insert(vc.0);
         }
     }
 
@@ -632,7 +682,7 @@ impl Gandiva {
                         self.actions.push_back(Action::Launch(j, gpus));
                         continue;
                     }
-                    self.active = None;
+                    self.finished = self.active.take();
                     return None;
                 }
             }
@@ -673,7 +723,7 @@ impl Gandiva {
         let c = view.cluster;
         let p = c.partition(vc);
         let nothing_free = p.gpus_free == 0;
-        let may_slice = round && self.opts.time_slicing;
+        let may_slice = round && self.opts.time_slicing && act.oversubscribed;
         if nothing_free && !may_slice && (self.coloc.is_none() || p.gpus_open == 0) {
             return Walk::Done;
         }
@@ -811,8 +861,24 @@ impl Gandiva {
     /// The next round boundary after now, ms, if a timer is wanted there:
     /// some partition has a waiting and a running job (time-slicing on), or
     /// a packed pair to check.
+    /// After a round of partition `vc` that decided nothing: whether every
+    /// round until its next arrival or completion decides nothing too. True
+    /// when every running job of the partition has run a full round (the
+    /// victims of a later round are then the same jobs); the queue, the free
+    /// GPUs, the packed pairs and their measured speeds, and whether the
+    /// partition is over-subscribed change only with an arrival, a
+    /// completion or a decision, and a migration skipped for its remaining
+    /// time stays skipped.
+    fn quiet_is_stable(&self, view: &View<'_>, vc: VcId) -> bool {
+        let now = view.now.as_ms();
+        self.vcs[vc.index()].running.iter().all(|&j| match view.jobs.state(j) {
+            JobState::Running(r) => r.work_done || r.start.as_ms() + self.round_ms <= now,
+            _ => true,
+        })
+    }
+
     fn wanted_timer(&self, view: &View<'_>) -> Option<u64> {
-        let wanted = self.vcs.iter().any(|b| {
+        let wanted = self.vcs.iter().zip(&self.stable).filter(|(_, s)| !**s).any(|(b, _)| {
             (self.opts.time_slicing && !b.waiting.is_empty() && !b.running.is_empty())
                 || (self.coloc.is_some() && !b.packed.is_empty())
         });
@@ -861,12 +927,14 @@ impl Policy for Gandiva {
 
     fn on_arrival(&mut self, job: JobId, view: &View<'_>) {
         let vc = view.jobs.spec(job).vc;
+        self.wake_partition(view, vc);
         self.enqueue(view, job);
         self.dirty.insert(vc.0);
     }
 
     fn on_completion(&mut self, job: JobId, view: &View<'_>) {
         let vc = view.jobs.spec(job).vc;
+        self.wake_partition(view, vc);
         let b = &mut self.vcs[vc.index()];
         b.running.remove(&job);
         b.spread.remove(&job);
@@ -883,6 +951,9 @@ impl Policy for Gandiva {
             return;
         }
         for (i, b) in self.vcs.iter().enumerate() {
+            if self.stable[i] {
+                continue;
+            }
             if (!b.waiting.is_empty() && !b.running.is_empty()) || !b.packed.is_empty() {
                 self.dirty.insert(i as u16);
                 self.round_due.insert(i as u16);
@@ -894,12 +965,24 @@ impl Policy for Gandiva {
         loop {
             if self.active.is_some() || !self.actions.is_empty() {
                 if let Some(d) = self.step(view) {
+                    if let Some(a) = self.active.as_mut() {
+                        a.decided = true;
+                    }
                     return d;
+                }
+                if let Some(a) = self.finished.take()
+                    && a.round
+                    && !a.decided
+                    && self.skip_rounds
+                {
+                    self.stable[a.vc.index()] = self.quiet_is_stable(view, a.vc);
                 }
                 continue;
             }
             let Some(vc) = self.dirty.pop_first() else { break };
             let round = self.round_due.remove(&vc);
+            self.stable[usize::from(vc)] = false;
+            let oversubscribed = round && self.oversubscribed(view, VcId(vc));
             self.active = Some(Active {
                 vc: VcId(vc),
                 round,
@@ -909,6 +992,8 @@ impl Policy for Gandiva {
                 slice_failed: [u32::MAX; 2],
                 min_failed: u32::MAX,
                 migrated_upto: None,
+                decided: false,
+                oversubscribed,
             });
         }
         match self.wanted_timer(view) {

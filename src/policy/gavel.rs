@@ -105,6 +105,19 @@
 //! the reset interval has passed; on a one-type partition it is the
 //! water-filling closed form, O(M log M) for M active jobs. Each round sorts
 //! the partition's jobs once per type.
+//!
+//! A round that decides nothing is not run when the rounds after it provably
+//! decide nothing either, until an arrival or a completion: when every
+//! active job of a one-type partition runs, or when the greedy took, on each
+//! type, every job of positive priority there (the allocation, hence the set
+//! of positive priorities, changes only at a reset; only the order of the
+//! priorities moves with time, and it chose nothing). The partition then
+//! asks for no timer (or one at the boundary where a pending reset falls
+//! due), and the boundaries passed are counted in `gavel_rounds` when it is
+//! next woken, so that one job of 10^9 s costs one timer instead of 2.8
+//! million, and the schedule is the one of every round run
+//! ([`Gavel::with_round_skipping`] turns this off, for the tests that
+//! compare the two).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -360,7 +373,17 @@ struct VcState {
     /// Jobs running in the current round and their type.
     running: BTreeMap<JobId, usize>,
     round_start: SimTime,
+    /// The next round boundary (ms): a timer is pending there, unless the
+    /// partition is `skipping`.
     round_end: Option<u64>,
+    /// The rounds from `round_end` on are provably no-ops until an arrival,
+    /// a completion or `wake` ([`Gavel::stable_after`]): no timer is pending
+    /// at `round_end`, and the boundaries passed are counted as rounds when
+    /// the partition is next woken ([`Gavel::catch_up`]).
+    skipping: bool,
+    /// While skipping: the boundary at which a pending reset falls due (a
+    /// timer is pending there), if any.
+    wake: Option<u64>,
     need_alloc: bool,
     last_reset: Option<u64>,
     /// Per type: the time counted so far, s, plus, for the running jobs,
@@ -439,6 +462,11 @@ pub struct Gavel {
     mark: Vec<(u64, usize)>,
     /// Scratch of the greedy: (priority, deficit, allocation, job, GPUs).
     entries: Vec<Entry>,
+    /// Skip the rounds that provably change nothing (default; see
+    /// [`Gavel::with_round_skipping`]).
+    skip_rounds: bool,
+    /// Timers to ask for (a skipping partition woken by an event).
+    wakes: Vec<u64>,
 }
 
 /// A greedy entry: (priority, deficit, allocation, job, GPUs).
@@ -466,6 +494,8 @@ impl Gavel {
                     running: BTreeMap::new(),
                     round_start: SimTime::ZERO,
                     round_end: None,
+                    skipping: false,
+                    wake: None,
                     need_alloc: false,
                     last_reset: None,
                     worker_time: vec![0.0; k],
@@ -488,7 +518,78 @@ impl Gavel {
             counters: Counters::default(),
             mark: Vec::new(),
             entries: Vec::new(),
+            skip_rounds: true,
+            wakes: Vec::new(),
         }
+    }
+
+    /// With `on = false`, every round boundary is a timer and a pass, as
+    /// before round skipping; the schedule is the same either way (the
+    /// skipped rounds are the ones that provably decide nothing), so this is
+    /// for tests that compare the two.
+    pub fn with_round_skipping(mut self, on: bool) -> Self {
+        self.skip_rounds = on;
+        self
+    }
+
+    /// Ends partition `v`'s skipping at `now` (an arrival, a completion or
+    /// its wake-up): the boundaries before `now` are counted as the no-op
+    /// rounds they would have been, a boundary at `now` is a round due now,
+    /// and a later one is returned: the timer to ask for, as if every
+    /// boundary had had one (unless the round ends now anyway).
+    fn catch_up(&mut self, v: usize, now: u64) -> Option<u64> {
+        let round_ms = self.round_ms;
+        let vc = &mut self.vcs[v];
+        if !std::mem::take(&mut vc.skipping) {
+            return None;
+        }
+        vc.wake = None;
+        let mut end = vc.round_end?;
+        if end < now {
+            let k = (now - end).div_ceil(round_ms);
+            self.counters.rounds += k;
+            end += k * round_ms;
+            vc.round_end = Some(end);
+        }
+        if end == now {
+            self.dirty.insert(v as u16);
+            None
+        } else {
+            Some(end)
+        }
+    }
+
+    /// After a round of partition `v` at `now` that decided nothing and
+    /// left jobs running: whether every later round decides nothing too
+    /// until an arrival or a completion, and the boundary at which a pending
+    /// reset falls due (which must run). `greedy_fixed` says that the round's
+    /// greedy took, on each type, every job of positive priority there (so
+    /// the order of the priorities, the only thing that moves with time,
+    /// chose nothing).
+    ///
+    /// Why nothing changes: between events the job set, the running set
+    /// (no decision) and the allocation (recomputed only at a reset) stay as
+    /// they are; the set of positive priorities on each type is the set of
+    /// jobs with `X_mj > 0` there, so the greedy takes the same jobs of
+    /// positive priority on each type whatever their order, then the
+    /// priority-0 jobs in (deficit, allocation, id) order, which only a
+    /// reset changes; so it takes the same jobs on the same types, which are
+    /// the running ones. The time counters move, but lazily (`time_on`,
+    /// `worker_time_at`), exactly as in a round that decides nothing.
+    fn stable_after(&self, v: usize, now: u64, greedy_fixed: bool) -> Option<Option<u64>> {
+        let vc = &self.vcs[v];
+        if !self.skip_rounds || !greedy_fixed || vc.running.is_empty() {
+            return None;
+        }
+        if !vc.need_alloc {
+            return Some(None);
+        }
+        // A reset is pending (the job set changed) but the interval has not
+        // passed: it falls due at the first boundary `now + k·round` at least
+        // `reset_ms` after the last reset; that round runs.
+        let last = vc.last_reset?;
+        let k = (last + self.reset_ms).saturating_sub(now).div_ceil(self.round_ms).max(1);
+        Some(Some(now + k * self.round_ms))
     }
 
     /// A job's relative throughput on each of the partition's types.
@@ -629,6 +730,8 @@ impl Gavel {
         let now = view.now.as_ms();
         self.plan.clear();
         self.plan_vc = v;
+        self.vcs[v].skipping = false;
+        self.vcs[v].wake = None;
         // 1. The ended round's time is counted lazily (`Book::time_on`,
         // `VcState::worker_time_at`): the same sums, read at `now`.
         if self.vcs[v].jobs.is_empty() {
@@ -649,10 +752,7 @@ impl Gavel {
         if vc.types.len() == 1 && vc.running.len() == vc.jobs.len() {
             // Every active job runs on the partition's one type: the greedy
             // takes them all on the type they run on, so nothing changes.
-            self.plan.push_back(Step::Wake(end));
-            let vc = &mut self.vcs[v];
-            vc.round_start = view.now;
-            vc.round_end = Some(end);
+            self.end_round(v, view.now, end, true);
             return;
         }
         // 3-4. Priorities and the greedy.
@@ -661,6 +761,7 @@ impl Gavel {
         let fifo = self.objective == GavelObjective::Fifo;
         let mut left = vc.cap.clone();
         let mut taken: Vec<(JobId, usize)> = Vec::new();
+        let mut greedy_fixed = true;
         let mut entries = std::mem::take(&mut self.entries);
         for &j in &vc.order {
             let wt = vc.worker_time_at(j, now);
@@ -681,6 +782,15 @@ impl Gavel {
             let cmp = |x: &Entry, y: &Entry| {
                 y.0.total_cmp(&x.0).then(y.1.total_cmp(&x.1)).then(y.2.total_cmp(&x.2)).then(x.3.cmp(&y.3))
             };
+            // The jobs of positive priority not taken on an earlier type:
+            // if they fit together, the greedy takes them all whatever
+            // their order (see `stable_after`).
+            let positive: u64 = entries
+                .iter()
+                .filter(|e| e.0 > 0.0 && self.mark.get(e.3.index()).is_none_or(|m| m.0 != stamp))
+                .map(|e| u64::from(e.4))
+                .sum();
+            greedy_fixed &= positive <= u64::from(left[j]);
             let n = entries.len();
             let mut sorted = (2 * left[j] as usize + 16).min(n);
             if sorted < n {
@@ -732,15 +842,33 @@ impl Gavel {
         let mut launch: Vec<(u32, JobId, usize)> =
             taken.iter().filter(|(id, _)| !keep.contains_key(id)).map(|&(id, j)| (vc.jobs[&id].gpus, id, j)).collect();
         launch.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let quiet = stop.is_empty() && launch.is_empty();
         self.plan.extend(launch.into_iter().map(|(_, id, j)| Step::Launch(id, j)));
-        self.plan.push_back(Step::Wake(end));
         let vc = &mut self.vcs[v];
         for job in stop {
             vc.stop(job, now);
         }
         debug_assert_eq!(vc.running, keep);
-        vc.round_start = view.now;
+        self.end_round(v, view.now, end, quiet && greedy_fixed);
+    }
+
+    /// Ends the planning of partition `v`'s round at `now`, the next
+    /// boundary being `end`: a timer there, unless the round decided nothing
+    /// and every later one provably decides nothing either (`fixed`, then
+    /// [`Gavel::stable_after`]), when the partition skips them.
+    fn end_round(&mut self, v: usize, now: SimTime, end: u64, fixed: bool) {
+        let stable = self.stable_after(v, now.as_ms(), fixed);
+        let vc = &mut self.vcs[v];
+        vc.round_start = now;
         vc.round_end = Some(end);
+        match stable {
+            Some(wake) => {
+                vc.skipping = true;
+                vc.wake = wake;
+                self.plan.extend(wake.map(Step::Wake));
+            }
+            None => self.plan.push_back(Step::Wake(end)),
+        }
     }
 
     /// GPUs of type `ty` in `job`'s partition for it: the fullest node that
@@ -796,6 +924,8 @@ impl Policy for Gavel {
             return;
         }
         let v = spec.vc.index();
+        let wake = self.catch_up(v, view.now.as_ms());
+        self.wakes.extend(wake);
         let k = self.vcs[v].types.len();
         let half = self.opts.round / 2.0;
         let vc = &mut self.vcs[v];
@@ -811,6 +941,7 @@ impl Policy for Gavel {
 
     fn on_completion(&mut self, job: JobId, view: &View<'_>) {
         let v = view.jobs.spec(job).vc.index();
+        let wake = self.catch_up(v, view.now.as_ms());
         let vc = &mut self.vcs[v];
         let was_running = vc.running.contains_key(&job);
         vc.stop(job, view.now.as_ms());
@@ -819,20 +950,34 @@ impl Policy for Gavel {
         if was_running && vc.running.is_empty() {
             // Every job of the round has finished: the round ends now.
             self.dirty.insert(v as u16);
+        } else {
+            self.wakes.extend(wake);
         }
     }
 
     fn on_timer(&mut self, view: &View<'_>) {
         let now = view.now.as_ms();
         self.timers.remove(&now);
-        for (v, vc) in self.vcs.iter().enumerate() {
-            if vc.round_end == Some(now) {
+        for v in 0..self.vcs.len() {
+            let vc = &self.vcs[v];
+            if vc.skipping {
+                // Its boundaries stay skipped, unless a reset falls due now.
+                if vc.wake == Some(now) {
+                    let w = self.catch_up(v, now);
+                    self.wakes.extend(w);
+                }
+            } else if vc.round_end == Some(now) {
                 self.dirty.insert(v as u16);
             }
         }
     }
 
     fn decide(&mut self, view: &View<'_>) -> Decision {
+        while let Some(t) = self.wakes.pop() {
+            if self.timers.insert(t) {
+                return Decision::WakeAt(SimTime::from_ms(t));
+            }
+        }
         loop {
             while let Some(step) = self.plan.pop_front() {
                 match step {

@@ -63,6 +63,14 @@
 //! jobs, O(n log n)); between boundaries a pass walks the waiting jobs in
 //! rank order (a B-tree by (service, job)), and an unconstrained job is not
 //! tried once one of no more GPUs failed in the pass.
+//!
+//! After a boundary whose round decided nothing (every running job
+//! selected, no waiting job placeable), the next timer is at the first
+//! boundary where the ranking by service can change (waiting services are
+//! constant, running ones linear in time: the first neighbour crossing,
+//! in closed form), not at every boundary; an arrival or a completion
+//! before it asks for the next boundary again. The schedule is the one of
+//! every round run ([`Las::with_round_skipping`]).
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -178,6 +186,11 @@ pub struct Las {
     min_failed: u32,
     failed_at: Option<SimTime>,
     scratch: Vec<GpuId>,
+    /// Skip the boundaries whose round provably decides nothing (default;
+    /// see [`Las::with_round_skipping`]).
+    skip_rounds: bool,
+    /// The boundary whose round has decided nothing so far in its pass.
+    quiet_round: Option<SimTime>,
 }
 
 impl Las {
@@ -198,7 +211,60 @@ impl Las {
             min_failed: u32::MAX,
             failed_at: None,
             scratch: Vec::new(),
+            skip_rounds: true,
+            quiet_round: None,
         }
+    }
+
+    /// With `on = false`, a timer at every boundary while a job waits, as
+    /// before round skipping; the schedule is the same either way (only
+    /// rounds that provably decide nothing are skipped), so this is for
+    /// tests that compare the two.
+    pub fn with_round_skipping(mut self, on: bool) -> Self {
+        self.skip_rounds = on;
+        self
+    }
+
+    /// After a round at `now` that decided nothing: the first boundary whose
+    /// round may decide something if no job arrives or completes before it
+    /// (`None`: none ever).
+    ///
+    /// Such a round selected every running job (none was preempted) and
+    /// failed to place every waiting one. Until an arrival or a completion
+    /// the cluster stays as it is, so the waiting jobs keep failing, and a
+    /// later round decides nothing as long as it selects every running job;
+    /// the selection is a function of the ranking by (service, job), so it
+    /// cannot change before the ranking does. Waiting jobs' services are
+    /// constant and running jobs' grow linearly (slope: their GPUs under
+    /// `gpu-time`, 1 under `time`), and the first change of an order of
+    /// lines is a swap of two neighbours: for neighbours a before b with
+    /// slopes g_a > g_b and gap d = s_b − s_a, a passes b after
+    /// ⌊d / (g_a − g_b)⌋ + 1 ms, or d / (g_a − g_b) ms when the gap closes
+    /// exactly and a's id is the larger (ties rank by id).
+    fn next_change(&self, view: &View<'_>) -> Option<SimTime> {
+        let gpu = self.opts.service == LasService::GpuTime;
+        let mut first: Option<u64> = None;
+        let mut keys: Vec<(u64, JobId, u64)> = Vec::new();
+        for q in self.vcs.iter().filter(|q| !q.waiting.is_empty()) {
+            keys.clear();
+            keys.extend(q.waiting.iter().map(|&(s, j)| (s, j, 0)));
+            keys.extend(q.running.iter().map(|&j| {
+                let slope = if gpu { u64::from(view.jobs.spec(j).gpus) } else { 1 };
+                (self.service(view, j), j, slope)
+            }));
+            keys.sort_unstable();
+            for w in keys.windows(2) {
+                let ((sa, a, ga), (sb, b, gb)) = (w[0], w[1]);
+                if ga <= gb {
+                    continue;
+                }
+                let (d, dg) = (sb - sa, ga - gb);
+                let after = if a > b && d % dg == 0 { d / dg } else { d / dg + 1 };
+                first = Some(first.map_or(after, |f| f.min(after)));
+            }
+        }
+        let at = view.now.as_ms().checked_add(first?)?;
+        Some(SimTime::from_ms(at.div_ceil(self.round_ms).saturating_mul(self.round_ms)))
     }
 
     /// A job's attained service now (ms or GPU-ms).
@@ -377,9 +443,11 @@ impl Policy for Las {
                 }
             }
             self.dirty.clear();
+            self.quiet_round = Some(view.now);
         }
         loop {
             if let Some(d) = self.step_plan(view) {
+                self.quiet_round = None;
                 return d;
             }
             if !self.opts.work_conserving {
@@ -388,12 +456,26 @@ impl Policy for Las {
             let Some(vc) = self.dirty.pop_first() else { break };
             self.plan_fill(VcId(vc), view);
         }
-        if self.anyone_waits() && self.timer_at.is_none_or(|t| t <= view.now) {
-            let next = (view.now.as_ms() / self.round_ms + 1).saturating_mul(self.round_ms);
-            let at = SimTime::from_ms(next);
-            self.timer_at = Some(at);
-            return Decision::WakeAt(at);
+        if !self.anyone_waits() {
+            return Decision::Wait;
         }
-        Decision::Wait
+        // The next boundary, or, after a round that decided nothing, the
+        // first one whose round may decide something (an arrival or a
+        // completion before it asks for the next boundary again; the timer
+        // left behind then fires at a boundary where a round runs anyway
+        // while a job waits, or where no job waits and a round does nothing).
+        let at = if self.skip_rounds && self.quiet_round == Some(view.now) {
+            self.next_change(view)
+        } else {
+            let next = (view.now.as_ms() / self.round_ms + 1).saturating_mul(self.round_ms);
+            Some(SimTime::from_ms(next))
+        };
+        match at {
+            Some(at) if self.timer_at.is_none_or(|t| t <= view.now || t > at) => {
+                self.timer_at = Some(at);
+                Decision::WakeAt(at)
+            }
+            _ => Decision::Wait,
+        }
     }
 }

@@ -43,6 +43,7 @@ mod qssf;
 mod rate_memo;
 mod rates;
 mod rifling;
+mod round_skipping;
 mod share_search;
 mod sharing;
 mod slurm;

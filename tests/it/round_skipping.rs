@@ -1,0 +1,258 @@
+//! Round skipping (issue 30): the round-based policies (Gavel, LAS,
+//! Gandiva) skip the rounds that provably decide nothing. The schedule must
+//! be the one of every round run: each policy is run with skipping on and
+//! off over seeded workloads (long jobs included, so that rounds are
+//! skipped) and the two `jobs.csv` compared byte for byte; hand-made cases
+//! pin the counts of rounds and timers that follow from the rules.
+
+use dlsched::cluster::{Cluster, ClusterPreset, ClusterSpec};
+use dlsched::engine::{CheckpointModel, EngineConfig, RunOutput, Simulation};
+use dlsched::ids::VcId;
+use dlsched::policy::Policy;
+use dlsched::policy::gandiva::{Gandiva, GandivaOptions};
+use dlsched::policy::gavel::{Gavel, GavelObjective, GavelOptions};
+use dlsched::policy::las::{Las, LasOptions, LasService};
+use dlsched::policy::placement::PlacementKind;
+use dlsched::profile::TraceSpeed;
+use dlsched::trace::TraceRecord;
+use dlsched::workload::build_workload;
+
+use crate::common::{mix, rec};
+
+/// Runs `records` on `spec` under the policy `make` builds (given the
+/// cluster), checking every invariant after every instant.
+fn run(
+    records: &[TraceRecord],
+    spec: &ClusterSpec,
+    ckpt: CheckpointModel,
+    make: &dyn Fn(&Cluster) -> Box<dyn Policy>,
+) -> RunOutput {
+    let cluster = Cluster::new(spec.clone()).unwrap();
+    let w = build_workload(records.to_vec(), &cluster, PlacementKind::Consolidate.build());
+    let p = make(&cluster);
+    let mut sim = Simulation::new(cluster, w.jobs, p, Box::new(TraceSpeed), EngineConfig { sample_interval_ms: 0 })
+        .with_checkpoint(ckpt);
+    while sim.step().unwrap().is_some() {
+        if let Err(e) = sim.check_invariants() {
+            panic!("at {}: {e}", sim.now());
+        }
+    }
+    sim.finish()
+}
+
+fn jobs_csv(out: &RunOutput) -> String {
+    let mut b = Vec::new();
+    dlsched::metrics::export::write_jobs_csv(out, &mut b).unwrap();
+    String::from_utf8(b).unwrap()
+}
+
+/// A seeded workload of `n` jobs on `cluster`: arrivals over a few hours,
+/// GPU counts up to the largest partition's (halved, so that jobs fit a
+/// type), durations from minutes to months (the long ones make rounds
+/// skippable), VCs `a` and `b` when the cluster has them.
+fn workload(cluster: &Cluster, n: usize, seed: u64) -> Vec<TraceRecord> {
+    let max = cluster.partitions().iter().map(|p| p.gpus_total).min().unwrap().max(2) / 2;
+    (0..n)
+        .map(|i| {
+            let x = mix(seed * 1_000_003 + i as u64);
+            let submit = x % 20_000;
+            let gpus = [1, 1, 1, 2, 4, 8][(x >> 20) as usize % 6].min(max);
+            let duration = match (x >> 30) % 4 {
+                0 => 60 + (x >> 40) % 3_000,
+                1 => 3_600 + (x >> 40) % 86_400,
+                2 => 100_000 + (x >> 40) % 400_000,
+                _ => 100 + (x >> 40) % 900,
+            };
+            let mut r = rec(&format!("j{i}"), submit, gpus, duration);
+            if cluster.partitions().len() > 1 {
+                r.extra_mut().vc = Some(if i % 3 == 0 { "b" } else { "a" }.to_string());
+            }
+            r
+        })
+        .collect()
+}
+
+fn two_vcs() -> ClusterSpec {
+    let mut s = ClusterSpec::uniform("2vc", 4, 4, "V100", 16384);
+    s.vc_names = vec!["a".into(), "b".into()];
+    s.named_vcs = true;
+    for n in &mut s.nodes[2..] {
+        n.vc = VcId(1);
+    }
+    s
+}
+
+/// Every case: (cluster, workload), lab16, two VCs and two GPU types.
+fn cases() -> Vec<(ClusterSpec, Vec<TraceRecord>)> {
+    let mut out = Vec::new();
+    for spec in [ClusterPreset::Lab16.spec(), two_vcs(), crate::gavel::hetero(false), crate::gavel::hetero(true)] {
+        let cluster = Cluster::new(spec.clone()).unwrap();
+        for seed in 1..=3u64 {
+            for n in [3, 12, 40] {
+                out.push((spec.clone(), workload(&cluster, n, seed + 10 * n as u64)));
+            }
+        }
+    }
+    out
+}
+
+/// Runs `make(skip)` with skipping on and off on every case; the jobs.csv
+/// and the policy metrics must be identical. Returns the timers (on, off)
+/// summed over the cases. (A skipping run may take a timer that a run
+/// round by round does not: one asked for far ahead that an arrival or a
+/// completion made moot; at most one per such event.)
+fn same_schedule(what: &str, make: &dyn Fn(&Cluster, bool) -> Box<dyn Policy>) -> (u64, u64) {
+    let (mut t_on, mut t_off) = (0, 0);
+    for (k, (spec, recs)) in cases().into_iter().enumerate() {
+        let ckpt = if k % 2 == 0 { CheckpointModel::None } else { CheckpointModel::HeliosTable };
+        let on = run(&recs, &spec, ckpt, &|c| make(c, true));
+        let off = run(&recs, &spec, ckpt, &|c| make(c, false));
+        let case = format!("{what} case {k} ({}, {} jobs)", spec.name, recs.len());
+        assert_eq!(jobs_csv(&on), jobs_csv(&off), "{case}: the schedules differ");
+        assert_eq!(on.policy_metrics, off.policy_metrics, "{case}");
+        assert_eq!(on.stats.preemptions, off.stats.preemptions, "{case}");
+        t_on += on.stats.timers;
+        t_off += off.stats.timers;
+    }
+    (t_on, t_off)
+}
+
+#[test]
+fn gavel_skips_only_rounds_that_decide_nothing() {
+    for objective in [GavelObjective::MaxMin, GavelObjective::Fifo] {
+        let (on, off) = same_schedule(&format!("{objective:?}"), &|c, skip| {
+            Box::new(Gavel::new(GavelOptions::default(), objective, c, None).with_round_skipping(skip))
+        });
+        assert!(on < off, "{objective:?}: {on} timers skipping, {off} round by round");
+    }
+}
+
+#[test]
+fn las_skips_only_rounds_that_decide_nothing() {
+    for service in [LasService::GpuTime, LasService::Time] {
+        for work_conserving in [true, false] {
+            let (on, off) = same_schedule(&format!("las {service:?} {work_conserving}"), &|c, skip| {
+                let o = LasOptions { service, work_conserving, ..LasOptions::default() };
+                Box::new(Las::new(o, o.placement.build(), c.partitions().len()).with_round_skipping(skip))
+            });
+            assert!(on < off, "{service:?} {work_conserving}: {on} timers skipping, {off} round by round");
+        }
+    }
+}
+
+#[test]
+fn gandiva_skips_only_rounds_that_decide_nothing() {
+    // Without spreading, a waiting job that fits no node while the
+    // partition is not over-subscribed makes rounds that decide nothing.
+    let mut fewer = false;
+    for spread in [true, false] {
+        let (on, off) = same_schedule(&format!("gandiva spread={spread}"), &|c, skip| {
+            let o = GandivaOptions { spread, ..GandivaOptions::default() };
+            Box::new(Gandiva::new(o, c.partitions().len(), None).with_round_skipping(skip))
+        });
+        fewer |= on < off;
+    }
+    assert!(fewer, "no round was ever skipped");
+}
+
+#[test]
+fn gavel_one_long_job_costs_one_timer_not_one_per_round() {
+    // One 1-GPU job of 10^9 s on lab16 (one GPU type), rounds of 360 s.
+    // t = 0: the arrival starts a round (allocation X = 1; the job
+    // launches) and a timer at 360 s. From 360 s on every active job runs
+    // on the partition's one type, so no round can change anything until
+    // the completion: no more timers. Gavel still counts the rounds: the
+    // boundaries 360 k s < 10^9 s, k = 0 .. 2,777,777 (10^9 / 360 =
+    // 2,777,777.8), 2,777,778 rounds; every round run one by one takes a
+    // timer at k = 1 .. 2,777,778 (the last one fires after the completion;
+    // skipping, the completion ends the round, so no timer is asked for).
+    let recs = vec![rec("A", 0, 1, 1_000_000_000)];
+    let spec = ClusterPreset::Lab16.spec();
+    let go = |skip: bool| {
+        run(&recs, &spec, CheckpointModel::None, &|c| {
+            Box::new(Gavel::new(GavelOptions::default(), GavelObjective::MaxMin, c, None).with_round_skipping(skip))
+        })
+    };
+    let on = go(true);
+    assert_eq!(on.stats.timers, 1);
+    let rounds = |o: &RunOutput| o.policy_metrics.iter().find(|m| m.0 == "gavel_rounds").unwrap().1;
+    assert_eq!(rounds(&on), 2_777_778.0);
+    let off = go(false);
+    assert_eq!(off.stats.timers, 2_777_778);
+    assert_eq!(rounds(&off), 2_777_778.0);
+    assert_eq!(jobs_csv(&on), jobs_csv(&off));
+}
+
+#[test]
+fn las_skips_to_the_boundary_where_the_ranking_changes() {
+    // One node of 2 GPUs, GPU-time service, rounds of 360 s. B (2 GPUs,
+    // 100,000 s) runs alone from 0. A (1 GPU, 7,000 s) arrives at 3,600 s,
+    // a boundary: A (service 0) ranks before B (7,200,000 GPU-ms), A is
+    // selected (1 GPU of 2 left), B (2 GPUs) is not: B is preempted, A
+    // starts. At 3,960 s A has 360,000 GPU-ms, B still 7,200,000: the
+    // selection is the same and B cannot be placed (1 GPU free), so the
+    // round decides nothing. A's service grows 1 GPU-ms per ms: it passes
+    // B's after 7,200,000 − 360,000 + 1 = 6,840,001 ms, at 10,800,001 ms,
+    // so the next round that can change anything is at the boundary
+    // 11,160 s: one timer there instead of one at every boundary. A
+    // completes at 3,600 + 7,000 = 10,600 s and B resumes on the freed
+    // GPU; the timer at 11,160 s then finds nobody waiting.
+    // Timers: skipping, 3,960 and 11,160 s: 2. Round by round, every
+    // boundary from 3,960 to 10,800 s (the one pending when A completes):
+    // (10,800 − 3,960) / 360 + 1 = 20.
+    // B: start 0, preempted once, resumes at 10,600 s with 100,000 − 3,600 =
+    // 96,400 s left, ends at 107,000 s.
+    let recs = vec![rec("B", 0, 2, 100_000), rec("A", 3_600, 1, 7_000)];
+    let spec = ClusterSpec::uniform("t", 1, 2, "V100", 16384);
+    let go = |skip: bool| {
+        run(&recs, &spec, CheckpointModel::None, &|c| {
+            let o = LasOptions::default();
+            Box::new(Las::new(o, o.placement.build(), c.partitions().len()).with_round_skipping(skip))
+        })
+    };
+    let (on, off) = (go(true), go(false));
+    assert_eq!(on.stats.timers, 2);
+    assert_eq!(off.stats.timers, 20);
+    assert_eq!(jobs_csv(&on), jobs_csv(&off));
+    let ends: Vec<(u64, u32)> = on
+        .jobs
+        .iter()
+        .map(|(_, st)| match st {
+            dlsched::job::JobState::Completed(d) => (d.end.as_ms() / 1000, d.preemptions()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(ends, vec![(107_000, 1), (10_600, 0)]);
+}
+
+#[test]
+fn gandiva_slices_only_when_oversubscribed() {
+    // Two nodes of 2 GPUs, spread off (a job takes GPUs on one node), no
+    // profile data (no packing), rounds of 60 s. At 0: A (1 GPU, 3,000 s)
+    // and D (1 GPU, 100 s) fill node 0 (best fit), E (1 GPU, 10,000 s) takes
+    // node 1. D ends at 100 s: one GPU free on each node. C (2 GPUs, 500 s)
+    // arrives at 200 s and fits no node. Its partition's jobs ask for
+    // 1 + 1 + 2 = 4 GPUs of 4: not over-subscribed, so no round suspends
+    // anyone for C (the rule before issue 30 suspended A at 240 s, a job
+    // that had run a full round, to free node 0). C starts when A ends, at
+    // 3,000 s, and ends at 3,500 s: no preemption at all.
+    // The round at 240 s decides nothing and A and E have run a full
+    // round, so no timer follows until A's completion: 1 timer; round by
+    // round, 240, 300, ..., 3,000 s: (3,000 − 240) / 60 + 1 = 47.
+    let recs = vec![rec("A", 0, 1, 3_000), rec("D", 0, 1, 100), rec("E", 0, 1, 10_000), rec("C", 200, 2, 500)];
+    let spec = ClusterSpec::uniform("t", 2, 2, "V100", 16384);
+    let go = |skip: bool| {
+        run(&recs, &spec, CheckpointModel::None, &|c| {
+            let o = GandivaOptions { spread: false, ..GandivaOptions::default() };
+            Box::new(Gandiva::new(o, c.partitions().len(), None).with_round_skipping(skip))
+        })
+    };
+    let (on, off) = (go(true), go(false));
+    assert_eq!(on.stats.preemptions, 0);
+    assert_eq!(on.stats.timers, 1);
+    assert_eq!(off.stats.timers, 47);
+    assert_eq!(jobs_csv(&on), jobs_csv(&off));
+    let c = on.jobs.iter().find(|(s, _)| &*s.name == "C").unwrap();
+    let dlsched::job::JobState::Completed(d) = c.1 else { panic!("{:?}", c.1) };
+    assert_eq!((d.first_start().as_ms(), d.end.as_ms()), (3_000_000, 3_500_000));
+}
