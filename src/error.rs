@@ -150,6 +150,35 @@ pub enum SimError {
         /// What was wrong (the time asked for and now).
         reason: String,
     },
+    /// A policy kept deciding at one instant without ending its pass (more
+    /// decisions than any legitimate pass makes; the bound is argued at
+    /// `Simulation::decision_bound`): a loop in the policy, such as
+    /// preempting and relaunching the same job, reported instead of a hang.
+    #[error(
+        "policy `{policy}` made more than {bound} decisions at {now} without ending its scheduling pass \
+         (simulated time cannot advance: a loop in the policy). In the next 1,024 decisions it decided on {}{}. \
+         Fix the policy so that a pass ends with Decision::Wait once it has nothing new to decide \
+         (e.g. do not preempt a job it launched at the same instant)",
+        if .jobs.is_empty() { "no job".to_string() } else {
+            .jobs.iter().map(|(j, n, l, k)| format!("{} {k} times", job_label(*j, n, *l, file.as_deref()))).collect::<Vec<_>>().join(", ")
+        },
+        if *.timers > 0 { format!(" and asked {} wake-ups", .timers) } else { String::new() }
+    )]
+    NoProgress {
+        /// The policy's name.
+        policy: String,
+        /// The instant the pass is stuck at.
+        now: crate::time::SimTime,
+        /// The decisions allowed at that instant.
+        bound: u64,
+        /// The jobs it decided on most after the bound: (dense id, trace id,
+        /// 1-based line, decisions), most first, at most five.
+        jobs: Vec<(JobId, String, u64, u64)>,
+        /// Wake-ups it asked for after the bound.
+        timers: u64,
+        /// The trace file, once the run pipeline knows it (`None` from the engine).
+        file: Option<PathBuf>,
+    },
 }
 
 impl SimError {
@@ -161,6 +190,7 @@ impl SimError {
             | SimError::Internal { file, .. } => *file = Some(path.to_path_buf()),
             SimError::Unfinished { file, .. } => *file = Some(path.to_path_buf()),
             SimError::InvalidTimer { .. } => {}
+            SimError::NoProgress { file, .. } => *file = Some(path.to_path_buf()),
         }
         self
     }

@@ -235,15 +235,21 @@ impl Mlp {
         for l in (0..n).rev() {
             let x = &trace.acts[l];
             let layer = &self.layers[l];
-            // dW = x^T · delta, accumulated over the batch in row order.
-            let mut dw = Array2::<f64>::zeros(layer.w.dim());
-            for (x_row, d_row) in x.rows().into_iter().zip(delta.rows()) {
-                let ds = d_row.to_slice().expect("owned rows are contiguous");
-                for (xi, mut dw_row) in x_row.iter().zip(dw.rows_mut()) {
+            let (n_in, n_out) = layer.w.dim();
+            // dW = x^T · delta, accumulated over the batch in row order. A
+            // row of dW at a time (kept in cache while the batch passes), on
+            // flat rows so the element-wise updates vectorise: each element
+            // sees the same additions in the same order.
+            let mut dw = Array2::<f64>::zeros((n_in, n_out));
+            let dws = dw.as_slice_mut().expect("owned arrays are contiguous");
+            let ds = delta.as_standard_layout();
+            let ds = ds.as_slice().expect("standard layout is contiguous");
+            for (i, g_row) in dws.chunks_exact_mut(n_out).enumerate() {
+                for (xi, d_row) in x.column(i).iter().zip(ds.chunks_exact(n_out)) {
                     if *xi == 0.0 {
                         continue;
                     }
-                    for (g, d) in dw_row.iter_mut().zip(ds) {
+                    for (g, d) in g_row.iter_mut().zip(d_row) {
                         *g += xi * d;
                     }
                 }
@@ -251,10 +257,18 @@ impl Mlp {
             gb.push(delta.sum_axis(Axis(0)));
             gw.push(dw);
             // d loss / d x = delta · W^T, then through the previous layer's ReLU.
-            let mut dx = Array2::<f64>::zeros(x.dim());
+            // dx[r][i] = Σ_j w[i][j] · delta[r][j], summed over j in order from
+            // -0.0 (what `Iterator::sum` of f64 does), computed a column j at a
+            // time over W^T's contiguous rows: the same sums, vectorised.
+            let wt = layer.w.t().as_standard_layout().into_owned();
+            let wts = wt.as_slice().expect("owned arrays are contiguous");
+            let mut dx = Array2::<f64>::from_elem(x.dim(), -0.0);
             for (d_row, mut dx_row) in delta.rows().into_iter().zip(dx.rows_mut()) {
-                for (dxi, w_row) in dx_row.iter_mut().zip(layer.w.rows()) {
-                    *dxi = w_row.iter().zip(d_row.iter()).map(|(w, d)| w * d).sum();
+                let acc = dx_row.as_slice_mut().expect("owned rows are contiguous");
+                for (d, w_col) in d_row.iter().zip(wts.chunks_exact(n_in)) {
+                    for (a, w) in acc.iter_mut().zip(w_col) {
+                        *a += w * d;
+                    }
                 }
             }
             if l > 0 {

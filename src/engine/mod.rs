@@ -36,6 +36,7 @@
 //! profile database.
 
 mod checkpoint;
+mod guard;
 mod observer;
 mod preempt;
 mod queue;
@@ -580,7 +581,13 @@ impl Simulation {
     }
 
     fn schedule_pass<O: Observer + ?Sized>(&mut self, obs: &mut O) -> Result<(), SimError> {
+        let bound = self.decision_bound();
+        let mut decisions: u64 = 0;
         loop {
+            decisions += 1;
+            if decisions > bound {
+                return Err(self.no_progress(obs, bound));
+            }
             let view = View { now: self.now, cluster: &self.cluster, jobs: &self.jobs };
             match self.policy.decide(&view) {
                 Decision::Wait => return Ok(()),

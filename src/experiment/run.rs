@@ -288,9 +288,19 @@ fn run_inner(
     );
     workload.jobs.attach_tasks(&mut genie_tasks);
     if workload.jobs.is_empty() {
+        // Name the trace file, and say so when it has no rows at all.
+        let from = input.path.as_ref().map_or(String::new(), |p| format!("{}: ", p.display()));
+        if workload.rows_total == 0 {
+            let what = if input.path.is_some() {
+                "the trace has no job rows (header only)"
+            } else {
+                "the workload has no jobs"
+            };
+            return Err(ConfigError(format!("{from}{what}: nothing to simulate")).into());
+        }
         let reasons: Vec<String> = workload.skipped_by_reason().iter().map(|(r, n)| format!("{n} {r}")).collect();
         return Err(ConfigError(format!(
-            "no job of the {} rows can run on cluster `{}` (skipped: {})",
+            "{from}no job of the {} rows can run on cluster `{}` (skipped: {})",
             workload.rows_total,
             cluster.spec().name,
             if reasons.is_empty() { "none".to_string() } else { reasons.join(", ") }

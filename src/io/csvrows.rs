@@ -10,10 +10,36 @@ use crate::time::MAX_SECS;
 /// A header: column names as written (trimmed, a leading `#` dropped).
 pub(crate) struct Header {
     pub names: Vec<String>,
+    /// Its 1-based line in the file (after any blank lines the reader skips).
+    pub line: u64,
+}
+
+/// The header line of a CSV file's bytes: its 1-based line number and its
+/// text (a leading byte-order mark and the line break dropped), past the
+/// empty lines before it, which the csv reader skips too.
+pub(crate) fn header_line(bytes: &[u8]) -> (u64, &str) {
+    let mut start = if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+    let mut line = 1;
+    loop {
+        let end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| start + i);
+        let text = &bytes[start..end];
+        if text.strip_suffix(b"\r").unwrap_or(text).is_empty() && end < bytes.len() {
+            start = end + 1;
+            line += 1;
+            continue;
+        }
+        return (line, std::str::from_utf8(text).unwrap_or(""));
+    }
 }
 
 impl Header {
+    /// The header of line 1.
     pub fn new(rec: &csv::StringRecord) -> Self {
+        Header::at_line(rec, 1)
+    }
+
+    /// The header read from line `line`.
+    pub fn at_line(rec: &csv::StringRecord, line: u64) -> Self {
         let names = rec
             .iter()
             .enumerate()
@@ -23,7 +49,7 @@ impl Header {
                 h.to_string()
             })
             .collect();
-        Header { names }
+        Header { names, line }
     }
 
     /// The index of the first column named (case-insensitively) any of `names`.
@@ -35,8 +61,13 @@ impl Header {
     pub fn require(&self, file: &Path, name: &str) -> Result<usize, TraceError> {
         self.find(&[name]).ok_or_else(|| TraceError::Format {
             file: file.to_path_buf(),
-            message: format!("no column `{name}` in the header ({})", self.names.join(", ")),
+            message: format!("no column `{name}` in the header ({}){}", self.names.join(", "), self.on_line()),
         })
+    }
+
+    /// ` (line N)` when the header is not on line 1 (blank lines before it), else nothing.
+    pub fn on_line(&self) -> String {
+        if self.line == 1 { String::new() } else { format!(" (line {})", self.line) }
     }
 
     /// An error if a non-empty column name appears twice (which one is meant?).
@@ -45,7 +76,7 @@ impl Header {
             if !n.is_empty() && self.names[..i].iter().any(|m| m.eq_ignore_ascii_case(n)) {
                 return Err(TraceError::Field {
                     file: file.to_path_buf(),
-                    line: 1,
+                    line: self.line,
                     column: n.clone(),
                     message: "the column appears twice in the header".into(),
                 });
@@ -261,7 +292,7 @@ fn open<'a>(file: &Path, bytes: &'a [u8]) -> Result<(Header, csv::Reader<&'a [u8
     let mut lines = LineCounter::new(bytes);
     let mut rdr = csv::ReaderBuilder::new().has_headers(true).from_reader(bytes);
     let header = match rdr.headers() {
-        Ok(h) => Header::new(h),
+        Ok(h) => Header::at_line(h, header_line(bytes).0),
         Err(e) if matches!(e.kind(), csv::ErrorKind::Utf8 { .. }) => {
             return Err(format_err("the header line is not UTF-8 text (a binary or compressed file?)"));
         }

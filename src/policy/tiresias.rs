@@ -59,7 +59,12 @@
 //!    the back of Q0, its service counter reset to 0, once the time it has waited
 //!    since its last promotion (counted only while it has service) reaches
 //!    N × its service in seconds (seconds even for the GPU-time kinds, as the
-//!    reference); a timer is set for that instant too.
+//!    reference); a timer is set for that instant too. A job promoted before
+//!    is promoted again only if it has less work left than at its last
+//!    promotion (ours: with a checkpoint cost, a promoted job can lose more
+//!    to the checkpoint than its Q0 quantum gains it, and re-promoting it
+//!    then cycles forever; under the reference's free preemption every
+//!    promoted job gains work, so the rule never binds; `may_promote`).
 //!
 //! # Gittins index (`tiresias-gittins`)
 //!
@@ -309,6 +314,10 @@ struct Book {
     base_gpu_ms: u64,
     /// Waiting time since its last promotion while it had service, ms.
     starve_ms: u64,
+    /// Its remaining work (ms at rate 1) when it was last promoted; none
+    /// before its first promotion. A later promotion needs less work left
+    /// than this (see [`Tiresias::may_promote`]).
+    promoted_remaining: Option<f64>,
     /// The pass that last counted it, ms.
     checked_ms: u64,
     /// While it runs below the last queue: when its service reaches its
@@ -530,11 +539,16 @@ impl Tiresias {
             if exec > 0 {
                 book.starve_ms += dt;
             }
-            if q > 0 && exec > 0 && book.starve_ms as f64 >= exec as f64 * self.opts.promote_knob {
+            if q > 0
+                && exec > 0
+                && book.starve_ms as f64 >= exec as f64 * self.opts.promote_knob
+                && may_promote(book, view, job)
+            {
                 let (t, g) = total_service(view, job);
                 book.base_ms = t;
                 book.base_gpu_ms = g;
                 book.starve_ms = 0;
+                book.promoted_remaining = Some(remaining(view, job));
                 self.dequeue(v, q, job);
                 self.enqueue(v, 0, job);
             }
@@ -673,7 +687,7 @@ impl Tiresias {
         if self.opts.promote_knob > 0.0 {
             for &job in &self.vcs[vc].suspended {
                 let b = &self.books[job.index()];
-                if b.running || b.queue == 0 {
+                if b.running || b.queue == 0 || !may_promote(b, view, job) {
                     continue;
                 }
                 let exec = self.executed_time(view, job);
@@ -722,6 +736,35 @@ impl Tiresias {
             }
         }
         None
+    }
+}
+
+/// Whether a waiting job may be promoted (once its starvation counter is
+/// due): always the first time; afterwards only if it has less work left
+/// than at its last promotion, i.e. it made net progress since then.
+///
+/// Without this rule a run can livelock when preemption costs more than a
+/// promoted job's Q0 quantum: e.g. two 16-GPU jobs on 16 GPUs, 2 queues,
+/// threshold 440 GPU-s (27.5 s on 16 GPUs), PROMOTEKNOB 2, `--checkpoint
+/// helios-table` (60 s per 16-GPU preemption). The waiting one is promoted
+/// after 55 s, preempts the other, is demoted after 27.5 s and preempted
+/// in turn: each stint adds more checkpoint work than it does (27.5 − 60 s
+/// and 55 − 60 s), so simulated time runs on forever and no job ends.
+/// Under the reference's free preemption every stint does work, so a job
+/// demoted after a promotion always has less left and the rule never
+/// binds: the reference's schedule is unchanged. With a checkpoint cost a
+/// job that gained nothing from its last promotion keeps its queue (and
+/// its place in it) until it has run again.
+fn may_promote(book: &Book, view: &View<'_>, job: JobId) -> bool {
+    book.promoted_remaining.is_none_or(|r| remaining(view, job) < r)
+}
+
+/// A preempted job's remaining work, checkpoint overhead included, ms at
+/// rate 1 (only preempted jobs are promoted; infinite for any other state).
+fn remaining(view: &View<'_>, job: JobId) -> f64 {
+    match view.jobs.state(job) {
+        JobState::Suspended(s) => s.remaining,
+        _ => f64::INFINITY,
     }
 }
 

@@ -127,7 +127,7 @@ pub struct ProfileInterference {
     bounded_above: AtomicU64,
     bounded_below: AtomicU64,
     learned_evals: AtomicU64,
-    learned: Option<Arc<super::ncf::Ncf>>,
+    learned: Option<Arc<super::ncf::LearnedModel>>,
     pairs: PairMemo,
     s_max: Mutex<HashMap<String, f64>>,
     /// Evaluations by (GPU type, tenants in order): my speed and what the
@@ -171,9 +171,10 @@ impl ProfileInterference {
     }
 
     /// The same reading pairs never measured on a GPU type from the learned
-    /// model `ncf` first ([`ColocUnmeasured::Learned`]); evaluations that
-    /// read one count in `coloc_learned`.
-    pub fn with_learned(mut self, ncf: Arc<super::ncf::Ncf>) -> Self {
+    /// model `ncf` first ([`ColocUnmeasured::Learned`]), trained when the
+    /// first such pair is read; evaluations that read one count in
+    /// `coloc_learned`.
+    pub fn with_learned(mut self, ncf: Arc<super::ncf::LearnedModel>) -> Self {
         self.learned = Some(ncf);
         self
     }
@@ -192,7 +193,8 @@ impl ProfileInterference {
             });
             let rows = by_pair.get(&ordered(me.0, other.0)).map_or(&[][..], |v| &v[..]);
             let rows = rows.iter().map(|&i| &self.db.colocation[i]);
-            pair_speed_among(&self.db, rows, self.learned.as_deref(), gpu_type, me, other)
+            let learned = || self.learned.as_deref().map(super::ncf::LearnedModel::get);
+            pair_speed_among(&self.db, rows, learned, gpu_type, me, other)
         })
     }
 
@@ -364,16 +366,17 @@ pub fn pair_speed_with(
     me: Tenant<'_>,
     other: Tenant<'_>,
 ) -> (f64, PairSource) {
-    pair_speed_among(db, db.colocation.iter(), learned, gpu_type, me, other)
+    pair_speed_among(db, db.colocation.iter(), || learned, gpu_type, me, other)
 }
 
 /// [`pair_speed_with`] reading the pair's rows from `rows`: the rows of
 /// `db.colocation` in their order, or any subsequence of them that keeps
-/// every row of the two models (the rows of other models never match).
-fn pair_speed_among<'r>(
+/// every row of the two models (the rows of other models never match);
+/// `learned` is called only for a pair never measured on the GPU type.
+fn pair_speed_among<'r, 'n>(
     db: &ProfileDb,
     rows: impl Iterator<Item = &'r ColocRow> + Clone,
-    learned: Option<&super::ncf::Ncf>,
+    learned: impl FnOnce() -> Option<&'n super::ncf::Ncf>,
     gpu_type: &str,
     me: Tenant<'_>,
     other: Tenant<'_>,
@@ -395,7 +398,7 @@ fn pair_speed_among<'r>(
     if let Some((s, inexact)) = nearest(on_type) {
         return (s.min(1.0), if inexact { PairSource::NearestBatch } else { PairSource::Measured });
     }
-    if let Some(s) = learned.and_then(|m| m.predict(gpu_type, me, other)) {
+    if let Some(s) = learned().and_then(|m| m.predict(gpu_type, me, other)) {
         return (s.min(1.0), PairSource::Learned);
     }
     let anywhere: Vec<_> = rows.flat_map(oriented).flatten().collect();
@@ -683,9 +686,14 @@ mod tests {
         let plain = ProfileInterference::new(db.clone());
         plain.speed("k80", &spec("z", 16), &[&spec("y", 64)]);
         assert!(plain.counters().iter().all(|(k, _)| *k != "coloc_learned"));
-        let learned = ProfileInterference::new(db.clone()).with_learned(ncf);
-        learned.speed("k80", &spec("z", 16), &[&spec("y", 64)]);
+        // Trained at the first pair that needs it, not before: a measured pair does not.
+        let lazy = Arc::new(super::super::ncf::LearnedModel::new(db.clone()));
+        let learned = ProfileInterference::new(db.clone()).with_learned(lazy.clone());
         learned.speed("k80", &spec("x", 32), &[&spec("y", 64)]);
+        assert!(!lazy.is_trained());
+        learned.speed("k80", &spec("z", 16), &[&spec("y", 64)]);
+        assert!(lazy.is_trained());
+        assert_eq!(lazy.get().predict("k80", ("z", 16), ("y", 64)), Some(want), "the same training");
         let c = learned.counters();
         assert!(c.contains(&("coloc_learned", 1)) && c.contains(&("coloc_evaluations", 2)), "{c:?}");
     }

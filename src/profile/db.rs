@@ -404,7 +404,7 @@ struct ProfileSetInner {
     /// The learned interference model of each database asked for, by the
     /// database's `Arc` (held here, so the pointer stays its own); searched
     /// by identity, never iterated for a result.
-    learned: Mutex<Vec<(Arc<ProfileDb>, Arc<super::ncf::Ncf>)>>,
+    learned: Mutex<Vec<(Arc<ProfileDb>, Arc<super::ncf::LearnedModel>)>>,
 }
 
 impl fmt::Debug for ProfileSet {
@@ -453,14 +453,14 @@ impl ProfileSet {
     }
 
     /// The learned interference model of `db` ([`super::ncf::Ncf::from_db`]),
-    /// trained on first use and shared by every later run of the set (the
-    /// lock is held while training, so runs starting together train it once).
-    pub fn learned_coloc(&self, db: &Arc<ProfileDb>) -> Arc<super::ncf::Ncf> {
+    /// shared by every run of the set; trained at its first use, once per
+    /// process and co-location table ([`super::ncf::LearnedModel`]).
+    pub fn learned_coloc(&self, db: &Arc<ProfileDb>) -> Arc<super::ncf::LearnedModel> {
         let mut learned = self.inner.learned.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, m)) = learned.iter().find(|(d, _)| Arc::ptr_eq(d, db)) {
             return m.clone();
         }
-        let m = Arc::new(super::ncf::Ncf::from_db(db));
+        let m = Arc::new(super::ncf::LearnedModel::new(db.clone()));
         learned.push((db.clone(), m.clone()));
         m
     }

@@ -39,6 +39,7 @@
 //! gradient of the input, i.e. of the embeddings); Adam is kept here.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use ndarray::Array2;
 use rand::Rng;
@@ -340,6 +341,57 @@ impl Ncf {
         let gpu = self.gpus.binary_search_by(|g| g.as_str().cmp(gpu_type)).ok()?;
         let s = Sample { me: self.type_id(me)?, other: self.type_id(other)?, gpu, speed: 0.0 };
         self.net.predict(&[s]).first().copied()
+    }
+}
+
+/// The learned model of one database, trained at its first use: a run
+/// whose co-located pairs are all measured never trains it, and one that
+/// needs it trains it once ([`Ncf::from_db`]). The training reads only the
+/// database's co-location table and the fixed [`NcfParams::default`], so the
+/// trained model is a function of that table: it is kept for the process,
+/// keyed by the table's rows (compared in full, not by a digest), and a
+/// second database with the same table (another run, another artefact set,
+/// the builtin tables parsed again) reuses it.
+pub struct LearnedModel {
+    db: Arc<ProfileDb>,
+    model: OnceLock<Arc<Ncf>>,
+}
+
+impl std::fmt::Debug for LearnedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LearnedModel").field("trained", &self.model.get().is_some()).finish()
+    }
+}
+
+/// Models trained in this process, by co-location table (module docs of
+/// [`LearnedModel`]); searched by equality, never iterated for a result.
+type Trained = Vec<(Vec<super::db::ColocRow>, Arc<Ncf>)>;
+static TRAINED: Mutex<Trained> = Mutex::new(Vec::new());
+
+impl LearnedModel {
+    /// The model of `db`, not trained yet.
+    pub fn new(db: Arc<ProfileDb>) -> Self {
+        LearnedModel { db, model: OnceLock::new() }
+    }
+
+    /// The trained model: trained now on first use in this process for this
+    /// co-location table (the lock is held while training, so runs starting
+    /// together train it once).
+    pub fn get(&self) -> &Ncf {
+        self.model.get_or_init(|| {
+            let mut done = TRAINED.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((_, m)) = done.iter().find(|(rows, _)| *rows == self.db.colocation) {
+                return m.clone();
+            }
+            let m = Arc::new(Ncf::from_db(&self.db));
+            done.push((self.db.colocation.clone(), m.clone()));
+            m
+        })
+    }
+
+    /// Whether [`LearnedModel::get`] has trained (or found) the model yet.
+    pub fn is_trained(&self) -> bool {
+        self.model.get().is_some()
     }
 }
 

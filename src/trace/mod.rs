@@ -44,8 +44,8 @@ pub struct LoadedTrace {
 /// (or not the one asked for), or a row is malformed (naming file, line and column).
 pub fn load_trace(path: &Path, format: TraceFormat, columns: &ColumnMap) -> Result<LoadedTrace, TraceError> {
     let bytes = crate::io::read_csv(path)?;
-    let header = first_line(&bytes);
-    let format = resolve_format(path, &bytes, header, format, columns)?;
+    let (header_at, header) = crate::io::csvrows::header_line(&bytes);
+    let format = resolve_format(path, &bytes, (header_at, header), format, columns)?;
     if format != TraceFormat::JobsCsv && !columns.is_default() {
         return Err(TraceError::Format {
             file: path.to_path_buf(),
@@ -70,7 +70,7 @@ pub fn load_trace(path: &Path, format: TraceFormat, columns: &ColumnMap) -> Resu
 fn resolve_format(
     path: &Path,
     bytes: &[u8],
-    header: &str,
+    (header_at, header): (u64, &str),
     asked: TraceFormat,
     columns: &ColumnMap,
 ) -> Result<TraceFormat, TraceError> {
@@ -84,18 +84,19 @@ fn resolve_format(
         }
     }
     let detected = formats::detect(header, columns);
+    let on_line = if header_at == 1 { String::new() } else { format!(" (line {header_at})") };
     match (asked, detected) {
         // A column mapping says the file is a jobs-csv list; let its reader name what is missing.
         (TraceFormat::Auto, _) if !columns.is_default() => Ok(TraceFormat::JobsCsv),
         (TraceFormat::Auto, Some(f)) => Ok(f),
         (TraceFormat::Philly, Some(f @ (TraceFormat::PhillyRfold | TraceFormat::PhillyPollux))) => Ok(f),
         (TraceFormat::Philly, _) => Err(err(format!(
-            "the header `{}` is not that of a Philly job list; expected one of:\n{}",
+            "the header `{}`{on_line} is not that of a Philly job list; expected one of:\n{}",
             header.trim(),
             formats::EXPECTED_HEADERS
         ))),
         (TraceFormat::Auto, None) => Err(err(format!(
-            "cannot tell the trace format from the header `{}`; expected one of:\n{}\n(or pass --format, and --columns to map your column names)",
+            "cannot tell the trace format from the header `{}`{on_line}; expected one of:\n{}\n(or pass --format, and --columns to map your column names)",
             header.trim(),
             formats::EXPECTED_HEADERS
         ))),
@@ -178,12 +179,6 @@ impl std::hash::Hasher for Fnv {
     fn write(&mut self, bytes: &[u8]) {
         self.0 = crate::rng::fnv1a_update(self.0, bytes);
     }
-}
-
-fn first_line(bytes: &[u8]) -> &str {
-    let end = bytes.iter().position(|&b| b == b'\n').unwrap_or(bytes.len());
-    let line = std::str::from_utf8(&bytes[..end]).unwrap_or("");
-    line.trim_start_matches('\u{feff}')
 }
 
 /// The SHA-256 of a file's bytes, as the manifests record a trace's

@@ -384,3 +384,48 @@ fn admission_of_a_list_answers_each_job_as_admitting_it_alone() {
         assert!(kinds.len() >= 6, "{placement:?} {kinds:?}");
     }
 }
+
+#[test]
+fn blank_lines_before_the_header_are_skipped_and_counted() {
+    let d = tempfile::tempdir().unwrap();
+    // Lines 1-2 blank (the second CRLF), header on line 3, rows on 4 and 5.
+    let p = write(d.path(), "b.csv", "\n\r\njob_id,submit_time,duration,gpu_num\na,0,10,1\nb,5,20,2\n");
+    // Auto-detection reads the header the explicit reader reads.
+    let auto = load_trace(&p, TraceFormat::Auto, &ColumnMap::default()).unwrap();
+    let forced = load_trace(&p, TraceFormat::JobsCsv, &ColumnMap::default()).unwrap();
+    assert_eq!(auto.format, TraceFormat::JobsCsv);
+    let lines =
+        |t: &dlsched::trace::LoadedTrace| t.records.iter().map(|r| (r.job_id.to_string(), r.line)).collect::<Vec<_>>();
+    assert_eq!(lines(&auto), vec![("a".to_string(), 4), ("b".to_string(), 5)]);
+    assert_eq!(lines(&auto), lines(&forced));
+    // A header error names line 3, under either format.
+    let dup = write(d.path(), "dup.csv", "\n\njob_id,submit_time,duration,gpu_num,gpu_num\na,0,10,1,1\n");
+    for f in [TraceFormat::Auto, TraceFormat::JobsCsv] {
+        let e = err(&dup, f);
+        assert!(e.starts_with(&format!("{}:3: column `gpu_num`", dup.display())), "{e}");
+    }
+    // A header no format matches: quoted, with its line.
+    let odd = write(d.path(), "odd.csv", "\n\nfoo,bar\n1,2\n");
+    let e = err(&odd, TraceFormat::Auto);
+    assert!(e.contains("from the header `foo,bar` (line 3)"), "{e}");
+    let e = err(&odd, TraceFormat::JobsCsv);
+    assert!(e.contains("no column `job_id` in the header (foo, bar) (line 3)"), "{e}");
+    // Without blank lines the messages are as before: no line for line 1.
+    let e = err(&write(d.path(), "odd1.csv", "foo,bar\n1,2\n"), TraceFormat::JobsCsv);
+    assert!(e.ends_with("no column `job_id` in the header (foo, bar)"), "{e}");
+}
+
+#[test]
+fn a_header_only_trace_says_so_and_names_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(d.path(), "h.csv", "job_id,submit_time,duration,gpu_num\n");
+    let out = crate::common::dlsched(&["simulate", "--trace", p.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains(&format!("{}: the trace has no job rows (header only)", p.display())), "{e}");
+    // Rows that all fail admission: the file is named before the count.
+    let big = write(d.path(), "big.csv", "job_id,submit_time,duration,gpu_num\na,0,10,64\n");
+    let out = crate::common::dlsched(&["simulate", "--trace", big.to_str().unwrap()]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains(&format!("{}: no job of the 1 rows can run on cluster `lab16`", big.display())), "{e}");
+}

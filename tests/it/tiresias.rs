@@ -260,6 +260,107 @@ fn starvation_promotion_by_hand() {
     assert_eq!(run("dlas", off, jobs), want(&[("A", 0, 400, 100, 1), ("B", 150, 1300, 150, 1)]));
 }
 
+/// Runs `records` on lab16 (4 × 4 K80) under `kind` with 2 queues, a
+/// 440 GPU-s threshold, PROMOTEKNOB 2 and the Helios checkpoint table,
+/// checking the invariants after every instant; fails (rather than hangs)
+/// if the run is not over after `cap` instants.
+fn run_promoting_with_checkpoints(kind: &str, records: Vec<TraceRecord>, cap: u32) -> RunOutput {
+    use dlsched::policy::build::BuildPolicy;
+    let opts = TiresiasOptions { queues: 2, thresholds_s: vec![440.0], promote_knob: 2.0, ..Default::default() };
+    opts.validate(kind).unwrap();
+    let cluster = Cluster::new(ClusterSpec::uniform("lab16", 4, 4, "K80", 12 * 1024)).unwrap();
+    let w = build_workload(records, &cluster, PlacementKind::FirstFit.build());
+    let (service, priority) = kind_rules(kind);
+    let p = Box::new(Tiresias::new(kind, service, priority, opts, cluster.partitions().len()));
+    let cfg = EngineConfig { sample_interval_ms: 0, ..Default::default() };
+    let mut sim =
+        Simulation::new(cluster, w.jobs, p, Box::new(TraceSpeed), cfg).with_checkpoint(CheckpointModel::HeliosTable);
+    for _ in 0..cap {
+        if sim.step().unwrap().is_none() {
+            return sim.finish();
+        }
+        if let Err(e) = sim.check_invariants() {
+            panic!("{kind} at {}: {e}", sim.now());
+        }
+    }
+    panic!(
+        "{kind}: not over after {cap} instants (at {}, {} of {} jobs done)",
+        sim.now(),
+        sim.completed(),
+        sim.jobs().len()
+    );
+}
+
+#[test]
+fn a_promoted_job_that_gained_nothing_is_not_promoted_again() {
+    // Two 16-GPU jobs on 16 GPUs, dlas-gpu, Q0 up to 440 GPU-s (27.5 s on
+    // 16 GPUs), PROMOTEKNOB 2, 60 s of checkpoint per 16-GPU preemption.
+    // 0: A (3000 s) runs. 10: B (2000 s) waits in Q0. 27.5: A -> Q1, B
+    // preempts it (A: 3000 - 27.5 + 60 = 3032.5 s left). 55: B -> Q1 =
+    // [A, B]; A has waited 27.5 < 2 x 27.5: A resumes, B preempted (2032.5
+    // left). 110: B has waited 55 >= 2 x 27.5: promoted (first time, 2032.5
+    // left), preempts A (3032.5 - 55 + 60 = 3037.5 left). 137.5: B -> Q1,
+    // A resumes, B preempted (2032.5 - 27.5 + 60 = 2065 left). 192.5: B has
+    // waited 55 again, but 2065 >= 2032.5: it gained nothing from its
+    // promotion, so it is not promoted again (before, it was, and then every
+    // 82.5 s: A ran 55 s and B 27.5 s per cycle, each paying 60 s, and the
+    // run never ended). A ends at 137.5 + 3037.5 = 3175; B runs 3175-5240.
+    // A waited 27.5 + 27.5 = 55 s; B 17.5 + 55 + 3037.5 = 3110 s.
+    let out = run_promoting_with_checkpoints("dlas-gpu", vec![rec("A", 0, 16, 3000), rec("B", 10, 16, 2000)], 1000);
+    let got: Vec<(String, u64, u64, u64, u32)> = out
+        .jobs
+        .iter()
+        .map(|(s, st)| match st {
+            JobState::Completed(d) => {
+                (s.name.to_string(), d.first_start().as_ms(), d.end.as_ms(), d.waited_ms(s.submit), d.preemptions())
+            }
+            other => panic!("{} did not complete: {other:?}", s.name),
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![("A".to_string(), 0, 3_175_000, 55_000, 2), ("B".to_string(), 27_500, 5_240_000, 3_110_000, 2)]
+    );
+}
+
+#[test]
+fn promotion_with_checkpoint_costs_finishes_the_nine_job_trace() {
+    // The fuzzed hang (issue 30): 9 jobs of 2-16 GPUs on lab16, 2 queues,
+    // 440 GPU-s, PROMOTEKNOB 2, `--checkpoint helios-table`. Before the
+    // re-promotion rule the 16- and 8-GPU jobs took turns forever, each turn
+    // adding more checkpoint work than it did, and j5-j9 never started.
+    let jobs = vec![
+        rec("j1", 0, 16, 3000),
+        rec("j2", 10, 16, 2000),
+        rec("j3", 20, 8, 1500),
+        rec("j4", 30, 8, 800),
+        rec("j5", 40, 4, 600),
+        rec("j6", 50, 16, 2500),
+        rec("j7", 60, 2, 400),
+        rec("j8", 70, 8, 1200),
+        rec("j9", 80, 4, 900),
+    ];
+    for kind in ["dlas-gpu", "tiresias-gittins"] {
+        let out = run_promoting_with_checkpoints(kind, jobs.clone(), 10_000);
+        let mut done = 0;
+        for (s, st) in out.jobs.iter() {
+            let JobState::Completed(d) = st else { panic!("{kind}: {} did not complete: {st:?}", s.name) };
+            // At rate 1 a job holds GPUs for its duration plus the table's
+            // 7/30/60 s (1, up to 8, more GPUs) per preemption.
+            let per = if s.gpus <= 1 {
+                7_000
+            } else if s.gpus <= 8 {
+                30_000
+            } else {
+                60_000
+            };
+            assert_eq!(d.attained_ms(), s.duration_ms + per * u64::from(d.preemptions()), "{kind}: {}", s.name);
+            done += 1;
+        }
+        assert_eq!(done, 9, "{kind}");
+    }
+}
+
 #[test]
 fn seeded_random_workloads_keep_every_invariant() {
     use dlsched::cluster::ClusterPreset;
