@@ -76,6 +76,14 @@ struct Args {
     /// with --time-budget-s and no --count, as many as the budget allows).
     #[arg(long)]
     count: Option<u64>,
+    /// The first scenario (or input) index: `--start 5000 --count 1000` runs
+    /// 5000..6000 (to carry on past a hang that stopped a campaign).
+    #[arg(long, default_value_t = 0)]
+    start: u64,
+    /// Scenario indices to leave out, comma-separated (a hang that stopped a
+    /// campaign, when carrying on with --start).
+    #[arg(long, value_delimiter = ',')]
+    skip_indices: Vec<u64>,
     /// Run only scenario (or input) I of the seed.
     #[arg(long, value_name = "I")]
     only: Option<u64>,
@@ -91,7 +99,7 @@ struct Args {
     time_limit_s: Option<f64>,
     /// A run still going after this many seconds is stopped at its next
     /// progress report (every 4,096 instants) and reported as `slow`
-    /// (default 2 x the time limit).
+    /// (default 1.2 x the time limit).
     #[arg(long)]
     cut_s: Option<f64>,
     /// A run still going after this many seconds (a loop the cut cannot stop,
@@ -463,7 +471,8 @@ mod scenarios {
                 }
                 return;
             }
-            if !rng.gen_bool(0.3) {
+            // Options that default to none (a file, a per-kind choice) less often.
+            if !rng.gen_bool(if v.is_null() { 0.1 } else { 0.3 }) {
                 return;
             }
             let name = path.join(".");
@@ -906,15 +915,19 @@ mod scenarios {
 
     pub(crate) fn run(a: &Args) -> u64 {
         let time_limit = a.time_limit_s.unwrap_or(if cfg!(debug_assertions) { 60.0 } else { 5.0 });
-        let cut = Duration::from_secs_f64(a.cut_s.unwrap_or(time_limit * 2.0));
+        let cut = Duration::from_secs_f64(a.cut_s.unwrap_or(time_limit * 1.2));
         let hard = a.hard_deadline_s.unwrap_or((time_limit * 20.0).max(60.0));
         let indices: Vec<u64> = match (a.only, a.count, a.time_budget_s) {
             (Some(i), _, _) => vec![i],
-            (None, Some(n), _) => (0..n).collect(),
-            (None, None, Some(_)) => (0..10_000_000).collect(),
-            (None, None, None) => (0..1000).collect(),
+            (None, Some(n), _) => (a.start..a.start + n).collect(),
+            (None, None, Some(_)) => (a.start..a.start + 10_000_000).collect(),
+            (None, None, None) => (a.start..a.start + 1000).collect(),
         };
+        let indices: Vec<u64> = indices.into_iter().filter(|i| !a.skip_indices.contains(i)).collect();
         let total = indices.len();
+        // Workers take the next index in order, so that at a hang every index
+        // below the lowest one in flight is done (the resume point).
+        let next = AtomicU64::new(0);
         let started = Instant::now();
         let budget = a.time_budget_s.map(Duration::from_secs_f64);
         let artefacts = Artefacts::default();
@@ -929,7 +942,8 @@ mod scenarios {
         // The watchdog: says when a run passes the time limit, and ends the
         // process when one passes the hard deadline (a thread cannot be killed).
         let watchdog = {
-            let (in_flight, stop, out, seed) = (in_flight.clone(), stop.clone(), a.out.clone(), a.seed);
+            let (in_flight, stop, out, seed, a_start) =
+                (in_flight.clone(), stop.clone(), a.out.clone(), a.seed, a.start);
             std::thread::spawn(move || {
                 let mut warned = std::collections::BTreeSet::new();
                 while !stop.load(Ordering::Relaxed) {
@@ -966,7 +980,11 @@ mod scenarios {
                             if let Some(f) = f.as_mut() {
                                 let _ = writeln!(f, "{i}\thang\t{kind}\tstill running after {hard} s\t{cmd}");
                             }
-                            println!("hard deadline: scenario {i} hung; stopping");
+                            let lowest = in_flight.lock().ok().and_then(|m| m.keys().next().copied()).unwrap_or(i);
+                            println!(
+                                "hard deadline: scenario {i} hung; stopping. Every scenario below {lowest} is done; carry on with --start {lowest} --skip-indices {i} (and --count reduced by {})",
+                                lowest.saturating_sub(a_start)
+                            );
                             std::process::exit(3);
                         }
                     }
@@ -975,83 +993,87 @@ mod scenarios {
         };
         let progress_every = Duration::from_secs(10);
         let last_progress = Mutex::new(Instant::now());
-        indices.par_iter().for_each(|&i| {
-            if budget.is_some_and(|b| started.elapsed() > b) {
-                return;
-            }
-            let s = draw(a.seed, i);
-            if a.skip_kinds.contains(&s.kind) {
-                tally
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .add("skipped-kind", Some(format!("skipped-kind\t{}", s.kind)));
-                done.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            let dir = scratch.join(format!("s-{i}"));
-            if let Err(e) = write_files(&s, &dir) {
-                die(&format!("{}: {e}", dir.display()));
-            }
-            let cmd = command(&s);
-            if let Ok(mut m) = in_flight.lock() {
-                m.insert(i, (Instant::now(), s.kind.clone(), cmd.clone()));
-            }
-            let determinism = a.determinism_every > 0 && i % a.determinism_every == 0;
-            let (mut outcome, took) = execute(&s, &dir, &artefacts, determinism, cut);
-            if let Ok(mut m) = in_flight.lock() {
-                m.remove(&i);
-            }
-            if matches!(outcome, Outcome::Pass) && took.as_secs_f64() > time_limit {
-                outcome = Outcome::Fail(
-                    "slow".into(),
-                    format!("took {:.2} s, over the limit of {time_limit} s", took.as_secs_f64()),
-                );
-            }
-            let _ = std::fs::remove_dir_all(&dir);
-            // The tally's lock ends with this block (the progress line below takes it again).
-            let mut t = tally.lock().unwrap_or_else(|e| e.into_inner());
-            match &outcome {
-                Outcome::Pass => {
-                    t.add("pass", None);
-                    drop(t);
-                    if a.verbose {
-                        println!("{i}\tpass\t{}\t{:.3} s", s.kind, took.as_secs_f64());
-                    }
+        let workers = rayon::current_num_threads();
+        (0..workers).into_par_iter().for_each(|_| {
+            loop {
+                let Some(&i) = indices.get(next.fetch_add(1, Ordering::Relaxed) as usize) else { return };
+                if budget.is_some_and(|b| started.elapsed() > b) {
+                    return;
                 }
-                Outcome::Config(class, msg) => {
-                    // Count by kind and by the message's start (numbers cut).
-                    let short: String = msg.chars().take(90).filter(|c| !c.is_ascii_digit()).collect();
-                    t.add(class, Some(format!("{class}\t{}\t{short}", s.kind)));
-                    drop(t);
-                    if a.verbose {
-                        println!("{i}\t{class}\t{}\t{msg}", s.kind);
-                    }
+                let s = draw(a.seed, i);
+                if a.skip_kinds.contains(&s.kind) {
+                    tally
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .add("skipped-kind", Some(format!("skipped-kind\t{}", s.kind)));
+                    done.fetch_add(1, Ordering::Relaxed);
+                    continue;
                 }
-                Outcome::Fail(class, what) => {
-                    t.add(&format!("FAIL {class}"), Some(format!("FAIL {class}\t{}", s.kind)));
-                    drop(t);
-                    let dir = write_reproducer(&a.out, &s, a.seed, class, what, took);
-                    let line = format!(
-                        "{i}\t{class}\t{}\t{:.3} s\t{}\t{}",
-                        s.kind,
-                        took.as_secs_f64(),
-                        what.replace('\n', " "),
-                        cmd
+                let dir = scratch.join(format!("s-{i}"));
+                if let Err(e) = write_files(&s, &dir) {
+                    die(&format!("{}: {e}", dir.display()));
+                }
+                let cmd = command(&s);
+                if let Ok(mut m) = in_flight.lock() {
+                    m.insert(i, (Instant::now(), s.kind.clone(), cmd.clone()));
+                }
+                let determinism = a.determinism_every > 0 && i % a.determinism_every == 0;
+                let (mut outcome, took) = execute(&s, &dir, &artefacts, determinism, cut);
+                if let Ok(mut m) = in_flight.lock() {
+                    m.remove(&i);
+                }
+                if matches!(outcome, Outcome::Pass) && took.as_secs_f64() > time_limit {
+                    outcome = Outcome::Fail(
+                        "slow".into(),
+                        format!("took {:.2} s, over the limit of {time_limit} s", took.as_secs_f64()),
                     );
-                    println!("FAIL {line}\n  reproducer: {}", dir.display());
-                    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&failures_file) {
-                        let _ = writeln!(f, "{line}");
-                    }
-                    failures.lock().unwrap_or_else(|e| e.into_inner()).push(line);
                 }
-            }
-            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-            if let Ok(mut last) = last_progress.try_lock()
-                && last.elapsed() > progress_every
-            {
-                *last = Instant::now();
-                let t = tally.lock().map(|t| format!("{:?}", t.outcomes)).unwrap_or_default();
-                eprintln!("[{:.0} s] {n}/{total} scenarios: {t}", started.elapsed().as_secs_f64());
+                let _ = std::fs::remove_dir_all(&dir);
+                // The tally's lock ends with this block (the progress line below takes it again).
+                let mut t = tally.lock().unwrap_or_else(|e| e.into_inner());
+                match &outcome {
+                    Outcome::Pass => {
+                        t.add("pass", None);
+                        drop(t);
+                        if a.verbose {
+                            println!("{i}\tpass\t{}\t{:.3} s", s.kind, took.as_secs_f64());
+                        }
+                    }
+                    Outcome::Config(class, msg) => {
+                        // Count by kind and by the message's start (numbers cut).
+                        let short: String = msg.chars().take(90).filter(|c| !c.is_ascii_digit()).collect();
+                        t.add(class, Some(format!("{class}\t{}\t{short}", s.kind)));
+                        drop(t);
+                        if a.verbose {
+                            println!("{i}\t{class}\t{}\t{msg}", s.kind);
+                        }
+                    }
+                    Outcome::Fail(class, what) => {
+                        t.add(&format!("FAIL {class}"), Some(format!("FAIL {class}\t{}", s.kind)));
+                        drop(t);
+                        let dir = write_reproducer(&a.out, &s, a.seed, class, what, took);
+                        let line = format!(
+                            "{i}\t{class}\t{}\t{:.3} s\t{}\t{}",
+                            s.kind,
+                            took.as_secs_f64(),
+                            what.replace('\n', " "),
+                            cmd
+                        );
+                        println!("FAIL {line}\n  reproducer: {}", dir.display());
+                        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&failures_file) {
+                            let _ = writeln!(f, "{line}");
+                        }
+                        failures.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+                    }
+                }
+                let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if let Ok(mut last) = last_progress.try_lock()
+                    && last.elapsed() > progress_every
+                {
+                    *last = Instant::now();
+                    let t = tally.lock().map(|t| format!("{:?}", t.outcomes)).unwrap_or_default();
+                    eprintln!("[{:.0} s] {n}/{total} scenarios: {t}", started.elapsed().as_secs_f64());
+                }
             }
         });
         stop.store(true, Ordering::Relaxed);
@@ -1265,10 +1287,10 @@ mod bytes {
         let lines: Vec<&[u8]> = bytes.split(|&c| c == b'\n').collect();
         let n = lines.len() as u64;
         if line == 0 || line > n {
-            return Err(format!("error names line {line} of a file of {n} lines: {msg}"));
+            return Err(format!("error names line {line}, past the file's {n} lines: {msg}"));
         }
-        if !bytes.contains(&b'"') && lines[(line - 1) as usize].iter().all(|c| c.is_ascii_whitespace()) {
-            return Err(format!("error names line {line}, a blank line: {msg}"));
+        if !bytes.contains(&b'"') && lines[(line - 1) as usize].iter().all(|&c| c == b'\r') {
+            return Err(format!("error names line {line}, an empty line: {msg}"));
         }
         Ok(())
     }
@@ -1287,7 +1309,7 @@ mod bytes {
         let n = a.count.unwrap_or(1_000_000);
         let indices: Vec<u64> = match a.only {
             Some(i) => vec![i],
-            None => (0..n).collect(),
+            None => (a.start..a.start + n).collect(),
         };
         let seeds = seeds();
         let scratch = a.out.join("bytes-scratch");
@@ -1347,6 +1369,16 @@ mod bytes {
                         }
                     }
                 }
+            }
+            for p in &problems {
+                // The loader and the check, without the file's name and numbers.
+                let (loader, rest) = p.split_once(": ").unwrap_or((p.as_str(), ""));
+                let check = if rest.starts_with("panicked") {
+                    "panic".to_string()
+                } else {
+                    rest.split(": ").next().unwrap_or("").chars().filter(|c| !c.is_ascii_digit()).collect()
+                };
+                local.add("problem", Some(format!("FAIL\t{loader}\t{check}")));
             }
             {
                 let mut t = tally.lock().unwrap_or_else(|e| e.into_inner());
