@@ -702,7 +702,7 @@ mod scenarios {
         let mut spec = raw::to_run_spec(&raw, Origin::CommandLine, None)
             .map_err(|e| RunError::Config(dlsched::error::ConfigError(e)))?;
         raw::first_run_job_cap(&raw, &mut spec)?;
-        run_one_checked(&spec, artefacts, |p| {
+        let progress = |p: dlsched::engine::Progress| {
             if start.elapsed() > cut {
                 std::panic::panic_any(Cut(format!(
                     "cut after {:.1} s at simulated time {} s, {}/{} jobs completed",
@@ -712,7 +712,12 @@ mod scenarios {
                     p.total
                 )));
             }
-        })
+        };
+        // FUZZ_UNCHECKED=1: the run without the invariant checks (as `dlsched simulate` runs it).
+        if std::env::var_os("FUZZ_UNCHECKED").is_some() {
+            return dlsched::experiment::run_one_with_artefacts(&spec, artefacts, progress);
+        }
+        run_one_checked(&spec, artefacts, progress)
     }
 
     fn classify_error(e: &RunError) -> Outcome {
@@ -794,7 +799,13 @@ mod scenarios {
             Err(p) => Outcome::Fail("panic".into(), panic_text(p)),
             Ok(Err(e)) => classify_error(&e),
             Ok(Ok(r)) => match check_report(&r) {
-                Err(e) => Outcome::Fail("unfinished".into(), e),
+                Err(e) => {
+                    // The run's job table beside the reproducer.
+                    let mut jobs = Vec::new();
+                    let _ = dlsched::metrics::export::write_jobs_csv(&r.output, &mut jobs);
+                    let _ = std::fs::write(dir.join("run-jobs.csv"), jobs);
+                    Outcome::Fail("unfinished".into(), e)
+                }
                 Ok(()) if determinism => {
                     let first = fingerprint(&r);
                     let mut again = Vec::new();
@@ -1028,7 +1039,6 @@ mod scenarios {
                         format!("took {:.2} s, over the limit of {time_limit} s", took.as_secs_f64()),
                     );
                 }
-                let _ = std::fs::remove_dir_all(&dir);
                 // The tally's lock ends with this block (the progress line below takes it again).
                 let mut t = tally.lock().unwrap_or_else(|e| e.into_inner());
                 match &outcome {
@@ -1051,7 +1061,10 @@ mod scenarios {
                     Outcome::Fail(class, what) => {
                         t.add(&format!("FAIL {class}"), Some(format!("FAIL {class}\t{}", s.kind)));
                         drop(t);
-                        let dir = write_reproducer(&a.out, &s, a.seed, class, what, took);
+                        let repro = write_reproducer(&a.out, &s, a.seed, class, what, took);
+                        // The failing run's job table, where it wrote one.
+                        let _ = std::fs::copy(dir.join("run-jobs.csv"), repro.join("run-jobs.csv"));
+                        let dir = repro;
                         let line = format!(
                             "{i}\t{class}\t{}\t{:.3} s\t{}\t{}",
                             s.kind,
@@ -1066,6 +1079,7 @@ mod scenarios {
                         failures.lock().unwrap_or_else(|e| e.into_inner()).push(line);
                     }
                 }
+                let _ = std::fs::remove_dir_all(scratch.join(format!("s-{i}")));
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if let Ok(mut last) = last_progress.try_lock()
                     && last.elapsed() > progress_every
