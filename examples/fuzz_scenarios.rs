@@ -731,6 +731,10 @@ mod scenarios {
                     SimError::Internal { .. } => "sim-error:internal",
                     SimError::InvalidTimer { .. } => "sim-error:invalid-timer",
                     SimError::Invariant { .. } => "sim-error:invariant",
+                    // The engine's own end-of-run check: admitted jobs left unfinished.
+                    SimError::Unfinished { .. } => "unfinished",
+                    // The engine's progress guard: a pass that never ends.
+                    SimError::NoProgress { .. } => "hang:no-progress",
                     #[allow(unreachable_patterns)]
                     _ => "sim-error:other",
                 };
@@ -823,7 +827,7 @@ mod scenarios {
                                     }),
                                     Err(e) => Ok(Err(RunError::Output(std::io::Error::other(e.to_string())))),
                                 });
-                            h.join().unwrap_or_else(|p| Err(p))
+                            h.join().unwrap_or_else(Err)
                         });
                         again.push((threads, out));
                     }
