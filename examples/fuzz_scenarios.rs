@@ -849,6 +849,13 @@ mod scenarios {
                                     format!("the rerun in a {threads}-thread pool failed: {e}"),
                                 );
                             }
+                            // A rerun past the cut is slow, not different.
+                            Err(p) if p.is::<Cut>() => {
+                                verdict = Outcome::Fail(
+                                    "slow".into(),
+                                    format!("the rerun in a {threads}-thread pool was {}", panic_text(p)),
+                                )
+                            }
                             Err(p) => {
                                 verdict = Outcome::Fail(
                                     "nondeterministic".into(),
