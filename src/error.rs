@@ -141,6 +141,19 @@ pub enum SimError {
         /// The trace file, once the run pipeline knows it (`None` from the engine).
         file: Option<PathBuf>,
     },
+    /// An engine invariant (ledger, capacity, job accounting; see
+    /// `Simulation::check_invariants`) failed after an instant, in a run that
+    /// asked for the checks (`Simulation::with_invariant_checks`): a bug of
+    /// the engine or of the policy's decisions, to be reported.
+    #[error("engine invariant violated at {at_ms} ms under policy `{policy}`: {reason}")]
+    Invariant {
+        /// The policy's name.
+        policy: String,
+        /// Simulated time of the instant after which the check failed, ms.
+        at_ms: u64,
+        /// The first violation found.
+        reason: String,
+    },
     /// A policy asked for a wake-up ([`crate::policy::Decision::WakeAt`]) at
     /// or before the current time: a policy bug.
     #[error("policy `{policy}` made an invalid decision: {reason}")]
@@ -189,7 +202,7 @@ impl SimError {
             | SimError::ModelFailure { file, .. }
             | SimError::Internal { file, .. } => *file = Some(path.to_path_buf()),
             SimError::Unfinished { file, .. } => *file = Some(path.to_path_buf()),
-            SimError::InvalidTimer { .. } => {}
+            SimError::InvalidTimer { .. } | SimError::Invariant { .. } => {}
             SimError::NoProgress { file, .. } => *file = Some(path.to_path_buf()),
         }
         self

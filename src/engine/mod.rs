@@ -211,6 +211,9 @@ pub struct Simulation {
     /// Whether a run may end with admitted jobs not completed
     /// ([`Simulation::allow_unfinished`]).
     allow_unfinished: bool,
+    /// Whether [`Simulation::run_observed`] checks every invariant after
+    /// every instant ([`Simulation::with_invariant_checks`]).
+    invariant_checks: bool,
 }
 
 impl Simulation {
@@ -252,6 +255,7 @@ impl Simulation {
             stats: EngineStats::default(),
             horizon: None,
             allow_unfinished: false,
+            invariant_checks: false,
         }
     }
 
@@ -270,6 +274,16 @@ impl Simulation {
     /// [`SimError::Unfinished`]; the summary counts them as unfinished.
     pub fn allow_unfinished(mut self) -> Self {
         self.allow_unfinished = true;
+        self
+    }
+
+    /// With `on`, [`Simulation::run_observed`] (and the runs built on it)
+    /// calls [`Simulation::check_invariants`] after every instant and stops
+    /// at the first violation with [`SimError::Invariant`]. Off by default:
+    /// the check walks every GPU and job, O(GPUs + jobs) per instant. The
+    /// fuzzing harness (`examples/fuzz_scenarios.rs`) turns it on.
+    pub fn with_invariant_checks(mut self, on: bool) -> Self {
+        self.invariant_checks = on;
         self
     }
 
@@ -453,6 +467,13 @@ impl Simulation {
             }
             if self.step_observed(obs)?.is_none() {
                 break;
+            }
+            if self.invariant_checks {
+                self.check_invariants().map_err(|reason| SimError::Invariant {
+                    policy: self.policy.name(),
+                    at_ms: self.now.as_ms(),
+                    reason,
+                })?;
             }
             n += 1;
             if n.is_multiple_of(4096) {

@@ -20,7 +20,8 @@ pub use output::{
     run_dir_files, write_run_dir, write_run_dir_as,
 };
 pub use run::{
-    InputInfo, PolicyBuilder, RunReport, run_one, run_one_with_agent, run_one_with_artefacts, run_one_with_policy,
+    InputInfo, PolicyBuilder, RunReport, run_one, run_one_checked, run_one_with_agent, run_one_with_artefacts,
+    run_one_with_policy,
 };
 pub use spec::{
     ClusterChoice, DEFAULT_SAMPLE_INTERVAL_S, DEFAULT_SEED, GPU_TYPE_MEMORY, RateModelKind, RunSpec, WorkloadSource,

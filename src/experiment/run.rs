@@ -66,7 +66,23 @@ pub struct RunReport {
 /// [`RunError`] for unreadable or malformed input, an invalid configuration,
 /// an empty workload, or an invalid policy decision.
 pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
-    run_inner(spec, None, None, &Artefacts::default(), progress)
+    run_inner(spec, None, None, &Artefacts::default(), false, progress)
+}
+
+/// [`run_one_with_artefacts`] with every engine invariant checked after every
+/// instant ([`crate::engine::Simulation::with_invariant_checks`]): a
+/// violation ends the run with [`crate::error::SimError::Invariant`]. The
+/// outputs of a run that passes are those of [`run_one_with_artefacts`]. For
+/// fuzzing and tests; the check costs O(GPUs + jobs) per instant.
+///
+/// # Errors
+/// As [`run_one`], and the first invariant violation.
+pub fn run_one_checked(
+    spec: &RunSpec,
+    artefacts: &Artefacts,
+    progress: impl FnMut(Progress),
+) -> Result<RunReport, RunError> {
+    run_inner(spec, None, None, artefacts, true, progress)
 }
 
 /// [`run_one`] taking the RIFLING table and GENIE models from `artefacts`
@@ -79,7 +95,7 @@ pub fn run_one_with_artefacts(
     artefacts: &Artefacts,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
-    run_inner(spec, None, None, artefacts, progress)
+    run_inner(spec, None, None, artefacts, false, progress)
 }
 
 /// [`run_one`] with a RIFLING policy driving `agent` (kept by the caller, e.g.
@@ -95,7 +111,7 @@ pub fn run_one_with_agent(
     artefacts: &Artefacts,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
-    run_inner(spec, agent, None, artefacts, progress)
+    run_inner(spec, agent, None, artefacts, false, progress)
 }
 
 /// Builds a policy for a run from its [`crate::policy::registry::BuildContext`] (see
@@ -117,7 +133,7 @@ pub fn run_one_with_policy(
     build: impl FnOnce(&mut crate::policy::registry::BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError>,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
-    run_inner(spec, None, Some(Box::new(build)), &Artefacts::default(), progress)
+    run_inner(spec, None, Some(Box::new(build)), &Artefacts::default(), false, progress)
 }
 
 fn run_inner(
@@ -125,6 +141,7 @@ fn run_inner(
     agent: Option<std::sync::Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
     custom: Option<PolicyBuilder<'_>>,
     artefacts: &Artefacts,
+    checks: bool,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
     spec.validate().map_err(ConfigError)?;
@@ -351,7 +368,8 @@ fn run_inner(
         EngineConfig { sample_interval_ms: spec.sample_interval_ms },
     )
     .with_interference(Box::new(interference))
-    .with_checkpoint(spec.checkpoint);
+    .with_checkpoint(spec.checkpoint)
+    .with_invariant_checks(checks);
     let sim = match (spec.horizon_ms, spec.allow_unfinished) {
         (Some(h), _) => sim.with_horizon(crate::time::SimTime::from_ms(h)),
         (None, true) => sim.allow_unfinished(),

@@ -369,3 +369,40 @@ fn gavel_keeps_every_invariant() {
     }
     assert!(preempted > 0, "no job was ever preempted: the rounds were not exercised");
 }
+
+#[test]
+fn checked_runs_equal_unchecked_ones() {
+    // `run_one_checked` (the fuzzing harness's run) checks every invariant
+    // after every instant and otherwise runs as `run_one`: the same jobs.csv
+    // bytes, for a queue policy, a preemptive one with checkpoint costs, a
+    // round-based one and GENIE tasks (each passes every check).
+    use dlsched::experiment::raw::{self, Origin, RawSpec, Value};
+    use dlsched::experiment::{Artefacts, run_one, run_one_checked};
+    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/example_jobs.csv");
+    let vcs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/example_vcs.csv");
+    let cases: [&[(&str, &str)]; 4] = [
+        &[("policy", "fifo")],
+        &[("policy", "srtf"), ("checkpoint", "helios-table")],
+        &[("policy", "gavel")],
+        &[("policy", "genie"), ("workload", "genie"), ("tasks", "20"), ("hours", "1")],
+    ];
+    let artefacts = Artefacts::default();
+    for case in cases {
+        let mut r = RawSpec::new();
+        if !case.iter().any(|(k, _)| *k == "workload") {
+            r.insert("trace".into(), Value::Str(trace.display().to_string()));
+            r.insert("vcs".into(), Value::Str(vcs.display().to_string()));
+        }
+        for (k, v) in case {
+            r.insert(k.to_string(), raw::parse_scalar(v));
+        }
+        let spec = raw::to_run_spec(&r, Origin::CommandLine, None).unwrap();
+        let plain = run_one(&spec, |_| {}).unwrap();
+        let checked = run_one_checked(&spec, &artefacts, |_| {}).unwrap();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        dlsched::metrics::export::write_jobs_csv(&plain.output, &mut a).unwrap();
+        dlsched::metrics::export::write_jobs_csv(&checked.output, &mut b).unwrap();
+        assert!(a == b, "{case:?}: checked and unchecked runs differ");
+        assert!(plain.summary.jobs_completed > 0, "{case:?}: nothing ran");
+    }
+}

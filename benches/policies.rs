@@ -1,0 +1,153 @@
+//! Criterion benchmark of one scheduling pass of every registry kind
+//! ([`dlsched::policy::registry::KINDS`], so a new kind is benchmarked
+//! without a change here) at 10, 100 and 1,000 waiting jobs.
+//!
+//! Input, for N: one partition of `max(1, N / 4)` nodes × 8 V100 (16 GiB),
+//! with every job submitted at t = 0. Fixed-size kinds get job i asking for
+//! 2^(i mod 4) GPUs (1, 2, 4, 8: about twice the GPUs in all) for
+//! 1,000 + (i × 7,919 mod N) s at trace speed, as `benches/decisions.rs`
+//! builds them; moldable kinds (the GENIE family, RIFLING, memory-efficiency)
+//! get N GENIE tasks (seed 1, true-latency ECT) at the profile table's
+//! speeds. The kinds that run a trained artefact (`rifling-frozen`,
+//! `ldwp-frozen`) read the project's own (`policies/*-lab16.json`) on
+//! `lab16`, the cluster it was trained on. Every kind has its default
+//! options (`{"kind": KIND}` plus that file), built through the registry as
+//! `--policy KIND` builds it; `iawp` is FIFO with the IAWP placement.
+//!
+//! The timed step is the simulation's first instant, t = 0: the N arrivals
+//! reach the policy (`on_arrival`) and one scheduling pass asks it for
+//! decisions until it waits, the engine validating and applying each (what
+//! one pass costs in a run). The simulation, policy and workload are built
+//! in the untimed setup (`iter_batched`) and dropped after timing stops. A
+//! kind whose input cannot be built with its defaults is reported on stderr
+//! and left out (none today).
+//!
+//! `cargo bench --bench policies -- genie/100 --quick` runs one case.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
+
+use dlsched::cluster::{Cluster, ClusterPreset, ClusterSpec};
+use dlsched::engine::{CheckpointModel, EngineConfig, Simulation};
+use dlsched::job::TaskSpec;
+use dlsched::policy::registry::{Artefacts, BuildContext, KINDS, PolicySpec};
+use dlsched::profile::coloc::ProfileInterference;
+use dlsched::profile::db::ProfileDb;
+use dlsched::profile::genie::{GenieTruth, GroundTruth};
+use dlsched::profile::model::TableModel;
+use dlsched::profile::rate::ProfileRate;
+use dlsched::profile::{RateModel, TraceSpeed};
+use dlsched::trace::TraceRecord;
+use dlsched::workload::build_workload;
+use dlsched::workload::genie::{EctBasis, GenieWorkloadSpec, generate_with};
+
+/// Waiting jobs at the timed pass.
+const SIZES: [u64; 3] = [10, 100, 1_000];
+
+/// The simulation of `kind` with `n` jobs submitted at t = 0, before its
+/// first instant.
+fn at_start(kind: &str, n: u64, db: &Arc<ProfileDb>, artefacts: &Artefacts) -> Result<Simulation, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // `iawp` is a kind of the registry; its options are FIFO's with the IAWP placement.
+    let mut json = serde_json::json!({ "kind": kind });
+    let trained = match kind {
+        "rifling-frozen" => Some(("table", root.join("policies/rifling-lab16.json"))),
+        "ldwp-frozen" => Some(("model", root.join("policies/ldwp-lab16.json"))),
+        _ => None,
+    };
+    if let Some((key, path)) = &trained {
+        json[*key] = serde_json::Value::String(path.display().to_string());
+    }
+    let spec: PolicySpec = serde_json::from_value(json).map_err(|e| e.to_string())?;
+    let cluster_spec = if trained.is_some() {
+        ClusterPreset::Lab16.spec()
+    } else {
+        ClusterSpec::uniform("bench", (n / 4).max(1) as u32, 8, "V100", 16384)
+    };
+    let mut cluster = Cluster::new(cluster_spec).map_err(|e| e.to_string())?;
+    cluster.set_share_limits(spec.share_limits()).map_err(|e| e.to_string())?;
+    let tasks = spec.moldable();
+    let mut task_specs: HashMap<String, TaskSpec> = HashMap::new();
+    let recs: Vec<TraceRecord> = if tasks {
+        let g = GenieWorkloadSpec { jobs_per_hour: n as f64, hours: 1.0, ect: EctBasis::True, tasks: Some(n) };
+        let node = cluster.spec().nodes[0].clone();
+        let truth = GroundTruth::with(db, &node.gpu_type, GenieTruth::Table);
+        let generated = generate_with(&g, db, &truth, node.gpu_mem_mib, 1)?;
+        let (mut recs, specs): (Vec<TraceRecord>, Vec<TaskSpec>) = generated.into_iter().unzip();
+        for r in &mut recs {
+            r.submit_ms = 0;
+        }
+        task_specs = specs.into_iter().enumerate().map(|(i, t)| (format!("t{i}"), t)).collect();
+        recs
+    } else {
+        (0..n).map(|i| TraceRecord::new(format!("j{i}"), 0, (1_000 + (i * 7_919) % n) * 1000, 1 << (i % 4))).collect()
+    };
+    let mut w = build_workload(recs, &cluster, spec.placement().build());
+    w.jobs.attach_tasks(&mut task_specs);
+    let rate = |tasks: bool| -> Box<dyn RateModel> {
+        if tasks {
+            Box::new(ProfileRate::new(Box::new(TableModel::new(db.clone())), "profile-table"))
+        } else {
+            Box::new(TraceSpeed)
+        }
+    };
+    let policy_rates = || rate(tasks);
+    let mut ctx = BuildContext {
+        cluster: &cluster,
+        db: Some(db.clone()),
+        db_name: "builtin".into(),
+        seed: 1,
+        tasks,
+        artefacts,
+        agent: None,
+        genie_profiles: None,
+        genie_truth: GenieTruth::Table,
+        rate_model: &policy_rates,
+    };
+    let policy = spec.build(&mut ctx).map_err(|e| e.to_string())?;
+    // Kept with `..Default::default()` so that new engine options leave it alone.
+    #[allow(clippy::needless_update)]
+    let cfg = EngineConfig { sample_interval_ms: 0, ..Default::default() };
+    let sim = Simulation::new(cluster, w.jobs, policy, rate(tasks), cfg)
+        .with_checkpoint(CheckpointModel::HeliosTable)
+        .with_interference(Box::new(ProfileInterference::new(db.clone())));
+    Ok(if tasks {
+        let db = db.clone();
+        sim.with_task_memory(Box::new(move |s, g| dlsched::profile::resources::task_gpu_mem_mib(&db, s, g)))
+    } else {
+        sim
+    })
+}
+
+fn passes(c: &mut Criterion) {
+    let db = Arc::new(ProfileDb::builtin());
+    let artefacts = Artefacts::default();
+    let mut group = c.benchmark_group("pass");
+    group.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3)).sample_size(10);
+    for &kind in KINDS {
+        for n in SIZES {
+            if let Err(e) = at_start(kind, n, &db, &artefacts) {
+                eprintln!("policies: {kind}/{n} left out: {e}");
+                continue;
+            }
+            group.bench_with_input(BenchmarkId::new(kind, n), &n, |b, &n| {
+                b.iter_batched(
+                    || at_start(kind, n, &db, &artefacts).expect("built once above"),
+                    |mut sim| {
+                        sim.step().expect("the pass at t = 0");
+                        sim
+                    },
+                    BatchSize::LargeInput,
+                );
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, passes);
+criterion_main!(benches);
