@@ -426,9 +426,11 @@ pub fn load_vc_file(path: &Path, gpu_type: &str, gpu_mem_mib: u64) -> Result<Clu
         vc_names: Vec::new(),
         named_vcs: true,
     };
+    // Lines counted from the bytes: the csv reader's count skips blank lines.
+    let mut lines = crate::io::csvrows::LineCounter::new(&bytes);
     for rec in rdr.records() {
-        let rec = rec.map_err(|e| crate::io::csvrows::csv_error_as_named(&file, &e))?;
-        let line = rec.position().map_or(0, |p| p.line());
+        let rec = rec.map_err(|e| crate::io::csvrows::csv_error(&file, &e, &mut lines))?;
+        let line = rec.position().map_or(0, |p| lines.line_at(p.byte() as usize));
         let field = |col: usize| rec.get(col).unwrap_or("");
         let int = |col: usize, what: &str| -> Result<u32, TraceError> {
             field(col).parse::<u32>().map_err(|_| TraceError::Field {

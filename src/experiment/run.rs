@@ -240,6 +240,24 @@ fn run_inner(
         )
         .into());
     }
+    // A queue policy that shares GPUs places a task as a job of unknown
+    // memory (its memory depends on the GPU count, which only GENIE-family
+    // policies choose), while the engine checks the task's memory on each
+    // shared GPU: on GPUs of unequal memory the placement could pick one the
+    // task does not fit (the generator draws batches that fit the first
+    // node's GPUs), a policy error mid-run. Refused here instead.
+    if is_tasks && !spec.policy.moldable() && spec.policy.placement().may_share() {
+        let mems: std::collections::BTreeSet<u64> = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).collect();
+        if mems.len() > 1 {
+            return Err(ConfigError(format!(
+                "placement `{}` shares GPUs, and GENIE tasks (--workload genie) under a queue policy need GPUs of one                  memory size to share them; cluster `{}` has GPUs of {} MiB (use a non-sharing placement, a                  GENIE-family policy, or a cluster of one GPU memory size)",
+                spec.policy.placement().name(),
+                cluster.spec().name,
+                mems.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+            ))
+            .into());
+        }
+    }
     // Moldable tasks need a performance model: trace speed would run them
     // equally fast on any number of GPUs.
     let rate_model =

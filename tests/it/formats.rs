@@ -429,3 +429,14 @@ fn a_header_only_trace_says_so_and_names_the_file() {
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains(&format!("{}: no job of the 1 rows can run on cluster `lab16`", big.display())), "{e}");
 }
+
+/// A VC file's errors name the line in the file: blank lines count (the csv
+/// reader's own count skips them). Header on 1, blanks on 2, 3 and 5 (the
+/// last CRLF), `research` on 4, the bad row on 6.
+#[test]
+fn vc_file_errors_count_blank_lines() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(d.path(), "vcs.csv", "vc,nodes\n\n\nresearch,2\n\r\nprod,x\n");
+    let e = dlsched::cluster::load_vc_file(&p, "generic", 16 * 1024).unwrap_err().to_string();
+    assert!(e.starts_with(&format!("{}:6: column `nodes`", p.display())), "{e}");
+}

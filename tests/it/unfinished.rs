@@ -213,3 +213,29 @@ fn a_horizon_cuts_the_run_and_the_summary_says_so() {
     assert_eq!(count(&cut, "jobs_unfinished"), count(&full, "jobs_completed") - by_1000 as u64);
     assert_eq!(cut["cut_off"]["horizon_s"], 1000.0);
 }
+
+/// Found by the fuzzing harness: FIFO with a sharing placement on GENIE
+/// tasks on ldwp-testbed (K80 GPUs of 24 GiB, P4 GPUs of 8 GiB) placed a
+/// 12 GiB task on a P4 (the placement saw a job of unknown memory, the
+/// engine the task's memory): an invalid decision mid-run. Now the run is
+/// refused before it starts, naming the placement and the memory sizes; a
+/// non-sharing placement still runs every task.
+#[test]
+fn sharing_queue_placements_refuse_genie_tasks_on_gpus_of_unequal_memory() {
+    let d = tempfile::tempdir().unwrap();
+    let base =
+        ["--cluster", "ldwp-testbed", "--workload", "genie", "--hours", "0.473", "--tasks", "28", "--seed", "862"];
+    for placement in ["iawp", "fgd", "share-best-fit"] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(&["--placement", placement]);
+        let (code, err, _) = simulate(d.path(), &args);
+        assert_eq!(code, 2, "{placement}: {err}");
+        assert!(err.contains(placement) && err.contains("8192") && err.contains("24576"), "{err}");
+        assert!(!err.contains("invalid decision"), "{err}");
+    }
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--placement", "consolidate"]);
+    let (code, err, s) = simulate(d.path(), &args);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(count(&s.unwrap(), "jobs_completed"), 28);
+}
