@@ -23,7 +23,8 @@ pub(crate) fn header_line(bytes: &[u8]) -> (u64, &str) {
     loop {
         let end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| start + i);
         let text = &bytes[start..end];
-        if text.strip_suffix(b"\r").unwrap_or(text).is_empty() && end < bytes.len() {
+        // Only CRs (a CRLF, or lone CRs, which the csv reader also ends records at): empty.
+        if text.iter().all(|&b| b == b'\r') && end < bytes.len() {
             start = end + 1;
             line += 1;
             continue;

@@ -410,6 +410,11 @@ fn blank_lines_before_the_header_are_skipped_and_counted() {
     assert!(e.contains("from the header `foo,bar` (line 3)"), "{e}");
     let e = err(&odd, TraceFormat::JobsCsv);
     assert!(e.contains("no column `job_id` in the header (foo, bar) (line 3)"), "{e}");
+    // A first line of lone CRs before a CRLF (found by the byte fuzzer) is
+    // blank too: the duplicate column is on line 2.
+    let cr = write(d.path(), "cr.csv", "\r\r\njob_id,submit_time,duration,gpu_num,gpu_num\r\na,0,10,1,1\r\n");
+    let e = err(&cr, TraceFormat::JobsCsv);
+    assert!(e.starts_with(&format!("{}:2: column `gpu_num`", cr.display())), "{e}");
     // Without blank lines the messages are as before: no line for line 1.
     let e = err(&write(d.path(), "odd1.csv", "foo,bar\n1,2\n"), TraceFormat::JobsCsv);
     assert!(e.ends_with("no column `job_id` in the header (foo, bar)"), "{e}");
