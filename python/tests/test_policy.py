@@ -71,9 +71,15 @@ class Keeps:
 
 def test_a_view_kept_past_its_call_refuses(example_trace):
     k = Keeps()
-    dlsched.simulate(policy=k, **example_trace)
+    # Keeps starts no job: the run must be allowed to end with all 10 unfinished.
+    dlsched.simulate(policy=k, allow_unfinished=True, **example_trace)
     with pytest.raises(RuntimeError, match="valid only during"):
         k.kept.waiting()
+
+
+def test_a_policy_that_leaves_jobs_unfinished_is_an_error_naming_them(example_trace):
+    with pytest.raises(dlsched.DlschedError, match=r"left 10 of 10 admitted jobs unfinished.*job `a1`"):
+        dlsched.simulate(policy=Keeps(), **example_trace)
 
 
 class Bad:
