@@ -94,6 +94,19 @@ pub struct Grads {
     pub input: Array2<f64>,
 }
 
+impl Default for Grads {
+    fn default() -> Self {
+        Grads::empty()
+    }
+}
+
+impl Grads {
+    /// No gradients yet: buffers that [`Mlp::backward_weights_into`] sizes on first use.
+    pub fn empty() -> Self {
+        Grads { w: Vec::new(), b: Vec::new(), input: Array2::zeros((0, 0)) }
+    }
+}
+
 /// The activations of one forward pass, kept for [`Mlp::backward`].
 #[derive(Clone, Debug)]
 pub struct Trace {
@@ -223,9 +236,34 @@ impl Mlp {
     /// *after* its activation) and the trace of the forward pass, the gradients of every
     /// weight and of the input. ReLU's derivative at 0 is taken as 0.
     pub fn backward(&self, trace: &Trace, d_out: &Array2<f64>) -> Grads {
+        let mut g = Grads::empty();
+        self.backward_inner(trace, d_out, true, &mut g);
+        g
+    }
+
+    /// [`Mlp::backward`] into `out`, whose buffers are reused when their shapes match
+    /// (a training loop allocates them once), and without the input gradient
+    /// (`out.input` is left empty, shape `(0, 0)`): the same weight and bias gradients,
+    /// bit for bit, without the last `batch × n_in × n_out_0` pass that only models
+    /// learning their inputs need.
+    pub fn backward_weights_into(&self, trace: &Trace, d_out: &Array2<f64>, out: &mut Grads) {
+        self.backward_inner(trace, d_out, false, out);
+    }
+
+    fn backward_inner(&self, trace: &Trace, d_out: &Array2<f64>, want_input: bool, out: &mut Grads) {
         let n = self.layers.len();
-        let mut gw = Vec::with_capacity(n);
-        let mut gb = Vec::with_capacity(n);
+        let fits = out.w.len() == n
+            && out.b.len() == n
+            && self
+                .layers
+                .iter()
+                .zip(&out.w)
+                .zip(&out.b)
+                .all(|((l, w), b)| l.w.dim() == w.dim() && l.b.dim() == b.dim());
+        if !fits {
+            out.w = self.layers.iter().map(|l| Array2::zeros(l.w.dim())).collect();
+            out.b = self.layers.iter().map(|l| Array1::zeros(l.b.dim())).collect();
+        }
         // delta = d loss / d z of the current layer (pre-activation).
         let mut delta = d_out.clone();
         if self.output == OutputActivation::Sigmoid {
@@ -240,7 +278,8 @@ impl Mlp {
             // row of dW at a time (kept in cache while the batch passes), on
             // flat rows so the element-wise updates vectorise: each element
             // sees the same additions in the same order.
-            let mut dw = Array2::<f64>::zeros((n_in, n_out));
+            let dw = &mut out.w[l];
+            dw.fill(0.0);
             let dws = dw.as_slice_mut().expect("owned arrays are contiguous");
             let ds = delta.as_standard_layout();
             let ds = ds.as_slice().expect("standard layout is contiguous");
@@ -254,8 +293,11 @@ impl Mlp {
                     }
                 }
             }
-            gb.push(delta.sum_axis(Axis(0)));
-            gw.push(dw);
+            out.b[l] = delta.sum_axis(Axis(0));
+            if l == 0 && !want_input {
+                delta = Array2::zeros((0, 0));
+                break;
+            }
             // d loss / d x = delta · W^T, then through the previous layer's ReLU.
             // dx[r][i] = Σ_j w[i][j] · delta[r][j], summed over j in order from
             // -0.0 (what `Iterator::sum` of f64 does), computed a column j at a
@@ -280,9 +322,30 @@ impl Mlp {
             }
             delta = dx;
         }
-        gw.reverse();
-        gb.reverse();
-        Grads { w: gw, b: gb, input: delta }
+        out.input = delta;
+    }
+
+    /// Plain SGD, `θ ← θ - lr · g`, only if every updated weight is finite: returns whether
+    /// the step was taken (the weights are unchanged otherwise). The same values as
+    /// [`Mlp::sgd_step`] followed by [`Mlp::is_finite`] and a restore, without the copy.
+    pub fn sgd_step_if_finite(&mut self, grads: &Grads, lr: f64) -> bool {
+        // `w + (-lr · g)`, as `scaled_add` computes it; every element is checked (no
+        // early exit, so the check vectorises).
+        let all_finite =
+            |w: &[f64], g: &[f64]| w.iter().zip(g).fold(true, |ok, (&w, &g)| ok & (w + -lr * g).is_finite());
+        let finite = self.layers.iter().zip(&grads.w).zip(&grads.b).all(|((layer, gw), gb)| {
+            match (layer.w.as_slice(), gw.as_slice(), layer.b.as_slice(), gb.as_slice()) {
+                (Some(w), Some(g), Some(b), Some(h)) => all_finite(w, g) && all_finite(b, h),
+                _ => {
+                    layer.w.iter().zip(gw.iter()).all(|(&w, &g)| (w + -lr * g).is_finite())
+                        && layer.b.iter().zip(gb.iter()).all(|(&b, &g)| (b + -lr * g).is_finite())
+                }
+            }
+        });
+        if finite {
+            self.sgd_step(grads, lr);
+        }
+        finite
     }
 
     /// Plain SGD: every weight `θ ← θ - lr · g`.
@@ -556,6 +619,39 @@ mod tests {
     /// XOR is not linearly separable: a 2-8-1 ReLU net trained by full-batch SGD
     /// (lr 0.1, 2,000 steps) reaches MSE < 0.01 (a linear model's best is 0.25: the mean 0.5
     /// predicted everywhere) and classifies all four points.
+    #[test]
+    fn weight_gradients_into_reused_buffers_equal_the_full_backward() {
+        // The buffer-reusing, input-gradient-free path must give the weight and bias
+        // gradients of `backward` bit for bit (LDWP trains with it), on a second call
+        // into the same (dirty) buffers too; and the guarded step equals the plain one.
+        let mut r = rng(7);
+        let mut m = Mlp::new(&[5, 7, 3], OutputActivation::Linear, &mut r);
+        let mut buf = Grads::empty();
+        for step in 0..2 {
+            let x = Array2::from_shape_fn((4, 5), |_| r.gen_range(-1.0..1.0));
+            let t = Array2::from_shape_fn((4, 3), |_| r.gen_range(-1.0..1.0));
+            let tr = m.forward_trace(x.view());
+            let d = mse(tr.output(), &t).1;
+            let full = m.backward(&tr, &d);
+            m.backward_weights_into(&tr, &d, &mut buf);
+            assert_eq!(buf.w, full.w, "step {step}");
+            assert_eq!(buf.b, full.b, "step {step}");
+            assert_eq!(buf.input.dim(), (0, 0));
+            assert_eq!(full.input.dim(), (4, 5));
+            let mut plain = m.clone();
+            plain.sgd_step(&full, 0.05);
+            assert!(m.sgd_step_if_finite(&buf, 0.05));
+            assert_eq!(m, plain);
+        }
+        // A step that overflows a weight is refused and leaves the weights as they were:
+        // w + (-lr · g) with g = -1e308 and lr = 1e10 is +inf.
+        let before = m.clone();
+        let mut huge = buf.clone();
+        huge.w[0][[0, 0]] = -1e308;
+        assert!(!m.sgd_step_if_finite(&huge, 1e10));
+        assert_eq!(m, before);
+    }
+
     #[test]
     fn learns_xor() {
         let x = ndarray::array![[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]];

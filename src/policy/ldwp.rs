@@ -237,6 +237,9 @@ pub struct Dqn {
     pub diverged: u64,
     #[serde(skip)]
     target: Option<Mlp>,
+    /// Gradient buffers reused by every SGD step (sized on the first).
+    #[serde(skip)]
+    grads: crate::nn::Grads,
     #[serde(skip)]
     replay: Vec<Transition>,
     #[serde(skip)]
@@ -291,6 +294,7 @@ impl Dqn {
             updates: 0,
             episode: 0,
             diverged: 0,
+            grads: crate::nn::Grads::empty(),
             target: None,
             replay: Vec::new(),
             replay_next: 0,
@@ -437,11 +441,11 @@ impl Dqn {
     /// Back-propagates `d` and takes the SGD step; a step that would make a
     /// weight non-finite is undone and counted in [`Dqn::diverged`].
     fn apply(&mut self, tr: &crate::nn::Trace, d: &Array2<f64>) {
-        let g = self.q.backward(tr, d);
-        let before = self.q.clone();
-        self.q.sgd_step(&g, self.params.lr);
-        if !self.q.is_finite() {
-            self.q = before;
+        let mut g = std::mem::take(&mut self.grads);
+        self.q.backward_weights_into(tr, d, &mut g);
+        let stepped = self.q.sgd_step_if_finite(&g, self.params.lr);
+        self.grads = g;
+        if !stepped {
             self.diverged += 1;
         }
         self.updates += 1;
