@@ -367,7 +367,7 @@ fn shape(seed: u64) -> Shape {
                 2 => round_ms * (1_000 + draw(20_000)),
                 _ => 1_000 * (1 + draw(1_000_000_000)),
             };
-            let mut r = TraceRecord::new(&format!("j{i}"), submit_ms, duration_ms, gpus);
+            let mut r = TraceRecord::new(format!("j{i}"), submit_ms, duration_ms, gpus);
             if draw(4) != 0 {
                 let (m, b) = models[draw(models.len() as u64) as usize];
                 r.extra_mut().model = Some(m.into());
