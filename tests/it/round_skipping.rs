@@ -10,7 +10,7 @@ use dlsched::engine::{CheckpointModel, EngineConfig, RunOutput, Simulation};
 use dlsched::ids::VcId;
 use dlsched::policy::Policy;
 use dlsched::policy::gandiva::{Gandiva, GandivaOptions};
-use dlsched::policy::gavel::{Gavel, GavelObjective, GavelOptions};
+use dlsched::policy::gavel::{Gavel, GavelObjective, GavelOptions, GavelSolver};
 use dlsched::policy::las::{Las, LasOptions, LasService};
 use dlsched::policy::placement::PlacementKind;
 use dlsched::profile::TraceSpeed;
@@ -255,4 +255,198 @@ fn gandiva_slices_only_when_oversubscribed() {
     let c = on.jobs.iter().find(|(s, _)| &*s.name == "C").unwrap();
     let dlsched::job::JobState::Completed(d) = c.1 else { panic!("{:?}", c.1) };
     assert_eq!((d.first_start().as_ms(), d.end.as_ms()), (3_000_000, 3_500_000));
+}
+
+/// A policy that logs every launch, co-location and preemption it returns,
+/// with the instant (ms): the decision log two runs are compared by (timer
+/// requests are left out: skipping asks for fewer).
+struct Logged {
+    inner: Box<dyn Policy>,
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Policy for Logged {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn on_arrival(&mut self, job: dlsched::ids::JobId, view: &dlsched::policy::View<'_>) {
+        self.inner.on_arrival(job, view);
+    }
+    fn on_completion(&mut self, job: dlsched::ids::JobId, view: &dlsched::policy::View<'_>) {
+        self.inner.on_completion(job, view);
+    }
+    fn decide(&mut self, view: &dlsched::policy::View<'_>) -> dlsched::policy::Decision {
+        use dlsched::policy::Decision;
+        let d = self.inner.decide(view);
+        if matches!(d, Decision::Launch { .. } | Decision::Colocate { .. } | Decision::Preempt { .. }) {
+            self.log.lock().unwrap().push(format!("{} {d:?}", view.now.as_ms()));
+        }
+        d
+    }
+    fn on_timer(&mut self, view: &dlsched::policy::View<'_>) {
+        self.inner.on_timer(view);
+    }
+    fn release_delay_ms(&self) -> u64 {
+        self.inner.release_delay_ms()
+    }
+    fn metrics(&self, jobs: &dlsched::job::JobTable) -> Vec<(&'static str, f64)> {
+        self.inner.metrics(jobs)
+    }
+}
+
+/// One random Gavel scenario in the shapes of the fuzzing reproducers of
+/// issue 30 (`/tmp/camp-main2/fail-*`: gavel on node files of several GPU
+/// types, VC files, tiny and long rounds, `reset-interval` 0, checkpoint
+/// models, table throughputs, durations from under a round to far beyond
+/// the horizon).
+struct Shape {
+    spec: ClusterSpec,
+    recs: Vec<TraceRecord>,
+    opts: GavelOptions,
+    objective: GavelObjective,
+    ckpt: CheckpointModel,
+    table: bool,
+    horizon_ms: u64,
+}
+
+fn shape(seed: u64) -> Shape {
+    let mut k = 0u64;
+    let mut draw = |n: u64| {
+        k += 1;
+        mix(seed.wrapping_mul(0x100_0000_01B3) ^ k) % n
+    };
+    // Cluster: 1-4 nodes of 1, 2 or 4 GPUs, of one to three types (some
+    // measured in the builtin database, some not), in one or two VCs.
+    let types = ["k80", "p100", "v100", "a100", "t4"];
+    let ntypes = 1 + draw(3) as usize;
+    let first = draw(5) as usize;
+    let nodes = 1 + draw(4) as usize;
+    let mut spec = ClusterSpec::uniform("shape", nodes as u32, 1, "k80", 16384);
+    for (i, n) in spec.nodes.iter_mut().enumerate() {
+        n.gpus = [1, 2, 4][draw(3) as usize];
+        n.gpus_per_switch = n.gpus.clamp(1, 2);
+        n.sockets = if n.gpus >= 2 { 2 } else { 1 };
+        n.gpu_type = types[(first + i % ntypes) % types.len()].into();
+    }
+    let vcs = nodes >= 2 && draw(3) == 0;
+    if vcs {
+        spec.vc_names = vec!["a".into(), "b".into()];
+        spec.named_vcs = true;
+        spec.nodes[nodes - 1].vc = VcId(1);
+    }
+    let total: u32 = spec.nodes.iter().map(|n| n.gpus).sum();
+    // Options: rounds from 0.2 s to 720 s, reset intervals 0, a fraction of
+    // a round, the default or a few rounds.
+    let round = [0.2, 0.9, 60.0, 180.0, 360.0, 720.0][draw(6) as usize];
+    let reset_interval = [0.0, round / 3.0, 1920.0, 2.0 * round, 0.0][draw(5) as usize];
+    let solver = if draw(4) == 0 { GavelSolver::Lp } else { GavelSolver::Auto };
+    let opts = GavelOptions { round, reset_interval, solver };
+    let objective = if draw(3) == 0 { GavelObjective::Fifo } else { GavelObjective::MaxMin };
+    let ckpt = [CheckpointModel::None, CheckpointModel::HeliosTable, CheckpointModel::Gandiva][draw(3) as usize];
+    let table = draw(2) == 0;
+    // Jobs: 1-10, arrivals in bursts (ties), GPUs up to the cluster's
+    // (some wider than any one type: never started), durations from a
+    // fraction of a round to 10^9 s.
+    let round_ms = (round * 1000.0) as u64;
+    let models = [
+        ("autoencoder-ml20m", 512),
+        ("lstm-wikitext2", 20),
+        ("resnet50-imagenet", 32),
+        ("transformer-multi30k", 32),
+        ("a3c-pong", 20),
+        ("vgg16-imagenet", 16),
+    ];
+    let n = 1 + draw(10);
+    let recs = (0..n)
+        .map(|i| {
+            let submit_ms = draw(4) * draw(40) * round_ms;
+            let gpus = 1 + draw(u64::from(total)) as u32;
+            let duration_ms = match draw(4) {
+                0 => 1 + draw(round_ms * 3),
+                1 => round_ms * (5 + draw(200)),
+                2 => round_ms * (1_000 + draw(20_000)),
+                _ => 1_000 * (1 + draw(1_000_000_000)),
+            };
+            let mut r = TraceRecord::new(format!("j{i}"), submit_ms, duration_ms, gpus);
+            if draw(4) != 0 {
+                let (m, b) = models[draw(models.len() as u64) as usize];
+                r.extra_mut().model = Some(m.into());
+                r.extra_mut().local_bsz = Some(b);
+            }
+            if vcs {
+                r.extra_mut().vc = Some(if draw(3) == 0 { "b" } else { "a" }.into());
+            }
+            r
+        })
+        .collect();
+    Shape { spec, recs, opts, objective, ckpt, table, horizon_ms: round_ms * 4_000 }
+}
+
+/// Runs `shape` with round skipping `skip`: (jobs.csv, decision log, output).
+fn run_shape(s: &Shape, skip: bool) -> (String, Vec<String>, RunOutput) {
+    use dlsched::profile::db::ProfileDb;
+    use dlsched::profile::model::TableModel;
+    use dlsched::profile::rate::ProfileRate;
+    let cluster = Cluster::new(s.spec.clone()).unwrap();
+    let w = build_workload(s.recs.clone(), &cluster, PlacementKind::Consolidate.build());
+    let db = s.table.then(|| std::sync::Arc::new(ProfileDb::builtin()));
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let inner = Box::new(Gavel::new(s.opts, s.objective, &cluster, db.clone()).with_round_skipping(skip));
+    let p = Box::new(Logged { inner, log: log.clone() });
+    let rate: Box<dyn dlsched::profile::RateModel> = match db {
+        Some(db) => Box::new(ProfileRate::new(Box::new(TableModel::new(db)), "profile-table")),
+        None => Box::new(TraceSpeed),
+    };
+    let out = Simulation::new(cluster, w.jobs, p, rate, EngineConfig { sample_interval_ms: 0 })
+        .with_checkpoint(s.ckpt)
+        .with_horizon(dlsched::time::SimTime::from_ms(s.horizon_ms))
+        .with_invariant_checks(true)
+        .run()
+        .unwrap();
+    let log = log.lock().unwrap().clone();
+    (jobs_csv(&out), log, out)
+}
+
+#[test]
+fn gavel_random_shapes_same_schedule_with_and_without_skipping() {
+    // 200 seeded scenarios in the reproducers' shapes, each run to a horizon
+    // of 4,000 rounds with every round a timer and with skipping: the
+    // decision logs (every launch and preemption, with its instant) and the
+    // jobs.csv must be identical, and so must the policy metrics except
+    // `gavel_rounds` (a run cut while skipping has not yet counted the
+    // boundaries it skipped since its last wake-up: at most the rounds up to
+    // the horizon, so never more than round by round).
+    let (mut t_on, mut t_off) = (0u64, 0u64);
+    for seed in 0..200u64 {
+        let s = shape(seed);
+        let (csv_on, log_on, on) = run_shape(&s, true);
+        let (csv_off, log_off, off) = run_shape(&s, false);
+        let case = format!(
+            "seed {seed}: {:?} {:?} {:?} table={} on {:?}",
+            s.objective,
+            s.opts,
+            s.ckpt,
+            s.table,
+            s.spec.nodes.iter().map(|n| (n.gpus, n.gpu_type.as_str(), n.vc.0)).collect::<Vec<_>>()
+        );
+        if let Some(i) = log_on.iter().zip(&log_off).position(|(a, b)| a != b) {
+            panic!("{case}: decision {i} differs: {} (skipping) vs {} (every round)", log_on[i], log_off[i]);
+        }
+        assert_eq!(log_on.len(), log_off.len(), "{case}: decision counts differ");
+        assert_eq!(csv_on, csv_off, "{case}: jobs.csv differ");
+        let strip =
+            |o: &RunOutput| o.policy_metrics.iter().filter(|m| m.0 != "gavel_rounds").cloned().collect::<Vec<_>>();
+        assert_eq!(strip(&on), strip(&off), "{case}");
+        let rounds = |o: &RunOutput| o.policy_metrics.iter().find(|m| m.0 == "gavel_rounds").unwrap().1;
+        assert!(
+            rounds(&on) <= rounds(&off),
+            "{case}: {} rounds skipping, {} round by round",
+            rounds(&on),
+            rounds(&off)
+        );
+        t_on += on.stats.timers;
+        t_off += off.stats.timers;
+    }
+    eprintln!("{t_on} timers skipping, {t_off} round by round");
+    assert!(t_on < t_off, "{t_on} timers skipping, {t_off} round by round: nothing was skipped");
 }
