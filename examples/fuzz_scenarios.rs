@@ -29,7 +29,11 @@
 //! not a failure, counted by kind and message); failures: `unfinished` (an
 //! admitted job neither completed nor refused with a reason), `sim-error` (an
 //! invalid decision, an internal or model error, an invariant violation),
-//! `panic`, `slow` (over `--time-limit-s`), `nondeterministic` (every
+//! `panic`, `slow` (over `--time-limit-s` plus `--per-change-us` for every
+//! launch and preemption the run made: cost must follow the schedule's
+//! events, not simulated time; a run that stays within that allowance but
+//! reaches the cap of 0.8 x `--hard-deadline-s`, a schedule of tens of
+//! millions of changes, is cut and noted as `long`, not failed), `nondeterministic` (every
 //! `--determinism-every`-th scenario runs again in a 1-thread and a 2-thread
 //! rayon pool; jobs.csv and summary.json must match byte for byte). A run
 //! still going after `--hard-deadline-s` is reported with its reproducer and
@@ -102,6 +106,15 @@ struct Args {
     /// (default 1.2 x the time limit).
     #[arg(long)]
     cut_s: Option<f64>,
+    /// Wall microseconds allowed per allocation change (launch or
+    /// preemption) on top of the time limit and the cut (default 20 in a
+    /// release build, 200 in a debug build): a schedule whose own rules imply
+    /// 10^6 preemptions (Gandiva or Gavel time-slicing jobs of 10^10 s) costs
+    /// what its events cost; a run that is slow between changes (rounds that
+    /// decide nothing, a pass that costs too much) is still caught. 0: the
+    /// plain time limit.
+    #[arg(long)]
+    per_change_us: Option<f64>,
     /// A run still going after this many seconds (a loop the cut cannot stop,
     /// inside one instant) is reported and the process
     /// exits with status 3 (default 20 x the time limit, at least 60).
@@ -164,8 +177,10 @@ fn install_quiet_panic_hook() {
     }));
 }
 
-/// The payload with which a run's progress callback stops a run past its cut.
-struct Cut(String);
+/// The payload with which a run's progress callback stops a run past its cut:
+/// what it did, and whether only the cap stopped it (`long`: its wall time
+/// stayed within the allowance for the launches and preemptions it made).
+struct Cut(String, bool);
 
 fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
     if let Some(c) = payload.downcast_ref::<Cut>() {
@@ -701,7 +716,28 @@ mod scenarios {
         out
     }
 
-    fn one_run(s: &Scenario, dir: &Path, artefacts: &Artefacts, cut: Duration) -> Result<RunReport, RunError> {
+    /// The wall-time bound of a run: `base` plus `per_change` for every
+    /// allocation change (launch or preemption) the run has made.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct Bound {
+        pub(crate) base: Duration,
+        pub(crate) per_change: Duration,
+        /// Never more than this (below the hard deadline, so that a run with
+        /// many changes is cut, not taken for a hang).
+        pub(crate) max: Duration,
+    }
+
+    impl Bound {
+        pub(crate) fn uncapped(&self, changes: u64) -> Duration {
+            self.base + self.per_change.saturating_mul(u32::try_from(changes).unwrap_or(u32::MAX))
+        }
+
+        pub(crate) fn at(&self, changes: u64) -> Duration {
+            (self.base + self.per_change.saturating_mul(u32::try_from(changes).unwrap_or(u32::MAX))).min(self.max)
+        }
+    }
+
+    fn one_run(s: &Scenario, dir: &Path, artefacts: &Artefacts, cut: Bound) -> Result<RunReport, RunError> {
         let start = Instant::now();
         let mut raw = raw_in(s, dir);
         raw::first_run_defaults(&mut raw, s.strict);
@@ -709,14 +745,19 @@ mod scenarios {
             .map_err(|e| RunError::Config(dlsched::error::ConfigError(e)))?;
         raw::first_run_job_cap(&raw, &mut spec)?;
         let progress = |p: dlsched::engine::Progress| {
-            if start.elapsed() > cut {
-                std::panic::panic_any(Cut(format!(
-                    "cut after {:.1} s at simulated time {} s, {}/{} jobs completed",
-                    start.elapsed().as_secs_f64(),
-                    p.now.as_ms() / 1000,
-                    p.completed,
-                    p.total
-                )));
+            if start.elapsed() > cut.at(p.changes) {
+                let long = start.elapsed() <= cut.uncapped(p.changes);
+                std::panic::panic_any(Cut(
+                    format!(
+                        "cut after {:.1} s at simulated time {} s, {}/{} jobs completed, {} launches and preemptions",
+                        start.elapsed().as_secs_f64(),
+                        p.now.as_ms() / 1000,
+                        p.completed,
+                        p.total,
+                        p.changes
+                    ),
+                    long,
+                ));
             }
         };
         // FUZZ_UNCHECKED=1: the run without the invariant checks (as `dlsched simulate` runs it).
@@ -741,6 +782,8 @@ mod scenarios {
                     SimError::Unfinished { .. } => "unfinished",
                     // The engine's progress guard: a pass that never ends.
                     SimError::NoProgress { .. } => "hang:no-progress",
+                    // The net-progress watch: a cycle across instants.
+                    SimError::NoNetProgress { .. } => "hang:no-net-progress",
                     #[allow(unreachable_patterns)]
                     _ => "sim-error:other",
                 };
@@ -799,12 +842,19 @@ mod scenarios {
         dir: &Path,
         artefacts: &Artefacts,
         determinism: bool,
-        cut: Duration,
-    ) -> (Outcome, Duration) {
+        cut: Bound,
+    ) -> (Outcome, Duration, u64) {
         let start = Instant::now();
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one_run(s, dir, artefacts, cut)));
         let took = start.elapsed();
+        let changes = match &res {
+            Ok(Ok(r)) => r.output.stats.launches + r.output.stats.preemptions,
+            _ => 0,
+        };
         let outcome = match res {
+            // Cut by the cap alone: a schedule of tens of millions of
+            // changes, each at the allowed cost (noted, not failed).
+            Err(p) if p.downcast_ref::<Cut>().is_some_and(|c| c.1) => Outcome::Fail("long".into(), panic_text(p)),
             Err(p) if p.is::<Cut>() => Outcome::Fail("slow".into(), panic_text(p)),
             Err(p) => Outcome::Fail("panic".into(), panic_text(p)),
             Ok(Err(e)) => classify_error(&e),
@@ -875,7 +925,7 @@ mod scenarios {
                 Ok(()) => Outcome::Pass,
             },
         };
-        (outcome, took)
+        (outcome, took, changes)
     }
 
     /// Writes the scenario's files into `dir`.
@@ -943,8 +993,12 @@ mod scenarios {
 
     pub(crate) fn run(a: &Args) -> u64 {
         let time_limit = a.time_limit_s.unwrap_or(if cfg!(debug_assertions) { 60.0 } else { 5.0 });
-        let cut = Duration::from_secs_f64(a.cut_s.unwrap_or(time_limit * 1.2));
+        let per_change_us = a.per_change_us.unwrap_or(if cfg!(debug_assertions) { 200.0 } else { 20.0 });
+        let per_change = Duration::from_secs_f64(per_change_us.max(0.0) * 1e-6);
         let hard = a.hard_deadline_s.unwrap_or((time_limit * 20.0).max(60.0));
+        let max = Duration::from_secs_f64(hard * 0.8);
+        let cut = Bound { base: Duration::from_secs_f64(a.cut_s.unwrap_or(time_limit * 1.2)), per_change, max };
+        let limit = Bound { base: Duration::from_secs_f64(time_limit), per_change, max };
         let indices: Vec<u64> = match (a.only, a.count, a.time_budget_s) {
             (Some(i), _, _) => vec![i],
             (None, Some(n), _) => (a.start..a.start + n).collect(),
@@ -1046,14 +1100,17 @@ mod scenarios {
                     m.insert(i, (Instant::now(), s.kind.clone(), cmd.clone()));
                 }
                 let determinism = a.determinism_every > 0 && i % a.determinism_every == 0;
-                let (mut outcome, took) = execute(&s, &dir, &artefacts, determinism, cut);
+                let (mut outcome, took, changes) = execute(&s, &dir, &artefacts, determinism, cut);
                 if let Ok(mut m) = in_flight.lock() {
                     m.remove(&i);
                 }
-                if matches!(outcome, Outcome::Pass) && took.as_secs_f64() > time_limit {
+                if matches!(outcome, Outcome::Pass) && took > limit.at(changes) {
                     outcome = Outcome::Fail(
                         "slow".into(),
-                        format!("took {:.2} s, over the limit of {time_limit} s", took.as_secs_f64()),
+                        format!(
+                            "took {:.2} s, over the limit of {time_limit} s + {per_change_us} us x {changes} launches and preemptions",
+                            took.as_secs_f64()
+                        ),
                     );
                 }
                 // The tally's lock ends with this block (the progress line below takes it again).
@@ -1076,7 +1133,8 @@ mod scenarios {
                         }
                     }
                     Outcome::Fail(class, what) => {
-                        let label = if a.slow_is_note && class == "slow" { "NOTE" } else { "FAIL" };
+                        let label =
+                            if (a.slow_is_note && class == "slow") || class == "long" { "NOTE" } else { "FAIL" };
                         t.add(&format!("{label} {class}"), Some(format!("{label} {class}\t{}", s.kind)));
                         drop(t);
                         let repro = write_reproducer(&a.out, &s, a.seed, class, what, took);
@@ -1137,7 +1195,10 @@ mod scenarios {
         }
         let noted: u64 = t.outcomes.iter().filter(|(k, _)| k.starts_with("NOTE")).map(|(_, v)| v).sum();
         if noted > 0 {
-            println!("{noted} slow runs noted, not failed (--slow-is-note), listed in {}", failures_file.display());
+            println!(
+                "{noted} runs noted, not failed (long schedules cut at the cap; slow runs with --slow-is-note), listed in {}",
+                failures_file.display()
+            );
         }
         println!("{} passed, {failed} failed", n - failed - skipped - noted);
         failed

@@ -192,6 +192,36 @@ pub enum SimError {
         /// The trace file, once the run pipeline knows it (`None` from the engine).
         file: Option<PathBuf>,
     },
+    /// A cycle across instants: simulated time advances and the policy keeps
+    /// launching and preempting, but no job completes, arrives, or gets
+    /// closer to its end (the engine's net-progress watch, `engine/guard.rs`).
+    /// Typically a policy time-slicing jobs whose checkpoint overhead is at
+    /// least the work a round lets them do. The run can never end.
+    #[error(
+        "policy `{policy}` makes no net progress: {changes} launches and preemptions up to {now} without a completion, an arrival, \
+         or any job getting 1 ms of work closer to its end ({count} jobs alive: {}{}; {} s of checkpoint overhead charged so far). \
+         Each resume's checkpoint overhead (--checkpoint) is probably at least the work a round lets a job do: \
+         use longer rounds or leases, a cheaper checkpoint model, or report the policy",
+        .jobs.iter().map(|j| j.label(file.as_deref())).collect::<Vec<_>>().join(", "),
+        if *.count > .jobs.len() { format!(" and {} more", .count - .jobs.len()) } else { String::new() },
+        .checkpoint_ms / 1000
+    )]
+    NoNetProgress {
+        /// The policy's name.
+        policy: String,
+        /// Simulated time of the look that found no progress.
+        now: crate::time::SimTime,
+        /// Launches and preemptions since the last look that saw progress.
+        changes: u64,
+        /// Jobs alive (pending, running or suspended).
+        count: usize,
+        /// The first of them by id (at most five).
+        jobs: Vec<UnfinishedJob>,
+        /// Checkpoint overhead charged in the whole run, ms of work at rate 1.
+        checkpoint_ms: u64,
+        /// The trace file, once the run pipeline knows it (`None` from the engine).
+        file: Option<PathBuf>,
+    },
 }
 
 impl SimError {
@@ -203,7 +233,9 @@ impl SimError {
             | SimError::Internal { file, .. } => *file = Some(path.to_path_buf()),
             SimError::Unfinished { file, .. } => *file = Some(path.to_path_buf()),
             SimError::InvalidTimer { .. } | SimError::Invariant { .. } => {}
-            SimError::NoProgress { file, .. } => *file = Some(path.to_path_buf()),
+            SimError::NoProgress { file, .. } | SimError::NoNetProgress { file, .. } => {
+                *file = Some(path.to_path_buf())
+            }
         }
         self
     }

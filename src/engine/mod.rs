@@ -149,6 +149,9 @@ pub struct Progress {
     pub completed: usize,
     /// Jobs in the run.
     pub total: usize,
+    /// Allocation changes so far: launches and preemptions applied (the
+    /// events a schedule implies; what a run's cost should be proportional to).
+    pub changes: u64,
 }
 
 /// The result of a finished run: the engine's state. What the run measured
@@ -177,6 +180,8 @@ pub struct RunOutput {
 /// A simulation: owns the clock, the event queue, the cluster, the jobs, the
 /// policy, the rate model and the co-location model. Only the engine mutates state.
 pub struct Simulation {
+    /// The net-progress watch (`guard.rs`): a cycle across instants.
+    net: guard::NetWatch,
     now: SimTime,
     events: EventQueue<Event>,
     cluster: Cluster,
@@ -256,6 +261,7 @@ impl Simulation {
             horizon: None,
             allow_unfinished: false,
             invariant_checks: false,
+            net: guard::NetWatch::default(),
         }
     }
 
@@ -475,12 +481,25 @@ impl Simulation {
                     reason,
                 })?;
             }
+            if self.stats.launches + self.stats.preemptions >= self.net.next_check {
+                self.check_net_progress()?;
+            }
             n += 1;
             if n.is_multiple_of(4096) {
-                progress(Progress { now: self.now, completed: self.completed, total: self.jobs.len() });
+                progress(Progress {
+                    now: self.now,
+                    completed: self.completed,
+                    total: self.jobs.len(),
+                    changes: self.stats.launches + self.stats.preemptions,
+                });
             }
         }
-        progress(Progress { now: self.now, completed: self.completed, total: self.jobs.len() });
+        progress(Progress {
+            now: self.now,
+            completed: self.completed,
+            total: self.jobs.len(),
+            changes: self.stats.launches + self.stats.preemptions,
+        });
         if self.completed < self.jobs.len() && !self.allow_unfinished {
             return Err(self.unfinished());
         }
