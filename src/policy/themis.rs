@@ -104,7 +104,7 @@
 //!
 //! After a round that decided nothing (no preemption, no launch), the next
 //! timer is at the first boundary whose round may decide something
-//! ([`Themis::next_change`]), not at every boundary: until an arrival or a
+//! (`Themis::next_change`), not at every boundary: until an arrival or a
 //! completion the offer and every bid's candidates stay the same, so the
 //! round repeats as long as the bidders are served in the same order. A
 //! running job's ρ is constant (elapsed time grows as remaining time

@@ -284,7 +284,7 @@ fn themis_workload(cluster: &Cluster, n: usize, seed: u64) -> Vec<TraceRecord> {
             let duration =
                 [10 + (x >> 40) % 300, 300 + (x >> 40) % 3_000, 3_000 + (x >> 40) % 7_000][(x >> 30) as usize % 3];
             let mut r = rec(&format!("j{i}"), submit, gpus, duration);
-            if (x >> 50) % 2 == 0 {
+            if (x >> 50).is_multiple_of(2) {
                 let (m, b) = models[(x >> 52) as usize % models.len()];
                 r.extra_mut().model = Some(m.into());
                 r.extra_mut().local_bsz = Some(b);
@@ -319,8 +319,11 @@ fn themis_skips_only_rounds_that_decide_nothing() {
                 for table in [false, true] {
                     let rates: fn() -> Box<dyn dlsched::profile::RateModel> =
                         if table { table_rates } else { trace_rates };
-                    let ckpt =
-                        if (seed + c as u64) % 2 == 0 { CheckpointModel::None } else { CheckpointModel::HeliosTable };
+                    let ckpt = if (seed + c as u64).is_multiple_of(2) {
+                        CheckpointModel::None
+                    } else {
+                        CheckpointModel::HeliosTable
+                    };
                     let opts = ThemisOptions { lease_s, fairness_knob: knob };
                     let go = |skip: bool| {
                         let cl = Cluster::new(spec.clone()).unwrap();
