@@ -94,6 +94,34 @@
 //!   study varies both).
 //!
 //! Jobs are exclusive (no GPU sharing); the engine checks every decision.
+//!
+//! # Cost
+//!
+//! A round costs one auction per partition with a waiting job: the bidders
+//! sorted twice (by ρ, by gain), one bid search per participant and per
+//! served job (a few consolidated placements on the offered nodes, rates
+//! cached per job, GPU type and split).
+//!
+//! After a round that decided nothing (no preemption, no launch), the next
+//! timer is at the first boundary whose round may decide something
+//! (`Themis::next_change`), not at every boundary: until an arrival or a
+//! completion the offer and every bid's candidates stay the same, so the
+//! round repeats as long as the bidders are served in the same order. A
+//! running job's ρ is constant (elapsed time grows as remaining time
+//! shrinks), a waiting job's grows linearly (slope 1/T_id), and each gain
+//! ln(ρ_lose/ρ(G))/|G| is monotone in time; the span over which every
+//! neighbour pair of both orders (by ρ; by gain, then ρ) provably keeps
+//! apart (margins far above rounding), or is the same function of time, is
+//! found by doubling and bisection over whole leases, O(n log) per skip.
+//! Running jobs at their ideal rate bid their own GPUs wherever they are
+//! served, so their order among themselves is not needed; a round whose
+//! bid rested on a rounding tie between candidates falls back to the next
+//! boundary. An event before the timer asks for the next boundary again,
+//! and a round due at a skipped boundary where an event happens runs there
+//! (the round timer is kept as running every round would keep it). The
+//! schedule is the one of every round run ([`Themis::with_round_skipping`]).
+//! A schedule that really swaps jobs every few leases (the auction's
+//! time-slicing of an over-subscribed partition) costs one round per swap.
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -175,6 +203,30 @@ struct Bidder {
     rho: f64,
     /// Gain per GPU of its best bid on the whole offer (participants' order).
     gain: f64,
+    /// The rate of that bid (`None`: no bid).
+    bid_rate: Option<f64>,
+}
+
+/// What a round that decided nothing read in one partition, for
+/// [`Themis::next_change`].
+struct RoundRec {
+    /// Every bidder, by current ρ, worst first (ties: id).
+    ranked: Vec<JobId>,
+    /// The participants in the order they were served, with their bid's rate.
+    parts: Vec<(JobId, Option<f64>)>,
+}
+
+/// A bidder's ρ and gain at one instant, and what they are functions of.
+struct Line {
+    rho: f64,
+    gain: Option<f64>,
+    /// Equal for two jobs exactly when their ρ are equal at every instant.
+    rho_sig: (u8, u64, u64, u64, u64, u64, u64),
+    /// Equal (with `rho_sig`) exactly when their gains are equal at every instant.
+    gain_sig: (u64, u64, u32),
+    /// A running job at least at its ideal rate: it bids its own GPUs
+    /// wherever it is served, so its order among such jobs is moot.
+    fixed: bool,
 }
 
 /// The offered GPUs of one partition: only the nodes with some, so that a
@@ -266,11 +318,22 @@ pub struct Themis {
     dirty: BTreeSet<u16>,
     /// Partitions due a round (all leases end).
     round: BTreeSet<u16>,
-    /// The round timer asked for, if any.
+    /// The round timer that running every round would have pending: a
+    /// round runs at an instant where it is due (caught up over skipped
+    /// boundaries, see [`Themis::decide`]).
     next_round: Option<SimTime>,
-    /// A round is due at this instant (its partitions are taken in `decide`,
-    /// after the instant's arrivals).
-    round_now: bool,
+    /// The timer asked for, not yet delivered.
+    timer_at: Option<SimTime>,
+    /// Skip the boundaries whose round provably decides nothing (default;
+    /// see [`Themis::with_round_skipping`]).
+    skip_rounds: bool,
+    /// The instant whose round has decided nothing so far.
+    quiet_round: Option<SimTime>,
+    /// What that round read, per partition with an auction.
+    records: Vec<RoundRec>,
+    /// A bid of that round was chosen among candidates whose ρ tie only by
+    /// rounding (its choice could change with time).
+    fragile: std::cell::Cell<bool>,
     plan: VecDeque<Decision>,
     /// Partition node positions by node index.
     pos: Vec<u32>,
@@ -301,7 +364,11 @@ impl Themis {
             dirty: BTreeSet::new(),
             round: BTreeSet::new(),
             next_round: None,
-            round_now: false,
+            timer_at: None,
+            skip_rounds: true,
+            quiet_round: None,
+            records: Vec::new(),
+            fragile: std::cell::Cell::new(false),
             plan: VecDeque::new(),
             pos: Vec::new(),
             offer: Offer::default(),
@@ -310,6 +377,188 @@ impl Themis {
             ideal_sets: Default::default(),
             info: Vec::new(),
         }
+    }
+
+    /// With `on = false`, a timer at every boundary while a job waits, as
+    /// before round skipping; the schedule is the same either way (only
+    /// rounds that provably decide nothing are skipped), so this is for
+    /// tests that compare the two.
+    pub fn with_round_skipping(mut self, on: bool) -> Self {
+        self.skip_rounds = on;
+        self
+    }
+
+    /// After a round at `now` that decided nothing: the first boundary whose
+    /// round may decide something if no job arrives or completes before it
+    /// (`None`: none ever); see the module docs' cost section.
+    ///
+    /// Until an event the offer (free GPUs and the running jobs' GPUs), the
+    /// bidders and every bid's candidates stay as they are, so a round
+    /// decides the same as long as the bidders are served in the same
+    /// order: the order by ρ (which fixes the participants and the order of
+    /// the rest) and the participants' order by (gain, ρ). A running job's
+    /// ρ is constant (its elapsed time grows as its remaining time shrinks)
+    /// and a waiting one's grows linearly; each gain is the log of a ratio
+    /// of two linear functions of time, so monotone. Over [now, now + D]
+    /// each key therefore lies between its values at the two ends, and the
+    /// order cannot change if every pair of neighbours keeps apart there (by
+    /// a margin far above rounding: relative 1e-9, and 1e-13 for gains), or
+    /// is the same function of time (same inputs: a tie broken by id). The
+    /// largest D = m leases with that proof is found by doubling and
+    /// bisection (the proof for D holds for any shorter span). Running jobs
+    /// must keep work to do over the span (their ρ is linear only until
+    /// then), and a round whose bid choice rested on a rounding tie between
+    /// candidates ([`Themis::fragile`]) proves nothing.
+    fn next_change(&self, view: &View<'_>) -> Option<SimTime> {
+        let now = view.now;
+        let next = self.next_boundary(now);
+        if self.fragile.get() {
+            return Some(next);
+        }
+        if self.records.is_empty() {
+            return None;
+        }
+        let to_next = next.since(now) as f64;
+        let Some(ends) = self.records.iter().map(|r| self.lines(view, r, now, to_next)).collect::<Option<Vec<_>>>()
+        else {
+            return Some(next);
+        };
+        let l = self.lease_ms;
+        let holds = |m: u64| -> bool {
+            let at = SimTime::from_ms(now.as_ms() + m * l);
+            self.records.iter().zip(&ends).all(|(r, e0)| {
+                let Some(e1) = self.lines(view, r, at, to_next) else { return false };
+                Self::same_order(r, e0, &e1)
+            })
+        };
+        // m leases with now + m·L below 2^53 ms.
+        let cap = (1u64 << 53).saturating_sub(now.as_ms()) / l;
+        if cap < 2 || !holds(1) {
+            return Some(next);
+        }
+        let (mut lo, mut hi) = (1u64, 2u64);
+        while hi <= cap && holds(hi) {
+            lo = hi;
+            hi = hi.saturating_mul(2);
+        }
+        if hi > cap {
+            if holds(cap) {
+                return None;
+            }
+            hi = cap;
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if holds(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Some(SimTime::from_ms(now.as_ms() + (lo + 1) * l))
+    }
+
+    /// The keys of a recorded round's bidders as a round at `at` would
+    /// compute them, in the order of `rec.ranked` then `rec.parts`; `None`
+    /// when a running job has (almost) no work left at `at` or a key is not
+    /// finite.
+    fn lines(&self, view: &View<'_>, rec: &RoundRec, at: SimTime, to_next: f64) -> Option<Vec<Line>> {
+        let line = |job: JobId, bid_rate: Option<f64>| -> Option<Line> {
+            let spec = view.jobs.spec(job);
+            let r_id = self.r_id_of(job);
+            let t_id = self.t_id(spec);
+            let mut fixed = false;
+            let (rem, rate, rho_sig) = match view.jobs.state(job) {
+                JobState::Running(r) => {
+                    fixed = r.rate >= r_id;
+                    let rem = (r.remaining - r.rate * at.since(r.settled_at) as f64).max(0.0);
+                    if rem / r.rate <= 2.0 {
+                        return None;
+                    }
+                    let sig = (1, spec.submit.as_ms(), r.remaining.to_bits(), r.rate.to_bits(), r.settled_at.as_ms());
+                    (rem, r.rate, sig)
+                }
+                JobState::Suspended(s) => (s.remaining, r_id, (0, spec.submit.as_ms(), s.remaining.to_bits(), 0, 0)),
+                _ => {
+                    let d = spec.duration_ms as f64;
+                    (d, r_id, (0, spec.submit.as_ms(), d.to_bits(), 0, 0))
+                }
+            };
+            let rho_sig = (rho_sig.0, rho_sig.1, rho_sig.2, rho_sig.3, rho_sig.4, t_id.to_bits(), r_id.to_bits());
+            let elapsed = at.since(spec.submit) as f64;
+            let rho_at = |rate: f64, extra: f64| (elapsed + extra + rem / rate) / t_id;
+            let rho = rho_at(rate, 0.0);
+            let gain = bid_rate.map(|b| (rho_at(r_id, to_next) / rho_at(b, 0.0)).ln() / f64::from(spec.gpus.max(1)));
+            let finite = rho.is_finite() && gain.is_none_or(f64::is_finite);
+            let gain_sig = (r_id.to_bits(), bid_rate.map_or(0, f64::to_bits), spec.gpus);
+            finite.then_some(Line { rho, gain, rho_sig, gain_sig, fixed })
+        };
+        rec.ranked.iter().map(|&j| line(j, None)).chain(rec.parts.iter().map(|&(j, b)| line(j, b))).collect()
+    }
+
+    /// Whether the recorded orders hold between the instants of `e0` and
+    /// `e1` (see [`Themis::next_change`]): every neighbour pair keeps apart
+    /// or is the same function of time; a run of neighbouring fixed jobs
+    /// (see [`Line::fixed`]; in the ranking, on one side of the
+    /// participants' cut) is one block, whose members may swap.
+    fn same_order(rec: &RoundRec, e0: &[Line], e1: &[Line]) -> bool {
+        let apart = |hi: f64, lo: f64, abs: f64| hi - lo > 1e-9 * hi.abs().max(lo.abs()) + abs;
+        let rho_lo = |a: usize| e0[a].rho.min(e1[a].rho);
+        let rho_hi = |a: usize| e0[a].rho.max(e1[a].rho);
+        let rho_before = |a: usize, b: usize| e0[a].rho_sig == e0[b].rho_sig || apart(rho_lo(a), rho_hi(b), 0.0);
+        let gain_lo = |a: usize| e0[a].gain.zip(e1[a].gain).map(|(x, y)| x.min(y));
+        let gain_hi = |a: usize| e0[a].gain.zip(e1[a].gain).map(|(x, y)| x.max(y));
+        // Blocks of a sequence of line indices, from `start` to `end`.
+        let blocks = |start: usize, end: usize, cut: usize| {
+            let mut out: Vec<std::ops::Range<usize>> = Vec::new();
+            for i in start..end {
+                match out.last_mut() {
+                    Some(b) if e0[i - 1].fixed && e0[i].fixed && i != cut => b.end = i + 1,
+                    _ => out.push(i..i + 1),
+                }
+            }
+            out
+        };
+        let n = rec.ranked.len();
+        let ranking = blocks(0, n, rec.parts.len());
+        let ranked_ok = ranking.windows(2).all(|w| {
+            let (a, b) = (&w[0], &w[1]);
+            if a.len() == 1 && b.len() == 1 {
+                return rho_before(a.start, b.start);
+            }
+            let lo = a.clone().map(rho_lo).fold(f64::INFINITY, f64::min);
+            let hi = b.clone().map(rho_hi).fold(f64::NEG_INFINITY, f64::max);
+            apart(lo, hi, 0.0)
+        });
+        if !ranked_ok {
+            return false;
+        }
+        let served = blocks(n, n + rec.parts.len(), usize::MAX);
+        served.windows(2).all(|w| {
+            let (a, b) = (&w[0], &w[1]);
+            if a.len() == 1 && b.len() == 1 {
+                let (a, b) = (a.start, b.start);
+                return match (e0[a].gain, e0[b].gain) {
+                    (None, None) => rho_before(a, b),
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                    (Some(_), Some(_)) if e0[a].rho_sig == e0[b].rho_sig && e0[a].gain_sig == e0[b].gain_sig => {
+                        rho_before(a, b)
+                    }
+                    (Some(_), Some(_)) => match (gain_lo(a), gain_hi(b)) {
+                        (Some(lo), Some(hi)) => apart(lo, hi, 1e-13),
+                        _ => false,
+                    },
+                };
+            }
+            // A block's jobs all bid (their own GPUs).
+            if e0[b.end - 1].gain.is_none() && b.len() == 1 {
+                return true;
+            }
+            let lo = a.clone().map(gain_lo).try_fold(f64::INFINITY, |m, g| g.map(|g| m.min(g)));
+            let hi = b.clone().map(gain_hi).try_fold(f64::NEG_INFINITY, |m, g| g.map(|g| m.max(g)));
+            lo.zip(hi).is_some_and(|(lo, hi)| apart(lo, hi, 1e-13))
+        })
     }
 
     /// What the passes read about partition `vc`; the first call also
@@ -535,7 +784,9 @@ impl Themis {
         None
     }
 
-    /// The job's best bid on the offer: (GPUs, ρ there), or none.
+    /// The job's best bid on the offer: (GPUs, ρ there, rate there), or
+    /// none. Marks the round fragile (see [`Themis::fragile`]) when a
+    /// candidate of a higher rate lost to it (their ρ tie by rounding).
     fn best_bid(
         &self,
         view: &View<'_>,
@@ -543,7 +794,7 @@ impl Themis {
         offer: &Offer,
         types: &[String],
         keep_first: bool,
-    ) -> Option<(Vec<GpuId>, f64)> {
+    ) -> Option<(Vec<GpuId>, f64, f64)> {
         let spec = view.jobs.spec(job);
         let req = request(view, job);
         let cluster = view.cluster;
@@ -556,7 +807,7 @@ impl Themis {
             // Already at its ideal rate (always, at trace speed): no
             // consolidated placement does better, its own GPUs are the bid.
             if r.rate >= self.r_id_of(job) {
-                return Some((r.gpus.clone(), self.rho(view, spec, rem, r.rate, 0.0)));
+                return Some((r.gpus.clone(), self.rho(view, spec, rem, r.rate, 0.0), r.rate));
             }
             cands.push(r.gpus.clone());
         }
@@ -568,16 +819,24 @@ impl Themis {
                 }
             }
         }
-        let mut best: Option<(Vec<GpuId>, f64)> = None;
+        let mut best: Option<(Vec<GpuId>, f64, f64)> = None;
+        let mut top = 0.0f64;
         for c in cands {
             let rate = match view.jobs.state(job) {
                 JobState::Running(r) if r.gpus == c => r.rate,
                 _ => self.rate_on(spec, &c, cluster),
             };
+            top = top.max(rate);
             let rho = self.rho(view, spec, rem, rate, 0.0);
             if best.as_ref().is_none_or(|b| rho < b.1) {
-                best = Some((c, rho));
+                best = Some((c, rho, rate));
             }
+        }
+        if let Some(b) = &best
+            && rem > 0.0
+            && top > b.2
+        {
+            self.fragile.set(true);
         }
         best
     }
@@ -639,9 +898,12 @@ impl Themis {
         }
         let types = &info.types;
         // 1. Rank by current ρ, worst first, ties by submission order (id).
-        let mut ranked: Vec<Bidder> =
-            bidders.iter().map(|&job| Bidder { job, rho: self.current_rho(view, job), gain: 0.0 }).collect();
+        let mut ranked: Vec<Bidder> = bidders
+            .iter()
+            .map(|&job| Bidder { job, rho: self.current_rho(view, job), gain: 0.0, bid_rate: None })
+            .collect();
         ranked.sort_by(|a, b| b.rho.total_cmp(&a.rho).then(a.job.cmp(&b.job)));
+        let all_ranked: Vec<JobId> = if full { ranked.iter().map(|b| b.job).collect() } else { Vec::new() };
         let n = ranked.len();
         let k = ((1.0 - self.opts.fairness_knob) * n as f64 - 1e-9).ceil().max(1.0) as usize;
         let k = k.min(n);
@@ -652,12 +914,16 @@ impl Themis {
             let spec = view.jobs.spec(b.job);
             let (rem, _) = Self::progress(view, b.job);
             let lose = self.rho(view, spec, rem, self.r_id_of(b.job), to_next);
-            b.gain = match self.best_bid(view, b.job, &offer, types, false) {
-                Some((_, rho)) => (lose / rho).ln() / f64::from(spec.gpus.max(1)),
-                None => f64::NEG_INFINITY,
+            (b.gain, b.bid_rate) = match self.best_bid(view, b.job, &offer, types, false) {
+                Some((_, rho, rate)) => ((lose / rho).ln() / f64::from(spec.gpus.max(1)), Some(rate)),
+                None => (f64::NEG_INFINITY, None),
             };
         }
         ranked.sort_by(|a, b| b.gain.total_cmp(&a.gain).then(b.rho.total_cmp(&a.rho)).then(a.job.cmp(&b.job)));
+        if full {
+            let parts = ranked.iter().map(|b| (b.job, b.bid_rate)).collect();
+            self.records.push(RoundRec { ranked: all_ranked, parts });
+        }
         let mut won: Vec<(JobId, Vec<GpuId>)> = Vec::new();
         // Unconstrained waiting jobs place by GPU count alone when every node
         // has the same size: one that fails means larger ones fail too.
@@ -676,7 +942,7 @@ impl Themis {
                 continue;
             }
             match self.best_bid(view, job, &offer, types, keep_first) {
-                Some((gpus, _)) => {
+                Some((gpus, _, _)) => {
                     offer.take(cluster, &self.pos, &gpus);
                     won.push((job, gpus));
                 }
@@ -741,22 +1007,39 @@ impl Policy for Themis {
     }
 
     fn on_timer(&mut self, view: &View<'_>) {
-        if self.next_round == Some(view.now) {
-            self.next_round = None;
-            self.round_now = true;
+        if self.timer_at == Some(view.now) {
+            self.timer_at = None;
         }
     }
 
     fn decide(&mut self, view: &View<'_>) -> Decision {
-        if std::mem::take(&mut self.round_now) {
-            for (i, q) in self.vcs.iter().enumerate() {
-                if !q.waiting.is_empty() {
-                    self.round.insert(i as u16);
+        let now = view.now;
+        // The round due now, if running every round would have one: its
+        // timer (`next_round`) is at or before now. Before now only when
+        // rounds were skipped: every boundary since then ran a round that
+        // decided nothing and asked for the next one, so one is due now if
+        // now is a boundary, else at the next one.
+        if let Some(v) = self.next_round
+            && v <= now
+        {
+            let due = SimTime::from_ms(now.as_ms().div_ceil(self.lease_ms).saturating_mul(self.lease_ms));
+            if due == now {
+                self.next_round = None;
+                self.quiet_round = Some(now);
+                self.records.clear();
+                self.fragile.set(false);
+                for (i, q) in self.vcs.iter().enumerate() {
+                    if !q.waiting.is_empty() {
+                        self.round.insert(i as u16);
+                    }
                 }
+            } else {
+                self.next_round = Some(due);
             }
         }
         loop {
             if let Some(d) = self.plan.pop_front() {
+                self.quiet_round = None;
                 return d;
             }
             if let Some(vc) = self.round.pop_first() {
@@ -770,12 +1053,26 @@ impl Policy for Themis {
             }
             break;
         }
-        if self.next_round.is_none_or(|t| t <= view.now) && self.vcs.iter().any(|q| !q.waiting.is_empty()) {
-            let t = self.next_boundary(view.now);
-            self.next_round = Some(t);
-            return Decision::WakeAt(t);
+        let waiting = self.vcs.iter().any(|q| !q.waiting.is_empty());
+        if waiting && self.next_round.is_none_or(|t| t <= now) {
+            self.next_round = Some(self.next_boundary(now));
         }
-        Decision::Wait
+        // The round timer, or, after a round that decided nothing, the first
+        // boundary whose round may decide something (an arrival or a
+        // completion before it asks for the round timer again; the timer
+        // left behind then fires at an instant where it changes nothing).
+        let at = if self.skip_rounds && waiting && self.quiet_round == Some(now) {
+            self.next_change(view)
+        } else {
+            self.next_round
+        };
+        match at {
+            Some(at) if at > now && self.timer_at.is_none_or(|t| t <= now || t > at) => {
+                self.timer_at = Some(at);
+                Decision::WakeAt(at)
+            }
+            _ => Decision::Wait,
+        }
     }
 
     fn metrics(&self, jobs: &JobTable) -> Vec<(&'static str, f64)> {

@@ -450,3 +450,139 @@ fn gavel_random_shapes_same_schedule_with_and_without_skipping() {
     eprintln!("{t_on} timers skipping, {t_off} round by round");
     assert!(t_on < t_off, "{t_on} timers skipping, {t_off} round by round: nothing was skipped");
 }
+
+/// The table rate model of the builtin profile database (placements differ
+/// in speed: consolidated and spread, K80 and V100).
+fn table_rates() -> Box<dyn dlsched::profile::RateModel> {
+    use dlsched::profile::model::TableModel;
+    let db = std::sync::Arc::new(dlsched::profile::db::ProfileDb::builtin());
+    Box::new(dlsched::profile::rate::ProfileRate::new(Box::new(TableModel::new(db)), "profile-table"))
+}
+
+fn trace_rates() -> Box<dyn dlsched::profile::RateModel> {
+    Box::new(TraceSpeed)
+}
+
+/// A small seeded Themis workload on `cluster`: `n` jobs arriving within
+/// 2,000 s, in ties of two now and then, 1 to 8 GPUs (at most half the
+/// smallest partition), durations 10 s to 10,000 s, some with a profiled
+/// model (so that the table rate model makes placements differ).
+fn themis_workload(cluster: &Cluster, n: usize, seed: u64) -> Vec<TraceRecord> {
+    let max = cluster.partitions().iter().map(|p| p.gpus_total).min().unwrap().max(2) / 2;
+    let models = [("autoencoder-ml20m", 512), ("lstm-wikitext2", 20), ("resnet18-cifar10", 64)];
+    (0..n)
+        .map(|i| {
+            let x = mix(seed * 7_919 + i as u64);
+            let submit = if i % 4 == 1 { mix(seed * 7_919 + i as u64 - 1) % 2_000 } else { x % 2_000 };
+            let gpus = [1, 1, 2, 3, 4, 8][(x >> 20) as usize % 6].min(max);
+            let duration =
+                [10 + (x >> 40) % 300, 300 + (x >> 40) % 3_000, 3_000 + (x >> 40) % 7_000][(x >> 30) as usize % 3];
+            let mut r = rec(&format!("j{i}"), submit, gpus, duration);
+            if (x >> 50).is_multiple_of(2) {
+                let (m, b) = models[(x >> 52) as usize % models.len()];
+                r.extra_mut().model = Some(m.into());
+                r.extra_mut().local_bsz = Some(b);
+            }
+            if cluster.partitions().len() > 1 {
+                r.extra_mut().vc = Some(if i % 3 == 0 { "b" } else { "a" }.to_string());
+            }
+            r
+        })
+        .collect()
+}
+
+#[test]
+fn themis_skips_only_rounds_that_decide_nothing() {
+    // Random small cases: four clusters (one type, two VCs, two GPU types
+    // in one or two VCs), leases from 0.25 s to 600 s, fairness knobs 0,
+    // 0.8 and 1, trace speed and the table rate model, no checkpoint cost
+    // and the Helios table. With skipping on and off, jobs.csv, the policy
+    // metrics (ρ) and the preemption count must be identical; skipping must
+    // take fewer timers over all cases.
+    use dlsched::policy::themis::{Themis, ThemisOptions};
+    let (mut t_on, mut t_off, mut runs) = (0u64, 0u64, 0);
+    let specs = [ClusterPreset::Lab16.spec(), two_vcs(), crate::gavel::hetero(false), crate::gavel::hetero(true)];
+    for (c, spec) in specs.iter().enumerate() {
+        let cluster = Cluster::new(spec.clone()).unwrap();
+        for seed in 1..=4u64 {
+            let k = c as u64 * 10 + seed;
+            let n = [3, 6, 10, 16][(mix(k) % 4) as usize];
+            let recs = themis_workload(&cluster, n, k);
+            let lease_s = [0.25, 3.0, 47.5, 600.0][(mix(k + 1) % 4) as usize];
+            for knob in [0.0, 0.8, 1.0] {
+                for table in [false, true] {
+                    let rates: fn() -> Box<dyn dlsched::profile::RateModel> =
+                        if table { table_rates } else { trace_rates };
+                    let ckpt = if (seed + c as u64).is_multiple_of(2) {
+                        CheckpointModel::None
+                    } else {
+                        CheckpointModel::HeliosTable
+                    };
+                    let opts = ThemisOptions { lease_s, fairness_knob: knob };
+                    let go = |skip: bool| {
+                        let cl = Cluster::new(spec.clone()).unwrap();
+                        let w = build_workload(recs.clone(), &cl, PlacementKind::Consolidate.build());
+                        let p = Themis::new(opts, cl.partitions().len(), rates()).with_round_skipping(skip);
+                        let cfg = EngineConfig { sample_interval_ms: 0 };
+                        let mut sim = Simulation::new(cl, w.jobs, Box::new(p), rates(), cfg).with_checkpoint(ckpt);
+                        while sim.step().unwrap().is_some() {}
+                        sim.finish()
+                    };
+                    let (on, off) = (go(true), go(false));
+                    let case = format!("{} seed {seed} lease {lease_s} knob {knob} table {table}", spec.name);
+                    assert_eq!(jobs_csv(&on), jobs_csv(&off), "{case}: the schedules differ");
+                    assert_eq!(on.policy_metrics, off.policy_metrics, "{case}");
+                    assert_eq!(on.stats.preemptions, off.stats.preemptions, "{case}");
+                    t_on += on.stats.timers;
+                    t_off += off.stats.timers;
+                    runs += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(runs, 4 * 4 * 3 * 2);
+    assert!(t_on < t_off, "{t_on} timers skipping, {t_off} round by round");
+}
+
+#[test]
+fn themis_skips_to_the_completion_that_changes_the_auction() {
+    // One node of 2 GPUs, leases of 600 s, trace speed, fairness knob 0
+    // (everyone takes part). A (1 GPU, 10^6 s) runs from 0. B (2 GPUs,
+    // 10^6 s) arrives at 600 s: 1 GPU free, B waits; timer at 1,200 s.
+    // Round at 1,200 s: ρ_A = 1 (constant while it runs), ρ_B = (600,000 +
+    // 10^9) / 10^9 = 1.0006. Gains (ln(ρ_lose/ρ_bid) per GPU): A bids its
+    // own GPU, ln((10^9 + 600,000) / 10^9) / 1 = 6.0e-4; B ln((1,200,000 +
+    // 10^9) / (600,000 + 10^9)) / 2 = 3.0e-4, falling as B waits. A is
+    // served first and keeps its GPU, B finds 1 GPU: nothing decided. The
+    // order by ρ (B's grows, A's is constant) and by gain (A's constant,
+    // B's falls) can never change, so the next round that may decide
+    // something is bounded by A's work running out at 10^6 s: the last
+    // boundary with work left is 1,200 + 1,664 × 600 = 999,600 s, the
+    // timer is at 1,000,200 s. A ends at 10^6 s, B starts then and ends at
+    // 2·10^6 s, nobody preempted. Timers: skipping 1,200 and 1,000,200 s:
+    // 2; round by round every boundary from 1,200 s to 1,000,200 s (the
+    // one pending when A ends): (1,000,200 − 1,200) / 600 + 1 = 1,666.
+    use dlsched::policy::themis::{Themis, ThemisOptions};
+    let recs = vec![rec("A", 0, 1, 1_000_000), rec("B", 600, 2, 1_000_000)];
+    let spec = ClusterSpec::uniform("t", 1, 2, "V100", 16384);
+    let go = |skip: bool| {
+        run(&recs, &spec, CheckpointModel::None, &|c| {
+            let o = ThemisOptions { fairness_knob: 0.0, ..ThemisOptions::default() };
+            Box::new(Themis::new(o, c.partitions().len(), trace_rates()).with_round_skipping(skip))
+        })
+    };
+    let (on, off) = (go(true), go(false));
+    assert_eq!(jobs_csv(&on), jobs_csv(&off));
+    assert_eq!(on.stats.preemptions, 0);
+    assert_eq!(on.stats.timers, 2);
+    assert_eq!(off.stats.timers, 1_666);
+    let ends: Vec<(u64, u64)> = on
+        .jobs
+        .iter()
+        .map(|(_, st)| match st {
+            dlsched::job::JobState::Completed(d) => (d.first_start().as_ms() / 1000, d.end.as_ms() / 1000),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(ends, vec![(0, 1_000_000), (1_000_000, 2_000_000)]);
+}
