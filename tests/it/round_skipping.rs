@@ -282,8 +282,9 @@ fn repro_shape(n: usize, seed: u64, max_gpus: u32, spread_s: u64, long_s: u64, m
                 _ => long_s / 4 + (x >> 40) % long_s,
             };
             let mut r = rec(&format!("j{i}"), submit, gpus, duration);
-            if models && gpus == 1 && i % 2 == 0 {
-                let (m, b) = if (x >> 48) % 2 == 0 { ("autoencoder-ml20m", 512) } else { ("lstm-wikitext2", 20) };
+            if models && gpus == 1 && i.is_multiple_of(2) {
+                let (m, b) =
+                    if (x >> 48).is_multiple_of(2) { ("autoencoder-ml20m", 512) } else { ("lstm-wikitext2", 20) };
                 r.extra_mut().model = Some(m.into());
                 r.extra_mut().local_bsz = Some(b);
                 r.extra_mut().gpu_mem_mib = Some(4_000);
@@ -373,9 +374,9 @@ fn las_skipping_keeps_the_schedule_on_the_reproducers_shapes() {
                 let n = 4 + (mix(k) % 9) as usize;
                 let long = if round == 1 { 5_000 } else { 20_000 };
                 let recs = repro_shape(n, k, max, 300 * round.min(10), long, false);
-                let service = if k % 2 == 0 { LasService::GpuTime } else { LasService::Time };
-                let work_conserving = (k / 2) % 2 == 0;
-                let placement = if k % 3 == 0 { PlacementKind::FirstFit } else { PlacementKind::Consolidate };
+                let service = if k.is_multiple_of(2) { LasService::GpuTime } else { LasService::Time };
+                let work_conserving = (k / 2).is_multiple_of(2);
+                let placement = if k.is_multiple_of(3) { PlacementKind::FirstFit } else { PlacementKind::Consolidate };
                 let o = LasOptions { service, round, work_conserving, placement };
                 let case = format!("las {} round {round} seed {seed} {o:?}", spec.name);
                 let (on, off) = compare(&case, &recs, &spec, ckpt(k, round), false, &|c, skip| {
@@ -403,14 +404,14 @@ fn gandiva_skipping_keeps_the_schedule_on_the_reproducers_shapes() {
                 k += 1;
                 let n = 4 + (mix(k + 1_000) % 9) as usize;
                 let long = if round_s == 1 { 5_000 } else { 20_000 };
-                let packing = k % 2 == 0;
+                let packing = k.is_multiple_of(2);
                 let recs = repro_shape(n, k + 1_000, max, 300 * round_s.min(10), long, packing);
                 let o = GandivaOptions {
                     round_s,
                     packing,
                     pack_threshold: [1.0, 2.182, 2.278, 0.648][(k % 4) as usize],
-                    migration: (k / 2) % 2 == 0,
-                    spread: (k / 3) % 2 == 0,
+                    migration: (k / 2).is_multiple_of(2),
+                    spread: (k / 3).is_multiple_of(2),
                     ..GandivaOptions::default()
                 };
                 let case = format!("gandiva {} seed {seed} {o:?}", spec.name);
