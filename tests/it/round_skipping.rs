@@ -586,3 +586,177 @@ fn themis_skips_to_the_completion_that_changes_the_auction() {
         .collect();
     assert_eq!(ends, vec![(0, 1_000_000), (1_000_000, 2_000_000)]);
 }
+
+/// A seeded workload in the shape of the slow fuzz reproducers of issue 30
+/// (LAS 13023, 15731, 41986, ...; Gandiva 5113, 6330, 51195, 65861, ...):
+/// `n` jobs arriving within `spread_s` s, GPU counts from 1 up to the whole
+/// of `max_gpus` (jobs wider than half the cluster make two wide jobs
+/// alternate round after round), durations from zero and sub-second ones to
+/// `long_s` s (the long ones leave quiet rounds to skip). With `models`,
+/// every second 1-GPU job has a model, batch and memory figure, so that
+/// Gandiva may pack it.
+fn repro_shape(n: usize, seed: u64, max_gpus: u32, spread_s: u64, long_s: u64, models: bool) -> Vec<TraceRecord> {
+    (0..n)
+        .map(|i| {
+            let x = mix(seed * 7_919 + i as u64);
+            let submit = x % spread_s.max(1);
+            let gpus = match (x >> 16) % 4 {
+                0 | 1 => 1,
+                2 => 1 + (x >> 24) as u32 % max_gpus,
+                _ => (max_gpus / 2 + 1 + (x >> 24) as u32 % max_gpus.div_ceil(2)).min(max_gpus),
+            };
+            let duration = match (x >> 32) % 5 {
+                0 => (x >> 40) % 2,
+                1 => 1 + (x >> 40) % 60,
+                2 => 60 + (x >> 40) % 3_000,
+                _ => long_s / 4 + (x >> 40) % long_s,
+            };
+            let mut r = rec(&format!("j{i}"), submit, gpus, duration);
+            if models && gpus == 1 && i.is_multiple_of(2) {
+                let (m, b) =
+                    if (x >> 48).is_multiple_of(2) { ("autoencoder-ml20m", 512) } else { ("lstm-wikitext2", 20) };
+                r.extra_mut().model = Some(m.into());
+                r.extra_mut().local_bsz = Some(b);
+                r.extra_mut().gpu_mem_mib = Some(4_000);
+            }
+            r
+        })
+        .collect()
+}
+
+/// The reproducers' clusters: one node of 1 GPU (5113's VC), of 2 GPUs
+/// (41986), 3 and 5 nodes of 1 GPU (51195, 65861), lab16 (29744, 42707,
+/// ...), two VCs, and two GPU types (the ldwp-testbed and node-file cases),
+/// each with the widest job it takes (one type's GPUs on the mixed one).
+fn repro_clusters() -> Vec<(ClusterSpec, u32)> {
+    vec![
+        (ClusterSpec::uniform("1x1", 1, 1, "V100", 16384), 1),
+        (ClusterSpec::uniform("1x2", 1, 2, "V100", 16384), 2),
+        (ClusterSpec::uniform("3x1", 3, 1, "V100", 16384), 3),
+        (ClusterSpec::uniform("5x1", 5, 1, "V100", 16384), 5),
+        (ClusterPreset::Lab16.spec(), 16),
+        (two_vcs(), 8),
+        (crate::gavel::hetero(false), 8),
+    ]
+}
+
+/// Runs `on` and `off` (the same policy, skipping on and off) on `recs`,
+/// with the builtin co-location model when `coloc`; the two schedules must
+/// be identical. Returns the timers (on, off).
+fn compare(
+    case: &str,
+    recs: &[TraceRecord],
+    spec: &ClusterSpec,
+    ckpt: CheckpointModel,
+    coloc: bool,
+    make: &dyn Fn(&Cluster, bool) -> Box<dyn Policy>,
+) -> (u64, u64) {
+    let go = |skip: bool| {
+        let cluster = Cluster::new(spec.clone()).unwrap();
+        let w = build_workload(recs.to_vec(), &cluster, PlacementKind::Consolidate.build());
+        let p = make(&cluster, skip);
+        let mut sim = Simulation::new(cluster, w.jobs, p, Box::new(TraceSpeed), EngineConfig { sample_interval_ms: 0 })
+            .with_checkpoint(ckpt);
+        if coloc {
+            sim = sim.with_interference(crate::common::builtin_interference());
+        }
+        while sim.step().unwrap().is_some() {
+            if let Err(e) = sim.check_invariants() {
+                panic!("{case}, skipping {skip}, at {}: {e}", sim.now());
+            }
+            // A job that can never start would keep a round-by-round run
+            // going for ever: no case here has one (bounded well above the
+            // longest schedule, 12 jobs of at most 1.25 × 20,000 s each).
+            assert!(sim.now().as_ms() < 2_000_000_000, "{case}: no end in sight");
+        }
+        sim.finish()
+    };
+    let (on, off) = (go(true), go(false));
+    assert_eq!(jobs_csv(&on), jobs_csv(&off), "{case}: the schedules differ");
+    assert_eq!(on.policy_metrics, off.policy_metrics, "{case}");
+    assert_eq!(on.stats.preemptions, off.stats.preemptions, "{case}");
+    (on.stats.timers, off.stats.timers)
+}
+
+/// The checkpoint model of case `k` for rounds of `round_s` s: the Helios
+/// table (7 to 60 s per preemption) only with rounds longer than its 60 s,
+/// since a round no longer than the overhead lets a time-sliced job make no
+/// progress at all (LAS or Gandiva with rounds of 1 s would then never end).
+fn ckpt(k: u64, round_s: u64) -> CheckpointModel {
+    let all = [CheckpointModel::None, CheckpointModel::Gandiva, CheckpointModel::HeliosTable];
+    let n = if round_s > 60 { 3 } else { 2 };
+    all[(k % n) as usize]
+}
+
+#[test]
+fn las_skipping_keeps_the_schedule_on_the_reproducers_shapes() {
+    // Rounds of 1 s (13023, 15731, 29361, 41986), 360 s (the default) and
+    // 361 s (57908), work-conserving on and off, both services, both
+    // exclusive placements, the checkpoint models ([`ckpt`]); 2 seeds
+    // per cluster and round. Round by round, every boundary while a job waits
+    // is a timer, so a run skipping takes fewer timers in all.
+    let (mut t_on, mut t_off) = (0, 0);
+    let mut k = 0u64;
+    for (spec, max) in repro_clusters() {
+        for round in [1u64, 360, 361] {
+            for seed in 0..2u64 {
+                k += 1;
+                let n = 4 + (mix(k) % 9) as usize;
+                let long = if round == 1 { 5_000 } else { 20_000 };
+                let recs = repro_shape(n, k, max, 300 * round.min(10), long, false);
+                let service = if k.is_multiple_of(2) { LasService::GpuTime } else { LasService::Time };
+                let work_conserving = (k / 2).is_multiple_of(2);
+                let placement = if k.is_multiple_of(3) { PlacementKind::FirstFit } else { PlacementKind::Consolidate };
+                let o = LasOptions { service, round, work_conserving, placement };
+                let case = format!("las {} round {round} seed {seed} {o:?}", spec.name);
+                let (on, off) = compare(&case, &recs, &spec, ckpt(k, round), false, &|c, skip| {
+                    Box::new(Las::new(o, o.placement.build(), c.partitions().len()).with_round_skipping(skip))
+                });
+                t_on += on;
+                t_off += off;
+            }
+        }
+    }
+    assert!(t_on < t_off, "{t_on} timers skipping, {t_off} round by round");
+}
+
+#[test]
+fn gandiva_skipping_keeps_the_schedule_on_the_reproducers_shapes() {
+    // Rounds of 1 s (5113, 43360, 48969, 51195, 61874) and 60 s (the
+    // default; 6330, 25881, 65861), with and without spreading, migration
+    // and packing (thresholds of 5113, 25881, 43360 and the default), the
+    // checkpoint models ([`ckpt`]); 2 seeds per cluster and round.
+    let (mut t_on, mut t_off) = (0, 0);
+    let mut k = 0u64;
+    for (spec, max) in repro_clusters() {
+        for round_s in [1u64, 60] {
+            for seed in 0..2u64 {
+                k += 1;
+                let n = 4 + (mix(k + 1_000) % 9) as usize;
+                let long = if round_s == 1 { 5_000 } else { 20_000 };
+                let packing = k.is_multiple_of(2);
+                let recs = repro_shape(n, k + 1_000, max, 300 * round_s.min(10), long, packing);
+                let o = GandivaOptions {
+                    round_s,
+                    packing,
+                    pack_threshold: [1.0, 2.182, 2.278, 0.648][(k % 4) as usize],
+                    migration: (k / 2).is_multiple_of(2),
+                    spread: (k / 3).is_multiple_of(2),
+                    ..GandivaOptions::default()
+                };
+                let case = format!("gandiva {} seed {seed} {o:?}", spec.name);
+                let (on, off) = compare(&case, &recs, &spec, ckpt(k, round_s), packing, &|c, skip| {
+                    let coloc = packing.then(|| {
+                        dlsched::profile::coloc::ProfileInterference::new(std::sync::Arc::new(
+                            dlsched::profile::db::ProfileDb::builtin(),
+                        ))
+                    });
+                    Box::new(Gandiva::new(o.clone(), c.partitions().len(), coloc).with_round_skipping(skip))
+                });
+                t_on += on;
+                t_off += off;
+            }
+        }
+    }
+    assert!(t_on <= t_off, "{t_on} timers skipping, {t_off} round by round");
+}
