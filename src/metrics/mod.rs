@@ -418,8 +418,13 @@ pub fn summarize(
         vc.gpu_ms += gpu_ms;
     }
     let makespan_ms = last_end.saturating_sub(if first_submit == u64::MAX { 0 } else { first_submit });
+    // Busy GPU-time is integrated to the run's last event: in a run cut off
+    // with jobs unfinished (a horizon) that is after the last completion, so
+    // the utilisation's span runs to it (a complete run's is the makespan).
+    let first_ms = if first_submit == u64::MAX { 0 } else { first_submit };
+    let span_ms = if unfinished > 0 { last_end.max(rec.end_ms).saturating_sub(first_ms) } else { makespan_ms };
     let util = |gpu_ms: f64, gpus: u32| {
-        if makespan_ms == 0 || gpus == 0 { 0.0 } else { r6(gpu_ms / (f64::from(gpus) * makespan_ms as f64)) }
+        if span_ms == 0 || gpus == 0 { 0.0 } else { r6(gpu_ms / (f64::from(gpus) * span_ms as f64)) }
     };
     // Quantiles are found by selection (`quantile_select`), not by sorting:
     // sorting every JCT and queueing delay cost more than the rest of the summary.

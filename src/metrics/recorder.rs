@@ -94,6 +94,9 @@ pub struct Recording {
     /// held (exclusively or by at least one tenant), from t = 0 to the last
     /// event. A shared GPU counts once, however many tenants it has.
     pub busy_gpu_ms: Vec<u64>,
+    /// Simulated time of the run's last event, ms (where `busy_gpu_ms` ends;
+    /// a run cut off at a horizon ends there, after its last completion).
+    pub end_ms: u64,
     /// Time integrals from t = 0 to the last event, GPU-ms, of the sharing
     /// metrics; `None` when not kept ([`Recorder::new`]'s `share_metrics`).
     pub share_integrals: Option<ShareIntegrals>,
@@ -158,6 +161,8 @@ pub struct Recorder {
     busy_gpu_ms: Vec<u64>,
     busy_since: Vec<SimTime>,
     busy_now: Vec<u64>,
+    /// The run's last event, ms (set by `on_finish`).
+    end_ms: u64,
     share: Option<Box<Share>>,
     timing: Option<TimingHandle>,
 }
@@ -207,6 +212,7 @@ impl Recorder {
             busy_gpu_ms: vec![0; parts.len()],
             busy_since: vec![SimTime::ZERO; parts.len()],
             busy_now: parts.iter().map(|p| u64::from(p.gpus_total - p.gpus_free)).collect(),
+            end_ms: 0,
             share,
             timing: None,
         }
@@ -227,6 +233,7 @@ impl Recorder {
             timeline: self.timeline,
             vc_timeline: self.vc_timeline,
             busy_gpu_ms: self.busy_gpu_ms,
+            end_ms: self.end_ms,
             share_integrals: self.share.map(|s| s.integrals),
             timing: self.timing.map(|t| t.get()),
         }
@@ -367,6 +374,7 @@ impl Observer for Recorder {
     }
 
     fn on_finish(&mut self, at: &Snapshot<'_>) {
+        self.end_ms = at.now.as_ms();
         for vc in 0..self.busy_gpu_ms.len() {
             self.settle_busy(at, VcId(vc as u16));
         }
