@@ -40,6 +40,14 @@
 //!   20 tasks/h, QoS guarantee: strict 87.4 / 67.8 / 11.6 %, strict with
 //!   backfill 87.4 / 81.4 / 36.9 %, available 88.0 / 83.8 / 16.1 %,
 //!   available with backfill 88.0 / 85.9 / 69.9 %.
+//! - **The predictor** (`--predictor`, [`crate::policy::predictor`]): by
+//!   default every prediction (latency, rate, so CER and the waiting
+//!   allowance) comes from the fitted models; `oracle` reads instead the
+//!   time the engine will run the task on the placement (0 % error),
+//!   `noisy:P` that time × (1 + e), e uniform in ±P % per (seed, task,
+//!   placement) ([`GeniePolicy::with_predictor`]). The black-box baselines
+//!   decide without predictions whatever the predictor; only their
+//!   prediction-error report follows it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;

@@ -29,6 +29,14 @@
 //!   `<job index>.<GPUs>`), so a prediction asked again returns the same
 //!   value, and runs are deterministic per seed.
 //!
+//! What `summary.json` reads under `noisy:P`: a task's error
+//! (`prediction_error_mean`, QSSF's `qssf_estimate_error_mean`) is `|e|`,
+//! mean `P/2` %, for a policy whose decisions do not pick among predictions
+//! (GENIE's black-box baselines, QSSF's per-job estimate). A policy that
+//! picks the placement with the best *predicted* score picks placements
+//! whose error flatters them (a winner's curse): its mean error on the
+//! placements it ran lies between about `P/2` and `P` %.
+//!
 //! The prediction-using policies are the GENIE family (the black-box
 //! baselines `genie-fifo`, `capacity`, `min-min`, `weighted-fair` place and
 //! order without predictions: for them the predictor changes only the

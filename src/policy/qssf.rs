@@ -43,6 +43,12 @@
 //!   window) skips level 1 and starts at the VC, a trace without VCs (one
 //!   partition) has levels 1, 3 and 4 only (2 = 3 there).
 //!
+//! The run's predictor (`--predictor`, [`crate::policy::predictor`])
+//! overrides the estimator: `oracle` is the job's duration × GPUs (as the
+//! `oracle` estimator), `noisy:P` that × (1 + e), e uniform in ±P % per
+//! (seed, job) ([`Qssf::with_predictor`]); the default `fitted` leaves the
+//! estimator in charge.
+//!
 //! Prediction quality goes to `summary.json`'s `policy_metrics`:
 //! `qssf_estimate_error_mean` and `qssf_estimate_error_p95` (absolute
 //! relative error |estimate − actual| / actual over the completed jobs that
