@@ -928,7 +928,7 @@ struct Truth {
 }
 
 /// The GPU type a task of partition `vc` is predicted on: its first node's.
-fn partition_gpu_type<'a>(cluster: &'a Cluster, vc: VcId) -> &'a str {
+fn partition_gpu_type(cluster: &Cluster, vc: VcId) -> &str {
     cluster.partition(vc).nodes.first().map_or("", |&n| cluster.node(n).gpu_type.as_str())
 }
 
