@@ -28,7 +28,7 @@ use crate::workload::synthetic::SyntheticSpec;
 /// defaults of [`to_run_spec`] (the command line's). Besides these, a key
 /// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
 /// kind (`--policy-opt NAME=VALUE` on the command line).
-pub const KEYS: [(&str, &str); 55] = [
+pub const KEYS: [(&str, &str); 56] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     (
@@ -73,6 +73,10 @@ pub const KEYS: [(&str, &str); 55] = [
     ("max_tenants", "a whole number of jobs that may share one GPU (sharing placements)"),
     ("mem_headroom", "a fraction in [0, 1) of GPU memory kept free when a GPU is shared"),
     ("rate_model", "trace, table, genie or genie-k80"),
+    (
+        "predictor",
+        "fitted (default), oracle or noisy:P: what the GENIE family's and QSSF's predictions read (their fitted model or estimator; the simulator's truth, 0 % error; the truth x (1 + e), e uniform in [-P, P] %, seeded per task and placement)",
+    ),
     ("seed", "a whole number"),
     ("jobs", "a whole number of synthetic jobs, 1 to 20,000,000"),
     (
@@ -891,8 +895,12 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
         coloc_unmeasured: r.enumv("coloc_unmeasured")?.unwrap_or_default(),
         horizon_ms: r.num("horizon")?.map(|h| r.bounded("horizon", crate::bounds::horizon_ms(h))).transpose()?,
         allow_unfinished: r.flag("allow_unfinished")?,
+        predictor: r.str("predictor")?.map(|s| r.bounded("predictor", s.parse())).transpose()?.unwrap_or_default(),
     };
     spec.policy.validate()?;
+    if let Some(e) = spec.predictor_refusal() {
+        return Err(format!("{}: {e}", o.setting("predictor", &spec.predictor.to_string())));
+    }
     // Not part of the spec (it changes no simulated value): checked here so
     // that a sweep fails at load, before anything runs.
     if let Some(f) = r.enumv::<super::output::OutputFormat>("output_format")? {

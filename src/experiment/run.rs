@@ -355,6 +355,7 @@ fn run_inner(
         genie_profiles: run_profiles.take(),
         genie_truth: spec.rate_model.genie_truth(),
         rate_model: &policy_rates,
+        predictor: spec.predictor,
     };
     let policy = match custom {
         Some(build) => build(&mut ctx)?,

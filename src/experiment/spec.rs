@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::cluster::{ClusterPreset, ClusterSpec, load_vc_file};
 use crate::engine::CheckpointModel;
 use crate::error::{ConfigError, RunError};
+use crate::policy::predictor::PredictorKind;
 use crate::policy::registry::{PolicyName, PolicySpec};
 use crate::profile::coloc::ColocUnmeasured;
 use crate::profile::db::ProfileDb;
@@ -267,6 +268,14 @@ pub struct RunSpec {
     /// Left out of manifests when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_unfinished: bool,
+    /// What the policy's predictions read (`--predictor`, sweep key
+    /// `predictor`): `fitted` (default; left out of manifests), `oracle`
+    /// (the simulator's truth, 0 % error) or `noisy:P` (the truth × a
+    /// seeded error uniform in ±P %); see [`crate::policy::predictor`].
+    /// Only prediction-using policies (the GENIE family, QSSF) take one
+    /// other than `fitted`.
+    #[serde(default, skip_serializing_if = "PredictorKind::is_fitted")]
+    pub predictor: PredictorKind,
 }
 
 /// The command line's defaults of a run, in one place: seed 1, timeline
@@ -296,6 +305,7 @@ impl RunSpec {
             coloc_unmeasured: ColocUnmeasured::Mean,
             horizon_ms: None,
             allow_unfinished: false,
+            predictor: PredictorKind::Fitted,
         }
     }
 
@@ -310,6 +320,19 @@ impl RunSpec {
         }
     }
 
+    /// Why the run's policy refuses its predictor: one other than `fitted`
+    /// for a policy that makes no prediction ([`PolicySpec::predicts`]).
+    pub fn predictor_refusal(&self) -> Option<String> {
+        (!self.predictor.is_fitted() && !self.policy.predicts()).then(|| {
+            format!(
+                "policy `{}` makes no prediction a predictor could replace; predictors apply to the \
+                 GENIE family (genie, tetris-perf, tetris-cer, min-min-pred, fifo-cer, weighted-fair-cer, \
+                 the -srtf variants; the black-box baselines only in their prediction-error report) and qssf",
+                self.policy.kind()
+            )
+        })
+    }
+
     /// Checks what can be checked without reading a file: the policy's
     /// options ([`PolicySpec::validate`]) and the sampling interval.
     ///
@@ -317,6 +340,9 @@ impl RunSpec {
     /// A message naming the option at fault.
     pub fn validate(&self) -> Result<(), String> {
         self.policy.validate()?;
+        if let Some(e) = self.predictor_refusal() {
+            return Err(format!("--predictor {} (sweep key `predictor`): {e}", self.predictor));
+        }
         if let Some(period) = self.policy.preemption_period_ms()
             && self.checkpoint.max_overhead_ms() >= period
         {

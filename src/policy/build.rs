@@ -56,6 +56,10 @@ pub struct BuildContext<'a> {
     /// placement (Themis's bids). The copy has its own fallback counters, so
     /// the run's counters stay the engine's.
     pub rate_model: &'a dyn Fn() -> Box<dyn RateModel>,
+    /// What a prediction-using policy's predictions read (`--predictor`,
+    /// [`crate::policy::predictor`]): the default `fitted` leaves every
+    /// policy as it was.
+    pub predictor: crate::policy::predictor::PredictorKind,
 }
 
 impl BuildContext<'_> {
@@ -123,6 +127,13 @@ pub trait BuildPolicy {
 
     /// Whether the run times the policy's decisions (`timing.json`).
     fn time_decisions(&self) -> bool {
+        false
+    }
+
+    /// Whether the policy's predictions follow the run's predictor
+    /// ([`BuildContext::predictor`], `--predictor`); a run refuses a
+    /// predictor other than `fitted` for a policy that says no.
+    fn predicts(&self) -> bool {
         false
     }
 

@@ -40,6 +40,14 @@
 //!   20 tasks/h, QoS guarantee: strict 87.4 / 67.8 / 11.6 %, strict with
 //!   backfill 87.4 / 81.4 / 36.9 %, available 88.0 / 83.8 / 16.1 %,
 //!   available with backfill 88.0 / 85.9 / 69.9 %.
+//! - **The predictor** (`--predictor`, [`crate::policy::predictor`]): by
+//!   default every prediction (latency, rate, so CER and the waiting
+//!   allowance) comes from the fitted models; `oracle` reads instead the
+//!   time the engine will run the task on the placement (0 % error),
+//!   `noisy:P` that time × (1 + e), e uniform in ±P % per (seed, task,
+//!   placement) ([`GeniePolicy::with_predictor`]). The black-box baselines
+//!   decide without predictions whatever the predictor; only their
+//!   prediction-error report follows it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -47,11 +55,13 @@ use std::sync::Arc;
 use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 
+use super::predictor::PredictorKind;
 use super::symmetric::physical;
 use super::{Decision, Policy, View};
 use crate::cluster::Cluster;
 use crate::ids::{GpuId, JobId, VcId};
-use crate::job::{JobState, JobTable, TaskSpec};
+use crate::job::{JobSpec, JobState, JobTable, TaskSpec};
+use crate::profile::RateModel;
 use crate::profile::db::ProfileDb;
 use crate::profile::genie::{GenieFit, Point, fit};
 pub use crate::profile::genie::{GenieTruth, GroundTruth, INFERENCE_STEP_FRACTION, TASK_MODELS, kind_name};
@@ -909,6 +919,19 @@ pub struct OnlineProfiling {
     pub config: ProfilerConfig,
 }
 
+/// The truth a GENIE-family policy predicts from under `--predictor oracle`
+/// or `noisy:P` ([`GeniePolicy::with_predictor`]).
+struct Truth {
+    predictor: PredictorKind,
+    seed: u64,
+    rates: Box<dyn RateModel>,
+}
+
+/// The GPU type a task of partition `vc` is predicted on: its first node's.
+fn partition_gpu_type(cluster: &Cluster, vc: VcId) -> &str {
+    cluster.partition(vc).nodes.first().map_or("", |&n| cluster.node(n).gpu_type.as_str())
+}
+
 /// The GENIE-family policy.
 ///
 /// A task whose type the fitted models lack borrows the most similar
@@ -940,6 +963,9 @@ pub struct GeniePolicy {
     unpredicted: u64,
     /// Running tasks: (task type, GPUs), for Capacity's quotas.
     running: BTreeMap<JobId, (String, u32)>,
+    /// Predictions from the simulator's truth instead of the fitted models
+    /// (`--predictor oracle` or `noisy:P`); `None`: the fitted models.
+    truth: Option<Truth>,
     /// Tasks that, at some decision that left them waiting, had a free GPU
     /// in their partition they could use (for Capacity: within their queue's
     /// quota).
@@ -964,7 +990,18 @@ impl GeniePolicy {
             unpredicted: 0,
             running: BTreeMap::new(),
             waited_free: BTreeSet::new(),
+            truth: None,
         }
+    }
+
+    /// Predicts from the simulator's truth instead of the fitted models
+    /// ([`crate::policy::predictor`]): `predictor` `oracle` or `noisy:P`,
+    /// the run's master `seed` (the noise's streams) and a copy of the
+    /// run's rate model `rates` (what the engine runs tasks at).
+    /// [`PredictorKind::Fitted`] keeps the fitted models.
+    pub fn with_predictor(mut self, predictor: PredictorKind, seed: u64, rates: Box<dyn RateModel>) -> Self {
+        self.truth = (!predictor.is_fitted()).then_some(Truth { predictor, seed, rates });
+        self
     }
 
     /// Decides by scoring every waiting task at every decision (GENIE's
@@ -1065,11 +1102,14 @@ impl GeniePolicy {
             let Some((d_node, d_gpn)) = self.black_box(view, vc, &set, cap) else {
                 return Some(Choice { d_node: 1, d_gpn: 1, latency_ms: f64::NAN, key, startable: false });
             };
-            let latency_ms = prof.and_then(|t| t.latency_ms(task, d_node, d_gpn)).unwrap_or(f64::NAN);
+            let gpu_type = partition_gpu_type(view.cluster, vc);
+            let latency_ms = self.predict(spec, job, prof, gpu_type, d_node, d_gpn).map_or(f64::NAN, |p| p.0);
             return Some(Choice { d_node, d_gpn, latency_ms, key, startable: true });
         }
-        let prof = prof?;
-        let all = self.candidates(prof, task, &set, nodes, gpn);
+        if prof.is_none() && self.truth.is_none() {
+            return None;
+        }
+        let all = self.candidates(spec, job, prof, &set, nodes, gpn, partition_gpu_type(view.cluster, vc));
         if all.is_empty() {
             // The model predicts no positive rate anywhere (a degenerate
             // fit): run the task on one GPU, after every predictable task,
@@ -1125,18 +1165,57 @@ impl GeniePolicy {
             .collect()
     }
 
-    /// The scored placements of `task` (those of `set` with a positive
+    /// The scored placements of task `job` (those of `set` with a positive
     /// predicted rate), in `set`'s order: what [`GeniePolicy::pick`] chooses
-    /// from. Depends only on the task, its type's model and the partition's
-    /// shape (`nodes` × `gpn`), so the index computes it once per task.
-    fn candidates(&self, prof: &TypeProfile, task: &TaskSpec, set: &[(u32, u32)], nodes: u32, gpn: u32) -> Vec<Cand> {
+    /// from. Depends only on the task, its type's model `prof` (or the
+    /// truth, [`GeniePolicy::with_predictor`], on `gpu_type`) and the
+    /// partition's shape (`nodes` × `gpn`), so the index computes it once per task.
+    #[allow(clippy::too_many_arguments)]
+    fn candidates(
+        &self,
+        spec: &JobSpec,
+        job: JobId,
+        prof: Option<&TypeProfile>,
+        set: &[(u32, u32)],
+        nodes: u32,
+        gpn: u32,
+        gpu_type: &str,
+    ) -> Vec<Cand> {
         let mut all: Vec<Cand> = Vec::new();
         for &(d_node, d_gpn) in set {
-            let Some(pr) = prof.rate(task.global_bsz, d_node, d_gpn) else { continue };
-            let lat = f64::from(task.global_bsz) * task.iterations as f64 / pr * 1000.0;
+            let Some((lat, pr)) = self.predict(spec, job, prof, gpu_type, d_node, d_gpn) else { continue };
             all.push((d_node, d_gpn, lat, pr, pr / self.cost(d_node, d_gpn, nodes, gpn)));
         }
         all
+    }
+
+    /// The predicted latency, ms, and rate, samples/s, of task `job` on
+    /// `<d_node, d_gpn>` GPUs of `gpu_type`; `None` when it has no positive
+    /// predicted rate there (or is not a task). By default from its type's
+    /// fitted model `prof` (GENIE Eqs. 4–8, nu = 0); with a truth
+    /// ([`GeniePolicy::with_predictor`]): the task's work (its single-GPU
+    /// latency, ms) over the rate the run's rate model gives it on
+    /// `d_node` × `d_gpn` (what the engine runs it at), times the
+    /// predictor's error (1 for the oracle), and the rate it implies.
+    fn predict(
+        &self,
+        spec: &JobSpec,
+        job: JobId,
+        prof: Option<&TypeProfile>,
+        gpu_type: &str,
+        d_node: u32,
+        d_gpn: u32,
+    ) -> Option<(f64, f64)> {
+        let task = spec.task.as_deref()?;
+        let samples = f64::from(task.global_bsz) * task.iterations as f64;
+        let Some(truth) = &self.truth else {
+            let pr = prof?.rate(task.global_bsz, d_node, d_gpn)?;
+            return Some((samples / pr * 1000.0, pr));
+        };
+        let rate = truth.rates.rate_on(spec, gpu_type, &vec![d_gpn; d_node as usize])?;
+        let factor = truth.predictor.factor(truth.seed, job, &format!("{d_node}x{d_gpn}"))?;
+        let lat = spec.duration_ms as f64 / rate * factor;
+        (lat.is_finite() && lat > 0.0).then(|| (lat, samples / lat * 1000.0))
     }
 
     /// The placement a predicting variant picks from `all` (not empty) at
@@ -1272,8 +1351,11 @@ impl GeniePolicy {
             };
             (Slot::BlackBox(set), key, f64::NAN, Vec::new(), None)
         } else {
-            let Some(prof) = self.type_profile(view, job) else { return };
-            let all = self.candidates(prof, task, &set, nodes, gpn);
+            let prof = self.type_profile(view, job);
+            if prof.is_none() && self.truth.is_none() {
+                return;
+            }
+            let all = self.candidates(spec, job, prof, &set, nodes, gpn, partition_gpu_type(view.cluster, vc));
             let (slot, order, latency_ms, change) = self.slot_of(&all, now, deadline, submit);
             (slot, order, latency_ms, all, change)
         };
@@ -1514,13 +1596,12 @@ impl GeniePolicy {
             self.index.uncount(view, job, variant);
             self.pending.remove(&job);
             let latency_ms = match s.as_ref().map(|s| &s.group.slot) {
-                Some(Slot::BlackBox(_)) => view
-                    .jobs
-                    .spec(job)
-                    .task
-                    .as_deref()
-                    .and_then(|t| self.type_profile(view, job).and_then(|p| p.latency_ms(t, d_node, d_gpn)))
-                    .unwrap_or(f64::NAN),
+                Some(Slot::BlackBox(_)) => {
+                    let spec = view.jobs.spec(job);
+                    let gpu_type = partition_gpu_type(view.cluster, spec.vc);
+                    self.predict(spec, job, self.type_profile(view, job), gpu_type, d_node, d_gpn)
+                        .map_or(f64::NAN, |p| p.0)
+                }
                 Some(Slot::Pick(..)) => s.as_ref().map_or(f64::NAN, |s| s.latency_ms),
                 Some(Slot::Available { .. }) => s
                     .as_ref()

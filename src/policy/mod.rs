@@ -21,6 +21,7 @@ pub mod memeff_tasks;
 pub mod nodesel;
 pub mod placement;
 pub mod placements;
+pub mod predictor;
 pub mod qssf;
 pub mod queue;
 pub mod registry;

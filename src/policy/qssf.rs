@@ -43,6 +43,12 @@
 //!   window) skips level 1 and starts at the VC, a trace without VCs (one
 //!   partition) has levels 1, 3 and 4 only (2 = 3 there).
 //!
+//! The run's predictor (`--predictor`, [`crate::policy::predictor`])
+//! overrides the estimator: `oracle` is the job's duration × GPUs (as the
+//! `oracle` estimator), `noisy:P` that × (1 + e), e uniform in ±P % per
+//! (seed, job) ([`Qssf::with_predictor`]); the default `fitted` leaves the
+//! estimator in charge.
+//!
 //! Prediction quality goes to `summary.json`'s `policy_metrics`:
 //! `qssf_estimate_error_mean` and `qssf_estimate_error_p95` (absolute
 //! relative error |estimate − actual| / actual over the completed jobs that
@@ -94,6 +100,7 @@ use serde::{Deserialize, Serialize};
 
 use super::build::{BuildContext, BuildPolicy};
 use super::placement::{Placement, PlacementKind};
+use super::predictor::PredictorKind;
 use super::queue::request;
 use super::{Decision, Policy, View};
 use crate::error::RunError;
@@ -166,7 +173,12 @@ impl BuildPolicy for QssfOptions {
 
     fn build(&self, _kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
         let placement = self.placement.build_for(ctx.db_for(self.placement).as_ref());
-        Ok(Box::new(Qssf::new(*self, placement, ctx.cluster.partitions().len())))
+        let q = Qssf::new(*self, placement, ctx.cluster.partitions().len());
+        Ok(Box::new(q.with_predictor(ctx.predictor, ctx.seed)))
+    }
+
+    fn predicts(&self) -> bool {
+        true
     }
 
     fn placement(&self) -> PlacementKind {
@@ -238,6 +250,10 @@ pub struct Qssf {
     wake: Vec<SimTime>,
     asked: BTreeSet<u64>,
     scratch: Vec<GpuId>,
+    /// The run's predictor and master seed (`--predictor`; the default
+    /// `fitted` uses [`QssfOptions::estimator`]).
+    predictor: PredictorKind,
+    seed: u64,
 }
 
 impl Qssf {
@@ -263,7 +279,21 @@ impl Qssf {
             wake: Vec::new(),
             asked: BTreeSet::new(),
             scratch: Vec::new(),
+            predictor: PredictorKind::Fitted,
+            seed: 0,
         }
+    }
+
+    /// Estimates from the run's predictor (`--predictor`,
+    /// [`crate::policy::predictor`]) under master seed `seed`: `oracle`, the
+    /// job's duration × GPUs whatever [`QssfOptions::estimator`] says;
+    /// `noisy:P`, that times its error (stream
+    /// `predictor.noisy.<job index>.<GPUs>`), rounded to the nearest
+    /// GPU-ms; `fitted` (the default), the estimator.
+    pub fn with_predictor(mut self, predictor: PredictorKind, seed: u64) -> Self {
+        self.predictor = predictor;
+        self.seed = seed;
+        self
     }
 
     /// The job's estimate, GPU-ms, made now if it has none yet.
@@ -276,9 +306,11 @@ impl Qssf {
         }
         let spec = view.jobs.spec(job);
         let gpus = u64::from(spec.gpus);
-        let e = match self.opts.estimator {
-            QssfEstimator::Oracle => spec.duration_ms.saturating_mul(gpus),
-            QssfEstimator::History => {
+        let truth = self.predictor.factor(self.seed, job, &spec.gpus.to_string());
+        let e = match (truth, self.opts.estimator) {
+            (Some(f), _) => ((spec.duration_ms as f64 * f).round() as u64).saturating_mul(gpus),
+            (None, QssfEstimator::Oracle) => spec.duration_ms.saturating_mul(gpus),
+            (None, QssfEstimator::History) => {
                 let vc = spec.vc.index();
                 let user = spec.user().and_then(|u| self.by_user[vc].get(u)).and_then(Mean::get);
                 let (level, d) = if let Some(d) = user {

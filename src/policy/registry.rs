@@ -268,6 +268,12 @@ impl PolicySpec {
         self.options().moldable()
     }
 
+    /// Whether the policy's predictions follow the run's predictor
+    /// ([`BuildPolicy::predicts`]).
+    pub fn predicts(&self) -> bool {
+        self.options().predicts()
+    }
+
     /// Whether the run times the policy's decisions.
     pub fn time_decisions(&self) -> bool {
         self.options().time_decisions()
@@ -580,10 +586,18 @@ impl BuildPolicy for GenieFamilyOptions {
             placements: self.placements,
             blackbox: self.blackbox.unwrap_or_else(|| BlackBox::default_for(variant)),
         };
-        Ok(Box::new(GeniePolicy::new(options, profiles, ctx.db()).with_online_profiling(online)))
+        let policy = GeniePolicy::new(options, profiles, ctx.db()).with_online_profiling(online);
+        if ctx.predictor.is_fitted() {
+            return Ok(Box::new(policy));
+        }
+        Ok(Box::new(policy.with_predictor(ctx.predictor, ctx.seed, (ctx.rate_model)())))
     }
 
     fn moldable(&self) -> bool {
+        true
+    }
+
+    fn predicts(&self) -> bool {
         true
     }
 

@@ -45,6 +45,16 @@ pub trait RateModel: Send + Sync {
     /// Must be finite and positive.
     fn rate(&self, job: &JobSpec, gpus: &[GpuId], cluster: &Cluster) -> f64;
 
+    /// The rate [`RateModel::rate`] would give `job` alone on GPUs of
+    /// `gpu_type` split over nodes as `split` (GPUs per node, e.g. `[4, 4]`
+    /// for two nodes of four), without a physical placement: what a policy
+    /// predicting from the simulator's own truth reads for a placement it
+    /// has not made (`--predictor oracle`, [`crate::policy::predictor`]).
+    /// `None` (the default) when the model needs the physical GPUs.
+    fn rate_on(&self, _job: &JobSpec, _gpu_type: &str, _split: &[u32]) -> Option<f64> {
+        None
+    }
+
     /// True if a job's rate can change when other jobs start or stop on the
     /// nodes it uses (contention, co-location). The engine then recomputes the
     /// rates of the jobs on every node whose occupancy changed.
@@ -71,5 +81,9 @@ impl RateModel for TraceSpeed {
 
     fn rate(&self, _job: &JobSpec, _gpus: &[GpuId], _cluster: &Cluster) -> f64 {
         1.0
+    }
+
+    fn rate_on(&self, _job: &JobSpec, _gpu_type: &str, _split: &[u32]) -> Option<f64> {
+        Some(1.0)
     }
 }

@@ -74,9 +74,25 @@ impl RateModel for ProfileRate {
     }
 
     fn rate(&self, job: &JobSpec, gpus: &[GpuId], cluster: &Cluster) -> f64 {
-        let (Some(model), Some(bsz)) = (job.model(), job.local_bsz()) else { return 1.0 };
         let gpu_type = &cluster.node(cluster.node_of(gpus[0])).gpu_type;
-        let actual = cluster.split_of(gpus);
+        self.rate_split(job, gpu_type, &cluster.split_of(gpus))
+    }
+
+    fn rate_on(&self, job: &JobSpec, gpu_type: &str, split: &[u32]) -> Option<f64> {
+        Some(self.rate_split(job, gpu_type, split))
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.counter.counts()
+    }
+}
+
+impl ProfileRate {
+    /// [`RateModel::rate`] of `job` on GPUs of `gpu_type` split over nodes
+    /// as `actual` (GPUs per node): the one computation behind
+    /// [`RateModel::rate`] and [`RateModel::rate_on`].
+    fn rate_split(&self, job: &JobSpec, gpu_type: &str, actual: &[u32]) -> f64 {
+        let (Some(model), Some(bsz)) = (job.model(), job.local_bsz()) else { return 1.0 };
         if job.task.is_none() && actual[..] == job.recorded_split[..] {
             // Placed as recorded: the trace's own speed, no model needed.
             return 1.0;
@@ -103,13 +119,10 @@ impl RateModel for ProfileRate {
             self.counter.record(fallbacks);
             return rate;
         }
-        let (rate, fallbacks) = self.compute(model, bsz, gpu_type, job, gpus.len(), &actual);
+        let n = actual.iter().map(|&g| g as usize).sum();
+        let (rate, fallbacks) = self.compute(model, bsz, gpu_type, job, n, actual);
         memo.insert((rate, fallbacks));
         self.counter.record(fallbacks);
         rate
-    }
-
-    fn counters(&self) -> Vec<(&'static str, u64)> {
-        self.counter.counts()
     }
 }

@@ -36,6 +36,7 @@ mod openb;
 mod output_safety;
 mod parquet;
 mod philly;
+mod predictor;
 mod preempt;
 mod profile_db;
 mod profile_model;

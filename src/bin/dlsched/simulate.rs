@@ -220,6 +220,22 @@ pub(crate) struct SimulateArgs {
     #[arg(long, value_enum, default_value = "mean", value_name = "RULE")]
     pub(crate) coloc_unmeasured: dlsched::profile::coloc::ColocUnmeasured,
 
+    /// What the predictions of a prediction-using policy read, to run it
+    /// under a controlled prediction error. fitted (default): its own model,
+    /// as without the flag (the GENIE family's fitted throughput model,
+    /// QSSF's --policy-opt estimator). oracle: the simulator's truth, 0 %
+    /// error (a GENIE-family task's latency on a placement is exactly how
+    /// long the engine runs it there; QSSF's estimate is the job's duration
+    /// x GPUs). noisy:P: the oracle x (1 + e), e uniform in [-P %, +P %]
+    /// (0 <= P < 100), so P % is the largest error and P/2 % the mean
+    /// absolute error (summary.json: prediction_error_mean,
+    /// qssf_estimate_error_mean); e is drawn per (seed, task, placement),
+    /// the same each time it is asked. Policies that predict nothing refuse
+    /// a predictor other than fitted. E.g. --workload genie --policy genie
+    /// --predictor noisy:25.
+    #[arg(long, value_name = "fitted|oracle|noisy:P")]
+    pub(crate) predictor: Option<String>,
+
     /// Master seed for every random stream (synthetic workload, policies).
     #[arg(long, default_value_t = dlsched::experiment::DEFAULT_SEED)]
     pub(crate) seed: u64,
@@ -292,7 +308,7 @@ pub(crate) enum WorkloadKind {
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 56] = [
+pub(crate) const SPEC_ARGS: [&str; 57] = [
     "trace",
     "policy_opt",
     "checkpoint",
@@ -335,6 +351,7 @@ pub(crate) const SPEC_ARGS: [&str; 56] = [
     "tie_order",
     "placement",
     "rate_model",
+    "predictor",
     "profiles",
     "max_tenants",
     "mem_headroom",
@@ -386,6 +403,9 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     put("tie_order", Value::Str(value_name(&a.tie_order)));
     put("placement", Value::Str(value_name(&a.placement)));
     put("rate_model", Value::Str(value_name(&a.rate_model)));
+    if let Some(p) = &a.predictor {
+        put("predictor", Value::Str(p.clone()));
+    }
     put("max_tenants", Value::UInt(a.max_tenants.into()));
     put("mem_headroom", Value::Float(a.mem_headroom));
     put("seed", Value::UInt(a.seed));
