@@ -102,25 +102,7 @@ impl Simulation {
                 .saturating_add(1000u64.saturating_mul(self.jobs.len() as u64));
             return Ok(());
         }
-        let mut jobs = Vec::new();
-        let mut count = 0;
-        for spec in self.jobs.specs() {
-            let state = match self.jobs.state(spec.id) {
-                crate::job::JobState::Running(_) => "running",
-                crate::job::JobState::Suspended(_) => "suspended",
-                crate::job::JobState::Pending => "pending",
-                _ => continue,
-            };
-            count += 1;
-            if jobs.len() < NAMED {
-                jobs.push(crate::error::UnfinishedJob {
-                    name: spec.name.to_string(),
-                    line: spec.line,
-                    gpus: spec.gpus,
-                    state,
-                });
-            }
-        }
+        let (count, jobs) = self.jobs_alive(false);
         Err(SimError::NoNetProgress {
             policy: self.policy.name(),
             now: self.now,

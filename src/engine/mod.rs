@@ -508,7 +508,9 @@ impl Simulation {
 
     /// The error of a run that ran out of events with admitted jobs not
     /// completed: how many, and the first few by id with their state.
-    fn unfinished(&self) -> SimError {
+    /// The jobs not completed (with `not_arrived`, also those not yet
+    /// submitted): their count and the first five by id, for an error.
+    pub(super) fn jobs_alive(&self, not_arrived: bool) -> (usize, Vec<crate::error::UnfinishedJob>) {
         /// Jobs named in the message.
         const NAMED: usize = 5;
         let mut jobs = Vec::new();
@@ -516,6 +518,7 @@ impl Simulation {
         for spec in self.jobs.specs() {
             let state = match self.jobs.state(spec.id) {
                 JobState::Completed(_) => continue,
+                JobState::NotArrived if !not_arrived => continue,
                 JobState::Running(_) => "running",
                 JobState::Suspended(_) => "suspended",
                 JobState::Pending => "pending",
@@ -531,6 +534,11 @@ impl Simulation {
                 });
             }
         }
+        (count, jobs)
+    }
+
+    fn unfinished(&self) -> SimError {
+        let (count, jobs) = self.jobs_alive(true);
         SimError::Unfinished {
             policy: self.policy.name(),
             now: self.now,
