@@ -13,7 +13,8 @@
 //!   workload and cluster for both), their mean and interval, the same as a
 //!   percentage of the baseline's mean over those seeds, and a verdict:
 //!   `lower` or `higher` when the interval excludes zero, else
-//!   `no measurable difference`.
+//!   `no measurable difference` (`identical on every seed` when every
+//!   difference is 0).
 //!
 //! Runs without a number for a metric (`null`, empty: a QoS metric on a trace
 //! without QoS classes) are left out of that metric's cells and counted in
@@ -61,11 +62,13 @@ pub struct PairedRow {
 
 impl PairedRow {
     /// `lower`, `higher` or `no measurable difference` (`too few seeds` for
-    /// fewer than two pairs); empty for the baseline.
+    /// fewer than two pairs, `identical on every seed` when every paired
+    /// difference is 0); empty for the baseline.
     pub fn verdict(&self) -> &'static str {
         match &self.diff {
             None => "",
             Some(d) if d.n < 2 => "too few seeds",
+            Some(d) if d.mean == 0.0 && d.half_width == 0.0 => "identical on every seed",
             Some(d) => match d.excludes_zero() {
                 Some(std::cmp::Ordering::Less) => "lower",
                 Some(_) => "higher",

@@ -30,6 +30,8 @@ r12,5,d,4,11
 r13,5,d,5,13
 r14,5,d,6,null
 r15,10,base,4,1
+r17,10,e,4,1
+r18,10,e,5,1
 r16,10,base,5,1
 ";
 
@@ -51,7 +53,7 @@ fn paired_differences_and_verdicts_by_hand() {
     let rows = &r.tables[0].1;
     // Configurations numerically (5 before 10), the baseline first, then a, c, d.
     let order: Vec<(String, String)> = rows.iter().map(|r| (r.config[0].1.clone(), r.value.clone())).collect();
-    let want = [("5", "base"), ("5", "a"), ("5", "c"), ("5", "d"), ("10", "base")];
+    let want = [("5", "base"), ("5", "a"), ("5", "c"), ("5", "d"), ("10", "base"), ("10", "e")];
     assert_eq!(order, want.map(|(a, b)| (a.to_string(), b.to_string())));
     // base: 10, 12, 14: mean 12, sd 2, half = t(0.975, 2) 4.302653 · 2 / √3 = 4.968275.
     let base = &rows[0];
@@ -76,6 +78,8 @@ fn paired_differences_and_verdicts_by_hand() {
     assert_eq!((dd.n, dd.mean, dd.half_width), (2, 1.0, 0.0));
     assert_eq!(rows[3].baseline_mean, 11.0);
     assert_eq!(rows[3].verdict(), "higher");
+    // e equals the baseline on both seeds: identical, not merely "no measurable difference".
+    assert_eq!(rows[5].verdict(), "identical on every seed");
     // The Markdown names every cell; the missing run is reported.
     let md = r.markdown();
     assert!(
