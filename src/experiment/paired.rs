@@ -16,6 +16,18 @@
 //!   `no measurable difference` (`identical on every seed` when every
 //!   difference is 0).
 //!
+//! Several sweep directories can be joined (`paired_many`): a policy swept
+//! with its own options in one sweep and its baselines in another are
+//! compared on the same configuration and seed. `by` names the
+//! configuration keys when the default (every swept key but `seed` and the
+//! compared key) is not what is meant; the swept keys left over name the
+//! arms (a sweep that sweeps none of them, a control with its policy in
+//! `[base]`, is named `sweep DIR`); a run whose sweep lacks a configuration
+//! key joins every
+//! configuration that agrees with it on the rest (one control sweep for
+//! all); `average_over` averages each seed over a key (e.g. the offered
+//! load) before pairing.
+//!
 //! Runs without a number for a metric (`null`, empty: a QoS metric on a trace
 //! without QoS classes) are left out of that metric's cells and counted in
 //! the report, never dropped silently; a seed that has no baseline run is not
@@ -28,7 +40,7 @@ use std::path::Path;
 use crate::stats::{MeanInterval, mean_interval};
 
 /// What to compare.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct PairedOptions {
     /// `summary.csv` columns to report (e.g. `makespan_s`, `jct_mean_s`).
     pub metrics: Vec<String>,
@@ -40,14 +52,26 @@ pub struct PairedOptions {
     pub seeds: Option<(u64, u64)>,
     /// The intervals' confidence level (0.95).
     pub level: f64,
+    /// The configuration keys (rows are compared only within a
+    /// configuration); `None`: every swept key but `seed`, the baseline's key
+    /// and `average_over`. The swept keys left over name the arms compared
+    /// (`policy=genie, reading=strict`). A run whose sweep does not sweep a
+    /// configuration key belongs to every configuration that agrees with it
+    /// on the keys it has (a control run once, compared in each).
+    pub by: Option<Vec<String>>,
+    /// Keys averaged over per seed (e.g. `load`): a seed's value is the mean
+    /// of its runs over these keys' values, and two arms are paired on a
+    /// seed only when they have the same values of them.
+    pub average_over: Vec<String>,
 }
 
 /// One value of the compared key in one configuration, for one metric.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PairedRow {
-    /// The configuration: (swept key, value), in the sweep's key order.
+    /// The configuration: (key, value), in `config_keys` order.
     pub config: Vec<(String, String)>,
-    /// The compared key's value (empty without a baseline).
+    /// The arm: the compared key's value alone when it is the only swept key
+    /// left, else `key=value, ...` (empty without a baseline and extra keys).
     pub value: String,
     /// The metric's mean and interval over the seeds that have it.
     pub stat: MeanInterval,
@@ -56,7 +80,7 @@ pub struct PairedRow {
     pub diff: Option<MeanInterval>,
     /// The baseline's mean over the paired seeds (for the percentage).
     pub baseline_mean: f64,
-    /// Runs of this cell without a number for the metric.
+    /// Seeds of this cell without a number for the metric.
     pub missing: usize,
 }
 
@@ -81,29 +105,32 @@ impl PairedRow {
 /// Every metric's rows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PairedReport {
-    /// The sweep's question (`sweep.json`).
+    /// The sweeps' questions (`sweep.json`), one per directory.
     pub question: String,
-    /// The configuration keys (swept keys other than `seed` and the
-    /// compared key), in the sweep's order.
+    /// The configuration keys, in the sweeps' order.
     pub config_keys: Vec<String>,
+    /// The keys naming an arm (swept keys other than `seed`, the
+    /// configuration keys and `average_over`).
+    pub arm_keys: Vec<String>,
     /// As asked.
     pub options: PairedOptions,
     /// The seeds used, ascending.
     pub seeds: Vec<u64>,
     /// Per metric, its rows: configurations in order (numbers numerically),
-    /// the baseline first within each, then the other values in text order.
+    /// the baseline first within each, then the other arms in text order.
     pub tables: Vec<(String, Vec<PairedRow>)>,
 }
 
-/// Reads `DIR/summary.csv` and `DIR/sweep.json` of a sweep (merged or not)
-/// and computes the report.
-///
-/// # Errors
-/// A message naming the file: a missing or unreadable `summary.csv` or
-/// `sweep.json`, a sweep that does not sweep `seed`, a metric or key that is
-/// not a column, a baseline value no run has, a seed range no run falls in,
-/// or a seed that is not a whole number.
-pub fn paired(dir: &Path, options: &PairedOptions) -> Result<PairedReport, String> {
+/// One sweep directory's rows.
+struct Sweep {
+    name: String,
+    summary: std::path::PathBuf,
+    swept: Vec<String>,
+    header: Vec<String>,
+    rows: Vec<(usize, csv::StringRecord)>,
+}
+
+fn read_sweep(dir: &Path) -> Result<(Sweep, String), String> {
     let summary = dir.join("summary.csv");
     let sweep_json = dir.join("sweep.json");
     let meta: serde_json::Value = serde_json::from_str(&crate::io::read_text(&sweep_json).map_err(|e| e.to_string())?)
@@ -114,111 +141,258 @@ pub fn paired(dir: &Path, options: &PairedOptions) -> Result<PairedReport, Strin
         .iter()
         .filter_map(|v| v.as_str().map(str::to_string))
         .collect();
-    let question = meta["question"].as_str().unwrap_or("").to_string();
     if !swept.iter().any(|k| k == "seed") {
         return Err(format!(
             "{}: the sweep does not sweep `seed`, so there is nothing to pair or to put an interval on (sweep `seed = {{ from = 4, to = 13, step = 1 }}`)",
             sweep_json.display()
         ));
     }
-    if !(options.level > 0.0 && options.level < 1.0) {
-        return Err(format!("the confidence level must be between 0 and 1, got {}", options.level));
-    }
     let bytes = crate::io::read_csv(&summary).map_err(|e| e.to_string())?;
     let mut rdr = csv::Reader::from_reader(&bytes[..]);
     let header: Vec<String> =
         rdr.headers().map_err(|e| format!("{}: {e}", summary.display()))?.iter().map(str::to_string).collect();
-    let col = |k: &str| {
-        header.iter().position(|h| h == k).ok_or_else(|| {
-            format!(
-                "{}: no column `{k}` (the columns after the swept keys are the summary's metrics)",
-                summary.display()
-            )
-        })
-    };
-    let seed_col = col("seed")?;
-    let (cmp_key, base_value) = match &options.baseline {
-        Some((k, v)) => {
-            if !swept.contains(k) || k == "seed" {
-                return Err(format!(
-                    "--baseline {k}={v}: `{k}` is not a swept key other than seed (swept: {})",
-                    swept.join(", ")
-                ));
-            }
-            (Some(col(k)?), Some(v.clone()))
-        }
-        None => (None, None),
-    };
-    let config_keys: Vec<String> = swept
-        .iter()
-        .filter(|k| k.as_str() != "seed" && Some(k.as_str()) != options.baseline.as_ref().map(|b| b.0.as_str()))
-        .cloned()
-        .collect();
-    let config_cols: Vec<usize> = config_keys.iter().map(|k| col(k)).collect::<Result<_, _>>()?;
-    let metric_cols: Vec<usize> = options.metrics.iter().map(|m| col(m)).collect::<Result<_, _>>()?;
+    let rows = rdr
+        .records()
+        .enumerate()
+        .map(|(i, r)| r.map(|r| (i + 2, r)).map_err(|e| format!("{}: {e}", summary.display())))
+        .collect::<Result<_, _>>()?;
+    let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+    Ok((Sweep { name, summary, swept, header, rows }, meta["question"].as_str().unwrap_or("").to_string()))
+}
+
+/// [`paired_many`] on one sweep directory.
+///
+/// # Errors
+/// As [`paired_many`].
+pub fn paired(dir: &Path, options: &PairedOptions) -> Result<PairedReport, String> {
+    paired_many(&[dir], options)
+}
+
+/// Reads `summary.csv` and `sweep.json` of each sweep directory (merged or
+/// not; several sweeps of the same workloads are joined, e.g. a policy that
+/// takes an option in one and its baselines in another) and computes the
+/// report.
+///
+/// # Errors
+/// A message naming the file (and line and field for a bad value): a missing
+/// or unreadable `summary.csv` or `sweep.json`, a sweep that does not sweep
+/// `seed`, a metric or key that is not a column, a baseline value no run has
+/// or that several arms share, a seed range no run falls in, a seed that is
+/// not a whole number, two runs of one arm, configuration and seed.
+pub fn paired_many(dirs: &[&Path], options: &PairedOptions) -> Result<PairedReport, String> {
+    if !(options.level > 0.0 && options.level < 1.0) {
+        return Err(format!("the confidence level must be between 0 and 1, got {}", options.level));
+    }
     if options.metrics.is_empty() {
         return Err("no metric: give at least one --metric (a summary.csv column such as makespan_s)".into());
     }
-    // (configuration sort key, configuration) -> value -> seed -> the row's fields.
-    type Cells = BTreeMap<String, BTreeMap<u64, Vec<String>>>;
-    type Config = (Vec<(String, String)>, Cells);
-    let mut configs: BTreeMap<Vec<SortKey>, Config> = BTreeMap::new();
-    let mut seeds = std::collections::BTreeSet::new();
-    for (i, rec) in rdr.records().enumerate() {
-        let line = i + 2;
-        let rec = rec.map_err(|e| format!("{}: {e}", summary.display()))?;
-        let field = |c: usize| rec.get(c).unwrap_or("").to_string();
-        let seed: u64 = field(seed_col).parse().map_err(|_| {
-            format!("{} line {line}: field `seed`: `{}` is not a whole number", summary.display(), field(seed_col))
-        })?;
-        if let Some((lo, hi)) = options.seeds
-            && !(lo..=hi).contains(&seed)
-        {
-            continue;
+    if dirs.is_empty() {
+        return Err("no sweep directory".into());
+    }
+    let mut sweeps = Vec::new();
+    let mut questions = Vec::new();
+    for d in dirs {
+        let (s, q) = read_sweep(d)?;
+        if !q.is_empty() && !questions.contains(&q) {
+            questions.push(q);
         }
-        seeds.insert(seed);
-        let config: Vec<(String, String)> =
-            config_keys.iter().zip(&config_cols).map(|(k, &c)| (k.clone(), field(c))).collect();
-        let sort: Vec<SortKey> = config.iter().map(|(_, v)| sort_key(v)).collect();
-        let value = cmp_key.map(field).unwrap_or_default();
-        let cell = configs.entry(sort).or_insert_with(|| (config, BTreeMap::new())).1.entry(value).or_default();
-        if cell.insert(seed, rec.iter().map(str::to_string).collect()).is_some() {
+        sweeps.push(s);
+    }
+    let mut all_keys: Vec<String> = Vec::new();
+    for s in &sweeps {
+        for k in &s.swept {
+            if !all_keys.contains(k) {
+                all_keys.push(k.clone());
+            }
+        }
+    }
+    let listed = || all_keys.join(", ");
+    let base_key = options.baseline.as_ref().map(|b| b.0.clone());
+    if let Some((k, v)) = &options.baseline
+        && (!all_keys.contains(k) || k == "seed")
+    {
+        return Err(format!("--baseline {k}={v}: `{k}` is not a swept key other than seed (swept: {})", listed()));
+    }
+    for k in options.by.iter().flatten().chain(&options.average_over) {
+        if !all_keys.contains(k) || k == "seed" || Some(k) == base_key.as_ref() {
             return Err(format!(
-                "{} line {line}: a second run for seed {seed} in the same configuration: sweep every key that differs, or compare one sweep at a time",
-                summary.display()
+                "`{k}` (--by / --average-over) is not a swept key other than seed and the baseline's key (swept: {})",
+                listed()
             ));
         }
     }
+    if let Some(k) = options.by.iter().flatten().find(|k| options.average_over.contains(k)) {
+        return Err(format!("`{k}` is both a configuration key (--by) and averaged over (--average-over)"));
+    }
+    let config_keys: Vec<String> = match &options.by {
+        Some(by) => all_keys.iter().filter(|k| by.contains(k)).cloned().collect(),
+        None => all_keys
+            .iter()
+            .filter(|k| k.as_str() != "seed" && Some(*k) != base_key.as_ref() && !options.average_over.contains(k))
+            .cloned()
+            .collect(),
+    };
+    let arm_keys: Vec<String> = all_keys
+        .iter()
+        .filter(|k| k.as_str() != "seed" && !config_keys.contains(k) && !options.average_over.contains(k))
+        .cloned()
+        .collect();
+    for s in &sweeps {
+        for m in &options.metrics {
+            if !s.header.contains(m) {
+                return Err(format!(
+                    "{}: no column `{m}` (the columns after the swept keys are the summary's metrics)",
+                    s.summary.display()
+                ));
+            }
+        }
+    }
+    // Every run, as (configuration with None for a key its sweep lacks, arm, averaged-over values, seed, metrics).
+    struct RunRow {
+        config: Vec<Option<String>>,
+        arm: String,
+        base: bool,
+        avg: Vec<String>,
+        seed: u64,
+        metrics: Vec<Option<f64>>,
+        at: String,
+    }
+    let mut runs = Vec::new();
+    let mut seeds = std::collections::BTreeSet::new();
+    for s in &sweeps {
+        let col = |k: &str| s.header.iter().position(|h| h == k);
+        let seed_col = col("seed").ok_or_else(|| format!("{}: no column `seed`", s.summary.display()))?;
+        for (line, rec) in &s.rows {
+            let field = |c: usize| rec.get(c).unwrap_or("").to_string();
+            let seed: u64 = field(seed_col).parse().map_err(|_| {
+                format!(
+                    "{} line {line}: field `seed`: `{}` is not a whole number",
+                    s.summary.display(),
+                    field(seed_col)
+                )
+            })?;
+            if let Some((lo, hi)) = options.seeds
+                && !(lo..=hi).contains(&seed)
+            {
+                continue;
+            }
+            seeds.insert(seed);
+            let swept_value = |k: &str| s.swept.iter().any(|x| x == k).then(|| col(k).map(field)).flatten();
+            let config = config_keys.iter().map(|k| swept_value(k)).collect();
+            let arm_parts: Vec<(String, String)> =
+                arm_keys.iter().filter_map(|k| swept_value(k).map(|v| (k.clone(), v))).collect();
+            let arm = match (&arm_parts[..], &base_key) {
+                // A sweep that sweeps none of the arm keys (a control with its
+                // policy in `[base]`) is named by its directory.
+                ([], _) if !arm_keys.is_empty() => format!("sweep {}", s.name),
+                ([(k, v)], Some(b)) if k == b => v.clone(),
+                _ => arm_parts.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "),
+            };
+            let base = match &options.baseline {
+                Some((k, v)) => arm_parts.iter().any(|(ak, av)| ak == k && av == v),
+                None => false,
+            };
+            let avg = options.average_over.iter().map(|k| swept_value(k).unwrap_or_default()).collect();
+            let metrics = options
+                .metrics
+                .iter()
+                .map(|m| col(m).and_then(|c| rec.get(c)).and_then(|f| f.parse::<f64>().ok()).filter(|x| x.is_finite()))
+                .collect();
+            runs.push(RunRow {
+                config,
+                arm,
+                base,
+                avg,
+                seed,
+                metrics,
+                at: format!("{} line {line}", s.summary.display()),
+            });
+        }
+    }
     if seeds.is_empty() {
+        let where_ = sweeps.iter().map(|s| s.summary.display().to_string()).collect::<Vec<_>>().join(", ");
         return Err(match options.seeds {
-            Some((lo, hi)) => format!("{}: no run has a seed in {lo}-{hi}", summary.display()),
-            None => format!("{}: no runs", summary.display()),
+            Some((lo, hi)) => format!("{where_}: no run has a seed in {lo}-{hi}"),
+            None => format!("{where_}: no runs"),
         });
     }
-    if let Some(b) = &base_value
-        && !configs.values().any(|(_, cells)| cells.contains_key(b))
-    {
-        let key = &options.baseline.as_ref().map(|b| b.0.clone()).unwrap_or_default();
-        return Err(format!("--baseline {key}={b}: no run (in the seeds asked) has `{key}` = `{b}`"));
+    let base_arm: Option<String> = match &options.baseline {
+        None => None,
+        Some((k, v)) => {
+            let arms: std::collections::BTreeSet<&String> = runs.iter().filter(|r| r.base).map(|r| &r.arm).collect();
+            match arms.len() {
+                0 => return Err(format!("--baseline {k}={v}: no run (in the seeds asked) has `{k}` = `{v}`")),
+                1 => arms.into_iter().next().cloned(),
+                _ => {
+                    return Err(format!(
+                        "--baseline {k}={v}: several arms have it ({}); name the keys that tell them apart with --by",
+                        arms.into_iter().map(String::as_str).collect::<Vec<_>>().join("; ")
+                    ));
+                }
+            }
+        }
+    };
+    // The full configurations (runs that have every configuration key); a
+    // run without some key joins each full configuration that agrees with it.
+    let full: std::collections::BTreeSet<Vec<String>> =
+        runs.iter().filter_map(|r| r.config.iter().cloned().collect::<Option<Vec<String>>>()).collect();
+    type Seeds = BTreeMap<u64, Vec<(Vec<String>, Vec<Option<f64>>)>>;
+    type Arms = BTreeMap<String, Seeds>;
+    let mut cells: BTreeMap<Vec<SortKey>, (Vec<String>, Arms)> = BTreeMap::new();
+    for r in &runs {
+        let targets: Vec<Vec<String>> = if full.is_empty() {
+            vec![r.config.iter().map(|c| c.clone().unwrap_or_else(|| "–".into())).collect()]
+        } else {
+            full.iter()
+                .filter(|f| r.config.iter().zip(f.iter()).all(|(c, v)| c.as_ref().is_none_or(|c| c == v)))
+                .cloned()
+                .collect()
+        };
+        for t in targets {
+            let sort = t.iter().map(|v| sort_key(v)).collect();
+            let per_seed =
+                cells.entry(sort).or_insert_with(|| (t, BTreeMap::new())).1.entry(r.arm.clone()).or_default();
+            let entries = per_seed.entry(r.seed).or_default();
+            if entries.iter().any(|(avg, _)| *avg == r.avg) {
+                return Err(format!(
+                    "{}: a second run of arm `{}` for seed {} in one configuration: name the key that differs with --by or --average-over",
+                    r.at, r.arm, r.seed
+                ));
+            }
+            entries.push((r.avg.clone(), r.metrics.clone()));
+        }
     }
+    // A seed's value: the mean over its runs (one without averaging), with
+    // the averaged-over values it covers; None when a run lacks the metric.
+    let seed_value = |entries: &Vec<(Vec<String>, Vec<Option<f64>>)>, m: usize| -> (Vec<Vec<String>>, Option<f64>) {
+        let mut keys: Vec<Vec<String>> = entries.iter().map(|e| e.0.clone()).collect();
+        keys.sort();
+        let vals: Option<Vec<f64>> = entries.iter().map(|e| e.1[m]).collect();
+        (keys, vals.map(|v| v.iter().sum::<f64>() / v.len() as f64))
+    };
     let mut tables = Vec::new();
-    for (metric, &mc) in options.metrics.iter().zip(&metric_cols) {
+    for (mi, metric) in options.metrics.iter().enumerate() {
         let mut rows = Vec::new();
-        for (config, cells) in configs.values() {
-            let num =
-                |fields: &Vec<String>| fields.get(mc).and_then(|f| f.parse::<f64>().ok()).filter(|x| x.is_finite());
-            let base = base_value.as_ref().and_then(|b| cells.get(b));
-            let mut order: Vec<&String> = cells.keys().collect();
-            order.sort_by_key(|v| (Some(*v) != base_value.as_ref(), sort_key(v)));
-            for value in order {
-                let cell = &cells[value];
-                let xs: Vec<f64> = cell.values().filter_map(num).collect();
-                let missing = cell.len() - xs.len();
+        for (config, arms) in cells.values() {
+            let base = base_arm.as_ref().and_then(|b| arms.get(b));
+            let mut order: Vec<&String> = arms.keys().collect();
+            order.sort_by_key(|a| (Some(*a) != base_arm.as_ref(), sort_key(a)));
+            for arm in order {
+                let per_seed = &arms[arm];
+                let vals: Vec<(u64, Vec<Vec<String>>, Option<f64>)> =
+                    per_seed.iter().map(|(s, e)| (*s, seed_value(e, mi).0, seed_value(e, mi).1)).collect();
+                let xs: Vec<f64> = vals.iter().filter_map(|v| v.2).collect();
+                let missing = vals.len() - xs.len();
                 let stat = mean_interval(&xs, options.level);
                 let (diff, baseline_mean) = match base {
-                    Some(b) if Some(value) != base_value.as_ref() => {
-                        let pairs: Vec<(f64, f64)> =
-                            cell.iter().filter_map(|(s, f)| Some((num(f)?, num(b.get(s)?)?))).collect();
+                    Some(b) if Some(arm) != base_arm.as_ref() => {
+                        let pairs: Vec<(f64, f64)> = vals
+                            .iter()
+                            .filter_map(|(s, keys, x)| {
+                                let (bkeys, bx) = seed_value(b.get(s)?, mi);
+                                (bkeys == *keys).then_some((x.as_ref().copied()?, bx?))
+                            })
+                            .collect();
                         let d: Vec<f64> = pairs.iter().map(|(a, b)| a - b).collect();
                         let bm = pairs.iter().map(|p| p.1).sum::<f64>() / pairs.len().max(1) as f64;
                         (Some(mean_interval(&d, options.level)), bm)
@@ -226,8 +400,8 @@ pub fn paired(dir: &Path, options: &PairedOptions) -> Result<PairedReport, Strin
                     _ => (None, stat.mean),
                 };
                 rows.push(PairedRow {
-                    config: config.clone(),
-                    value: value.clone(),
+                    config: config_keys.iter().cloned().zip(config.iter().cloned()).collect(),
+                    value: arm.clone(),
                     stat,
                     diff,
                     baseline_mean,
@@ -237,7 +411,14 @@ pub fn paired(dir: &Path, options: &PairedOptions) -> Result<PairedReport, Strin
         }
         tables.push((metric.clone(), rows));
     }
-    Ok(PairedReport { question, config_keys, options: options.clone(), seeds: seeds.into_iter().collect(), tables })
+    Ok(PairedReport {
+        question: questions.join("\n\n"),
+        config_keys,
+        arm_keys,
+        options: options.clone(),
+        seeds: seeds.into_iter().collect(),
+        tables,
+    })
 }
 
 /// A total order on floats for sort keys (numbers before text).
@@ -304,6 +485,9 @@ impl PairedReport {
             let _ = writeln!(s, "{}\n", self.question);
         }
         let _ = write!(s, "{}; mean ± half-width of the {pct} % Student-t interval", self.seeds_text());
+        if !self.options.average_over.is_empty() {
+            let _ = write!(s, "; each seed's value is its mean over {}", self.options.average_over.join(", "));
+        }
         if let Some((k, v)) = &self.options.baseline {
             let _ = write!(
                 s,
@@ -314,8 +498,12 @@ impl PairedReport {
         for (metric, rows) in &self.tables {
             let _ = writeln!(s, "\n### {metric}\n");
             let mut head: Vec<String> = self.config_keys.clone();
-            if let Some((k, _)) = &self.options.baseline {
-                head.push(k.clone());
+            if self.options.baseline.is_some() || !self.arm_keys.is_empty() {
+                head.push(match (&self.arm_keys[..], &self.options.baseline) {
+                    ([k], _) => k.clone(),
+                    (_, Some((k, _))) if self.arm_keys.len() <= 1 => k.clone(),
+                    _ => "arm".into(),
+                });
             }
             head.extend(["n".into(), format!("mean ± {pct} %")]);
             if self.options.baseline.is_some() {
@@ -325,7 +513,7 @@ impl PairedReport {
             let _ = writeln!(s, "|{}", "---|".repeat(head.len()));
             for r in rows {
                 let mut cells: Vec<String> = r.config.iter().map(|(_, v)| v.clone()).collect();
-                if self.options.baseline.is_some() {
+                if self.options.baseline.is_some() || !self.arm_keys.is_empty() {
                     cells.push(r.value.clone());
                 }
                 let n = if r.missing > 0 {

@@ -41,6 +41,7 @@ fn opts() -> PairedOptions {
         baseline: Some(("policy".into(), "base".into())),
         seeds: Some((4, 6)),
         level: 0.95,
+        ..PairedOptions::default()
     }
 }
 
@@ -102,8 +103,95 @@ fn paired_refuses_what_it_cannot_compare() {
     // Two runs of one configuration and seed (a key that differs but is not swept).
     let dup = sweep_dir("x1,5,base,4,1\nx2,5,base,4,2\n");
     let e = paired(dup.path(), &opts()).unwrap_err();
-    assert!(e.contains("line 3") && e.contains("second run for seed 4"), "{e}");
+    assert!(e.contains("line 3") && e.contains("second run of arm `base` for seed 4"), "{e}");
     let bad_seed = sweep_dir("x1,5,base,four,1\n");
     let e = paired(bad_seed.path(), &opts()).unwrap_err();
     assert!(e.contains("line 2") && e.contains("field `seed`"), "{e}");
+}
+
+/// A sweep directory named `name` under `root` with its swept keys and rows.
+fn sweep_at(root: &std::path::Path, name: &str, swept: &[&str], rows: &str) -> std::path::PathBuf {
+    let d = root.join(name);
+    fs::create_dir_all(&d).unwrap();
+    let keys: Vec<String> = swept.iter().map(|k| format!("\"{k}\"")).collect();
+    fs::write(d.join("sweep.json"), format!(r#"{{"question": "{name}", "swept": [{}]}}"#, keys.join(", "))).unwrap();
+    fs::write(d.join("summary.csv"), format!("run_id,{},makespan_s\n{rows}", swept.join(","))).unwrap();
+    d
+}
+
+#[test]
+fn several_sweeps_are_joined_by_configuration_and_seed() {
+    use dlsched::experiment::paired::paired_many;
+    let root = tempfile::tempdir().unwrap();
+    // GENIE with its own option, its baseline in another sweep, and a control
+    // sweep that does not sweep the predictor (it joins every predictor).
+    let a = sweep_at(
+        root.path(),
+        "genie",
+        &["rate", "predictor", "reading", "seed"],
+        "a1,t,oracle,strict,4,10\na2,t,oracle,strict,5,12\na3,t,noisy,strict,4,20\na4,t,noisy,strict,5,22\n",
+    );
+    let b = sweep_at(
+        root.path(),
+        "baselines",
+        &["rate", "predictor", "policy", "seed"],
+        "b1,t,oracle,cap,4,11\nb2,t,oracle,cap,5,14\nb3,t,noisy,cap,4,19\nb4,t,noisy,cap,5,25\n",
+    );
+    let c = sweep_at(root.path(), "fifo-ctl", &["rate", "seed"], "c1,t,4,9\nc2,t,5,13\n");
+    let o = PairedOptions {
+        metrics: vec!["makespan_s".into()],
+        baseline: Some(("policy".into(), "cap".into())),
+        by: Some(vec!["rate".into(), "predictor".into()]),
+        level: 0.95,
+        ..PairedOptions::default()
+    };
+    let r = paired_many(&[&a, &b, &c], &o).unwrap();
+    assert_eq!(r.config_keys, ["rate", "predictor"]);
+    let got: Vec<(String, String, f64)> = r.tables[0]
+        .1
+        .iter()
+        .filter_map(|row| Some((row.config[1].1.clone(), row.value.clone(), row.diff?.mean)))
+        .collect();
+    // noisy: fifo 9, 13 − cap 19, 25 = −10, −12 → −11; strict 20, 22 − 19, 25 = +1, −3 → −1.
+    // oracle: fifo 9, 13 − cap 11, 14 = −2, −1 → −1.5; strict 10, 12 − 11, 14 = −1, −2 → −1.5.
+    let want = [
+        ("noisy", "reading=strict", -1.0),
+        ("noisy", "sweep fifo-ctl", -11.0),
+        ("oracle", "reading=strict", -1.5),
+        ("oracle", "sweep fifo-ctl", -1.5),
+    ];
+    assert_eq!(got, want.map(|(p, a, d)| (p.to_string(), a.to_string(), d)));
+    // With the predictor left out of --by it names arms, and two of them have
+    // policy = cap: the baseline is ambiguous, and said so.
+    let e = paired_many(&[&b], &PairedOptions { by: Some(vec!["rate".into()]), ..o.clone() }).unwrap_err();
+    assert!(e.contains("several arms have it (predictor=noisy, policy=cap; predictor=oracle, policy=cap)"), "{e}");
+}
+
+#[test]
+fn average_over_a_key_pairs_only_seeds_with_the_same_values() {
+    let root = tempfile::tempdir().unwrap();
+    // base: seed 4 (10 + 20) / 2 = 15, seed 5 (12 + 22) / 2 = 17.
+    // x: seed 4 (11 + 23) / 2 = 17, seed 5 only load 0.5 → 12, not paired (different loads).
+    let d = sweep_at(
+        root.path(),
+        "loads",
+        &["load", "policy", "seed"],
+        "r1,0.5,base,4,10\nr2,1.0,base,4,20\nr3,0.5,base,5,12\nr4,1.0,base,5,22\nr5,0.5,x,4,11\nr6,1.0,x,4,23\nr7,0.5,x,5,12\n",
+    );
+    let o = PairedOptions {
+        metrics: vec!["makespan_s".into()],
+        baseline: Some(("policy".into(), "base".into())),
+        average_over: vec!["load".into()],
+        level: 0.95,
+        ..PairedOptions::default()
+    };
+    let r = paired(&d, &o).unwrap();
+    let rows = &r.tables[0].1;
+    assert_eq!(rows.len(), 2);
+    assert_eq!((rows[0].value.as_str(), rows[0].stat.mean), ("base", 16.0));
+    assert_eq!((rows[1].value.as_str(), rows[1].stat.mean), ("x", 14.5));
+    let dx = rows[1].diff.unwrap();
+    assert_eq!((dx.n, dx.mean), (1, 2.0));
+    assert_eq!(rows[1].verdict(), "too few seeds");
+    assert!(r.markdown().contains("each seed's value is its mean over load"));
 }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Result, anyhow, bail};
 use clap::Args;
 
-use dlsched::experiment::paired::{PairedOptions, paired};
+use dlsched::experiment::paired::{PairedOptions, paired_many};
 
 /// Output format of `dlsched paired`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -20,8 +20,12 @@ pub enum PairedFormat {
 
 #[derive(Args)]
 pub struct PairedArgs {
-    /// A sweep directory (with summary.csv and sweep.json), merged or not.
-    dir: PathBuf,
+    /// Sweep directories (each with summary.csv and sweep.json, merged or
+    /// not). Several are joined: runs of the same workloads in different
+    /// sweeps (a policy with its own options in one, its baselines in
+    /// another) are paired by configuration and seed.
+    #[arg(required = true, value_name = "SWEEP_DIR")]
+    dirs: Vec<PathBuf>,
     /// A summary.csv column to report (repeat for several), e.g.
     /// `makespan_s`, `jct_mean_s`, `qos_guarantee_rate`,
     /// `normalized_rate_cluster`.
@@ -33,6 +37,19 @@ pub struct PairedArgs {
     /// Without it, means and intervals only.
     #[arg(long, value_name = "KEY=VALUE")]
     baseline: Option<String>,
+    /// The configuration keys, comma-separated (default: every swept key but
+    /// `seed`, the baseline's key and --average-over). Runs are compared only
+    /// within a configuration; the swept keys left over name the arms
+    /// (`policy=genie, policy_opt.reading=strict`). A run from a sweep that
+    /// does not sweep a configuration key is compared in every configuration
+    /// that agrees with it on the keys it has (one control sweep for all).
+    #[arg(long, value_delimiter = ',', value_name = "KEY,...")]
+    by: Option<Vec<String>>,
+    /// Keys to average over, comma-separated (e.g. `load`): a seed's value is
+    /// its mean over their values, and arms are paired on a seed only when
+    /// they cover the same values.
+    #[arg(long, value_delimiter = ',', value_name = "KEY,...")]
+    average_over: Vec<String>,
     /// Only these seeds, `FROM-TO` inclusive (the reporting seeds of the
     /// protocol in experiments/README.md are 4-13).
     #[arg(long, value_name = "FROM-TO")]
@@ -69,8 +86,16 @@ pub fn paired_cmd(a: &PairedArgs) -> Result<ExitCode> {
         None => None,
     };
     let seeds = a.seeds.as_deref().map(parse_seeds).transpose()?;
-    let options = PairedOptions { metrics: a.metrics.clone(), baseline, seeds, level: a.level };
-    let report = paired(&a.dir, &options).map_err(anyhow::Error::msg)?;
+    let options = PairedOptions {
+        metrics: a.metrics.clone(),
+        baseline,
+        seeds,
+        level: a.level,
+        by: a.by.clone(),
+        average_over: a.average_over.clone(),
+    };
+    let dirs: Vec<&std::path::Path> = a.dirs.iter().map(PathBuf::as_path).collect();
+    let report = paired_many(&dirs, &options).map_err(anyhow::Error::msg)?;
     let text = match a.format {
         PairedFormat::Md => report.markdown(),
         PairedFormat::Csv => report.csv(),
