@@ -215,6 +215,7 @@ fn run_inner(
                     &db_name,
                     spec.seed,
                     genie_truth,
+                    spec.profile_batches,
                     artefacts,
                 )?;
                 for (rec, t) in &mut tasks {
@@ -356,6 +357,7 @@ fn run_inner(
         genie_truth: spec.rate_model.genie_truth(),
         rate_model: &policy_rates,
         predictor: spec.predictor,
+        genie_batches: spec.profile_batches,
     };
     let policy = match custom {
         Some(build) => build(&mut ctx)?,

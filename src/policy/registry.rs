@@ -565,6 +565,7 @@ impl BuildPolicy for GenieFamilyOptions {
                 &ctx.db_name,
                 ctx.seed,
                 ctx.genie_truth,
+                ctx.genie_batches,
                 ctx.artefacts,
             )?,
         };
