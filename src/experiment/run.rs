@@ -214,8 +214,11 @@ fn run_inner(
                     db,
                     &db_name,
                     spec.seed,
-                    genie_truth,
-                    spec.profile_batches,
+                    crate::policy::genie::ProfilerConfig {
+                        truth: genie_truth,
+                        batches: spec.profile_batches,
+                        ..Default::default()
+                    },
                     artefacts,
                 )?;
                 for (rec, t) in &mut tasks {

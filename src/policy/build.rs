@@ -283,7 +283,9 @@ pub fn load_genie_profiles(path: &Path) -> Result<GenieProfiles, TraceError> {
 /// A run's fitted GENIE models: loaded from `models` when given (through
 /// `artefacts` when it holds them), else profiled on the cluster's first
 /// partition with the run's seed (GENIE's offline profiler,
-/// [`super::genie::profile`]) at the batch sizes `batches` names.
+/// [`super::genie::profile`]) with the settings `profiler` (its ground
+/// truth and batch sizes; a loaded file must have been profiled with the same
+/// two).
 ///
 /// # Errors
 /// An unreadable file, or models fitted on another GPU type.
@@ -293,10 +295,10 @@ pub fn genie_profiles(
     db: &ProfileDb,
     db_name: &str,
     seed: u64,
-    truth: crate::profile::genie::GenieTruth,
-    batches: super::genie::ProfileBatches,
+    profiler: super::genie::ProfilerConfig,
     artefacts: &Artefacts,
 ) -> Result<GenieProfiles, RunError> {
+    let (truth, batches) = (profiler.truth, profiler.batches);
     let p = cluster.partition(VcId(0));
     let gpu_type = cluster.node(p.nodes[0]).gpu_type.clone();
     if let Some(path) = models {
@@ -334,8 +336,7 @@ pub fn genie_profiles(
         }
         return Ok(models);
     }
-    let cfg = super::genie::ProfilerConfig { truth, batches, ..Default::default() };
-    Ok(super::genie::profile(db, db_name, &gpu_type, p.nodes.len() as u32, p.max_node_gpus, seed, cfg))
+    Ok(super::genie::profile(db, db_name, &gpu_type, p.nodes.len() as u32, p.max_node_gpus, seed, profiler))
 }
 
 /// Refuses a sharing placement for a policy that places jobs on whole GPUs
