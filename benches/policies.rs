@@ -108,6 +108,7 @@ fn at_start(kind: &str, n: u64, db: &Arc<ProfileDb>, artefacts: &Artefacts) -> R
         genie_truth: GenieTruth::Table,
         rate_model: &policy_rates,
         predictor: Default::default(),
+        genie_batches: Default::default(),
     };
     let policy = spec.build(&mut ctx).map_err(|e| e.to_string())?;
     // Kept with `..Default::default()` so that new engine options leave it alone.

@@ -28,7 +28,7 @@ use crate::workload::synthetic::SyntheticSpec;
 /// defaults of [`to_run_spec`] (the command line's). Besides these, a key
 /// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
 /// kind (`--policy-opt NAME=VALUE` on the command line).
-pub const KEYS: [(&str, &str); 56] = [
+pub const KEYS: [(&str, &str); 57] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     (
@@ -76,6 +76,10 @@ pub const KEYS: [(&str, &str); 56] = [
     (
         "predictor",
         "fitted (default), oracle or noisy:P: what the GENIE family's and QSSF's predictions read (their fitted model or estimator; the simulator's truth, 0 % error; the truth x (1 + e), e uniform in [-P, P] %, seeded per task and placement)",
+    ),
+    (
+        "profile_batches",
+        "grid (default) or measured: the batch sizes GENIE's offline profiler measures (powers of two and global/d, mostly interpolated by the table; or only the per-GPU batches the public measurements contain)",
     ),
     ("seed", "a whole number"),
     ("jobs", "a whole number of synthetic jobs, 1 to 20,000,000"),
@@ -896,6 +900,7 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
         horizon_ms: r.num("horizon")?.map(|h| r.bounded("horizon", crate::bounds::horizon_ms(h))).transpose()?,
         allow_unfinished: r.flag("allow_unfinished")?,
         predictor: r.str("predictor")?.map(|s| r.bounded("predictor", s.parse())).transpose()?.unwrap_or_default(),
+        profile_batches: r.enumv("profile_batches")?.unwrap_or_default(),
     };
     spec.policy.validate()?;
     if let Some(e) = spec.predictor_refusal() {

@@ -214,7 +214,11 @@ fn run_inner(
                     db,
                     &db_name,
                     spec.seed,
-                    genie_truth,
+                    crate::policy::genie::ProfilerConfig {
+                        truth: genie_truth,
+                        batches: spec.profile_batches,
+                        ..Default::default()
+                    },
                     artefacts,
                 )?;
                 for (rec, t) in &mut tasks {
@@ -356,6 +360,7 @@ fn run_inner(
         genie_truth: spec.rate_model.genie_truth(),
         rate_model: &policy_rates,
         predictor: spec.predictor,
+        genie_batches: spec.profile_batches,
     };
     let policy = match custom {
         Some(build) => build(&mut ctx)?,

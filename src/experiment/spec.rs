@@ -276,6 +276,14 @@ pub struct RunSpec {
     /// other than `fitted`.
     #[serde(default, skip_serializing_if = "PredictorKind::is_fitted")]
     pub predictor: PredictorKind,
+    /// Which batch sizes GENIE's offline profiler measures
+    /// (`--profile-batches`, sweep key `profile_batches`): `grid` (default;
+    /// left out of manifests) or `measured` (only the per-GPU batches the
+    /// public measurements contain; [`crate::policy::genie::ProfileBatches`]).
+    /// Changes the fitted models of a run of GENIE tasks (so GENIE-family
+    /// decisions and the predicted ECT); no other run.
+    #[serde(default, skip_serializing_if = "crate::policy::genie::ProfileBatches::is_grid")]
+    pub profile_batches: crate::policy::genie::ProfileBatches,
 }
 
 /// The command line's defaults of a run, in one place: seed 1, timeline
@@ -306,6 +314,7 @@ impl RunSpec {
             horizon_ms: None,
             allow_unfinished: false,
             predictor: PredictorKind::Fitted,
+            profile_batches: crate::policy::genie::ProfileBatches::Grid,
         }
     }
 

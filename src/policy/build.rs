@@ -60,6 +60,8 @@ pub struct BuildContext<'a> {
     /// [`crate::policy::predictor`]): the default `fitted` leaves every
     /// policy as it was.
     pub predictor: crate::policy::predictor::PredictorKind,
+    /// Which batch sizes GENIE's profiler measures (`--profile-batches`).
+    pub genie_batches: super::genie::ProfileBatches,
 }
 
 impl BuildContext<'_> {
@@ -281,7 +283,9 @@ pub fn load_genie_profiles(path: &Path) -> Result<GenieProfiles, TraceError> {
 /// A run's fitted GENIE models: loaded from `models` when given (through
 /// `artefacts` when it holds them), else profiled on the cluster's first
 /// partition with the run's seed (GENIE's offline profiler,
-/// [`super::genie::profile`]).
+/// [`super::genie::profile`]) with the settings `profiler` (its ground
+/// truth and batch sizes; a loaded file must have been profiled with the same
+/// two).
 ///
 /// # Errors
 /// An unreadable file, or models fitted on another GPU type.
@@ -291,9 +295,10 @@ pub fn genie_profiles(
     db: &ProfileDb,
     db_name: &str,
     seed: u64,
-    truth: crate::profile::genie::GenieTruth,
+    profiler: super::genie::ProfilerConfig,
     artefacts: &Artefacts,
 ) -> Result<GenieProfiles, RunError> {
+    let (truth, batches) = (profiler.truth, profiler.batches);
     let p = cluster.partition(VcId(0));
     let gpu_type = cluster.node(p.nodes[0]).gpu_type.clone();
     if let Some(path) = models {
@@ -319,10 +324,19 @@ pub fn genie_profiles(
             ))
             .into());
         }
+        if models.config.batches != batches {
+            return Err(ConfigError(format!(
+                "{}: these GENIE models were profiled at `{}` batch sizes, the run asks for `{}` (--profile-batches); profile with `dlsched genie-profile --batches {}`",
+                path.display(),
+                models.config.batches.name(),
+                batches.name(),
+                batches.name()
+            ))
+            .into());
+        }
         return Ok(models);
     }
-    let cfg = super::genie::ProfilerConfig { truth, ..Default::default() };
-    Ok(super::genie::profile(db, db_name, &gpu_type, p.nodes.len() as u32, p.max_node_gpus, seed, cfg))
+    Ok(super::genie::profile(db, db_name, &gpu_type, p.nodes.len() as u32, p.max_node_gpus, seed, profiler))
 }
 
 /// Refuses a sharing placement for a policy that places jobs on whole GPUs

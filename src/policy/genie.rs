@@ -63,7 +63,7 @@ use crate::ids::{GpuId, JobId, VcId};
 use crate::job::{JobSpec, JobState, JobTable, TaskSpec};
 use crate::profile::RateModel;
 use crate::profile::db::ProfileDb;
-use crate::profile::genie::{GenieFit, Point, fit};
+use crate::profile::genie::{GenieFit, Point, fit, fit_with};
 pub use crate::profile::genie::{GenieTruth, GroundTruth, INFERENCE_STEP_FRACTION, TASK_MODELS, kind_name};
 use crate::profile::memo::WordState;
 
@@ -77,11 +77,69 @@ pub struct ProfilerConfig {
     /// The ground truth measured (default `table`; left out of saved models then).
     #[serde(default, skip_serializing_if = "GenieTruth::is_table")]
     pub truth: GenieTruth,
+    /// The batch sizes profiled (default `grid`; left out of saved models then).
+    #[serde(default, skip_serializing_if = "ProfileBatches::is_grid")]
+    pub batches: ProfileBatches,
 }
 
 impl Default for ProfilerConfig {
     fn default() -> Self {
-        ProfilerConfig { iterations_per_run: 100, noise_sd: 0.02, truth: GenieTruth::Table }
+        ProfilerConfig {
+            iterations_per_run: 100,
+            noise_sd: 0.02,
+            truth: GenieTruth::Table,
+            batches: ProfileBatches::Grid,
+        }
+    }
+}
+
+/// Which batch sizes GENIE's simulated profiler measures (`--profile-batches`,
+/// sweep key `profile_batches`; issue 31, point 3).
+///
+/// The ground truth it measures is the profile database's table
+/// (`profile::model::TableModel`, under `genie-k80` too for single-GPU
+/// times): exact only at the per-GPU batches the public measurements contain
+/// (Gavel's K80 rows: ResNet-50 16/32/64/128, LSTM 5/10/20/40/80, Transformer
+/// 16/32/64/128/256; the A100 rows of the substituted VGG-16 64/128/256 and
+/// Inception-v3 64/128), and elsewhere `at_batch`'s linear interpolation
+/// between the two neighbouring measured batches (below the smallest, the
+/// line through the two smallest points, bounded; above the largest,
+/// proportional). Under [`ProfileBatches::Grid`] the profiler measures at
+/// powers of two and at per-GPU batches `global / d` that are mostly such
+/// interpolated points, so its fit is in part fitted to our interpolation;
+/// [`ProfileBatches::Measured`] keeps to the measured batches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProfileBatches {
+    /// Single-GPU runs at 1, 2, 4, … up to the largest measured batch and at
+    /// the measured batches; multi-GPU runs at per-GPU batch `largest / d`
+    /// (the default; the profiler before the option existed).
+    #[default]
+    Grid,
+    /// Only at per-GPU batches the truth reads without batch interpolation
+    /// (its estimate's `fallbacks.batch` is false): single-GPU runs at the
+    /// measured single-GPU batches; each multi-GPU run at the largest such
+    /// batch of its split not above `largest / d` (else the smallest such
+    /// batch; no run when the split has none). A split fallback (a measured
+    /// split standing in for an unmeasured one) is kept: only the batch axis
+    /// is restricted. A type with two measured single-GPU batches (Inception-v3,
+    /// A100 64 and 128) gets a linear `sPR` (`k2 = 0`): a quadratic through
+    /// two points is not identified.
+    Measured,
+}
+
+impl ProfileBatches {
+    /// True for the default (left out of saved models and manifests).
+    pub fn is_grid(&self) -> bool {
+        *self == ProfileBatches::Grid
+    }
+
+    /// The name on the command line and in sweeps.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProfileBatches::Grid => "grid",
+            ProfileBatches::Measured => "measured",
+        }
     }
 }
 
@@ -231,6 +289,59 @@ pub fn profile(
     }
 }
 
+/// The profiling runs of one task type, in the order they are made: each a
+/// per-GPU batch and a split over servers (see [`profile`] and
+/// [`ProfileBatches`]).
+pub fn profile_plan(
+    truth: &GroundTruth<'_>,
+    model: &str,
+    inference: bool,
+    nodes: u32,
+    gpus_per_node: u32,
+    which: ProfileBatches,
+) -> Vec<(u32, Vec<u32>)> {
+    // Single-GPU runs: powers of two from 1 up to the largest batch measured
+    // for the model, and the measured batches themselves, so the fit covers
+    // the small per-GPU batches that splitting a task over many GPUs produces
+    // (`grid`); or only the batches measured on one GPU (`measured`).
+    let measured = truth.batches(model);
+    let largest = measured.last().copied().unwrap_or(32);
+    let batches: Vec<u32> = match which {
+        ProfileBatches::Grid => {
+            let mut v: Vec<u32> =
+                (0..32).map(|i| 1u32 << i).take_while(|&b| b <= largest).chain(measured.iter().copied()).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        }
+        ProfileBatches::Measured => {
+            measured.iter().copied().filter(|&b| truth.batch_measured(model, inference, b, &[1])).collect()
+        }
+    };
+    let mut plan: Vec<(u32, Vec<u32>)> = batches.into_iter().map(|b| (b, vec![1])).collect();
+    if !inference {
+        // At a fixed global batch (the largest measured one): `<d_node, 1>`
+        // for d_node = 2..N, then `<1, d_gpn>` for d_gpn = 2..G.
+        let global = largest;
+        let splits = (2..=nodes).map(|d| vec![1; d as usize]).chain((2..=gpus_per_node).map(|d| vec![d]));
+        for split in splits {
+            let d: u32 = split.iter().sum();
+            let b = match which {
+                ProfileBatches::Grid => Some(global / d),
+                ProfileBatches::Measured => {
+                    let ok: Vec<u32> =
+                        measured.iter().copied().filter(|&b| truth.batch_measured(model, false, b, &split)).collect();
+                    ok.iter().rev().find(|&&b| b <= global / d).or(ok.first()).copied()
+                }
+            };
+            if let Some(b) = b {
+                plan.push((b, split));
+            }
+        }
+    }
+    plan
+}
+
 /// Profiles one task type (see [`profile`]) with measurement noise drawn from `rng`.
 #[allow(clippy::too_many_arguments)]
 pub fn profile_type(
@@ -253,28 +364,14 @@ pub fn profile_type(
         gpu_s += f64::from(n) * cfg.iterations_per_run as f64 * t;
         points.push((b, split, t));
     };
-    // Single-GPU runs: powers of two from 1 up to the largest batch measured
-    // for the model, and the measured batches themselves, so the fit covers
-    // the small per-GPU batches that splitting a task over many GPUs produces.
-    let measured = truth.batches(model);
-    let largest = measured.last().copied().unwrap_or(32);
-    let mut batches: Vec<u32> =
-        (0..32).map(|i| 1u32 << i).take_while(|&b| b <= largest).chain(measured.iter().copied()).collect();
-    batches.sort_unstable();
-    batches.dedup();
-    for &b in &batches {
-        measure(b, vec![1], rng);
+    for (b, split) in profile_plan(truth, model, inference, nodes, gpus_per_node, cfg.batches) {
+        measure(b, split, rng);
     }
-    if !inference {
-        let global = largest;
-        for d_node in 2..=nodes {
-            measure(global / d_node, vec![1; d_node as usize], rng);
-        }
-        for d_gpn in 2..=gpus_per_node {
-            measure(global / d_gpn, vec![d_gpn], rng);
-        }
-    }
-    let mut f = fit(&points).unwrap_or(GenieFit { k: [0.0; 3], gamma: 0.0, lambda: f64::NAN });
+    let fitted = match cfg.batches {
+        ProfileBatches::Grid => fit(&points),
+        ProfileBatches::Measured => fit_with(&points, true),
+    };
+    let mut f = fitted.unwrap_or(GenieFit { k: [0.0; 3], gamma: 0.0, lambda: f64::NAN });
     // A penalty is a loss: a negative fit (noise, or a ground truth that
     // scales better than the model's form) is read as none.
     if f.gamma.is_nan() || f.gamma <= 0.0 {

@@ -564,7 +564,11 @@ impl BuildPolicy for GenieFamilyOptions {
                 &ctx.db(),
                 &ctx.db_name,
                 ctx.seed,
-                ctx.genie_truth,
+                super::genie::ProfilerConfig {
+                    truth: ctx.genie_truth,
+                    batches: ctx.genie_batches,
+                    ..Default::default()
+                },
                 ctx.artefacts,
             )?,
         };

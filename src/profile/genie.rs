@@ -120,6 +120,15 @@ pub type Point = (u32, Vec<u32>, f64);
 
 /// Fits GENIE's model to the points of one (model, GPU type).
 pub fn fit(points: &[Point]) -> Option<GenieFit> {
+    fit_with(points, false)
+}
+
+/// [`fit`], and with `linear_if_two` a linear `sPR(b) = k0 + k1 b`
+/// (`k2 = 0`) when the single-GPU points have exactly two distinct batches
+/// (a quadratic through two points is not identified; GENIE's profiler
+/// under `--profile-batches measured`, where the public rows of a model give
+/// only two). `None` below that.
+pub fn fit_with(points: &[Point], linear_if_two: bool) -> Option<GenieFit> {
     let single: Vec<(f64, f64)> = points
         .iter()
         .filter(|p| p.1 == [1])
@@ -128,16 +137,20 @@ pub fn fit(points: &[Point]) -> Option<GenieFit> {
     let mut batches: Vec<f64> = single.iter().map(|s| s.0).collect();
     batches.sort_by(f64::total_cmp);
     batches.dedup();
-    if batches.len() < 3 {
+    let linear = linear_if_two && batches.len() == 2;
+    if batches.len() < 3 && !linear {
         return None;
     }
     // Relative least squares (each point weighted by 1 / its rate): per-GPU
     // rates span an order of magnitude over the batches, and an absolute fit
     // would sacrifice the small batches to the large ones.
-    let rows: Vec<Vec<f64>> = single.iter().map(|&(b, y)| vec![1.0 / y, b / y, b * b / y]).collect();
+    let rows: Vec<Vec<f64>> = single
+        .iter()
+        .map(|&(b, y)| if linear { vec![1.0 / y, b / y] } else { vec![1.0 / y, b / y, b * b / y] })
+        .collect();
     let ys: Vec<f64> = vec![1.0; single.len()];
     let k = least_squares(&rows, &ys)?;
-    let mut f = GenieFit { k: [k[0], k[1], k[2]], gamma: 0.0, lambda: f64::NAN };
+    let mut f = GenieFit { k: [k[0], k[1], k.get(2).copied().unwrap_or(0.0)], gamma: 0.0, lambda: f64::NAN };
     let mut comm_rows = Vec::new();
     let mut comm_y = Vec::new();
     for (b, split, t) in points.iter().filter(|p| p.1.iter().sum::<u32>() > 1) {
@@ -562,6 +575,14 @@ impl<'a> GroundTruth<'a> {
     /// True when `model` has measured rows on the truth's GPU type (no GPU-type transfer).
     pub fn measured_on_gpu(&self, model: &str) -> bool {
         !self.table.resolve_gpu(model, &self.gpu_type).2
+    }
+
+    /// True when the truth reads `model` at per-GPU batch `b` on `split`
+    /// (one GPU for inference) without interpolating between measured
+    /// batches: its estimate has no batch fallback (`profile::model`, rule 4).
+    pub fn batch_measured(&self, model: &str, inference: bool, b: u32, split: &[u32]) -> bool {
+        let split: &[u32] = if inference { &[1] } else { split };
+        !self.model().iter_time(model, &self.gpu_type, b.max(1), split).fallbacks.batch
     }
 
     /// Batches measured for `model` on the GPU type (or on its best-covered type).

@@ -561,3 +561,114 @@ fn the_index_follows_online_profiling() {
         assert!(m["task_types_profiled_online"] > 0.0, "{variant:?}: {m:?}");
     }
 }
+
+#[test]
+fn measured_profiling_runs_only_at_the_batches_the_table_measured() {
+    use dlsched::policy::genie::{GroundTruth, ProfileBatches, TASK_MODELS, profile_plan};
+    let db = ProfileDb::builtin();
+    let truth = GroundTruth::new(&db, "k80");
+    // ResNet-50 training on lab16 (4 nodes x 4 K80). The builtin table's K80
+    // rows (Gavel, throughput.csv): one GPU at per-GPU batches 16, 32, 64,
+    // 128; `spread` 2 and 4 GPUs (read for <2,1>, <4,1>) at 16, 32; one server
+    // of 2 and 4 GPUs at 16, 32, 64; no 3-GPU row, so <3,1> and <1,3> read the
+    // 2-GPU one-server rows (weak scaling, profile::model rule 3) at 16, 32, 64.
+    // The largest measured batch, 128, is the global batch of the multi-GPU
+    // runs; `measured` takes the largest measured per-GPU batch <= 128 / d:
+    // d = 2: 64 on <1,2>, but only 32 on spread <2,1>; d = 3: 32 (<= 42);
+    // d = 4: 32.
+    let measured = profile_plan(&truth, "resnet50-imagenet", false, 4, 4, ProfileBatches::Measured);
+    let want: Vec<(u32, Vec<u32>)> = vec![
+        (16, vec![1]),
+        (32, vec![1]),
+        (64, vec![1]),
+        (128, vec![1]),
+        (32, vec![1, 1]),
+        (32, vec![1, 1, 1]),
+        (32, vec![1, 1, 1, 1]),
+        (64, vec![2]),
+        (32, vec![3]),
+        (32, vec![4]),
+    ];
+    assert_eq!(measured, want);
+    // The grid (default): powers of two 1..128 on one GPU, then 128 / d.
+    let grid = profile_plan(&truth, "resnet50-imagenet", false, 4, 4, ProfileBatches::Grid);
+    let mut want: Vec<(u32, Vec<u32>)> = [1u32, 2, 4, 8, 16, 32, 64, 128].iter().map(|&b| (b, vec![1])).collect();
+    want.extend([
+        (64, vec![1, 1]),
+        (42, vec![1, 1, 1]),
+        (32, vec![1, 1, 1, 1]),
+        (64, vec![2]),
+        (42, vec![3]),
+        (32, vec![4]),
+    ]);
+    assert_eq!(grid, want);
+    // Inference: one GPU only, the same four batches.
+    let infer = profile_plan(&truth, "resnet50-imagenet", true, 4, 4, ProfileBatches::Measured);
+    assert_eq!(infer, vec![(16, vec![1]), (32, vec![1]), (64, vec![1]), (128, vec![1])]);
+    // Independently of the plan: under `measured` no point of any task type
+    // is a batch the table interpolates (its estimate has no batch
+    // fallback), under both truths; the grid has some (batch 1 is below every
+    // model's smallest measured batch, 42 between two).
+    for t in [dlsched::policy::genie::GenieTruth::Table, dlsched::policy::genie::GenieTruth::GenieK80] {
+        let truth = GroundTruth::with(&db, "k80", t);
+        let mut interpolated_in_grid = 0;
+        for (_, model) in TASK_MODELS {
+            for inference in [false, true] {
+                for (b, split) in profile_plan(&truth, model, inference, 4, 4, ProfileBatches::Measured) {
+                    assert!(
+                        truth.batch_measured(model, inference, b, &split),
+                        "{t:?} {model} {inference} {b} {split:?}"
+                    );
+                }
+                interpolated_in_grid += profile_plan(&truth, model, inference, 4, 4, ProfileBatches::Grid)
+                    .iter()
+                    .filter(|(b, split)| !truth.batch_measured(model, inference, *b, split))
+                    .count();
+            }
+        }
+        assert!(interpolated_in_grid > 0, "{t:?}");
+    }
+}
+
+#[test]
+fn a_type_with_two_measured_batches_gets_a_linear_fit() {
+    use dlsched::policy::genie::ProfileBatches;
+    // Inception-v3 (GENIE's googlenet and inception3 types) is measured on one
+    // GPU only on A100, at batches 64 and 128 (transferred to K80): under
+    // `measured` two single-GPU runs (inference: 2 runs, no multi-GPU), and
+    // a linear sPR, k2 = 0; the quadratic of the grid has k2 != 0.
+    let db = ProfileDb::builtin();
+    let cfg = ProfilerConfig { batches: ProfileBatches::Measured, ..Default::default() };
+    let m = dlsched::policy::genie::profile(&db, "builtin", "k80", 4, 4, 1, cfg);
+    let t = &m.types["inception3-infer"];
+    assert_eq!(t.runs, 2);
+    assert_eq!(t.k[2], 0.0);
+    assert!(t.k[0] > 0.0 && t.k[1].is_finite());
+    let g = dlsched::policy::genie::profile(&db, "builtin", "k80", 4, 4, 1, ProfilerConfig::default());
+    assert_ne!(g.types["inception3-infer"].k[2], 0.0);
+    // ResNet-50 training: the ten runs listed in the test above.
+    assert_eq!(m.types["resnet50-train"].runs, 10);
+    assert_eq!(g.types["resnet50-train"].runs, 14);
+}
+
+#[test]
+fn the_run_spec_names_the_profiled_batches_and_they_change_the_fit() {
+    use dlsched::policy::genie::ProfileBatches;
+    let grid = genie_spec(GenieVariant::Genie, 1, 10.0);
+    let measured = RunSpec { profile_batches: ProfileBatches::Measured, ..grid.clone() };
+    // The default is left out of the manifest (so earlier outputs stay
+    // byte-identical); `measured` is written and read back.
+    let g = serde_json::to_string(&grid).unwrap();
+    let m = serde_json::to_string(&measured).unwrap();
+    assert!(!g.contains("profile_batches"), "{g}");
+    assert!(m.contains("\"profile_batches\":\"measured\""), "{m}");
+    assert_eq!(serde_json::from_str::<RunSpec>(&m).unwrap(), measured);
+    let a = run_one(&grid, |_| {}).unwrap();
+    let b = run_one(&measured, |_| {}).unwrap();
+    assert_eq!(b.summary.jobs_completed, b.summary.jobs_total);
+    assert_ne!(
+        serde_json::to_string(&a.summary).unwrap(),
+        serde_json::to_string(&b.summary).unwrap(),
+        "other fitted models, other predictions"
+    );
+}

@@ -27,6 +27,12 @@ pub(crate) struct GenieProfileArgs {
     /// task types; the truth of runs at `--rate-model genie-k80`).
     #[arg(long, value_enum, default_value_t = dlsched::profile::genie::GenieTruth::Table)]
     pub(crate) truth: dlsched::profile::genie::GenieTruth,
+    /// The batch sizes measured: `grid` (default: powers of two up to the
+    /// largest measured batch, the measured ones, and per-GPU batch
+    /// largest/d on d GPUs, mostly points the table interpolates) or
+    /// `measured` (only the per-GPU batches the public measurements contain).
+    #[arg(long, value_enum, default_value_t = dlsched::policy::genie::ProfileBatches::Grid)]
+    pub(crate) batches: dlsched::policy::genie::ProfileBatches,
     /// A profile database directory as ground truth instead of the builtin one.
     #[arg(long, value_name = "DIR")]
     pub(crate) profiles: Option<PathBuf>,
@@ -57,7 +63,8 @@ pub(crate) fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
     let (nodes, gpn) = (part.nodes.len() as u32, part.max_node_gpus);
     let gpu_type = cluster.node(part.nodes[0]).gpu_type.clone();
     let name = a.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
-    let cfg = ProfilerConfig { iterations_per_run: a.iterations, noise_sd: a.noise, truth: a.truth };
+    let cfg =
+        ProfilerConfig { iterations_per_run: a.iterations, noise_sd: a.noise, truth: a.truth, batches: a.batches };
     if a.truth == dlsched::profile::genie::GenieTruth::GenieK80
         && !gpu_type.eq_ignore_ascii_case(dlsched::profile::genie::K80)
     {

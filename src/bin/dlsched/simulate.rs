@@ -236,6 +236,16 @@ pub(crate) struct SimulateArgs {
     #[arg(long, value_name = "fitted|oracle|noisy:P")]
     pub(crate) predictor: Option<String>,
 
+    /// Which batch sizes GENIE's offline profiler measures (runs of
+    /// --workload genie; no effect elsewhere). grid (default): single-GPU
+    /// runs at 1, 2, 4, ... up to the largest measured batch and at the
+    /// measured ones, multi-GPU runs at per-GPU batch largest/d, most of
+    /// which the profile table interpolates between measured batches.
+    /// measured: only at per-GPU batches the public measurements contain,
+    /// so the fit is not fitted to our interpolation.
+    #[arg(long, value_enum, value_name = "grid|measured")]
+    pub(crate) profile_batches: Option<dlsched::policy::genie::ProfileBatches>,
+
     /// Master seed for every random stream (synthetic workload, policies).
     #[arg(long, default_value_t = dlsched::experiment::DEFAULT_SEED)]
     pub(crate) seed: u64,
@@ -308,7 +318,7 @@ pub(crate) enum WorkloadKind {
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 57] = [
+pub(crate) const SPEC_ARGS: [&str; 58] = [
     "trace",
     "policy_opt",
     "checkpoint",
@@ -352,6 +362,7 @@ pub(crate) const SPEC_ARGS: [&str; 57] = [
     "placement",
     "rate_model",
     "predictor",
+    "profile_batches",
     "profiles",
     "max_tenants",
     "mem_headroom",
@@ -405,6 +416,9 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     put("rate_model", Value::Str(value_name(&a.rate_model)));
     if let Some(p) = &a.predictor {
         put("predictor", Value::Str(p.clone()));
+    }
+    if let Some(b) = a.profile_batches {
+        put("profile_batches", Value::Str(b.name().into()));
     }
     put("max_tenants", Value::UInt(a.max_tenants.into()));
     put("mem_headroom", Value::Float(a.mem_headroom));
