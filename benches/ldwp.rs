@@ -18,7 +18,7 @@ use dlsched::cluster::{Cluster, ClusterPreset, ClusterSpec};
 use dlsched::ids::{JobId, NodeId, VcId};
 use dlsched::job::{JobSpec, JobTable};
 use dlsched::policy::View;
-use dlsched::policy::ldwp::{Dqn, LdwpParams, encode, vocab_index};
+use dlsched::policy::ldwp::{Dqn, LdwpParams, NodeInputs, encode, vocab_index};
 use dlsched::policy::nodesel::{Dispatch, NodeLoad};
 use dlsched::profile::db::ProfileDb;
 use dlsched::time::SimTime;
@@ -66,6 +66,7 @@ fn loads(cluster: &Cluster) -> Vec<NodeLoad<'_>> {
                 gpu_mem_util: 0.3 * f64::from(held) / f64::from(ns.gpus),
                 job_rate: if feasible { 1.0 } else { 0.0 },
                 job_run_s: if feasible { 3600.0 } else { f64::INFINITY },
+                cpu_util: 0.0,
                 uplink_mb_s: 0.0,
                 downlink_mb_s: 0.0,
             }
@@ -90,7 +91,7 @@ fn decision(c: &mut Criterion) {
         let d = Dispatch { now: view.now, job: JobId(0), spec: jobs.spec(JobId(0)), nodes: &nodes, view: &view };
         group.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter(|| {
-                let s = encode(black_box(&d), &vocab);
+                let s = encode(black_box(&d), &vocab, NodeInputs::Zero);
                 let mask: Vec<bool> = d.nodes.iter().map(|n| n.feasible).collect();
                 black_box(dqn.greedy(&s, &mask))
             });

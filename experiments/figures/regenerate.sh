@@ -189,7 +189,7 @@ if wanted ldwp; then
         echo "== ldwp-one: dlsched simulate --policy ldwp ... --out $RUNS/ldwp-one"
         t0=$SECONDS
         "$DLSCHED" simulate --policy ldwp --cluster ldwp-testbed --rate-model table --jobs 1500 \
-            --max-job-gpus 4 --load 1.0 --seed 1 --out "$RUNS/ldwp-one" >"$RUNS/ldwp-one.log"
+            --max-job-gpus 4 --load 1.0 --seed 4 --out "$RUNS/ldwp-one" >"$RUNS/ldwp-one.log"
         echo "   wall time $((SECONDS - t0)) s"
     fi
     "$DLSCHED" plot "$RUNS/ldwp-one" >/dev/null

@@ -27,11 +27,15 @@
 //!     sorted, kept in the model file), `ln(1+batch)/ln(1025)`, GPUs asked /
 //!     the largest node's GPUs, and its predicted run time on the fastest
 //!     feasible node `h(s) = ln(1 + s/3600)/ln(1001)`; then per node the six
-//!     utilisations of the paper in its order — CPU **0** (dlsched models no
-//!     CPUs), GPU (`NodeLoad::gpu_util`: GPUs held / GPUs), host memory **0**
-//!     (not modelled), GPU memory (`NodeLoad::gpu_mem_util`, the memory
-//!     model), uplink and downlink **0** (`NodeLoad`'s network proxies, zero:
-//!     dispatched jobs run inside one node) — and six of ours: feasible (0/1),
+//!     utilisations of the paper in its order — CPU, GPU (`NodeLoad::gpu_util`:
+//!     GPUs held / GPUs), host memory **0** (not modelled), GPU memory
+//!     (`NodeLoad::gpu_mem_util`, the memory model), uplink and downlink; CPU,
+//!     uplink and downlink are **0** by default ([`NodeInputs::Zero`]) and,
+//!     with `params.node_inputs = "load-model"`, come from the host-load model
+//!     of [`crate::profile::resources::HostLoad`] (ours: data-loading cores
+//!     from the samples/s, gradient all-reduce MB/s from the parameter count
+//!     and iteration time; `experiments/ldwp.md` measures the difference) —
+//!     and six of ours: feasible (0/1),
 //!     the SM-utilisation proxy, free GPUs / GPUs, `q/(1+q)` of the queue
 //!     length, `h` of the node's predicted backlog (outstanding GPU-work /
 //!     GPUs, s), `h` of the job's predicted run time there (0 if infeasible).
@@ -94,6 +98,32 @@ pub enum RewardKind {
     CompletionsDelta,
 }
 
+/// What fills the paper's CPU, host-memory and uplink/downlink inputs of
+/// each node block ([`encode`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeInputs {
+    /// All four 0 (dlsched had no CPU or network model; the default, so the
+    /// shipped `policies/ldwp-lab16.json` and every earlier run keep their
+    /// meaning).
+    #[default]
+    Zero,
+    /// CPU = [`NodeLoad::cpu_util`](super::nodesel::NodeLoad::cpu_util),
+    /// uplink and downlink = `q/(1+q)` with `q` = the node's all-reduce
+    /// MB/s / 1,000, from the host-load model of
+    /// [`crate::profile::resources::HostLoad`] (ours); host memory stays 0
+    /// (no model).
+    LoadModel,
+}
+
+impl NodeInputs {
+    /// True for the default (so that saved models and manifests of default
+    /// runs do not change).
+    pub fn is_zero(&self) -> bool {
+        *self == NodeInputs::Zero
+    }
+}
+
 /// Every open choice of LDWP, with our defaults (module docs say which are the
 /// paper's).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -125,6 +155,11 @@ pub struct LdwpParams {
     pub reward: RewardKind,
     /// Window of [`RewardKind::CompletionsDelta`], s (ours: 3,600).
     pub window_s: f64,
+    /// The paper's CPU and network inputs: zero (default) or the host-load
+    /// model (`policy_opt.params.node_inputs = "load-model"`). Not written
+    /// when zero.
+    #[serde(skip_serializing_if = "NodeInputs::is_zero")]
+    pub node_inputs: NodeInputs,
 }
 
 impl Default for LdwpParams {
@@ -143,6 +178,7 @@ impl Default for LdwpParams {
             pretrain_scale: 0.1,
             reward: RewardKind::RateDelta,
             window_s: 3600.0,
+            node_inputs: NodeInputs::Zero,
         }
     }
 }
@@ -522,10 +558,11 @@ pub fn vocab_index(models: &[String]) -> BTreeMap<String, usize> {
 /// [`input_width`]`(vocab.len(), nodes.len())`:
 ///
 /// `[one-hot(model) | ln(1+batch)/ln(1025), gpus / max node GPUs, h(fastest
-/// run s)] ++ per node [CPU 0, GPU util, host mem 0, GPU-mem util, uplink 0,
-/// downlink 0, feasible, SM proxy, free/GPUs, q/(1+q), h(backlog s), h(run s)]`
-/// with `h` = [`squash_s`].
-pub fn encode(d: &Dispatch<'_>, vocab: &BTreeMap<String, usize>) -> Vec<f64> {
+/// run s)] ++ per node [CPU, GPU util, host mem 0, GPU-mem util, uplink,
+/// downlink, feasible, SM proxy, free/GPUs, q/(1+q), h(backlog s), h(run s)]`
+/// with `h` = [`squash_s`]; CPU, uplink and downlink are 0 under
+/// [`NodeInputs::Zero`], else as [`NodeInputs::LoadModel`] says.
+pub fn encode(d: &Dispatch<'_>, vocab: &BTreeMap<String, usize>, inputs: NodeInputs) -> Vec<f64> {
     let mut x = vec![0.0; input_width(vocab.len(), d.nodes.len())];
     if let Some(i) = d.spec.model().and_then(|m| vocab.get(m)) {
         x[*i] = 1.0;
@@ -540,13 +577,15 @@ pub fn encode(d: &Dispatch<'_>, vocab: &BTreeMap<String, usize>) -> Vec<f64> {
     for (k, n) in d.nodes.iter().enumerate() {
         let o = v + JOB_EXTRA + PER_NODE * k;
         let g = f64::from(n.gpus.max(1));
-        x[o] = 0.0; // CPU utilisation: not modelled
         x[o + 1] = n.gpu_util.clamp(0.0, 1.0);
         x[o + 2] = 0.0; // host-memory utilisation: not modelled
         x[o + 3] = n.gpu_mem_util.clamp(0.0, 1.0);
-        // Network proxies: zero in NodeLoad (module docs); kept as inputs.
-        x[o + 4] = 0.0;
-        x[o + 5] = 0.0;
+        if inputs == NodeInputs::LoadModel {
+            x[o] = n.cpu_util.clamp(0.0, 1.0);
+            let (up, down) = (n.uplink_mb_s.max(0.0) / 1000.0, n.downlink_mb_s.max(0.0) / 1000.0);
+            x[o + 4] = up / (1.0 + up);
+            x[o + 5] = down / (1.0 + down);
+        }
         x[o + 6] = if n.feasible { 1.0 } else { 0.0 };
         x[o + 7] = n.sm_util.clamp(0.0, 1.0);
         x[o + 8] = f64::from(n.gpus_free) / g;
@@ -581,6 +620,8 @@ pub struct LdwpSelector {
     mode: LdwpMode,
     agent: Arc<Mutex<Dqn>>,
     vocab: BTreeMap<String, usize>,
+    /// The agent's [`LdwpParams::node_inputs`].
+    inputs: NodeInputs,
     total_gpus: f64,
     live: BTreeSet<JobId>,
     completions_ms: VecDeque<u64>,
@@ -595,11 +636,13 @@ pub struct LdwpSelector {
 impl LdwpSelector {
     /// A selector in `mode` over `agent` for a cluster of `total_gpus` GPUs.
     pub fn new(mode: LdwpMode, agent: Arc<Mutex<Dqn>>, total_gpus: u32) -> Self {
-        let vocab = vocab_index(&agent.lock().map(|a| a.models.clone()).unwrap_or_default());
+        let (models, inputs) = agent.lock().map(|a| (a.models.clone(), a.params.node_inputs)).unwrap_or_default();
+        let vocab = vocab_index(&models);
         LdwpSelector {
             mode,
             agent,
             vocab,
+            inputs,
             total_gpus: f64::from(total_gpus.max(1)),
             live: BTreeSet::new(),
             completions_ms: VecDeque::new(),
@@ -649,7 +692,7 @@ impl NodeSelector for LdwpSelector {
     }
 
     fn select(&mut self, d: &Dispatch<'_>) -> usize {
-        let s = encode(d, &self.vocab);
+        let s = encode(d, &self.vocab, self.inputs);
         let mask: Vec<bool> = d.nodes.iter().map(|n| n.feasible).collect();
         let agent = self.agent.clone();
         let mut agent = agent.lock().expect("ldwp agent lock");
@@ -1030,8 +1073,9 @@ mod tests {
             gpu_mem_util: 0.5,
             job_rate: if feasible { 1.0 } else { 0.0 },
             job_run_s: if feasible { run_s } else { f64::INFINITY },
-            uplink_mb_s: 0.0,
-            downlink_mb_s: 0.0,
+            cpu_util: 0.375,
+            uplink_mb_s: 1000.0,
+            downlink_mb_s: 3000.0,
         }
     }
 
@@ -1067,7 +1111,7 @@ mod tests {
     fn encode_by_hand() {
         let nodes = [node(0, true, 4, 0, 0.0, 3600.0), node(1, false, 1, 3, 4.0 * 7200.0, 0.0)];
         let vocab = vocab_index(&["a".to_string(), "b".to_string()]);
-        let x = with_dispatch(&nodes, |d| encode(d, &vocab));
+        let x = with_dispatch(&nodes, |d| encode(d, &vocab, NodeInputs::Zero));
         let h = |s: f64| (s / 3600.0).ln_1p() / 1001f64.ln();
         #[rustfmt::skip]
         let want = [
@@ -1082,6 +1126,34 @@ mod tests {
         for (i, (a, b)) in x.iter().zip(want).enumerate() {
             assert!((a - b).abs() < 1e-15, "input {i}: {a} vs {b}");
         }
+    }
+
+    /// The load-model inputs by hand (the nodes of `encode_by_hand`, CPU
+    /// 0.375, uplink 1,000 MB/s, downlink 3,000 MB/s): CPU as given, uplink
+    /// q = 1 → 1/2, downlink q = 3 → 3/4; host memory stays 0; every other
+    /// input equals the zero encoding's.
+    #[test]
+    fn encode_load_model_by_hand() {
+        let nodes = [node(0, true, 4, 0, 0.0, 3600.0), node(1, false, 1, 3, 4.0 * 7200.0, 0.0)];
+        let vocab = vocab_index(&["a".to_string(), "b".to_string()]);
+        let zero = with_dispatch(&nodes, |d| encode(d, &vocab, NodeInputs::Zero));
+        let x = with_dispatch(&nodes, |d| encode(d, &vocab, NodeInputs::LoadModel));
+        for k in 0..2 {
+            let o = 2 + JOB_EXTRA + PER_NODE * k;
+            assert_eq!(zero[o..o + 6].iter().filter(|&&v| v == 0.0).count(), if k == 0 { 5 } else { 4 });
+            assert_eq!([x[o], x[o + 2], x[o + 4], x[o + 5]], [0.375, 0.0, 0.5, 0.75], "node {k}");
+            for i in [1, 3, 6, 7, 8, 9, 10, 11] {
+                assert_eq!(x[o + i], zero[o + i], "node {k} input {i}");
+            }
+        }
+        // The option is not written when zero, so saved models and
+        // manifests of default runs keep their bytes.
+        let json = serde_json::to_string(&LdwpParams::default()).unwrap();
+        assert!(!json.contains("node_inputs"), "{json}");
+        let p = LdwpParams { node_inputs: NodeInputs::LoadModel, ..Default::default() };
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(json.contains(r#""node_inputs":"load-model""#), "{json}");
+        assert_eq!(serde_json::from_str::<LdwpParams>(&json).unwrap(), p);
     }
 
     /// Pre-training follows min-ECT: node 0's ECT is 0 / 4 + 7,200 = 7,200 s,

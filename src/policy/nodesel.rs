@@ -63,7 +63,7 @@ use crate::cluster::Cluster;
 use crate::ids::{GpuId, JobId, NodeId};
 use crate::job::{JobSpec, JobTable};
 use crate::profile::RateModel;
-use crate::profile::resources::SmUtil;
+use crate::profile::resources::{CORES_PER_GPU, SmUtil};
 use crate::time::SimTime;
 
 /// A read-only snapshot of one node at a dispatch decision, as the
@@ -111,12 +111,18 @@ pub struct NodeLoad<'a> {
     /// The job's predicted run time here, s (trace duration / `job_rate`);
     /// infinite on an infeasible node.
     pub job_run_s: f64,
-    /// Uplink rate proxy, MB/s. Always 0: dispatched jobs run inside one
-    /// node, and dlsched models no input streaming, so no inter-node
-    /// traffic is generated (the paper's uplink/downlink rates have no
-    /// counterpart; documented as zero, `specs/policies.md` §5.5).
+    /// CPU utilisation now under the host-load model (ours,
+    /// [`crate::profile::resources::HostLoad`]): Σ over running jobs of
+    /// their CPU cores on this node / (`CORES_PER_GPU` × GPUs), in [0, 1].
+    pub cpu_util: f64,
+    /// Uplink rate, MB/s, under the host-load model (ours,
+    /// [`crate::profile::resources::HostLoad`]): Σ over the jobs running
+    /// here of their gradient all-reduce traffic. A dispatched job runs
+    /// inside one node, so this is traffic on the node's interconnect, not
+    /// its NIC; dlsched models no input streaming (the paper's
+    /// uplink/downlink rates of streamed video have no counterpart).
     pub uplink_mb_s: f64,
-    /// Downlink rate proxy, MB/s; 0 as `uplink_mb_s`.
+    /// Downlink rate, MB/s: as `uplink_mb_s` (a ring receives what it sends).
     pub downlink_mb_s: f64,
 }
 
@@ -288,6 +294,8 @@ struct Running {
     /// Predicted end, ms.
     pred_end_ms: f64,
     mem_mib: u64,
+    /// Its host load per GPU held (CPU cores, MB/s), on its first node's type.
+    host_per_gpu: (f64, f64),
 }
 
 /// A job waiting in a node's queue.
@@ -308,6 +316,9 @@ struct NodeState {
     held: u32,
     mem_used_mib: u64,
     sm_sum: f64,
+    /// Σ CPU cores and Σ all-reduce MB/s of the jobs running here (host-load model).
+    cpu_cores: f64,
+    comm_mb_s: f64,
     running: BTreeSet<JobId>,
     /// Time integrals since the first arrival: GPUs held × ms, MiB × ms.
     busy_gpu_ms: f64,
@@ -440,8 +451,9 @@ impl NodeDispatch {
                     },
                     job_rate,
                     job_run_s,
-                    uplink_mb_s: 0.0,
-                    downlink_mb_s: 0.0,
+                    cpu_util: (st.cpu_cores / (CORES_PER_GPU * g)).clamp(0.0, 1.0),
+                    uplink_mb_s: st.comm_mb_s.max(0.0),
+                    downlink_mb_s: st.comm_mb_s.max(0.0),
                 }
             })
             .collect()
@@ -457,12 +469,17 @@ impl NodeDispatch {
             *per.entry(view.cluster.node_of(g).index()).or_default() += 1;
         }
         let per_node: Vec<(usize, u32)> = per.into_iter().collect();
+        let h = self.sm.host_load(spec, &view.cluster.node(NodeId(per_node[0].0 as u32)).gpu_type);
+        let g = f64::from(spec.gpus.max(1));
+        let host_per_gpu = (h.cpu_cores / g, h.comm_mb_s / g);
         for &(n, on_n) in &per_node {
             let st = &mut self.nodes[n];
             st.advance(now);
             st.held += on_n;
             st.mem_used_mib += spec.gpu_mem_mib().unwrap_or(0) * u64::from(on_n);
             st.sm_sum += self.sm.job(spec, &view.cluster.node(NodeId(n as u32)).gpu_type) * f64::from(on_n);
+            st.cpu_cores += host_per_gpu.0 * f64::from(on_n);
+            st.comm_mb_s += host_per_gpu.1 * f64::from(on_n);
         }
         // A spilled job's state is kept on its first node for the
         // completion bookkeeping; its per-node shares are recomputed there.
@@ -477,6 +494,7 @@ impl NodeDispatch {
                 start: view.now,
                 pred_end_ms: now as f64 + run_s * 1000.0,
                 mem_mib: spec.gpu_mem_mib().unwrap_or(0),
+                host_per_gpu,
             },
         );
     }
@@ -538,8 +556,12 @@ impl Policy for NodeDispatch {
             st.mem_used_mib = st.mem_used_mib.saturating_sub(r.mem_mib * u64::from(k));
             let sm = self.sm.job(spec, &view.cluster.node(NodeId(n as u32)).gpu_type);
             st.sm_sum = (st.sm_sum - sm * f64::from(k)).max(0.0);
+            st.cpu_cores = (st.cpu_cores - r.host_per_gpu.0 * f64::from(k)).max(0.0);
+            st.comm_mb_s = (st.comm_mb_s - r.host_per_gpu.1 * f64::from(k)).max(0.0);
             if st.held == 0 {
                 st.sm_sum = 0.0;
+                st.cpu_cores = 0.0;
+                st.comm_mb_s = 0.0;
             }
             self.dirty.insert(n);
         }

@@ -16,6 +16,30 @@
 //! without a model, or a GPU type without a data-sheet peak has no proxy;
 //! callers then use the job's guaranteed share (milli-GPU / 1,000) or 1.0
 //! (a whole-GPU job is taken to keep its GPU busy: an upper estimate).
+//!
+//! **Host load** ([`HostLoad`], ours, issue 31; LDWP's per-node CPU and
+//! network inputs, `specs/policies.md` §5.1). No profile in
+//! `../shared/profiles` measures a training job's CPU use or its network
+//! bytes (Synergy's CPU-sensitivity data was not extracted), so both are a
+//! model of ours from what the database does hold (iteration time, per-GPU
+//! batch, parameter count):
+//!
+//! ```text
+//! it_j    = iter_time(model, type, local_bsz, [g])          s, table interpolation, g GPUs in one node
+//! cores_j = g × min(CORES_PER_GPU, 1 + local_bsz / it_j / SAMPLES_PER_CORE_S)
+//! comm_j  = 2 (g − 1) × 4 B × params_m × 10⁶ / it_j / 10⁶   MB/s
+//! ```
+//!
+//! `cores_j`: one core drives each GPU's training process, and the input
+//! pipeline (decode, augmentation) takes one more core per
+//! [`SAMPLES_PER_CORE_S`] samples/s that GPU consumes, at most
+//! [`CORES_PER_GPU`] per GPU; a node has `CORES_PER_GPU` cores per GPU.
+//! `comm_j`: a ring all-reduce of the fp32 gradients every iteration, in
+//! which each of the `g` GPUs sends (and receives) `2 (g − 1)/g` of the
+//! gradient: the bytes the job moves over its node's interconnect per
+//! second (one-GPU jobs move none). A job without a model, with unknown
+//! parameters (`NaN`) or without a finite iteration time gets one core per
+//! GPU and no traffic.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -66,6 +90,28 @@ pub fn task_gpu_mem_mib(db: &ProfileDb, spec: &JobSpec, gpus: u32) -> Option<u64
     db.gpu_mem_mib(spec.model()?, t.local_bsz(gpus)).map(|m| m.ceil() as u64)
 }
 
+/// Node CPU cores per GPU of the host-load model (module docs), ours: the
+/// paper's testbed nodes have 16 cores for 2-4 GPUs (`specs/policies.md`
+/// §5.4); 4 per GPU is also the per-GPU cap of a job's cores.
+pub const CORES_PER_GPU: f64 = 4.0;
+
+/// Samples per second one CPU core prepares for training (decode and
+/// augment), ours: the order of one core's ImageNet JPEG pipeline. Module
+/// docs.
+pub const SAMPLES_PER_CORE_S: f64 = 250.0;
+
+/// A running job's host-side load on its node (module docs; ours).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HostLoad {
+    /// CPU cores busy, cores.
+    pub cpu_cores: f64,
+    /// Gradient all-reduce traffic, MB/s (10⁶ B/s) sent, and as much received.
+    pub comm_mb_s: f64,
+}
+
+/// The memo key of [`SmUtil::host_load_of`]: (model, per-GPU batch, GPU type, GPUs).
+type HostKey = (String, u32, String, u32);
+
 /// The SM-utilisation proxy `u_j` (module docs) over one profile database,
 /// memoised by (model, per-GPU batch, GPU type). Owned by whoever reads it
 /// (the engine's sharing figures, the IAWP policy), one per run: the memo
@@ -74,12 +120,13 @@ pub fn task_gpu_mem_mib(db: &ProfileDb, spec: &JobSpec, gpus: u32) -> Option<u64
 pub struct SmUtil {
     table: TableModel<Arc<ProfileDb>>,
     memo: Mutex<HashMap<(String, u32, String), Option<f64>>>,
+    host_memo: Mutex<HashMap<HostKey, Option<HostLoad>>>,
 }
 
 impl SmUtil {
     /// The proxy over the run's database `db`.
     pub fn new(db: Arc<ProfileDb>) -> Self {
-        SmUtil { table: TableModel::new(db), memo: Mutex::new(HashMap::new()) }
+        SmUtil { table: TableModel::new(db), memo: Mutex::new(HashMap::new()), host_memo: Mutex::new(HashMap::new()) }
     }
 
     /// The proxy `u_j` of `model` at per-GPU batch `bsz` alone on one
@@ -112,6 +159,45 @@ impl SmUtil {
             return u;
         }
         held_share(spec)
+    }
+}
+
+impl SmUtil {
+    /// The host load of `model` at per-GPU batch `bsz` on `gpus` GPUs of
+    /// `gpu_type` in one node, or `None` when the model's parameters or
+    /// iteration time are unknown (module docs). Memoised.
+    pub fn host_load_of(&self, model: &str, bsz: u32, gpu_type: &str, gpus: u32) -> Option<HostLoad> {
+        let key = (model.to_string(), bsz, gpu_type.to_ascii_lowercase(), gpus);
+        let mut memo = self.host_memo.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&v) = memo.get(&key) {
+            return v;
+        }
+        let v = (|| {
+            let p = self.table.db().model_info(model)?.params_m;
+            if !(p.is_finite() && p > 0.0) || bsz == 0 || gpus == 0 {
+                return None;
+            }
+            let it = self.table.iter_time(model, &key.2, bsz, &[gpus]).iter_time_s;
+            if !(it.is_finite() && it > 0.0) {
+                return None;
+            }
+            let g = f64::from(gpus);
+            let per_gpu = (1.0 + f64::from(bsz) / it / SAMPLES_PER_CORE_S).min(CORES_PER_GPU);
+            Some(HostLoad { cpu_cores: g * per_gpu, comm_mb_s: 2.0 * (g - 1.0) * 4.0 * p / it })
+        })();
+        memo.insert(key, v);
+        v
+    }
+
+    /// A job's host load on `gpu_type` GPUs of one node (module docs): the
+    /// model's when known, else one core per GPU and no traffic.
+    pub fn host_load(&self, spec: &JobSpec, gpu_type: &str) -> HostLoad {
+        if let (Some(m), Some(b)) = (spec.model(), spec.local_bsz())
+            && let Some(h) = self.host_load_of(m, b, gpu_type, spec.gpus)
+        {
+            return h;
+        }
+        HostLoad { cpu_cores: f64::from(spec.gpus), comm_mb_s: 0.0 }
     }
 }
 
@@ -149,5 +235,41 @@ mod tests {
         assert!(u > 0.0 && u <= 1.0, "{u}");
         assert_eq!(sm.proxy("resnet50-imagenet", 32, "K80"), Some(u), "the memo keys GPU types case-blind");
         assert_eq!(sm.proxy("a3c-pong", 4, "k80"), None, "GFLOPs unknown");
+    }
+
+    /// The host-load model by hand from measured rows of `throughput.csv`
+    /// and `models.csv` (the table returns a measured point exactly).
+    #[test]
+    fn host_load_by_hand() {
+        let sm = SmUtil::new(Arc::new(ProfileDb::builtin()));
+        // resnet50-imagenet (25.557 M params), K80, batch 16, 4 GPUs in one
+        // server: 0.519204 s per iteration. Cores: 4 × (1 + 16/0.519204/250)
+        // = 4 × 1.1232656 = 4.4930625; traffic: 2 × 3 × 4 B × 25.557e6 /
+        // 0.519204 s = 1,181.3622 MB/s.
+        let h = sm.host_load_of("resnet50-imagenet", 16, "K80", 4).unwrap();
+        assert!((h.cpu_cores - 4.4930625).abs() < 1e-6, "{h:?}");
+        assert!((h.comm_mb_s - 1181.3622).abs() < 1e-3, "{h:?}");
+        // One GPU (0.434684 s): 1 + 16/0.434684/250 = 1.1472334 cores, no traffic.
+        let h = sm.host_load_of("resnet50-imagenet", 16, "k80", 1).unwrap();
+        assert!((h.cpu_cores - 1.1472334).abs() < 1e-6 && h.comm_mb_s == 0.0, "{h:?}");
+        // ncf-ml1m, A100, batch 32, 1 GPU (0.0092476 s): 3,460 samples/s would
+        // need 14.8 cores; capped at CORES_PER_GPU = 4.
+        assert_eq!(sm.host_load_of("ncf-ml1m", 32, "a100", 1).unwrap().cpu_cores, 4.0);
+        // Unknown parameters (transformer-multi30k: NaN) or no model: one core per GPU, no traffic.
+        assert_eq!(sm.host_load_of("transformer-multi30k", 64, "k80", 2), None);
+        let spec = JobSpec {
+            id: crate::ids::JobId(0),
+            name: "j".into(),
+            submit: crate::time::SimTime::from_secs(0),
+            duration_ms: 1000,
+            gpus: 3,
+            vc: crate::ids::VcId(0),
+            recorded_shape: false,
+            line: 0,
+            recorded_split: vec![3].into(),
+            task: None,
+            extra: None,
+        };
+        assert_eq!(sm.host_load(&spec, "k80"), HostLoad { cpu_cores: 3.0, comm_mb_s: 0.0 });
     }
 }
