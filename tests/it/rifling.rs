@@ -24,6 +24,7 @@ fn spec(mode: RiflingMode, seed: u64) -> RunSpec {
                 hours: 8.0,
                 ect: Default::default(),
                 tasks: None,
+                mix: Default::default(),
             }),
             ClusterChoice::Preset { preset: ClusterPreset::Lab16 },
         )
