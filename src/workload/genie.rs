@@ -399,6 +399,37 @@ mod tests {
     }
 
     #[test]
+    fn the_training_mix_turns_every_task_into_training_on_the_same_draws() {
+        let db = &ProfileDb::builtin();
+        let paper = GenieWorkloadSpec {
+            jobs_per_hour: 20.0,
+            hours: 10.0,
+            ect: EctBasis::True,
+            tasks: None,
+            mix: TaskMix::Paper,
+        };
+        let training = GenieWorkloadSpec { mix: TaskMix::Training, ..paper };
+        let a = generate(&paper, db, "K80", 12 * 1024, 3).unwrap();
+        let b = generate(&training, db, "K80", 12 * 1024, 3).unwrap();
+        // The same arrivals, task types and batches; no inference task.
+        assert_eq!(a.len(), b.len());
+        assert!(b.iter().all(|t| !t.1.inference && t.1.kind.ends_with("-train")));
+        let inference = a.iter().filter(|t| t.1.inference).count();
+        assert!(inference > a.len() / 4, "{inference} of {}", a.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!((x.0.submit_ms, x.1.global_bsz), (y.0.submit_ms, y.1.global_bsz));
+            assert_eq!(x.1.kind.split('-').next(), y.1.kind.split('-').next());
+            // A task that trained in the paper mix is the same task.
+            if !x.1.inference {
+                assert!(x.0 == y.0 && x.1 == y.1);
+            }
+        }
+        // The default is left out of the manifest; the option is written.
+        assert!(!serde_json::to_string(&paper).unwrap().contains("mix"));
+        assert!(serde_json::to_string(&training).unwrap().contains(r#""mix":"training""#));
+    }
+
+    #[test]
     fn a_fixed_count_arrives_uniformly_over_the_window() {
         let db = &ProfileDb::builtin();
         // Three tasks in one hour, seed 5: the arrival times are the three
