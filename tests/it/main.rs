@@ -34,6 +34,7 @@ mod mixed_memory;
 mod nodesel;
 mod openb;
 mod output_safety;
+mod paired;
 mod parquet;
 mod philly;
 mod predictor;

@@ -26,6 +26,7 @@ mod genie_profile;
 #[cfg(target_os = "linux")]
 mod hugealloc;
 mod ldwp_train;
+mod paired;
 mod profile;
 mod rifling_train;
 mod simulate;
@@ -71,6 +72,13 @@ enum Command {
     /// Join the summary.csv files of a sharded sweep, checking that no run is
     /// missing or duplicated.
     Merge(sweep::MergeArgs),
+    /// The protocol for claims as a command: per configuration of a finished
+    /// sweep, each value's mean over the seeds with a 95 % Student-t interval,
+    /// and its per-seed difference to a baseline value (`--baseline
+    /// policy=random-placement`) with the difference's interval and a verdict:
+    /// `lower` or `higher` only when the interval excludes zero, else `no
+    /// measurable difference`. See experiments/README.md, "Protocol for claims".
+    Paired(paired::PairedArgs),
     /// Draw SVG charts of a run directory (JCT and queueing-delay CDFs, GPU
     /// utilisation and queue length over time) or of a sweep directory (each
     /// metric against the swept parameter, one line per policy, error bars
@@ -158,6 +166,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::LdwpTrain(args) => ldwp_train::ldwp_train(&args),
         Command::Sweep(args) => sweep::sweep(&args),
         Command::Merge(args) => sweep::merge_cmd(&args),
+        Command::Paired(args) => paired::paired_cmd(&args),
         Command::Plot { dir } => {
             let files = if dir.join("sweep.json").exists() {
                 dlsched::plot::plot_sweep(&dir)

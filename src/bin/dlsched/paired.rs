@@ -1,0 +1,87 @@
+//! `dlsched paired`: means with intervals and paired differences over the
+//! seeds of a finished sweep.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Result, anyhow, bail};
+use clap::Args;
+
+use dlsched::experiment::paired::{PairedOptions, paired};
+
+/// Output format of `dlsched paired`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PairedFormat {
+    /// A Markdown table per metric (for a write-up).
+    Md,
+    /// One CSV row per metric, configuration and value, full precision.
+    Csv,
+}
+
+#[derive(Args)]
+pub struct PairedArgs {
+    /// A sweep directory (with summary.csv and sweep.json), merged or not.
+    dir: PathBuf,
+    /// A summary.csv column to report (repeat for several), e.g.
+    /// `makespan_s`, `jct_mean_s`, `qos_guarantee_rate`,
+    /// `normalized_rate_cluster`.
+    #[arg(long = "metric", value_name = "COLUMN", required = true)]
+    metrics: Vec<String>,
+    /// The swept key to compare and its baseline value, e.g.
+    /// `policy=random-placement`: every other value of the key is paired
+    /// with it seed by seed within each configuration (the other swept keys).
+    /// Without it, means and intervals only.
+    #[arg(long, value_name = "KEY=VALUE")]
+    baseline: Option<String>,
+    /// Only these seeds, `FROM-TO` inclusive (the reporting seeds of the
+    /// protocol in experiments/README.md are 4-13).
+    #[arg(long, value_name = "FROM-TO")]
+    seeds: Option<String>,
+    /// Confidence level of the intervals.
+    #[arg(long, default_value_t = 0.95, value_name = "LEVEL")]
+    level: f64,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "md")]
+    format: PairedFormat,
+    /// Write the report to this file (atomically) instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+fn parse_seeds(s: &str) -> Result<(u64, u64)> {
+    let bad = || anyhow!("--seeds {s}: expected FROM-TO with whole numbers FROM <= TO, e.g. 4-13");
+    let (a, b) = s.split_once('-').ok_or_else(bad)?;
+    let (a, b): (u64, u64) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+    if a > b {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+pub fn paired_cmd(a: &PairedArgs) -> Result<ExitCode> {
+    let baseline = match &a.baseline {
+        Some(b) => match b.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => {
+                Some((k.trim().to_string(), v.trim().to_string()))
+            }
+            _ => bail!("--baseline {b}: expected KEY=VALUE, e.g. policy=random-placement"),
+        },
+        None => None,
+    };
+    let seeds = a.seeds.as_deref().map(parse_seeds).transpose()?;
+    let options = PairedOptions { metrics: a.metrics.clone(), baseline, seeds, level: a.level };
+    let report = paired(&a.dir, &options).map_err(anyhow::Error::msg)?;
+    let text = match a.format {
+        PairedFormat::Md => report.markdown(),
+        PairedFormat::Csv => report.csv(),
+    };
+    match &a.out {
+        Some(path) => {
+            dlsched::metrics::export::write_atomic(path, text.as_bytes())
+                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            outln!("wrote {}", path.display())?;
+        }
+        None => outln!("{}", text.trim_end())?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
