@@ -193,8 +193,9 @@ pub enum FrozenGreedy {
     /// greedy choice is a random untried action (the behaviour before
     /// issue 31).
     All,
-    /// The feasible actions tried at least once in that state ([`Agent::tried`]);
-    /// all feasible actions when none was tried. The default since issue 31
+    /// The feasible actions tried at least once in that state (an update
+    /// counted, or for an older table a value moved off `q_init`); all
+    /// feasible actions when none was tried. The default since issue 31
     /// (ours: optimistic initial values are an exploration device, not an
     /// estimate, so a frozen table ranks only what it measured).
     Tried,
