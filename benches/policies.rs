@@ -43,7 +43,7 @@ use dlsched::profile::rate::ProfileRate;
 use dlsched::profile::{RateModel, TraceSpeed};
 use dlsched::trace::TraceRecord;
 use dlsched::workload::build_workload;
-use dlsched::workload::genie::{EctBasis, GenieWorkloadSpec, generate_with};
+use dlsched::workload::genie::{EctBasis, GenieWorkloadSpec, TaskMix, generate_with};
 
 /// Waiting jobs at the timed pass.
 const SIZES: [u64; 3] = [10, 100, 1_000];
@@ -73,7 +73,13 @@ fn at_start(kind: &str, n: u64, db: &Arc<ProfileDb>, artefacts: &Artefacts) -> R
     let tasks = spec.moldable();
     let mut task_specs: HashMap<String, TaskSpec> = HashMap::new();
     let recs: Vec<TraceRecord> = if tasks {
-        let g = GenieWorkloadSpec { jobs_per_hour: n as f64, hours: 1.0, ect: EctBasis::True, tasks: Some(n) };
+        let g = GenieWorkloadSpec {
+            jobs_per_hour: n as f64,
+            hours: 1.0,
+            ect: EctBasis::True,
+            tasks: Some(n),
+            mix: TaskMix::Paper,
+        };
         let node = cluster.spec().nodes[0].clone();
         let truth = GroundTruth::with(db, &node.gpu_type, GenieTruth::Table);
         let generated = generate_with(&g, db, &truth, node.gpu_mem_mib, 1)?;

@@ -134,12 +134,6 @@ if wanted rifling-lab16; then
     sweep rifling-lab16 experiments/rifling-lab16.toml
     chart "$RUNS/rifling-lab16/makespan_s_vs_jobs_per_hour" rifling-lab16-makespan
     chart "$RUNS/rifling-lab16/normalized_rate_cluster_vs_jobs_per_hour" rifling-lab16-rate-cluster
-    chart "$RUNS/rifling-lab16/normalized_throughput_mean_vs_jobs_per_hour" rifling-lab16-normalized-throughput
-    chart "$RUNS/rifling-lab16/jct_mean_s_vs_jobs_per_hour" rifling-lab16-jct
-    # One online run's learning curve: 20 tasks/h, seed 1.
-    id=$(run_id "$RUNS/rifling-lab16" policy=rifling jobs_per_hour=20 seed=1)
-    "$DLSCHED" plot "$RUNS/rifling-lab16/runs/$id" >/dev/null
-    chart "$RUNS/rifling-lab16/runs/$id/learning_curve" rifling-learning-curve-20ph-seed1
 fi
 
 if wanted sharing-lab16; then

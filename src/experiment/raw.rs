@@ -28,7 +28,7 @@ use crate::workload::synthetic::SyntheticSpec;
 /// defaults of [`to_run_spec`] (the command line's). Besides these, a key
 /// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
 /// kind (`--policy-opt NAME=VALUE` on the command line).
-pub const KEYS: [(&str, &str); 57] = [
+pub const KEYS: [(&str, &str); 60] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
     (
@@ -95,6 +95,10 @@ pub const KEYS: [(&str, &str); 57] = [
         "tasks",
         "GENIE workload: exactly this many tasks (1 to 50,000), arriving uniformly over `hours`, instead of a Poisson count at jobs_per_hour (tasks = 150, hours = 1: a burst)",
     ),
+    (
+        "task_mix",
+        "GENIE workload: paper (default: half inference) or training (every task trains, so every task's speed depends on its spread)",
+    ),
     ("load", "a positive number (synthetic offered load)"),
     ("sample_interval", "whole seconds between timeline samples, 0 to 1e11"),
     (
@@ -124,10 +128,12 @@ pub const KEYS: [(&str, &str); 57] = [
     ("rifling_q_init", "RIFLING: initial Q value, a finite number (default 10)"),
     ("rifling_tau", "RIFLING: time constant of the discount and integrated reward, s; 0 = per decision (default 600)"),
     ("rifling_queue_feature", "RIFLING: true (default) or false: queue length in the state"),
-    ("rifling_wait", "RIFLING: never (default) or when-running: when WAIT is available"),
+    ("rifling_wait", "RIFLING: when-running (default) or never: when WAIT is available"),
+    ("rifling_alpha_schedule", "RIFLING: visits (default, 1/n) or constant (alpha): the learning-rate schedule"),
+    ("rifling_frozen_greedy", "RIFLING: tried (default) or all: the actions a frozen table's greedy choice ranks"),
     ("rifling_regroup", "RIFLING: arrivals between K-means regroupings (default 50)"),
     ("rifling_window", "RIFLING: training tasks the K-means looks back over (default 200)"),
-    ("rifling_reward", "RIFLING: throughput-integral (default), throughput or scaling-efficiency"),
+    ("rifling_reward", "RIFLING: scaling-efficiency (default), throughput-integral or throughput"),
     (
         "coloc_unmeasured",
         "mean (default) or learned: what the co-location rule reads for a pair never measured on the GPU type",
@@ -686,6 +692,7 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
                 jobs_per_hour: genie_jobs_per_hour.unwrap_or(DEFAULT_GENIE_JOBS_PER_HOUR),
                 hours,
                 tasks: r.uint("tasks")?,
+                mix: r.enumv("task_mix")?.unwrap_or_default(),
             },
         },
         Some(trace) => {
@@ -708,6 +715,7 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
             ect,
             hours,
             tasks: r.uint("tasks")?,
+            mix: r.enumv("task_mix")?.unwrap_or_default(),
         }),
         None => {
             let d = SyntheticSpec::default();
@@ -830,6 +838,8 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
                     d.queue_feature
                 },
                 wait: r.enumv("rifling_wait")?.unwrap_or(d.wait),
+                frozen_greedy: r.enumv("rifling_frozen_greedy")?.unwrap_or(d.frozen_greedy),
+                alpha_schedule: r.enumv("rifling_alpha_schedule")?.unwrap_or(d.alpha_schedule),
             };
             params.validate()?;
             if !tasks {

@@ -63,6 +63,30 @@
 //!     ([`check_ccr`]), not a silent group 0; `transformer-multi30k`'s
 //!     parameter count and FLOPs, missing from `models.csv`, are computed
 //!     and cited in [`CCR_FACTS`] (before, every seq2seq task was group 0).
+//! - **Ours, revised by issue 31** (`experiments/rifling.md`). The issue-16
+//!   table had an untried action at the optimistic 10 in every state, so
+//!   its greedy choice was "a random untried action", and its constant
+//!   alpha kept the greedy action of close actions swapping. Now:
+//!   - WAIT is available whenever a task runs ([`WaitRule::WhenRunning`]):
+//!     the paper's action;
+//!   - the reward is the placed task's scaling efficiency
+//!     ([`RewardKind::ScalingEfficiency`], WAIT 0), chosen on tuning seeds
+//!     1-3 (with WAIT on, the integrated throughput teaches the table to wait);
+//!   - the learning rate is `1 / n` at the `n`-th update of a pair
+//!     ([`AlphaSchedule::Visits`], the sample average), and the agent
+//!     counts its updates per pair ([`Agent::visits`]);
+//!   - a frozen table ranks only the actions it tried in a state
+//!     ([`FrozenGreedy::Tried`]);
+//!   - online and frozen runs report table diagnostics ([`Diagnostics`]):
+//!     states visited, the share of them with every feasible action tried,
+//!     how decided the greedy choice is against a random one, and the Q
+//!     spread per state; `dlsched rifling-train` stops at a stated
+//!     convergence criterion.
+//!
+//!   The paper's Q initialisation, epsilon schedule and WAIT rule are not
+//!   public (a search of public pages found none); the choices above are
+//!   ours. [`RiflingParams::pre_issue16`] keeps the first proposal; a saved
+//!   table without the issue-31 fields reads them as before.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -95,10 +119,15 @@ pub enum RewardKind {
     /// The integral of Phi over the transition, in units of `tau_s`:
     /// `(1 / tau_s) ∫ Phi dt` (so a transition of length 0 earns 0 and a long
     /// WAIT earns in proportion to how long it lasts). Our reading of
-    /// issue 16, RIFLING point 3; the default. Needs `tau_s > 0`.
+    /// issue 16, RIFLING point 3; the default from issue 16 to issue 31.
+    /// Needs `tau_s > 0`. With WAIT available a frozen table trained on it
+    /// waits while GPUs are free (issue 31: `experiments/rifling.md`).
     ThroughputIntegral,
     /// The placed task's normalised rate divided by its GPUs (scaling
-    /// efficiency); WAIT earns 0 (the spec's alternative).
+    /// efficiency); WAIT earns 0 (the spec's alternative). The default since
+    /// issue 31, chosen on tuning seeds 1-3 (`experiments/rifling.md`): it
+    /// rewards the placement's own effect on system efficiency, the paper's
+    /// words for its reward.
     ScalingEfficiency,
 }
 
@@ -137,6 +166,39 @@ pub enum WaitRule {
     WhenRunning,
     /// Never: every scheduling point places the FCFS head.
     Never,
+}
+
+/// The learning rate of one update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum AlphaSchedule {
+    /// `alpha` at every update (the behaviour before issue 31): with noisy
+    /// rewards the values keep moving by about `alpha` times the noise, so
+    /// the greedy action of close actions keeps swapping.
+    Constant,
+    /// `1 / n` at the `n`-th update of that (state, action): Q is the mean
+    /// of the targets seen, the sample-average rate (Sutton & Barto 2018,
+    /// §2.4, and the Robbins-Monro conditions of §2.5 under which tabular
+    /// Q-learning converges, Watkins & Dayan 1992). The first update
+    /// replaces the initial value. The default since issue 31 (ours).
+    Visits,
+}
+
+/// Which actions a frozen table's greedy choice ranges over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum FrozenGreedy {
+    /// Every feasible action: an action never tried keeps its initial value
+    /// `q_init`, so with optimistic values an untried action wins and the
+    /// greedy choice is a random untried action (the behaviour before
+    /// issue 31).
+    All,
+    /// The feasible actions tried at least once in that state (an update
+    /// counted, or for an older table a value moved off `q_init`); all
+    /// feasible actions when none was tried. The default since issue 31
+    /// (ours: optimistic initial values are an exploration device, not an
+    /// estimate, so a frozen table ranks only what it measured).
+    Tried,
 }
 
 /// Every open choice of RIFLING, with our defaults (the spec's proposal as
@@ -193,13 +255,32 @@ pub struct RiflingParams {
     /// 2-3 / 4+ tasks waiting behind the FCFS head).
     #[serde(default)]
     pub queue_feature: bool,
-    /// When WAIT is available. Default [`WaitRule::Never`], from a
-    /// measurement (online RIFLING at these defaults, lab16, 24 h of GENIE
-    /// tasks, seeds 1-5, table rate model: QoS 84.1 % never vs 83.8 %
-    /// when-running at 10 tasks/h, 56.6 % vs 18.3 % at 20 tasks/h; the
-    /// review of issue 16 measured 54.8 vs 48.0 % at 20/h on the old agent).
+    /// When WAIT is available. Default [`WaitRule::WhenRunning`] since
+    /// issue 31: WAIT is one of the paper's actions ("all placements plus an
+    /// extra wait action", `specs/policies.md` §3.1). Issue 16 had set it to
+    /// [`WaitRule::Never`] from a QoS measurement (online RIFLING, lab16, 24 h
+    /// of GENIE tasks, seeds 1-5: QoS 56.6 % never vs 18.3 % when-running at
+    /// 20 tasks/h), but QoS is not RIFLING's objective; `never` stays an option.
     #[serde(default = "pre16_wait")]
     pub wait: WaitRule,
+    /// What a frozen table's greedy choice ranges over. Default
+    /// [`FrozenGreedy::Tried`] (issue 31); a saved table without the field
+    /// reads [`FrozenGreedy::All`], the behaviour it was trained and shipped with.
+    #[serde(default = "pre31_frozen_greedy")]
+    pub frozen_greedy: FrozenGreedy,
+    /// The learning rate's schedule. Default [`AlphaSchedule::Visits`]
+    /// (issue 31); a saved table without the field reads
+    /// [`AlphaSchedule::Constant`].
+    #[serde(default = "pre31_alpha_schedule")]
+    pub alpha_schedule: AlphaSchedule,
+}
+
+fn pre31_alpha_schedule() -> AlphaSchedule {
+    AlphaSchedule::Constant
+}
+
+fn pre31_frozen_greedy() -> FrozenGreedy {
+    FrozenGreedy::All
 }
 
 fn pre16_epsilon_per() -> EpsilonPer {
@@ -279,13 +360,15 @@ impl Default for RiflingParams {
             epsilon_per: EpsilonPer::Episode,
             regroup_every: 50,
             window: 200,
-            reward: RewardKind::ThroughputIntegral,
+            reward: RewardKind::ScalingEfficiency,
             best_fit_nodes: false,
             tie_break: TieBreak::Random,
             q_init: 10.0,
             tau_s: 600.0,
             queue_feature: true,
-            wait: WaitRule::Never,
+            wait: WaitRule::WhenRunning,
+            frozen_greedy: FrozenGreedy::Tried,
+            alpha_schedule: AlphaSchedule::Visits,
         }
     }
 }
@@ -305,6 +388,8 @@ impl RiflingParams {
             tau_s: 0.0,
             queue_feature: false,
             wait: WaitRule::WhenRunning,
+            frozen_greedy: FrozenGreedy::All,
+            alpha_schedule: AlphaSchedule::Constant,
             ..Default::default()
         }
     }
@@ -570,6 +655,20 @@ pub struct Agent {
     pub updates: u64,
     /// Regroupings made.
     pub regroups: u64,
+    /// Updates per (state, action), rows keyed as `q` (issue 31; a table
+    /// saved before has none, and [`Agent::tried`] then reads a value moved
+    /// off `q_init` as tried).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub visits: BTreeMap<String, Vec<u64>>,
+    /// The largest `|ΔQ|` of one update since [`Agent::start_episode`] (or
+    /// creation).
+    #[serde(skip)]
+    pub max_dq: f64,
+    /// The sum of `|ΔQ|` over the updates since [`Agent::start_episode`]
+    /// (or creation): with `updates` at the episode's start, the mean
+    /// `|ΔQ|` the convergence criterion of `dlsched rifling-train` reads.
+    #[serde(skip)]
+    pub sum_dq: f64,
     #[serde(skip, default = "default_rng")]
     rng: ChaCha8Rng,
 }
@@ -591,6 +690,9 @@ impl Agent {
             episode: 0,
             updates: 0,
             regroups: 0,
+            visits: BTreeMap::new(),
+            max_dq: 0.0,
+            sum_dq: 0.0,
             rng: crate::rng::stream(seed, "rifling.agent"),
         }
     }
@@ -604,7 +706,59 @@ impl Agent {
     /// sets the episode index of the epsilon schedule and re-seeds.
     pub fn start_episode(&mut self, episode: u64, seed: u64) {
         self.episode = episode;
+        self.max_dq = 0.0;
+        self.sum_dq = 0.0;
         self.reseed(seed);
+    }
+
+    /// Whether action `a` of state `s` was ever updated: its visit count
+    /// when the table keeps counts for `s`, else (a table saved before
+    /// issue 31) whether its value moved off `q_init`.
+    pub fn tried(&self, s: &str, a: usize) -> bool {
+        match self.visits.get(s) {
+            Some(v) => v.get(a).is_some_and(|&n| n > 0),
+            None => self.q.get(s).is_some_and(|row| row.get(a).is_some_and(|&v| v != self.params.q_init)),
+        }
+    }
+
+    /// The actions the greedy rule ranks for `s` under `mask`: every
+    /// feasible one, or with `tried_only` the feasible ones tried in `s`
+    /// (every feasible one when none was).
+    pub fn greedy_mask(&self, s: &str, mask: &[bool], tried_only: bool) -> Vec<bool> {
+        if !tried_only {
+            return mask.to_vec();
+        }
+        let m: Vec<bool> = mask.iter().enumerate().map(|(a, &ok)| ok && self.tried(s, a)).collect();
+        if m.iter().any(|&x| x) { m } else { mask.to_vec() }
+    }
+
+    /// The feasible actions of `mask` whose Q ties with the best one in `s`.
+    pub fn tied_best(&self, s: &str, mask: &[bool]) -> Vec<usize> {
+        let Some(best) = self.greedy(s, mask) else { return Vec::new() };
+        let top = self.value(s, best);
+        mask.iter().enumerate().filter(|&(a, &ok)| ok && self.value(s, a) == top).map(|(a, _)| a).collect()
+    }
+
+    /// The highest minus the lowest Q over the actions tried in `s` (0 when
+    /// fewer than two were).
+    pub fn spread(&self, s: &str) -> f64 {
+        let Some(row) = self.q.get(s) else { return 0.0 };
+        let vals: Vec<f64> = (0..row.len()).filter(|&a| self.tried(s, a)).map(|a| row[a]).collect();
+        if vals.len() < 2 {
+            return 0.0;
+        }
+        let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
+        hi - lo
+    }
+
+    /// The greedy action of `s` over its tried actions (ties: the lowest
+    /// index), `None` when nothing was tried: what the convergence
+    /// criterion of `dlsched rifling-train` compares between episodes.
+    pub fn greedy_tried(&self, s: &str) -> Option<usize> {
+        let n = self.q.get(s)?.len();
+        let mask: Vec<bool> = (0..n).map(|a| self.tried(s, a)).collect();
+        if mask.iter().any(|&x| x) { self.greedy(s, &mask) } else { None }
     }
 
     /// Epsilon now: linear from `epsilon_start` at episode (or decision) 0
@@ -696,10 +850,20 @@ impl Agent {
         let next = self.greedy(s2, mask2).map_or(0.0, |b| self.value(s2, b));
         let d = self.discount(dt_ms);
         let (alpha, init, n) = (self.params.alpha, self.params.q_init, self.actions);
+        let visits = self.visits.entry(s.to_string()).or_insert_with(|| vec![0; n]);
+        visits[a] += 1;
+        let alpha = match self.params.alpha_schedule {
+            AlphaSchedule::Constant => alpha,
+            AlphaSchedule::Visits => 1.0 / visits[a] as f64,
+        };
         let row = self.q.entry(s.to_string()).or_insert_with(|| vec![init; n]);
-        row[a] += alpha * (r + d * next - row[a]);
+        let dq = alpha * (r + d * next - row[a]);
+        row[a] += dq;
+        let v = row[a];
+        self.max_dq = self.max_dq.max(dq.abs());
+        self.sum_dq += dq.abs();
         self.updates += 1;
-        row[a]
+        v
     }
 
     /// Re-runs the K-means on `features` and carries every Q row of a
@@ -712,23 +876,31 @@ impl Agent {
         self.regroups += 1;
         if !self.centroids.is_empty() {
             let old_of_new: Vec<usize> = new.iter().map(|&c| nearest(&self.centroids, c)).collect();
-            let mut q = BTreeMap::new();
-            for (key, row) in &self.q {
-                if key.starts_with("inf|") {
-                    q.insert(key.clone(), row.clone());
-                }
-            }
-            for (g, &old) in old_of_new.iter().enumerate() {
-                let prefix = format!("t{old}|");
-                for (key, row) in self.q.range(prefix.clone()..) {
-                    let Some(profile) = key.strip_prefix(&prefix) else { break };
-                    q.insert(format!("t{g}|{profile}"), row.clone());
-                }
-            }
-            self.q = q;
+            self.q = carry_rows(&self.q, &old_of_new);
+            self.visits = carry_rows(&self.visits, &old_of_new);
         }
         self.centroids = new;
     }
+}
+
+/// The rows of `table` after a regrouping: inference rows as they are, and
+/// for each new training group `g` the rows of its nearest old group
+/// `old_of_new[g]`.
+fn carry_rows<T: Clone>(table: &BTreeMap<String, Vec<T>>, old_of_new: &[usize]) -> BTreeMap<String, Vec<T>> {
+    let mut q = BTreeMap::new();
+    for (key, row) in table {
+        if key.starts_with("inf|") {
+            q.insert(key.clone(), row.clone());
+        }
+    }
+    for (g, &old) in old_of_new.iter().enumerate() {
+        let prefix = format!("t{old}|");
+        for (key, row) in table.range(prefix.clone()..) {
+            let Some(profile) = key.strip_prefix(&prefix) else { break };
+            q.insert(format!("t{g}|{profile}"), row.clone());
+        }
+    }
+    q
 }
 
 /// An open transition, closed at the next scheduling point.
@@ -759,6 +931,78 @@ pub struct RiflingPolicy {
     curve: String,
     rewards: Vec<f64>,
     waits: u64,
+    diag: Diagnostics,
+}
+
+/// What a run of the learning agent (online or frozen) measures about its
+/// own table (issue 31): which states it visited with which actions
+/// feasible, and how decided its greedy choices were.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Diagnostics {
+    /// Visited states, each with the union of the actions feasible at its
+    /// visits (placements and WAIT).
+    pub visited: BTreeMap<String, Vec<bool>>,
+    /// Scheduling points seen.
+    pub decisions: u64,
+    /// Sum over decisions of `1 / #feasible actions`.
+    pub inv_feasible: f64,
+    /// Sum over decisions of `1 / #actions tied at the greedy rule's top`
+    /// (1 with the lowest-index tie-break).
+    pub inv_tied: f64,
+    /// Decisions at which every action the greedy rule ranked tied (the
+    /// greedy choice was a uniformly random one), with at least two ranked.
+    pub all_tied: u64,
+}
+
+impl Diagnostics {
+    /// Records one scheduling point in state `s` with feasibility `mask`,
+    /// where the greedy rule ranked `ranked` actions and `tied` of them
+    /// tied at the top (`lowest_index`: ties are broken deterministically).
+    pub fn record(&mut self, s: &str, mask: &[bool], ranked: usize, tied: usize, lowest_index: bool) {
+        let row = self.visited.entry(s.to_string()).or_insert_with(|| vec![false; mask.len()]);
+        for (seen, &ok) in row.iter_mut().zip(mask) {
+            *seen |= ok;
+        }
+        self.decisions += 1;
+        let feasible = mask.iter().filter(|&&ok| ok).count().max(1);
+        self.inv_feasible += 1.0 / feasible as f64;
+        self.inv_tied += if lowest_index { 1.0 } else { 1.0 / tied.max(1) as f64 };
+        if ranked >= 2 && tied == ranked && !lowest_index {
+            self.all_tied += 1;
+        }
+    }
+
+    /// The summary metrics against `agent`'s table (at the run's end):
+    /// - `rifling_states_visited`;
+    /// - `rifling_all_tried_share`: share of visited states whose every
+    ///   action ever feasible there was tried ([`Agent::tried`]);
+    /// - `rifling_greedy_repeat`: mean over decisions of `1 / #tied`, the
+    ///   chance that the greedy rule, asked again, picks the same action (1 =
+    ///   the table decides);
+    /// - `rifling_random_repeat`: mean over decisions of `1 / #feasible`,
+    ///   the same chance for a uniformly random choice (the expected
+    ///   agreement of any rule with random placement; a greedy rule that is
+    ///   random among all feasible actions scores this);
+    /// - `rifling_greedy_all_tied_share`: share of decisions at which the
+    ///   greedy rule's ranked actions all tied;
+    /// - `rifling_q_spread_mean`: mean over visited states of
+    ///   [`Agent::spread`] (Q max − min over tried actions).
+    pub fn metrics(&self, agent: &Agent) -> Vec<(&'static str, f64)> {
+        let n = self.visited.len();
+        let per = |x: f64, d: f64| if d > 0.0 { x / d } else { 0.0 };
+        let all_tried =
+            self.visited.iter().filter(|(s, m)| m.iter().enumerate().all(|(a, &ok)| !ok || agent.tried(s, a))).count();
+        let spread: f64 = self.visited.keys().map(|s| agent.spread(s)).sum();
+        let d = self.decisions as f64;
+        vec![
+            ("rifling_states_visited", n as f64),
+            ("rifling_all_tried_share", per(all_tried as f64, n as f64)),
+            ("rifling_greedy_repeat", per(self.inv_tied, d)),
+            ("rifling_random_repeat", per(self.inv_feasible, d)),
+            ("rifling_greedy_all_tied_share", per(self.all_tied as f64, d)),
+            ("rifling_q_spread_mean", per(spread, n as f64)),
+        ]
+    }
 }
 
 impl RiflingPolicy {
@@ -780,6 +1024,7 @@ impl RiflingPolicy {
             curve: "decision,time_s,reward,normalized_throughput,epsilon,action\n".to_string(),
             rewards: Vec::new(),
             waits: 0,
+            diag: Diagnostics::default(),
         }
     }
 
@@ -902,9 +1147,21 @@ impl Policy for RiflingPolicy {
             self.rewards.push(r);
         }
         let eps = agent.epsilon();
+        // The actions the greedy rule ranks: a frozen table's tried ones
+        // (FrozenGreedy::Tried), else every feasible one.
+        let ranked = if self.mode == RiflingMode::Frozen {
+            agent.greedy_mask(&s, &mask, params.frozen_greedy == FrozenGreedy::Tried)
+        } else {
+            mask.clone()
+        };
+        if self.mode != RiflingMode::Random {
+            let tied = agent.tied_best(&s, &ranked).len();
+            let n_ranked = ranked.iter().filter(|&&ok| ok).count();
+            self.diag.record(&s, &mask, n_ranked, tied, params.tie_break == TieBreak::LowestIndex);
+        }
         let action = match self.mode {
             RiflingMode::Online => agent.select(&s, &mask, true),
-            RiflingMode::Frozen => agent.select(&s, &mask, false),
+            RiflingMode::Frozen => agent.select(&s, &ranked, false),
             RiflingMode::Random => {
                 let mut m = mask.clone();
                 m[wait] = false;
@@ -952,14 +1209,22 @@ impl Policy for RiflingPolicy {
         let a = self.agent.lock().map(|a| (a.updates, a.regroups, a.q.len(), a.centroids.len())).unwrap_or_default();
         let mean_r =
             if self.rewards.is_empty() { 0.0 } else { self.rewards.iter().sum::<f64>() / self.rewards.len() as f64 };
-        vec![
+        let mut m = vec![
             ("rifling_q_updates", a.0 as f64),
             ("rifling_regroups", a.1 as f64),
             ("rifling_states", a.2 as f64),
             ("rifling_groups", a.3 as f64),
             ("rifling_waits", self.waits as f64),
             ("rifling_reward_mean", mean_r),
-        ]
+        ];
+        // The table diagnostics of issue 31, for the learning agent only
+        // (random placement's outputs stay as they were).
+        if self.mode != RiflingMode::Random
+            && let Ok(agent) = self.agent.lock()
+        {
+            m.extend(self.diag.metrics(&agent));
+        }
+        m
     }
 
     fn files(&self) -> Vec<(&'static str, String)> {
@@ -1143,8 +1408,15 @@ mod tests {
 
     #[test]
     fn time_discounted_update_with_the_integrated_reward() {
-        let p = RiflingParams { alpha: 0.5, gamma: 0.9, tau_s: 600.0, q_init: 10.0, ..Default::default() };
-        assert_eq!(p.reward, RewardKind::ThroughputIntegral);
+        let p = RiflingParams {
+            alpha: 0.5,
+            gamma: 0.9,
+            tau_s: 600.0,
+            q_init: 10.0,
+            reward: RewardKind::ThroughputIntegral,
+            alpha_schedule: AlphaSchedule::Constant,
+            ..Default::default()
+        };
         // A transition of 1200 s: Phi 0.5 for 300 s then 0.75 for 900 s:
         // ∫ Phi dt = 150 + 675 = 825 s, in ms × Phi 825,000; / 600 s = 1.375.
         let area = 0.5 * 300_000.0 + 0.75 * 900_000.0;
@@ -1238,5 +1510,100 @@ mod tests {
         assert!(check_ccr(&bad).unwrap_err().contains("params_m or gflops_per_sample"));
         bad.models.remove(i);
         assert!(check_ccr(&bad).unwrap_err().contains("has no models.csv row"));
+    }
+
+    /// The diagnostics of issue 31 on a table small enough to work by hand.
+    #[test]
+    fn diagnostics_by_hand_on_a_tiny_table() {
+        // Three actions (two placements + WAIT), q_init 10, visit counts kept.
+        let p = RiflingParams { q_init: 10.0, tie_break: TieBreak::Random, ..Default::default() };
+        let mut a = Agent::new(p, 3, 1);
+        // State A: actions 0 and 1 tried (Q 0.8 and 0.5), WAIT untried.
+        a.q.insert("A".into(), vec![0.8, 0.5, 10.0]);
+        a.visits.insert("A".into(), vec![2, 1, 0]);
+        // State B: only action 0 tried (Q 0.3); 1 untried at 10.
+        a.q.insert("B".into(), vec![0.3, 10.0, 10.0]);
+        a.visits.insert("B".into(), vec![4, 0, 0]);
+        assert!(a.tried("A", 0) && a.tried("A", 1) && !a.tried("A", 2) && !a.tried("B", 1));
+        // Spread over tried actions: A 0.8 - 0.5 = 0.3; B one tried: 0.
+        assert!((a.spread("A") - 0.3).abs() < 1e-12);
+        assert_eq!(a.spread("B"), 0.0);
+        assert_eq!(a.spread("unseen"), 0.0);
+        // Greedy over tried ones: B takes 0 (0.3), not the untried 1 (10).
+        let m2 = [true, true, false];
+        assert_eq!(a.greedy_mask("B", &m2, true), vec![true, false, false]);
+        assert_eq!(a.greedy_mask("B", &m2, false), m2.to_vec());
+        // Nothing tried: every feasible action.
+        assert_eq!(a.greedy_mask("C", &m2, true), m2.to_vec());
+        assert_eq!(a.greedy_tried("B"), Some(0));
+        assert_eq!(a.greedy_tried("A"), Some(0));
+        assert_eq!(a.greedy_tried("C"), None);
+        // Decisions: A with {0, 1} feasible (greedy ranks 2, 1 tied at the top);
+        // A with {0, 1, WAIT} feasible; B with {0, 1}, ranked over all (untried
+        // 1 wins alone); C unseen with {0, 1} (both tied at q_init).
+        let mut d = Diagnostics::default();
+        d.record("A", &[true, true, false], 2, a.tied_best("A", &[true, true, false]).len(), false);
+        d.record("A", &[true, true, true], 2, 1, false);
+        d.record("B", &m2, 2, a.tied_best("B", &m2).len(), false);
+        d.record("C", &m2, 2, a.tied_best("C", &m2).len(), false);
+        assert_eq!(a.tied_best("C", &m2), vec![0, 1]);
+        let m: BTreeMap<&str, f64> = d.metrics(&a).into_iter().collect();
+        assert_eq!(m["rifling_states_visited"], 3.0);
+        // All tried: A was offered WAIT (untried) -> no; B offered 1 (untried)
+        // -> no; C nothing tried -> no. 0 of 3.
+        assert_eq!(m["rifling_all_tried_share"], 0.0);
+        // Greedy repeat: (1 + 1 + 1 + 1/2) / 4 = 0.875.
+        assert!((m["rifling_greedy_repeat"] - 0.875).abs() < 1e-12);
+        // Random repeat: (1/2 + 1/3 + 1/2 + 1/2) / 4 = (11/6) / 4 = 0.458333.
+        assert!((m["rifling_random_repeat"] - 11.0 / 24.0).abs() < 1e-12);
+        // All tied: only C (2 ranked, 2 tied): 1 of 4.
+        assert!((m["rifling_greedy_all_tied_share"] - 0.25).abs() < 1e-12);
+        // Q spread: (0.3 + 0 + 0) / 3 = 0.1.
+        assert!((m["rifling_q_spread_mean"] - 0.1).abs() < 1e-12);
+        // After trying WAIT in A, A's offered actions are all tried: 1 of 3.
+        a.visits.get_mut("A").unwrap()[2] = 1;
+        let m: BTreeMap<&str, f64> = d.metrics(&a).into_iter().collect();
+        assert!((m["rifling_all_tried_share"] - 1.0 / 3.0).abs() < 1e-12);
+        // The lowest-index tie-break decides every time: repeat 1.
+        let mut low = Diagnostics::default();
+        low.record("C", &m2, 2, 2, true);
+        let m: BTreeMap<&str, f64> = low.metrics(&a).into_iter().collect();
+        assert_eq!((m["rifling_greedy_repeat"], m["rifling_greedy_all_tied_share"]), (1.0, 0.0));
+    }
+
+    #[test]
+    fn visit_alpha_averages_the_targets_and_counts_visits() {
+        let p = RiflingParams { gamma: 0.0, q_init: 10.0, ..Default::default() };
+        assert_eq!(p.alpha_schedule, AlphaSchedule::Visits);
+        let mut a = Agent::new(p, 2, 1);
+        let m = [true, true];
+        // gamma 0 and transitions of 1 s (0^(1/600) = 0; a zero-length one
+        // would discount by 0^0 = 1): the target is the reward. 1/1: Q = 0.4 (replaces 10);
+        // 1/2: 0.4 + (0.8 - 0.4) / 2 = 0.6; 1/3: 0.6 + (0.1 - 0.6) / 3 = 0.4333,
+        // the mean of 0.4, 0.8, 0.1.
+        a.start_episode(0, 1);
+        assert!((a.update("s", 1, 0.4, "s", &m, 1000) - 0.4).abs() < 1e-12);
+        assert!((a.update("s", 1, 0.8, "s", &m, 1000) - 0.6).abs() < 1e-12);
+        assert!((a.update("s", 1, 0.1, "s", &m, 1000) - 1.3 / 3.0).abs() < 1e-12);
+        assert_eq!(a.visits["s"], vec![0, 3]);
+        // |dQ|: 9.6, 0.2, 0.1667: max 9.6, sum 9.9667.
+        assert!((a.max_dq - 9.6).abs() < 1e-12);
+        assert!((a.sum_dq - (9.6 + 0.2 + 0.5 / 3.0)).abs() < 1e-12);
+        a.start_episode(1, 2);
+        assert_eq!((a.max_dq, a.sum_dq), (0.0, 0.0));
+        // Constant: 10 + 0.1 (0.4 - 10) = 9.04.
+        let mut c = Agent::new(RiflingParams { alpha_schedule: AlphaSchedule::Constant, ..p }, 2, 1);
+        assert!((c.update("s", 0, 0.4, "s", &m, 1000) - 9.04).abs() < 1e-12);
+        // A table without counts: tried = moved off q_init.
+        c.visits.clear();
+        assert!(c.tried("s", 0) && !c.tried("s", 1));
+        // Regrouping carries the counts with the rows.
+        let mut g = Agent::new(RiflingParams { k: 2, ..p }, 2, 1);
+        g.regroup(&[0.0, 0.1, 5.0, 5.1]);
+        g.q.insert("t1|x".into(), vec![1.0, 2.0]);
+        g.visits.insert("t1|x".into(), vec![3, 4]);
+        g.regroup(&[5.0, 5.0, 9.0, 9.0]);
+        assert_eq!(g.visits["t0|x"], vec![3, 4]);
+        assert_eq!(g.visits["t1|x"], vec![3, 4]);
     }
 }

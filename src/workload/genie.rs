@@ -116,6 +116,31 @@ fn draw_qos(rng: &mut impl Rng) -> QosClass {
     }
 }
 
+/// Which tasks the generator draws.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskMix {
+    /// The paper's mix: six task types uniformly, training or inference
+    /// with probability 1/2 (the default).
+    #[default]
+    Paper,
+    /// Training tasks only (issue 31, ours): the six types uniformly, every
+    /// task training. Inference tasks exchange no gradients, so their speed
+    /// does not depend on spreading across nodes; without them every task's
+    /// speed does, by its computation/communication ratio (RIFLING's
+    /// grouping feature). The draws are those of `paper` (the training coin
+    /// is still tossed), so a seed gives the same arrivals, types, batches
+    /// and latency targets with every inference task turned into training.
+    Training,
+}
+
+impl TaskMix {
+    /// True for the default (left out of manifests, so they stay as before).
+    pub fn is_paper(&self) -> bool {
+        *self == TaskMix::Paper
+    }
+}
+
 /// The most tasks (density × window) a GENIE workload may ask for.
 pub const MAX_TASKS: f64 = 50_000.0;
 
@@ -139,6 +164,10 @@ pub struct GenieWorkloadSpec {
     /// `jobs_per_hour`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasks: Option<u64>,
+    /// Which tasks are drawn ([`TaskMix`]; default the paper's, left out of
+    /// manifests).
+    #[serde(default, skip_serializing_if = "TaskMix::is_paper")]
+    pub mix: TaskMix,
 }
 
 /// The arrival times, ms, of `spec` in ascending order, on `rng`: Poisson at
@@ -217,7 +246,7 @@ pub fn generate_with(
     for submit_ms in arrival_times(spec, &mut arrivals)? {
         let i = rng.gen_range(0..TASK_MODELS.len());
         let (name, model) = TASK_MODELS[i];
-        let inference = rng.gen_bool(0.5);
+        let inference = rng.gen_bool(0.5) && spec.mix == TaskMix::Paper;
         let global_bsz = batches[i][rng.gen_range(0..batches[i].len())];
         let target_s = rng.gen_range(MIN_LATENCY_S..=MAX_LATENCY_S);
         let step_s = truth.step_s(model, inference, global_bsz, &[1]);
@@ -311,7 +340,7 @@ pub fn from_trace_with(
     for (id, r) in picked.iter().enumerate() {
         let i = rng.gen_range(0..TASK_MODELS.len());
         let (name, model) = TASK_MODELS[i];
-        let inference = rng.gen_bool(0.5);
+        let inference = rng.gen_bool(0.5) && spec.mix == TaskMix::Paper;
         let global_bsz = batches[i][rng.gen_range(0..batches[i].len())];
         let gpus = r.gpus.min(global_bsz).max(1);
         let gpn = gpus_per_node.max(1);
@@ -340,7 +369,13 @@ mod tests {
     #[test]
     fn density_mix_and_latencies_are_as_documented() {
         let db = &ProfileDb::builtin();
-        let spec = GenieWorkloadSpec { jobs_per_hour: 20.0, hours: 240.0, ect: EctBasis::True, tasks: None };
+        let spec = GenieWorkloadSpec {
+            jobs_per_hour: 20.0,
+            hours: 240.0,
+            ect: EctBasis::True,
+            tasks: None,
+            mix: TaskMix::Paper,
+        };
         let tasks = generate(&spec, db, "K80", 12 * 1024, 7).unwrap();
         // Poisson: 4,800 expected, sd about 69.
         assert!((4_600..5_000).contains(&tasks.len()), "{}", tasks.len());
@@ -364,12 +399,49 @@ mod tests {
     }
 
     #[test]
+    fn the_training_mix_turns_every_task_into_training_on_the_same_draws() {
+        let db = &ProfileDb::builtin();
+        let paper = GenieWorkloadSpec {
+            jobs_per_hour: 20.0,
+            hours: 10.0,
+            ect: EctBasis::True,
+            tasks: None,
+            mix: TaskMix::Paper,
+        };
+        let training = GenieWorkloadSpec { mix: TaskMix::Training, ..paper };
+        let a = generate(&paper, db, "K80", 12 * 1024, 3).unwrap();
+        let b = generate(&training, db, "K80", 12 * 1024, 3).unwrap();
+        // The same arrivals, task types and batches; no inference task.
+        assert_eq!(a.len(), b.len());
+        assert!(b.iter().all(|t| !t.1.inference && t.1.kind.ends_with("-train")));
+        let inference = a.iter().filter(|t| t.1.inference).count();
+        assert!(inference > a.len() / 4, "{inference} of {}", a.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!((x.0.submit_ms, x.1.global_bsz), (y.0.submit_ms, y.1.global_bsz));
+            assert_eq!(x.1.kind.split('-').next(), y.1.kind.split('-').next());
+            // A task that trained in the paper mix is the same task.
+            if !x.1.inference {
+                assert!(x.0 == y.0 && x.1 == y.1);
+            }
+        }
+        // The default is left out of the manifest; the option is written.
+        assert!(!serde_json::to_string(&paper).unwrap().contains("mix"));
+        assert!(serde_json::to_string(&training).unwrap().contains(r#""mix":"training""#));
+    }
+
+    #[test]
     fn a_fixed_count_arrives_uniformly_over_the_window() {
         let db = &ProfileDb::builtin();
         // Three tasks in one hour, seed 5: the arrival times are the three
         // uniform draws of stream `genie.arrivals` scaled to 3,600,000 ms,
         // floored, sorted (drawn here by hand from the same stream).
-        let spec = GenieWorkloadSpec { jobs_per_hour: 3.0, hours: 1.0, ect: EctBasis::True, tasks: Some(3) };
+        let spec = GenieWorkloadSpec {
+            jobs_per_hour: 3.0,
+            hours: 1.0,
+            ect: EctBasis::True,
+            tasks: Some(3),
+            mix: TaskMix::Paper,
+        };
         let tasks = generate(&spec, db, "K80", 12 * 1024, 5).unwrap();
         let mut rng = crate::rng::stream(5, "genie.arrivals");
         let mut want: Vec<u64> = (0..3).map(|_| (rng.r#gen::<f64>() * 3_600_000.0).floor() as u64).collect();
@@ -377,7 +449,13 @@ mod tests {
         assert_eq!(tasks.iter().map(|t| t.0.submit_ms).collect::<Vec<_>>(), want);
         // 2,000 tasks over 10 h: exactly 2,000, each hour about a tenth
         // (binomial sd sqrt(2000 x 0.1 x 0.9) = 13.4, so 200 +- 60 is > 4 sd).
-        let spec = GenieWorkloadSpec { jobs_per_hour: 200.0, hours: 10.0, ect: EctBasis::True, tasks: Some(2_000) };
+        let spec = GenieWorkloadSpec {
+            jobs_per_hour: 200.0,
+            hours: 10.0,
+            ect: EctBasis::True,
+            tasks: Some(2_000),
+            mix: TaskMix::Paper,
+        };
         let tasks = generate(&spec, db, "K80", 12 * 1024, 5).unwrap();
         assert_eq!(tasks.len(), 2_000);
         for h in 0..10u64 {
@@ -400,7 +478,13 @@ mod tests {
         // 40 jobs of 1 to 8 GPUs and one of 32 GPUs (left out on 16 GPUs).
         let mut recs: Vec<TraceRecord> = (0..40).map(|i| rec(i, [1, 2, 4, 8][i as usize % 4], 600 + 100 * i)).collect();
         recs.insert(3, rec(3, 32, 1000));
-        let spec = GenieWorkloadSpec { jobs_per_hour: 10.0, hours: 2.0, ect: EctBasis::True, tasks: None };
+        let spec = GenieWorkloadSpec {
+            jobs_per_hour: 10.0,
+            hours: 2.0,
+            ect: EctBasis::True,
+            tasks: None,
+            mix: TaskMix::Paper,
+        };
         let tasks = from_trace(&recs, &spec, db, "K80", 12 * 1024, 16, 4, 1).unwrap();
         assert_eq!(tasks.len(), 20);
         assert!(tasks.windows(2).all(|w| w[0].0.submit_ms < w[1].0.submit_ms));
@@ -411,7 +495,13 @@ mod tests {
         let again = from_trace(&recs, &spec, db, "K80", 12 * 1024, 16, 4, 1).unwrap();
         assert!(tasks.iter().zip(&again).all(|(a, b)| a == b));
         // 41 tasks asked of the 40 jobs that fit: refused, not silently fewer.
-        let more = GenieWorkloadSpec { jobs_per_hour: 20.5, hours: 2.0, ect: EctBasis::True, tasks: None };
+        let more = GenieWorkloadSpec {
+            jobs_per_hour: 20.5,
+            hours: 2.0,
+            ect: EctBasis::True,
+            tasks: None,
+            mix: TaskMix::Paper,
+        };
         let e = from_trace(&recs, &more, db, "K80", 12 * 1024, 16, 4, 1).unwrap_err();
         assert!(e.contains("asks for 41 tasks") && e.contains("only 40 jobs"), "{e}");
     }

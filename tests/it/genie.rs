@@ -183,6 +183,7 @@ fn genie_spec(variant: GenieVariant, seed: u64, density: f64) -> RunSpec {
                 hours: 12.0,
                 ect: Default::default(),
                 tasks: None,
+                mix: Default::default(),
             }),
             ClusterChoice::Preset { preset: ClusterPreset::Lab16 },
         )

@@ -19,6 +19,7 @@ fn spec(preset: ClusterPreset, rate_model: RateModelKind, models: Option<std::pa
                 hours: 3.0,
                 ect: EctBasis::Predicted,
                 tasks: None,
+                mix: Default::default(),
             }),
             ClusterChoice::Preset { preset },
         )

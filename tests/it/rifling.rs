@@ -24,6 +24,7 @@ fn spec(mode: RiflingMode, seed: u64) -> RunSpec {
                 hours: 8.0,
                 ect: Default::default(),
                 tasks: None,
+                mix: Default::default(),
             }),
             ClusterChoice::Preset { preset: ClusterPreset::Lab16 },
         )
@@ -145,4 +146,78 @@ fn a_frozen_table_runs_with_the_runs_parameters_and_its_encoding_must_agree() {
     assert!(e.to_string().contains("k = 4") && e.to_string().contains("k = 3"), "{e}");
     let e = frozen(saved_default, RiflingParams { queue_feature: false, ..RiflingParams::default() }).err().unwrap();
     assert!(e.to_string().contains("queue_feature"), "{e}");
+}
+
+/// `rifling-train`'s convergence criterion, checked against its own curve:
+/// training stops at the first episode whose last `window` episodes all
+/// had epsilon at its floor, mean |ΔQ| below the threshold and a share of
+/// updates in states whose greedy action changed below its threshold.
+#[test]
+fn rifling_train_stops_when_its_criterion_holds_and_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    // Window 0: never stops early; the manifest says the criterion did not hold.
+    let t0 = d.path().join("t0.json");
+    let o = crate::common::dlsched(&[
+        "rifling-train",
+        "--episodes",
+        "3",
+        "--hours",
+        "2",
+        "--converge-window",
+        "0",
+        "--out",
+        &s(&t0),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(&t0).unwrap()).unwrap();
+    assert_eq!(m["manifest"]["episodes"], 3);
+    assert_eq!(m["manifest"]["convergence"]["held"], false);
+    assert!(m["manifest"]["convergence"]["at_episode"].is_null());
+    // Window 1, epsilon at its floor from the start (decay 0), |ΔQ| bound
+    // loose: the first episode after the first whose greedy-change share is
+    // below 0.9 ends training (the first episode's states are all new: 1).
+    let t1 = d.path().join("t1.json");
+    let o = crate::common::dlsched(&[
+        "rifling-train",
+        "--episodes",
+        "8",
+        "--hours",
+        "2",
+        "--rifling-epsilon-decay",
+        "0",
+        "--converge-window",
+        "1",
+        "--converge-dq",
+        "1000",
+        "--converge-greedy",
+        "0.9",
+        "--out",
+        &s(&t1),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(&t1).unwrap()).unwrap();
+    let curve = std::fs::read_to_string(d.path().join("t1.curve.csv")).unwrap();
+    let mut lines = curve.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}"));
+    let rows: Vec<Vec<f64>> = lines.map(|l| l.split(',').map(|x| x.parse().unwrap()).collect()).collect();
+    // Independent route: the first row satisfying the criterion from the curve's columns.
+    let first = rows.iter().position(|r| r[col("greedy_changed_share")] < 0.9 && r[col("mean_dq")] < 1000.0);
+    let first = first.expect("some episode settles within 8");
+    assert_eq!(rows[0][col("greedy_changed_share")], 1.0, "every state of the first episode is new");
+    assert_eq!(m["manifest"]["convergence"]["held"], true);
+    assert_eq!(m["manifest"]["convergence"]["at_episode"], first as u64);
+    assert_eq!(rows.len(), first + 1, "training stopped there");
+    assert_eq!(m["manifest"]["episodes"], first as u64 + 1);
+    assert_eq!(rows[first][col("converged")], 1.0);
+    assert!(rows[..first].iter().all(|r| r[col("converged")] == 0.0));
+    // The diagnostics columns are shares and repeat chances in [0, 1].
+    for r in &rows {
+        for c in ["all_tried_share", "greedy_repeat", "random_repeat", "greedy_all_tied_share"] {
+            assert!((0.0..=1.0).contains(&r[col(c)]), "{c} {}", r[col(c)]);
+        }
+        // Ties are a subset of the feasible actions: 1/#tied >= 1/#feasible.
+        assert!(r[col("random_repeat")] <= r[col("greedy_repeat")] + 1e-9);
+    }
 }

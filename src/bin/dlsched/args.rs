@@ -164,20 +164,31 @@ pub(crate) struct RiflingArgs {
     /// state (true or false).
     #[arg(long, default_value_t = RiflingParams::default().queue_feature, value_name = "BOOL", action = clap::ArgAction::Set)]
     pub(crate) rifling_queue_feature: bool,
-    /// RIFLING: when WAIT is available: never (the default, measured) or
-    /// when-running (some task runs; the behaviour before issue 16).
+    /// RIFLING: when WAIT is available: when-running (some task runs; the
+    /// paper's WAIT action, the default since issue 31) or never (issue 16's
+    /// default).
     #[arg(long, value_enum, default_value_t = RiflingParams::default().wait, value_name = "RULE")]
     pub(crate) rifling_wait: dlsched::policy::rifling::WaitRule,
+    /// RIFLING: what a frozen table's greedy choice ranges over: tried (the
+    /// actions tried in the state, the default since issue 31) or all (every
+    /// feasible action, untried ones at the initial value).
+    #[arg(long, value_enum, default_value_t = RiflingParams::default().frozen_greedy, value_name = "RULE")]
+    pub(crate) rifling_frozen_greedy: dlsched::policy::rifling::FrozenGreedy,
+    /// RIFLING: learning-rate schedule: visits (1/n at the n-th update of a
+    /// state-action pair, the default since issue 31) or constant (alpha).
+    #[arg(long, value_enum, default_value_t = RiflingParams::default().alpha_schedule, value_name = "RULE")]
+    pub(crate) rifling_alpha_schedule: dlsched::policy::rifling::AlphaSchedule,
     /// RIFLING: re-run the K-means every N arrivals.
     #[arg(long, default_value_t = RiflingParams::default().regroup_every, value_name = "N")]
     pub(crate) rifling_regroup: u64,
     /// RIFLING: K-means over the last N training tasks.
     #[arg(long, default_value_t = RiflingParams::default().window, value_name = "N")]
     pub(crate) rifling_window: usize,
-    /// RIFLING: reward: throughput-integral (cluster-normalised throughput
-    /// integrated over the transition, / tau), throughput (its time-average
-    /// between decisions, the default before issue 16) or scaling-efficiency
-    /// (placed task's normalised rate per GPU).
+    /// RIFLING: reward: scaling-efficiency (placed task's normalised rate per
+    /// GPU, WAIT 0; the default since issue 31), throughput-integral
+    /// (cluster-normalised throughput integrated over the transition, / tau;
+    /// issue 16's default) or throughput (its time-average between
+    /// decisions, the default before issue 16).
     #[arg(long, value_enum, default_value_t = RiflingParams::default().reward)]
     pub(crate) rifling_reward: dlsched::policy::rifling::RewardKind,
 }
@@ -201,6 +212,8 @@ impl RiflingArgs {
             tau_s: self.rifling_tau,
             queue_feature: self.rifling_queue_feature,
             wait: self.rifling_wait,
+            frozen_greedy: self.rifling_frozen_greedy,
+            alpha_schedule: self.rifling_alpha_schedule,
         };
         p.validate().map_err(anyhow::Error::msg)?;
         Ok(p)
@@ -225,5 +238,7 @@ impl RiflingArgs {
         put("rifling_tau", Value::Float(self.rifling_tau));
         put("rifling_queue_feature", Value::Bool(self.rifling_queue_feature));
         put("rifling_wait", Value::Str(value_name(&self.rifling_wait)));
+        put("rifling_frozen_greedy", Value::Str(value_name(&self.rifling_frozen_greedy)));
+        put("rifling_alpha_schedule", Value::Str(value_name(&self.rifling_alpha_schedule)));
     }
 }

@@ -120,6 +120,11 @@ pub(crate) struct SimulateArgs {
     /// is a burst of 150 tasks in one hour.
     #[arg(long, value_name = "N", conflicts_with_all = ["jobs_per_hour", "jobs_per_hour_per_gpu"])]
     pub(crate) tasks: Option<u64>,
+    /// GENIE workload: the task mix: paper (six types, half inference) or
+    /// training (every task trains, so every task's speed depends on how it
+    /// spreads across nodes).
+    #[arg(long, value_enum, default_value_t = dlsched::workload::genie::TaskMix::Paper)]
+    pub(crate) task_mix: dlsched::workload::genie::TaskMix,
 
     /// GENIE workload: task density per GPU of the cluster, tasks per hour
     /// per GPU (the density is this x the cluster's GPUs: 1.25 is 20 tasks
@@ -318,7 +323,7 @@ pub(crate) enum WorkloadKind {
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 58] = [
+pub(crate) const SPEC_ARGS: [&str; 61] = [
     "trace",
     "policy_opt",
     "checkpoint",
@@ -337,6 +342,7 @@ pub(crate) const SPEC_ARGS: [&str; 58] = [
     "ect",
     "hours",
     "tasks",
+    "task_mix",
     "jobs_per_hour_per_gpu",
     "theta",
     "genie_models",
@@ -354,6 +360,8 @@ pub(crate) const SPEC_ARGS: [&str; 58] = [
     "rifling_tau",
     "rifling_queue_feature",
     "rifling_wait",
+    "rifling_frozen_greedy",
+    "rifling_alpha_schedule",
     "rifling_regroup",
     "rifling_window",
     "rifling_reward",
@@ -426,6 +434,9 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     put("jobs", Value::UInt(a.jobs.into()));
     if let Some(x) = a.jobs_per_hour {
         put("jobs_per_hour", Value::Float(x));
+    }
+    if a.task_mix != dlsched::workload::genie::TaskMix::Paper {
+        put("task_mix", Value::Str(crate::args::value_name(&a.task_mix)));
     }
     if let Some(n) = a.tasks {
         put("tasks", Value::UInt(n));
