@@ -102,8 +102,7 @@ pub fn paired_cmd(a: &PairedArgs) -> Result<ExitCode> {
     };
     match &a.out {
         Some(path) => {
-            dlsched::metrics::export::write_atomic(path, text.as_bytes())
-                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            dlsched::metrics::export::write_atomic(path, text.as_bytes()).map_err(|e| anyhow!("--out: {e}"))?;
             outln!("wrote {}", path.display())?;
         }
         None => outln!("{}", text.trim_end())?,
