@@ -74,7 +74,7 @@ impl BuildContext<'_> {
     /// The database for a queue policy placing by `placement`: the run's; or,
     /// when the run reads none, the builtin one for the rules that read it
     /// (memory efficiency, IAWP's SM proxy), from the artefact set.
-    pub(crate) fn db_for(&self, placement: PlacementKind) -> Option<Arc<ProfileDb>> {
+    pub fn db_for(&self, placement: PlacementKind) -> Option<Arc<ProfileDb>> {
         let reads = matches!(placement, PlacementKind::MemeffPack | PlacementKind::Iawp);
         self.db.clone().or_else(|| reads.then(|| self.artefacts.profiles().builtin()))
     }

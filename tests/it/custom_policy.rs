@@ -111,7 +111,24 @@ fn a_policy_defined_outside_the_crate_runs_and_schedules_as_computed_by_hand() {
     };
     let options = LifoOptions::default();
     options.validate("lifo").unwrap();
-    let r = run_one_with_policy(&spec, |ctx| options.build("lifo", ctx), |_| {}).unwrap();
+    let mut dbs = None;
+    let r = run_one_with_policy(
+        &spec,
+        |ctx| {
+            // What an in-crate queue policy reads to build itself is public: a
+            // run that names no profile database gets the builtin one for the
+            // placements that read it (memory efficiency), none for the rest.
+            use dlsched::policy::placement::PlacementKind;
+            dbs = Some((
+                ctx.db_for(PlacementKind::MemeffPack).is_some(),
+                ctx.db_for(PlacementKind::Consolidate).is_some(),
+            ));
+            options.build("lifo", ctx)
+        },
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(dbs, Some((true, false)));
     assert_eq!(r.summary.policy, "lifo");
     // LIFO by hand: a runs 0-100 (the cluster is full). At 100, b, c and d
     // wait; the last in, d, takes both GPUs: 100-110. At 110: c (last of b,
