@@ -85,13 +85,16 @@ pub struct PairedRow {
 }
 
 impl PairedRow {
-    /// `lower`, `higher` or `no measurable difference` (`too few seeds` for
-    /// fewer than two pairs, `identical on every seed` when every paired
-    /// difference is 0); empty for the baseline.
+    /// `lower`, `higher` or `no measurable difference`; `identical on every
+    /// seed` when every paired difference is 0; `no pairs (...)` when no seed
+    /// has a value in both (the baseline lacks the metric, or the arms cover
+    /// different `average_over` values), `one pair: no interval` for one;
+    /// empty for the baseline.
     pub fn verdict(&self) -> &'static str {
         match &self.diff {
             None => "",
-            Some(d) if d.n < 2 => "too few seeds",
+            Some(d) if d.n == 0 => "no pairs (no seed has a value in both)",
+            Some(d) if d.n == 1 => "one pair: no interval",
             Some(d) if d.mean == 0.0 && d.half_width == 0.0 => "identical on every seed",
             Some(d) => match d.excludes_zero() {
                 Some(std::cmp::Ordering::Less) => "lower",
@@ -128,11 +131,28 @@ struct Sweep {
     swept: Vec<String>,
     header: Vec<String>,
     rows: Vec<(usize, csv::StringRecord)>,
+    /// Per row, from `runs/ID/manifest.json` when it is there: the policy's
+    /// name and the run's setting (the spec's [`SETTING_KEYS`]).
+    manifests: Vec<Option<(String, serde_json::Value)>>,
+    /// `policy` is not swept here but read from the manifests (several
+    /// sweeps joined, each with its policy in `[base]`).
+    implied_policy: bool,
 }
+
+/// The parts of a run's spec that make "the same workload": two runs paired
+/// on a seed must agree on all of them (the policy and its predictor may
+/// differ; that is what is compared).
+pub const SETTING_KEYS: [&str; 5] = ["cluster", "workload", "rate_model", "profiles", "seed"];
 
 fn read_sweep(dir: &Path) -> Result<(Sweep, String), String> {
     let summary = dir.join("summary.csv");
     let sweep_json = dir.join("sweep.json");
+    if !sweep_json.exists() && dir.join("manifest.json").exists() {
+        return Err(format!(
+            "{}: a run directory (it has manifest.json); give the sweep directory that holds it (with sweep.json and summary.csv)",
+            dir.display()
+        ));
+    }
     let meta: serde_json::Value = serde_json::from_str(&crate::io::read_text(&sweep_json).map_err(|e| e.to_string())?)
         .map_err(|e| format!("{}: {e}", sweep_json.display()))?;
     let swept: Vec<String> = meta["swept"]
@@ -148,16 +168,38 @@ fn read_sweep(dir: &Path) -> Result<(Sweep, String), String> {
         ));
     }
     let bytes = crate::io::read_csv(&summary).map_err(|e| e.to_string())?;
+    if bytes.is_empty() {
+        return Err(format!("{}: empty file (not even a header)", summary.display()));
+    }
     let mut rdr = csv::Reader::from_reader(&bytes[..]);
     let header: Vec<String> =
         rdr.headers().map_err(|e| format!("{}: {e}", summary.display()))?.iter().map(str::to_string).collect();
-    let rows = rdr
+    let rows: Vec<(usize, csv::StringRecord)> = rdr
         .records()
         .enumerate()
         .map(|(i, r)| r.map(|r| (i + 2, r)).map_err(|e| format!("{}: {e}", summary.display())))
         .collect::<Result<_, _>>()?;
+    let id_col = header.iter().position(|h| h == "run_id");
+    let mut manifests = Vec::with_capacity(rows.len());
+    for (_, rec) in &rows {
+        let path = id_col.and_then(|c| rec.get(c)).map(|id| dir.join("runs").join(id).join("manifest.json"));
+        let m = match path {
+            Some(p) if p.exists() => {
+                let v: serde_json::Value = serde_json::from_str(&crate::io::read_text(&p).map_err(|e| e.to_string())?)
+                    .map_err(|e| format!("{}: {e}", p.display()))?;
+                let setting: serde_json::Map<String, serde_json::Value> =
+                    SETTING_KEYS.iter().map(|k| (k.to_string(), v["spec"][*k].clone())).collect();
+                Some((v["policy"].as_str().unwrap_or("").to_string(), serde_json::Value::Object(setting)))
+            }
+            _ => None,
+        };
+        manifests.push(m);
+    }
     let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
-    Ok((Sweep { name, summary, swept, header, rows }, meta["question"].as_str().unwrap_or("").to_string()))
+    Ok((
+        Sweep { name, summary, swept, header, rows, manifests, implied_policy: false },
+        meta["question"].as_str().unwrap_or("").to_string(),
+    ))
 }
 
 /// [`paired_many`] on one sweep directory.
@@ -191,12 +233,28 @@ pub fn paired_many(dirs: &[&Path], options: &PairedOptions) -> Result<PairedRepo
     }
     let mut sweeps = Vec::new();
     let mut questions = Vec::new();
+    let mut seen = Vec::new();
     for d in dirs {
+        let canon = std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf());
+        if seen.contains(&canon) {
+            return Err(format!("{}: given twice", d.display()));
+        }
+        seen.push(canon);
         let (s, q) = read_sweep(d)?;
         if !q.is_empty() && !questions.contains(&q) {
             questions.push(q);
         }
         sweeps.push(s);
+    }
+    // Joined sweeps that each fix their policy in `[base]`: the policy, read
+    // from the runs' manifests, names their arms (`--baseline policy=fifo`).
+    if sweeps.len() > 1 {
+        for s in &mut sweeps {
+            if !s.swept.iter().any(|k| k == "policy") && s.manifests.iter().all(Option::is_some) {
+                s.swept.insert(0, "policy".into());
+                s.implied_policy = true;
+            }
+        }
     }
     let mut all_keys: Vec<String> = Vec::new();
     for s in &sweeps {
@@ -255,6 +313,7 @@ pub fn paired_many(dirs: &[&Path], options: &PairedOptions) -> Result<PairedRepo
         avg: Vec<String>,
         seed: u64,
         metrics: Vec<Option<f64>>,
+        setting: Option<serde_json::Value>,
         at: String,
     }
     let mut runs = Vec::new();
@@ -262,7 +321,7 @@ pub fn paired_many(dirs: &[&Path], options: &PairedOptions) -> Result<PairedRepo
     for s in &sweeps {
         let col = |k: &str| s.header.iter().position(|h| h == k);
         let seed_col = col("seed").ok_or_else(|| format!("{}: no column `seed`", s.summary.display()))?;
-        for (line, rec) in &s.rows {
+        for ((line, rec), manifest) in s.rows.iter().zip(&s.manifests) {
             let field = |c: usize| rec.get(c).unwrap_or("").to_string();
             let seed: u64 = field(seed_col).parse().map_err(|_| {
                 format!(
@@ -277,7 +336,12 @@ pub fn paired_many(dirs: &[&Path], options: &PairedOptions) -> Result<PairedRepo
                 continue;
             }
             seeds.insert(seed);
-            let swept_value = |k: &str| s.swept.iter().any(|x| x == k).then(|| col(k).map(field)).flatten();
+            let swept_value = |k: &str| {
+                if k == "policy" && s.implied_policy {
+                    return manifest.as_ref().map(|m| m.0.clone());
+                }
+                s.swept.iter().any(|x| x == k).then(|| col(k).map(field)).flatten()
+            };
             let config = config_keys.iter().map(|k| swept_value(k)).collect();
             let arm_parts: Vec<(String, String)> =
                 arm_keys.iter().filter_map(|k| swept_value(k).map(|v| (k.clone(), v))).collect();
@@ -293,11 +357,26 @@ pub fn paired_many(dirs: &[&Path], options: &PairedOptions) -> Result<PairedRepo
                 None => false,
             };
             let avg = options.average_over.iter().map(|k| swept_value(k).unwrap_or_default()).collect();
+            // A metric's field: a number, or empty / `null` (the run has no
+            // such value); anything else is an error, not a missing value.
             let metrics = options
                 .metrics
                 .iter()
-                .map(|m| col(m).and_then(|c| rec.get(c)).and_then(|f| f.parse::<f64>().ok()).filter(|x| x.is_finite()))
-                .collect();
+                .map(|m| {
+                    let f = col(m).and_then(|c| rec.get(c)).unwrap_or("");
+                    if f.is_empty() || f == "null" {
+                        return Ok(None);
+                    }
+                    match f.parse::<f64>() {
+                        Ok(x) if x.is_finite() => Ok(Some(x)),
+                        Ok(_) => Err(format!("{} line {line}: field `{m}`: `{f}` is not a finite number", s.summary.display())),
+                        Err(_) => Err(format!(
+                            "{} line {line}: field `{m}`: `{f}` is not a number (a metric column is numbers, empty or null)",
+                            s.summary.display()
+                        )),
+                    }
+                })
+                .collect::<Result<Vec<_>, String>>()?;
             runs.push(RunRow {
                 config,
                 arm,
@@ -305,6 +384,7 @@ pub fn paired_many(dirs: &[&Path], options: &PairedOptions) -> Result<PairedRepo
                 avg,
                 seed,
                 metrics,
+                setting: manifest.as_ref().map(|m| m.1.clone()),
                 at: format!("{} line {line}", s.summary.display()),
             });
         }
@@ -336,7 +416,9 @@ pub fn paired_many(dirs: &[&Path], options: &PairedOptions) -> Result<PairedRepo
     // run without some key joins each full configuration that agrees with it.
     let full: std::collections::BTreeSet<Vec<String>> =
         runs.iter().filter_map(|r| r.config.iter().cloned().collect::<Option<Vec<String>>>()).collect();
-    type Seeds = BTreeMap<u64, Vec<(Vec<String>, Vec<Option<f64>>)>>;
+    /// Per seed, its runs: (averaged-over values, metrics, setting, where).
+    type Entry = (Vec<String>, Vec<Option<f64>>, Option<serde_json::Value>, String);
+    type Seeds = BTreeMap<u64, Vec<Entry>>;
     type Arms = BTreeMap<String, Seeds>;
     let mut cells: BTreeMap<Vec<SortKey>, (Vec<String>, Arms)> = BTreeMap::new();
     for r in &runs {
@@ -353,23 +435,52 @@ pub fn paired_many(dirs: &[&Path], options: &PairedOptions) -> Result<PairedRepo
             let per_seed =
                 cells.entry(sort).or_insert_with(|| (t, BTreeMap::new())).1.entry(r.arm.clone()).or_default();
             let entries = per_seed.entry(r.seed).or_default();
-            if entries.iter().any(|(avg, _)| *avg == r.avg) {
+            if entries.iter().any(|e| e.0 == r.avg) {
                 return Err(format!(
                     "{}: a second run of arm `{}` for seed {} in one configuration: name the key that differs with --by or --average-over",
                     r.at, r.arm, r.seed
                 ));
             }
-            entries.push((r.avg.clone(), r.metrics.clone()));
+            entries.push((r.avg.clone(), r.metrics.clone(), r.setting.clone(), r.at.clone()));
         }
     }
     // A seed's value: the mean over its runs (one without averaging), with
     // the averaged-over values it covers; None when a run lacks the metric.
-    let seed_value = |entries: &Vec<(Vec<String>, Vec<Option<f64>>)>, m: usize| -> (Vec<Vec<String>>, Option<f64>) {
+    let seed_value = |entries: &Vec<Entry>, m: usize| -> (Vec<Vec<String>>, Option<f64>) {
         let mut keys: Vec<Vec<String>> = entries.iter().map(|e| e.0.clone()).collect();
         keys.sort();
         let vals: Option<Vec<f64>> = entries.iter().map(|e| e.1[m]).collect();
         (keys, vals.map(|v| v.iter().sum::<f64>() / v.len() as f64))
     };
+    // Paired runs must share their workload, cluster, rate model and profile
+    // database (a sweep joined with another of a different `[base]`, or a
+    // control whose fixed density differs from the configuration it joins).
+    if let Some(b) = &base_arm {
+        for (config, arms) in cells.values() {
+            let Some(base) = arms.get(b) else { continue };
+            for (arm, per_seed) in arms.iter().filter(|(a, _)| *a != b) {
+                for (seed, entries) in per_seed {
+                    let Some(bentries) = base.get(seed) else { continue };
+                    for e in entries {
+                        let Some(be) = bentries.iter().find(|x| x.0 == e.0) else { continue };
+                        if let (Some(x), Some(y)) = (&e.2, &be.2)
+                            && x != y
+                        {
+                            let key = SETTING_KEYS.iter().find(|k| x[**k] != y[**k]).unwrap_or(&"spec");
+                            return Err(format!(
+                                "{} (arm `{arm}`) and {} (baseline `{b}`), seed {seed}, configuration {}: the runs differ in their `{key}` ({} vs {}), so they are not the same workload; compare sweeps with the same [base], or name the key that differs with --by",
+                                e.3,
+                                be.3,
+                                if config.is_empty() { "(all runs)".to_string() } else { config.join(", ") },
+                                x[*key],
+                                y[*key]
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
     let mut tables = Vec::new();
     for (mi, metric) in options.metrics.iter().enumerate() {
         let mut rows = Vec::new();
@@ -530,8 +641,9 @@ impl PairedReport {
                             let p = 100.0 / r.baseline_mean;
                             cells.push(d.n.to_string());
                             cells.push(format!("{} [{}, {}]", num(d.mean), num(d.lo()), num(d.hi())));
+                            let pc = |x: f64| if x.is_finite() { format!("{x:+.1}") } else { "–".into() };
                             cells.push(if r.baseline_mean != 0.0 && r.baseline_mean.is_finite() {
-                                format!("{:+.1} [{:+.1}, {:+.1}]", d.mean * p, d.lo() * p, d.hi() * p)
+                                format!("{} [{}, {}]", pc(d.mean * p), pc(d.lo() * p), pc(d.hi() * p))
                             } else {
                                 "–".into()
                             });

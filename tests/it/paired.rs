@@ -192,6 +192,68 @@ fn average_over_a_key_pairs_only_seeds_with_the_same_values() {
     assert_eq!((rows[1].value.as_str(), rows[1].stat.mean), ("x", 14.5));
     let dx = rows[1].diff.unwrap();
     assert_eq!((dx.n, dx.mean), (1, 2.0));
-    assert_eq!(rows[1].verdict(), "too few seeds");
+    assert_eq!(rows[1].verdict(), "one pair: no interval");
     assert!(r.markdown().contains("each seed's value is its mean over load"));
+}
+
+/// Writes `runs/ID/manifest.json` for a run: its policy and a spec whose
+/// workload has `jobs_per_hour`.
+fn manifest(sweep: &std::path::Path, id: &str, policy: &str, seed: u64, jobs_per_hour: u32) {
+    let d = sweep.join("runs").join(id);
+    fs::create_dir_all(&d).unwrap();
+    let spec = format!(
+        r#"{{"policy": "{policy}", "spec": {{"cluster": "lab16", "seed": {seed}, "rate_model": "table", "profiles": null, "workload": {{"kind": "genie", "jobs_per_hour": {jobs_per_hour}}}, "policy": {{"kind": "{policy}"}}}}}}"#
+    );
+    fs::write(d.join("manifest.json"), spec).unwrap();
+}
+
+#[test]
+fn joined_sweeps_must_share_the_workload_and_name_their_fixed_policies() {
+    use dlsched::experiment::paired::paired_many;
+    let root = tempfile::tempdir().unwrap();
+    // GENIE at 20 tasks/h (policy in [base]) against a FIFO control whose
+    // density, 10, is fixed in its [base] too: not the same workload.
+    let g = sweep_at(root.path(), "g", &["jobs_per_hour", "seed"], "g1,20,4,5\ng2,20,5,6\n");
+    manifest(&g, "g1", "genie", 4, 20);
+    manifest(&g, "g2", "genie", 5, 20);
+    let f = sweep_at(root.path(), "f", &["seed"], "f1,4,1\nf2,5,2\n");
+    manifest(&f, "f1", "fifo", 4, 10);
+    manifest(&f, "f2", "fifo", 5, 10);
+    let o = PairedOptions {
+        metrics: vec!["makespan_s".into()],
+        baseline: Some(("policy".into(), "fifo".into())),
+        level: 0.95,
+        ..PairedOptions::default()
+    };
+    // `policy` is swept by neither: joined, it is read from the manifests.
+    let e = paired_many(&[&g, &f], &o).unwrap_err();
+    assert!(e.contains("differ in their `workload`") && e.contains("seed 4"), "{e}");
+    // The same control at 20 tasks/h pairs: 5 − 1 = 4, 6 − 2 = 4.
+    manifest(&f, "f1", "fifo", 4, 20);
+    manifest(&f, "f2", "fifo", 5, 20);
+    let r = paired_many(&[&g, &f], &o).unwrap();
+    let row = &r.tables[0].1[1];
+    assert_eq!((row.value.as_str(), row.diff.unwrap().mean), ("genie", 4.0));
+    // A directory given twice is said so.
+    assert!(paired_many(&[&g, &g], &o).unwrap_err().contains("given twice"));
+    // A run directory instead of a sweep directory.
+    let e = paired_many(&[&g.join("runs").join("g1")], &o).unwrap_err();
+    assert!(e.contains("a run directory"), "{e}");
+}
+
+#[test]
+fn a_metric_field_that_is_not_a_number_is_an_error_naming_its_line() {
+    let d = sweep_dir("r1,5,base,4,10\nr2,5,base,5,abc\n");
+    let e = paired(d.path(), &opts()).unwrap_err();
+    assert!(e.contains("line 3: field `makespan_s`: `abc` is not a number"), "{e}");
+    let d = sweep_dir("r1,5,base,4,inf\n");
+    assert!(paired(d.path(), &opts()).unwrap_err().contains("`inf` is not a finite number"));
+    // Empty and null are "without a value", counted.
+    let d = sweep_dir("r1,5,base,4,\nr2,5,base,5,null\nr3,5,base,6,3\n");
+    let r = paired(d.path(), &opts()).unwrap();
+    assert_eq!((r.tables[0].1[0].stat.n, r.tables[0].1[0].missing), (1, 2));
+    // A zero-byte summary.
+    let d = sweep_dir("");
+    fs::write(d.path().join("summary.csv"), "").unwrap();
+    assert!(paired(d.path(), &opts()).unwrap_err().contains("empty file"));
 }

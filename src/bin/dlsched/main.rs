@@ -77,7 +77,10 @@ enum Command {
     /// and its per-seed difference to a baseline value (`--baseline
     /// policy=random-placement`) with the difference's interval and a verdict:
     /// `lower` or `higher` only when the interval excludes zero, else `no
-    /// measurable difference`. See experiments/README.md, "Protocol for claims".
+    /// measurable difference` (`identical on every seed`, `one pair: no
+    /// interval`, `no pairs` where they apply). Paired runs must share their
+    /// workload, cluster and rate model (checked from their manifests). See
+    /// experiments/README.md, "Protocol for claims".
     Paired(paired::PairedArgs),
     /// Draw SVG charts of a run directory (JCT and queueing-delay CDFs, GPU
     /// utilisation and queue length over time) or of a sweep directory (each
