@@ -49,7 +49,7 @@ pub(crate) struct LdwpTrainArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) transfer_from: Option<PathBuf>,
     /// Output file (JSON: manifest and network); the per-episode learning
-    /// curve goes beside it as FILE.curve.csv.
+    /// curve goes beside it as NAME.curve.csv for NAME.json.
     #[arg(long, value_name = "FILE")]
     pub(crate) out: PathBuf,
 }

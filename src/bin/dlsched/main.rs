@@ -106,13 +106,13 @@ enum Command {
     /// Train a RIFLING agent over repeated episodes of the GENIE workload
     /// (one seed per episode) and save its Q-table and K-means centroids with
     /// a manifest (workload, seeds, parameters), plus a per-episode learning
-    /// curve beside it (`FILE.curve.csv`). `simulate --policy rifling-frozen
+    /// curve beside it (`NAME.curve.csv` for `--out NAME.json`). `simulate --policy rifling-frozen
     /// --rifling-table FILE` runs it greedily.
     RiflingTrain(Box<rifling_train::RiflingTrainArgs>),
     /// Train an LDWP deep Q-network (node dispatch) over repeated episodes of
     /// a synthetic workload (one seed per episode) and save it with a manifest
     /// (command, cluster, workload, seeds, parameters), plus a per-episode
-    /// learning curve beside it (`FILE.curve.csv`). `simulate --policy
+    /// learning curve beside it (`NAME.curve.csv` for `--out NAME.json`). `simulate --policy
     /// ldwp-frozen --policy-opt model=FILE` runs it greedily; `--transfer-from`
     /// starts from a model of another cluster.
     LdwpTrain(Box<ldwp_train::LdwpTrainArgs>),
