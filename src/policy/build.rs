@@ -20,7 +20,8 @@ use crate::cluster::{Cluster, ShareLimits};
 use crate::error::{ConfigError, RunError, TraceError};
 use crate::ids::VcId;
 use crate::profile::RateModel;
-use crate::profile::db::{ProfileDb, ProfileSet};
+use crate::profile::db::ProfileDb;
+use crate::profile::set::ProfileSet;
 use crate::workload::admission::AdmissionRule;
 
 /// What a policy is built from, besides its options: the run's cluster,

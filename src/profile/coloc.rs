@@ -319,8 +319,7 @@ impl Interference for LazyInterference {
     }
 }
 
-/// A tenant: (model, per-GPU batch).
-pub type Tenant<'a> = (&'a str, u32);
+pub use super::db::Tenant;
 
 /// Where a pair's speed came from (module docs, in the order tried).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

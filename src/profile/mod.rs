@@ -29,6 +29,7 @@ pub mod model;
 pub mod ncf;
 pub mod rate;
 pub mod resources;
+pub mod set;
 
 use crate::cluster::Cluster;
 use crate::ids::GpuId;

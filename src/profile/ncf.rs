@@ -45,8 +45,7 @@ use ndarray::Array2;
 use rand::Rng;
 use rand::seq::SliceRandom;
 
-use super::coloc::Tenant;
-use super::db::ProfileDb;
+use super::db::{ProfileDb, Tenant};
 use crate::nn::{Mlp, OutputActivation};
 
 /// The seed the database's model is trained with (module docs): a fixed
