@@ -490,8 +490,13 @@ pub fn paired_many(dirs: &[&Path], options: &PairedOptions) -> Result<PairedRepo
             order.sort_by_key(|a| (Some(*a) != base_arm.as_ref(), sort_key(a)));
             for arm in order {
                 let per_seed = &arms[arm];
-                let vals: Vec<(u64, Vec<Vec<String>>, Option<f64>)> =
-                    per_seed.iter().map(|(s, e)| (*s, seed_value(e, mi).0, seed_value(e, mi).1)).collect();
+                let vals: Vec<(u64, Vec<Vec<String>>, Option<f64>)> = per_seed
+                    .iter()
+                    .map(|(s, e)| {
+                        let (keys, x) = seed_value(e, mi);
+                        (*s, keys, x)
+                    })
+                    .collect();
                 let xs: Vec<f64> = vals.iter().filter_map(|v| v.2).collect();
                 let missing = vals.len() - xs.len();
                 let stat = mean_interval(&xs, options.level);
