@@ -12,7 +12,8 @@
 //!   summary (`ints = false`): then `DOUBLE`, so that a column's type does
 //!   not change with the values of one run;
 //! - `DOUBLE` when every non-empty cell is a decimal or scientific number
-//!   (digits, `.`, `+`, `-`, `e`/`E` only, so `inf` and `NaN` stay text) and at
+//!   (digits, `.`, `+`, `-`, `e`/`E` only, so `inf` and `NaN` stay text; no
+//!   leading zero before a digit, so `007` and `01.5` stay text) and at
 //!   least one is not an integer;
 //! - `BYTE_ARRAY` annotated `UTF8` (a string) otherwise, and for a column
 //!   with no non-empty cell.
@@ -56,8 +57,16 @@ fn is_plain_int(c: &[u8]) -> bool {
     !d.is_empty() && d.iter().all(u8::is_ascii_digit) && (d.len() == 1 || d[0] != b'0') && c != b"-0"
 }
 
+/// A leading zero before another digit (`007`, `-01.5`): an identifier
+/// written with digits, which keeps its text.
+fn has_leading_zero(c: &[u8]) -> bool {
+    let d = c.strip_prefix(b"-").or_else(|| c.strip_prefix(b"+")).unwrap_or(c);
+    d.len() > 1 && d[0] == b'0' && d[1].is_ascii_digit()
+}
+
 fn is_number(c: &[u8]) -> bool {
-    c.iter().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E'))
+    !has_leading_zero(c)
+        && c.iter().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E'))
         && c.iter().any(u8::is_ascii_digit)
         && std::str::from_utf8(c).is_ok_and(|s| s.parse::<f64>().is_ok())
 }
