@@ -161,8 +161,14 @@ done
 say "node $host is idle"
 
 # --- the sweep as a job array, the merge as a dependent job ---
-cargo build --release --quiet
-dlsched="$repo/target/release/dlsched"
+# The binary: $DLSCHED when the caller built one (.ci/run passes its test
+# build's), else a release build of the checkout.
+if [ -n "${DLSCHED:-}" ]; then
+  dlsched="$DLSCHED"
+else
+  cargo build --release --quiet
+  dlsched="$repo/target/release/dlsched"
+fi
 exp="experiments/slurm/ci-small.toml"
 out="$state/out"
 start=$SECONDS
