@@ -191,3 +191,210 @@ fn no_policy_file_imports_the_registry() {
     }
     assert!(offenders.is_empty(), "policy files importing the registry:\n{}", offenders.join("\n"));
 }
+
+/// The module path of a source file: `src/a/b.rs` → `[a, b]`,
+/// `src/a/mod.rs` → `[a]`, `src/lib.rs` → `[]`.
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap();
+    let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let last = parts.pop().unwrap();
+    let stem = last.trim_end_matches(".rs");
+    if stem != "mod" && stem != "lib" {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+/// The paths of a `use` tree (or a plain path) starting at `s`, each as its
+/// segments: `a::{b::C, d}` → `[a, b, C]`, `[a, d]`.
+fn use_tree(s: &str) -> Vec<Vec<String>> {
+    fn ident(s: &[u8], i: &mut usize) -> Option<String> {
+        let start = *i;
+        while *i < s.len() && (s[*i].is_ascii_alphanumeric() || s[*i] == b'_') {
+            *i += 1;
+        }
+        (*i > start).then(|| String::from_utf8_lossy(&s[start..*i]).into_owned())
+    }
+    fn skip_ws(s: &[u8], i: &mut usize) {
+        while *i < s.len() && s[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    }
+    fn tree(s: &[u8], i: &mut usize, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+        let mut path = prefix;
+        loop {
+            skip_ws(s, i);
+            if *i < s.len() && s[*i] == b'{' {
+                *i += 1;
+                loop {
+                    tree(s, i, path.clone(), out);
+                    skip_ws(s, i);
+                    match s.get(*i) {
+                        Some(b',') => *i += 1,
+                        Some(b'}') => {
+                            *i += 1;
+                            return;
+                        }
+                        _ => return,
+                    }
+                    skip_ws(s, i);
+                    if s.get(*i) == Some(&b'}') {
+                        *i += 1;
+                        return;
+                    }
+                }
+            }
+            match ident(s, i) {
+                Some(name) => path.push(name),
+                None => break,
+            }
+            if s.get(*i..*i + 2) == Some(b"::") {
+                *i += 2;
+            } else {
+                break;
+            }
+        }
+        out.push(path);
+    }
+    let mut out = Vec::new();
+    tree(s.as_bytes(), &mut 0, Vec::new(), &mut out);
+    out
+}
+
+#[test]
+fn use_trees_are_read_by_hand() {
+    let v = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        use_tree("profile::{db::{A, B}, ncf::C};"),
+        vec![v(&["profile", "db", "A"]), v(&["profile", "db", "B"]), v(&["profile", "ncf", "C"])]
+    );
+    assert_eq!(use_tree("job::JobSpec;"), vec![v(&["job", "JobSpec"])]);
+}
+
+/// Every module-to-module import of the library's source (outside comments
+/// and before a file's unit tests), as edges between files: `crate::`,
+/// `super::` and `self::` paths resolved to the deepest module they name.
+/// A module and its own ancestors are not an import (a parent declares and
+/// re-exports its children; a child names items of its parent).
+/// A module's path, segment by segment.
+type ModulePath = Vec<String>;
+/// An import: from file index, to file index, and `file:line` where it is named.
+type Import = (usize, usize, String);
+
+fn import_edges(src: &Path) -> (Vec<ModulePath>, Vec<Import>) {
+    let mut files = files_of(src.parent().unwrap(), "src");
+    files.retain(|f| !f.starts_with(src.join("bin")));
+    let modules: Vec<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
+    let index = |m: &[String]| modules.iter().position(|x| x.as_slice() == m);
+    let mut edges = Vec::new();
+    for (from, file) in files.iter().enumerate() {
+        let here = &modules[from];
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("#[cfg(test)]") {
+                break;
+            }
+            let code = line.split("//").next().unwrap_or("");
+            for (prefix, base) in [
+                ("crate::", Vec::new()),
+                ("super::", here[..here.len().saturating_sub(1)].to_vec()),
+                ("self::", here.clone()),
+            ] {
+                let mut rest = code;
+                while let Some(at) = rest.find(prefix) {
+                    let before = rest[..at].chars().last();
+                    let tail = &rest[at + prefix.len()..];
+                    rest = tail;
+                    if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+                        continue; // `super::super::x` is read from its first `super::`
+                    }
+                    for path in use_tree(tail) {
+                        let mut full = base.clone();
+                        for seg in path {
+                            if seg == "super" {
+                                full.pop();
+                            } else {
+                                full.push(seg);
+                            }
+                        }
+                        let to = (0..=full.len()).rev().find_map(|k| index(&full[..k]));
+                        if let Some(to) = to {
+                            let (a, b) = (here.as_slice(), modules[to].as_slice());
+                            if !a.starts_with(b) && !b.starts_with(a) {
+                                edges.push((from, to, format!("{}:{}", file.display(), n + 1)));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (modules, edges)
+}
+
+/// No import circle anywhere in the library: the module graph of
+/// [`import_edges`] has no cycle (a circle of files that name each other,
+/// directly or through others, can only be understood, built and tested
+/// together). A found circle is printed with the lines that close it.
+#[test]
+fn no_import_circle_anywhere_in_the_library() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let (modules, edges) = import_edges(&src);
+    assert!(modules.len() > 50 && edges.len() > 200, "{} modules, {} imports read", modules.len(), edges.len());
+    let n = modules.len();
+    let mut adj = vec![Vec::new(); n];
+    for (a, b, at) in &edges {
+        adj[*a].push((*b, at.clone()));
+    }
+    // Depth-first search; a grey node met again closes a circle.
+    let mut colour = vec![0u8; n];
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    let mut circles = Vec::new();
+    fn dfs(
+        v: usize,
+        adj: &[Vec<(usize, String)>],
+        colour: &mut [u8],
+        stack: &mut Vec<(usize, String)>,
+        circles: &mut Vec<String>,
+        modules: &[Vec<String>],
+    ) {
+        colour[v] = 1;
+        for (w, at) in &adj[v] {
+            stack.push((v, at.clone()));
+            if colour[*w] == 1 {
+                let start = stack.iter().position(|(x, _)| x == w).unwrap_or(0);
+                let path: Vec<String> =
+                    stack[start..].iter().map(|(x, at)| format!("{} ({at})", modules[*x].join("::"))).collect();
+                circles.push(format!("{} -> {}", path.join(" -> "), modules[*w].join("::")));
+            } else if colour[*w] == 0 {
+                dfs(*w, adj, colour, stack, circles, modules);
+            }
+            stack.pop();
+        }
+        colour[v] = 2;
+    }
+    for v in 0..n {
+        if colour[v] == 0 {
+            dfs(v, &adj, &mut colour, &mut stack, &mut circles, &modules);
+        }
+    }
+    assert!(circles.is_empty(), "import circles:\n{}", circles.join("\n"));
+}
+
+/// The circle check finds a circle where there is one: two sibling files
+/// naming each other, built here as a tiny source tree.
+#[test]
+fn the_circle_check_sees_a_planted_circle() {
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("src");
+    std::fs::create_dir_all(src.join("p")).unwrap();
+    std::fs::write(src.join("lib.rs"), "pub mod p;\n").unwrap();
+    std::fs::write(src.join("p/mod.rs"), "pub mod a;\npub mod b;\npub use a::A;\n").unwrap();
+    std::fs::write(src.join("p/a.rs"), "use super::b::B;\npub struct A;\n").unwrap();
+    std::fs::write(src.join("p/b.rs"), "use crate::p::{a::A, self};\n// crate::x\npub struct B;\n").unwrap();
+    let (modules, edges) = import_edges(&src);
+    let named: Vec<(String, String)> =
+        edges.iter().map(|(a, b, _)| (modules[*a].join("::"), modules[*b].join("::"))).collect();
+    // p::a -> p::b (super::b) and p::b -> p::a (crate::p::a); p::b -> p is its ancestor, not an edge.
+    assert_eq!(named, vec![("p::a".to_string(), "p::b".to_string()), ("p::b".to_string(), "p::a".to_string())]);
+}
