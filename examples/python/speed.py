@@ -9,7 +9,7 @@
    synthetic workload) and on the Philly preset (the RFold Philly job list),
    with an agent that takes the first valid action.
 
-Wall-clock figures depend on the machine; README "From Python" gives the
+Wall-clock figures depend on the machine; docs/python.md ("What Python costs") gives the
 figures of one run with the machine named.
 """
 import importlib.util

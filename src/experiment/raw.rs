@@ -235,7 +235,7 @@ impl Origin<'_> {
 /// from a paper. The Philly job list's durations (RFold artifact) have a 99th
 /// percentile of 8.7 days and a maximum of 60 days; a 500-job sample on
 /// lab16's 16 GPUs then ends weeks after its last arrival, one month-long job
-/// holding a GPU that the queue needs (README, "Two commands", has the figures).
+/// holding a GPU that the queue needs (`docs/getting-started.md` has the figures).
 pub const FIRST_RUN_MAX_DURATION_S: u64 = 86_400;
 
 /// Whether `p` is the synthetic scenario: no `trace` and the synthetic
@@ -402,8 +402,8 @@ fn enum_in<T: ValueEnum>(o: &Origin<'_>, key: &str, v: &Value) -> Result<T, Stri
     })
 }
 
-/// For the `placement` value `memory-efficiency` (the packer's name until
-/// issue 17), where it went, as `o` spells the settings: the packer of
+/// For the `placement` value `memory-efficiency` (the packer's former
+/// name), where it went, as `o` spells the settings: the packer of
 /// fixed-size jobs is `memeff-pack`, and the thesis's memory-efficiency
 /// placement of moldable tasks is the policy `memory-efficiency`
 /// (`src/policy/memeff_tasks.rs`); empty otherwise.

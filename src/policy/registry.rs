@@ -124,15 +124,15 @@ registry! {
     "tetris-cer" => TetrisCer(GenieFamilyOptions),
     /// Capacity (YARN) as GENIE adapts it: a GPU quota per task type, FIFO per queue, black-box placement.
     "capacity" => Capacity(GenieFamilyOptions),
-    /// Not in the paper: arrival order, GENIE's best-CER placement (`genie-fifo` before issue 16).
+    /// Not in the paper: arrival order, GENIE's best-CER placement (formerly named `genie-fifo`).
     "fifo-cer" => FifoCer(GenieFamilyOptions),
-    /// Not in the paper: earliest ECT first, minimum predicted latency (`min-min` before issue 16).
+    /// Not in the paper: earliest ECT first, minimum predicted latency (formerly named `min-min`).
     "min-min-pred" => MinMinPred(GenieFamilyOptions),
-    /// Not in the paper: Weighted Fair's order, best-CER placement (`weighted-fair` before issue 16).
+    /// Not in the paper: Weighted Fair's order, best-CER placement (formerly named `weighted-fair`).
     "weighted-fair-cer" => WeightedFairCer(GenieFamilyOptions),
-    /// Not in the paper: highest predicted rate, shortest predicted latency first (`tetris-perf` before issue 16).
+    /// Not in the paper: highest predicted rate, shortest predicted latency first (formerly named `tetris-perf`).
     "tetris-perf-srtf" => TetrisPerfSrtf(GenieFamilyOptions),
-    /// Not in the paper: best CER, shortest predicted latency first (`tetris-cer` before issue 16).
+    /// Not in the paper: best CER, shortest predicted latency first (formerly named `tetris-cer`).
     "tetris-cer-srtf" => TetrisCerSrtf(GenieFamilyOptions),
     /// Preemptive shortest remaining time first over the VC partitions
     /// (`--policy-opt` sets its options; `--checkpoint` the preemption cost).
@@ -416,7 +416,7 @@ pub struct IawpOptions {
     /// GPU-sharing limits; [`ShareLimits::default`] by default.
     pub share: ShareLimits,
     /// How a queued job is admitted onto a GPU with tenants: `predicted`
-    /// (default) or `cosine` (the issue-13 rule); `src/policy/iawp.rs`.
+    /// (default) or `cosine` (IAWP's cosine-similarity rule); `src/policy/iawp.rs`.
     pub admission: crate::policy::iawp::Admission,
     /// Predicted admission: lowest predicted speed of any tenant, in [0, 1]
     /// (default [`crate::policy::iawp::THETA_SPEED`]).
@@ -503,7 +503,7 @@ pub struct GenieFamilyOptions {
     pub reading: Reading,
     /// The placements considered: `paper` (default; `{1, 2, 4, …} ≤ N` nodes
     /// × `{1, 2, 4, …} ≤ G` GPUs per node) or `all` (every `1..=N × 1..=G`,
-    /// dlsched before issue 16); [`PlacementSet`].
+    /// as dlsched once did); [`PlacementSet`].
     pub placements: PlacementSet,
     /// The black-box kinds only (`genie-fifo`, `capacity`, `min-min`,
     /// `weighted-fair`): `one-gpu`, `node` or `all-free`; `None` (default)
