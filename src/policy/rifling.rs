@@ -545,7 +545,7 @@ pub fn kmeans_1d(xs: &[f64], k: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
     }
     pts.sort_by(f64::total_cmp);
     let n = pts.len();
-    let data = ndarray16::Array2::from_shape_vec((n, 1), pts).expect("n x 1");
+    let data = ndarray::Array2::from_shape_vec((n, 1), pts).expect("n x 1");
     let ds = linfa::DatasetBase::from(data);
     let seed: u64 = rng.r#gen();
     let model = linfa_clustering::KMeans::params_with_rng(
