@@ -9,7 +9,6 @@
 
 pub mod output;
 pub mod paired;
-#[cfg(feature = "plot")]
 pub mod plot;
 pub mod raw;
 pub mod run;

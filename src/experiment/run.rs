@@ -437,7 +437,8 @@ fn run_inner(
 /// [`crate::error::FeatureDisabled`] naming it, and the kinds that need no such
 /// feature still run (compiled only when one of these features is off:
 /// `cargo test --lib --no-default-features`).
-#[cfg(all(test, not(all(feature = "lp", feature = "kmeans", feature = "learned"))))]
+#[cfg(test)]
+#[cfg(not(all(feature = "lp", feature = "kmeans", feature = "learned")))]
 mod without_features {
     use super::*;
     use crate::cluster::ClusterPreset;
