@@ -280,6 +280,26 @@ fn job_label(job: JobId, name: &str, line: u64, file: Option<&std::path::Path>) 
     }
 }
 
+/// A run asked for a part of dlsched that this build left out: a policy,
+/// model or option whose Cargo feature is off (the library built with
+/// `default-features = false`). The configuration itself is valid; a build
+/// with the feature runs it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{what} needs dlsched built with the `{feature}` feature")]
+pub struct FeatureDisabled {
+    /// What was asked for, as the configuration names it (`` policy `gavel` ``).
+    pub what: String,
+    /// The Cargo feature that brings it in (`lp`).
+    pub feature: &'static str,
+}
+
+impl FeatureDisabled {
+    /// `what` needs `feature`.
+    pub fn new(what: impl Into<String>, feature: &'static str) -> Self {
+        FeatureDisabled { what: what.into(), feature }
+    }
+}
+
 /// Any error of one run: bad input, bad configuration, or a policy bug.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -289,6 +309,9 @@ pub enum RunError {
     /// The configuration is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The configuration needs a feature this build of dlsched left out.
+    #[error(transparent)]
+    Feature(#[from] FeatureDisabled),
     /// The simulation failed.
     #[error(transparent)]
     Sim(#[from] SimError),

@@ -7,7 +7,8 @@ use crate::error::{ConfigError, TraceError};
 use crate::ids::VcId;
 
 /// A named cluster from a publication or a trace's machine list.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum ClusterPreset {
     /// The 16-GPU research cluster of the GENIE/RIFLING work (GENIE, TPDS 2020,
     /// Table 1): 4 nodes × 4 Tesla K80 GPUs (12 GiB per GK210 die), 2 GPUs per
@@ -39,27 +40,38 @@ pub enum ClusterPreset {
     /// (our reading). The summary counts 11 workers but lists 12 nodes;
     /// all 12 are here. 2 GPUs per PCIe switch, 2 sockets (the paper's
     /// 16-core Xeon E5-2620 v3 servers), one rack (Gigabit Ethernet).
-    #[value(name = "ldwp-testbed")]
+    #[cfg_attr(feature = "cli", value(name = "ldwp-testbed"))]
     LdwpTestbed,
     /// SenseTime Helios, cluster Venus (Hu et al., SC'21), in the 15 VC
     /// partitions Lucid (Hu et al., ASPLOS'23) gives it (`VENUS_VC_NODES`),
     /// 135 nodes × 8 GPUs = 1,080 GPUs. A job of a VC not in the table is
     /// skipped (`unknown_vc`, counted). GPU type `generic`, 16 GiB.
-    #[value(name = "helios-venus")]
+    #[cfg_attr(feature = "cli", value(name = "helios-venus"))]
     HeliosVenus,
     /// Helios cluster Earth: 997 GPUs (`HELIOS_GPUS`) → 125 nodes × 8 GPUs
     /// (1,000 GPUs), one partition. GPU type `generic`, 16 GiB.
-    #[value(name = "helios-earth")]
+    #[cfg_attr(feature = "cli", value(name = "helios-earth"))]
     HeliosEarth,
     /// Helios cluster Saturn: 2,080 GPUs → 260 nodes × 8 GPUs, one partition.
     /// GPU type `generic`, 16 GiB.
-    #[value(name = "helios-saturn")]
+    #[cfg_attr(feature = "cli", value(name = "helios-saturn"))]
     HeliosSaturn,
     /// Helios cluster Uranus: 2,119 GPUs → 265 nodes × 8 GPUs (2,120 GPUs),
     /// one partition. GPU type `generic`, 16 GiB.
-    #[value(name = "helios-uranus")]
+    #[cfg_attr(feature = "cli", value(name = "helios-uranus"))]
     HeliosUranus,
 }
+
+crate::names::value_names!(ClusterPreset {
+    Lab16 => "lab16",
+    Philly => "philly",
+    AlibabaOpenb => "alibaba-openb",
+    LdwpTestbed => "ldwp-testbed",
+    HeliosVenus => "helios-venus",
+    HeliosEarth => "helios-earth",
+    HeliosSaturn => "helios-saturn",
+    HeliosUranus => "helios-uranus",
+});
 
 /// GPUs per node of the Helios clusters: 8, the node size the Helios
 /// artifact's simulator (S-Lab-System-Group/HeliosArtifact) and Lucid's

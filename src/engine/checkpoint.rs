@@ -21,7 +21,8 @@ use serde::{Deserialize, Serialize};
 
 /// How much a preemption costs the preempted job; a run's `checkpoint`
 /// (`--checkpoint none|helios-table`, sweep key `checkpoint`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum CheckpointModel {
     /// Free: a preempted job resumes with exactly the work it had left.
@@ -37,6 +38,12 @@ pub enum CheckpointModel {
     /// lowest, so that little state is copied to host memory and back).
     Gandiva,
 }
+
+crate::names::value_names!(CheckpointModel {
+    None => "none",
+    HeliosTable => "helios-table",
+    Gandiva => "gandiva",
+});
 
 /// The suspend-and-resume cost of one preemption under
 /// [`CheckpointModel::Gandiva`], ms of work at rate 1: 100 ms.

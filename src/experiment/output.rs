@@ -49,7 +49,8 @@ pub const NO_PARQUET: &str = "built without parquet support; rebuild with `cargo
 /// (`--output-format` of `simulate` and `sweep`, sweep key `output_format`).
 /// Not part of the run spec: it changes no simulated value, so
 /// `manifest.json` does not record it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum OutputFormat {
     /// CSV only (the default; the files every earlier version wrote).
     #[default]
@@ -60,6 +61,8 @@ pub enum OutputFormat {
     /// Both, side by side.
     Both,
 }
+
+crate::names::value_names!(OutputFormat { Csv => "csv", Parquet => "parquet", Both => "both" });
 
 impl OutputFormat {
     /// Whether the CSV tables are kept.

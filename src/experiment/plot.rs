@@ -66,6 +66,7 @@
 //!   the bottom of the axis.
 //! - Configurations (legend entries, dot-chart rows) are sorted by the swept
 //!   keys' values in the order the keys are swept, numbers numerically.
+#![cfg(feature = "plot")]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

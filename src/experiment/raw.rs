@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use clap::ValueEnum;
+use crate::names::ValueNames;
 use serde::Serialize;
 
 use super::spec::{ClusterChoice, RateModelKind, RunSpec, WorkloadSource};
@@ -377,21 +377,17 @@ fn set_policy_options(policy: PolicySpec, opts: &[(String, Value, String)]) -> R
     Ok(spec)
 }
 
-/// Parses a clap value-enum value, case-sensitive as on the command line
+/// Parses a named value ([`ValueNames`]), case-sensitive as on the command line
 /// (`FIFO` and `fifo` would otherwise be two runs, two run ids, of one
 /// configuration).
-pub(crate) fn enum_of<T: ValueEnum>(key: &str, v: &Value) -> Result<T, String> {
+pub(crate) fn enum_of<T: ValueNames>(key: &str, v: &Value) -> Result<T, String> {
     enum_in(&Origin::File(Path::new("")), key, v)
 }
 
-fn enum_in<T: ValueEnum>(o: &Origin<'_>, key: &str, v: &Value) -> Result<T, String> {
+fn enum_in<T: ValueNames>(o: &Origin<'_>, key: &str, v: &Value) -> Result<T, String> {
     let Value::Str(s) = v else { return Err(format!("{} must be a string", o.key(key))) };
-    T::from_str(s, false).map_err(|_| {
-        let allowed: Vec<String> = T::value_variants()
-            .iter()
-            .filter_map(|x| x.to_possible_value())
-            .map(|p| p.get_name().to_string())
-            .collect();
+    T::from_value_name(s).ok_or_else(|| {
+        let allowed = T::value_names();
         format!(
             "{}: expected one of {}{}{}",
             o.setting(key, s),
@@ -425,7 +421,7 @@ pub fn renamed_placement_hint(o: &Origin<'_>, key: &str, v: &str) -> String {
 /// it as the placement instead, as `o` spells that (`--placement iawp`,
 /// `` `placement` = `iawp` ``); empty otherwise.
 pub fn placement_hint(o: &Origin<'_>, key: &str, v: &str) -> String {
-    if key == "policy" && PlacementKind::from_str(v, false).is_ok() {
+    if key == "policy" && PlacementKind::from_value_name(v).is_some() {
         format!(" (`{v}` is a placement, not a policy: {})", o.setting("placement", v))
     } else {
         String::new()
@@ -486,7 +482,7 @@ impl Reader<'_> {
             Some(_) => Err(format!("{} must be a string", self.o.key(k))),
         }
     }
-    fn enumv<T: ValueEnum>(&self, k: &str) -> Result<Option<T>, String> {
+    fn enumv<T: ValueNames>(&self, k: &str) -> Result<Option<T>, String> {
         self.p.get(k).map(|v| enum_in(&self.o, k, v)).transpose()
     }
     fn path(&self, k: &str) -> Result<Option<PathBuf>, String> {

@@ -378,11 +378,18 @@ fn run_inner(
     // more than a plain replay).
     let (coloc_db, profiles) = (db.clone(), artefacts.profiles().clone());
     let learned = spec.coloc_unmeasured == crate::profile::coloc::ColocUnmeasured::Learned;
+    if learned && !cfg!(feature = "learned") {
+        return Err(crate::error::FeatureDisabled::new("`coloc_unmeasured = learned`", "learned").into());
+    }
     let interference = crate::profile::coloc::LazyInterference::new(move || {
         let db = coloc_db.clone().unwrap_or_else(|| profiles.builtin());
         let model = crate::profile::coloc::ProfileInterference::new(db.clone());
-        // The learned model of the database, trained once for the artefact set.
-        Box::new(if learned { model.with_learned(profiles.learned_coloc(&db)) } else { model })
+        // The learned model of the database, trained once for the artefact set
+        // (never missing here: a build without it refused the run above).
+        Box::new(match learned.then(|| profiles.learned_coloc(&db)) {
+            Some(Ok(ncf)) => model.with_learned(ncf),
+            _ => model,
+        })
     });
     let sim = Simulation::new(
         cluster,
@@ -424,4 +431,81 @@ fn run_inner(
         vcs,
         model_aliases,
     })
+}
+
+/// A run that needs a feature this build left out fails with
+/// [`crate::error::FeatureDisabled`] naming it, and the kinds that need no such
+/// feature still run (compiled only when one of these features is off:
+/// `cargo test --lib --no-default-features`).
+#[cfg(test)]
+#[cfg(not(all(feature = "lp", feature = "kmeans", feature = "learned")))]
+mod without_features {
+    use super::*;
+    use crate::cluster::ClusterPreset;
+    use crate::error::FeatureDisabled;
+    use crate::experiment::spec::{ClusterChoice, RateModelKind, WorkloadSource};
+    use crate::policy::registry::PolicySpec;
+    use crate::workload::synthetic::SyntheticSpec;
+
+    /// 20 synthetic jobs on the LDWP testbed, table rates, under `policy`.
+    fn spec(policy: PolicySpec) -> RunSpec {
+        let workload = WorkloadSource::Synthetic(SyntheticSpec { jobs: 20, ..SyntheticSpec::default() });
+        let mut s = RunSpec::new(workload, ClusterChoice::Preset { preset: ClusterPreset::LdwpTestbed });
+        s.rate_model = RateModelKind::Table;
+        s.policy = policy;
+        s
+    }
+
+    fn refused(s: &RunSpec) -> FeatureDisabled {
+        match run_one(s, |_| {}).err() {
+            Some(RunError::Feature(f)) => f,
+            other => panic!("expected a FeatureDisabled error, got {:?}", other.map(|e| e.to_string())),
+        }
+    }
+
+    #[cfg(not(feature = "lp"))]
+    #[test]
+    fn gavel_needs_the_lp_feature_and_gavel_fifo_does_not() {
+        use crate::policy::gavel::GavelOptions;
+        let e = refused(&spec(PolicySpec::Gavel(GavelOptions::default())));
+        assert_eq!(e.to_string(), "policy `gavel` needs dlsched built with the `lp` feature");
+        let report = run_one(&spec(PolicySpec::GavelFifo(GavelOptions::default())), |_| {}).unwrap();
+        assert_eq!(report.summary.jobs_total, 20);
+    }
+
+    #[cfg(not(feature = "kmeans"))]
+    #[test]
+    fn learning_rifling_needs_the_kmeans_feature() {
+        // Ten of GENIE's moldable tasks over 2 hours, on lab16.
+        let tasks = crate::workload::genie::GenieWorkloadSpec {
+            jobs_per_hour: 5.0,
+            hours: 2.0,
+            ect: Default::default(),
+            tasks: Some(10),
+            mix: Default::default(),
+        };
+        let mut s = RunSpec::new(WorkloadSource::Genie(tasks), ClusterChoice::Preset { preset: ClusterPreset::Lab16 });
+        s.policy = PolicySpec::Rifling(Default::default());
+        let e = refused(&s);
+        assert_eq!((e.what.as_str(), e.feature), ("policy `rifling`", "kmeans"));
+        // The random placement (as the frozen agent) uses no k-means: the 10 tasks all run.
+        s.policy = PolicySpec::RandomPlacement(Default::default());
+        let summary = run_one(&s, |_| {}).unwrap().summary;
+        assert_eq!((summary.jobs_total, summary.jobs_completed), (10, 10));
+    }
+
+    #[cfg(not(feature = "learned"))]
+    #[test]
+    fn ldwp_and_the_learned_coloc_model_need_the_learned_feature() {
+        let e = refused(&spec(PolicySpec::Ldwp(Default::default())));
+        assert_eq!(e.to_string(), "policy `ldwp` needs dlsched built with the `learned` feature");
+        let e = refused(&spec(PolicySpec::LdwpFrozen(Default::default())));
+        assert_eq!(e.what, "policy `ldwp-frozen`");
+        let mut s = spec(PolicySpec::default());
+        s.coloc_unmeasured = crate::profile::coloc::ColocUnmeasured::Learned;
+        assert_eq!(
+            refused(&s).to_string(),
+            "`coloc_unmeasured = learned` needs dlsched built with the `learned` feature"
+        );
+    }
 }

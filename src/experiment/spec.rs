@@ -119,15 +119,15 @@ pub enum ClusterChoice {
 }
 
 fn ser_preset<S: serde::Serializer>(p: &ClusterPreset, s: S) -> Result<S::Ok, S::Error> {
-    use clap::ValueEnum;
-    s.serialize_str(p.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default().as_str())
+    use crate::names::ValueNames;
+    s.serialize_str(p.value_name())
 }
 
 fn de_preset<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ClusterPreset, D::Error> {
-    use clap::ValueEnum;
+    use crate::names::ValueNames;
     let name = String::deserialize(d)?;
-    ClusterPreset::from_str(&name, false)
-        .map_err(|_| serde::de::Error::custom(format!("unknown cluster preset `{name}`")))
+    ClusterPreset::from_value_name(&name)
+        .ok_or_else(|| serde::de::Error::custom(format!("unknown cluster preset `{name}`")))
 }
 
 impl ClusterChoice {
@@ -178,7 +178,8 @@ impl ClusterChoice {
 }
 
 /// How a running job's speed is decided.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum RateModelKind {
     /// Every job runs exactly its trace duration, wherever it is placed.
@@ -194,6 +195,13 @@ pub enum RateModelKind {
     /// and GENIE's profiler. K80 clusters only.
     GenieK80,
 }
+
+crate::names::value_names!(RateModelKind {
+    Trace => "trace",
+    Table => "table",
+    Genie => "genie",
+    GenieK80 => "genie-k80",
+});
 
 impl RateModelKind {
     /// The rate model over `db` (the builtin database when `None`; trace
@@ -396,7 +404,7 @@ impl RunSpec {
                 .then(|| {
                     let mut o = spec.get("policy")?.as_object()?.clone();
                     let kind = o.remove("kind")?;
-                    let name = <PolicyName as clap::ValueEnum>::from_str(kind.as_str()?, false).ok()?;
+                    let name = <PolicyName as crate::names::ValueNames>::from_value_name(kind.as_str()?)?;
                     name.options_error(serde_json::Value::Object(o))
                 })
                 .flatten();

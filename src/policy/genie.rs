@@ -108,7 +108,8 @@ impl Default for ProfilerConfig {
 /// powers of two and at per-GPU batches `global / d` that are mostly such
 /// interpolated points, so its fit is in part fitted to our interpolation;
 /// [`ProfileBatches::Measured`] keeps to the measured batches.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum ProfileBatches {
     /// Single-GPU runs at 1, 2, 4, … up to the largest measured batch and at
@@ -127,6 +128,8 @@ pub enum ProfileBatches {
     /// two points is not identified.
     Measured,
 }
+
+crate::names::value_names!(ProfileBatches { Grid => "grid", Measured => "measured" });
 
 impl ProfileBatches {
     /// True for the default (left out of saved models and manifests).
@@ -403,7 +406,8 @@ pub fn profile_type(
 /// ordered by Tetris's packing score. The `*-cer`, `*-pred` and `*-srtf`
 /// kinds are dlsched's earlier, prediction-using readings (not the paper's),
 /// kept for comparison.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum GenieVariant {
     /// GENIE (Algorithm 1): best-CER placement meeting the ECT, else best CER;
@@ -461,6 +465,21 @@ pub enum GenieVariant {
     /// `tetris-cer` before issue 16).
     TetrisCerSrtf,
 }
+
+crate::names::value_names!(GenieVariant {
+    Genie => "genie",
+    GenieFifo => "genie-fifo",
+    Capacity => "capacity",
+    MinMin => "min-min",
+    WeightedFair => "weighted-fair",
+    TetrisPerf => "tetris-perf",
+    TetrisCer => "tetris-cer",
+    FifoCer => "fifo-cer",
+    MinMinPred => "min-min-pred",
+    WeightedFairCer => "weighted-fair-cer",
+    TetrisPerfSrtf => "tetris-perf-srtf",
+    TetrisCerSrtf => "tetris-cer-srtf",
+});
 
 impl GenieVariant {
     /// The policy's name in outputs and on the command line.

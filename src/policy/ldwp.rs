@@ -66,28 +66,37 @@
 //!     bias) carries over; the input layer (its width depends on the node
 //!     count) and the output layer (one Q per node) are re-initialised.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-use ndarray::Array2;
-use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use std::path::{Path, PathBuf};
-
+use super::Policy;
 use super::build::{BuildContext, BuildPolicy};
-use super::nodesel::{Completion, Dispatch, MinEct, NodeDispatch, NodeSelector};
-use super::{Policy, View};
-use crate::error::{ConfigError, RunError, TraceError};
-use crate::ids::JobId;
-use crate::job::JobState;
-use crate::nn::{Mlp, OutputActivation};
-use crate::profile::resources::SmUtil;
-use crate::rng::Stream;
+use super::nodesel::Dispatch;
+use crate::error::RunError;
+// The deep Q-network and the selector driving it (the `learned` feature).
+#[cfg(feature = "learned")]
+use {
+    super::View,
+    super::nodesel::{Completion, MinEct, NodeDispatch, NodeSelector},
+    crate::error::{ConfigError, TraceError},
+    crate::ids::JobId,
+    crate::job::JobState,
+    crate::nn::{Mlp, OutputActivation},
+    crate::profile::resources::SmUtil,
+    crate::rng::Stream,
+    ndarray::Array2,
+    rand::Rng,
+    std::collections::{BTreeSet, VecDeque},
+    std::path::Path,
+    std::sync::{Arc, Mutex},
+};
 
 /// What the agent is rewarded for (both "the change in system throughput",
 /// spec §5.2; which throughput is our reading).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum RewardKind {
     /// `Φ(t_{k+1}) - Φ(t_k)` between consecutive decisions, `Φ = Σ_running
@@ -98,9 +107,12 @@ pub enum RewardKind {
     CompletionsDelta,
 }
 
+crate::names::value_names!(RewardKind { RateDelta => "rate-delta", CompletionsDelta => "completions-delta" });
+
 /// What fills the paper's CPU, host-memory and uplink/downlink inputs of
 /// each node block ([`encode`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum NodeInputs {
     /// All four 0 (dlsched had no CPU or network model; the default, so the
@@ -115,6 +127,8 @@ pub enum NodeInputs {
     /// (no model).
     LoadModel,
 }
+
+crate::names::value_names!(NodeInputs { Zero => "zero", LoadModel => "load-model" });
 
 impl NodeInputs {
     /// True for the default (so that saved models and manifests of default
@@ -238,6 +252,7 @@ pub struct Transition {
 }
 
 /// A pre-training example: observation, per-node labels, mask.
+#[cfg(feature = "learned")]
 #[derive(Clone, Debug, PartialEq)]
 struct Labelled {
     s: Vec<f64>,
@@ -253,6 +268,7 @@ pub const PER_NODE: usize = 12;
 
 /// The learner: Q-network, target network, replay, counters. Saved (without the
 /// replay, the pre-training buffer and the generator) by `dlsched ldwp-train`.
+#[cfg(feature = "learned")]
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Dqn {
     /// Parameters.
@@ -290,6 +306,7 @@ pub struct Dqn {
     last_loss: f64,
 }
 
+#[cfg(feature = "learned")]
 impl PartialEq for Dqn {
     /// Equal saved state (what a model file holds).
     fn eq(&self, o: &Self) -> bool {
@@ -312,6 +329,7 @@ pub fn input_width(vocab: usize, nodes: usize) -> usize {
     vocab + JOB_EXTRA + PER_NODE * nodes
 }
 
+#[cfg(feature = "learned")]
 impl Dqn {
     /// A fresh agent for `nodes` nodes over the model vocabulary `models`,
     /// initialised from stream [`STREAM`] of `seed`.
@@ -534,6 +552,7 @@ pub fn argmax_masked(v: &[f64], mask: &[bool]) -> Option<usize> {
     best.map(|(i, _)| i)
 }
 
+#[cfg(feature = "learned")]
 fn max_masked(v: &[f64], mask: &[bool]) -> Option<f64> {
     argmax_masked(v, mask).map(|i| v[i])
 }
@@ -608,6 +627,7 @@ pub enum LdwpMode {
 
 /// The open transition: the observation and node of the last decision, and
 /// the throughput then.
+#[cfg(feature = "learned")]
 struct Open {
     s: Vec<f64>,
     a: usize,
@@ -616,6 +636,7 @@ struct Open {
 
 /// LDWP's node selector driving a shared [`Dqn`] (shared so that a trainer
 /// keeps it across episodes).
+#[cfg(feature = "learned")]
 pub struct LdwpSelector {
     mode: LdwpMode,
     agent: Arc<Mutex<Dqn>>,
@@ -633,6 +654,7 @@ pub struct LdwpSelector {
     losses: u64,
 }
 
+#[cfg(feature = "learned")]
 impl LdwpSelector {
     /// A selector in `mode` over `agent` for a cluster of `total_gpus` GPUs.
     pub fn new(mode: LdwpMode, agent: Arc<Mutex<Dqn>>, total_gpus: u32) -> Self {
@@ -682,6 +704,7 @@ impl LdwpSelector {
     }
 }
 
+#[cfg(feature = "learned")]
 impl NodeSelector for LdwpSelector {
     fn name(&self) -> String {
         match self.mode {
@@ -806,6 +829,7 @@ pub struct LdwpOptions {
     pub backfill: bool,
 }
 
+#[cfg(feature = "learned")]
 impl LdwpOptions {
     /// Builds the policy of `kind` (`ldwp` or `ldwp-frozen`) driving `agent`
     /// when given (a trainer's, kept across episodes), else a loaded or fresh
@@ -903,8 +927,15 @@ impl BuildPolicy for LdwpOptions {
         self.params.validate()
     }
 
+    /// Needs the deep Q-network (the `learned` feature).
     fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
-        self.build_with_agent(kind, ctx, None)
+        #[cfg(feature = "learned")]
+        return self.build_with_agent(kind, ctx, None);
+        #[cfg(not(feature = "learned"))]
+        {
+            let _ = ctx;
+            Err(crate::error::FeatureDisabled::new(format!("policy `{kind}`"), "learned").into())
+        }
     }
 }
 
@@ -915,6 +946,7 @@ impl BuildPolicy for LdwpOptions {
 ///
 /// # Errors
 /// A [`TraceError`] naming the file and what is wrong.
+#[cfg(feature = "learned")]
 pub fn load_model(path: &Path) -> Result<(Dqn, Option<String>), TraceError> {
     let text = crate::io::read_text(path)?;
     #[derive(Deserialize)]
@@ -946,6 +978,7 @@ pub fn load_model(path: &Path) -> Result<(Dqn, Option<String>), TraceError> {
     Ok((a, s.manifest.and_then(|m| m.cluster)))
 }
 
+#[cfg(feature = "learned")]
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,7 +79,8 @@ pub(crate) fn push_types_key(types: &[String], class: &mut Vec<u32>) {
 
 /// The placement rules on offer. The variants' doc comments are the
 /// `--placement` help (clap prints them as written): plain text, no links.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum PlacementKind {
     /// Fewest nodes; best fit on one node when the job fits one.
@@ -109,6 +110,17 @@ pub enum PlacementKind {
     /// placement (without the queue) it packs as share-best-fit.
     Iawp,
 }
+
+crate::names::value_names!(PlacementKind {
+    Consolidate => "consolidate",
+    FirstFit => "first-fit",
+    Recorded => "recorded",
+    ShareFirstFit => "share-first-fit",
+    ShareBestFit => "share-best-fit",
+    MemeffPack => "memeff-pack",
+    Fgd => "fgd",
+    Iawp => "iawp",
+});
 
 impl PlacementKind {
     /// The rule's name as the CLI spells it.

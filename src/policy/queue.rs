@@ -16,7 +16,8 @@ use super::{Decision, Policy, View};
 use crate::ids::{GpuId, JobId, VcId};
 
 /// How the queue is ordered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum QueueOrder {
     /// First in, first out: by submit time, ties in trace order.
@@ -24,6 +25,8 @@ pub enum QueueOrder {
     /// Shortest job first by the oracle (trace) duration, ties in submission order.
     Sjf,
 }
+
+crate::names::value_names!(QueueOrder { Fifo => "fifo", Sjf => "sjf" });
 
 impl QueueOrder {
     /// The order's name.

@@ -40,6 +40,16 @@ use crate::workload::admission::AdmissionRule;
 /// that is no value of `--policy`). Generates [`PolicySpec`] (serde, tagged
 /// by `kind`), [`PolicyName`] (the `--policy` values) and
 /// [`KINDS`].
+/// Whether a kind's `#[value(...)]` attribute keeps it off the command line.
+macro_rules! skipped {
+    (skip) => {
+        true
+    };
+    ($($other:tt)*) => {
+        false
+    };
+}
+
 macro_rules! registry {
     ($($(#[doc = $doc:literal])* $(#[value($($cli:tt)*)])? $kind:literal => $variant:ident($opts:ty)),* $(,)?) => {
         /// A policy and its options: plain data, tagged by `kind` (`{"kind":
@@ -52,10 +62,29 @@ macro_rules! registry {
         }
 
         /// Every policy kind by its command-line name.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+        #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
         #[serde(rename_all = "kebab-case")]
         pub enum PolicyName {
-            $($(#[doc = $doc])* $(#[value($($cli)*)])? #[value(name = $kind)] $variant,)*
+            $($(#[doc = $doc])* $(#[cfg_attr(feature = "cli", value($($cli)*))])? #[cfg_attr(feature = "cli", value(name = $kind))] $variant,)*
+        }
+
+        impl crate::names::ValueNames for PolicyName {
+            /// Every kind but those marked `#[value(skip)]` (no value of `--policy`).
+            fn selectable() -> &'static [Self] {
+                static SELECTABLE: std::sync::LazyLock<Vec<PolicyName>> = std::sync::LazyLock::new(|| {
+                    [$((PolicyName::$variant, false $(|| skipped!($($cli)*))?)),*]
+                        .into_iter()
+                        .filter(|&(_, skip)| !skip)
+                        .map(|(name, _)| name)
+                        .collect()
+                });
+                &SELECTABLE
+            }
+
+            fn value_name(self) -> &'static str {
+                self.kind()
+            }
         }
 
         /// Every registered kind, in registry order.
@@ -458,7 +487,7 @@ impl BuildPolicy for IawpOptions {
             Admission::Predicted => {
                 // Measured pairs, else the database's learned model (trained once per set).
                 let model = crate::profile::coloc::ProfileInterference::new(db.clone())
-                    .with_learned(ctx.artefacts.profiles().learned_coloc(&db));
+                    .with_learned(ctx.artefacts.profiles().learned_coloc(&db)?);
                 p.with_predicted(Predicted { theta_speed: self.theta_speed, theta_mem: self.theta_mem }, model)
             }
         }))
@@ -528,8 +557,8 @@ impl Default for GenieFamilyOptions {
 
 /// The GENIE variant of a registry kind.
 fn genie_variant(kind: &str) -> GenieVariant {
-    use clap::ValueEnum;
-    GenieVariant::from_str(kind, false).unwrap_or(GenieVariant::Genie)
+    use crate::names::ValueNames;
+    GenieVariant::from_value_name(kind).unwrap_or(GenieVariant::Genie)
 }
 
 impl BuildPolicy for GenieFamilyOptions {
@@ -641,8 +670,13 @@ impl BuildPolicy for RiflingOptions {
         self.params.validate()
     }
 
+    /// The learning `rifling` needs k-means (the `kmeans` feature);
+    /// `rifling-frozen` and `random-placement` do not.
     fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
         let mode = rifling_mode(kind);
+        if mode == RiflingMode::Online && !cfg!(feature = "kmeans") {
+            return Err(crate::error::FeatureDisabled::new(format!("policy `{kind}`"), "kmeans").into());
+        }
         if !ctx.tasks {
             return Err(ConfigError(
                 "GENIE-family and RIFLING policies schedule moldable tasks: use `--workload genie`".into(),
@@ -734,7 +768,7 @@ mod tests {
         assert_eq!(s, PolicySpec::Sjf(QueueOptions { backfill: true, ..QueueOptions::default() }));
         let g: PolicySpec = serde_json::from_str(r#"{"kind": "min-min", "theta": 1.5}"#).unwrap();
         assert_eq!(g, PolicySpec::MinMin(GenieFamilyOptions { theta: 1.5, ..Default::default() }));
-        for name in <PolicyName as clap::ValueEnum>::value_variants() {
+        for name in <PolicyName as crate::names::ValueNames>::selectable() {
             let spec = name.default_spec();
             let back: PolicySpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
             assert_eq!(back, spec);
@@ -743,7 +777,7 @@ mod tests {
         // Every kind once; the skipped `iawp` is a kind but no `--policy` value.
         let unique: std::collections::BTreeSet<_> = KINDS.iter().collect();
         assert_eq!(unique.len(), KINDS.len());
-        assert_eq!(KINDS.len(), <PolicyName as clap::ValueEnum>::value_variants().len() + 1);
+        assert_eq!(KINDS.len(), <PolicyName as crate::names::ValueNames>::selectable().len() + 1);
     }
 
     #[test]

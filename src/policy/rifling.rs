@@ -109,7 +109,8 @@ pub const GRADIENT_BYTES_PER_PARAM: f64 = 4.0;
 pub const EXACT_PROFILE_MAX: (u32, u32) = (4, 4);
 
 /// What the agent is rewarded for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum RewardKind {
     /// Time-average of the cluster-normalised throughput Phi between two
@@ -131,8 +132,15 @@ pub enum RewardKind {
     ScalingEfficiency,
 }
 
+crate::names::value_names!(RewardKind {
+    Throughput => "throughput",
+    ThroughputIntegral => "throughput-integral",
+    ScalingEfficiency => "scaling-efficiency",
+});
+
 /// How the greedy choice breaks ties between equal Q values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum TieBreak {
     /// Uniformly among the tied feasible actions, on the agent's stream
@@ -144,8 +152,11 @@ pub enum TieBreak {
     LowestIndex,
 }
 
+crate::names::value_names!(TieBreak { Random => "random", LowestIndex => "lowest-index" });
+
 /// What epsilon's linear decay counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum EpsilonPer {
     /// Training episodes (the agent's episode index, set by
@@ -157,8 +168,11 @@ pub enum EpsilonPer {
     Decision,
 }
 
+crate::names::value_names!(EpsilonPer { Episode => "episode", Decision => "decision" });
+
 /// When the WAIT action is available.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum WaitRule {
     /// When at least one task is running (otherwise a WAIT could stall the
@@ -168,8 +182,11 @@ pub enum WaitRule {
     Never,
 }
 
+crate::names::value_names!(WaitRule { WhenRunning => "when-running", Never => "never" });
+
 /// The learning rate of one update.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum AlphaSchedule {
     /// `alpha` at every update (the behaviour before issue 31): with noisy
@@ -184,8 +201,11 @@ pub enum AlphaSchedule {
     Visits,
 }
 
+crate::names::value_names!(AlphaSchedule { Constant => "constant", Visits => "visits" });
+
 /// Which actions a frozen table's greedy choice ranges over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum FrozenGreedy {
     /// Every feasible action: an action never tried keeps its initial value
@@ -200,6 +220,8 @@ pub enum FrozenGreedy {
     /// estimate, so a frozen table ranks only what it measured).
     Tried,
 }
+
+crate::names::value_names!(FrozenGreedy { All => "all", Tried => "tried" });
 
 /// Every open choice of RIFLING, with our defaults (the spec's proposal as
 /// revised by issue 16; [`RiflingParams::pre_issue16`] gives the earlier
@@ -531,6 +553,7 @@ pub fn queue_bucket(waiting: usize) -> &'static str {
 /// k-means (k-means++ initialisation, 10 runs, seeded by `rng`); returns the
 /// centroids ascending. With fewer distinct values than `k`, the distinct
 /// values are the centroids. Non-finite values are ignored.
+#[cfg(feature = "kmeans")]
 pub fn kmeans_1d(xs: &[f64], k: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
     use linfa::traits::Fit;
     let mut pts: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
@@ -545,7 +568,7 @@ pub fn kmeans_1d(xs: &[f64], k: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
     }
     pts.sort_by(f64::total_cmp);
     let n = pts.len();
-    let data = ndarray16::Array2::from_shape_vec((n, 1), pts).expect("n x 1");
+    let data = ndarray::Array2::from_shape_vec((n, 1), pts).expect("n x 1");
     let ds = linfa::DatasetBase::from(data);
     let seed: u64 = rng.r#gen();
     let model = linfa_clustering::KMeans::params_with_rng(
@@ -868,8 +891,16 @@ impl Agent {
 
     /// Re-runs the K-means on `features` and carries every Q row of a
     /// training group to each new group whose nearest old centroid it was.
+    /// Without the `kmeans` feature the groups stay as they are (the
+    /// registry refuses the learning `rifling` then).
     pub fn regroup(&mut self, features: &[f64]) {
+        #[cfg(feature = "kmeans")]
         let new = kmeans_1d(features, self.params.k, &mut self.rng);
+        #[cfg(not(feature = "kmeans"))]
+        let new: Vec<f64> = {
+            let _ = features;
+            Vec::new()
+        };
         if new.is_empty() || new == self.centroids {
             return;
         }
@@ -1236,6 +1267,7 @@ impl Policy for RiflingPolicy {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "kmeans")]
     #[test]
     fn kmeans_finds_separable_groups() {
         let mut xs = Vec::new();
@@ -1316,6 +1348,7 @@ mod tests {
         assert_eq!(a.greedy("t0|4,4,4,4", &mask), Some(action_index(1, 4, 4)));
     }
 
+    #[cfg(feature = "kmeans")]
     #[test]
     fn epsilon_decays_linearly_and_regroup_carries_rows() {
         let mut a = Agent::new(RiflingParams { k: 2, ..RiflingParams::pre_issue16() }, 3, 1);
@@ -1571,6 +1604,7 @@ mod tests {
         assert_eq!((m["rifling_greedy_repeat"], m["rifling_greedy_all_tied_share"]), (1.0, 0.0));
     }
 
+    #[cfg(feature = "kmeans")]
     #[test]
     fn visit_alpha_averages_the_targets_and_counts_visits() {
         let p = RiflingParams { gamma: 0.0, q_init: 10.0, ..Default::default() };

@@ -248,7 +248,8 @@ pub struct ColocCheckRow {
 /// the other folds' rows (with `params`) and predicts each held-out row's two
 /// speeds; today's rule and the type mean read the other folds' rows only.
 /// Speeds above 1 are read as 1, as the rule reads them. Errors are rounded
-/// to 1e-4 (MAE) and 0.01 % (relative).
+/// to 1e-4 (MAE) and 0.01 % (relative). With the `learned` feature.
+#[cfg(feature = "learned")]
 pub fn check_coloc(db: &ProfileDb, folds: usize, params: &super::ncf::NcfParams) -> Vec<ColocCheckRow> {
     use super::coloc::{PairSource, pair_speed};
     let folds = folds.max(2);
@@ -351,6 +352,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "learned")]
     #[test]
     fn learned_pairs_beat_the_mean_on_the_shipped_pairs() {
         // Gavel's K80/P100/V100 pairs, two folds of model pairs held out. The

@@ -89,7 +89,8 @@ pub trait Interference: Send + Sync {
 
 /// What the co-location rule reads for a pair of models never measured on
 /// the GPU type (module docs). Part of the run spec (`coloc_unmeasured`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum ColocUnmeasured {
     /// The same pair on another GPU type, else the GPU type's mean, else 0.5 (the default).
@@ -99,6 +100,8 @@ pub enum ColocUnmeasured {
     /// knows both models and the GPU type; else as mean.
     Learned,
 }
+
+crate::names::value_names!(ColocUnmeasured { Mean => "mean", Learned => "learned" });
 
 impl ColocUnmeasured {
     /// Whether this is the default (`mean`; left out of manifests).
@@ -649,6 +652,7 @@ mod tests {
         assert!(near(s, 0.25), "{s}");
     }
 
+    #[cfg(feature = "learned")]
     #[test]
     fn the_learned_option_reads_unmeasured_pairs_from_the_model_and_counts_them() {
         // z/y is measured only on v100, w nowhere: on k80, z next to y is a

@@ -272,7 +272,8 @@ pub const INFERENCE_STEP_FRACTION: f64 = 1.0 / 3.0;
 /// and the engine's rate read in a run. Chosen by the run's rate model
 /// (`--rate-model genie-k80` selects [`GenieTruth::GenieK80`]; every other
 /// rate model keeps [`GenieTruth::Table`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum GenieTruth {
     /// The profile database's table interpolation (`TableModel`) with its
@@ -287,6 +288,8 @@ pub enum GenieTruth {
     /// its nine placements, a documented extrapolation beyond them.
     GenieK80,
 }
+
+crate::names::value_names!(GenieTruth { Table => "table", GenieK80 => "genie-k80" });
 
 impl GenieTruth {
     /// True for the default (left out of saved models and manifests).

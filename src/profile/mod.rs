@@ -26,7 +26,38 @@ pub mod genie;
 pub mod import;
 pub mod memo;
 pub mod model;
+#[cfg(feature = "learned")]
 pub mod ncf;
+/// The learned interference model is left out of this build (the `learned`
+/// feature is off): its types exist without values, so the co-location
+/// model compiles unchanged and never reads a learned prediction.
+#[cfg(not(feature = "learned"))]
+pub mod ncf {
+    use super::db::Tenant;
+
+    /// The learned interference model; no value exists without the `learned` feature.
+    #[derive(Debug)]
+    pub enum Ncf {}
+
+    impl Ncf {
+        /// Never called: no `Ncf` exists.
+        pub fn predict(&self, _gpu_type: &str, _me: Tenant<'_>, _other: Tenant<'_>) -> Option<f64> {
+            match *self {}
+        }
+    }
+
+    /// A database's learned model, trained at first use; no value exists
+    /// without the `learned` feature.
+    #[derive(Debug)]
+    pub enum LearnedModel {}
+
+    impl LearnedModel {
+        /// Never called: no `LearnedModel` exists.
+        pub fn get(&self) -> &Ncf {
+            match *self {}
+        }
+    }
+}
 pub mod rate;
 pub mod resources;
 pub mod set;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::db::ProfileDb;
 use super::ncf::LearnedModel;
-use crate::error::TraceError;
+use crate::error::{FeatureDisabled, TraceError};
 
 /// The profile databases a set of runs shares (a sweep's, through its
 /// artefact set): the builtin one, parsed on first use, and each directory's,
@@ -29,6 +29,7 @@ struct ProfileSetInner {
     /// The learned interference model of each database asked for, by the
     /// database's `Arc` (held here, so the pointer stays its own); searched
     /// by identity, never iterated for a result.
+    #[cfg_attr(not(feature = "learned"), allow(dead_code))]
     learned: Mutex<Vec<(Arc<ProfileDb>, Arc<LearnedModel>)>>,
 }
 
@@ -80,14 +81,25 @@ impl ProfileSet {
     /// The learned interference model of `db` ([`super::ncf::Ncf::from_db`]),
     /// shared by every run of the set; trained at its first use, once per
     /// process and co-location table ([`LearnedModel`]).
-    pub fn learned_coloc(&self, db: &Arc<ProfileDb>) -> Arc<LearnedModel> {
-        let mut learned = self.inner.learned.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, m)) = learned.iter().find(|(d, _)| Arc::ptr_eq(d, db)) {
-            return m.clone();
+    ///
+    /// # Errors
+    /// [`FeatureDisabled`] in a build without the `learned` feature.
+    pub fn learned_coloc(&self, db: &Arc<ProfileDb>) -> Result<Arc<LearnedModel>, FeatureDisabled> {
+        #[cfg(not(feature = "learned"))]
+        {
+            let _ = db;
+            Err(FeatureDisabled::new("the learned interference model", "learned"))
         }
-        let m = Arc::new(LearnedModel::new(db.clone()));
-        learned.push((db.clone(), m.clone()));
-        m
+        #[cfg(feature = "learned")]
+        {
+            let mut learned = self.inner.learned.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((_, m)) = learned.iter().find(|(d, _)| Arc::ptr_eq(d, db)) {
+                return Ok(m.clone());
+            }
+            let m = Arc::new(LearnedModel::new(db.clone()));
+            learned.push((db.clone(), m.clone()));
+            Ok(m)
+        }
     }
 
     /// Databases parsed so far (the builtin one counts once).

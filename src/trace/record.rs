@@ -61,7 +61,8 @@ impl TraceRecord {
 }
 
 /// Trace file formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum TraceFormat {
     /// Detect from the header line.
@@ -93,6 +94,16 @@ pub enum TraceFormat {
     /// (`never_scheduled`: no run time was recorded).
     AlibabaOpenb,
 }
+
+crate::names::value_names!(TraceFormat {
+    Auto => "auto",
+    Philly => "philly",
+    PhillyRfold => "philly-rfold",
+    PhillyPollux => "philly-pollux",
+    Helios => "helios",
+    JobsCsv => "jobs-csv",
+    AlibabaOpenb => "alibaba-openb",
+});
 
 impl TraceFormat {
     /// The name of the column that holds job ids (for messages).

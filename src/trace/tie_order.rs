@@ -50,7 +50,8 @@ use serde::Serialize;
 
 /// How jobs submitted at the same instant are ordered before the policy sees
 /// them (FIFO serves them in this order; SJF uses it among equal durations).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum TieOrder {
     /// Trace file order (a stable sort by submit time). The default.
@@ -64,9 +65,11 @@ pub enum TieOrder {
     /// sorting (the Helios one drops 0-GPU jobs and other VCs' jobs) is
     /// matched when the file holds only rows it keeps, as the fidelity window
     /// does.
-    #[value(name = "numpy2-avx512")]
+    #[cfg_attr(feature = "cli", value(name = "numpy2-avx512"))]
     Numpy2Avx512,
 }
+
+crate::names::value_names!(TieOrder { Trace => "trace", Numpy2Avx512 => "numpy2-avx512" });
 
 /// Reorders `items` so that `items[i]` becomes the old `items[perm[i]]`, in
 /// place (following the permutation's cycles).

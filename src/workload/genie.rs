@@ -38,7 +38,8 @@ pub const MIN_LATENCY_S: f64 = 600.0;
 pub const MAX_LATENCY_S: f64 = 4800.0;
 
 /// What a task's expected completion time (ECT) is a multiple of.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum EctBasis {
     /// GENIE's predicted single-GPU latency `Lat(t, <1,1>)` from the run's
@@ -49,6 +50,8 @@ pub enum EctBasis {
     /// The true single-GPU latency (the simulator's ground truth).
     True,
 }
+
+crate::names::value_names!(EctBasis { Predicted => "predicted", True => "true" });
 
 /// What was drawn for one task.
 struct Drawn {
@@ -117,7 +120,8 @@ fn draw_qos(rng: &mut impl Rng) -> QosClass {
 }
 
 /// Which tasks the generator draws.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum TaskMix {
     /// The paper's mix: six task types uniformly, training or inference
@@ -133,6 +137,8 @@ pub enum TaskMix {
     /// and latency targets with every inference task turned into training.
     Training,
 }
+
+crate::names::value_names!(TaskMix { Paper => "paper", Training => "training" });
 
 impl TaskMix {
     /// True for the default (left out of manifests, so they stay as before).

@@ -1,5 +1,5 @@
 //! The floor plan (`../shared/DESIGN.md` §1): an import only points down,
-//! ground floor (ids, time, rng, stats, nn, error, io) → job → cluster → trace →
+//! ground floor (ids, time, rng, stats, nn, error, io, names) → job → cluster → trace →
 //! profile → workload (with the options' bounds) → policy → engine → metrics → the top floors
 //! (experiment, sweeps, the binary). Read from the library's own source: every
 //! `crate::<module>` path outside a comment, in each module of the lower
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// The library's modules by floor, ground first. Modules not named here are
 /// the top floors (experiment and above), which this test does not check.
 const FLOORS: &[&[&str]] = &[
-    &["ids", "time", "rng", "stats", "nn", "error", "io"],
+    &["ids", "time", "rng", "stats", "nn", "error", "io", "names"],
     &["job"],
     &["cluster"],
     &["trace"],

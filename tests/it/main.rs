@@ -31,6 +31,7 @@ mod ldwp;
 mod memeff_tasks;
 mod memory;
 mod mixed_memory;
+mod names;
 mod nodesel;
 mod openb;
 mod output_safety;
