@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 pub mod bounds;
+pub mod cli;
 pub mod cluster;
 pub mod engine;
 pub mod error;

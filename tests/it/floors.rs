@@ -1,7 +1,7 @@
 //! The floor plan (`../shared/DESIGN.md` §1): an import only points down,
 //! ground floor (ids, time, rng, stats, nn, error, io) → job → cluster → trace →
 //! profile → workload (with the options' bounds) → policy → engine → metrics → the top floors
-//! (experiment, sweeps, the binary). Read from the library's own source: every
+//! (experiment, sweeps, then the command line, `cli`). Read from the library's own source: every
 //! `crate::<module>` path outside a comment, in each module of the lower
 //! floors, must name a module on its own floor or below.
 
@@ -190,4 +190,27 @@ fn no_policy_file_imports_the_registry() {
         }
     }
     assert!(offenders.is_empty(), "policy files importing the registry:\n{}", offenders.join("\n"));
+}
+
+/// The command line (`src/cli/`) is the top floor: the library's other
+/// modules, the experiment layer included, never name it.
+#[test]
+fn only_the_command_line_names_the_command_line() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut offenders = Vec::new();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().trim_end_matches(".rs").to_string();
+        if name == "cli" || name == "bin" || name == "lib" {
+            continue;
+        }
+        for file in files_of(&src, &name) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (line, target) in crate_paths(&text) {
+                if target == "cli" {
+                    offenders.push(format!("{}:{line}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "library modules naming the command line:\n{}", offenders.join("\n"));
 }

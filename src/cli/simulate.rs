@@ -1,17 +1,17 @@
 //! `dlsched simulate`: the command line as a raw spec, translated once into a
-//! run spec (`dlsched::experiment::raw`), run, written and summarised.
+//! run spec (`crate::experiment::raw`), run, written and summarised.
 
 use std::path::{Path, PathBuf};
 
-use crate::args::{ClusterArgs, RiflingArgs, nodes_file_note, put_path, value_name};
+use crate::cli::args::{ClusterArgs, RiflingArgs, nodes_file_note, put_path, value_name};
+use crate::experiment::raw::{self, Origin, RawSpec, Value};
+use crate::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir_as};
+use crate::policy::placement::PlacementKind;
+use crate::policy::registry::{GenieFamilyOptions, PolicyName, PolicySpec};
+use crate::trace::TraceFormat;
+use crate::workload::synthetic::SyntheticSpec;
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use dlsched::experiment::raw::{self, Origin, RawSpec, Value};
-use dlsched::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir_as};
-use dlsched::policy::placement::PlacementKind;
-use dlsched::policy::registry::{GenieFamilyOptions, PolicyName, PolicySpec};
-use dlsched::trace::TraceFormat;
-use dlsched::workload::synthetic::SyntheticSpec;
 
 #[derive(Args)]
 #[command(allow_negative_numbers = true)]
@@ -93,7 +93,7 @@ pub(crate) struct SimulateArgs {
     /// (srtf, las, the Tiresias kinds, gandiva, themis, the Gavel kinds)
     /// preempt.
     #[arg(long, value_enum, default_value = "none", value_name = "MODEL")]
-    pub(crate) checkpoint: dlsched::engine::CheckpointModel,
+    pub(crate) checkpoint: crate::engine::CheckpointModel,
 
     /// Without --trace: the synthetic Philly-like job mix (synthetic) or
     /// GENIE's QoS tasks (genie: six DL models, half training, half
@@ -109,7 +109,7 @@ pub(crate) struct SimulateArgs {
     /// its single-GPU latency as predicted by the run's fitted GENIE models
     /// (predicted, the paper's definition) or the true one.
     #[arg(long, value_enum, default_value = "predicted")]
-    pub(crate) ect: dlsched::workload::genie::EctBasis,
+    pub(crate) ect: crate::workload::genie::EctBasis,
 
     /// GENIE workload: arrival window, hours.
     #[arg(long, default_value_t = raw::DEFAULT_GENIE_HOURS, value_name = "H")]
@@ -123,8 +123,8 @@ pub(crate) struct SimulateArgs {
     /// GENIE workload: the task mix: paper (six types, half inference) or
     /// training (every task trains, so every task's speed depends on how it
     /// spreads across nodes).
-    #[arg(long, value_enum, default_value_t = dlsched::workload::genie::TaskMix::Paper)]
-    pub(crate) task_mix: dlsched::workload::genie::TaskMix,
+    #[arg(long, value_enum, default_value_t = crate::workload::genie::TaskMix::Paper)]
+    pub(crate) task_mix: crate::workload::genie::TaskMix,
 
     /// GENIE workload: task density per GPU of the cluster, tasks per hour
     /// per GPU (the density is this x the cluster's GPUs: 1.25 is 20 tasks
@@ -172,7 +172,7 @@ pub(crate) struct SimulateArgs {
     /// times in file order). Simulators written with pandas, such as the
     /// Helios simulator, queue ties that way; use it to match one job for job.
     #[arg(long, value_enum, default_value = "trace", value_name = "ORDER")]
-    pub(crate) tie_order: dlsched::trace::tie_order::TieOrder,
+    pub(crate) tie_order: crate::trace::tie_order::TieOrder,
 
     /// Placement: consolidate (fewest nodes; best fit on one node when the job
     /// fits one), first-fit (first node with room, in node order), recorded
@@ -193,7 +193,7 @@ pub(crate) struct SimulateArgs {
     /// Jobs the trace gives no model or batch get one drawn from the database
     /// (seeded). The summary names them profile-table / profile-genie.
     #[arg(long, value_enum, default_value = "trace")]
-    pub(crate) rate_model: dlsched::experiment::RateModelKind,
+    pub(crate) rate_model: crate::experiment::RateModelKind,
 
     /// A profile database directory (the CSVs written by dlsched profile
     /// import) instead of the builtin one. With either, a job with a known
@@ -207,13 +207,13 @@ pub(crate) struct SimulateArgs {
 
     /// With a sharing placement (share-first-fit, share-best-fit,
     /// memeff-pack, fgd, iawp): the most jobs on one GPU.
-    #[arg(long, value_name = "N", default_value_t = dlsched::cluster::ShareLimits::default().max_tenants)]
+    #[arg(long, value_name = "N", default_value_t = crate::cluster::ShareLimits::default().max_tenants)]
     pub(crate) max_tenants: u32,
 
     /// With a sharing placement (share-first-fit, share-best-fit,
     /// memeff-pack, fgd, iawp): the fraction of a shared GPU's memory
     /// kept free (0 <= F < 1); a job alone on a GPU may use all of it.
-    #[arg(long, value_name = "F", default_value_t = dlsched::cluster::ShareLimits::default().mem_headroom)]
+    #[arg(long, value_name = "F", default_value_t = crate::cluster::ShareLimits::default().mem_headroom)]
     pub(crate) mem_headroom: f64,
 
     /// What the co-location rule reads for a pair of models never measured
@@ -223,7 +223,7 @@ pub(crate) struct SimulateArgs {
     /// filtering, src/profile/ncf.rs; counted in coloc_learned). Training
     /// costs about a second, once per database.
     #[arg(long, value_enum, default_value = "mean", value_name = "RULE")]
-    pub(crate) coloc_unmeasured: dlsched::profile::coloc::ColocUnmeasured,
+    pub(crate) coloc_unmeasured: crate::profile::coloc::ColocUnmeasured,
 
     /// What the predictions of a prediction-using policy read, to run it
     /// under a controlled prediction error. fitted (default): its own model,
@@ -249,10 +249,10 @@ pub(crate) struct SimulateArgs {
     /// measured: only at per-GPU batches the public measurements contain,
     /// so the fit is not fitted to our interpolation.
     #[arg(long, value_enum, value_name = "grid|measured")]
-    pub(crate) profile_batches: Option<dlsched::policy::genie::ProfileBatches>,
+    pub(crate) profile_batches: Option<crate::policy::genie::ProfileBatches>,
 
     /// Master seed for every random stream (synthetic workload, policies).
-    #[arg(long, default_value_t = dlsched::experiment::DEFAULT_SEED)]
+    #[arg(long, default_value_t = crate::experiment::DEFAULT_SEED)]
     pub(crate) seed: u64,
 
     /// Synthetic workload: number of jobs, 1 to 20,000,000 (about 200 bytes of memory each).
@@ -283,7 +283,7 @@ pub(crate) struct SimulateArgs {
 
     /// Timeline sampling interval, whole seconds (0: no timeline samples).
     /// While nothing happens, samples are skipped up to the next event.
-    #[arg(long, default_value_t = dlsched::experiment::DEFAULT_SAMPLE_INTERVAL_S, value_name = "SECONDS")]
+    #[arg(long, default_value_t = crate::experiment::DEFAULT_SAMPLE_INTERVAL_S, value_name = "SECONDS")]
     pub(crate) sample_interval: u64,
 
     /// Stop the run at this simulated time, seconds: a cut-off run, whose
@@ -308,8 +308,8 @@ pub(crate) struct SimulateArgs {
     /// The tables of --out (jobs, timeline, vc_summary) as CSV, as parquet
     /// (`<table>.parquet` instead of `<table>.csv`; `dlsched plot` reads the
     /// CSVs) or both. Parquet needs a build with the cargo feature `parquet`.
-    #[arg(long, value_enum, default_value_t = dlsched::experiment::OutputFormat::Csv, value_name = "FORMAT")]
-    pub(crate) output_format: dlsched::experiment::OutputFormat,
+    #[arg(long, value_enum, default_value_t = crate::experiment::OutputFormat::Csv, value_name = "FORMAT")]
+    pub(crate) output_format: crate::experiment::OutputFormat,
 }
 
 /// The generated workloads.
@@ -435,8 +435,8 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     if let Some(x) = a.jobs_per_hour {
         put("jobs_per_hour", Value::Float(x));
     }
-    if a.task_mix != dlsched::workload::genie::TaskMix::Paper {
-        put("task_mix", Value::Str(crate::args::value_name(&a.task_mix)));
+    if a.task_mix != crate::workload::genie::TaskMix::Paper {
+        put("task_mix", Value::Str(crate::cli::args::value_name(&a.task_mix)));
     }
     if let Some(n) = a.tasks {
         put("tasks", Value::UInt(n));
@@ -516,7 +516,7 @@ pub(crate) fn check_out_dir(out: &Path, inputs: &[(&str, &Path)]) -> Result<bool
             if let (Some(parent), Some(name)) =
                 (input.canonicalize().ok().and_then(|t| t.parent().map(Path::to_path_buf)), input.file_name())
                 && parent == dir
-                && dlsched::experiment::run_dir_files().any(|f| name == f.as_str())
+                && crate::experiment::run_dir_files().any(|f| name == f.as_str())
             {
                 bail!(
                     "--out {} would overwrite or delete the input {option} {}; choose another directory",
@@ -525,7 +525,7 @@ pub(crate) fn check_out_dir(out: &Path, inputs: &[(&str, &Path)]) -> Result<bool
                 );
             }
         }
-        if let Some(name) = dlsched::experiment::run_dir_files().find(|f| dir.join(f).is_dir()) {
+        if let Some(name) = crate::experiment::run_dir_files().find(|f| dir.join(f).is_dir()) {
             bail!(
                 "--out {}: {} is a directory, and a run writes a file of that name there; move it or choose another directory",
                 out.display(),
@@ -596,7 +596,7 @@ pub(crate) fn simulate(a: SimulateArgs) -> Result<()> {
         match e {
             // Input and option errors speak for themselves; only a failure of
             // the simulation itself is labelled so.
-            dlsched::error::RunError::Sim(_) => anyhow::Error::new(e).context("simulation failed"),
+            crate::error::RunError::Sim(_) => anyhow::Error::new(e).context("simulation failed"),
             e => anyhow::Error::new(e),
         }
     })?;
@@ -627,7 +627,7 @@ pub(crate) fn simulate(a: SimulateArgs) -> Result<()> {
 /// Tells the user, on stderr, about options this run ignores.
 pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
     let genie_workload = a.workload == WorkloadKind::Genie;
-    let defaults = dlsched::cluster::ShareLimits::default();
+    let defaults = crate::cluster::ShareLimits::default();
     let note = |s: &str| errln!("note: {s}");
     if !a.placement.may_share()
         && a.policy != PolicyName::MemoryEfficiency
@@ -642,8 +642,7 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
     {
         note("--genie-models, --genie-best-fit and --theta apply only to the GENIE-family policies")?;
     }
-    if !genie_workload
-        && (a.hours != raw::DEFAULT_GENIE_HOURS || a.ect != dlsched::workload::genie::EctBasis::Predicted)
+    if !genie_workload && (a.hours != raw::DEFAULT_GENIE_HOURS || a.ect != crate::workload::genie::EctBasis::Predicted)
     {
         note("--hours and --ect apply only to --workload genie")?;
     }
@@ -678,7 +677,7 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
     if a.policy.rifling().is_none() && a.rifling.rifling_table.is_some() {
         note("--rifling-table and the --rifling-* options apply only to the RIFLING policies")?;
     }
-    if genie_workload && a.rate_model == dlsched::experiment::RateModelKind::Trace {
+    if genie_workload && a.rate_model == crate::experiment::RateModelKind::Trace {
         note("GENIE tasks run at the profile table's speeds (trace speed would make every placement equal)")?;
     }
     Ok(())
@@ -744,7 +743,7 @@ fn scenario_lines(r: &RunReport) -> Vec<String> {
 
 /// Tells the user, on stderr, when a sharing placement ran jobs that cannot
 /// share: a job with neither a memory figure nor a guaranteed share holds
-/// whole GPUs ([`dlsched::cluster::Cluster::tenant_mem_mib`]), synthetic or
+/// whole GPUs ([`crate::cluster::Cluster::tenant_mem_mib`]), synthetic or
 /// trace job alike.
 pub(crate) fn share_note(report: &RunReport) -> Result<()> {
     if !report.spec.policy.placement().may_share() {
@@ -756,7 +755,7 @@ pub(crate) fn share_note(report: &RunReport) -> Result<()> {
     if whole == 0 {
         return Ok(());
     }
-    let hint = if report.spec.rate_model == dlsched::experiment::RateModelKind::Trace {
+    let hint = if report.spec.rate_model == crate::experiment::RateModelKind::Trace {
         "; --rate-model table gives jobs a model and a memory estimate"
     } else {
         ""
