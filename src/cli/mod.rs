@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
 
+use crate::experiment::Registry;
+
 /// Writes a line to standard output, like `println!`, but a failed write (a
 /// full disk, `> /dev/full`) is an `anyhow` error ([`StdioError`]) instead of
 /// a panic: `outln!(...)?`.
@@ -135,6 +137,22 @@ fn fail(e: &anyhow::Error) -> ExitCode {
 /// subcommand, and returns its exit status (0 on success, 1 when `compare`
 /// finds a difference, 2 on an error, reported on standard error).
 pub fn main() -> ExitCode {
+    main_with(Registry::default())
+}
+
+/// The `dlsched` command knowing the policy kinds and trace formats of
+/// `registry` besides the built-in ones: `simulate --policy`, `--format`,
+/// sweep files and `--from-manifest` take them. A program of its own (an
+/// outside crate's `fn main`) calls it with its registrations.
+///
+/// ```no_run
+/// use dlsched::experiment::Registry;
+/// # use dlsched::policy::registry::QueueOptions as MyOptions;
+/// fn main() -> std::process::ExitCode {
+///     dlsched::cli::main_with(Registry::default().policy::<MyOptions>("my-kind", "My policy."))
+/// }
+/// ```
+pub fn main_with(registry: Registry) -> ExitCode {
     // Die quietly on a closed pipe (`dlsched ... | head`), as command-line
     // tools do, instead of panicking on the next print.
     #[cfg(unix)]
@@ -142,7 +160,13 @@ pub fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = match Cli::try_parse() {
+    if let Err(e) = registry.check() {
+        return fail(&anyhow::anyhow!("{e}"));
+    }
+    let mut cmd = command(&registry);
+    let cli = match cmd.try_get_matches_from_mut(std::env::args_os()).and_then(|mut m| {
+        <Cli as clap::FromArgMatches>::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut cmd.clone()))
+    }) {
         Ok(cli) => cli,
         // --help and --version (exit 0) go to stdout, usage errors (exit 2)
         // to stderr, as clap's own `exit` does, but a failed write is an error.
@@ -154,21 +178,29 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    match run(cli) {
+    match run(cli, &registry) {
         Ok(code) => code,
         Err(e) => fail(&e),
     }
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
+/// The command line's parser, its value parsers knowing `registry`.
+fn command(registry: &Registry) -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command().mut_subcommand("simulate", |s| {
+        s.mut_arg("policy", |a| a.value_parser(simulate::PolicyNameParser::new(registry.clone())))
+    })
+}
+
+fn run(cli: Cli, registry: &Registry) -> Result<ExitCode> {
     match cli.command {
-        Command::Simulate(args) => simulate::simulate(*args).map(|()| ExitCode::SUCCESS),
+        Command::Simulate(args) => simulate::simulate(*args, registry).map(|()| ExitCode::SUCCESS),
         Command::Compare(args) => compare::run(&args),
         Command::Profile(args) => profile::run(&args),
         Command::GenieProfile(args) => genie_profile::genie_profile(&args),
         Command::RiflingTrain(args) => rifling_train::rifling_train(&args),
         Command::LdwpTrain(args) => ldwp_train::ldwp_train(&args),
-        Command::Sweep(args) => sweep::sweep(&args),
+        Command::Sweep(args) => sweep::sweep(&args, registry),
         Command::Merge(args) => sweep::merge_cmd(&args),
         Command::Paired(args) => paired::paired_cmd(&args),
         Command::Plot { dir } => {

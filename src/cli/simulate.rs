@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::args::{ClusterArgs, RiflingArgs, nodes_file_note, put_path, value_name};
 use crate::experiment::raw::{self, Origin, RawSpec, Value};
-use crate::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir_as};
+use crate::experiment::{ClusterChoice, Registry, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir_as};
 use crate::policy::placement::PlacementKind;
 use crate::policy::registry::{GenieFamilyOptions, PolicyName, PolicySpec};
 use crate::trace::TraceFormat;
@@ -69,8 +69,8 @@ pub(crate) struct SimulateArgs {
     /// tetris-perf, tetris-cer (packing order), and dlsched's earlier
     /// prediction-using variants fifo-cer, min-min-pred, weighted-fair-cer,
     /// tetris-perf-srtf, tetris-cer-srtf (not in the paper).
-    #[arg(long, value_parser = PolicyNameParser, default_value = "fifo")]
-    pub(crate) policy: PolicyName,
+    #[arg(long, value_parser = PolicyNameParser::default(), default_value = "fifo")]
+    pub(crate) policy: PolicyArg,
 
     /// Sets one option of the policy, NAME=VALUE (repeatable), by the name
     /// its options struct gives it; VALUE is a TOML scalar (true, 3, 0.5,
@@ -410,7 +410,7 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
         put("columns", Value::Str(c.clone()));
     }
     put("format", Value::Str(value_name(&a.format)));
-    put("policy", Value::Str(value_name(&a.policy)));
+    put("policy", Value::Str(a.policy.kind().to_string()));
     put("workload", Value::Str(value_name(&a.workload)));
     put("ect", Value::Str(value_name(&a.ect)));
     put("hours", Value::Float(a.hours));
@@ -476,9 +476,9 @@ fn policy_opt(s: &str) -> Result<(String, String), String> {
     }
 }
 
-pub(crate) fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
+pub(crate) fn run_spec(a: &SimulateArgs, registry: &Registry) -> Result<RunSpec> {
     if let Some(m) = &a.from_manifest {
-        let spec = RunSpec::from_manifest(m).map_err(anyhow::Error::msg)?;
+        let spec = RunSpec::from_manifest_in(m, registry).map_err(anyhow::Error::msg)?;
         RunSpec::check_manifest_input(m, a.allow_changed_input).map_err(anyhow::Error::msg)?;
         return Ok(spec);
     }
@@ -493,7 +493,7 @@ pub(crate) fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
     // The first run's defaults (backfill, duration cut, half-cluster jobs).
     let mut raw = raw_spec(a);
     raw::first_run_defaults(&mut raw, a.strict);
-    let mut spec = raw::to_run_spec(&raw, Origin::CommandLine, None).map_err(anyhow::Error::msg)?;
+    let mut spec = raw::to_run_spec_in(&raw, Origin::CommandLine, None, registry).map_err(anyhow::Error::msg)?;
     nodes_file_note(&spec.cluster)?;
     raw::first_run_job_cap(&raw, &mut spec)?;
     Ok(spec)
@@ -548,10 +548,10 @@ pub(crate) fn check_out_dir(out: &Path, inputs: &[(&str, &Path)]) -> Result<bool
     Ok(created)
 }
 
-pub(crate) fn simulate(a: SimulateArgs) -> Result<()> {
+pub(crate) fn simulate(a: SimulateArgs, registry: &Registry) -> Result<()> {
     // Before the run: a format this build cannot write fails at once.
     a.output_format.check_supported().map_err(|e| anyhow::anyhow!("--output-format: {e}"))?;
-    let spec = run_spec(&a)?;
+    let spec = run_spec(&a, registry)?;
     let created = match &a.out {
         Some(out) => {
             let mut inputs: Vec<(&str, &Path)> = Vec::new();
@@ -630,7 +630,7 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
     let defaults = crate::cluster::ShareLimits::default();
     let note = |s: &str| errln!("note: {s}");
     if !a.placement.may_share()
-        && a.policy != PolicyName::MemoryEfficiency
+        && !a.policy.is(PolicyName::MemoryEfficiency)
         && (a.max_tenants != defaults.max_tenants || a.mem_headroom != defaults.mem_headroom)
     {
         note(
@@ -650,7 +650,7 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
         note(
             "--max-duration and --strict shape the synthetic workload's default run; a --trace replay is strict unless --backfill, and --workload genie sets its own durations",
         )?;
-    } else if a.strict && !matches!(a.policy, PolicyName::Fifo | PolicyName::Sjf) {
+    } else if a.strict && !(a.policy.is(PolicyName::Fifo) || a.policy.is(PolicyName::Sjf)) {
         note("--strict applies to fifo and sjf; the other policies never backfill unless --backfill")?;
     }
     let synthetic = SyntheticSpec::default();
@@ -946,42 +946,104 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
     Ok(())
 }
 
+/// A `--policy` value: a built-in kind, or a kind of the command line's
+/// [`Registry`].
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum PolicyArg {
+    /// A built-in kind.
+    Builtin(PolicyName),
+    /// A registered kind, by name.
+    Registered(&'static str),
+}
+
+impl PolicyArg {
+    /// The kind's name.
+    pub(crate) fn kind(&self) -> &str {
+        match self {
+            PolicyArg::Builtin(n) => n.kind(),
+            PolicyArg::Registered(k) => k,
+        }
+    }
+
+    /// Whether it is the built-in kind `n`.
+    pub(crate) fn is(&self, n: PolicyName) -> bool {
+        *self == PolicyArg::Builtin(n)
+    }
+
+    /// The GENIE variant of a GENIE-family kind.
+    pub(crate) fn genie(&self) -> Option<crate::policy::genie::GenieVariant> {
+        match self {
+            PolicyArg::Builtin(n) => n.genie(),
+            PolicyArg::Registered(_) => None,
+        }
+    }
+
+    /// The RIFLING mode of a RIFLING kind.
+    pub(crate) fn rifling(&self) -> Option<crate::policy::rifling::RiflingMode> {
+        match self {
+            PolicyArg::Builtin(n) => n.rifling(),
+            PolicyArg::Registered(_) => None,
+        }
+    }
+}
+
 /// `--policy`'s parser: clap's for [`PolicyName`] (the same possible values
-/// in `--help`), whose refusal of a placement's name (`--policy iawp`) adds
-/// the hint `--placement iawp`.
-#[derive(Clone)]
-struct PolicyNameParser;
+/// in `--help`), then the kinds of the command line's [`Registry`]; its
+/// refusal of a placement's name (`--policy iawp`) adds the hint
+/// `--placement iawp`.
+#[derive(Clone, Default)]
+pub(crate) struct PolicyNameParser {
+    registry: Registry,
+}
+
+impl PolicyNameParser {
+    /// The parser knowing the kinds of `registry` too.
+    pub(crate) fn new(registry: Registry) -> Self {
+        PolicyNameParser { registry }
+    }
+}
 
 impl clap::builder::TypedValueParser for PolicyNameParser {
-    type Value = PolicyName;
+    type Value = PolicyArg;
 
     fn parse_ref(
         &self,
         cmd: &clap::Command,
         arg: Option<&clap::Arg>,
         value: &std::ffi::OsStr,
-    ) -> std::result::Result<PolicyName, clap::Error> {
-        clap::builder::EnumValueParser::<PolicyName>::new().parse_ref(cmd, arg, value).map_err(|e| {
-            let hint = raw::placement_hint(&Origin::CommandLine, "policy", &value.to_string_lossy());
-            if hint.is_empty() {
-                e
-            } else {
-                let names: Vec<&str> = PolicyName::value_variants().iter().map(|p| p.kind()).collect();
-                clap::Error::raw(
-                    clap::error::ErrorKind::InvalidValue,
-                    format!(
-                        "invalid value '{}' for '--policy <POLICY>': expected one of {}{hint}\n",
-                        value.to_string_lossy(),
-                        names.join(", ")
-                    ),
-                )
-                .with_cmd(cmd)
-            }
-        })
+    ) -> std::result::Result<PolicyArg, clap::Error> {
+        if let Some(k) = value.to_str().and_then(|v| self.registry.policy_kind(v)) {
+            return Ok(PolicyArg::Registered(k.name()));
+        }
+        clap::builder::EnumValueParser::<PolicyName>::new().parse_ref(cmd, arg, value).map(PolicyArg::Builtin).map_err(
+            |e| {
+                let hint = raw::placement_hint(&Origin::CommandLine, "policy", &value.to_string_lossy());
+                if hint.is_empty() && self.registry.policies().is_empty() {
+                    e
+                } else {
+                    let names: Vec<&str> = PolicyName::value_variants()
+                        .iter()
+                        .map(|p| p.kind())
+                        .chain(self.registry.policies().iter().map(|k| k.name()))
+                        .collect();
+                    clap::Error::raw(
+                        clap::error::ErrorKind::InvalidValue,
+                        format!(
+                            "invalid value '{}' for '--policy <POLICY>': expected one of {}{hint}\n",
+                            value.to_string_lossy(),
+                            names.join(", ")
+                        ),
+                    )
+                    .with_cmd(cmd)
+                }
+            },
+        )
     }
 
     fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
-        Some(Box::new(PolicyName::value_variants().iter().filter_map(|p| p.to_possible_value())))
+        Some(Box::new(PolicyName::value_variants().iter().filter_map(|p| p.to_possible_value()).chain(
+            self.registry.policies().iter().map(|k| clap::builder::PossibleValue::new(k.name()).help(k.help())),
+        )))
     }
 }
 

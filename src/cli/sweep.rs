@@ -102,7 +102,7 @@ pub struct MergeArgs {
     out: PathBuf,
 }
 
-pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
+pub fn sweep(a: &SweepArgs, registry: &crate::experiment::Registry) -> Result<ExitCode> {
     if a.threads == 0 {
         bail!("--threads must be at least 1");
     }
@@ -110,7 +110,7 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
         f.check_supported().map_err(|e| anyhow::anyhow!("--output-format: {e}"))?;
     }
     let shard = a.shard.map(ShardArg::resolve).transpose()?;
-    let mut exp = Experiment::load(&a.experiment).map_err(anyhow::Error::msg)?;
+    let mut exp = Experiment::load_in(&a.experiment, registry).map_err(anyhow::Error::msg)?;
     if let Some(f) = a.output_format {
         exp.output_format = f;
     }
