@@ -189,6 +189,7 @@ fn command(registry: &Registry) -> clap::Command {
     use clap::CommandFactory;
     Cli::command().mut_subcommand("simulate", |s| {
         s.mut_arg("policy", |a| a.value_parser(simulate::PolicyNameParser::new(registry.clone())))
+            .mut_arg("format", |a| a.value_parser(simulate::FormatParser::new(registry.clone())))
     })
 }
 

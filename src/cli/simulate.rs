@@ -409,7 +409,7 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     if let Some(c) = &a.columns {
         put("columns", Value::Str(c.clone()));
     }
-    put("format", Value::Str(value_name(&a.format)));
+    put("format", Value::Str(a.format.name().to_string()));
     put("policy", Value::Str(a.policy.kind().to_string()));
     put("workload", Value::Str(value_name(&a.workload)));
     put("ect", Value::Str(value_name(&a.ect)));
@@ -1044,6 +1044,58 @@ impl clap::builder::TypedValueParser for PolicyNameParser {
         Some(Box::new(PolicyName::value_variants().iter().filter_map(|p| p.to_possible_value()).chain(
             self.registry.policies().iter().map(|k| clap::builder::PossibleValue::new(k.name()).help(k.help())),
         )))
+    }
+}
+
+/// `--format`'s parser: clap's for [`TraceFormat`] (the same possible
+/// values in `--help`), then the formats of the command line's [`Registry`].
+#[derive(Clone)]
+pub(crate) struct FormatParser {
+    registry: Registry,
+}
+
+impl FormatParser {
+    /// The parser knowing the formats of `registry` too.
+    pub(crate) fn new(registry: Registry) -> Self {
+        FormatParser { registry }
+    }
+}
+
+impl clap::builder::TypedValueParser for FormatParser {
+    type Value = TraceFormat;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<TraceFormat, clap::Error> {
+        if let Some(k) = value.to_str().and_then(|v| self.registry.format_kind(v)) {
+            return Ok(TraceFormat::Registered(k));
+        }
+        clap::builder::EnumValueParser::<TraceFormat>::new().parse_ref(cmd, arg, value).map_err(|e| {
+            if self.registry.formats().is_empty() {
+                e
+            } else {
+                clap::Error::raw(
+                    clap::error::ErrorKind::InvalidValue,
+                    format!(
+                        "invalid value '{}' for '--format <FORMAT>': expected one of {}\n",
+                        value.to_string_lossy(),
+                        self.registry.format_names().join(", ")
+                    ),
+                )
+                .with_cmd(cmd)
+            }
+        })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            TraceFormat::value_variants().iter().filter_map(|f| f.to_possible_value()).chain(
+                self.registry.formats().iter().map(|k| clap::builder::PossibleValue::new(k.name()).help(k.help())),
+            ),
+        ))
     }
 }
 

@@ -695,7 +695,20 @@ pub fn to_run_spec_in(
     let hours = r.num("hours")?.unwrap_or(DEFAULT_GENIE_HOURS);
     let genie_jobs_per_hour = genie_density(&r, hours, genie_workload)?;
     let ect = r.enumv::<EctBasis>("ect")?.unwrap_or_default();
-    let format = r.enumv::<TraceFormat>("format")?.unwrap_or(TraceFormat::Auto);
+    let format = match p.get("format") {
+        Some(Value::Str(s)) if let Some(k) = registry.format_kind(s) => TraceFormat::Registered(k),
+        _ => match r.enumv::<TraceFormat>("format") {
+            Ok(f) => f.unwrap_or(TraceFormat::Auto),
+            // The list of formats names the registered ones too.
+            Err(e) if !registry.formats().is_empty() => {
+                let builtin: Vec<&str> = TraceFormat::value_variants().iter().map(|f| f.name()).collect();
+                let outside: Vec<&str> = registry.formats().iter().map(|k| k.name()).collect();
+                let builtin = builtin.join(", ");
+                return Err(e.replacen(&builtin, &format!("{builtin}, {}", outside.join(", ")), 1));
+            }
+            Err(e) => return Err(e),
+        },
+    };
     let trace = r.path("trace")?;
     if trace.is_none() && (r.has("columns") || r.has("columns_file")) {
         return Err(format!(

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use crate::policy::registry::{KINDS, PolicyKind, PolicySpec, RegisteredOptions};
+use crate::trace::{TraceFormat, TraceFormatKind};
 
 /// The policy kinds and trace formats registered from outside the crate,
 /// beside the built-in ones. Cheap to clone (shared entries).
@@ -21,6 +22,7 @@ use crate::policy::registry::{KINDS, PolicyKind, PolicySpec, RegisteredOptions};
 #[derive(Clone, Debug, Default)]
 pub struct Registry {
     policies: Vec<Arc<PolicyKind>>,
+    formats: Vec<&'static TraceFormatKind>,
     /// Registrations refused (a name taken or malformed), reported by [`Registry::check`].
     refused: Vec<String>,
 }
@@ -28,8 +30,13 @@ pub struct Registry {
 /// Two registries are equal when they register the same names.
 impl PartialEq for Registry {
     fn eq(&self, other: &Self) -> bool {
-        self.kinds() == other.kinds()
+        self.kinds() == other.kinds() && self.format_names() == other.format_names()
     }
+}
+
+/// The built-in trace formats, in `--format`'s order.
+fn builtin_formats() -> impl Iterator<Item = TraceFormat> {
+    <TraceFormat as clap::ValueEnum>::value_variants().iter().copied()
 }
 
 /// Whether `name` is a usable kind or format name: lower-case ASCII letters,
@@ -58,6 +65,47 @@ impl Registry {
             self.policies.push(PolicyKind::new::<O>(name, help));
         }
         self
+    }
+
+    /// Registers the trace format `kind` (declared as a `static`,
+    /// [`TraceFormatKind::new`]): `--format NAME`, a sweep file's `format`
+    /// key and manifests name it. A name that is taken (built-in or
+    /// registered before) or malformed is refused: [`Registry::check`]
+    /// reports it.
+    #[must_use]
+    pub fn format(mut self, kind: &'static TraceFormatKind) -> Self {
+        let name = kind.name();
+        if !well_formed(name) {
+            self.refused.push(format!(
+                "trace format `{name}`: a format's name is lower-case letters, digits and `-`, starting with a letter"
+            ));
+        } else if builtin_formats().any(|f| f.name() == name) || self.format_kind(name).is_some() {
+            self.refused.push(format!("trace format `{name}` is registered twice (or is a built-in format)"));
+        } else {
+            self.formats.push(kind);
+        }
+        self
+    }
+
+    /// The registered trace formats, in registration order.
+    pub fn formats(&self) -> &[&'static TraceFormatKind] {
+        &self.formats
+    }
+
+    /// The registered trace format `name`, if any (built-in formats are not
+    /// listed here).
+    pub fn format_kind(&self, name: &str) -> Option<&'static TraceFormatKind> {
+        self.formats.iter().copied().find(|k| k.name() == name)
+    }
+
+    /// The format `name`, built-in or registered.
+    pub fn trace_format(&self, name: &str) -> Option<TraceFormat> {
+        builtin_formats().find(|f| f.name() == name).or_else(|| self.format_kind(name).map(TraceFormat::Registered))
+    }
+
+    /// Every trace format's name: the built-in ones, then the registered ones.
+    pub fn format_names(&self) -> Vec<&'static str> {
+        builtin_formats().map(TraceFormat::name).chain(self.formats.iter().map(|k| k.name())).collect()
     }
 
     /// The registered policy kinds, in registration order.
@@ -159,6 +207,41 @@ mod tests {
             json,
             r#"{"kind":"fifo","backfill":false,"placement":"consolidate","share":{"max_tenants":2,"mem_headroom":0.05}}"#
         );
+    }
+
+    fn one_job(
+        _file: &std::path::Path,
+        _bytes: &[u8],
+    ) -> Result<Vec<crate::trace::TraceRecord>, crate::error::TraceError> {
+        Ok(vec![crate::trace::TraceRecord::new("a", 0, 60_000, 1)])
+    }
+
+    static ONE: TraceFormatKind = TraceFormatKind::new("one-job", "One job.", one_job);
+    static HELIOS_AGAIN: TraceFormatKind = TraceFormatKind::new("helios", "", one_job);
+
+    #[test]
+    fn a_registered_format_is_named_by_the_format_key_and_written_by_name() {
+        let reg = Registry::default().format(&ONE);
+        let d = tempfile::tempdir().unwrap();
+        let trace = d.path().join("t.txt");
+        std::fs::write(&trace, "anything\n").unwrap();
+        let p = raw(&[("trace", Value::Str(trace.display().to_string())), ("format", Value::Str("one-job".into()))]);
+        let spec = to_run_spec_in(&p, Origin::CommandLine, None, &reg).unwrap();
+        let json = serde_json::to_value(&spec.workload).unwrap();
+        assert_eq!(json["format"], "one-job");
+        assert_eq!(reg.trace_format("one-job"), Some(TraceFormat::Registered(&ONE)));
+        assert_eq!(reg.trace_format("helios"), Some(TraceFormat::Helios));
+        // Without the registry the name is refused, listing the built-in formats.
+        let e = to_run_spec_in(&p, Origin::CommandLine, None, &Registry::default()).unwrap_err();
+        assert!(e.contains("--format one-job") && e.contains("alibaba-openb"), "{e}");
+        // With it, an unknown name lists the registered formats too.
+        let p = raw(&[("trace", Value::Str(trace.display().to_string())), ("format", Value::Str("x".into()))]);
+        let e = to_run_spec_in(&p, Origin::CommandLine, None, &reg).unwrap_err();
+        assert!(e.contains("alibaba-openb, one-job"), "{e}");
+        // The run reads it: one job of 60 s on one GPU.
+        let report = crate::experiment::run_one(&spec, |_| {}).unwrap();
+        assert_eq!(report.summary.jobs_completed, 1);
+        assert_eq!(Registry::default().format(&HELIOS_AGAIN).check().unwrap_err().lines().count(), 1);
     }
 
     #[test]

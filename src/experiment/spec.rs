@@ -413,6 +413,13 @@ impl RunSpec {
             }
             _ => None,
         };
+        let format = match spec.get_mut("workload").and_then(|w| w.get_mut("format")) {
+            Some(f) if let Some(k) = f.as_str().and_then(|n| registry.format_kind(n)) => {
+                *f = serde_json::json!("auto");
+                Some(TraceFormat::Registered(k))
+            }
+            _ => None,
+        };
         let spec = &spec;
         let mut spec: RunSpec = serde_path_to_error::deserialize(spec).map_err(|e| {
             let at = e.path().to_string();
@@ -433,6 +440,11 @@ impl RunSpec {
         })?;
         if let Some(p) = outside {
             spec.policy = p;
+        }
+        if let (Some(f), WorkloadSource::Trace { format, .. } | WorkloadSource::TraceTasks { format, .. }) =
+            (format, &mut spec.workload)
+        {
+            *format = f;
         }
         spec.policy.validate().map_err(|e| format!("{}: spec.policy: {e}", path.display()))?;
         spec.validate().map_err(|e| format!("{}: spec: {e}", path.display()))?;

@@ -125,7 +125,7 @@ macro_rules! registry {
 
         impl PolicySpec {
             /// The registry kind.
-            pub fn kind(&self) -> &str {
+            pub fn kind(&self) -> &'static str {
                 match self {
                     $(PolicySpec::$variant(_) => $kind,)*
                     PolicySpec::Registered(r) => r.kind(),
