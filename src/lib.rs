@@ -24,13 +24,45 @@
 //!   admission, `dlsched profile check`).
 //! - `parquet` (off by default): Parquet output tables (`output_format`).
 //!
-//! The binary needs `cli`, `plot` and `learned`.
+//! The binary needs `cli` (which brings `plot` and `learned`).
+//!
+//! # Using the library
+//!
+//! One run is a [`experiment::RunSpec`] (plain serde data: workload,
+//! cluster, policy, seed, models) given to [`experiment::run_one`], which
+//! returns the report the command line prints and writes. 60 synthetic
+//! Philly-like jobs on the 16-GPU `lab16` cluster, shortest job first:
+//!
+//! ```
+//! use dlsched::cluster::ClusterPreset;
+//! use dlsched::experiment::{ClusterChoice, RunSpec, WorkloadSource, run_one};
+//! use dlsched::policy::registry::PolicySpec;
+//! use dlsched::workload::synthetic::SyntheticSpec;
+//!
+//! let workload = WorkloadSource::Synthetic(SyntheticSpec { jobs: 60, ..SyntheticSpec::default() });
+//! let mut spec = RunSpec::new(workload, ClusterChoice::Preset { preset: ClusterPreset::Lab16 });
+//! spec.policy = serde_json::from_str::<PolicySpec>(r#"{"kind": "sjf"}"#).unwrap();
+//! let report = run_one(&spec, |_progress| {}).unwrap();
+//! assert_eq!(report.summary.jobs_total, 60);
+//! assert_eq!(report.summary.jobs_completed, 60); // the run drains
+//! assert!(report.summary.queue_delay_mean_s <= report.summary.jct_mean_s);
+//! // Same spec, same seed: the same schedule, bit for bit.
+//! let again = run_one(&spec, |_| {}).unwrap();
+//! assert_eq!(again.summary.jct_mean_s.to_bits(), report.summary.jct_mean_s.to_bits());
+//! ```
+//!
+//! A policy of your own runs through [`experiment::run_one_with_policy`], or,
+//! registered in an [`experiment::Registry`], through the whole command line
+//! (`dlsched::cli::main_with`), sweep files and manifests: see
+//! `docs/extending.md` and `docs/writing-a-policy.md`.
 #![warn(missing_docs)]
 // The docs link to items of every feature: a build without `plot` or
 // `learned` leaves those links unresolved (the default build checks them).
 #![cfg_attr(not(all(feature = "plot", feature = "learned")), allow(rustdoc::broken_intra_doc_links))]
 
 pub mod bounds;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod cluster;
 pub mod engine;
 pub mod error;

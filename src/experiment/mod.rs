@@ -11,6 +11,7 @@ pub mod output;
 pub mod paired;
 pub mod plot;
 pub mod raw;
+pub mod registry;
 pub mod run;
 pub mod spec;
 pub mod sweep;
@@ -20,6 +21,7 @@ pub use output::{
     NO_PARQUET, OUTPUT_FILES, OutputFormat, PARQUET_TABLES, PLOT_FILES, check_csv_tables, check_run_dir, clear_run_dir,
     run_dir_files, write_run_dir, write_run_dir_as,
 };
+pub use registry::Registry;
 pub use run::{
     InputInfo, PolicyBuilder, RunReport, run_one, run_one_checked, run_one_with_agent, run_one_with_artefacts,
     run_one_with_policy,

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::names::ValueNames;
 use serde::Serialize;
 
+use super::registry::Registry;
 use super::spec::{ClusterChoice, RateModelKind, RunSpec, WorkloadSource};
 use crate::cluster::{ClusterPreset, ShareLimits};
 use crate::policy::placement::PlacementKind;
@@ -324,6 +325,11 @@ pub fn parse_scalar(text: &str) -> Value {
 /// The options of a policy kind with their defaults, `name = value`
 /// (nested options dotted), as error messages list them.
 pub fn known_options(kind: PolicyName) -> String {
+    known_options_of(&kind.default_spec())
+}
+
+/// [`known_options`] of the kind of `spec` (a registered kind too).
+pub fn known_options_of(spec: &PolicySpec) -> String {
     fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
         match v {
             serde_json::Value::Object(m) => {
@@ -336,7 +342,8 @@ pub fn known_options(kind: PolicyName) -> String {
         }
     }
     let mut out = Vec::new();
-    walk("", &serde_json::to_value(kind.default_spec()).unwrap_or_default(), &mut out);
+    let default = spec.kind_default().unwrap_or_else(|_| spec.clone());
+    walk("", &serde_json::to_value(default).unwrap_or_default(), &mut out);
     if out.is_empty() { "none".to_string() } else { out.join(", ") }
 }
 
@@ -347,10 +354,9 @@ fn set_policy_options(policy: PolicySpec, opts: &[(String, Value, String)]) -> R
     if opts.is_empty() {
         return Ok(policy);
     }
-    let name = policy.name();
-    let known = || format!(" (`{}` options: {})", name.kind(), known_options(name));
+    let known = || format!(" (`{}` options: {})", policy.kind(), known_options_of(&policy));
     let mut json = serde_json::to_value(&policy).map_err(|e| e.to_string())?;
-    let mut spec = policy;
+    let mut spec = policy.clone();
     for (opt, v, at) in opts {
         let jv = match v {
             Value::Int(i) => serde_json::Value::from(*i),
@@ -372,7 +378,7 @@ fn set_policy_options(policy: PolicySpec, opts: &[(String, Value, String)]) -> R
                 .ok_or_else(|| format!("{at}: `{part}` is a single option, not a group{}", known()))?;
         }
         obj.insert(parts[parts.len() - 1].to_string(), jv);
-        spec = serde_json::from_value(json.clone()).map_err(|e| format!("{at}: {e}{}", known()))?;
+        spec = policy.reparse(json.clone()).map_err(|e| format!("{at}: {e}{}", known()))?;
     }
     Ok(spec)
 }
@@ -640,7 +646,23 @@ fn genie_density(r: &Reader<'_>, hours: f64, genie_workload: bool) -> Result<Opt
 ///
 /// # Errors
 /// A message naming the key at fault, as `origin` spells it.
-pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut Artefacts>) -> Result<RunSpec, String> {
+pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, artefacts: Option<&mut Artefacts>) -> Result<RunSpec, String> {
+    to_run_spec_in(p, origin, artefacts, &Registry::default())
+}
+
+/// [`to_run_spec`] knowing the policy kinds and trace formats of
+/// `registry` besides the built-in ones: its kinds are values of `policy`,
+/// their options set by `policy_opt.NAME` (and by `backfill` and
+/// `placement` when set, as for any kind).
+///
+/// # Errors
+/// As [`to_run_spec`].
+pub fn to_run_spec_in(
+    p: &RawSpec,
+    origin: Origin<'_>,
+    mut artefacts: Option<&mut Artefacts>,
+    registry: &Registry,
+) -> Result<RunSpec, String> {
     let r = Reader { p, o: origin };
     let o = origin;
     let file = matches!(o, Origin::File(_));
@@ -669,7 +691,20 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
     let hours = r.num("hours")?.unwrap_or(DEFAULT_GENIE_HOURS);
     let genie_jobs_per_hour = genie_density(&r, hours, genie_workload)?;
     let ect = r.enumv::<EctBasis>("ect")?.unwrap_or_default();
-    let format = r.enumv::<TraceFormat>("format")?.unwrap_or(TraceFormat::Auto);
+    let format = match p.get("format") {
+        Some(Value::Str(s)) if let Some(k) = registry.format_kind(s) => TraceFormat::Registered(k),
+        _ => match r.enumv::<TraceFormat>("format") {
+            Ok(f) => f.unwrap_or(TraceFormat::Auto),
+            // The list of formats names the registered ones too.
+            Err(e) if !registry.formats().is_empty() => {
+                let builtin: Vec<&str> = TraceFormat::value_names();
+                let outside: Vec<&str> = registry.formats().iter().map(|k| k.name()).collect();
+                let builtin = builtin.join(", ");
+                return Err(e.replacen(&builtin, &format!("{builtin}, {}", outside.join(", ")), 1));
+            }
+            Err(e) => return Err(e),
+        },
+    };
     let trace = r.path("trace")?;
     if trace.is_none() && (r.has("columns") || r.has("columns_file")) {
         return Err(format!(
@@ -739,24 +774,41 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
     };
     let cluster = cluster_choice(p, o)?;
     let tasks = matches!(workload, WorkloadSource::Genie(_) | WorkloadSource::TraceTasks { .. });
-    let name: PolicyName = r.enumv("policy")?.unwrap_or(PolicyName::Fifo);
+    // A kind registered from outside, or a built-in one.
+    let outside = match p.get("policy") {
+        Some(Value::Str(s)) => registry.policy_kind(s).cloned(),
+        _ => None,
+    };
+    let name: PolicyName = match (&outside, r.enumv("policy")) {
+        (Some(_), _) => PolicyName::Fifo,
+        (None, Ok(n)) => n.unwrap_or(PolicyName::Fifo),
+        (None, Err(e)) if !registry.policies().is_empty() => {
+            // The list of kinds names the registered ones too.
+            let builtin: Vec<&str> = PolicyName::value_names();
+            let builtin = builtin.join(", ");
+            let outside: Vec<&str> = registry.policies().iter().map(|k| k.name()).collect();
+            return Err(e.replacen(&builtin, &format!("{builtin}, {}", outside.join(", ")), 1));
+        }
+        (None, Err(e)) => return Err(e),
+    };
+    let kind_name = outside.as_ref().map_or(name.kind(), |k| k.name());
+    let genie_kind = if outside.is_some() { None } else { name.genie() };
     let backfill = r.flag("backfill")?;
     let best_fit_nodes = r.flag("genie_best_fit")?;
     let theta =
         r.bounded("theta", crate::bounds::theta(r.num("theta")?.unwrap_or(GenieFamilyOptions::default().theta)))?;
-    if file && r.has("theta") && name.genie().is_none() {
+    if file && r.has("theta") && genie_kind.is_none() {
         // An ignored key would make runs that differ only in their ids.
-        return Err(format!("`theta` applies only to the GENIE-family policies, not `policy` = `{}`", name.kind()));
+        return Err(format!("`theta` applies only to the GENIE-family policies, not `policy` = `{kind_name}`"));
     }
     // The texts each origin has always given.
     let moldable_only = |rifling: bool| match (file, rifling) {
         (true, false) => {
-            format!("`policy` = `{}` schedules moldable tasks: it needs `workload = \"genie\"`", name.kind())
+            format!("`policy` = `{kind_name}` schedules moldable tasks: it needs `workload = \"genie\"`")
         }
-        (true, true) => format!("`policy` = `{}` schedules moldable tasks: set workload = \"genie\"", name.kind()),
+        (true, true) => format!("`policy` = `{kind_name}` schedules moldable tasks: set workload = \"genie\""),
         (false, false) => format!(
-            "--policy {} schedules moldable tasks: use it with --workload genie (trace jobs have a fixed GPU count; use fifo or sjf)",
-            name.kind()
+            "--policy {kind_name} schedules moldable tasks: use it with --workload genie (trace jobs have a fixed GPU count; use fifo or sjf)"
         ),
         (false, true) => "the RIFLING policies schedule moldable tasks: use them with --workload genie".to_string(),
     };
@@ -790,7 +842,28 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
         s
     };
     let placement = r.enumv::<PlacementKind>("placement")?.unwrap_or(QueueOptions::default().placement);
+    // Every other kind (a registered one too), with its options' defaults;
+    // the generic keys set its options of the same names, when set off
+    // their defaults (an option it lacks is an error, not ignored).
+    let generic_options = |n: Option<PolicyName>, default: PolicySpec| {
+        let mut generic = Vec::new();
+        if backfill {
+            let at = if file { o.setting("backfill", "true") } else { o.key("backfill") };
+            generic.push(("backfill".to_string(), Value::Bool(true), at));
+        }
+        if placement != QueueOptions::default().placement {
+            let v = placement.name().to_string();
+            generic.push(("placement".to_string(), Value::Str(v.clone()), o.setting("placement", &v)));
+        }
+        if n == Some(PolicyName::MemoryEfficiency) && share != ShareLimits::default() {
+            // The sharing limits of the thesis's task placement.
+            generic.push(("share.max_tenants".into(), Value::UInt(share.max_tenants.into()), o.key("max_tenants")));
+            generic.push(("share.mem_headroom".into(), Value::Float(share.mem_headroom), o.key("mem_headroom")));
+        }
+        set_policy_options(default, &generic)
+    };
     let policy = match name {
+        _ if let Some(k) = &outside => generic_options(None, k.default_spec()?)?,
         PolicyName::Fifo if placement == PlacementKind::Iawp => {
             PolicySpec::Iawp(IawpOptions { backfill, share, ..IawpOptions::default() })
         }
@@ -850,26 +923,7 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, mut artefacts: Option<&mut A
             }
             PolicySpec::rifling_family(mode, RiflingOptions { params, table })
         }
-        // Every other registered kind, with its options' defaults; the
-        // generic keys set its options of the same names, when set off
-        // their defaults (an option it lacks is an error, not ignored).
-        n => {
-            let mut generic = Vec::new();
-            if backfill {
-                let at = if file { o.setting("backfill", "true") } else { o.key("backfill") };
-                generic.push(("backfill".to_string(), Value::Bool(true), at));
-            }
-            if placement != QueueOptions::default().placement {
-                let v = placement.name().to_string();
-                generic.push(("placement".to_string(), Value::Str(v.clone()), o.setting("placement", &v)));
-            }
-            if n == PolicyName::MemoryEfficiency && share != ShareLimits::default() {
-                // The sharing limits of the thesis's task placement.
-                generic.push(("share.max_tenants".into(), Value::UInt(share.max_tenants.into()), o.key("max_tenants")));
-                generic.push(("share.mem_headroom".into(), Value::Float(share.mem_headroom), o.key("mem_headroom")));
-            }
-            set_policy_options(n.default_spec(), &generic)?
-        }
+        n => generic_options(Some(n), n.default_spec())?,
     };
     let opts: Vec<(String, Value, String)> = p
         .iter()

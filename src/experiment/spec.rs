@@ -386,6 +386,15 @@ impl RunSpec {
     /// dlsched without `spec` (before 0.1's run specs), or a spec that does
     /// not parse or validate.
     pub fn from_manifest(path: &Path) -> Result<RunSpec, String> {
+        Self::from_manifest_in(path, &super::registry::Registry::default())
+    }
+
+    /// [`RunSpec::from_manifest`] knowing the policy kinds and trace
+    /// formats of `registry`, so that a run of a registered kind reruns.
+    ///
+    /// # Errors
+    /// As [`RunSpec::from_manifest`].
+    pub fn from_manifest_in(path: &Path, registry: &super::registry::Registry) -> Result<RunSpec, String> {
         let text = crate::io::read_text(path).map_err(|e| e.to_string())?;
         let v: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| format!("{}: not JSON (line {}, column {}): {e}", path.display(), e.line(), e.column()))?;
@@ -396,7 +405,31 @@ impl RunSpec {
                 path.display()
             ));
         };
-        let spec: RunSpec = serde_path_to_error::deserialize(spec).map_err(|e| {
+        // A registered policy kind is read by the registry; the rest of the
+        // spec as always.
+        let mut spec = spec.clone();
+        let outside = match spec.get_mut("policy") {
+            Some(p)
+                if p.get("kind")
+                    .and_then(serde_json::Value::as_str)
+                    .is_some_and(|k| registry.policy_kind(k).is_some()) =>
+            {
+                let p = std::mem::replace(p, serde_json::json!({"kind": "fifo"}));
+                Some(registry.policy_spec(p).map_err(|(at, msg)| {
+                    format!("{}: spec.policy{}{at}: {msg}", path.display(), if at.is_empty() { "" } else { "." })
+                })?)
+            }
+            _ => None,
+        };
+        let format = match spec.get_mut("workload").and_then(|w| w.get_mut("format")) {
+            Some(f) if let Some(k) = f.as_str().and_then(|n| registry.format_kind(n)) => {
+                *f = serde_json::json!("auto");
+                Some(TraceFormat::Registered(k))
+            }
+            _ => None,
+        };
+        let spec = &spec;
+        let mut spec: RunSpec = serde_path_to_error::deserialize(spec).map_err(|e| {
             let at = e.path().to_string();
             // Inside the policy (an internally tagged enum) serde loses the
             // path: parse the options again as the kind's own struct.
@@ -413,6 +446,14 @@ impl RunSpec {
                 None => format!("{}: spec.{at}: {}", path.display(), e.inner()),
             }
         })?;
+        if let Some(p) = outside {
+            spec.policy = p;
+        }
+        if let (Some(f), WorkloadSource::Trace { format, .. } | WorkloadSource::TraceTasks { format, .. }) =
+            (format, &mut spec.workload)
+        {
+            *format = f;
+        }
         spec.policy.validate().map_err(|e| format!("{}: spec.policy: {e}", path.display()))?;
         spec.validate().map_err(|e| format!("{}: spec: {e}", path.display()))?;
         Ok(spec)

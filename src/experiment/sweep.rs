@@ -56,6 +56,9 @@ pub struct Experiment {
     /// overrides it). With parquet, `summary.parquet` is written beside
     /// `summary.csv`, which stays (`dlsched merge` reads it).
     pub output_format: crate::experiment::OutputFormat,
+    /// The policy kinds and trace formats the runs may name besides the
+    /// built-in ones.
+    pub registry: super::registry::Registry,
 }
 
 /// What a run's parameters set that the run ignores.
@@ -276,6 +279,15 @@ impl Experiment {
     /// # Errors
     /// A message naming the file, the key and what is allowed.
     pub fn load(path: &Path) -> Result<Experiment, String> {
+        Self::load_in(path, &super::registry::Registry::default())
+    }
+
+    /// [`Experiment::load`] knowing the policy kinds and trace formats of
+    /// `registry`: its kinds are values of `policy`, its formats of `format`.
+    ///
+    /// # Errors
+    /// As [`Experiment::load`].
+    pub fn load_in(path: &Path, registry: &super::registry::Registry) -> Result<Experiment, String> {
         let text = crate::io::read_text(path).map_err(|e| e.to_string())?;
         let doc: toml::Table = toml::from_str(&text).map_err(|e| err(path, e.to_string()))?;
         for k in doc.keys() {
@@ -327,7 +339,7 @@ impl Experiment {
                 params.insert(k.clone(), vals[rest % vals.len()].clone());
                 rest /= vals.len();
             }
-            to_run_spec_with(&params, path, &mut artefacts)
+            to_run_spec_in(&params, path, &mut artefacts, registry)
                 .map_err(|e| err(path, format!("run {}: {e}", describe(&params, &axes))))?;
             notes.extend(ignored(&params));
             notes.extend(shares_nothing(&params));
@@ -348,6 +360,7 @@ impl Experiment {
                 Some(v) => enum_of("output_format", v).map_err(|e| err(path, e))?,
                 None => Default::default(),
             },
+            registry: registry.clone(),
         })
     }
 }
@@ -375,7 +388,20 @@ pub fn to_run_spec_with(
     experiment: &Path,
     artefacts: &mut crate::experiment::Artefacts,
 ) -> Result<RunSpec, String> {
-    super::raw::to_run_spec(p, super::raw::Origin::File(experiment), Some(artefacts))
+    to_run_spec_in(p, experiment, artefacts, &super::registry::Registry::default())
+}
+
+/// [`to_run_spec_with`] knowing the policy kinds and trace formats of `registry`.
+///
+/// # Errors
+/// As [`to_run_spec`].
+pub fn to_run_spec_in(
+    p: &BTreeMap<String, Value>,
+    experiment: &Path,
+    artefacts: &mut crate::experiment::Artefacts,
+    registry: &super::registry::Registry,
+) -> Result<RunSpec, String> {
+    super::raw::to_run_spec_in(p, super::raw::Origin::File(experiment), Some(artefacts), registry)
 }
 
 /// Which share of the runs to do: `index` of `count` (1-based, as `I/N`).
@@ -935,7 +961,7 @@ pub fn run_sweep(
                 let res = (|| {
                     // The load read every artefact: these look-ups read no file.
                     let mut artefacts = exp.artefacts.clone();
-                    let spec = to_run_spec_with(&run.params, &exp.path, &mut artefacts)?;
+                    let spec = to_run_spec_in(&run.params, &exp.path, &mut artefacts, &exp.registry)?;
                     let report = crate::experiment::run_one_with_artefacts(&spec, &artefacts, |_| {})
                         .map_err(|e| e.to_string())?;
                     crate::experiment::write_run_dir_as(&report, &dir, exp.output_format).map_err(|e| e.to_string())?;

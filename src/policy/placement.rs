@@ -64,13 +64,13 @@ impl<P: Placement + ?Sized> AdmissionPlacer for Box<P> {
 }
 
 /// A memory need as a class component (MiB, saturating at `u32::MAX`).
-pub(crate) fn mem_key(mib: u64) -> u32 {
+pub fn mem_key(mib: u64) -> u32 {
     u32::try_from(mib).unwrap_or(u32::MAX)
 }
 
 /// Appends the allowed GPU types to a class, exactly (each name as its length
 /// then its bytes, four to a component); nothing for an unconstrained request.
-pub(crate) fn push_types_key(types: &[String], class: &mut Vec<u32>) {
+pub fn push_types_key(types: &[String], class: &mut Vec<u32>) {
     for t in types {
         class.push(u32::try_from(t.len()).unwrap_or(u32::MAX));
         class.extend(t.as_bytes().chunks(4).map(|c| c.iter().fold(0u32, |a, &b| (a << 8) | u32::from(b))));

@@ -54,11 +54,48 @@ macro_rules! registry {
     ($($(#[doc = $doc:literal])* $(#[value($($cli:tt)*)])? $kind:literal => $variant:ident($opts:ty)),* $(,)?) => {
         /// A policy and its options: plain data, tagged by `kind` (`{"kind":
         /// "fifo", "backfill": true}`), each kind's options defaulted field by
-        /// field from its options struct's `Default`.
-        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-        #[serde(tag = "kind")]
+        /// field from its options struct's `Default`. A kind registered from
+        /// outside the crate ([`PolicyKind`]) is [`PolicySpec::Registered`]:
+        /// it serialises the same way, and reads back through the
+        /// [`PolicyKind`] that registered it ([`PolicyKind::spec`]); plain
+        /// deserialisation knows the built-in kinds only.
+        #[derive(Clone, Debug, PartialEq)]
         pub enum PolicySpec {
-            $($(#[doc = $doc])* #[serde(rename = $kind)] $variant($opts),)*
+            $($(#[doc = $doc])* $variant($opts),)*
+            /// A kind registered from outside the crate, with its options.
+            Registered(RegisteredPolicy),
+        }
+
+        /// The built-in kinds as serde sees them (the serialised form of
+        /// [`PolicySpec`]).
+        #[derive(Serialize)]
+        #[serde(tag = "kind")]
+        enum BuiltinRef<'a> {
+            $(#[serde(rename = $kind)] $variant(&'a $opts),)*
+        }
+
+        /// The built-in kinds read back.
+        #[derive(Deserialize)]
+        #[serde(tag = "kind")]
+        enum Builtin {
+            $(#[serde(rename = $kind)] $variant($opts),)*
+        }
+
+        impl Serialize for PolicySpec {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $(PolicySpec::$variant(o) => BuiltinRef::$variant(o).serialize(s),)*
+                    PolicySpec::Registered(r) => r.serialize(s),
+                }
+            }
+        }
+
+        impl<'de> Deserialize<'de> for PolicySpec {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                Ok(match Builtin::deserialize(d)? {
+                    $(Builtin::$variant(o) => PolicySpec::$variant(o),)*
+                })
+            }
         }
 
         /// Every policy kind by its command-line name.
@@ -118,16 +155,26 @@ macro_rules! registry {
         impl PolicySpec {
             /// The registry kind.
             pub fn kind(&self) -> &'static str {
-                match self { $(PolicySpec::$variant(_) => $kind,)* }
+                match self {
+                    $(PolicySpec::$variant(_) => $kind,)*
+                    PolicySpec::Registered(r) => r.kind(),
+                }
             }
 
-            /// The kind as a [`PolicyName`].
-            pub fn name(&self) -> PolicyName {
-                match self { $(PolicySpec::$variant(_) => PolicyName::$variant,)* }
+            /// The kind as a [`PolicyName`]; `None` for a kind registered
+            /// from outside the crate.
+            pub fn name(&self) -> Option<PolicyName> {
+                match self {
+                    $(PolicySpec::$variant(_) => Some(PolicyName::$variant),)*
+                    PolicySpec::Registered(_) => None,
+                }
             }
 
             fn options(&self) -> &dyn BuildPolicy {
-                match self { $(PolicySpec::$variant(o) => o,)* }
+                match self {
+                    $(PolicySpec::$variant(o) => o,)*
+                    PolicySpec::Registered(r) => r.built.as_ref(),
+                }
             }
         }
     };
@@ -214,6 +261,173 @@ registry! {
     "ldwp" => Ldwp(crate::policy::ldwp::LdwpOptions),
     /// LDWP greedy on a trained model (`--policy-opt model=FILE`), not learning.
     "ldwp-frozen" => LdwpFrozen(crate::policy::ldwp::LdwpOptions),
+}
+
+/// A policy kind registered from outside the crate: its name (the `kind`
+/// of specs and manifests, a value of `--policy` and of a sweep's `policy`
+/// key), its one-line help, and its options type, which reads, checks and
+/// builds it as a built-in kind's options struct does ([`BuildPolicy`]).
+/// Made by [`PolicyKind::new`]; a [`crate::experiment::Registry`] holds the
+/// kinds a command line knows.
+pub struct PolicyKind {
+    name: &'static str,
+    help: &'static str,
+    parse: ParseFn,
+    default: DefaultFn,
+}
+
+/// Reads a registered kind's options (an object without `kind`).
+type ParseFn = fn(&Arc<PolicyKind>, serde_json::Value) -> Result<RegisteredPolicy, (String, String)>;
+/// A registered kind's options at their defaults.
+type DefaultFn = fn(&Arc<PolicyKind>) -> Result<RegisteredPolicy, (String, String)>;
+
+/// What an options type of a registered kind must be: serde data with
+/// defaults that builds a policy, shared by the runs of a sweep.
+pub trait RegisteredOptions:
+    BuildPolicy + Default + Serialize + serde::de::DeserializeOwned + Clone + std::fmt::Debug + Send + Sync + 'static
+{
+}
+
+impl<O> RegisteredOptions for O where
+    O: BuildPolicy
+        + Default
+        + Serialize
+        + serde::de::DeserializeOwned
+        + Clone
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+impl std::fmt::Debug for PolicyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyKind").field("name", &self.name).field("help", &self.help).finish()
+    }
+}
+
+fn registered_from<O: RegisteredOptions>(kind: &Arc<PolicyKind>, o: O) -> Result<RegisteredPolicy, (String, String)> {
+    match serde_json::to_value(&o) {
+        Ok(options @ serde_json::Value::Object(_)) => {
+            Ok(RegisteredPolicy { kind: kind.clone(), options, built: Arc::new(o) })
+        }
+        Ok(other) => {
+            Err((String::new(), format!("the options of `{}` must be a map of names, not {other}", kind.name)))
+        }
+        Err(e) => Err((String::new(), e.to_string())),
+    }
+}
+
+fn parse_as<O: RegisteredOptions>(
+    kind: &Arc<PolicyKind>,
+    options: serde_json::Value,
+) -> Result<RegisteredPolicy, (String, String)> {
+    let o: O = serde_path_to_error::deserialize(options).map_err(|e| (e.path().to_string(), e.inner().to_string()))?;
+    registered_from(kind, o)
+}
+
+fn default_as<O: RegisteredOptions>(kind: &Arc<PolicyKind>) -> Result<RegisteredPolicy, (String, String)> {
+    registered_from(kind, O::default())
+}
+
+impl PolicyKind {
+    /// The kind `name` (lower case, `-`-separated, as `--policy` takes it)
+    /// with options type `O` and the one-line `help` that `dlsched simulate
+    /// --help` shows for it.
+    pub fn new<O: RegisteredOptions>(name: &'static str, help: &'static str) -> Arc<PolicyKind> {
+        Arc::new(PolicyKind { name, help, parse: parse_as::<O>, default: default_as::<O> })
+    }
+
+    /// The kind's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The kind's one-line help.
+    pub fn help(&self) -> &'static str {
+        self.help
+    }
+
+    /// The spec of this kind with `options` (a JSON object, its `kind` field
+    /// ignored when present), parsed by the kind's options type.
+    ///
+    /// # Errors
+    /// The path of the bad option (`share.max_tenants`; empty when the
+    /// whole value is at fault) and serde's message.
+    pub fn spec(self: &Arc<Self>, options: serde_json::Value) -> Result<PolicySpec, (String, String)> {
+        let options = match options {
+            serde_json::Value::Object(mut m) => {
+                m.remove("kind");
+                serde_json::Value::Object(m)
+            }
+            other => other,
+        };
+        (self.parse)(self, options).map(PolicySpec::Registered)
+    }
+
+    /// The spec of this kind with every option at its default.
+    ///
+    /// # Errors
+    /// When the options type does not serialise as a map of names.
+    pub fn default_spec(self: &Arc<Self>) -> Result<PolicySpec, String> {
+        (self.default)(self).map(PolicySpec::Registered).map_err(|(_, m)| m)
+    }
+}
+
+/// A policy of a kind registered from outside the crate ([`PolicyKind`]):
+/// its options as data (what manifests record) and as the options type
+/// that builds it.
+#[derive(Clone)]
+pub struct RegisteredPolicy {
+    kind: Arc<PolicyKind>,
+    /// The options as the options type serialises them: a JSON object.
+    options: serde_json::Value,
+    built: Arc<dyn BuildPolicy + Send + Sync>,
+}
+
+impl RegisteredPolicy {
+    /// The kind's name.
+    pub fn kind(&self) -> &'static str {
+        self.kind.name
+    }
+
+    /// The kind that registered it.
+    pub fn policy_kind(&self) -> &Arc<PolicyKind> {
+        &self.kind
+    }
+
+    /// The options, as their type serialises them (a JSON object).
+    pub fn options(&self) -> &serde_json::Value {
+        &self.options
+    }
+}
+
+impl std::fmt::Debug for RegisteredPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegisteredPolicy").field("kind", &self.kind.name).field("options", &self.options).finish()
+    }
+}
+
+/// Two are equal when they are of one kind (by name) with equal options.
+impl PartialEq for RegisteredPolicy {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind.name == other.kind.name && self.options == other.options
+    }
+}
+
+/// `{"kind": NAME, ...options}`, as the built-in kinds are written.
+impl Serialize for RegisteredPolicy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let fields = self.options.as_object();
+        let mut m = s.serialize_map(Some(1 + fields.map_or(0, |f| f.len())))?;
+        m.serialize_entry("kind", &self.kind.name)?;
+        for (k, v) in fields.into_iter().flatten() {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
 }
 
 impl PolicyName {
@@ -311,6 +525,30 @@ impl PolicySpec {
     /// The policy's own admission limit ([`BuildPolicy::admission_rule`]).
     pub fn admission_rule(&self) -> crate::workload::admission::AdmissionRule {
         self.options().admission_rule(self.kind())
+    }
+
+    /// The spec of this spec's kind with every option at its default.
+    ///
+    /// # Errors
+    /// A registered kind whose options do not serialise as a map.
+    pub fn kind_default(&self) -> Result<PolicySpec, String> {
+        match self {
+            PolicySpec::Registered(r) => r.kind.default_spec(),
+            other => Ok(other.name().map_or_else(PolicySpec::default, PolicyName::default_spec)),
+        }
+    }
+
+    /// A spec of this spec's kind read from `json` (the whole spec, `kind`
+    /// included), as the kind's options type reads it.
+    ///
+    /// # Errors
+    /// Serde's message (for a registered kind, prefixed by the path of the
+    /// bad option when it is nested).
+    pub fn reparse(&self, json: serde_json::Value) -> Result<PolicySpec, String> {
+        match self {
+            PolicySpec::Registered(r) => r.kind.spec(json).map_err(|(_, msg)| msg),
+            _ => serde_json::from_value(json).map_err(|e| e.to_string()),
+        }
     }
 
     /// The GENIE-family policy of `variant` with options `o`.

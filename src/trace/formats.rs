@@ -154,6 +154,7 @@ pub(crate) fn read(
         TraceFormat::Helios => read_wallclock(file, bytes, WallClock::Helios),
         TraceFormat::JobsCsv => read_jobs_csv(file, bytes, columns).map(|r| (r, None)),
         TraceFormat::AlibabaOpenb => read_openb(file, bytes).map(|r| (r, None)),
+        TraceFormat::Registered(k) => k.read(file, bytes).map(|r| (r, None)),
         TraceFormat::Auto | TraceFormat::Philly => unreachable!("resolved by load_trace"),
     }
 }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 pub use formats::ColumnMap;
-pub use record::{TraceFormat, TraceRecord};
+pub use record::{ReadTrace, TraceFormat, TraceFormatKind, TraceRecord};
 
 use crate::error::TraceError;
 

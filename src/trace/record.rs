@@ -1,7 +1,10 @@
 //! The canonical job record ([`TraceRecord`]) and the trace formats
 //! ([`TraceFormat`]): plain data, below the adapters that fill them.
 
+use std::path::Path;
 use std::sync::Arc;
+
+use crate::error::TraceError;
 
 use crate::job::{CompactString, JobExtra};
 
@@ -60,10 +63,12 @@ impl TraceRecord {
     }
 }
 
-/// Trace file formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// Trace file formats: the built-in ones, and those registered from outside
+/// the crate ([`TraceFormatKind`]). Serialised as the format's name
+/// (`"jobs-csv"`); plain deserialisation knows the built-in names only
+/// (`crate::experiment::Registry` reads the registered ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-#[serde(rename_all = "kebab-case")]
 pub enum TraceFormat {
     /// Detect from the header line.
     Auto,
@@ -93,17 +98,125 @@ pub enum TraceFormat {
     /// pods are skipped (`zero_gpus`), and so are pods never scheduled
     /// (`never_scheduled`: no run time was recorded).
     AlibabaOpenb,
+    /// A format registered from outside the crate.
+    #[cfg_attr(feature = "cli", value(skip))]
+    Registered(&'static TraceFormatKind),
 }
 
-crate::names::value_names!(TraceFormat {
-    Auto => "auto",
-    Philly => "philly",
-    PhillyRfold => "philly-rfold",
-    PhillyPollux => "philly-pollux",
-    Helios => "helios",
-    JobsCsv => "jobs-csv",
-    AlibabaOpenb => "alibaba-openb",
-});
+/// The built-in formats by name; a registered format is named by its kind
+/// and is not among the selectable values (the registry lists it).
+impl crate::names::ValueNames for TraceFormat {
+    fn selectable() -> &'static [Self] {
+        use TraceFormat::*;
+        &[Auto, Philly, PhillyRfold, PhillyPollux, Helios, JobsCsv, AlibabaOpenb]
+    }
+
+    fn value_name(self) -> &'static str {
+        self.name()
+    }
+}
+
+/// The built-in formats as serde reads them.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum BuiltinFormat {
+    Auto,
+    Philly,
+    PhillyRfold,
+    PhillyPollux,
+    Helios,
+    JobsCsv,
+    AlibabaOpenb,
+}
+
+impl serde::Serialize for TraceFormat {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TraceFormat {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match BuiltinFormat::deserialize(d)? {
+            BuiltinFormat::Auto => TraceFormat::Auto,
+            BuiltinFormat::Philly => TraceFormat::Philly,
+            BuiltinFormat::PhillyRfold => TraceFormat::PhillyRfold,
+            BuiltinFormat::PhillyPollux => TraceFormat::PhillyPollux,
+            BuiltinFormat::Helios => TraceFormat::Helios,
+            BuiltinFormat::JobsCsv => TraceFormat::JobsCsv,
+            BuiltinFormat::AlibabaOpenb => TraceFormat::AlibabaOpenb,
+        })
+    }
+}
+
+/// Reads a whole trace file (`bytes`, the content of `file`) into canonical
+/// records, in file order, each with its 1-based `line`; a row that cannot
+/// run is kept with its `skip` reason (the workload builder counts it), and a
+/// malformed value is a [`TraceError::Field`] naming the file, line and
+/// column.
+pub type ReadTrace = fn(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>;
+
+/// A trace format registered from outside the crate: its name (a value of
+/// `--format` and of a sweep's `format` key, recorded in manifests), a
+/// one-line help, and its reader. Declared as a `static`, so that
+/// [`TraceFormat`] stays plain data:
+///
+/// ```
+/// use dlsched::trace::{TraceFormatKind, TraceRecord};
+/// fn read(_file: &std::path::Path, _bytes: &[u8]) -> Result<Vec<TraceRecord>, dlsched::error::TraceError> {
+///     Ok(vec![TraceRecord::new("a", 0, 60_000, 1)])
+/// }
+/// static MINE: TraceFormatKind = TraceFormatKind::new("mine", "One job, always.", read);
+/// assert_eq!(MINE.name(), "mine");
+/// ```
+#[derive(Debug)]
+pub struct TraceFormatKind {
+    name: &'static str,
+    help: &'static str,
+    id_column: &'static str,
+    read: ReadTrace,
+}
+
+impl TraceFormatKind {
+    /// The format `name` (lower case, `-`-separated), with the one-line
+    /// `help` that `simulate --help` shows and its reader; job ids are in
+    /// the column `job_id` (for messages; [`TraceFormatKind::with_id_column`]).
+    pub const fn new(name: &'static str, help: &'static str, read: ReadTrace) -> Self {
+        TraceFormatKind { name, help, id_column: "job_id", read }
+    }
+
+    /// The same format, its job ids in the column `column`.
+    pub const fn with_id_column(self, column: &'static str) -> Self {
+        TraceFormatKind { id_column: column, ..self }
+    }
+
+    /// The format's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The format's one-line help.
+    pub fn help(&self) -> &'static str {
+        self.help
+    }
+
+    /// Reads `bytes`, the content of `file` ([`ReadTrace`]).
+    ///
+    /// # Errors
+    /// The reader's.
+    pub fn read(&self, file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError> {
+        (self.read)(file, bytes)
+    }
+}
+
+/// Two formats are the same when they have the same name.
+impl PartialEq for TraceFormatKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for TraceFormatKind {}
 
 impl TraceFormat {
     /// The name of the column that holds job ids (for messages).
@@ -112,6 +225,7 @@ impl TraceFormat {
             TraceFormat::PhillyRfold => "job id",
             TraceFormat::PhillyPollux => "(row index)",
             TraceFormat::AlibabaOpenb => "name",
+            TraceFormat::Registered(k) => k.id_column,
             _ => "job_id",
         }
     }
@@ -126,6 +240,7 @@ impl TraceFormat {
             TraceFormat::Helios => "helios",
             TraceFormat::JobsCsv => "jobs-csv",
             TraceFormat::AlibabaOpenb => "alibaba-openb",
+            TraceFormat::Registered(k) => k.name,
         }
     }
 }

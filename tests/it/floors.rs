@@ -1,7 +1,7 @@
 //! The floor plan (`../shared/DESIGN.md` §1): an import only points down,
 //! ground floor (ids, time, rng, stats, nn, error, io, names) → job → cluster → trace →
 //! profile → workload (with the options' bounds) → policy → engine → metrics → the top floors
-//! (experiment, sweeps, the binary). Read from the library's own source: every
+//! (experiment, sweeps, then the command line, `cli`). Read from the library's own source: every
 //! `crate::<module>` path outside a comment, in each module of the lower
 //! floors, must name a module on its own floor or below.
 
@@ -397,4 +397,27 @@ fn the_circle_check_sees_a_planted_circle() {
         edges.iter().map(|(a, b, _)| (modules[*a].join("::"), modules[*b].join("::"))).collect();
     // p::a -> p::b (super::b) and p::b -> p::a (crate::p::a); p::b -> p is its ancestor, not an edge.
     assert_eq!(named, vec![("p::a".to_string(), "p::b".to_string()), ("p::b".to_string(), "p::a".to_string())]);
+}
+
+/// The command line (`src/cli/`) is the top floor: the library's other
+/// modules, the experiment layer included, never name it.
+#[test]
+fn only_the_command_line_names_the_command_line() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut offenders = Vec::new();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().trim_end_matches(".rs").to_string();
+        if name == "cli" || name == "bin" || name == "lib" {
+            continue;
+        }
+        for file in files_of(&src, &name) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (line, target) in crate_paths(&text) {
+                if target == "cli" {
+                    offenders.push(format!("{}:{line}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "library modules naming the command line:\n{}", offenders.join("\n"));
 }

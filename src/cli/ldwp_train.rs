@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use crate::stdio::DeferredOut;
+use crate::cli::stdio::DeferredOut;
+use crate::cluster::ClusterPreset;
+use crate::experiment::{ClusterChoice, RunSpec, WorkloadSource};
+use crate::policy::ldwp::{Dqn, LdwpOptions, LdwpParams, load_model};
+use crate::policy::registry::PolicySpec;
+use crate::workload::synthetic::SyntheticSpec;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use dlsched::cluster::ClusterPreset;
-use dlsched::experiment::{ClusterChoice, RunSpec, WorkloadSource};
-use dlsched::policy::ldwp::{Dqn, LdwpOptions, LdwpParams, load_model};
-use dlsched::policy::registry::PolicySpec;
-use dlsched::workload::synthetic::SyntheticSpec;
 
 #[derive(Args)]
 pub(crate) struct LdwpTrainArgs {
@@ -133,7 +133,7 @@ pub(crate) fn ldwp_train(a: &LdwpTrainArgs) -> Result<ExitCode> {
             )
         }
         (None, None) => {
-            let db = dlsched::profile::db::ProfileDb::builtin();
+            let db = crate::profile::db::ProfileDb::builtin();
             let models: Vec<String> = db.models().map(str::to_string).collect();
             (Dqn::new(params.clone(), nodes, models, a.seed), 0, serde_json::json!({ "initialised": "fresh" }))
         }
@@ -154,7 +154,7 @@ pub(crate) fn ldwp_train(a: &LdwpTrainArgs) -> Result<ExitCode> {
         let spec = RunSpec {
             policy: PolicySpec::Ldwp(opts.clone()),
             seed,
-            rate_model: dlsched::experiment::RateModelKind::Table,
+            rate_model: crate::experiment::RateModelKind::Table,
             sample_interval_ms: 0,
             ..RunSpec::new(
                 WorkloadSource::Synthetic(SyntheticSpec {
@@ -167,7 +167,7 @@ pub(crate) fn ldwp_train(a: &LdwpTrainArgs) -> Result<ExitCode> {
             )
         };
         let shared = agent.clone();
-        let r = dlsched::experiment::run_one_with_policy(
+        let r = crate::experiment::run_one_with_policy(
             &spec,
             |ctx| opts.build_with_agent("ldwp", ctx, Some(shared)),
             |_| {},
@@ -230,10 +230,10 @@ pub(crate) fn ldwp_train(a: &LdwpTrainArgs) -> Result<ExitCode> {
     });
     let mut text = serde_json::to_string_pretty(&doc)?;
     text.push('\n');
-    dlsched::metrics::export::write_atomic(&a.out, text.as_bytes())
+    crate::metrics::export::write_atomic(&a.out, text.as_bytes())
         .with_context(|| format!("writing {}", a.out.display()))?;
     let curve_path = a.out.with_extension("curve.csv");
-    dlsched::metrics::export::write_atomic(&curve_path, curve.as_bytes())
+    crate::metrics::export::write_atomic(&curve_path, curve.as_bytes())
         .with_context(|| format!("writing {}", curve_path.display()))?;
     progress.finish()?;
     outln!(

@@ -1,17 +1,17 @@
 //! `dlsched simulate`: the command line as a raw spec, translated once into a
-//! run spec (`dlsched::experiment::raw`), run, written and summarised.
+//! run spec (`crate::experiment::raw`), run, written and summarised.
 
 use std::path::{Path, PathBuf};
 
-use crate::args::{ClusterArgs, RiflingArgs, nodes_file_note, put_path, value_name};
+use crate::cli::args::{ClusterArgs, RiflingArgs, nodes_file_note, put_path, value_name};
+use crate::experiment::raw::{self, Origin, RawSpec, Value};
+use crate::experiment::{ClusterChoice, Registry, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir_as};
+use crate::policy::placement::PlacementKind;
+use crate::policy::registry::{GenieFamilyOptions, PolicyName, PolicySpec};
+use crate::trace::TraceFormat;
+use crate::workload::synthetic::SyntheticSpec;
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use dlsched::experiment::raw::{self, Origin, RawSpec, Value};
-use dlsched::experiment::{ClusterChoice, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir_as};
-use dlsched::policy::placement::PlacementKind;
-use dlsched::policy::registry::{GenieFamilyOptions, PolicyName, PolicySpec};
-use dlsched::trace::TraceFormat;
-use dlsched::workload::synthetic::SyntheticSpec;
 
 #[derive(Args)]
 #[command(allow_negative_numbers = true)]
@@ -69,8 +69,8 @@ pub(crate) struct SimulateArgs {
     /// tetris-perf, tetris-cer (packing order), and dlsched's earlier
     /// prediction-using variants fifo-cer, min-min-pred, weighted-fair-cer,
     /// tetris-perf-srtf, tetris-cer-srtf (not in the paper).
-    #[arg(long, value_parser = PolicyNameParser, default_value = "fifo")]
-    pub(crate) policy: PolicyName,
+    #[arg(long, value_parser = PolicyNameParser::default(), default_value = "fifo")]
+    pub(crate) policy: PolicyArg,
 
     /// Sets one option of the policy, NAME=VALUE (repeatable), by the name
     /// its options struct gives it; VALUE is a TOML scalar (true, 3, 0.5,
@@ -93,7 +93,7 @@ pub(crate) struct SimulateArgs {
     /// (srtf, las, the Tiresias kinds, gandiva, themis, the Gavel kinds)
     /// preempt.
     #[arg(long, value_enum, default_value = "none", value_name = "MODEL")]
-    pub(crate) checkpoint: dlsched::engine::CheckpointModel,
+    pub(crate) checkpoint: crate::engine::CheckpointModel,
 
     /// Without --trace: the synthetic Philly-like job mix (synthetic) or
     /// GENIE's QoS tasks (genie: six DL models, half training, half
@@ -109,7 +109,7 @@ pub(crate) struct SimulateArgs {
     /// its single-GPU latency as predicted by the run's fitted GENIE models
     /// (predicted, the paper's definition) or the true one.
     #[arg(long, value_enum, default_value = "predicted")]
-    pub(crate) ect: dlsched::workload::genie::EctBasis,
+    pub(crate) ect: crate::workload::genie::EctBasis,
 
     /// GENIE workload: arrival window, hours.
     #[arg(long, default_value_t = raw::DEFAULT_GENIE_HOURS, value_name = "H")]
@@ -123,8 +123,8 @@ pub(crate) struct SimulateArgs {
     /// GENIE workload: the task mix: paper (six types, half inference) or
     /// training (every task trains, so every task's speed depends on how it
     /// spreads across nodes).
-    #[arg(long, value_enum, default_value_t = dlsched::workload::genie::TaskMix::Paper)]
-    pub(crate) task_mix: dlsched::workload::genie::TaskMix,
+    #[arg(long, value_enum, default_value_t = crate::workload::genie::TaskMix::Paper)]
+    pub(crate) task_mix: crate::workload::genie::TaskMix,
 
     /// GENIE workload: task density per GPU of the cluster, tasks per hour
     /// per GPU (the density is this x the cluster's GPUs: 1.25 is 20 tasks
@@ -172,7 +172,7 @@ pub(crate) struct SimulateArgs {
     /// times in file order). Simulators written with pandas, such as the
     /// Helios simulator, queue ties that way; use it to match one job for job.
     #[arg(long, value_enum, default_value = "trace", value_name = "ORDER")]
-    pub(crate) tie_order: dlsched::trace::tie_order::TieOrder,
+    pub(crate) tie_order: crate::trace::tie_order::TieOrder,
 
     /// Placement: consolidate (fewest nodes; best fit on one node when the job
     /// fits one), first-fit (first node with room, in node order), recorded
@@ -193,7 +193,7 @@ pub(crate) struct SimulateArgs {
     /// Jobs the trace gives no model or batch get one drawn from the database
     /// (seeded). The summary names them profile-table / profile-genie.
     #[arg(long, value_enum, default_value = "trace")]
-    pub(crate) rate_model: dlsched::experiment::RateModelKind,
+    pub(crate) rate_model: crate::experiment::RateModelKind,
 
     /// A profile database directory (the CSVs written by dlsched profile
     /// import) instead of the builtin one. With either, a job with a known
@@ -207,13 +207,13 @@ pub(crate) struct SimulateArgs {
 
     /// With a sharing placement (share-first-fit, share-best-fit,
     /// memeff-pack, fgd, iawp): the most jobs on one GPU.
-    #[arg(long, value_name = "N", default_value_t = dlsched::cluster::ShareLimits::default().max_tenants)]
+    #[arg(long, value_name = "N", default_value_t = crate::cluster::ShareLimits::default().max_tenants)]
     pub(crate) max_tenants: u32,
 
     /// With a sharing placement (share-first-fit, share-best-fit,
     /// memeff-pack, fgd, iawp): the fraction of a shared GPU's memory
     /// kept free (0 <= F < 1); a job alone on a GPU may use all of it.
-    #[arg(long, value_name = "F", default_value_t = dlsched::cluster::ShareLimits::default().mem_headroom)]
+    #[arg(long, value_name = "F", default_value_t = crate::cluster::ShareLimits::default().mem_headroom)]
     pub(crate) mem_headroom: f64,
 
     /// What the co-location rule reads for a pair of models never measured
@@ -223,7 +223,7 @@ pub(crate) struct SimulateArgs {
     /// filtering, src/profile/ncf.rs; counted in coloc_learned). Training
     /// costs about a second, once per database.
     #[arg(long, value_enum, default_value = "mean", value_name = "RULE")]
-    pub(crate) coloc_unmeasured: dlsched::profile::coloc::ColocUnmeasured,
+    pub(crate) coloc_unmeasured: crate::profile::coloc::ColocUnmeasured,
 
     /// What the predictions of a prediction-using policy read, to run it
     /// under a controlled prediction error. fitted (default): its own model,
@@ -249,10 +249,10 @@ pub(crate) struct SimulateArgs {
     /// measured: only at per-GPU batches the public measurements contain,
     /// so the fit is not fitted to our interpolation.
     #[arg(long, value_enum, value_name = "grid|measured")]
-    pub(crate) profile_batches: Option<dlsched::policy::genie::ProfileBatches>,
+    pub(crate) profile_batches: Option<crate::policy::genie::ProfileBatches>,
 
     /// Master seed for every random stream (synthetic workload, policies).
-    #[arg(long, default_value_t = dlsched::experiment::DEFAULT_SEED)]
+    #[arg(long, default_value_t = crate::experiment::DEFAULT_SEED)]
     pub(crate) seed: u64,
 
     /// Synthetic workload: number of jobs, 1 to 20,000,000 (about 200 bytes of memory each).
@@ -283,7 +283,7 @@ pub(crate) struct SimulateArgs {
 
     /// Timeline sampling interval, whole seconds (0: no timeline samples).
     /// While nothing happens, samples are skipped up to the next event.
-    #[arg(long, default_value_t = dlsched::experiment::DEFAULT_SAMPLE_INTERVAL_S, value_name = "SECONDS")]
+    #[arg(long, default_value_t = crate::experiment::DEFAULT_SAMPLE_INTERVAL_S, value_name = "SECONDS")]
     pub(crate) sample_interval: u64,
 
     /// Stop the run at this simulated time, seconds: a cut-off run, whose
@@ -308,8 +308,8 @@ pub(crate) struct SimulateArgs {
     /// The tables of --out (jobs, timeline, vc_summary) as CSV, as parquet
     /// (`<table>.parquet` instead of `<table>.csv`; `dlsched plot` reads the
     /// CSVs) or both. Parquet needs a build with the cargo feature `parquet`.
-    #[arg(long, value_enum, default_value_t = dlsched::experiment::OutputFormat::Csv, value_name = "FORMAT")]
-    pub(crate) output_format: dlsched::experiment::OutputFormat,
+    #[arg(long, value_enum, default_value_t = crate::experiment::OutputFormat::Csv, value_name = "FORMAT")]
+    pub(crate) output_format: crate::experiment::OutputFormat,
 }
 
 /// The generated workloads.
@@ -409,8 +409,8 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     if let Some(c) = &a.columns {
         put("columns", Value::Str(c.clone()));
     }
-    put("format", Value::Str(value_name(&a.format)));
-    put("policy", Value::Str(value_name(&a.policy)));
+    put("format", Value::Str(a.format.name().to_string()));
+    put("policy", Value::Str(a.policy.kind().to_string()));
     put("workload", Value::Str(value_name(&a.workload)));
     put("ect", Value::Str(value_name(&a.ect)));
     put("hours", Value::Float(a.hours));
@@ -435,8 +435,8 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     if let Some(x) = a.jobs_per_hour {
         put("jobs_per_hour", Value::Float(x));
     }
-    if a.task_mix != dlsched::workload::genie::TaskMix::Paper {
-        put("task_mix", Value::Str(crate::args::value_name(&a.task_mix)));
+    if a.task_mix != crate::workload::genie::TaskMix::Paper {
+        put("task_mix", Value::Str(crate::cli::args::value_name(&a.task_mix)));
     }
     if let Some(n) = a.tasks {
         put("tasks", Value::UInt(n));
@@ -476,9 +476,9 @@ fn policy_opt(s: &str) -> Result<(String, String), String> {
     }
 }
 
-pub(crate) fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
+pub(crate) fn run_spec(a: &SimulateArgs, registry: &Registry) -> Result<RunSpec> {
     if let Some(m) = &a.from_manifest {
-        let spec = RunSpec::from_manifest(m).map_err(anyhow::Error::msg)?;
+        let spec = RunSpec::from_manifest_in(m, registry).map_err(anyhow::Error::msg)?;
         RunSpec::check_manifest_input(m, a.allow_changed_input).map_err(anyhow::Error::msg)?;
         return Ok(spec);
     }
@@ -493,7 +493,7 @@ pub(crate) fn run_spec(a: &SimulateArgs) -> Result<RunSpec> {
     // The first run's defaults (backfill, duration cut, half-cluster jobs).
     let mut raw = raw_spec(a);
     raw::first_run_defaults(&mut raw, a.strict);
-    let mut spec = raw::to_run_spec(&raw, Origin::CommandLine, None).map_err(anyhow::Error::msg)?;
+    let mut spec = raw::to_run_spec_in(&raw, Origin::CommandLine, None, registry).map_err(anyhow::Error::msg)?;
     nodes_file_note(&spec.cluster)?;
     raw::first_run_job_cap(&raw, &mut spec)?;
     Ok(spec)
@@ -516,7 +516,7 @@ pub(crate) fn check_out_dir(out: &Path, inputs: &[(&str, &Path)]) -> Result<bool
             if let (Some(parent), Some(name)) =
                 (input.canonicalize().ok().and_then(|t| t.parent().map(Path::to_path_buf)), input.file_name())
                 && parent == dir
-                && dlsched::experiment::run_dir_files().any(|f| name == f.as_str())
+                && crate::experiment::run_dir_files().any(|f| name == f.as_str())
             {
                 bail!(
                     "--out {} would overwrite or delete the input {option} {}; choose another directory",
@@ -525,7 +525,7 @@ pub(crate) fn check_out_dir(out: &Path, inputs: &[(&str, &Path)]) -> Result<bool
                 );
             }
         }
-        if let Some(name) = dlsched::experiment::run_dir_files().find(|f| dir.join(f).is_dir()) {
+        if let Some(name) = crate::experiment::run_dir_files().find(|f| dir.join(f).is_dir()) {
             bail!(
                 "--out {}: {} is a directory, and a run writes a file of that name there; move it or choose another directory",
                 out.display(),
@@ -548,10 +548,10 @@ pub(crate) fn check_out_dir(out: &Path, inputs: &[(&str, &Path)]) -> Result<bool
     Ok(created)
 }
 
-pub(crate) fn simulate(a: SimulateArgs) -> Result<()> {
+pub(crate) fn simulate(a: SimulateArgs, registry: &Registry) -> Result<()> {
     // Before the run: a format this build cannot write fails at once.
     a.output_format.check_supported().map_err(|e| anyhow::anyhow!("--output-format: {e}"))?;
-    let spec = run_spec(&a)?;
+    let spec = run_spec(&a, registry)?;
     let created = match &a.out {
         Some(out) => {
             let mut inputs: Vec<(&str, &Path)> = Vec::new();
@@ -596,7 +596,7 @@ pub(crate) fn simulate(a: SimulateArgs) -> Result<()> {
         match e {
             // Input and option errors speak for themselves; only a failure of
             // the simulation itself is labelled so.
-            dlsched::error::RunError::Sim(_) => anyhow::Error::new(e).context("simulation failed"),
+            crate::error::RunError::Sim(_) => anyhow::Error::new(e).context("simulation failed"),
             e => anyhow::Error::new(e),
         }
     })?;
@@ -627,10 +627,10 @@ pub(crate) fn simulate(a: SimulateArgs) -> Result<()> {
 /// Tells the user, on stderr, about options this run ignores.
 pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
     let genie_workload = a.workload == WorkloadKind::Genie;
-    let defaults = dlsched::cluster::ShareLimits::default();
+    let defaults = crate::cluster::ShareLimits::default();
     let note = |s: &str| errln!("note: {s}");
     if !a.placement.may_share()
-        && a.policy != PolicyName::MemoryEfficiency
+        && !a.policy.is(PolicyName::MemoryEfficiency)
         && (a.max_tenants != defaults.max_tenants || a.mem_headroom != defaults.mem_headroom)
     {
         note(
@@ -642,8 +642,7 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
     {
         note("--genie-models, --genie-best-fit and --theta apply only to the GENIE-family policies")?;
     }
-    if !genie_workload
-        && (a.hours != raw::DEFAULT_GENIE_HOURS || a.ect != dlsched::workload::genie::EctBasis::Predicted)
+    if !genie_workload && (a.hours != raw::DEFAULT_GENIE_HOURS || a.ect != crate::workload::genie::EctBasis::Predicted)
     {
         note("--hours and --ect apply only to --workload genie")?;
     }
@@ -651,7 +650,7 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
         note(
             "--max-duration and --strict shape the synthetic workload's default run; a --trace replay is strict unless --backfill, and --workload genie sets its own durations",
         )?;
-    } else if a.strict && !matches!(a.policy, PolicyName::Fifo | PolicyName::Sjf) {
+    } else if a.strict && !(a.policy.is(PolicyName::Fifo) || a.policy.is(PolicyName::Sjf)) {
         note("--strict applies to fifo and sjf; the other policies never backfill unless --backfill")?;
     }
     let synthetic = SyntheticSpec::default();
@@ -678,7 +677,7 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
     if a.policy.rifling().is_none() && a.rifling.rifling_table.is_some() {
         note("--rifling-table and the --rifling-* options apply only to the RIFLING policies")?;
     }
-    if genie_workload && a.rate_model == dlsched::experiment::RateModelKind::Trace {
+    if genie_workload && a.rate_model == crate::experiment::RateModelKind::Trace {
         note("GENIE tasks run at the profile table's speeds (trace speed would make every placement equal)")?;
     }
     Ok(())
@@ -744,7 +743,7 @@ fn scenario_lines(r: &RunReport) -> Vec<String> {
 
 /// Tells the user, on stderr, when a sharing placement ran jobs that cannot
 /// share: a job with neither a memory figure nor a guaranteed share holds
-/// whole GPUs ([`dlsched::cluster::Cluster::tenant_mem_mib`]), synthetic or
+/// whole GPUs ([`crate::cluster::Cluster::tenant_mem_mib`]), synthetic or
 /// trace job alike.
 pub(crate) fn share_note(report: &RunReport) -> Result<()> {
     if !report.spec.policy.placement().may_share() {
@@ -756,7 +755,7 @@ pub(crate) fn share_note(report: &RunReport) -> Result<()> {
     if whole == 0 {
         return Ok(());
     }
-    let hint = if report.spec.rate_model == dlsched::experiment::RateModelKind::Trace {
+    let hint = if report.spec.rate_model == crate::experiment::RateModelKind::Trace {
         "; --rate-model table gives jobs a model and a memory estimate"
     } else {
         ""
@@ -947,33 +946,143 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
     Ok(())
 }
 
+/// A `--policy` value: a built-in kind, or a kind of the command line's
+/// [`Registry`].
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum PolicyArg {
+    /// A built-in kind.
+    Builtin(PolicyName),
+    /// A registered kind, by name.
+    Registered(&'static str),
+}
+
+impl PolicyArg {
+    /// The kind's name.
+    pub(crate) fn kind(&self) -> &str {
+        match self {
+            PolicyArg::Builtin(n) => n.kind(),
+            PolicyArg::Registered(k) => k,
+        }
+    }
+
+    /// Whether it is the built-in kind `n`.
+    pub(crate) fn is(&self, n: PolicyName) -> bool {
+        *self == PolicyArg::Builtin(n)
+    }
+
+    /// The GENIE variant of a GENIE-family kind.
+    pub(crate) fn genie(&self) -> Option<crate::policy::genie::GenieVariant> {
+        match self {
+            PolicyArg::Builtin(n) => n.genie(),
+            PolicyArg::Registered(_) => None,
+        }
+    }
+
+    /// The RIFLING mode of a RIFLING kind.
+    pub(crate) fn rifling(&self) -> Option<crate::policy::rifling::RiflingMode> {
+        match self {
+            PolicyArg::Builtin(n) => n.rifling(),
+            PolicyArg::Registered(_) => None,
+        }
+    }
+}
+
 /// `--policy`'s parser: clap's for [`PolicyName`] (the same possible values
-/// in `--help`), whose refusal of a placement's name (`--policy iawp`) adds
-/// the hint `--placement iawp`.
-#[derive(Clone)]
-struct PolicyNameParser;
+/// in `--help`), then the kinds of the command line's [`Registry`]; its
+/// refusal of a placement's name (`--policy iawp`) adds the hint
+/// `--placement iawp`.
+#[derive(Clone, Default)]
+pub(crate) struct PolicyNameParser {
+    registry: Registry,
+}
+
+impl PolicyNameParser {
+    /// The parser knowing the kinds of `registry` too.
+    pub(crate) fn new(registry: Registry) -> Self {
+        PolicyNameParser { registry }
+    }
+}
 
 impl clap::builder::TypedValueParser for PolicyNameParser {
-    type Value = PolicyName;
+    type Value = PolicyArg;
 
     fn parse_ref(
         &self,
         cmd: &clap::Command,
         arg: Option<&clap::Arg>,
         value: &std::ffi::OsStr,
-    ) -> std::result::Result<PolicyName, clap::Error> {
-        clap::builder::EnumValueParser::<PolicyName>::new().parse_ref(cmd, arg, value).map_err(|e| {
-            let hint = raw::placement_hint(&Origin::CommandLine, "policy", &value.to_string_lossy());
-            if hint.is_empty() {
+    ) -> std::result::Result<PolicyArg, clap::Error> {
+        if let Some(k) = value.to_str().and_then(|v| self.registry.policy_kind(v)) {
+            return Ok(PolicyArg::Registered(k.name()));
+        }
+        clap::builder::EnumValueParser::<PolicyName>::new().parse_ref(cmd, arg, value).map(PolicyArg::Builtin).map_err(
+            |e| {
+                let hint = raw::placement_hint(&Origin::CommandLine, "policy", &value.to_string_lossy());
+                if hint.is_empty() && self.registry.policies().is_empty() {
+                    e
+                } else {
+                    let names: Vec<&str> = PolicyName::value_variants()
+                        .iter()
+                        .map(|p| p.kind())
+                        .chain(self.registry.policies().iter().map(|k| k.name()))
+                        .collect();
+                    clap::Error::raw(
+                        clap::error::ErrorKind::InvalidValue,
+                        format!(
+                            "invalid value '{}' for '--policy <POLICY>': expected one of {}{hint}\n",
+                            value.to_string_lossy(),
+                            names.join(", ")
+                        ),
+                    )
+                    .with_cmd(cmd)
+                }
+            },
+        )
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(PolicyName::value_variants().iter().filter_map(|p| p.to_possible_value()).chain(
+            self.registry.policies().iter().map(|k| clap::builder::PossibleValue::new(k.name()).help(k.help())),
+        )))
+    }
+}
+
+/// `--format`'s parser: clap's for [`TraceFormat`] (the same possible
+/// values in `--help`), then the formats of the command line's [`Registry`].
+#[derive(Clone)]
+pub(crate) struct FormatParser {
+    registry: Registry,
+}
+
+impl FormatParser {
+    /// The parser knowing the formats of `registry` too.
+    pub(crate) fn new(registry: Registry) -> Self {
+        FormatParser { registry }
+    }
+}
+
+impl clap::builder::TypedValueParser for FormatParser {
+    type Value = TraceFormat;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<TraceFormat, clap::Error> {
+        if let Some(k) = value.to_str().and_then(|v| self.registry.format_kind(v)) {
+            return Ok(TraceFormat::Registered(k));
+        }
+        clap::builder::EnumValueParser::<TraceFormat>::new().parse_ref(cmd, arg, value).map_err(|e| {
+            if self.registry.formats().is_empty() {
                 e
             } else {
-                let names: Vec<&str> = PolicyName::value_variants().iter().map(|p| p.kind()).collect();
                 clap::Error::raw(
                     clap::error::ErrorKind::InvalidValue,
                     format!(
-                        "invalid value '{}' for '--policy <POLICY>': expected one of {}{hint}\n",
+                        "invalid value '{}' for '--format <FORMAT>': expected one of {}\n",
                         value.to_string_lossy(),
-                        names.join(", ")
+                        self.registry.format_names().join(", ")
                     ),
                 )
                 .with_cmd(cmd)
@@ -982,7 +1091,11 @@ impl clap::builder::TypedValueParser for PolicyNameParser {
     }
 
     fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
-        Some(Box::new(PolicyName::value_variants().iter().filter_map(|p| p.to_possible_value())))
+        Some(Box::new(
+            TraceFormat::value_variants().iter().filter_map(|f| f.to_possible_value()).chain(
+                self.registry.formats().iter().map(|k| clap::builder::PossibleValue::new(k.name()).help(k.help())),
+            ),
+        ))
     }
 }
 

@@ -2,12 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::cluster::ClusterPreset;
+use crate::experiment::ClusterChoice;
+use crate::experiment::raw::{self, Origin, RawSpec, Value};
+use crate::policy::rifling::RiflingParams;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use dlsched::cluster::ClusterPreset;
-use dlsched::experiment::ClusterChoice;
-use dlsched::experiment::raw::{self, Origin, RawSpec, Value};
-use dlsched::policy::rifling::RiflingParams;
 
 /// The cluster options `simulate` and `genie-profile` share: a preset, a
 /// node list, a uniform cluster or VC partitions.
@@ -98,7 +98,7 @@ impl ClusterArgs {
 /// Says on stderr how many nodes of a node list have no GPU.
 pub(crate) fn nodes_file_note(choice: &ClusterChoice) -> Result<()> {
     if let ClusterChoice::NodesFile { path } = choice {
-        let list = dlsched::cluster::load_nodes_file(path)?;
+        let list = crate::cluster::load_nodes_file(path)?;
         if list.cpu_only_nodes > 0 {
             errln!("{}: {} of {} nodes have no GPU and are left out", path.display(), list.cpu_only_nodes, list.rows)?;
         }
@@ -147,11 +147,11 @@ pub(crate) struct RiflingArgs {
     /// rifling-train; a single run is one episode) or decision (cumulative
     /// decisions, the behaviour before issue 16).
     #[arg(long, value_enum, default_value_t = RiflingParams::default().epsilon_per, value_name = "UNIT")]
-    pub(crate) rifling_epsilon_per: dlsched::policy::rifling::EpsilonPer,
+    pub(crate) rifling_epsilon_per: crate::policy::rifling::EpsilonPer,
     /// RIFLING: greedy tie-break: random (seeded) or lowest-index (fewest
     /// GPUs, the behaviour before issue 16).
     #[arg(long, value_enum, default_value_t = RiflingParams::default().tie_break, value_name = "RULE")]
-    pub(crate) rifling_tie_break: dlsched::policy::rifling::TieBreak,
+    pub(crate) rifling_tie_break: crate::policy::rifling::TieBreak,
     /// RIFLING: initial Q value of every state-action pair (optimistic above
     /// any return; 0 before issue 16).
     #[arg(long, default_value_t = RiflingParams::default().q_init, value_name = "Q", allow_negative_numbers = true)]
@@ -168,16 +168,16 @@ pub(crate) struct RiflingArgs {
     /// paper's WAIT action, the default since issue 31) or never (issue 16's
     /// default).
     #[arg(long, value_enum, default_value_t = RiflingParams::default().wait, value_name = "RULE")]
-    pub(crate) rifling_wait: dlsched::policy::rifling::WaitRule,
+    pub(crate) rifling_wait: crate::policy::rifling::WaitRule,
     /// RIFLING: what a frozen table's greedy choice ranges over: tried (the
     /// actions tried in the state, the default since issue 31) or all (every
     /// feasible action, untried ones at the initial value).
     #[arg(long, value_enum, default_value_t = RiflingParams::default().frozen_greedy, value_name = "RULE")]
-    pub(crate) rifling_frozen_greedy: dlsched::policy::rifling::FrozenGreedy,
+    pub(crate) rifling_frozen_greedy: crate::policy::rifling::FrozenGreedy,
     /// RIFLING: learning-rate schedule: visits (1/n at the n-th update of a
     /// state-action pair, the default since issue 31) or constant (alpha).
     #[arg(long, value_enum, default_value_t = RiflingParams::default().alpha_schedule, value_name = "RULE")]
-    pub(crate) rifling_alpha_schedule: dlsched::policy::rifling::AlphaSchedule,
+    pub(crate) rifling_alpha_schedule: crate::policy::rifling::AlphaSchedule,
     /// RIFLING: re-run the K-means every N arrivals.
     #[arg(long, default_value_t = RiflingParams::default().regroup_every, value_name = "N")]
     pub(crate) rifling_regroup: u64,
@@ -190,7 +190,7 @@ pub(crate) struct RiflingArgs {
     /// issue 16's default) or throughput (its time-average between
     /// decisions, the default before issue 16).
     #[arg(long, value_enum, default_value_t = RiflingParams::default().reward)]
-    pub(crate) rifling_reward: dlsched::policy::rifling::RewardKind,
+    pub(crate) rifling_reward: crate::policy::rifling::RewardKind,
 }
 
 impl RiflingArgs {

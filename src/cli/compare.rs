@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use dlsched::metrics::compare::compare_files;
+use crate::metrics::compare::compare_files;
 
 #[derive(Args)]
 pub struct CompareArgs {
@@ -29,12 +29,12 @@ pub fn run(a: &CompareArgs) -> Result<ExitCode> {
     // A run directory, or the jobs.csv of one, is used only when its run
     // finished (a complete manifest): never an interrupted run's leftovers.
     let jobs = if a.run.is_dir() {
-        dlsched::experiment::check_run_dir(&a.run).map_err(anyhow::Error::msg)?;
-        dlsched::experiment::check_csv_tables(&a.run).map_err(anyhow::Error::msg)?;
+        crate::experiment::check_run_dir(&a.run).map_err(anyhow::Error::msg)?;
+        crate::experiment::check_csv_tables(&a.run).map_err(anyhow::Error::msg)?;
         a.run.join("jobs.csv")
     } else {
         if let Some(dir) = run_dir_of(&a.run) {
-            dlsched::experiment::check_run_dir(&dir).map_err(anyhow::Error::msg)?;
+            crate::experiment::check_run_dir(&dir).map_err(anyhow::Error::msg)?;
         }
         a.run.clone()
     };
@@ -110,6 +110,6 @@ pub fn run(a: &CompareArgs) -> Result<ExitCode> {
 fn run_dir_of(file: &Path) -> Option<PathBuf> {
     let dir = file.parent().map(|d| if d.as_os_str().is_empty() { Path::new(".") } else { d })?;
     (file.file_name()? == "jobs.csv"
-        && dlsched::experiment::run_dir_files().any(|f| f != "jobs.csv" && dir.join(&f).exists()))
+        && crate::experiment::run_dir_files().any(|f| f != "jobs.csv" && dir.join(&f).exists()))
     .then(|| dir.to_path_buf())
 }

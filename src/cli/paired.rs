@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Result, anyhow, bail};
 use clap::Args;
 
-use dlsched::experiment::paired::{PairedOptions, paired_many};
+use crate::experiment::paired::{PairedOptions, paired_many};
 
 /// Output format of `dlsched paired`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -102,7 +102,7 @@ pub fn paired_cmd(a: &PairedArgs) -> Result<ExitCode> {
     };
     match &a.out {
         Some(path) => {
-            dlsched::metrics::export::write_atomic(path, text.as_bytes()).map_err(|e| anyhow!("--out: {e}"))?;
+            crate::metrics::export::write_atomic(path, text.as_bytes()).map_err(|e| anyhow!("--out: {e}"))?;
             outln!("wrote {}", path.display())?;
         }
         None => outln!("{}", text.trim_end())?,

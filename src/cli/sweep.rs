@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use dlsched::sweep::{
+use crate::sweep::{
     Experiment, SLURM_ARRAY_TASK_COUNT, SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_MAX, SLURM_ARRAY_TASK_MIN, Shard,
     SlurmArrayVars, merge, run_sweep,
 };
@@ -89,7 +89,7 @@ pub struct SweepArgs {
     /// (overrides the file's `output_format`; summary.csv is always
     /// written). Parquet needs a build with the cargo feature `parquet`.
     #[arg(long, value_enum, value_name = "FORMAT")]
-    output_format: Option<dlsched::experiment::OutputFormat>,
+    output_format: Option<crate::experiment::OutputFormat>,
 }
 
 #[derive(Args)]
@@ -102,7 +102,7 @@ pub struct MergeArgs {
     out: PathBuf,
 }
 
-pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
+pub fn sweep(a: &SweepArgs, registry: &crate::experiment::Registry) -> Result<ExitCode> {
     if a.threads == 0 {
         bail!("--threads must be at least 1");
     }
@@ -110,7 +110,7 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
         f.check_supported().map_err(|e| anyhow::anyhow!("--output-format: {e}"))?;
     }
     let shard = a.shard.map(ShardArg::resolve).transpose()?;
-    let mut exp = Experiment::load(&a.experiment).map_err(anyhow::Error::msg)?;
+    let mut exp = Experiment::load_in(&a.experiment, registry).map_err(anyhow::Error::msg)?;
     if let Some(f) = a.output_format {
         exp.output_format = f;
     }
@@ -124,7 +124,7 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
     let n = shard.map_or(exp.runs.len(), |s| s.select(&exp.runs).len());
     // Stdout as the sweep goes: a failed write (a full stdout) is reported
     // after the sweep has written its files, not instead of them.
-    let mut stdout = crate::stdio::DeferredOut::default();
+    let mut stdout = crate::cli::stdio::DeferredOut::default();
     stdout.line(format_args!(
         "{}\n  {} runs{} -> {}",
         exp.question,
@@ -158,7 +158,7 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
     bar.finish_and_clear();
     // The plots are files too: drawn before the report is printed.
     let plots =
-        (outcome.write_errors.is_empty() && outcome.ran + outcome.kept > 0).then(|| dlsched::plot::plot_sweep(&out));
+        (outcome.write_errors.is_empty() && outcome.ran + outcome.kept > 0).then(|| crate::plot::plot_sweep(&out));
     stdout.line(format_args!(
         "  ran {}, kept {} (complete from before), failed {}",
         outcome.ran,
@@ -209,7 +209,7 @@ pub fn sweep(a: &SweepArgs) -> Result<ExitCode> {
 pub fn merge_cmd(a: &MergeArgs) -> Result<ExitCode> {
     let n = merge(&a.dirs, &a.out).map_err(anyhow::Error::msg)?;
     // The plots first, then the report.
-    let plots = dlsched::plot::plot_sweep(&a.out);
+    let plots = crate::plot::plot_sweep(&a.out);
     outln!("merged {n} runs into {}", a.out.join("summary.csv").display())?;
     match plots {
         Ok(files) => outln!("plots: {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "))?,

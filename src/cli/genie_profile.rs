@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::args::ClusterArgs;
+use crate::cli::args::ClusterArgs;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
@@ -25,14 +25,14 @@ pub(crate) struct GenieProfileArgs {
     /// The ground truth to profile: `table` (the profile database's table
     /// interpolation, the default) or `genie-k80` (the K80 truth of GENIE's
     /// task types; the truth of runs at `--rate-model genie-k80`).
-    #[arg(long, value_enum, default_value_t = dlsched::profile::genie::GenieTruth::Table)]
-    pub(crate) truth: dlsched::profile::genie::GenieTruth,
+    #[arg(long, value_enum, default_value_t = crate::profile::genie::GenieTruth::Table)]
+    pub(crate) truth: crate::profile::genie::GenieTruth,
     /// The batch sizes measured: `grid` (default: powers of two up to the
     /// largest measured batch, the measured ones, and per-GPU batch
     /// largest/d on d GPUs, mostly points the table interpolates) or
     /// `measured` (only the per-GPU batches the public measurements contain).
-    #[arg(long, value_enum, default_value_t = dlsched::policy::genie::ProfileBatches::Grid)]
-    pub(crate) batches: dlsched::policy::genie::ProfileBatches,
+    #[arg(long, value_enum, default_value_t = crate::policy::genie::ProfileBatches::Grid)]
+    pub(crate) batches: crate::policy::genie::ProfileBatches,
     /// A profile database directory as ground truth instead of the builtin one.
     #[arg(long, value_name = "DIR")]
     pub(crate) profiles: Option<PathBuf>,
@@ -42,7 +42,7 @@ pub(crate) struct GenieProfileArgs {
 }
 
 pub(crate) fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
-    use dlsched::policy::genie::{ProfilerConfig, profile};
+    use crate::policy::genie::{ProfilerConfig, profile};
     if !(a.noise.is_finite() && (0.0..=1.0).contains(&a.noise)) {
         bail!("--noise is the log-normal noise's standard deviation: between 0 and 1 (0.02 = 2 %), got {}", a.noise);
     }
@@ -50,23 +50,23 @@ pub(crate) fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
         bail!("--iterations must be between 1 and 1,000,000, got {}", a.iterations);
     }
     let db = match &a.profiles {
-        Some(d) => dlsched::profile::db::ProfileDb::load_dir(d)?,
-        None => dlsched::profile::db::ProfileDb::builtin(),
+        Some(d) => crate::profile::db::ProfileDb::load_dir(d)?,
+        None => crate::profile::db::ProfileDb::builtin(),
     };
     let db = &db;
     let choice = a.machines.choice()?;
-    let cluster = dlsched::cluster::Cluster::new(choice.spec()?)?;
+    let cluster = crate::cluster::Cluster::new(choice.spec()?)?;
     let spec = cluster.spec();
     // The shape `simulate` profiles when it has no models: the first
     // partition's node count, largest node and GPU type.
-    let part = cluster.partition(dlsched::ids::VcId(0));
+    let part = cluster.partition(crate::ids::VcId(0));
     let (nodes, gpn) = (part.nodes.len() as u32, part.max_node_gpus);
     let gpu_type = cluster.node(part.nodes[0]).gpu_type.clone();
     let name = a.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
     let cfg =
         ProfilerConfig { iterations_per_run: a.iterations, noise_sd: a.noise, truth: a.truth, batches: a.batches };
-    if a.truth == dlsched::profile::genie::GenieTruth::GenieK80
-        && !gpu_type.eq_ignore_ascii_case(dlsched::profile::genie::K80)
+    if a.truth == crate::profile::genie::GenieTruth::GenieK80
+        && !gpu_type.eq_ignore_ascii_case(crate::profile::genie::K80)
     {
         bail!("--truth genie-k80 is the K80 ground truth of GENIE's task types; {} has {gpu_type} GPUs", spec.name);
     }
@@ -95,7 +95,7 @@ pub(crate) fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
     });
     let mut text = serde_json::to_string_pretty(&doc)?;
     text.push('\n');
-    dlsched::metrics::export::write_atomic(&a.out, text.as_bytes())
+    crate::metrics::export::write_atomic(&a.out, text.as_bytes())
         .with_context(|| format!("writing {}", a.out.display()))?;
     outln!(
         "profiled {} task types on {} ({} x {} {}): {:.2} GPU-hours of profiling; wrote {}",
@@ -119,10 +119,10 @@ pub(crate) fn genie_profile(a: &GenieProfileArgs) -> Result<ExitCode> {
         )?;
     }
     // The fit's error against the truth it measured, per type and placement.
-    let truth = dlsched::profile::genie::GroundTruth::with(db, &gpu_type, a.truth);
-    let errors = dlsched::policy::genie_error::prediction_errors(&p, &truth);
+    let truth = crate::profile::genie::GroundTruth::with(db, &gpu_type, a.truth);
+    let errors = crate::policy::genie_error::prediction_errors(&p, &truth);
     let csv_path = errors_path(&a.out);
-    dlsched::metrics::export::write_atomic(&csv_path, dlsched::policy::genie_error::to_csv(&errors).as_bytes())
+    crate::metrics::export::write_atomic(&csv_path, crate::policy::genie_error::to_csv(&errors).as_bytes())
         .with_context(|| format!("writing {}", csv_path.display()))?;
     outln!(
         "prediction error against the `{}` ground truth (MAPE of the iteration time over the paper's placements x measured global batches; all rows in {}):",

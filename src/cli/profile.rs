@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
-use dlsched::profile::db::FILES;
+use crate::profile::db::FILES;
 
 /// Arguments of `dlsched profile`.
 #[derive(Args)]
@@ -108,13 +108,13 @@ pub fn run(args: &ProfileArgs) -> Result<ExitCode> {
 
 fn import(a: &ImportArgs) -> Result<()> {
     check_import_out(&a.from, &a.out)?;
-    let mut db = dlsched::profile::import::import(&a.from)
+    let mut db = crate::profile::import::import(&a.from)
         .with_context(|| format!("importing the profiles in {}", a.from.display()))?;
     let mut lucid = None;
     if a.include_lucid {
-        db.memory = dlsched::profile::import::lucid_memory(&a.from)
+        db.memory = crate::profile::import::lucid_memory(&a.from)
             .with_context(|| format!("importing Lucid's memory profiles from {}", a.from.display()))?;
-        let pairs = dlsched::profile::import::lucid_colocation(&a.from)
+        let pairs = crate::profile::import::lucid_colocation(&a.from)
             .with_context(|| format!("importing Lucid's co-location profiles from {}", a.from.display()))?;
         lucid = Some((db.memory.len(), pairs.len()));
         db.colocation.extend(pairs);
@@ -186,8 +186,8 @@ fn check_import_out(from: &Path, out: &Path) -> Result<()> {
 }
 
 fn show(a: &ShowArgs) -> Result<()> {
-    use dlsched::profile::db::{ProfileDb, Split};
-    use dlsched::profile::genie::GenieModel;
+    use crate::profile::db::{ProfileDb, Split};
+    use crate::profile::genie::GenieModel;
     let db = &ProfileDb::builtin();
     if a.list {
         for m in db.models() {
@@ -251,7 +251,7 @@ fn show(a: &ShowArgs) -> Result<()> {
     if let Some(i) = info {
         outln!(
             "\nGPU memory per GPU, MiB (estimated: {} MiB overhead + {} M params x {} B + batch x {} MiB; {}):",
-            dlsched::profile::db::FRAMEWORK_OVERHEAD_MIB,
+            crate::profile::db::FRAMEWORK_OVERHEAD_MIB,
             i.params_m,
             i.state_bytes_per_param,
             i.act_mib_per_sample,
@@ -260,11 +260,11 @@ fn show(a: &ShowArgs) -> Result<()> {
         for b in if batches.is_empty() { vec![1] } else { batches } {
             if let Some((mib, src)) = db.gpu_mem(model, b) {
                 let how = match src {
-                    dlsched::profile::db::MemSource::Measured => "measured",
-                    dlsched::profile::db::MemSource::Estimated => "estimated",
+                    crate::profile::db::MemSource::Measured => "measured",
+                    crate::profile::db::MemSource::Estimated => "estimated",
                 };
                 let fb = db.estimated_gpu_mem_mib(model, b).filter(|e| e.params_fallback || e.act_fallback);
-                let note = if fb.is_some() && src == dlsched::profile::db::MemSource::Estimated {
+                let note = if fb.is_some() && src == crate::profile::db::MemSource::Estimated {
                     " (fallback rule)"
                 } else {
                     ""
@@ -285,8 +285,8 @@ fn show(a: &ShowArgs) -> Result<()> {
 }
 
 fn check(a: &CheckArgs) -> Result<()> {
-    let db = dlsched::profile::db::ProfileDb::builtin();
-    let rows = dlsched::profile::check::check(&db, a.every as usize);
+    let db = crate::profile::db::ProfileDb::builtin();
+    let rows = crate::profile::check::check(&db, a.every as usize);
     if rows.is_empty() {
         anyhow::bail!("no (model, GPU type) has {} points, so nothing was held out; choose a smaller --every", a.every);
     }
@@ -295,7 +295,7 @@ fn check(a: &CheckArgs) -> Result<()> {
     for r in &rows {
         outln!("{:<8} {:<24} {:>7} {:>10.2} {:>10.2}", r.group, r.name, r.points, r.table_mape_pct, r.genie_mape_pct)?;
     }
-    let truth = dlsched::profile::check::check_truth(&db, a.every as usize);
+    let truth = crate::profile::check::check_truth(&db, a.every as usize);
     outln!(
         "\nthe lab16 (K80) ground truth of GENIE's task types: k80-held-out = every {} K80 point of ResNet-50, LSTM, Transformer held out, predicted by each truth; k80-transfer = a model's K80 rows all left out and transferred from its other GPU types (default: the table's fallback rule; from-<type>: that type only; from-a100 is what VGG-16 and Inception-v3 get)",
         ordinal(a.every)
@@ -305,7 +305,7 @@ fn check(a: &CheckArgs) -> Result<()> {
         outln!("{:<18} {:<24} {:<14} {:>7} {:>10.2}", r.section, r.model, r.rule, r.points, r.mape_pct)?;
     }
     let started = std::time::Instant::now();
-    let coloc = dlsched::profile::check::check_coloc(&db, a.folds as usize, &Default::default());
+    let coloc = crate::profile::check::check_coloc(&db, a.folds as usize, &Default::default());
     outln!(
         "\nco-location pairs never measured: {} folds over (GPU type, model pair), all batches of a pair held out together; each job's speed predicted by the learned model (NCF, src/profile/ncf.rs) and by today's rule (same pair on another GPU type, else the type mean, else 0.5) and the type mean alone; mean absolute error and mean relative error (%); {} trainings in {:.1} s",
         a.folds,

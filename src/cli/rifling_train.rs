@@ -3,15 +3,15 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::args::RiflingArgs;
-use crate::stdio::DeferredOut;
+use crate::cli::args::RiflingArgs;
+use crate::cli::stdio::DeferredOut;
+use crate::cluster::ClusterPreset;
+use crate::experiment::{ClusterChoice, RunSpec, WorkloadSource};
+use crate::policy::registry::{PolicySpec, RiflingOptions};
+use crate::workload::genie::GenieWorkloadSpec;
+use crate::workload::synthetic::SyntheticSpec;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use dlsched::cluster::ClusterPreset;
-use dlsched::experiment::{ClusterChoice, RunSpec, WorkloadSource};
-use dlsched::policy::registry::{PolicySpec, RiflingOptions};
-use dlsched::workload::genie::GenieWorkloadSpec;
-use dlsched::workload::synthetic::SyntheticSpec;
 
 #[derive(Args)]
 pub(crate) struct RiflingTrainArgs {
@@ -38,8 +38,8 @@ pub(crate) struct RiflingTrainArgs {
     #[arg(long, default_value_t = GREEDY_DEFAULT, value_name = "SHARE")]
     pub(crate) converge_greedy: f64,
     /// Workload task mix (see `simulate --task-mix`).
-    #[arg(long, value_enum, default_value_t = dlsched::workload::genie::TaskMix::Paper)]
-    pub(crate) task_mix: dlsched::workload::genie::TaskMix,
+    #[arg(long, value_enum, default_value_t = crate::workload::genie::TaskMix::Paper)]
+    pub(crate) task_mix: crate::workload::genie::TaskMix,
     /// A fixed number of tasks per episode arriving uniformly over --hours
     /// (a burst) instead of a Poisson count at --jobs-per-hour.
     #[arg(long, value_name = "N")]
@@ -98,7 +98,7 @@ pub(crate) fn converged(history: &[(bool, Settle)], window: u64, dq: f64, greedy
 pub(crate) type Snapshot = std::collections::BTreeMap<String, (Option<usize>, u64)>;
 
 /// [`Snapshot`] of `agent` now.
-pub(crate) fn greedy_snapshot(agent: &dlsched::policy::rifling::Agent) -> Snapshot {
+pub(crate) fn greedy_snapshot(agent: &crate::policy::rifling::Agent) -> Snapshot {
     agent
         .q
         .keys()
@@ -123,7 +123,7 @@ pub(crate) fn greedy_changed_share(before: &Snapshot, after: &Snapshot) -> f64 {
 }
 
 pub(crate) fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
-    use dlsched::policy::rifling::Agent;
+    use crate::policy::rifling::Agent;
     use std::sync::{Arc, Mutex};
     if a.episodes == 0 {
         bail!("--episodes must be at least 1");
@@ -160,7 +160,7 @@ pub(crate) fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
     // continue from goes on after its last episode.
     let (agent, first_episode) = match &a.rifling.rifling_table {
         Some(p) => {
-            let t = dlsched::experiment::load_rifling_agent(p)?;
+            let t = crate::experiment::load_rifling_agent(p)?;
             let next = t.episode + 1;
             (t, next)
         }
@@ -178,7 +178,7 @@ pub(crate) fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
     // Episode lines as training goes; a full stdout must not cost the table.
     let mut progress = DeferredOut::default();
     // One artefact set for every episode: the profile database is parsed once.
-    let artefacts = dlsched::experiment::Artefacts::default();
+    let artefacts = crate::experiment::Artefacts::default();
     for e in 0..a.episodes {
         let seed = a.seed + e;
         let (before, updates0) = {
@@ -189,21 +189,21 @@ pub(crate) fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
         let spec = RunSpec {
             policy: PolicySpec::Rifling(RiflingOptions { params, table: None }),
             workload: WorkloadSource::Genie(GenieWorkloadSpec {
-                ect: dlsched::workload::genie::EctBasis::True,
+                ect: crate::workload::genie::EctBasis::True,
                 jobs_per_hour: a.jobs_per_hour,
                 hours: a.hours,
                 tasks: a.tasks,
                 mix: a.task_mix,
             }),
             seed,
-            rate_model: dlsched::experiment::RateModelKind::Table,
+            rate_model: crate::experiment::RateModelKind::Table,
             sample_interval_ms: 0,
             ..RunSpec::new(
                 WorkloadSource::Synthetic(SyntheticSpec::default()),
                 ClusterChoice::Preset { preset: a.cluster },
             )
         };
-        let r = dlsched::experiment::run_one_with_agent(&spec, Some(agent.clone()), &artefacts, |_| {})
+        let r = crate::experiment::run_one_with_agent(&spec, Some(agent.clone()), &artefacts, |_| {})
             .with_context(|| format!("episode {e}"))?;
         let s = &r.summary;
         let g = agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?;
@@ -284,10 +284,10 @@ pub(crate) fn rifling_train(a: &RiflingTrainArgs) -> Result<ExitCode> {
     });
     let mut text = serde_json::to_string_pretty(&doc)?;
     text.push('\n');
-    dlsched::metrics::export::write_atomic(&a.out, text.as_bytes())
+    crate::metrics::export::write_atomic(&a.out, text.as_bytes())
         .with_context(|| format!("writing {}", a.out.display()))?;
     let curve_path = a.out.with_extension("curve.csv");
-    dlsched::metrics::export::write_atomic(&curve_path, curve.as_bytes())
+    crate::metrics::export::write_atomic(&curve_path, curve.as_bytes())
         .with_context(|| format!("writing {}", curve_path.display()))?;
     progress.finish()?;
     outln!(
