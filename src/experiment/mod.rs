@@ -14,6 +14,7 @@ pub mod raw;
 pub mod run;
 pub mod spec;
 pub mod sweep;
+pub mod train;
 
 pub use crate::workload::models::assign_models;
 pub use output::{
