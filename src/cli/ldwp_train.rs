@@ -1,16 +1,14 @@
 //! `dlsched ldwp-train`: an LDWP deep Q-network trained over episodes of a
-//! streaming synthetic workload on a cluster preset (node dispatch).
+//! streaming synthetic workload on a cluster preset (node dispatch); the loop
+//! is [`crate::experiment::train::train_ldwp`].
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
 
 use crate::cli::stdio::DeferredOut;
 use crate::cluster::ClusterPreset;
-use crate::experiment::{ClusterChoice, RunSpec, WorkloadSource};
-use crate::policy::ldwp::{Dqn, LdwpOptions, LdwpParams, load_model};
-use crate::policy::registry::PolicySpec;
-use crate::workload::synthetic::SyntheticSpec;
+use crate::experiment::train::{LdwpStart, LdwpTrainOptions, TrainError, train_ldwp};
+use crate::policy::ldwp::LdwpParams;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
@@ -67,180 +65,67 @@ fn parse_params(settings: &[String]) -> Result<LdwpParams> {
     Ok(p)
 }
 
-// `..SyntheticSpec::default()` names only the fields set here, so that the
-// workload's later options (e.g. a largest-job cap) take their defaults.
-#[allow(clippy::needless_update)]
+/// A library training error as the command reports it: an option out of
+/// range names its flag (`--jobs-per-hour`), everything else keeps its message.
+pub(crate) fn train_error(e: TrainError) -> anyhow::Error {
+    match e {
+        TrainError::Option { option, message } => anyhow::anyhow!("--{} {message}", option.replace('_', "-")),
+        e => anyhow::Error::new(e),
+    }
+}
+
 pub(crate) fn ldwp_train(a: &LdwpTrainArgs) -> Result<ExitCode> {
-    if a.episodes == 0 {
-        bail!("--episodes must be at least 1");
-    }
-    if a.jobs == 0 {
-        bail!("--jobs must be at least 1");
-    }
-    if let Some(x) = a.jobs_per_hour
-        && !(x.is_finite() && x > 0.0)
-    {
-        bail!("--jobs-per-hour must be a positive number, got {x}");
-    }
-    if a.seed.checked_add(a.episodes - 1).is_none() {
-        bail!("--seed {} + {} episodes overflows the 64-bit seed range", a.seed, a.episodes);
-    }
+    let mut opts = LdwpTrainOptions {
+        cluster: a.cluster,
+        episodes: a.episodes,
+        seed: a.seed,
+        jobs: a.jobs,
+        jobs_per_hour: a.jobs_per_hour,
+        load: a.load,
+        params: LdwpParams::default(),
+        start: match (&a.from, &a.transfer_from) {
+            (Some(p), _) => LdwpStart::Continue(p.clone()),
+            (None, Some(p)) => LdwpStart::Transfer(p.clone()),
+            (None, None) => LdwpStart::Fresh,
+        },
+    };
+    // The ranges first, then the output's directory, then the parameters.
+    opts.validate().map_err(train_error)?;
     if let Some(parent) = a.out.parent().filter(|p| !p.as_os_str().is_empty())
         && !parent.is_dir()
     {
         bail!("--out {}: the directory {} does not exist", a.out.display(), parent.display());
     }
-    let params = parse_params(&a.params)?;
-    let cspec = a.cluster.spec();
-    let nodes = cspec.nodes.len();
-    let (agent, first_episode, start) = match (&a.from, &a.transfer_from) {
-        (Some(p), _) => {
-            let (mut m, c) = load_model(p)?;
-            if c.as_deref().is_some_and(|c| c != cspec.name) || m.nodes != nodes {
-                bail!(
-                    "{}: trained on `{}` ({} nodes), not `{}` ({nodes} nodes); use --transfer-from",
-                    p.display(),
-                    c.as_deref().unwrap_or("?"),
-                    m.nodes,
-                    cspec.name
-                );
-            }
-            if m.params.hidden != params.hidden {
-                bail!("{}: hidden layers {:?}, --param hidden {:?}", p.display(), m.params.hidden, params.hidden);
-            }
-            m.params = params.clone();
-            let next = m.episode + 1;
-            (m, next, serde_json::json!({ "continued_from": p.display().to_string() }))
-        }
-        (None, Some(p)) => {
-            let (m, c) = load_model(p)?;
-            if m.params.hidden != params.hidden {
-                bail!("{}: hidden layers {:?}, --param hidden {:?}", p.display(), m.params.hidden, params.hidden);
-            }
-            let mut t = m.transfer(nodes, a.seed);
-            t.params = params.clone();
-            let carried = format!("layers 2..{} (hidden to hidden) of {}", m.q.layers.len() - 1, p.display());
-            (
-                t,
-                0,
-                serde_json::json!({
-                    "transferred_from": p.display().to_string(),
-                    "source_cluster": c,
-                    "source_nodes": m.nodes,
-                    "carried_over": carried,
-                    "reinitialised": "input layer and output layer",
-                }),
-            )
-        }
-        (None, None) => {
-            let db = crate::profile::db::ProfileDb::builtin();
-            let models: Vec<String> = db.models().map(str::to_string).collect();
-            (Dqn::new(params.clone(), nodes, models, a.seed), 0, serde_json::json!({ "initialised": "fresh" }))
-        }
-    };
-    let agent = Arc::new(Mutex::new(agent));
-    let mut curve = String::from(
-        "episode,seed,decisions,epsilon,reward_mean,loss_mean,diverged_steps,throughput_jobs_per_hour,gpu_utilization,jct_mean_s\n",
-    );
+    opts.params = parse_params(&a.params)?;
     let mut progress = DeferredOut::default();
-    let opts = LdwpOptions { params: params.clone(), ..LdwpOptions::default() };
-    for e in 0..a.episodes {
-        let seed = a.seed + e;
-        {
-            let mut g = agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?;
-            g.episode = first_episode + e;
-            g.reseed(seed);
-        }
-        let spec = RunSpec {
-            policy: PolicySpec::Ldwp(opts.clone()),
-            seed,
-            rate_model: crate::experiment::RateModelKind::Table,
-            sample_interval_ms: 0,
-            ..RunSpec::new(
-                WorkloadSource::Synthetic(SyntheticSpec {
-                    jobs: a.jobs,
-                    jobs_per_hour: a.jobs_per_hour,
-                    load: a.load,
-                    ..SyntheticSpec::default()
-                }),
-                ClusterChoice::Preset { preset: a.cluster },
-            )
-        };
-        let shared = agent.clone();
-        let r = crate::experiment::run_one_with_policy(
-            &spec,
-            |ctx| opts.build_with_agent("ldwp", ctx, Some(shared)),
-            |_| {},
-        )
-        .with_context(|| format!("episode {e}"))?;
-        let s = &r.summary;
-        let m = |k: &str| s.policy_metrics.get(k).copied().unwrap_or(0.0);
-        let g = agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?;
+    let report = train_ldwp(&opts, &mut |r, _| {
         progress.line(format_args!(
-            "episode {e:>3} seed {seed}: {} decisions, epsilon {:.3}, reward {:.5}, loss {:.3e}, {:.2} jobs/h, GPU util {:.3}, JCT {:.0} s",
-            g.decisions,
-            g.epsilon(),
-            m("ldwp_reward_mean"),
-            m("ldwp_loss_mean"),
-            m("throughput_jobs_per_hour"),
-            s.gpu_utilization,
-            s.jct_mean_s
+            "episode {:>3} seed {}: {} decisions, epsilon {:.3}, reward {:.5}, loss {:.3e}, {:.2} jobs/h, GPU util {:.3}, JCT {:.0} s",
+            r.episode,
+            r.seed,
+            r.decisions,
+            r.epsilon,
+            r.reward_mean,
+            r.loss_mean,
+            r.throughput_jobs_per_hour,
+            r.gpu_utilization,
+            r.jct_mean_s
         ));
-        curve.push_str(&format!(
-            "{e},{seed},{},{:.4},{:.6},{:.6e},{},{:.4},{:.6},{:.3}\n",
-            g.decisions,
-            g.epsilon(),
-            m("ldwp_reward_mean"),
-            m("ldwp_loss_mean"),
-            g.diverged,
-            m("throughput_jobs_per_hour"),
-            s.gpu_utilization,
-            s.jct_mean_s
-        ));
-    }
-    let mut g = agent.lock().map_err(|_| anyhow::anyhow!("agent lock"))?.clone();
-    // f32 text: half the file, loaded back exactly (nn module docs).
-    g.q.round_to_f32();
+    })
+    .map_err(train_error)?;
     let command: Vec<String> = std::env::args().skip(1).collect();
-    let doc = serde_json::json!({
-        "manifest": {
-            "what": "LDWP deep Q-network trained by dlsched ldwp-train",
-            "command": format!("dlsched {}", command.join(" ")),
-            "dlsched_version": env!("CARGO_PKG_VERSION"),
-            "cluster": cspec.name,
-            "cluster_nodes": nodes,
-            "cluster_gpus": cspec.nodes.iter().map(|n| n.gpus).sum::<u32>(),
-            "workload": {
-                "kind": "synthetic",
-                "jobs": a.jobs,
-                "jobs_per_hour": a.jobs_per_hour,
-                "load": a.load,
-                "rate_model": "table",
-                "profiles": "builtin",
-            },
-            "episodes": a.episodes,
-            "seeds": format!("{}..={}", a.seed, a.seed + a.episodes - 1),
-            "start": start,
-            "weights": "f32 text",
-            "parameters": g.params,
-            "network": g.q.sizes(),
-            "weights_count": g.q.n_params(),
-        },
-        "agent": &g,
-    });
-    let mut text = serde_json::to_string_pretty(&doc)?;
-    text.push('\n');
+    let text = report.model_json(&opts, &format!("dlsched {}", command.join(" ")))?;
     crate::metrics::export::write_atomic(&a.out, text.as_bytes())
         .with_context(|| format!("writing {}", a.out.display()))?;
     let curve_path = a.out.with_extension("curve.csv");
-    crate::metrics::export::write_atomic(&curve_path, curve.as_bytes())
+    crate::metrics::export::write_atomic(&curve_path, report.curve_csv().as_bytes())
         .with_context(|| format!("writing {}", curve_path.display()))?;
     progress.finish()?;
     outln!(
         "wrote {} ({} weights, {} decisions) and {}",
         a.out.display(),
-        g.q.n_params(),
-        g.decisions,
+        report.model.q.n_params(),
+        report.model.decisions,
         curve_path.display()
     )?;
     Ok(ExitCode::SUCCESS)

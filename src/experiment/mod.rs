@@ -15,6 +15,7 @@ pub mod registry;
 pub mod run;
 pub mod spec;
 pub mod sweep;
+pub mod train;
 
 pub use crate::workload::models::assign_models;
 pub use output::{

@@ -59,6 +59,7 @@ mod themis;
 mod tie_order;
 mod tiresias;
 mod trace_sources;
+mod train;
 mod unfinished;
 mod vc_scale;
 mod vc_timeline;
