@@ -265,6 +265,19 @@ impl LdwpTrainReport {
     }
 }
 
+/// A saved model's hidden layers must be the run's (`--param hidden`).
+fn same_hidden_layers(p: &std::path::Path, m: &Dqn, params: &LdwpParams) -> Result<(), TrainError> {
+    if m.params.hidden != params.hidden {
+        return Err(TrainError::Mismatch(format!(
+            "{}: hidden layers {:?}, --param hidden {:?}",
+            p.display(),
+            m.params.hidden,
+            params.hidden
+        )));
+    }
+    Ok(())
+}
+
 /// Trains an LDWP deep Q-network over `opts.episodes` synthetic episodes on
 /// `opts.cluster` (table rate model, built-in profiles, no samples), calling
 /// `progress` after each episode with its curve row and the agent.
@@ -295,28 +308,14 @@ pub fn train_ldwp(
                     cspec.name
                 )));
             }
-            if m.params.hidden != params.hidden {
-                return Err(TrainError::Mismatch(format!(
-                    "{}: hidden layers {:?}, --param hidden {:?}",
-                    p.display(),
-                    m.params.hidden,
-                    params.hidden
-                )));
-            }
+            same_hidden_layers(p, &m, params)?;
             m.params = params.clone();
             let next = m.episode + 1;
             (m, next, serde_json::json!({ "continued_from": p.display().to_string() }))
         }
         LdwpStart::Transfer(p) => {
             let (m, c) = load_model(p)?;
-            if m.params.hidden != params.hidden {
-                return Err(TrainError::Mismatch(format!(
-                    "{}: hidden layers {:?}, --param hidden {:?}",
-                    p.display(),
-                    m.params.hidden,
-                    params.hidden
-                )));
-            }
+            same_hidden_layers(p, &m, params)?;
             let mut t = m.transfer(nodes, opts.seed);
             t.params = params.clone();
             let carried = format!("layers 2..{} (hidden to hidden) of {}", m.q.layers.len() - 1, p.display());
