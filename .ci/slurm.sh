@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI (issue 19): a sharded sweep on a real Slurm. Installs Slurm and MUNGE from
+# CI: a sharded sweep on a real Slurm. Installs Slurm and MUNGE from
 # Debian's packages when they are missing, starts a private one-node cluster
 # (munged, slurmctld, slurmd as root; config, keys, state and logs under
 # $DLSCHED_SLURM_DIR, default /tmp/dlsched-ci-slurm, on ports 16817/16818, so a

@@ -1,5 +1,5 @@
 //! Criterion benchmark of one GENIE-family decision (`src/policy/genie.rs`)
-//! against the number of waiting tasks (issue 20, point 2).
+//! against the number of waiting tasks.
 //!
 //! - `genie_decision/<path>/<queue>`: one `Policy::decide` of `genie`
 //!   (strict reading, the paper's placement set) on `lab16` (4 × 4 K80) with
@@ -11,7 +11,7 @@
 //!   arrival (arrivals 1 s apart, the decision at the last arrival). Paths:
 //!   `indexed` and `indexed-backfill` (the policy as built), `scan` and
 //!   `scan-backfill` ([`GeniePolicy::with_full_scan`]: every waiting task
-//!   scored against every placement, the code before issue 20). The tasks
+//!   scored against every placement, the earlier code). The tasks
 //!   arrive and a first decision indexes them in the untimed setup.
 
 use std::hint::black_box;

@@ -1,5 +1,5 @@
-//! Criterion benchmark of one scheduling pass of a sharing placement
-//! (issue 13, point 2): `sharing_pass/<placement>/<cluster>/<queue>`.
+//! Criterion benchmark of one scheduling pass of a sharing placement:
+//! `sharing_pass/<placement>/<cluster>/<queue>`.
 //!
 //! FIFO with backfill over `share-first-fit`, `share-best-fit`, `fgd` or
 //! `memeff-pack`; a pending queue of 100 / 1,000 / 10,000 jobs of 1, 2,

@@ -1,4 +1,4 @@
-//! dlsched's own fuzzing harness (issue 30): seeded random scenarios through
+//! dlsched's own fuzzing harness: seeded random scenarios through
 //! the library's run pipeline, and seeded random bytes through the trace
 //! loaders.
 //!

@@ -1,4 +1,4 @@
-//! Trace parsing rate against the csv crate's own (issue 20, point 4).
+//! Trace parsing rate against the csv crate's own.
 //!
 //! ```sh
 //! cargo run --release --example parse_rate -- FILE [ROUNDS]

@@ -9,7 +9,7 @@ use crate::ids::{GpuId, JobId, VcId};
 use crate::time::SimTime;
 
 /// The fields of a job that most traces leave empty, kept out of line so
-/// that a job without them costs one null pointer (issue 20: a replay holds
+/// that a job without them costs one null pointer (a replay holds
 /// millions of jobs). Shared by [`crate::trace::TraceRecord`] and
 /// [`JobSpec`]: admission moves the box from one to the other.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Writes the Philly RFold job list repeated K times to standard output, for
-# the scale measurements of benches/README.md ("Scale", issue 20).
+# the scale measurements of benches/README.md ("Scale").
 #
 #   benches/scale/rfold_times.sh K [rfold_philly_jobs.csv] > rfold_xK.csv
 #

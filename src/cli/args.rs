@@ -145,15 +145,15 @@ pub(crate) struct RiflingArgs {
     pub(crate) rifling_epsilon_decay: u64,
     /// RIFLING: what the epsilon decay counts: episode (training episodes of
     /// rifling-train; a single run is one episode) or decision (cumulative
-    /// decisions, the behaviour before issue 16).
+    /// decisions, the first proposal's rule; see experiments/rifling.md).
     #[arg(long, value_enum, default_value_t = RiflingParams::default().epsilon_per, value_name = "UNIT")]
     pub(crate) rifling_epsilon_per: crate::policy::rifling::EpsilonPer,
     /// RIFLING: greedy tie-break: random (seeded) or lowest-index (fewest
-    /// GPUs, the behaviour before issue 16).
+    /// GPUs, the first proposal's rule).
     #[arg(long, value_enum, default_value_t = RiflingParams::default().tie_break, value_name = "RULE")]
     pub(crate) rifling_tie_break: crate::policy::rifling::TieBreak,
     /// RIFLING: initial Q value of every state-action pair (optimistic above
-    /// any return; 0 before issue 16).
+    /// any return; 0 in the first proposal).
     #[arg(long, default_value_t = RiflingParams::default().q_init, value_name = "Q", allow_negative_numbers = true)]
     pub(crate) rifling_q_init: f64,
     /// RIFLING: time constant of the discount gamma^(dt/tau) and of the
@@ -165,17 +165,17 @@ pub(crate) struct RiflingArgs {
     #[arg(long, default_value_t = RiflingParams::default().queue_feature, value_name = "BOOL", action = clap::ArgAction::Set)]
     pub(crate) rifling_queue_feature: bool,
     /// RIFLING: when WAIT is available: when-running (some task runs; the
-    /// paper's WAIT action, the default since issue 31) or never (issue 16's
-    /// default).
+    /// paper's WAIT action, the default) or never (the earlier default).
     #[arg(long, value_enum, default_value_t = RiflingParams::default().wait, value_name = "RULE")]
     pub(crate) rifling_wait: crate::policy::rifling::WaitRule,
     /// RIFLING: what a frozen table's greedy choice ranges over: tried (the
-    /// actions tried in the state, the default since issue 31) or all (every
-    /// feasible action, untried ones at the initial value).
+    /// actions tried in the state, the default) or all (every feasible
+    /// action, untried ones at the initial value; the earlier default).
     #[arg(long, value_enum, default_value_t = RiflingParams::default().frozen_greedy, value_name = "RULE")]
     pub(crate) rifling_frozen_greedy: crate::policy::rifling::FrozenGreedy,
     /// RIFLING: learning-rate schedule: visits (1/n at the n-th update of a
-    /// state-action pair, the default since issue 31) or constant (alpha).
+    /// state-action pair, the default) or constant (alpha; the earlier
+    /// default).
     #[arg(long, value_enum, default_value_t = RiflingParams::default().alpha_schedule, value_name = "RULE")]
     pub(crate) rifling_alpha_schedule: crate::policy::rifling::AlphaSchedule,
     /// RIFLING: re-run the K-means every N arrivals.
@@ -185,10 +185,10 @@ pub(crate) struct RiflingArgs {
     #[arg(long, default_value_t = RiflingParams::default().window, value_name = "N")]
     pub(crate) rifling_window: usize,
     /// RIFLING: reward: scaling-efficiency (placed task's normalised rate per
-    /// GPU, WAIT 0; the default since issue 31), throughput-integral
-    /// (cluster-normalised throughput integrated over the transition, / tau;
-    /// issue 16's default) or throughput (its time-average between
-    /// decisions, the default before issue 16).
+    /// GPU, WAIT 0; the default), throughput-integral (cluster-normalised
+    /// throughput integrated over the transition, / tau; the earlier
+    /// default) or throughput (its time-average between decisions; the
+    /// first proposal's default). History: experiments/rifling.md.
     #[arg(long, value_enum, default_value_t = RiflingParams::default().reward)]
     pub(crate) rifling_reward: crate::policy::rifling::RewardKind,
 }

@@ -1101,7 +1101,7 @@ impl clap::builder::TypedValueParser for FormatParser {
 
 /// `--placement`'s parser: clap's for [`PlacementKind`] (the same possible
 /// values in `--help`), whose refusal of `memory-efficiency` (the packer's
-/// name until issue 17) says where it went.
+/// former name) says where it went.
 #[derive(Clone)]
 struct PlacementKindParser;
 

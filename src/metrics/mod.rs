@@ -178,8 +178,8 @@ pub struct Summary {
     /// single-GPU latency, waiting excluded, so a policy that runs every task
     /// on one GPU (the paper's Capacity) scores exactly 1. The paper divides
     /// by the predicted single-GPU latency; we divide by the true one (the
-    /// task's work), so that every policy has the same yardstick. (Before
-    /// issue 16 this key counted the waiting too: that figure is
+    /// task's work), so that every policy has the same yardstick. (The
+    /// earlier definition of this key, waiting included, is
     /// `normalized_latency_with_wait_mean`.)
     pub normalized_latency_mean: Option<f64>,
     /// Tasks only: the mean over completed tasks of JCT (end − submit, so

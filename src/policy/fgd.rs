@@ -24,7 +24,7 @@
 //! node can host the job, it is spread best-fit over the partition as
 //! [`super::sharing::ShareFit`] does.
 //!
-//! **The indexed search** (issue 20, point 3). The search above keeps one
+//! **The indexed search.** The search above keeps one
 //! call's evaluations by a state key that rounds free capacities to 1e-6
 //! and leaves out how a GPU's use splits into tenants, memory and shares,
 //! so in general a node may be handed the evaluation of another node whose

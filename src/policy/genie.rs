@@ -94,7 +94,7 @@ impl Default for ProfilerConfig {
 }
 
 /// Which batch sizes GENIE's simulated profiler measures (`--profile-batches`,
-/// sweep key `profile_batches`; issue 31, point 3).
+/// sweep key `profile_batches`).
 ///
 /// The ground truth it measures is the profile database's table
 /// (`profile::model::TableModel`, under `genie-k80` too for single-GPU
@@ -415,8 +415,8 @@ pub enum GenieVariant {
     /// GPUs enter the choice.
     Genie,
     /// The paper's FIFO: arrival order, head-of-line blocking, a black-box
-    /// placement ([`BlackBox`]). (Until issue 16 `genie-fifo` used GENIE's
-    /// best-CER placement; that is now `fifo-cer`.)
+    /// placement ([`BlackBox`]). (The earlier `genie-fifo`, with GENIE's
+    /// best-CER placement, is `fifo-cer`.)
     GenieFifo,
     /// The paper's Capacity (YARN capacity scheduler as GENIE adapts it): one
     /// queue per task type (model, training and inference together), each
@@ -431,18 +431,18 @@ pub enum GenieVariant {
     /// the floor share.
     Capacity,
     /// Min-Min (Braun et al., JPDC 2001) as GENIE adapts it: earliest ECT
-    /// first, a black-box placement. (Until issue 16 `min-min` took the
-    /// minimum predicted latency placement; that is now `min-min-pred`.)
+    /// first, a black-box placement. (The earlier `min-min`, with the minimum
+    /// predicted latency placement, is `min-min-pred`.)
     MinMin,
     /// Weighted Fair: ordered by the mean of arrival time and ECT (equal
-    /// weights: ours; GENIE cites DRF), a black-box placement. (Until issue
-    /// 16 with the best-CER placement; that is now `weighted-fair-cer`.)
+    /// weights: ours; GENIE cites DRF), a black-box placement. (The earlier
+    /// `weighted-fair`, with the best-CER placement, is `weighted-fair-cer`.)
     WeightedFair,
     /// Tetris+Perf: the placement with the highest predicted rate; among the
     /// tasks whose placement is free now, the best Tetris packing score first
     /// (Grandl et al., SIGCOMM 2014 §3: alignment = Σ over nodes of the
-    /// placement's GPUs there × the node's free GPUs, both over G). (Until
-    /// issue 16 ordered shortest predicted latency first; that is now
+    /// placement's GPUs there × the node's free GPUs, both over G). (The
+    /// earlier `tetris-perf`, shortest predicted latency first, is
     /// `tetris-perf-srtf`.)
     TetrisPerf,
     /// Tetris+CER: the best-CER placement, no QoS; ordered by the packing
@@ -450,19 +450,19 @@ pub enum GenieVariant {
     /// `tetris-cer-srtf`.)
     TetrisCer,
     /// Ours, not the paper's: arrival order, GENIE's best-CER placement (the
-    /// `genie-fifo` of dlsched before issue 16).
+    /// earlier `genie-fifo`).
     FifoCer,
     /// Ours, not the paper's: earliest ECT first, the minimum predicted
-    /// latency placement (the `min-min` before issue 16).
+    /// latency placement (the earlier `min-min`).
     MinMinPred,
     /// Ours, not the paper's: Weighted Fair's order, the best-CER placement
-    /// (the `weighted-fair` before issue 16).
+    /// (the earlier `weighted-fair`).
     WeightedFairCer,
     /// Ours, not the paper's: highest predicted rate, shortest predicted
-    /// latency first (the `tetris-perf` before issue 16).
+    /// latency first (the earlier `tetris-perf`).
     TetrisPerfSrtf,
     /// Ours, not the paper's: best CER, shortest predicted latency first (the
-    /// `tetris-cer` before issue 16).
+    /// earlier `tetris-cer`).
     TetrisCerSrtf,
 }
 
@@ -533,7 +533,7 @@ pub enum PlacementSet {
     /// (on lab16 exactly the 9 placements of its Figs. 8 and 10).
     #[default]
     Paper,
-    /// Every `1..=N × 1..=G` (dlsched before issue 16).
+    /// Every `1..=N × 1..=G` (the earlier default).
     All,
 }
 

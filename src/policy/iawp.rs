@@ -35,7 +35,7 @@
 //! Thresholds 0.8 and 0.9 are the spec's proposal (the paper's values are
 //! unknown). This is [`Admission::Cosine`] (`--policy-opt admission=cosine`).
 //!
-//! [`Admission::Predicted`] (the default, issue 17) replaces step 2's cosine
+//! [`Admission::Predicted`] (the default) replaces step 2's cosine
 //! proxy by predicted co-location speeds, the paper's key idea (interference
 //! of pairs never measured predicted by collaborative filtering): every open
 //! GPU (as above, no utilisation proxy) takes, among the same candidates, the
@@ -78,7 +78,7 @@ pub const THETA_MEM: f64 = 1.0;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Admission {
-    /// The issue-13 rule: least cosine-similar (SM proxy, memory fraction),
+    /// The spec's proposal (module docs): least cosine-similar (SM proxy, memory fraction),
     /// while the SM estimate < [`UTIL_MAX`] and memory < [`MEM_MAX`].
     Cosine,
     /// The most predicted summed normalised throughput, every tenant's

@@ -1,4 +1,4 @@
-//! Memory-efficiency GPU sharing (issue 8, item 2; `specs/policies.md` §4).
+//! Memory-efficiency GPU sharing (`specs/policies.md` §4).
 //!
 //! The thesis behind this policy publishes only its abstract: "memory
 //! efficiency" (computation relative to the GPU memory occupied) rates the
@@ -62,14 +62,14 @@ fn cmp_gpu(a: &Cand, b: &Cand) -> std::cmp::Ordering {
 }
 
 /// The memory-efficiency packer of fixed-size jobs (`--placement memeff-pack`;
-/// `memory-efficiency` until issue 17).
+/// formerly named `memory-efficiency`).
 ///
 /// A node's best one-node candidate is a function of the node's state (its
 /// tenants, whose computation the run's job table gives) and of the
 /// request's partition, GPU count, memory need, share and computation, so it
 /// is kept per request class and node under the node's stamp
-/// ([`Cluster::node_stamp`]) and reused until the stamp changes (issue 20,
-/// point 3). A packer serves one run (one job table).
+/// ([`Cluster::node_stamp`]) and reused until the stamp changes. A packer
+/// serves one run (one job table).
 #[derive(Clone, Debug)]
 pub struct MemeffPack {
     db: Arc<ProfileDb>,

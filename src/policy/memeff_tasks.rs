@@ -1,13 +1,13 @@
-//! The thesis's memory-efficiency placement of moldable tasks (issue 17 §3;
-//! `specs/policies.md` §4.2), `--policy memory-efficiency --workload genie`.
+//! The thesis's memory-efficiency placement of moldable tasks
+//! (`specs/policies.md` §4.2), `--policy memory-efficiency --workload genie`.
 //!
 //! The thesis publishes only its abstract (spec §4.1): memory efficiency,
 //! the computation of a task relative to the GPU memory it occupies under a
 //! placement, rates the placements of each task, and a heuristic lets
 //! several tasks share GPUs to raise utilisation and the task completion
 //! rate. Everything below is the spec's proposal (§4.2) or **ours** where
-//! marked; the packer of fixed-size trace jobs that carried this name
-//! before issue 17 is `--placement memeff-pack` ([`super::memeff`]).
+//! marked; the packer of fixed-size trace jobs that formerly carried this
+//! name is `--placement memeff-pack` ([`super::memeff`]).
 //!
 //! Per task `j` (global batch `b`) and symmetric placement `s = <d_node,
 //! d_gpn>` of `n = d_node × d_gpn` GPUs, per-GPU batch `b' = round(b / n)`

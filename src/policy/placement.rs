@@ -98,7 +98,7 @@ pub enum PlacementKind {
     ShareBestFit,
     /// GPU sharing, packing a fixed-size job by memory efficiency: the GPUs
     /// whose computation per MiB of memory is highest once the job joins
-    /// (src/policy/memeff.rs; `memory-efficiency` until issue 17; the
+    /// (src/policy/memeff.rs; formerly named `memory-efficiency`; the
     /// thesis's placement of moldable tasks is --policy memory-efficiency).
     MemeffPack,
     /// GPU sharing after FGD (Weng et al., ATC'23): the GPUs where the

@@ -1,6 +1,6 @@
 //! The run's predictor (`--predictor`, sweep key `predictor`): what a
 //! prediction-using policy's predictions read, so that a policy can be run
-//! under a controlled prediction error (issue 31, point 3).
+//! under a controlled prediction error.
 //!
 //! - [`PredictorKind::Fitted`] (default): the policy's own predictions, as
 //!   before the option existed: the GENIE family's fitted throughput model

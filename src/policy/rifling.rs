@@ -33,8 +33,8 @@
 //!   0.9, epsilon linear 0.3 → 0.05 over 500 decisions; Q starts at 0;
 //!   greedy ties go to the lowest action index (fewest GPUs, fewest nodes);
 //!   physical nodes as GENIE's [`super::symmetric::physical`].
-//! - **Ours, revised by issue 16** (the defaults; the proposal above stays
-//!   reachable field by field, all at once as [`RiflingParams::pre_issue16`]).
+//! - **Ours, first revision** (the proposal above stays reachable field by
+//!   field, all at once as [`RiflingParams::pre_issue16`]).
 //!   The proposal never explored: Q at 0, positive rewards and ties to the
 //!   lowest index made the first greedy visit of every state take `<1, 1>`
 //!   and keep it (the shipped table had 11 % of its entries ever updated);
@@ -57,13 +57,14 @@
 //!   - the state adds the queue length behind the head, bucketed 0 / 1 /
 //!     2-3 / 4+ ([`queue_bucket`]), so that "GPUs would idle" and "others
 //!     are waiting" are different states;
-//!   - WAIT's availability is an option ([`WaitRule`]), by default never
-//!     (measured: see [`RiflingParams::wait`]);
+//!   - WAIT's availability is an option ([`WaitRule`]); this revision set
+//!     it to never (measured: see [`RiflingParams::wait`]);
 //!   - a task model without a finite CCR is an error at build time
 //!     ([`check_ccr`]), not a silent group 0; `transformer-multi30k`'s
 //!     parameter count and FLOPs, missing from `models.csv`, are computed
 //!     and cited in [`CCR_FACTS`] (before, every seq2seq task was group 0).
-//! - **Ours, revised by issue 31** (`experiments/rifling.md`). The issue-16
+//! - **Ours, second revision** (the current defaults;
+//!   `experiments/rifling.md` tells the history). The first revision's
 //!   table had an untried action at the optimistic 10 in every state, so
 //!   its greedy choice was "a random untried action", and its constant
 //!   alpha kept the greedy action of close actions swapping. Now:
@@ -86,7 +87,7 @@
 //!   The paper's Q initialisation, epsilon schedule and WAIT rule are not
 //!   public (a search of public pages found none); the choices above are
 //!   ours. [`RiflingParams::pre_issue16`] keeps the first proposal; a saved
-//!   table without the issue-31 fields reads them as before.
+//!   table without the second revision's fields reads them as before.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -114,19 +115,19 @@ pub const EXACT_PROFILE_MAX: (u32, u32) = (4, 4);
 #[serde(rename_all = "kebab-case")]
 pub enum RewardKind {
     /// Time-average of the cluster-normalised throughput Phi between two
-    /// scheduling points (the spec's proposal; the default before issue 16).
+    /// scheduling points (the spec's proposal; the first proposal's default).
     /// A transition closed at the instant it opened earns the current Phi.
     Throughput,
     /// The integral of Phi over the transition, in units of `tau_s`:
     /// `(1 / tau_s) ∫ Phi dt` (so a transition of length 0 earns 0 and a long
-    /// WAIT earns in proportion to how long it lasts). Our reading of
-    /// issue 16, RIFLING point 3; the default from issue 16 to issue 31.
+    /// WAIT earns in proportion to how long it lasts). Ours (the
+    /// semi-Markov credit of the module documentation); the earlier default.
     /// Needs `tau_s > 0`. With WAIT available a frozen table trained on it
-    /// waits while GPUs are free (issue 31: `experiments/rifling.md`).
+    /// waits while GPUs are free (`experiments/rifling.md`).
     ThroughputIntegral,
     /// The placed task's normalised rate divided by its GPUs (scaling
-    /// efficiency); WAIT earns 0 (the spec's alternative). The default since
-    /// issue 31, chosen on tuning seeds 1-3 (`experiments/rifling.md`): it
+    /// efficiency); WAIT earns 0 (the spec's alternative). The default,
+    /// chosen on tuning seeds 1-3 (`experiments/rifling.md`): it
     /// rewards the placement's own effect on system efficiency, the paper's
     /// words for its reward.
     ScalingEfficiency,
@@ -147,7 +148,7 @@ pub enum TieBreak {
     /// `rifling.agent` of the run's seed (the default).
     Random,
     /// The lowest action index (fewest nodes, then fewest GPUs per node; WAIT
-    /// last): the behaviour before issue 16, under which an unseen state
+    /// last): the first proposal's rule, under which an unseen state
     /// always took `<1, 1>`.
     LowestIndex,
 }
@@ -163,8 +164,8 @@ pub enum EpsilonPer {
     /// `dlsched rifling-train`; a single run is one episode, so its epsilon
     /// is constant): the default.
     Episode,
-    /// Decisions taken, cumulated over episodes: the behaviour before
-    /// issue 16 (with 500 decisions, the floor came in the second episode).
+    /// Decisions taken, cumulated over episodes: the first proposal's rule
+    /// (with 500 decisions, the floor came in the second episode).
     Decision,
 }
 
@@ -176,9 +177,10 @@ crate::names::value_names!(EpsilonPer { Episode => "episode", Decision => "decis
 #[serde(rename_all = "kebab-case")]
 pub enum WaitRule {
     /// When at least one task is running (otherwise a WAIT could stall the
-    /// run): the behaviour before issue 16.
+    /// run): the default, and the first proposal's rule.
     WhenRunning,
-    /// Never: every scheduling point places the FCFS head.
+    /// Never: every scheduling point places the FCFS head (the earlier
+    /// default).
     Never,
 }
 
@@ -189,7 +191,7 @@ crate::names::value_names!(WaitRule { WhenRunning => "when-running", Never => "n
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum AlphaSchedule {
-    /// `alpha` at every update (the behaviour before issue 31): with noisy
+    /// `alpha` at every update (the earlier default): with noisy
     /// rewards the values keep moving by about `alpha` times the noise, so
     /// the greedy action of close actions keeps swapping.
     Constant,
@@ -197,7 +199,7 @@ pub enum AlphaSchedule {
     /// of the targets seen, the sample-average rate (Sutton & Barto 2018,
     /// §2.4, and the Robbins-Monro conditions of §2.5 under which tabular
     /// Q-learning converges, Watkins & Dayan 1992). The first update
-    /// replaces the initial value. The default since issue 31 (ours).
+    /// replaces the initial value. The default (ours).
     Visits,
 }
 
@@ -210,23 +212,23 @@ crate::names::value_names!(AlphaSchedule { Constant => "constant", Visits => "vi
 pub enum FrozenGreedy {
     /// Every feasible action: an action never tried keeps its initial value
     /// `q_init`, so with optimistic values an untried action wins and the
-    /// greedy choice is a random untried action (the behaviour before
-    /// issue 31).
+    /// greedy choice is a random untried action (the earlier default).
     All,
     /// The feasible actions tried at least once in that state (an update
     /// counted, or for an older table a value moved off `q_init`); all
-    /// feasible actions when none was tried. The default since issue 31
-    /// (ours: optimistic initial values are an exploration device, not an
-    /// estimate, so a frozen table ranks only what it measured).
+    /// feasible actions when none was tried. The default (ours: optimistic
+    /// initial values are an exploration device, not an estimate, so a
+    /// frozen table ranks only what it measured).
     Tried,
 }
 
 crate::names::value_names!(FrozenGreedy { All => "all", Tried => "tried" });
 
-/// Every open choice of RIFLING, with our defaults (the spec's proposal as
-/// revised by issue 16; [`RiflingParams::pre_issue16`] gives the earlier
-/// ones). A field missing from a saved table takes its pre-issue-16 value,
-/// which is what such a table was trained with.
+/// Every open choice of RIFLING, with our defaults (the spec's proposal,
+/// revised twice: see the module documentation and
+/// `experiments/rifling.md`; [`RiflingParams::pre_issue16`] gives the first
+/// proposal). A field missing from a saved table takes the first proposal's
+/// value, which is what such a table was trained with.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RiflingParams {
     /// Training-task groups of the K-means (inference is one more group).
@@ -267,7 +269,7 @@ pub struct RiflingParams {
     #[serde(default)]
     pub q_init: f64,
     /// Time constant of the discount and of the integrated reward, s; 0 =
-    /// discount once per scheduling point (the behaviour before issue 16).
+    /// discount once per scheduling point (the first proposal's rule).
     /// Default 600 s, the shortest single-GPU task of the GENIE workload
     /// ([`crate::workload::genie::MIN_LATENCY_S`]): at γ 0.9 a reward 95 min
     /// (`600 / ln(1/0.9)`) ahead counts 1/e, about a mean task's length.
@@ -277,21 +279,21 @@ pub struct RiflingParams {
     /// 2-3 / 4+ tasks waiting behind the FCFS head).
     #[serde(default)]
     pub queue_feature: bool,
-    /// When WAIT is available. Default [`WaitRule::WhenRunning`] since
-    /// issue 31: WAIT is one of the paper's actions ("all placements plus an
-    /// extra wait action", `specs/policies.md` §3.1). Issue 16 had set it to
-    /// [`WaitRule::Never`] from a QoS measurement (online RIFLING, lab16, 24 h
+    /// When WAIT is available. Default [`WaitRule::WhenRunning`]: WAIT is
+    /// one of the paper's actions ("all placements plus an extra wait
+    /// action", `specs/policies.md` §3.1). The earlier default was
+    /// [`WaitRule::Never`], from a QoS measurement (online RIFLING, lab16, 24 h
     /// of GENIE tasks, seeds 1-5: QoS 56.6 % never vs 18.3 % when-running at
     /// 20 tasks/h), but QoS is not RIFLING's objective; `never` stays an option.
     #[serde(default = "pre16_wait")]
     pub wait: WaitRule,
     /// What a frozen table's greedy choice ranges over. Default
-    /// [`FrozenGreedy::Tried`] (issue 31); a saved table without the field
+    /// [`FrozenGreedy::Tried`]; a saved table without the field
     /// reads [`FrozenGreedy::All`], the behaviour it was trained and shipped with.
     #[serde(default = "pre31_frozen_greedy")]
     pub frozen_greedy: FrozenGreedy,
-    /// The learning rate's schedule. Default [`AlphaSchedule::Visits`]
-    /// (issue 31); a saved table without the field reads
+    /// The learning rate's schedule. Default [`AlphaSchedule::Visits`]; a
+    /// saved table without the field reads
     /// [`AlphaSchedule::Constant`].
     #[serde(default = "pre31_alpha_schedule")]
     pub alpha_schedule: AlphaSchedule,
@@ -396,7 +398,7 @@ impl Default for RiflingParams {
 }
 
 impl RiflingParams {
-    /// The defaults before issue 16 (the spec's first proposal): epsilon
+    /// The first proposal's parameters (the spec's proposal): epsilon
     /// over 500 cumulative decisions, Q starting at 0 with ties to the lowest
     /// index, the time-average reward discounted once per scheduling point,
     /// no queue feature, WAIT whenever something runs.
@@ -434,7 +436,7 @@ pub enum RiflingMode {
 /// millions of parameters, training GFLOPs per sample, source). Kept here,
 /// not in `models.csv`, because that table's parameter count and GFLOPs also
 /// feed the GPU-memory estimate and the SM-utilisation proxy of every other
-/// policy's runs, which must stay byte-identical (issue 16); moving a row
+/// policy's runs, which must stay byte-identical; moving a row
 /// into `models.csv` changes those runs for that model's jobs.
 ///
 /// `transformer-multi30k` (Vaswani et al. 2017 base config as Gavel runs it:
@@ -484,8 +486,8 @@ pub fn log_ccr(db: &ProfileDb, model: &str, global_bsz: u32) -> f64 {
 
 /// Checks that every GENIE task model ([`crate::profile::genie::TASK_MODELS`])
 /// has a finite CCR in `db`, so that no training task falls silently into a
-/// group (before issue 16 `transformer-multi30k` had no figures and every
-/// seq2seq task went to group 0).
+/// group (`transformer-multi30k`'s figures, missing from `models.csv`, come
+/// from [`CCR_FACTS`]; without them every seq2seq task would go to group 0).
 ///
 /// # Errors
 /// A message naming the first task type and model whose CCR is not a
@@ -678,9 +680,9 @@ pub struct Agent {
     pub updates: u64,
     /// Regroupings made.
     pub regroups: u64,
-    /// Updates per (state, action), rows keyed as `q` (issue 31; a table
-    /// saved before has none, and [`Agent::tried`] then reads a value moved
-    /// off `q_init` as tried).
+    /// Updates per (state, action), rows keyed as `q` (an older saved table
+    /// has none, and [`Agent::tried`] then reads a value moved off `q_init`
+    /// as tried).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub visits: BTreeMap<String, Vec<u64>>,
     /// The largest `|ΔQ|` of one update since [`Agent::start_episode`] (or
@@ -735,8 +737,8 @@ impl Agent {
     }
 
     /// Whether action `a` of state `s` was ever updated: its visit count
-    /// when the table keeps counts for `s`, else (a table saved before
-    /// issue 31) whether its value moved off `q_init`.
+    /// when the table keeps counts for `s`, else (an older saved table)
+    /// whether its value moved off `q_init`.
     pub fn tried(&self, s: &str, a: usize) -> bool {
         match self.visits.get(s) {
             Some(v) => v.get(a).is_some_and(|&n| n > 0),
@@ -966,7 +968,7 @@ pub struct RiflingPolicy {
 }
 
 /// What a run of the learning agent (online or frozen) measures about its
-/// own table (issue 31): which states it visited with which actions
+/// own table: which states it visited with which actions
 /// feasible, and how decided its greedy choices were.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Diagnostics {
@@ -1248,7 +1250,7 @@ impl Policy for RiflingPolicy {
             ("rifling_waits", self.waits as f64),
             ("rifling_reward_mean", mean_r),
         ];
-        // The table diagnostics of issue 31, for the learning agent only
+        // The table diagnostics, for the learning agent only
         // (random placement's outputs stay as they were).
         if self.mode != RiflingMode::Random
             && let Ok(agent) = self.agent.lock()
@@ -1508,7 +1510,7 @@ mod tests {
         assert_eq!(a.state(None, "4,4,4,4", 0), "inf|4,4,4,4|q0");
         a.centroids = vec![1.0, 3.0];
         assert_eq!(a.state(Some(2.9), "4,3,0,0", 3), "t1|4,3,0,0|q2-3");
-        // Off: the key of before issue 16.
+        // Off: the first proposal's key.
         a.params.queue_feature = false;
         assert_eq!(a.state(Some(2.9), "4,3,0,0", 3), "t1|4,3,0,0");
     }
@@ -1545,7 +1547,7 @@ mod tests {
         assert!(check_ccr(&bad).unwrap_err().contains("has no models.csv row"));
     }
 
-    /// The diagnostics of issue 31 on a table small enough to work by hand.
+    /// The table diagnostics on a table small enough to work by hand.
     #[test]
     fn diagnostics_by_hand_on_a_tiny_table() {
         // Three actions (two placements + WAIT), q_init 10, visit counts kept.

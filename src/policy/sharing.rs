@@ -1,7 +1,7 @@
 //! GPU-sharing placements: a job joins GPUs as a tenant when its memory fits
 //! next to the tenants already there (see [`crate::cluster::ShareLimits`]).
 //!
-//! These are the baseline packers of issue 8 (first fit; best fit by memory).
+//! These are the baseline packers (first fit; best fit by memory).
 //! A job of unknown memory needs a whole GPU's memory, so it only ever lands
 //! on an idle GPU: the rules then behave as exclusive placements. The
 //! exception is a job of unknown memory with a guaranteed share (`milli`),
@@ -39,8 +39,7 @@ enum Rank {
 /// request class and node under the node's stamp ([`Cluster::node_stamp`],
 /// which changes whenever the node's holders change) and reused until the
 /// stamp changes: a search of a large partition looks at each unchanged
-/// node once per request class instead of at each of its GPUs (issue 20,
-/// point 3).
+/// node once per request class instead of at each of its GPUs.
 #[derive(Clone, Debug)]
 pub struct ShareFit {
     rank: Rank,

@@ -130,7 +130,7 @@ mod tests {
             assert!(!db.models.iter().any(|m| m.model == a.name), "{} is a canonical name", a.name);
             assert!(ALIASES[..i].iter().all(|b| b.name != a.name), "{} twice", a.name);
         }
-        // The lists: ElasticFlow's and Pollux/Sia's names all resolve.
+        // ElasticFlow's and Pollux/Sia's model lists: every name resolves.
         for n in ["bert", "gpt2", "resnet50", "vgg16", "inception3", "deepspeech2"] {
             assert!(resolve(n).is_some(), "{n}");
             assert!(resolve(&format!("elasticflow:{n}")).is_some(), "elasticflow:{n}");

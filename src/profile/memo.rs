@@ -1,7 +1,7 @@
 //! Memo tables for the profile rate and co-location models: a repeated
 //! question (the same model, batch, GPU type and split; the same tenants of
 //! a GPU type) costs one hash lookup instead of string allocations and
-//! table scans (issue 20, point 3).
+//! table scans.
 //!
 //! A memo is only looked up, never iterated, and it stores what the slow
 //! path computed from the same inputs, so no result depends on whether or

@@ -6,7 +6,7 @@
 //! embeddings → concatenation → an MLP with hidden layers of 128, 64 and 32
 //! (ReLU) → a sigmoid output; loss MSE/(2MN) + L2; pre-trained with Adam,
 //! then updated with SGD. The paper's matrix is subtask × metric; here (our
-//! reading, the issue's adaptation to pairs) it is the co-location table:
+//! reading, adapted to pairs) it is the co-location table:
 //!
 //! ```text
 //! speed(me, other, g) = σ( MLP( [U[me] ‖ V[other] ‖ W[g]] ) )

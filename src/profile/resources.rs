@@ -17,7 +17,7 @@
 //! callers then use the job's guaranteed share (milli-GPU / 1,000) or 1.0
 //! (a whole-GPU job is taken to keep its GPU busy: an upper estimate).
 //!
-//! **Host load** ([`HostLoad`], ours, issue 31; LDWP's per-node CPU and
+//! **Host load** ([`HostLoad`], ours; LDWP's per-node CPU and
 //! network inputs, `specs/policies.md` §5.1). No profile in
 //! `../shared/profiles` measures a training job's CPU use or its network
 //! bytes (Synergy's CPU-sensitivity data was not extracted), so both are a

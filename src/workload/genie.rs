@@ -128,7 +128,7 @@ pub enum TaskMix {
     /// with probability 1/2 (the default).
     #[default]
     Paper,
-    /// Training tasks only (issue 31, ours): the six types uniformly, every
+    /// Training tasks only (ours): the six types uniformly, every
     /// task training. Inference tasks exchange no gradients, so their speed
     /// does not depend on spreading across nodes; without them every task's
     /// speed does, by its computation/communication ratio (RIFLING's
