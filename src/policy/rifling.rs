@@ -34,7 +34,7 @@
 //!   greedy ties go to the lowest action index (fewest GPUs, fewest nodes);
 //!   physical nodes as GENIE's [`super::symmetric::physical`].
 //! - **Ours, first revision** (the proposal above stays reachable field by
-//!   field, all at once as [`RiflingParams::pre_issue16`]).
+//!   field, all at once as [`RiflingParams::first_proposal`]).
 //!   The proposal never explored: Q at 0, positive rewards and ties to the
 //!   lowest index made the first greedy visit of every state take `<1, 1>`
 //!   and keep it (the shipped table had 11 % of its entries ever updated);
@@ -86,7 +86,7 @@
 //!
 //!   The paper's Q initialisation, epsilon schedule and WAIT rule are not
 //!   public (a search of public pages found none); the choices above are
-//!   ours. [`RiflingParams::pre_issue16`] keeps the first proposal; a saved
+//!   ours. [`RiflingParams::first_proposal`] keeps the first proposal; a saved
 //!   table without the second revision's fields reads them as before.
 
 use std::collections::{BTreeMap, HashMap};
@@ -226,7 +226,7 @@ crate::names::value_names!(FrozenGreedy { All => "all", Tried => "tried" });
 
 /// Every open choice of RIFLING, with our defaults (the spec's proposal,
 /// revised twice: see the module documentation and
-/// `experiments/rifling.md`; [`RiflingParams::pre_issue16`] gives the first
+/// `experiments/rifling.md`; [`RiflingParams::first_proposal`] gives the first
 /// proposal). A field missing from a saved table takes the first proposal's
 /// value, which is what such a table was trained with.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -402,7 +402,7 @@ impl RiflingParams {
     /// over 500 cumulative decisions, Q starting at 0 with ties to the lowest
     /// index, the time-average reward discounted once per scheduling point,
     /// no queue feature, WAIT whenever something runs.
-    pub fn pre_issue16() -> Self {
+    pub fn first_proposal() -> Self {
         RiflingParams {
             epsilon_decay: 500,
             epsilon_per: EpsilonPer::Decision,
@@ -1291,7 +1291,7 @@ mod tests {
 
     #[test]
     fn q_update_by_hand() {
-        let p = RiflingParams { alpha: 0.5, gamma: 0.9, ..RiflingParams::pre_issue16() };
+        let p = RiflingParams { alpha: 0.5, gamma: 0.9, ..RiflingParams::first_proposal() };
         let mut a = Agent::new(p, 3, 1);
         a.q.insert("s".into(), vec![1.0, 0.0, 0.0]);
         a.q.insert("s2".into(), vec![3.0, 4.0, -1.0]);
@@ -1334,7 +1334,7 @@ mod tests {
             epsilon_start: 1.0,
             epsilon_end: 0.1,
             epsilon_decay: 2000,
-            ..RiflingParams::pre_issue16()
+            ..RiflingParams::first_proposal()
         };
         let mut a = Agent::new(p, 17, 11);
         let mask: Vec<bool> = (0..17).map(|x| x < 16).collect();
@@ -1353,7 +1353,7 @@ mod tests {
     #[cfg(feature = "kmeans")]
     #[test]
     fn epsilon_decays_linearly_and_regroup_carries_rows() {
-        let mut a = Agent::new(RiflingParams { k: 2, ..RiflingParams::pre_issue16() }, 3, 1);
+        let mut a = Agent::new(RiflingParams { k: 2, ..RiflingParams::first_proposal() }, 3, 1);
         assert!((a.epsilon() - 0.3).abs() < 1e-12);
         a.decisions = 250;
         assert!((a.epsilon() - 0.175).abs() < 1e-12);
