@@ -154,9 +154,38 @@ pub(crate) fn read(
         TraceFormat::Helios => read_wallclock(file, bytes, WallClock::Helios),
         TraceFormat::JobsCsv => read_jobs_csv(file, bytes, columns).map(|r| (r, None)),
         TraceFormat::AlibabaOpenb => read_openb(file, bytes).map(|r| (r, None)),
-        TraceFormat::Registered(k) => k.read(file, bytes).map(|r| (r, None)),
+        TraceFormat::Registered(k) => {
+            let records = k.read(file, bytes)?;
+            check_registered(file, &records)?;
+            Ok((records, None))
+        }
         TraceFormat::Auto | TraceFormat::Philly => unreachable!("resolved by load_trace"),
     }
+}
+
+/// A registered format's records hold the bounds the built-in readers
+/// enforce on every row: submit time and duration at most
+/// [`crate::time::MAX_SECS`] (so that every sum of times stays exact).
+/// The reader is the outside crate's code; without this check an overflowed
+/// time would reach the engine and give a wrong schedule silently.
+fn check_registered(file: &Path, records: &[TraceRecord]) -> Result<(), TraceError> {
+    let max_ms = (MAX_SECS * 1000.0) as u64;
+    for r in records {
+        for (column, ms) in [("submit time", r.submit_ms), ("duration", r.duration_ms)] {
+            if ms > max_ms {
+                return Err(TraceError::Field {
+                    file: file.to_path_buf(),
+                    line: r.line,
+                    column: column.to_string(),
+                    message: format!(
+                        "job `{}`: {ms} ms is out of range (at most {:e} s, about 3,170 years)",
+                        r.job_id, MAX_SECS
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Lines in the file: an upper bound on its data rows, to size vectors once.

@@ -95,6 +95,25 @@ fn a_bad_line_is_named_by_file_line_and_field() {
     assert!(err.contains("`fifty` is not a whole number"), "{err}");
 }
 
+/// The outside reader turns seconds into milliseconds with a saturating
+/// multiplication, so a submit time of 1e17 s reaches dlsched as u64::MAX ms;
+/// dlsched refuses it as it refuses it from its own readers (at most 1e11 s),
+/// naming the line and the field, instead of simulating an overflowed time.
+#[test]
+fn a_time_beyond_the_bound_from_an_outside_reader_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("huge.txt");
+    std::fs::write(&trace, "a 0 100 2\nb 99999999999999999 100 1\n").unwrap();
+    let out = bin()
+        .args(["simulate", "--trace", trace.to_str().unwrap(), "--format", "ws-jobs", "--policy", "largest-first"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("huge.txt:2: column `submit time`"), "{err}");
+    assert!(err.contains("job `b`") && err.contains("at most 1e11 s"), "{err}");
+}
+
 #[test]
 fn the_help_lists_the_registered_kind_and_format() {
     let help = run(&["simulate", "--help"]);
