@@ -692,9 +692,10 @@ fn print_next(a: &SimulateArgs, r: &RunReport) -> Result<()> {
             "\noutputs   none written; --out DIR writes jobs.csv (one row per job), timeline.csv, vc_timeline.csv, summary.json, vc_summary.csv, manifest.json"
         )?,
     }
+    let (program, command) = this_command();
     let plot = match &a.out {
-        Some(dir) => format!("dlsched plot {}", dir.display()),
-        None => "dlsched simulate --out runs/first && dlsched plot runs/first".to_string(),
+        Some(dir) => format!("{program} plot {}", dir.display()),
+        None => format!("{command} --out runs/first && {program} plot runs/first"),
     };
     let queue = match &r.spec.policy {
         PolicySpec::Fifo(q) | PolicySpec::Sjf(q) if synthetic_scenario(a) => {
@@ -711,6 +712,31 @@ fn print_next(a: &SimulateArgs, r: &RunReport) -> Result<()> {
         outln!("          {q}")?;
     }
     Ok(())
+}
+
+/// The program's file name (`dlsched`, or an outside crate's binary) and the
+/// command this process was run as, each argument quoted for a POSIX shell
+/// where it needs it, so that a hint can repeat the run with one flag more.
+fn this_command() -> (String, String) {
+    let mut args = std::env::args_os();
+    let program = args
+        .next()
+        .and_then(|p| Path::new(&p).file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "dlsched".to_string());
+    let mut command = program.clone();
+    for arg in args {
+        let arg = arg.to_string_lossy();
+        let plain = !arg.is_empty() && arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+        command.push(' ');
+        if plain {
+            command.push_str(&arg);
+        } else {
+            command.push('\'');
+            command.push_str(&arg.replace('\'', "'\\''"));
+            command.push('\'');
+        }
+    }
+    (program, command)
 }
 
 /// The synthetic workload in one line, and for fifo and sjf whether the

@@ -175,3 +175,23 @@ fn the_readme_genie_profile_command_rewrites_its_artefact_byte_for_byte() {
         }
     }
 }
+
+/// Without `--out`, the hint repeats the command as it was run with
+/// `--out runs/first` added (not a bare `dlsched simulate`, which would drop
+/// the trace and the policy), an argument with a space quoted for the shell.
+#[test]
+fn the_next_hint_repeats_the_command_with_out() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("my traces");
+    std::fs::create_dir(&dir).unwrap();
+    let trace = dir.join("jobs.csv");
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_jobs.csv"), &trace).unwrap();
+    let o = dlsched(&["simulate", "--trace", trace.to_str().unwrap(), "--policy", "sjf"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let want = format!(
+        "next      dlsched simulate --trace '{}' --policy sjf --out runs/first && dlsched plot runs/first",
+        trace.display()
+    );
+    assert!(out.contains(&want), "stdout lacks `{want}`:\n{out}");
+}
