@@ -69,13 +69,10 @@ fn at_zero(kind: &str, n: u64, db: &Arc<ProfileDb>, artefacts: &Artefacts) -> Si
         seed: 1,
         tasks: false,
         artefacts,
-        agent: None,
-        genie_profiles: None,
-        genie_truth: Default::default(),
+        extensions: Default::default(),
         // The run's rate model (trace speed), for policies that predict speeds.
         rate_model: &|| Box::new(TraceSpeed) as Box<dyn dlsched::profile::RateModel>,
         predictor: Default::default(),
-        genie_batches: Default::default(),
     };
     let policy = spec.build(&mut ctx).expect("policy");
     // Kept with `..Default::default()` so that new engine options leave it alone.

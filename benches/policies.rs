@@ -34,7 +34,8 @@ use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_ma
 use dlsched::cluster::{Cluster, ClusterPreset, ClusterSpec};
 use dlsched::engine::{CheckpointModel, EngineConfig, Simulation};
 use dlsched::job::TaskSpec;
-use dlsched::policy::registry::{Artefacts, BuildContext, KINDS, PolicySpec};
+use dlsched::policy::genie::ProfilerConfig;
+use dlsched::policy::registry::{Artefacts, BuildContext, Extensions, GenieRun, KINDS, PolicySpec};
 use dlsched::profile::coloc::ProfileInterference;
 use dlsched::profile::db::ProfileDb;
 use dlsched::profile::genie::{GenieTruth, GroundTruth};
@@ -109,12 +110,13 @@ fn at_start(kind: &str, n: u64, db: &Arc<ProfileDb>, artefacts: &Artefacts) -> R
         seed: 1,
         tasks,
         artefacts,
-        agent: None,
-        genie_profiles: None,
-        genie_truth: GenieTruth::Table,
+        // GENIE's profiler measures the table truth, as the run's rate model.
+        extensions: Extensions::default().with(GenieRun {
+            profiler: ProfilerConfig { truth: GenieTruth::Table, ..Default::default() },
+            profiles: None,
+        }),
         rate_model: &policy_rates,
         predictor: Default::default(),
-        genie_batches: Default::default(),
     };
     let policy = spec.build(&mut ctx).map_err(|e| e.to_string())?;
     // Kept with `..Default::default()` so that new engine options leave it alone.

@@ -24,8 +24,8 @@ pub use output::{
 };
 pub use registry::Registry;
 pub use run::{
-    InputInfo, PolicyBuilder, RunReport, run_one, run_one_checked, run_one_with_agent, run_one_with_artefacts,
-    run_one_with_policy,
+    InputInfo, PolicyBuilder, RunBuilder, RunReport, run_one, run_one_checked, run_one_with_agent,
+    run_one_with_artefacts, run_one_with_policy,
 };
 pub use spec::{
     ClusterChoice, DEFAULT_SAMPLE_INTERVAL_S, DEFAULT_SEED, GPU_TYPE_MEMORY, RateModelKind, RunSpec, WorkloadSource,
@@ -33,5 +33,5 @@ pub use spec::{
 };
 
 pub use crate::policy::registry::{
-    Artefacts, genie_profiles, load_genie_profiles, load_rifling_agent, load_rifling_table,
+    Artefact, Artefacts, Extensions, genie_profiles, load_genie_profiles, load_rifling_agent, load_rifling_table,
 };

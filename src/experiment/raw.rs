@@ -16,9 +16,8 @@ use super::spec::{ClusterChoice, RateModelKind, RunSpec, WorkloadSource};
 use crate::cluster::{ClusterPreset, ShareLimits};
 use crate::policy::placement::PlacementKind;
 use crate::policy::registry::Artefacts;
-use crate::policy::registry::{GenieFamilyOptions, IawpOptions, QueueOptions, RiflingOptions};
+use crate::policy::registry::{IawpOptions, QueueOptions};
 use crate::policy::registry::{PolicyName, PolicySpec};
-use crate::policy::rifling::{RiflingMode, RiflingParams};
 use crate::trace::{ColumnMap, TraceFormat};
 use crate::workload::genie::{EctBasis, GenieWorkloadSpec};
 use crate::workload::synthetic::SyntheticSpec;
@@ -297,6 +296,20 @@ pub fn first_run_job_cap(p: &RawSpec, spec: &mut RunSpec) -> Result<(), crate::e
     Ok(())
 }
 
+/// Every built-in family's own keys ([`crate::policy::build::FamilyKey`]),
+/// each once.
+fn all_family_keys() -> Vec<crate::policy::build::FamilyKey> {
+    let mut keys: Vec<crate::policy::build::FamilyKey> = Vec::new();
+    for n in <PolicyName as ValueNames>::selectable() {
+        for fk in n.default_spec().family_keys(false) {
+            if !keys.iter().any(|k| k.key == fk.key) {
+                keys.push(*fk);
+            }
+        }
+    }
+    keys
+}
+
 /// The prefix of the raw-spec keys that set the run's policy options:
 /// `policy_opt.NAME` (a sweep file's `policy_opt.NAME = VALUE`, in `[base]`
 /// or `[sweep]`, or a `[base.policy_opt]` table; `--policy-opt NAME=VALUE`
@@ -351,10 +364,20 @@ pub fn known_options_of(spec: &PolicySpec) -> String {
 /// through serde: each is checked as it is set, so an error names the one
 /// at fault, and lists the kind's options.
 fn set_policy_options(policy: PolicySpec, opts: &[(String, Value, String)]) -> Result<PolicySpec, String> {
+    set_options(policy, opts, true)
+}
+
+/// [`set_policy_options`]; with `list_known` false (options set by a
+/// family's own keys, which name one option each) an error does not list
+/// the kind's options.
+fn set_options(policy: PolicySpec, opts: &[(String, Value, String)], list_known: bool) -> Result<PolicySpec, String> {
     if opts.is_empty() {
         return Ok(policy);
     }
-    let known = || format!(" (`{}` options: {})", policy.kind(), known_options_of(&policy));
+    let known = || match list_known {
+        true => format!(" (`{}` options: {})", policy.kind(), known_options_of(&policy)),
+        false => String::new(),
+    };
     let mut json = serde_json::to_value(&policy).map_err(|e| e.to_string())?;
     let mut spec = policy.clone();
     for (opt, v, at) in opts {
@@ -660,7 +683,7 @@ pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, artefacts: Option<&mut Artef
 pub fn to_run_spec_in(
     p: &RawSpec,
     origin: Origin<'_>,
-    mut artefacts: Option<&mut Artefacts>,
+    artefacts: Option<&mut Artefacts>,
     registry: &Registry,
 ) -> Result<RunSpec, String> {
     let r = Reader { p, o: origin };
@@ -792,14 +815,19 @@ pub fn to_run_spec_in(
         (None, Err(e)) => return Err(e),
     };
     let kind_name = outside.as_ref().map_or(name.kind(), |k| k.name());
-    let genie_kind = if outside.is_some() { None } else { name.genie() };
     let backfill = r.flag("backfill")?;
-    let best_fit_nodes = r.flag("genie_best_fit")?;
-    let theta =
-        r.bounded("theta", crate::bounds::theta(r.num("theta")?.unwrap_or(GenieFamilyOptions::default().theta)))?;
-    if file && r.has("theta") && genie_kind.is_none() {
-        // An ignored key would make runs that differ only in their ids.
-        return Err(format!("`theta` applies only to the GENIE-family policies, not `policy` = `{kind_name}`"));
+    // Every family's own keys (`theta`, `rifling_alpha`, ...): a number
+    // with a range is checked whatever the policy, and a key an experiment
+    // file may set only for its family's policies is refused for another.
+    let own_keys = if outside.is_some() { &[][..] } else { name.default_spec().family_keys(file) };
+    for fk in all_family_keys().into_iter().filter(|fk| r.has(fk.key)) {
+        if let Some(check) = fk.check {
+            r.bounded(fk.key, check(r.num(fk.key)?.unwrap_or(0.0)))?;
+        }
+        if let Some(family) = fk.only_for.filter(|_| file && !own_keys.iter().any(|k| k.key == fk.key)) {
+            // An ignored key would make runs that differ only in their ids.
+            return Err(format!("`{}` applies only to the {family} policies, not `policy` = `{kind_name}`", fk.key));
+        }
     }
     // The texts each origin has always given.
     let moldable_only = |rifling: bool| match (file, rifling) {
@@ -845,7 +873,7 @@ pub fn to_run_spec_in(
     // Every other kind (a registered one too), with its options' defaults;
     // the generic keys set its options of the same names, when set off
     // their defaults (an option it lacks is an error, not ignored).
-    let generic_options = |n: Option<PolicyName>, default: PolicySpec| {
+    let generic_options = |default: PolicySpec| {
         let mut generic = Vec::new();
         if backfill {
             let at = if file { o.setting("backfill", "true") } else { o.key("backfill") };
@@ -855,91 +883,52 @@ pub fn to_run_spec_in(
             let v = placement.name().to_string();
             generic.push(("placement".to_string(), Value::Str(v.clone()), o.setting("placement", &v)));
         }
-        if n == Some(PolicyName::MemoryEfficiency) && share != ShareLimits::default() {
-            // The sharing limits of the thesis's task placement.
-            generic.push(("share.max_tenants".into(), Value::UInt(share.max_tenants.into()), o.key("max_tenants")));
-            generic.push(("share.mem_headroom".into(), Value::Float(share.mem_headroom), o.key("mem_headroom")));
-        }
         set_policy_options(default, &generic)
     };
     let policy = match name {
-        _ if let Some(k) = &outside => generic_options(None, k.default_spec()?)?,
+        _ if let Some(k) = &outside => generic_options(k.default_spec()?)?,
         PolicyName::Fifo if placement == PlacementKind::Iawp => {
             PolicySpec::Iawp(IawpOptions { backfill, share, ..IawpOptions::default() })
         }
         PolicyName::Fifo => PolicySpec::Fifo(QueueOptions { backfill, placement, share }),
         PolicyName::Sjf => PolicySpec::Sjf(QueueOptions { backfill, placement, share }),
-        n if n.genie().is_some() => {
+        // The GENIE and RIFLING families set their options by their own
+        // keys (below).
+        n if n.genie().is_some() || n.rifling().is_some() => {
             if !tasks {
-                return Err(moldable_only(false));
+                return Err(moldable_only(n.rifling().is_some()));
             }
-            let models = r.path("genie_models")?;
-            if let (Some(m), Some(a)) = (&models, artefacts.as_deref_mut()) {
-                a.genie_models(m).map_err(|e| format!("{}: {e}", o.key("genie_models")))?;
-            }
-            let variant = n.genie().unwrap_or(crate::policy::genie::GenieVariant::Genie);
-            PolicySpec::genie_family(
-                variant,
-                GenieFamilyOptions { theta, backfill, best_fit_nodes, models, ..Default::default() },
-            )
+            n.default_spec()
         }
-        n if n.rifling().is_some() => {
-            let mode = n.rifling().unwrap_or(RiflingMode::Online);
-            let d = RiflingParams::default();
-            let params = RiflingParams {
-                k: r.uint("rifling_k")?.map_or(d.k, |x| x as usize),
-                alpha: r.num("rifling_alpha")?.unwrap_or(d.alpha),
-                gamma: r.num("rifling_gamma")?.unwrap_or(d.gamma),
-                epsilon_start: r.num("rifling_epsilon")?.unwrap_or(d.epsilon_start),
-                epsilon_end: r.num("rifling_epsilon_end")?.unwrap_or(d.epsilon_end),
-                epsilon_decay: r.uint("rifling_epsilon_decay")?.unwrap_or(d.epsilon_decay),
-                regroup_every: r.uint("rifling_regroup")?.unwrap_or(d.regroup_every),
-                window: r.uint("rifling_window")?.map_or(d.window, |x| x as usize),
-                reward: r.enumv("rifling_reward")?.unwrap_or(d.reward),
-                best_fit_nodes,
-                epsilon_per: r.enumv("rifling_epsilon_per")?.unwrap_or(d.epsilon_per),
-                tie_break: r.enumv("rifling_tie_break")?.unwrap_or(d.tie_break),
-                q_init: r.num("rifling_q_init")?.unwrap_or(d.q_init),
-                tau_s: r.num("rifling_tau")?.unwrap_or(d.tau_s),
-                queue_feature: if r.p.contains_key("rifling_queue_feature") {
-                    r.flag("rifling_queue_feature")?
-                } else {
-                    d.queue_feature
-                },
-                wait: r.enumv("rifling_wait")?.unwrap_or(d.wait),
-                frozen_greedy: r.enumv("rifling_frozen_greedy")?.unwrap_or(d.frozen_greedy),
-                alpha_schedule: r.enumv("rifling_alpha_schedule")?.unwrap_or(d.alpha_schedule),
-            };
-            params.validate()?;
-            if !tasks {
-                return Err(moldable_only(true));
-            }
-            // In a sweep the table is the frozen policy's: online runs of the
-            // same sweep start from an empty Q-table, as the experiments compare.
-            let table = r.path("rifling_table")?;
-            let table = if file && mode != RiflingMode::Frozen { None } else { table };
-            if let (Some(t), Some(a)) = (&table, artefacts.as_deref_mut()) {
-                a.rifling_table(t).map_err(|e| format!("{}: {e}", o.key("rifling_table")))?;
-            }
-            PolicySpec::rifling_family(mode, RiflingOptions { params, table })
-        }
-        n => generic_options(Some(n), n.default_spec())?,
+        n => generic_options(n.default_spec())?,
     };
+    // The family's own keys, as the options they set (a path relative to
+    // an experiment file's directory), then the `policy_opt` options.
+    let mut own = Vec::new();
+    for fk in own_keys.iter().filter(|fk| r.has(fk.key)) {
+        let v = match fk.path.then(|| r.path(fk.key)).transpose()?.flatten() {
+            Some(path) => Value::Str(path.to_string_lossy().into_owned()),
+            None => p.get(fk.key).cloned().unwrap_or(Value::Bool(false)),
+        };
+        own.push((fk.option.to_string(), v, o.key(fk.key)));
+    }
+    let policy = set_options(policy, &own, false)?;
     let opts: Vec<(String, Value, String)> = p
         .iter()
         .filter_map(|(k, v)| k.strip_prefix(POLICY_OPT).map(|n| (n.to_string(), v.clone(), o.policy_opt(n, v))))
         .collect();
     let policy = set_policy_options(policy, &opts)?;
-    if let (false, Some(a)) = (opts.is_empty(), artefacts) {
-        // Files the options name, read once like those of the keys.
-        if let Some(m) = policy.genie_models() {
-            a.genie_models(m)
-                .map_err(|e| format!("{}: {e}", o.policy_opt("models", &Value::Str(m.display().to_string()))))?;
-        }
-        if let Some(t) = policy.rifling_table() {
-            a.rifling_table(t)
-                .map_err(|e| format!("{}: {e}", o.policy_opt("table", &Value::Str(t.display().to_string()))))?;
-        }
+    if let Some(a) = artefacts {
+        // Files the options name, read once for a sweep; the error names the
+        // setting that gave the file.
+        policy.load_artefacts(a).map_err(|(option, e)| {
+            let at = match (opts.iter().find(|(n, ..)| n == option), own_keys.iter().find(|k| k.option == option)) {
+                (Some((n, v, _)), _) => o.policy_opt(n, v),
+                (None, Some(fk)) => o.key(fk.key),
+                (None, None) => o.policy_opt(option, &Value::Str(String::new())),
+            };
+            format!("{at}: {e}")
+        })?;
     }
     let spec = RunSpec {
         workload,

@@ -2,6 +2,8 @@
 //! [`RunSpec`], simulate and summarise ([`run_one`] and its variants), and
 //! what a finished run holds ([`RunReport`], [`InputInfo`]).
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -14,9 +16,9 @@ use crate::error::{ConfigError, RunError};
 use crate::job::Skipped;
 use crate::metrics::{self, Summary, VcSummary};
 use crate::metrics::{Recorder, Recording};
-use crate::policy::genie::GenieProfiles;
+use crate::policy::build::{Artefacts, BuildContext, Extensions};
+use crate::policy::genie_family::GenieRun;
 use crate::policy::placement::PlacementKind;
-use crate::policy::registry::{Artefacts, genie_profiles};
 use crate::profile::db::ProfileDb;
 use crate::trace::TraceRecord;
 use crate::trace::{ColumnMap, load_trace};
@@ -60,13 +62,14 @@ pub struct RunReport {
     pub model_aliases: Vec<crate::profile::aliases::AliasUse>,
 }
 
-/// Runs `spec`, calling `progress` now and then.
+/// Runs `spec`, calling `progress` now and then ([`RunBuilder`] with
+/// nothing added).
 ///
 /// # Errors
 /// [`RunError`] for unreadable or malformed input, an invalid configuration,
 /// an empty workload, or an invalid policy decision.
 pub fn run_one(spec: &RunSpec, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
-    run_inner(spec, None, None, &Artefacts::default(), false, progress)
+    RunBuilder::new(spec).run(progress)
 }
 
 /// [`run_one_with_artefacts`] with every engine invariant checked after every
@@ -82,11 +85,12 @@ pub fn run_one_checked(
     artefacts: &Artefacts,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
-    run_inner(spec, None, None, artefacts, true, progress)
+    RunBuilder::new(spec).artefacts(artefacts).invariant_checks(true).run(progress)
 }
 
-/// [`run_one`] taking the RIFLING table and GENIE models from `artefacts`
-/// where it holds them (read from disk otherwise, and not kept).
+/// [`run_one`] taking the files its policy reads (RIFLING tables, GENIE
+/// models) and its profile databases from `artefacts` where it holds them
+/// (read from disk otherwise, and not kept).
 ///
 /// # Errors
 /// As [`run_one`].
@@ -95,7 +99,7 @@ pub fn run_one_with_artefacts(
     artefacts: &Artefacts,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
-    run_inner(spec, None, None, artefacts, false, progress)
+    RunBuilder::new(spec).artefacts(artefacts).run(progress)
 }
 
 /// [`run_one`] with a RIFLING policy driving `agent` (kept by the caller, e.g.
@@ -107,18 +111,21 @@ pub fn run_one_with_artefacts(
 /// As [`run_one`].
 pub fn run_one_with_agent(
     spec: &RunSpec,
-    agent: Option<std::sync::Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
+    agent: Option<Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
     artefacts: &Artefacts,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
-    run_inner(spec, agent, None, artefacts, false, progress)
+    let mut run = RunBuilder::new(spec).artefacts(artefacts);
+    if let Some(agent) = agent {
+        run = run.extension(agent);
+    }
+    run.run(progress)
 }
 
-/// Builds a policy for a run from its [`crate::policy::registry::BuildContext`] (see
-/// [`run_one_with_policy`]).
-pub type PolicyBuilder<'b> = Box<
-    dyn FnOnce(&mut crate::policy::registry::BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError> + 'b,
->;
+/// Builds a policy for a run from its [`BuildContext`] (see
+/// [`RunBuilder::policy`]).
+pub type PolicyBuilder<'b> =
+    Box<dyn FnOnce(&mut BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError> + 'b>;
 
 /// [`run_one`] with the policy built by `build` instead of from
 /// `spec.policy` (which still gives the placement jobs are admitted under
@@ -130,27 +137,200 @@ pub type PolicyBuilder<'b> = Box<
 /// As [`run_one`], and whatever `build` returns.
 pub fn run_one_with_policy(
     spec: &RunSpec,
-    build: impl FnOnce(&mut crate::policy::registry::BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError>,
+    build: impl FnOnce(&mut BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError>,
     progress: impl FnMut(Progress),
 ) -> Result<RunReport, RunError> {
-    run_inner(spec, None, Some(Box::new(build)), &Artefacts::default(), false, progress)
+    RunBuilder::new(spec).policy(build).run(progress)
 }
 
-fn run_inner(
-    spec: &RunSpec,
-    agent: Option<std::sync::Arc<std::sync::Mutex<crate::policy::rifling::Agent>>>,
-    custom: Option<PolicyBuilder<'_>>,
-    artefacts: &Artefacts,
+/// One run, built stage by stage from its [`RunSpec`]:
+///
+/// 1. **cluster**: the spec's cluster, with the policy's sharing limits;
+/// 2. **workload**: the trace or generated jobs, or a policy family's own
+///    workload (GENIE's moldable tasks, [`crate::policy::genie_family::task_workload`]);
+/// 3. **models**: the rate model and profile database, the model and batch
+///    of every job, its GPU memory; then admission on the empty cluster;
+/// 4. **policy**: a [`BuildContext`] to which each policy family's stage
+///    adds what its policies read ([`Extensions`]; GENIE's profiler
+///    settings and fitted models), then the spec's policy (or the one
+///    [`RunBuilder::policy`] builds);
+/// 5. **engine**: the simulation, with the co-location model, checkpoint
+///    model, horizon and task memory;
+/// 6. **recorder**: the run observed, then summarised into a [`RunReport`].
+///
+/// What a caller adds beyond the spec goes in before [`RunBuilder::run`]:
+/// an artefact set shared by many runs ([`RunBuilder::artefacts`]), state a
+/// policy keeps across runs ([`RunBuilder::extension`]: a RIFLING agent
+/// `Arc<Mutex<rifling::Agent>>` or an LDWP network `Arc<Mutex<ldwp::Dqn>>`
+/// trained over episodes), a policy built outside the registry.
+///
+/// Two runs sharing one artefact set (the profile database parsed once),
+/// the second with its invariants checked; a checked run that passes is the
+/// unchecked one:
+///
+/// ```
+/// use dlsched::cluster::ClusterPreset;
+/// use dlsched::experiment::{Artefacts, ClusterChoice, RateModelKind, RunBuilder, RunSpec, WorkloadSource};
+/// use dlsched::workload::synthetic::SyntheticSpec;
+///
+/// let workload = WorkloadSource::Synthetic(SyntheticSpec { jobs: 30, ..SyntheticSpec::default() });
+/// let mut spec = RunSpec::new(workload, ClusterChoice::Preset { preset: ClusterPreset::Lab16 });
+/// spec.rate_model = RateModelKind::Table; // speeds from the profile database
+/// let shared = Artefacts::default();
+/// let plain = RunBuilder::new(&spec).artefacts(&shared).run(|_| {})?;
+/// let checked = RunBuilder::new(&spec).artefacts(&shared).invariant_checks(true).run(|_| {})?;
+/// assert_eq!(plain.summary.jobs_completed, 30);
+/// assert_eq!(plain.summary.jct_mean_s.to_bits(), checked.summary.jct_mean_s.to_bits());
+/// # Ok::<(), dlsched::error::RunError>(())
+/// ```
+pub struct RunBuilder<'a> {
+    spec: &'a RunSpec,
+    artefacts: Cow<'a, Artefacts>,
+    extensions: Extensions,
+    policy: Option<PolicyBuilder<'a>>,
     checks: bool,
-    progress: impl FnMut(Progress),
-) -> Result<RunReport, RunError> {
-    spec.validate().map_err(ConfigError)?;
+}
+
+impl<'a> RunBuilder<'a> {
+    /// A run of `spec`, its files read for it alone.
+    pub fn new(spec: &'a RunSpec) -> Self {
+        RunBuilder {
+            spec,
+            artefacts: Cow::Owned(Artefacts::default()),
+            extensions: Extensions::default(),
+            policy: None,
+            checks: false,
+        }
+    }
+
+    /// Reads the files the run names (RIFLING tables, GENIE models, profile
+    /// databases) through `artefacts`, where a sweep's runs share them.
+    pub fn artefacts(mut self, artefacts: &'a Artefacts) -> Self {
+        self.artefacts = Cow::Borrowed(artefacts);
+        self
+    }
+
+    /// Hands `value` to the run's policy ([`BuildContext::extensions`]): state
+    /// the caller keeps across runs, e.g. the `Arc<Mutex<rifling::Agent>>` a
+    /// RIFLING policy then drives instead of a fresh or loaded one.
+    pub fn extension<T: std::any::Any + Send>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
+        self
+    }
+
+    /// Builds the policy with `build` instead of from the spec's policy
+    /// (which still gives the placement jobs are admitted under and the
+    /// sharing limits).
+    pub fn policy(
+        mut self,
+        build: impl FnOnce(&mut BuildContext<'_>) -> Result<Box<dyn crate::policy::Policy>, RunError> + 'a,
+    ) -> Self {
+        self.policy = Some(Box::new(build));
+        self
+    }
+
+    /// Checks every engine invariant after every instant
+    /// ([`run_one_checked`]).
+    pub fn invariant_checks(mut self, on: bool) -> Self {
+        self.checks = on;
+        self
+    }
+
+    /// Runs the stages, calling `progress` now and then.
+    ///
+    /// # Errors
+    /// As [`run_one`].
+    pub fn run(self, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
+        let RunBuilder { spec, artefacts, extensions, policy, checks } = self;
+        let artefacts = &*artefacts;
+        spec.validate().map_err(ConfigError)?;
+        let cluster = cluster_stage(spec)?;
+        let mut extensions = extensions;
+        let loaded = workload_stage(spec, &cluster, artefacts, &mut extensions)?;
+        let Loaded { records, input, mut tasks } = loaded;
+        let is_tasks = spec.workload.is_tasks();
+        let models = models_stage(spec, &cluster, artefacts, records, is_tasks)?;
+        let mut workload = admission_stage(spec, &cluster, artefacts, models.records, &input)?;
+        workload.jobs.attach_tasks(&mut tasks);
+        let rate_model = models.rate_model;
+        let db = models.db;
+        // A policy that predicts speeds (Themis's bids) builds its own copy.
+        let policy_rates = || rate_model.build(db.as_ref());
+        let mut ctx = BuildContext {
+            cluster: &cluster,
+            db: db.clone(),
+            db_name: db_name(spec),
+            seed: spec.seed,
+            tasks: is_tasks,
+            artefacts,
+            extensions,
+            rate_model: &policy_rates,
+            predictor: spec.predictor,
+        };
+        let policy = match policy {
+            Some(build) => build(&mut ctx)?,
+            None => spec.policy.build(&mut ctx)?,
+        };
+        // The recorder reads the run's database for the SM-utilisation proxy.
+        let mut recorder = Recorder::new(&cluster, &workload.jobs, models.share_metrics_useful, db.clone());
+        // GENIE and RIFLING report what their decisions cost (timing.json);
+        // timing a plain replay's decisions would cost a few percent.
+        let policy = if spec.policy.time_decisions() { recorder.time_policy(policy) } else { policy };
+        let sim = engine_stage(spec, cluster, workload.jobs, policy, rate_model, db, artefacts, is_tasks, checks)?;
+        // An error of the run names the job's trace file and line.
+        let output = sim.run_observed(&mut recorder, progress).map_err(|e| match &spec.workload {
+            WorkloadSource::Trace { path, .. } => e.in_file(path),
+            _ => e,
+        })?;
+        let recording = recorder.into_recording();
+        let (mut summary, vcs) = metrics::summarize(&output, &recording, &workload.skipped, workload.rows_total);
+        if summary.jobs_unfinished > 0 {
+            summary.cut_off = spec.cut_off();
+        }
+        Ok(RunReport {
+            spec: spec.clone(),
+            input,
+            output,
+            recording,
+            skipped: workload.skipped,
+            summary,
+            vcs,
+            model_aliases: models.model_aliases,
+        })
+    }
+}
+
+/// The name of the run's profile database for manifests.
+fn db_name(spec: &RunSpec) -> String {
+    spec.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string())
+}
+
+/// Stage 1: the cluster, with the sharing limits of the run's policy.
+fn cluster_stage(spec: &RunSpec) -> Result<Cluster, RunError> {
     let mut cluster = Cluster::new(spec.cluster.spec()?)?;
     cluster.set_share_limits(spec.policy.share_limits())?;
-    let db_name = spec.profiles.as_ref().map_or("builtin".to_string(), |d| d.display().to_string());
-    let mut genie_tasks: std::collections::HashMap<String, crate::job::TaskSpec> = Default::default();
-    let mut run_profiles: Option<GenieProfiles> = None;
-    let (records, input) = match &spec.workload {
+    Ok(cluster)
+}
+
+/// What the workload stage read.
+struct Loaded {
+    /// One record per job or task, in trace order.
+    records: Vec<TraceRecord>,
+    /// Facts about the input, for the manifest.
+    input: InputInfo,
+    /// The moldable tasks by job name (empty unless the workload is tasks).
+    tasks: HashMap<String, crate::job::TaskSpec>,
+}
+
+/// Stage 2: the workload's records (a trace, generated jobs, or GENIE's
+/// moldable tasks, whose stage adds [`GenieRun`] to `extensions`).
+fn workload_stage(
+    spec: &RunSpec,
+    cluster: &Cluster,
+    artefacts: &Artefacts,
+    extensions: &mut Extensions,
+) -> Result<Loaded, RunError> {
+    let loaded = match &spec.workload {
         WorkloadSource::Trace { path, format, columns } => {
             let t = load_trace(path, *format, columns)?;
             let input = InputInfo {
@@ -160,7 +340,7 @@ fn run_inner(
                 origin: t.origin.clone(),
                 rows: t.records.len(),
             };
-            (t.records, input)
+            Loaded { records: t.records, input, tasks: HashMap::new() }
         }
         WorkloadSource::Synthetic(s) => {
             let max = cluster.partitions().iter().map(|p| p.gpus_total).max().unwrap_or(0);
@@ -168,76 +348,42 @@ fn run_inner(
             let recs = synthetic::generate(s, cluster.total_gpus(), max, spec.seed).map_err(ConfigError)?;
             let input =
                 InputInfo { path: None, format: "synthetic".into(), sha256: None, origin: None, rows: recs.len() };
-            (recs, input)
+            Loaded { records: recs, input, tasks: HashMap::new() }
         }
         WorkloadSource::Genie(g) | WorkloadSource::TraceTasks { spec: g, .. } => {
             let db = artefacts.profiles().get(spec.profiles.as_deref())?;
-            let db = &*db;
-            let node = cluster.spec().nodes.first().cloned().ok_or_else(|| ConfigError("empty cluster".into()))?;
-            let genie_truth = spec.rate_model.genie_truth();
-            if genie_truth == crate::profile::genie::GenieTruth::GenieK80
-                && !node.gpu_type.eq_ignore_ascii_case(crate::profile::genie::K80)
-            {
-                return Err(ConfigError(format!(
-                    "rate model `genie-k80` is the K80 ground truth of GENIE's task types; cluster `{}` has {} GPUs",
-                    cluster.spec().name,
-                    node.gpu_type
-                ))
-                .into());
-            }
-            let truth = crate::profile::genie::GroundTruth::with(db, &node.gpu_type, genie_truth);
-            let mut tasks = match &spec.workload {
+            let profiler = crate::policy::genie::ProfilerConfig {
+                truth: spec.rate_model.genie_truth(),
+                batches: spec.profile_batches,
+                ..Default::default()
+            };
+            let trace = match &spec.workload {
                 WorkloadSource::TraceTasks { path, format, .. } => {
-                    let t = load_trace(path, *format, &ColumnMap::default())?;
-                    let p = cluster.partition(crate::ids::VcId(0));
-                    crate::workload::genie::from_trace_with(
-                        &t.records,
-                        g,
-                        db,
-                        &truth,
-                        node.gpu_mem_mib,
-                        p.gpus_total,
-                        p.max_node_gpus,
-                        spec.seed,
-                    )
+                    Some(load_trace(path, *format, &ColumnMap::default())?.records)
                 }
-                _ => crate::workload::genie::generate_with(g, db, &truth, node.gpu_mem_mib, spec.seed),
-            }
-            .map_err(ConfigError)?;
-            if g.ect == crate::workload::genie::EctBasis::Predicted {
-                // The paper's ECT: a multiple of the predicted single-GPU
-                // latency, from the run's fitted models (the ones a GENIE
-                // policy of this run uses), for every policy alike.
-                let profiles = genie_profiles(
+                _ => None,
+            };
+            let crate::policy::genie_family::TaskWorkload { tasks, profiles } =
+                crate::policy::genie_family::task_workload(
+                    g,
+                    trace.as_deref(),
+                    cluster,
+                    &db,
+                    &db_name(spec),
+                    profiler,
                     spec.policy.genie_models(),
-                    &cluster,
-                    db,
-                    &db_name,
                     spec.seed,
-                    crate::policy::genie::ProfilerConfig {
-                        truth: genie_truth,
-                        batches: spec.profile_batches,
-                        ..Default::default()
-                    },
                     artefacts,
                 )?;
-                for (rec, t) in &mut tasks {
-                    let p = profiles.for_kind(&t.kind, rec.model().unwrap_or(""), t.inference, db);
-                    if let Some(lat) = p.and_then(|p| p.latency_ms(t, 1, 1)) {
-                        t.deadline =
-                            crate::time::SimTime::from_ms(rec.submit_ms + t.qos.ect_factor() * lat.ceil() as u64);
-                    }
-                }
-                run_profiles = Some(profiles);
-            }
+            extensions.insert(GenieRun { profiler, profiles });
             let input =
                 InputInfo { path: None, format: "genie-tasks".into(), sha256: None, origin: None, rows: tasks.len() };
-            let (recs, specs): (Vec<TraceRecord>, Vec<_>) = tasks.into_iter().unzip();
-            genie_tasks = specs.into_iter().enumerate().map(|(i, t)| (format!("t{i}"), t)).collect();
-            (recs, input)
+            let (records, specs): (Vec<TraceRecord>, Vec<_>) = tasks.into_iter().unzip();
+            let tasks = specs.into_iter().enumerate().map(|(i, t)| (format!("t{i}"), t)).collect();
+            Loaded { records, input, tasks }
         }
     };
-    let is_tasks = matches!(spec.workload, WorkloadSource::Genie(_) | WorkloadSource::TraceTasks { .. });
+    let is_tasks = spec.workload.is_tasks();
     if spec.policy.moldable() && !is_tasks {
         return Err(ConfigError(
             "GENIE-family and RIFLING policies schedule moldable tasks: use `--workload genie`".into(),
@@ -262,6 +408,32 @@ fn run_inner(
             .into());
         }
     }
+    Ok(loaded)
+}
+
+/// What the models stage settled.
+struct Models {
+    /// The records, tie-ordered, with models, batches and GPU memory filled in.
+    records: Vec<TraceRecord>,
+    /// The rate model the engine runs.
+    rate_model: RateModelKind,
+    /// The run's profile database, when it reads one.
+    db: Option<Arc<ProfileDb>>,
+    /// Other systems' model names the trace used.
+    model_aliases: Vec<crate::profile::aliases::AliasUse>,
+    /// Whether the sharing figures say something for this run.
+    share_metrics_useful: bool,
+}
+
+/// Stage 3: the rate model and profile database, and what they give the
+/// jobs (model names, models and batches drawn, GPU memory).
+fn models_stage(
+    spec: &RunSpec,
+    cluster: &Cluster,
+    artefacts: &Artefacts,
+    records: Vec<TraceRecord>,
+    is_tasks: bool,
+) -> Result<Models, RunError> {
     // Moldable tasks need a performance model: trace speed would run them
     // equally fast on any number of GPUs.
     let rate_model =
@@ -315,17 +487,27 @@ fn run_inner(
     let share_metrics_useful = rate_model != RateModelKind::Trace
         || spec.policy.placement().may_share()
         || records.iter().any(|r| r.model().is_some() || r.gpu_mem_mib().is_some() || r.gpu_milli().is_some());
-    // Admission places on the empty cluster by the run's rule; the
-    // memeff-pack rule reads the builtin database there.
+    Ok(Models { records, rate_model, db, model_aliases, share_metrics_useful })
+}
+
+/// Stage 3, end: admission on the empty cluster by the run's placement rule
+/// (the memeff-pack rule reads the builtin database there); refuses a
+/// workload of which no job can run.
+fn admission_stage(
+    spec: &RunSpec,
+    cluster: &Cluster,
+    artefacts: &Artefacts,
+    records: Vec<TraceRecord>,
+    input: &InputInfo,
+) -> Result<crate::workload::admission::Workload, RunError> {
     let placement = spec.policy.placement();
     let admission_db = (placement == PlacementKind::MemeffPack).then(|| artefacts.profiles().builtin());
-    let mut workload = crate::workload::admission::build_workload_with(
+    let workload = crate::workload::admission::build_workload_with(
         records,
-        &cluster,
+        cluster,
         placement.build_for(admission_db.as_ref()),
         spec.policy.admission_rule(),
     );
-    workload.jobs.attach_tasks(&mut genie_tasks);
     if workload.jobs.is_empty() {
         // Name the trace file, and say so when it has no rows at all.
         let from = input.path.as_ref().map_or(String::new(), |p| format!("{}: ", p.display()));
@@ -346,31 +528,24 @@ fn run_inner(
         ))
         .into());
     }
-    // A policy that predicts speeds (Themis's bids) builds its own copy.
-    let policy_rates = || rate_model.build(db.as_ref());
-    let mut ctx = crate::policy::registry::BuildContext {
-        cluster: &cluster,
-        db: db.clone(),
-        db_name,
-        seed: spec.seed,
-        tasks: is_tasks,
-        artefacts,
-        agent,
-        genie_profiles: run_profiles.take(),
-        genie_truth: spec.rate_model.genie_truth(),
-        rate_model: &policy_rates,
-        predictor: spec.predictor,
-        genie_batches: spec.profile_batches,
-    };
-    let policy = match custom {
-        Some(build) => build(&mut ctx)?,
-        None => spec.policy.build(&mut ctx)?,
-    };
-    // The recorder reads the run's database for the SM-utilisation proxy.
-    let mut recorder = Recorder::new(&cluster, &workload.jobs, share_metrics_useful, db.clone());
-    // GENIE and RIFLING report what their decisions cost (timing.json);
-    // timing a plain replay's decisions would cost a few percent.
-    let policy = if spec.policy.time_decisions() { recorder.time_policy(policy) } else { policy };
+    Ok(workload)
+}
+
+/// Stage 5: the simulation of `jobs` under `policy` on `cluster`, with the
+/// run's rate model, co-location model (built at the first co-location),
+/// checkpoint model, horizon and the memory of moldable tasks.
+#[allow(clippy::too_many_arguments)]
+fn engine_stage(
+    spec: &RunSpec,
+    cluster: Cluster,
+    jobs: crate::job::JobTable,
+    policy: Box<dyn crate::policy::Policy>,
+    rate_model: RateModelKind,
+    db: Option<Arc<ProfileDb>>,
+    artefacts: &Artefacts,
+    is_tasks: bool,
+    checks: bool,
+) -> Result<Simulation, RunError> {
     // The co-location model, from the run's database (else the builtin one,
     // parsed once for the artefact set); built at the first co-location, so
     // that a run that never shares (or shares jobs without models) reads no
@@ -393,7 +568,7 @@ fn run_inner(
     });
     let sim = Simulation::new(
         cluster,
-        workload.jobs,
+        jobs,
         policy,
         rate_model.build(db.as_ref()),
         EngineConfig { sample_interval_ms: spec.sample_interval_ms },
@@ -407,29 +582,9 @@ fn run_inner(
         (None, false) => sim,
     };
     // A moldable task that shares GPUs holds its memory at its per-GPU batch.
-    let sim = match db.clone().filter(|_| is_tasks) {
+    Ok(match db.filter(|_| is_tasks) {
         Some(db) => sim.with_task_memory(Box::new(move |s, n| crate::profile::resources::task_gpu_mem_mib(&db, s, n))),
         None => sim,
-    };
-    // An error of the run names the job's trace file and line.
-    let output = sim.run_observed(&mut recorder, progress).map_err(|e| match &spec.workload {
-        WorkloadSource::Trace { path, .. } => e.in_file(path),
-        _ => e,
-    })?;
-    let recording = recorder.into_recording();
-    let (mut summary, vcs) = metrics::summarize(&output, &recording, &workload.skipped, workload.rows_total);
-    if summary.jobs_unfinished > 0 {
-        summary.cut_off = spec.cut_off();
-    }
-    Ok(RunReport {
-        spec: spec.clone(),
-        input,
-        output,
-        recording,
-        skipped: workload.skipped,
-        summary,
-        vcs,
-        model_aliases,
     })
 }
 

@@ -52,6 +52,14 @@ pub enum WorkloadSource {
     },
 }
 
+impl WorkloadSource {
+    /// Whether the workload is GENIE's moldable tasks (`--workload genie`,
+    /// generated or drawn from a trace).
+    pub fn is_tasks(&self) -> bool {
+        matches!(self, WorkloadSource::Genie(_) | WorkloadSource::TraceTasks { .. })
+    }
+}
+
 /// GPU types a uniform cluster may have, with the memory of one GPU, MiB (the
 /// vendors' data sheets: K80 24 GB per board = 12 GB per GK210 GPU; P100 16
 /// GB; V100 16 GB (the 32 GB model as `v100-32g`); T4 16 GB; A100 40 GB (80

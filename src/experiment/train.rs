@@ -363,12 +363,10 @@ pub fn train_ldwp(
             )
         };
         let shared = agent.clone();
-        let r = crate::experiment::run_one_with_policy(
-            &spec,
-            |ctx| lopts.build_with_agent("ldwp", ctx, Some(shared)),
-            |_| {},
-        )
-        .map_err(|source| TrainError::Episode { episode: e, source: Box::new(source) })?;
+        let r = crate::experiment::RunBuilder::new(&spec)
+            .extension(shared)
+            .run(|_| {})
+            .map_err(|source| TrainError::Episode { episode: e, source: Box::new(source) })?;
         let s = &r.summary;
         let m = |k: &str| s.policy_metrics.get(k).copied().unwrap_or(0.0);
         let g = agent.lock().map_err(|_| TrainError::Lock)?;

@@ -1,31 +1,31 @@
 //! What every policy is built from: the [`BuildPolicy`] trait its options
 //! struct implements, the [`BuildContext`] of a run (cluster, profile
-//! database, seed, artefacts), and the [`Artefacts`] a sweep's runs share.
+//! database, seed, artefacts, and the [`Extensions`] the run's stages add),
+//! and the [`Artefacts`] a sweep's runs share (any [`Artefact`] a policy
+//! family reads, by type and path). Nothing here names a policy: a family
+//! brings its own types through these two open ends.
 //!
 //! It sits below the policies and below [`super::registry`], which names
 //! them all: a policy's file imports this one, never the registry, so adding
 //! a policy closes no import circle.
 
+use std::any::{Any, TypeId};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-
-use serde::Deserialize;
+use std::sync::Arc;
 
 use super::Policy;
-use super::genie::GenieProfiles;
 use super::placement::PlacementKind;
-use super::rifling::Agent;
 use crate::cluster::{Cluster, ShareLimits};
-use crate::error::{ConfigError, RunError, TraceError};
-use crate::ids::VcId;
+use crate::error::{RunError, TraceError};
 use crate::profile::RateModel;
 use crate::profile::db::ProfileDb;
 use crate::profile::set::ProfileSet;
 use crate::workload::admission::AdmissionRule;
 
 /// What a policy is built from, besides its options: the run's cluster,
-/// profile database, seed and loaded artefacts.
+/// profile database, seed and loaded artefacts, and what the run's stages
+/// added for the policy ([`Extensions`]).
 pub struct BuildContext<'a> {
     /// The cluster the run simulates (partitions, nodes, GPU types).
     pub cluster: &'a Cluster,
@@ -40,17 +40,15 @@ pub struct BuildContext<'a> {
     pub seed: u64,
     /// Whether the workload is moldable tasks (`--workload genie`).
     pub tasks: bool,
-    /// Files read once for many runs (RIFLING tables, GENIE models).
+    /// Files read once for many runs ([`Artefacts`]: profile databases,
+    /// and whatever a policy family loads through [`Artefact`]).
     pub artefacts: &'a Artefacts,
-    /// A RIFLING agent the caller keeps (e.g. across training episodes),
-    /// driven instead of a fresh or loaded one.
-    pub agent: Option<Arc<Mutex<Agent>>>,
-    /// GENIE models the run already fitted or loaded (for the workload's
-    /// predicted ECT), so that the policy uses the same ones.
-    pub genie_profiles: Option<GenieProfiles>,
-    /// The ground truth GENIE's profiler measures (the run's rate model's,
-    /// [`crate::experiment::RateModelKind::genie_truth`]).
-    pub genie_truth: crate::profile::genie::GenieTruth,
+    /// What the run's stages and its caller handed to the policy, by type: a
+    /// policy family's own stage adds what its policies read (GENIE's
+    /// profiler settings and fitted models), and a caller adds state it
+    /// keeps across runs (a RIFLING agent or an LDWP network trained over
+    /// episodes). A policy takes what it reads with [`Extensions::take`].
+    pub extensions: Extensions,
     /// Builds a fresh copy of the run's rate model (trace speed, or the
     /// profile model the run's `--rate-model` names, over the run's
     /// database), for a policy that predicts a job's speed on a candidate
@@ -61,8 +59,54 @@ pub struct BuildContext<'a> {
     /// [`crate::policy::predictor`]): the default `fitted` leaves every
     /// policy as it was.
     pub predictor: crate::policy::predictor::PredictorKind,
-    /// Which batch sizes GENIE's profiler measures (`--profile-batches`).
-    pub genie_batches: super::genie::ProfileBatches,
+}
+
+/// Values handed to a run's policy by type, at most one of each type: the
+/// open end of [`BuildContext`], through which a policy family's stage (or
+/// the caller of a run) gives its policies what the generic pipeline knows
+/// nothing about. Only the policy that reads a type looks for it.
+#[derive(Default)]
+pub struct Extensions {
+    values: BTreeMap<TypeId, Box<dyn Any + Send>>,
+}
+
+impl Extensions {
+    /// Adds `value`, replacing one of the same type; returns `self` for chaining.
+    pub fn with<T: Any + Send>(mut self, value: T) -> Self {
+        self.insert(value);
+        self
+    }
+
+    /// Adds `value`, replacing (and returning) one of the same type.
+    pub fn insert<T: Any + Send>(&mut self, value: T) -> Option<T> {
+        self.values.insert(TypeId::of::<T>(), Box::new(value)).and_then(|b| b.downcast::<T>().ok().map(|b| *b))
+    }
+
+    /// The value of type `T`, if one was added.
+    pub fn get<T: Any + Send>(&self) -> Option<&T> {
+        self.values.get(&TypeId::of::<T>()).and_then(|b| b.downcast_ref::<T>())
+    }
+
+    /// Takes the value of type `T` out, if one was added.
+    pub fn take<T: Any + Send>(&mut self) -> Option<T> {
+        self.values.remove(&TypeId::of::<T>()).and_then(|b| b.downcast::<T>().ok().map(|b| *b))
+    }
+
+    /// How many values are held.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// True when none is held.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+}
+
+impl std::fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Extensions({} values)", self.values.len())
+    }
 }
 
 impl BuildContext<'_> {
@@ -140,6 +184,29 @@ pub trait BuildPolicy {
         false
     }
 
+    /// The sweep-file keys (and command-line flags) of the policy's family
+    /// that set options of this kind, each as the option it sets
+    /// ([`FamilyKey`]): the family's own spelling of [`BuildPolicy`] options,
+    /// translated into the one option system (`policy_opt.NAME`) before a
+    /// run's `policy_opt` options apply. `from_file` is true for a sweep or
+    /// experiment file (some keys mean less there). None unless the family
+    /// has such keys.
+    fn family_keys(&self, kind: &str, from_file: bool) -> &'static [FamilyKey] {
+        let _ = (kind, from_file);
+        &[]
+    }
+
+    /// Reads the files the options name into `artefacts` (once for a whole
+    /// sweep), so that a bad file fails the sweep at load, before any run.
+    ///
+    /// # Errors
+    /// The option naming the file (as [`FamilyKey::option`] spells it) and
+    /// why it cannot be read.
+    fn load_artefacts(&self, artefacts: &mut Artefacts) -> Result<(), (&'static str, TraceError)> {
+        let _ = artefacts;
+        Ok(())
+    }
+
     /// The policy's own limit on the jobs it can ever start, which
     /// admission applies after the placement rule's, so that a job the
     /// policy would never start is skipped with a named reason instead of
@@ -150,52 +217,114 @@ pub trait BuildPolicy {
     }
 }
 
-/// Files that many runs read (RIFLING tables, fitted GENIE models, profile
-/// databases), each read and checked once and shared, keyed by the path the
-/// runs name (the builtin profile database too, parsed on first use). A
-/// sweep builds one before its runs, so that 100,000 runs of one table parse
-/// it once, not 200,000 times.
-#[derive(Clone, Debug, Default)]
+/// A sweep-file key (and command-line flag, `--` and dashes) that a policy
+/// family declares for one of its options, next to its options struct: the
+/// key is its users' spelling, the option the one option system's
+/// (`policy_opt.NAME`), where the value goes.
+#[derive(Clone, Copy, Debug)]
+pub struct FamilyKey {
+    /// The raw-spec key (`rifling_alpha`; `--rifling-alpha`).
+    pub key: &'static str,
+    /// The option it sets, dotted when nested (`params.alpha`).
+    pub option: &'static str,
+    /// Whether the value is a path, read relative to an experiment file's
+    /// directory (a `policy_opt` path is taken as written).
+    pub path: bool,
+    /// A range check giving the message for `{key} {message}`, for a
+    /// number whose options struct checks it with a flag's spelling.
+    pub check: Option<fn(f64) -> Result<f64, String>>,
+    /// For a key that an experiment file may not set for a policy outside
+    /// the family, the family's name in the message (`GENIE-family`); a key
+    /// without it is left to the family's policies (a sweep over policies of
+    /// several families sets them for all).
+    pub only_for: Option<&'static str>,
+}
+
+impl FamilyKey {
+    /// A key setting `option`, a plain value.
+    pub const fn new(key: &'static str, option: &'static str) -> Self {
+        FamilyKey { key, option, path: false, check: None, only_for: None }
+    }
+
+    /// A key setting `option`, a path.
+    pub const fn path(key: &'static str, option: &'static str) -> Self {
+        FamilyKey { key, option, path: true, check: None, only_for: None }
+    }
+}
+
+/// A file that many runs read and that is worth reading once: a RIFLING
+/// table, fitted GENIE models, an LDWP network. The policy family that
+/// reads it implements this next to its policy, and [`Artefacts`] keeps
+/// one copy per path.
+pub trait Artefact: Any + Send + Sync + Sized {
+    /// Reads and checks the file.
+    ///
+    /// # Errors
+    /// A [`TraceError`] naming the file and what is wrong.
+    fn load(path: &Path) -> Result<Self, TraceError>;
+}
+
+/// Files that many runs read ([`Artefact`]s: RIFLING tables, fitted GENIE
+/// models, ...; and profile databases), each read and checked once and
+/// shared, keyed by its type and the path the runs name (the builtin
+/// profile database too, parsed on first use). A sweep builds one before
+/// its runs, so that 100,000 runs of one table parse it once, not 200,000
+/// times.
+#[derive(Clone, Default)]
 pub struct Artefacts {
-    pub(crate) rifling: BTreeMap<PathBuf, Arc<(Agent, Option<String>)>>,
-    genie: BTreeMap<PathBuf, Arc<GenieProfiles>>,
+    files: BTreeMap<(TypeId, PathBuf), Arc<dyn Any + Send + Sync>>,
     /// The profile databases the runs read, each parsed once, on first use.
     profiles: ProfileSet,
+}
+
+impl std::fmt::Debug for Artefacts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Artefacts")
+            .field("files", &self.files.keys().map(|(_, p)| p).collect::<Vec<_>>())
+            .field("profiles", &self.profiles)
+            .finish()
+    }
 }
 
 /// Two sets are equal when they hold the same files (the contents are those
 /// files', read once).
 impl PartialEq for Artefacts {
     fn eq(&self, other: &Self) -> bool {
-        self.rifling.keys().eq(other.rifling.keys()) && self.genie.keys().eq(other.genie.keys())
+        self.files.keys().eq(other.files.keys())
     }
 }
 
 impl Artefacts {
-    /// The RIFLING table at `path` ([`load_rifling_table`]), read on first use.
+    /// The artefact of type `T` at `path`, read and checked on first use
+    /// ([`Artefact::load`]) and kept.
     ///
     /// # Errors
-    /// As [`load_rifling_table`].
-    pub fn rifling_table(&mut self, path: &Path) -> Result<Arc<(Agent, Option<String>)>, TraceError> {
-        if let Some(t) = self.rifling.get(path) {
-            return Ok(t.clone());
+    /// As [`Artefact::load`].
+    pub fn load<T: Artefact>(&mut self, path: &Path) -> Result<Arc<T>, TraceError> {
+        if let Some(t) = self.get::<T>(path) {
+            return Ok(t);
         }
-        let t = Arc::new(load_rifling_table(path)?);
-        self.rifling.insert(path.to_path_buf(), t.clone());
+        let t = Arc::new(T::load(path)?);
+        self.files.insert((TypeId::of::<T>(), path.to_path_buf()), t.clone());
         Ok(t)
     }
 
-    /// The GENIE models at `path` ([`load_genie_profiles`]), read on first use.
+    /// The artefact of type `T` at `path` if this set holds it.
+    pub fn get<T: Artefact>(&self, path: &Path) -> Option<Arc<T>> {
+        let held = self.files.get(&(TypeId::of::<T>(), path.to_path_buf()))?;
+        held.clone().downcast::<T>().ok()
+    }
+
+    /// The artefact of type `T` at `path`: this set's copy, or else read from
+    /// the file (and not kept).
     ///
     /// # Errors
-    /// As [`load_genie_profiles`].
-    pub fn genie_models(&mut self, path: &Path) -> Result<Arc<GenieProfiles>, TraceError> {
-        if let Some(m) = self.genie.get(path) {
-            return Ok(m.clone());
+    /// As [`Artefact::load`].
+    pub fn get_or_read<T: Artefact>(&self, path: &Path) -> Result<Arc<T>, TraceError> {
+        match self.get::<T>(path) {
+            Some(t) => Ok(t),
+            None => T::load(path).map(Arc::new),
         }
-        let m = Arc::new(load_genie_profiles(path)?);
-        self.genie.insert(path.to_path_buf(), m.clone());
-        Ok(m)
     }
 
     /// The profile databases the runs share (each parsed on first use).
@@ -203,141 +332,15 @@ impl Artefacts {
         &self.profiles
     }
 
-    /// Distinct files held (RIFLING tables and GENIE models).
+    /// Distinct files held (besides the profile databases).
     pub fn len(&self) -> usize {
-        self.rifling.len() + self.genie.len()
+        self.files.len()
     }
 
     /// True when no file is held.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.files.is_empty()
     }
-}
-
-/// Reads an agent saved by `dlsched rifling-train`.
-///
-/// # Errors
-/// A [`TraceError`] naming the file when it cannot be read or parsed.
-pub fn load_rifling_agent(path: &Path) -> Result<Agent, TraceError> {
-    load_rifling_table(path).map(|(a, _)| a)
-}
-
-/// [`load_rifling_agent`] with the cluster named in the file's manifest, after
-/// checking the table: parameters in range, centroids finite and ascending
-/// (at most `k` of them), every Q row `actions` long and finite.
-///
-/// # Errors
-/// A [`TraceError`] naming the file and what is wrong.
-pub fn load_rifling_table(path: &Path) -> Result<(Agent, Option<String>), TraceError> {
-    let text = crate::io::read_text(path)?;
-    #[derive(Deserialize)]
-    struct Manifest {
-        cluster: Option<String>,
-    }
-    #[derive(Deserialize)]
-    struct Saved {
-        agent: Agent,
-        manifest: Option<Manifest>,
-    }
-    let bad = |message: String| TraceError::Format { file: path.to_path_buf(), message };
-    let s = serde_json::from_str::<Saved>(&text)
-        .map_err(|e| bad(format!("not a RIFLING table (line {}, column {}): {e}", e.line(), e.column())))?;
-    let a = s.agent;
-    a.params.validate().map_err(|e| bad(format!("parameters: {e}")))?;
-    if a.centroids.len() > a.params.k
-        || a.centroids.iter().any(|c| !c.is_finite())
-        || !a.centroids.is_sorted_by(|x, y| x <= y)
-    {
-        return Err(bad(format!(
-            "centroids must be at most k = {} finite values in ascending order, got {:?}",
-            a.params.k, a.centroids
-        )));
-    }
-    if let Some((state, row)) = a.q.iter().find(|(_, r)| r.len() != a.actions || r.iter().any(|v| !v.is_finite())) {
-        return Err(bad(format!(
-            "Q row `{state}` must hold {} finite values, one per action (it has {})",
-            a.actions,
-            row.len()
-        )));
-    }
-    Ok((a, s.manifest.and_then(|m| m.cluster)))
-}
-
-/// Reads fitted GENIE models saved by `dlsched genie-profile`.
-///
-/// # Errors
-/// A [`TraceError`] naming the file when it cannot be read or parsed.
-pub fn load_genie_profiles(path: &Path) -> Result<GenieProfiles, TraceError> {
-    let text = crate::io::read_text(path)?;
-    #[derive(Deserialize)]
-    struct Saved {
-        models: GenieProfiles,
-    }
-    let models = serde_json::from_str::<Saved>(&text).map(|s| s.models).map_err(|e| TraceError::Format {
-        file: path.to_path_buf(),
-        message: format!("not a GENIE model file (line {}, column {}): {e}", e.line(), e.column()),
-    })?;
-    models.validate().map_err(|message| TraceError::Format { file: path.to_path_buf(), message })?;
-    Ok(models)
-}
-
-/// A run's fitted GENIE models: loaded from `models` when given (through
-/// `artefacts` when it holds them), else profiled on the cluster's first
-/// partition with the run's seed (GENIE's offline profiler,
-/// [`super::genie::profile`]) with the settings `profiler` (its ground
-/// truth and batch sizes; a loaded file must have been profiled with the same
-/// two).
-///
-/// # Errors
-/// An unreadable file, or models fitted on another GPU type.
-pub fn genie_profiles(
-    models: Option<&Path>,
-    cluster: &Cluster,
-    db: &ProfileDb,
-    db_name: &str,
-    seed: u64,
-    profiler: super::genie::ProfilerConfig,
-    artefacts: &Artefacts,
-) -> Result<GenieProfiles, RunError> {
-    let (truth, batches) = (profiler.truth, profiler.batches);
-    let p = cluster.partition(VcId(0));
-    let gpu_type = cluster.node(p.nodes[0]).gpu_type.clone();
-    if let Some(path) = models {
-        let models = match artefacts.genie.get(path) {
-            Some(m) => GenieProfiles::clone(m),
-            None => load_genie_profiles(path)?,
-        };
-        if !models.gpu_type.eq_ignore_ascii_case(&gpu_type) {
-            return Err(ConfigError(format!(
-                "{}: these GENIE models were fitted on {} GPUs, the cluster has {gpu_type}; profile it with `dlsched genie-profile`",
-                path.display(),
-                models.gpu_type
-            ))
-            .into());
-        }
-        if models.config.truth != truth {
-            return Err(ConfigError(format!(
-                "{}: these GENIE models were profiled against the `{}` ground truth, the run uses `{}` (its rate model); profile with `dlsched genie-profile --truth {}`",
-                path.display(),
-                models.config.truth.name(),
-                truth.name(),
-                truth.name()
-            ))
-            .into());
-        }
-        if models.config.batches != batches {
-            return Err(ConfigError(format!(
-                "{}: these GENIE models were profiled at `{}` batch sizes, the run asks for `{}` (--profile-batches); profile with `dlsched genie-profile --batches {}`",
-                path.display(),
-                models.config.batches.name(),
-                batches.name(),
-                batches.name()
-            ))
-            .into());
-        }
-        return Ok(models);
-    }
-    Ok(super::genie::profile(db, db_name, &gpu_type, p.nodes.len() as u32, p.max_node_gpus, seed, profiler))
 }
 
 /// Refuses a sharing placement for a policy that places jobs on whole GPUs
@@ -353,4 +356,22 @@ pub fn whole_gpu_placement(kind: &str, placement: PlacementKind) -> Result<(), S
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extensions_hold_one_value_per_type() {
+        let mut x = Extensions::default().with(3_u32).with(String::from("a"));
+        assert_eq!((x.len(), x.get::<u32>()), (2, Some(&3)));
+        // Same type: replaced, the old value returned.
+        assert_eq!(x.insert(4_u32), Some(3));
+        assert_eq!(x.take::<u32>(), Some(4));
+        assert_eq!(x.take::<u32>(), None);
+        assert_eq!(x.get::<u64>(), None, "another type is another slot");
+        assert_eq!(x.take::<String>().as_deref(), Some("a"));
+        assert!(x.is_empty());
+    }
 }

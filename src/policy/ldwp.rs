@@ -864,7 +864,8 @@ impl LdwpOptions {
         let agent = match (agent, &self.model) {
             (Some(a), _) => a,
             (None, Some(path)) => {
-                let (mut a, trained_on) = load_model(path)?;
+                let saved = ctx.artefacts.get_or_read::<LdwpModel>(path)?;
+                let (mut a, trained_on) = (saved.dqn.clone(), saved.trained_on.clone());
                 let name = cluster.spec().name.clone();
                 let differs = trained_on.as_ref().is_some_and(|c| *c != name) || a.nodes != nodes;
                 if differs && !self.transfer {
@@ -930,12 +931,34 @@ impl BuildPolicy for LdwpOptions {
     /// Needs the deep Q-network (the `learned` feature).
     fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
         #[cfg(feature = "learned")]
-        return self.build_with_agent(kind, ctx, None);
+        {
+            // A network the caller keeps across runs (training episodes).
+            let agent = ctx.extensions.take::<Arc<Mutex<Dqn>>>();
+            self.build_with_agent(kind, ctx, agent)
+        }
         #[cfg(not(feature = "learned"))]
         {
             let _ = ctx;
             Err(crate::error::FeatureDisabled::new(format!("policy `{kind}`"), "learned").into())
         }
+    }
+}
+
+/// A model saved by `dlsched ldwp-train`, checked ([`load_model`]), read
+/// once for a sweep.
+#[cfg(feature = "learned")]
+#[derive(Clone, Debug)]
+pub struct LdwpModel {
+    /// The trained network.
+    pub dqn: Dqn,
+    /// The cluster the file's manifest names (the one it was trained on).
+    pub trained_on: Option<String>,
+}
+
+#[cfg(feature = "learned")]
+impl crate::policy::build::Artefact for LdwpModel {
+    fn load(path: &Path) -> Result<Self, TraceError> {
+        load_model(path).map(|(dqn, trained_on)| LdwpModel { dqn, trained_on })
     }
 }
 

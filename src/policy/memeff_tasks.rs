@@ -73,7 +73,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::build::{BuildContext, BuildPolicy};
+use super::build::{BuildContext, BuildPolicy, FamilyKey};
 use super::genie::PlacementSet;
 use super::placement::{Placement, PlacementKind, Request};
 use super::{Decision, Policy, View};
@@ -130,9 +130,18 @@ pub struct MemeffTaskOptions {
     pub share: ShareLimits,
 }
 
+/// The sharing limits' own keys (`max_tenants`, `mem_headroom`; the
+/// queue policies' too) set the task placement's `share` limits.
+pub const MEMEFF_KEYS: &[FamilyKey] =
+    &[FamilyKey::new("max_tenants", "share.max_tenants"), FamilyKey::new("mem_headroom", "share.mem_headroom")];
+
 impl BuildPolicy for MemeffTaskOptions {
     fn validate(&self, _kind: &str) -> Result<(), String> {
         self.share.validate().map_err(|e| e.to_string())
+    }
+
+    fn family_keys(&self, _kind: &str, _from_file: bool) -> &'static [FamilyKey] {
+        MEMEFF_KEYS
     }
 
     fn build(&self, _kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {

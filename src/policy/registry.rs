@@ -16,23 +16,22 @@
 //! and of a sweep's `policy` key (with its default options), and its builder.
 //! `docs/writing-a-policy.md` walks through one.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::Policy;
-pub use super::build::{
-    Artefacts, BuildContext, BuildPolicy, genie_profiles, load_genie_profiles, load_rifling_agent, load_rifling_table,
-};
+pub use super::build::{Artefact, Artefacts, BuildContext, BuildPolicy, Extensions, FamilyKey};
 use super::config::PolicyConfig;
-use super::genie::{BlackBox, GenieOptions, GeniePolicy, GenieVariant, PlacementSet, Reading};
+use super::genie::GenieVariant;
+pub use super::genie_family::{GenieFamilyOptions, GenieRun, genie_profiles, load_genie_profiles};
 use super::placement::PlacementKind;
 use super::queue::QueueOrder;
-use super::rifling::{Agent, RiflingMode, RiflingParams, RiflingPolicy};
+use super::rifling::RiflingMode;
+pub use super::rifling_family::{RiflingOptions, RiflingTable, load_rifling_agent, load_rifling_table};
 use crate::cluster::ShareLimits;
-use crate::error::{ConfigError, RunError};
-use crate::ids::VcId;
+use crate::error::RunError;
 use crate::workload::admission::AdmissionRule;
 
 /// Declares every policy kind: `"kind" => Variant(OptionsType)`, with the doc
@@ -483,6 +482,21 @@ impl PolicySpec {
         self.options().validate(self.kind())
     }
 
+    /// The family's own keys that set this kind's options
+    /// ([`BuildPolicy::family_keys`]).
+    pub fn family_keys(&self, from_file: bool) -> &'static [FamilyKey] {
+        self.options().family_keys(self.kind(), from_file)
+    }
+
+    /// Reads the files the options name into `artefacts`
+    /// ([`BuildPolicy::load_artefacts`]).
+    ///
+    /// # Errors
+    /// The option naming the file, and why it cannot be read.
+    pub fn load_artefacts(&self, artefacts: &mut Artefacts) -> Result<(), (&'static str, crate::error::TraceError)> {
+        self.options().load_artefacts(artefacts)
+    }
+
     /// The policy's round or lease length, ms ([`BuildPolicy::preemption_period_ms`]).
     pub fn preemption_period_ms(&self) -> Option<u64> {
         self.options().preemption_period_ms(self.kind())
@@ -742,256 +756,6 @@ impl BuildPolicy for IawpOptions {
 
     fn share_limits(&self) -> ShareLimits {
         self.share
-    }
-}
-
-/// Options of the GENIE family (`genie`, the paper's baselines `genie-fifo`,
-/// `capacity`, `min-min`, `weighted-fair`, `tetris-perf`, `tetris-cer`, and
-/// dlsched's earlier variants `fifo-cer`, `min-min-pred`,
-/// `weighted-fair-cer`, `tetris-perf-srtf`, `tetris-cer-srtf`; the kind picks
-/// the variant, [`GenieVariant`] documents each).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct GenieFamilyOptions {
-    /// Concentration weight theta of the placement cost n/(N G) + theta
-    /// d_node/N, >= 0. Default 0.4 (the paper's example, GENIE TPDS 2020).
-    pub theta: f64,
-    /// Let later tasks start when the head's placement is not free. Default false.
-    pub backfill: bool,
-    /// Place on the fullest nodes with room instead of the emptiest (the
-    /// spec's proposal). Default false.
-    pub best_fit_nodes: bool,
-    /// Fitted models saved by `dlsched genie-profile`; `None` (default)
-    /// profiles at the start of the run, seeded by the run's seed.
-    pub models: Option<PathBuf>,
-    /// `genie` only: the reading of Algorithm 1, `strict` (default, the
-    /// paper's rule) or `available` (the best-CER placement free now that
-    /// meets the ECT, else the paper's rule); [`Reading`].
-    pub reading: Reading,
-    /// The placements considered: `paper` (default; `{1, 2, 4, …} ≤ N` nodes
-    /// × `{1, 2, 4, …} ≤ G` GPUs per node) or `all` (every `1..=N × 1..=G`,
-    /// as dlsched once did); [`PlacementSet`].
-    pub placements: PlacementSet,
-    /// The black-box kinds only (`genie-fifo`, `capacity`, `min-min`,
-    /// `weighted-fair`): `one-gpu`, `node` or `all-free`; `None` (default)
-    /// = the kind's default ([`BlackBox::default_for`]: `one-gpu` for
-    /// Capacity, `node` for the others).
-    pub blackbox: Option<BlackBox>,
-}
-
-impl Default for GenieFamilyOptions {
-    fn default() -> Self {
-        GenieFamilyOptions {
-            theta: 0.4,
-            backfill: false,
-            best_fit_nodes: false,
-            models: None,
-            reading: Reading::Strict,
-            placements: PlacementSet::Paper,
-            blackbox: None,
-        }
-    }
-}
-
-/// The GENIE variant of a registry kind.
-fn genie_variant(kind: &str) -> GenieVariant {
-    use crate::names::ValueNames;
-    GenieVariant::from_value_name(kind).unwrap_or(GenieVariant::Genie)
-}
-
-impl BuildPolicy for GenieFamilyOptions {
-    fn validate(&self, kind: &str) -> Result<(), String> {
-        crate::bounds::theta(self.theta).map(|_| ()).map_err(|e| format!("--theta {e}"))?;
-        let variant = genie_variant(kind);
-        if self.reading != Reading::Strict && variant != GenieVariant::Genie {
-            return Err(format!(
-                "policy option `reading` is GENIE's Algorithm 1 (`--policy genie`); `{kind}` has no such choice"
-            ));
-        }
-        if self.blackbox.is_some() && !variant.black_box() {
-            return Err(format!(
-                "policy option `blackbox` is the placement of genie-fifo, capacity, min-min and weighted-fair; `{kind}` places by the prediction model"
-            ));
-        }
-        Ok(())
-    }
-
-    fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
-        if !ctx.tasks {
-            return Err(ConfigError(
-                "GENIE-family and RIFLING policies schedule moldable tasks: use `--workload genie`".into(),
-            )
-            .into());
-        }
-        let profiles = match ctx.genie_profiles.take() {
-            Some(p) => p,
-            None => genie_profiles(
-                self.models.as_deref(),
-                ctx.cluster,
-                &ctx.db(),
-                &ctx.db_name,
-                ctx.seed,
-                super::genie::ProfilerConfig {
-                    truth: ctx.genie_truth,
-                    batches: ctx.genie_batches,
-                    ..Default::default()
-                },
-                ctx.artefacts,
-            )?,
-        };
-        let p = ctx.cluster.partition(VcId(0));
-        let online = super::genie::OnlineProfiling {
-            gpu_type: ctx.cluster.node(p.nodes[0]).gpu_type.clone(),
-            nodes: p.nodes.len() as u32,
-            gpus_per_node: p.max_node_gpus,
-            seed: ctx.seed,
-            config: profiles.config,
-        };
-        let variant = genie_variant(kind);
-        let options = GenieOptions {
-            variant,
-            theta: self.theta,
-            backfill: self.backfill,
-            best_fit_nodes: self.best_fit_nodes,
-            reading: self.reading,
-            placements: self.placements,
-            blackbox: self.blackbox.unwrap_or_else(|| BlackBox::default_for(variant)),
-        };
-        let policy = GeniePolicy::new(options, profiles, ctx.db()).with_online_profiling(online);
-        if ctx.predictor.is_fitted() {
-            return Ok(Box::new(policy));
-        }
-        Ok(Box::new(policy.with_predictor(ctx.predictor, ctx.seed, (ctx.rate_model)())))
-    }
-
-    fn moldable(&self) -> bool {
-        true
-    }
-
-    fn predicts(&self) -> bool {
-        true
-    }
-
-    fn time_decisions(&self) -> bool {
-        true
-    }
-}
-
-/// Options of the RIFLING family (`rifling` learns online, `rifling-frozen`
-/// runs a trained table greedily, `random-placement` places at random); the
-/// defaults (derived): [`RiflingParams::default`], no table.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RiflingOptions {
-    /// The agent's parameters (`specs/policies.md` §3.2;
-    /// [`RiflingParams::default`] = the spec's proposal). A loaded table
-    /// runs with these too (online or frozen), so the manifest records the
-    /// parameters used; its `k` and `queue_feature` (the state encoding)
-    /// must equal the table's.
-    pub params: RiflingParams,
-    /// A Q-table saved by `dlsched rifling-train`: the frozen policy's table
-    /// (required there), or an online agent's starting point. Default none.
-    pub table: Option<PathBuf>,
-}
-
-/// The RIFLING mode of a registry kind.
-fn rifling_mode(kind: &str) -> RiflingMode {
-    match kind {
-        "rifling-frozen" => RiflingMode::Frozen,
-        "random-placement" => RiflingMode::Random,
-        _ => RiflingMode::Online,
-    }
-}
-
-impl BuildPolicy for RiflingOptions {
-    fn validate(&self, _kind: &str) -> Result<(), String> {
-        self.params.validate()
-    }
-
-    /// The learning `rifling` needs k-means (the `kmeans` feature);
-    /// `rifling-frozen` and `random-placement` do not.
-    fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
-        let mode = rifling_mode(kind);
-        if mode == RiflingMode::Online && !cfg!(feature = "kmeans") {
-            return Err(crate::error::FeatureDisabled::new(format!("policy `{kind}`"), "kmeans").into());
-        }
-        if !ctx.tasks {
-            return Err(ConfigError(
-                "GENIE-family and RIFLING policies schedule moldable tasks: use `--workload genie`".into(),
-            )
-            .into());
-        }
-        if mode != RiflingMode::Random {
-            super::rifling::check_ccr(&ctx.db()).map_err(ConfigError)?;
-        }
-        let cluster = ctx.cluster;
-        let p = cluster.partition(VcId(0));
-        let actions = (p.nodes.len() as u32 * p.max_node_gpus) as usize + 1;
-        let agent = match (ctx.agent.take(), &self.table) {
-            (Some(a), _) => a,
-            (None, Some(path)) => {
-                let (mut a, trained_on) = match ctx.artefacts.rifling.get(path) {
-                    Some(t) => (t.0.clone(), t.1.clone()),
-                    None => load_rifling_table(path)?,
-                };
-                if let Some(c) = trained_on.filter(|c| *c != cluster.spec().name) {
-                    return Err(ConfigError(format!(
-                        "{}: the table was trained on cluster `{c}`, this run is on `{}`",
-                        path.display(),
-                        cluster.spec().name
-                    ))
-                    .into());
-                }
-                // The agent (online, learning on, or frozen, greedy) runs
-                // with this run's parameters, so the run's manifest records
-                // the ones used; the state encoding comes from the table
-                // (its groups and its queue feature) and must agree.
-                if self.params.k != a.params.k {
-                    return Err(ConfigError(format!(
-                        "{}: the table's groups come from k = {}; this run asks k = {} (--rifling-k)",
-                        path.display(),
-                        a.params.k,
-                        self.params.k
-                    ))
-                    .into());
-                }
-                if self.params.queue_feature != a.params.queue_feature {
-                    return Err(ConfigError(format!(
-                        "{}: the table's states {} the queue feature; this run's parameters {} it \
-                         (params.queue_feature)",
-                        path.display(),
-                        if a.params.queue_feature { "carry" } else { "do not carry" },
-                        if self.params.queue_feature { "ask for" } else { "leave out" },
-                    ))
-                    .into());
-                }
-                a.params = self.params;
-                if a.actions != actions {
-                    return Err(ConfigError(format!(
-                        "{}: the table has {} actions, cluster `{}` needs {actions}",
-                        path.display(),
-                        a.actions,
-                        cluster.spec().name
-                    ))
-                    .into());
-                }
-                a.reseed(ctx.seed);
-                Arc::new(Mutex::new(a))
-            }
-            (None, None) if mode == RiflingMode::Frozen => {
-                return Err(ConfigError("rifling-frozen needs a trained table (--rifling-table FILE)".into()).into());
-            }
-            (None, None) => Arc::new(Mutex::new(Agent::new(self.params, actions, ctx.seed))),
-        };
-        Ok(Box::new(RiflingPolicy::new(mode, agent, ctx.db())))
-    }
-
-    fn moldable(&self) -> bool {
-        true
-    }
-
-    fn time_decisions(&self) -> bool {
-        true
     }
 }
 

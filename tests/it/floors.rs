@@ -421,3 +421,34 @@ fn only_the_command_line_names_the_command_line() {
     }
     assert!(offenders.is_empty(), "library modules naming the command line:\n{}", offenders.join("\n"));
 }
+
+/// The generic part of building a run names no policy family: what the
+/// GENIE, RIFLING or LDWP policies need comes through `Extensions`,
+/// `Artefact` and `FamilyKey`, declared in each family's own module, never
+/// as a field or branch of `policy/build.rs`.
+#[test]
+fn the_generic_build_context_names_no_policy_family() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let text = std::fs::read_to_string(src.join("policy/build.rs")).unwrap();
+    // The policy modules: every file of src/policy/ but the generic ones
+    // (placement rules and the predictor are parts any policy uses).
+    let generic = ["build", "mod", "registry", "placement", "placements", "predictor", "config", "queue"];
+    let mut families = Vec::new();
+    for e in std::fs::read_dir(src.join("policy")).unwrap() {
+        let name = e.unwrap().path().file_stem().unwrap().to_string_lossy().to_string();
+        if !generic.contains(&name.as_str()) {
+            families.push(name);
+        }
+    }
+    assert!(families.iter().any(|f| f == "genie") && families.iter().any(|f| f == "rifling"));
+    let mut offenders = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        for f in &families {
+            if code.contains(&format!("super::{f}::")) || code.contains(&format!("policy::{f}::")) {
+                offenders.push(format!("src/policy/build.rs:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "the generic build context names a policy family:\n{}", offenders.join("\n"));
+}

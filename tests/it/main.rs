@@ -38,6 +38,7 @@ mod output_safety;
 mod paired;
 mod parquet;
 mod philly;
+mod pipeline;
 mod predictor;
 mod preempt;
 mod profile_db;
