@@ -22,6 +22,7 @@ pub mod aliases;
 pub mod check;
 pub mod coloc;
 pub mod db;
+pub mod elastic;
 pub mod genie;
 pub mod import;
 pub mod memo;
