@@ -47,10 +47,136 @@ pub enum TraceError {
     },
 }
 
-/// An invalid configuration (cluster, policy, options).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
+/// An invalid configuration (cluster, workload, policy, options): what kind
+/// of mistake it is ([`ConfigErrorKind`], for a caller to branch on), the
+/// raw-spec key at fault where one is (`policy`, `rifling_alpha`,
+/// `policy_opt.theta`), and the message, which names the key as the
+/// configuration's origin spells it (`--policy`, `` `policy` ``, `policy=`)
+/// and says what to fix. It displays as the message alone.
+///
+/// ```
+/// use dlsched::error::{ConfigError, ConfigErrorKind};
+/// let e = ConfigError::new(ConfigErrorKind::InvalidValue, "--theta must be at least 0").with_key("theta");
+/// assert_eq!(e.kind.name(), "invalid-value");
+/// assert_eq!(e.key.as_deref(), Some("theta"));
+/// assert_eq!(e.to_string(), "--theta must be at least 0");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ConfigError {
+    /// What kind of mistake it is.
+    pub kind: ConfigErrorKind,
+    /// The raw-spec key at fault (`policy`, `sample_interval`,
+    /// `policy_opt.NAME`), where the error is about one key; `None` for an
+    /// error of the configuration as a whole or of a key not yet classified.
+    pub key: Option<String>,
+    /// The message, as the user reads it.
+    pub message: String,
+}
+
+impl ConfigError {
+    /// An error of `kind` with `message`, naming no key.
+    pub fn new(kind: ConfigErrorKind, message: impl Into<String>) -> Self {
+        ConfigError { kind, key: None, message: message.into() }
+    }
+
+    /// An error not (yet) classified: [`ConfigErrorKind::Other`].
+    pub fn other(message: impl Into<String>) -> Self {
+        Self::new(ConfigErrorKind::Other, message)
+    }
+
+    /// The error naming the raw-spec key `key` as the one at fault.
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// The error with its message rewritten by `f` (a prefix naming the
+    /// file or the run), keeping its kind and key.
+    pub fn map_message(mut self, f: impl FnOnce(String) -> String) -> Self {
+        self.message = f(self.message);
+        self
+    }
+}
+
+/// An unclassified configuration error ([`ConfigErrorKind::Other`]), so that
+/// `?` turns a `String` error into a [`ConfigError`].
+impl From<String> for ConfigError {
+    fn from(message: String) -> Self {
+        ConfigError::other(message)
+    }
+}
+
+/// [`From<String>`](ConfigError#impl-From<String>-for-ConfigError) for a literal.
+impl From<&str> for ConfigError {
+    fn from(message: &str) -> Self {
+        ConfigError::other(message)
+    }
+}
+
+/// The message alone, for code whose errors are still strings.
+impl From<ConfigError> for String {
+    fn from(e: ConfigError) -> Self {
+        e.message
+    }
+}
+
+/// What kind of mistake a [`ConfigError`] is: the few cases a caller
+/// branches on (offer the list of names, clamp a value, drop one of two
+/// settings, skip an empty input, re-fit a file). More may be added.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConfigErrorKind {
+    /// A name that does not exist: a policy kind, trace format, cluster
+    /// preset, placement or other named value, a policy option, or a key.
+    UnknownName,
+    /// A value of the wrong type, out of its range, or not finite.
+    InvalidValue,
+    /// Two settings that cannot go together (`theta` for a policy outside
+    /// the GENIE family, a moldable-task policy without the GENIE workload,
+    /// a sharing placement on GPUs of unequal memory, two keys that each
+    /// build the cluster).
+    Conflict,
+    /// The workload has no job, or no job of it can run on the cluster.
+    EmptyWorkload,
+    /// A file the configuration names does not fit the run (GENIE models
+    /// fitted on other GPUs, against another ground truth or batch range).
+    Artefact,
+    /// Any other invalid configuration.
+    Other,
+}
+
+impl ConfigErrorKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ConfigErrorKind; 6] = [
+        ConfigErrorKind::UnknownName,
+        ConfigErrorKind::InvalidValue,
+        ConfigErrorKind::Conflict,
+        ConfigErrorKind::EmptyWorkload,
+        ConfigErrorKind::Artefact,
+        ConfigErrorKind::Other,
+    ];
+
+    /// The kind's kebab-case name (`unknown-name`, `invalid-value`,
+    /// `conflict`, `empty-workload`, `artefact`, `other`), as the Python
+    /// package's `ConfigError.kind` gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConfigErrorKind::UnknownName => "unknown-name",
+            ConfigErrorKind::InvalidValue => "invalid-value",
+            ConfigErrorKind::Conflict => "conflict",
+            ConfigErrorKind::EmptyWorkload => "empty-workload",
+            ConfigErrorKind::Artefact => "artefact",
+            ConfigErrorKind::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for ConfigErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// An error during a simulation run.
 #[derive(Debug, thiserror::Error)]

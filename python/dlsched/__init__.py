@@ -10,8 +10,15 @@ Keyword arguments are the keys of an experiment file's ``[base]`` table
 underscores (``jobs_per_hour=20`` is ``--jobs-per-hour 20``), and
 ``policy_opt={"name": value}`` for ``--policy-opt name=value``. Defaults are
 ``dlsched simulate``'s, so ``dlsched.simulate()`` and ``dlsched simulate``
-give the same run. A bad value raises :class:`DlschedError` with the command
-line's message.
+give the same run. A bad value raises :class:`ConfigError` (a
+:class:`DlschedError`) with the command line's message, and says what is
+wrong in ``kind`` (``"unknown-name"``, ``"invalid-value"``, ``"conflict"``,
+``"empty-workload"``, ``"artefact"``, ``"other"``) and which key in ``key``::
+
+    try:
+        dlsched.simulate(policy="fiffo")
+    except dlsched.ConfigError as e:
+        print(e.kind, e.key)                        # unknown-name policy
 
 A policy written in Python (``simulate(policy=MyPolicy())``) is a class with
 ``decide(view)`` and, optionally, ``on_arrival(job, view)``,
@@ -35,9 +42,10 @@ import re as _re
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from . import _core
-from ._core import DlschedError, View, __version__
+from ._core import ConfigError, DlschedError, View, __version__
 
 __all__ = [
+    "ConfigError",
     "DlschedError",
     "Result",
     "View",
@@ -149,8 +157,10 @@ def simulate(
         A :class:`Result`; nothing is written unless ``out`` is given.
 
     Raises:
-        DlschedError: bad input or configuration (the message names the file,
-            line and field, or the keyword), or an invalid policy decision.
+        ConfigError: an invalid configuration (a :class:`DlschedError`;
+            ``kind`` and ``key`` say what and where).
+        DlschedError: bad input (the message names the file, line and
+            field, or the keyword), or an invalid policy decision.
         Exception: whatever a Python policy raised, re-raised as is.
     """
     obj = None
@@ -232,7 +242,9 @@ def sweep(
         The summary table (one row per run) as a DataFrame (see :class:`Result`).
 
     Raises:
-        DlschedError: a bad experiment (naming the key), or failed runs.
+        ConfigError: a bad experiment (a :class:`DlschedError`; the message
+            names the key, ``kind`` and ``key`` say what and where).
+        DlschedError: failed runs.
     """
     o = None if out is None else _os.fspath(out)
     if isinstance(experiment, Mapping):

@@ -10,6 +10,20 @@ class DlschedError(Exception):
     message names the file, line and field, or the keyword), an invalid
     configuration, or an invalid policy decision."""
 
+class ConfigError(DlschedError):
+    """An invalid configuration (a keyword, an experiment file's key, a
+    policy option)."""
+
+    kind: str
+    """What is wrong: ``"unknown-name"`` (a policy, format, option or key
+    that does not exist), ``"invalid-value"`` (wrong type, out of range),
+    ``"conflict"`` (two settings that cannot go together),
+    ``"empty-workload"`` (no job can run), ``"artefact"`` (a file the
+    configuration names does not fit the run) or ``"other"``."""
+    key: Optional[str]
+    """The key at fault as an experiment file spells it (``"policy"``,
+    ``"policy_opt.theta"``), or None."""
+
 class View:
     """What a Python policy sees during one call; valid only during that call."""
 

@@ -35,8 +35,37 @@ pyo3::create_exception!(
     "A run or sweep that dlsched refused or that failed: bad input (the message names the file, line and field, or the key), an invalid configuration, or an invalid policy decision."
 );
 
+pyo3::create_exception!(
+    _core,
+    ConfigError,
+    DlschedError,
+    "An invalid configuration (a keyword, an experiment file's key, a policy option): `kind` says what is wrong (`unknown-name`, `invalid-value`, `conflict`, `empty-workload`, `artefact`, `other`), `key` names the key at fault as an experiment file spells it (`policy`, `policy_opt.theta`), or is None."
+);
+
 fn err(msg: impl std::fmt::Display) -> PyErr {
     DlschedError::new_err(msg.to_string())
+}
+
+/// A configuration error as `dlsched.ConfigError`, with its `kind` (the
+/// kebab-case name) and `key` (str or None) as attributes.
+fn config_err(e: dlsched::error::ConfigError) -> PyErr {
+    Python::attach(|py| {
+        let pe = ConfigError::new_err(e.message);
+        let v = pe.value(py);
+        // Setting an attribute of a fresh exception object does not fail.
+        let _ = v.setattr("kind", e.kind.name());
+        let _ = v.setattr("key", e.key);
+        pe
+    })
+}
+
+/// A run's error: a configuration error as [`config_err`], any other as
+/// `DlschedError`.
+fn run_err(e: dlsched::error::RunError) -> PyErr {
+    match e {
+        dlsched::error::RunError::Config(c) => config_err(c),
+        e => err(e),
+    }
 }
 
 /// A Python scalar as a raw-spec value: bool, int, float, str or a path.
@@ -106,7 +135,13 @@ fn raw_spec(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<(RawSpec, bool)> {
         if !raw::KEYS.iter().any(|(key, _)| *key == k) {
             let mut allowed: Vec<&str> = raw::KEYS.iter().map(|(key, _)| *key).collect();
             allowed.extend(["policy_opt", "strict"]);
-            return Err(err(format!("unknown keyword `{k}`; allowed: {}", allowed.join(", "))));
+            return Err(config_err(
+                dlsched::error::ConfigError::new(
+                    dlsched::error::ConfigErrorKind::UnknownName,
+                    format!("unknown keyword `{k}`; allowed: {}", allowed.join(", ")),
+                )
+                .with_key(k.as_str()),
+            ));
         }
         let val = value(&k, &v)?;
         r.insert(k, val);
@@ -121,8 +156,8 @@ fn raw_spec(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<(RawSpec, bool)> {
 fn run_spec(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<(dlsched::experiment::RunSpec, RawSpec)> {
     let (mut r, strict) = raw_spec(kwargs)?;
     raw::first_run_defaults(&mut r, strict);
-    let mut spec = raw::to_run_spec(&r, Origin::Keywords, None).map_err(err)?;
-    raw::first_run_job_cap(&r, &mut spec).map_err(err)?;
+    let mut spec = raw::to_run_spec(&r, Origin::Keywords, None).map_err(config_err)?;
+    raw::first_run_job_cap(&r, &mut spec).map_err(run_err)?;
     Ok((spec, r))
 }
 
@@ -173,7 +208,7 @@ fn simulate<'py>(
     }
     let failure: Arc<Mutex<Option<PyErr>>> = Arc::new(Mutex::new(None));
     let report = match policy_object {
-        None => py.detach(|| dlsched::experiment::run_one(&spec, |_| {})).map_err(err)?,
+        None => py.detach(|| dlsched::experiment::run_one(&spec, |_| {})).map_err(run_err)?,
         Some(obj) => {
             let name = policy_name(py, &obj)?;
             let placement = spec.policy.placement();
@@ -200,7 +235,7 @@ fn simulate<'py>(
             if let Some(e) = failure.lock().map_err(|_| err("a Python policy's error was lost"))?.take() {
                 return Err(e);
             }
-            result.map_err(err)?
+            result.map_err(run_err)?
         }
     };
     if let Some(dir) = &out {
@@ -244,7 +279,7 @@ fn sweep<'py>(
     // An experiment given as text is written to a file in the working
     // directory (relative paths are read from there), removed once read.
     let (exp, _file) = match (path, toml) {
-        (Some(p), None) => (dlsched::sweep::Experiment::load(&p).map_err(err)?, None),
+        (Some(p), None) => (dlsched::sweep::Experiment::load(&p).map_err(config_err)?, None),
         (None, Some(text)) => {
             let f = tempfile::Builder::new()
                 .prefix(".dlsched-sweep-")
@@ -252,7 +287,7 @@ fn sweep<'py>(
                 .tempfile_in(".")
                 .map_err(|e| err(format!("cannot write the experiment in the working directory: {e}")))?;
             std::fs::write(f.path(), text).map_err(err)?;
-            let exp = dlsched::sweep::Experiment::load(f.path()).map_err(err)?;
+            let exp = dlsched::sweep::Experiment::load(f.path()).map_err(config_err)?;
             (exp, Some(f))
         }
         _ => return Err(PyTypeError::new_err("give path= (an experiment file) or toml= (its text), not both")),
@@ -612,6 +647,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sweep, m)?)?;
     m.add_class::<PyView>()?;
     m.add("DlschedError", m.py().get_type::<DlschedError>())?;
+    m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -65,6 +65,35 @@ def test_bad_values_raise_the_cli_message_with_the_keyword(tmp_path):
     assert "bad.csv:3: column `duration`: `oops`" in msg, msg
 
 
+def test_configuration_errors_say_their_kind_and_key(tmp_path):
+    # A misspelt policy: a name that does not exist, at the key `policy`.
+    with pytest.raises(dlsched.ConfigError) as e:
+        dlsched.simulate(policy="fiffo")
+    assert (e.value.kind, e.value.key) == ("unknown-name", "policy")
+    assert str(e.value).startswith("policy=fiffo: expected one of fifo, sjf, "), str(e.value)
+    # Still a DlschedError, for code that catches that.
+    assert isinstance(e.value, dlsched.DlschedError)
+    # A value out of range: theta is at least 0.
+    with pytest.raises(dlsched.ConfigError) as e:
+        dlsched.simulate(workload="genie", policy="genie", theta=-1.0)
+    assert (e.value.kind, e.value.key) == ("invalid-value", "theta")
+    assert str(e.value) == "theta= must be a number >= 0, got -1", str(e.value)
+    # An unknown policy option, named by its policy_opt key.
+    with pytest.raises(dlsched.ConfigError) as e:
+        dlsched.simulate(policy="las", policy_opt={"rund": 60})
+    assert (e.value.kind, e.value.key) == ("unknown-name", "policy_opt.rund")
+    # A trace with no job: the workload is empty, the key is no one's.
+    empty = tmp_path / "empty.csv"
+    empty.write_text("job_id,vc,gpu_num,submit_time,duration\n")
+    with pytest.raises(dlsched.ConfigError) as e:
+        dlsched.simulate(trace=empty)
+    assert (e.value.kind, e.value.key) == ("empty-workload", None)
+    # An unknown key in an experiment.
+    with pytest.raises(dlsched.ConfigError) as e:
+        dlsched.sweep({"question": "q", "base": {"polcy": "fifo"}})
+    assert (e.value.kind, e.value.key) == ("unknown-name", "polcy")
+
+
 def test_a_sweep_from_a_dict_is_the_sweep_from_its_file(tmp_path):
     exp = {"question": "q", "base": {"jobs": 60, "cluster": "lab16"}, "sweep": {"policy": ["fifo", "sjf"], "seed": [1, 2]}}
     f = tmp_path / "e.toml"

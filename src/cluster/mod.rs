@@ -327,7 +327,7 @@ impl Cluster {
     pub fn set_share_limits(&mut self, limits: ShareLimits) -> Result<(), ConfigError> {
         limits.validate()?;
         if self.shared_gpus > 0 {
-            return Err(ConfigError("sharing limits can only be set before any GPU is shared".into()));
+            return Err(ConfigError::other("sharing limits can only be set before any GPU is shared"));
         }
         self.limits = limits;
         // What a node can host depends on the limits: new stamps.

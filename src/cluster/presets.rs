@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::spec::{ClusterSpec, MAX_GPUS_PER_NODE, MAX_NODES, NodeSpec};
-use crate::error::{ConfigError, TraceError};
+use crate::error::TraceError;
 use crate::ids::VcId;
 
 /// A named cluster from a publication or a trace's machine list.
@@ -286,7 +286,7 @@ pub fn load_nodes_file(path: &Path) -> Result<NodeList, TraceError> {
         vc_names: vec!["default".into()],
         named_vcs: false,
     };
-    spec.validate().map_err(|ConfigError(m)| TraceError::Format { file: path.to_path_buf(), message: m })?;
+    spec.validate().map_err(|e| TraceError::Format { file: path.to_path_buf(), message: e.message })?;
     Ok(NodeList { spec, rows, cpu_only_nodes: cpu_only })
 }
 
@@ -397,7 +397,7 @@ pub fn load_vc_file_scaled(
         kept[i] <= scaled_vc_nodes(per_vc[i], scale)
     });
     spec.name = format!("{}*{scale}", spec.name);
-    spec.validate().map_err(|ConfigError(m)| TraceError::Format { file: path.to_path_buf(), message: m })?;
+    spec.validate().map_err(|e| TraceError::Format { file: path.to_path_buf(), message: e.message })?;
     Ok(spec)
 }
 
@@ -517,7 +517,7 @@ pub fn load_vc_file(path: &Path, gpu_type: &str, gpu_mem_mib: u64) -> Result<Clu
     if spec.vc_names.is_empty() {
         return Err(TraceError::Format { file, message: "no VC rows".into() });
     }
-    spec.validate().map_err(|ConfigError(m)| TraceError::Format { file: path.to_path_buf(), message: m })?;
+    spec.validate().map_err(|e| TraceError::Format { file: path.to_path_buf(), message: e.message })?;
     Ok(spec)
 }
 

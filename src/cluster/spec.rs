@@ -62,10 +62,10 @@ impl ShareLimits {
     /// A [`ConfigError`] for a tenant cap of 0 or a headroom outside [0, 1).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.max_tenants == 0 {
-            return Err(ConfigError("the tenant cap (`max_tenants`) must be at least 1".into()));
+            return Err(ConfigError::other("the tenant cap (`max_tenants`) must be at least 1"));
         }
         if !(0.0..1.0).contains(&self.mem_headroom) {
-            return Err(ConfigError(format!(
+            return Err(ConfigError::other(format!(
                 "the memory headroom (`mem_headroom`) must be in [0, 1), got {}",
                 self.mem_headroom
             )));
@@ -132,10 +132,10 @@ impl ClusterSpec {
     /// A [`ConfigError`] naming the first bad node.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.nodes.is_empty() || self.total_gpus() == 0 {
-            return Err(ConfigError(format!("cluster `{}` has no GPUs", self.name)));
+            return Err(ConfigError::other(format!("cluster `{}` has no GPUs", self.name)));
         }
         if self.nodes.len() > MAX_NODES || self.total_gpus() > MAX_GPUS {
-            return Err(ConfigError(format!(
+            return Err(ConfigError::other(format!(
                 "cluster `{}` has {} nodes and {} GPUs; dlsched simulates at most {MAX_NODES} nodes and {MAX_GPUS} GPUs",
                 self.name,
                 self.nodes.len(),
@@ -144,19 +144,19 @@ impl ClusterSpec {
         }
         for (i, n) in self.nodes.iter().enumerate() {
             if n.gpus > MAX_GPUS_PER_NODE {
-                return Err(ConfigError(format!(
+                return Err(ConfigError::other(format!(
                     "cluster `{}`: node {i} has {} GPUs; at most {MAX_GPUS_PER_NODE} per node are supported",
                     self.name, n.gpus
                 )));
             }
             if n.gpus_per_switch == 0 || n.sockets == 0 {
-                return Err(ConfigError(format!(
+                return Err(ConfigError::other(format!(
                     "cluster `{}`: node {i} needs at least one PCIe switch and one socket",
                     self.name
                 )));
             }
             if self.vc_names.len() > usize::from(u16::MAX) + 1 {
-                return Err(ConfigError(format!(
+                return Err(ConfigError::other(format!(
                     "cluster `{}` has {} VCs; at most {} are supported",
                     self.name,
                     self.vc_names.len(),
@@ -164,7 +164,7 @@ impl ClusterSpec {
                 )));
             }
             if n.vc.index() >= self.vc_names.len() {
-                return Err(ConfigError(format!(
+                return Err(ConfigError::other(format!(
                     "cluster `{}`: node {i} names VC index {} but only {} VCs exist",
                     self.name,
                     n.vc.0,

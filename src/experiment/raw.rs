@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::registry::Registry;
 use super::spec::{ClusterChoice, RateModelKind, RunSpec, WorkloadSource};
 use crate::cluster::{ClusterPreset, ShareLimits};
+use crate::error::{ConfigError, ConfigErrorKind};
 use crate::policy::placement::PlacementKind;
 use crate::policy::registry::Artefacts;
 use crate::policy::registry::{IawpOptions, QueueOptions};
@@ -363,14 +364,21 @@ pub fn known_options_of(spec: &PolicySpec) -> String {
 /// Sets `opts` (option name, value, how the origin named it) on `policy`
 /// through serde: each is checked as it is set, so an error names the one
 /// at fault, and lists the kind's options.
-fn set_policy_options(policy: PolicySpec, opts: &[(String, Value, String)]) -> Result<PolicySpec, String> {
+fn set_policy_options(policy: PolicySpec, opts: &[(String, Value, String, String)]) -> Result<PolicySpec, ConfigError> {
     set_options(policy, opts, true)
 }
 
 /// [`set_policy_options`]; with `list_known` false (options set by a
 /// family's own keys, which name one option each) an error does not list
-/// the kind's options.
-fn set_options(policy: PolicySpec, opts: &[(String, Value, String)], list_known: bool) -> Result<PolicySpec, String> {
+/// the kind's options. Each option comes as (option name, value, how the
+/// origin named it, the raw-spec key that set it); an error names that key:
+/// an option the kind lacks is [`ConfigErrorKind::UnknownName`], a value
+/// its options refuse [`ConfigErrorKind::InvalidValue`].
+fn set_options(
+    policy: PolicySpec,
+    opts: &[(String, Value, String, String)],
+    list_known: bool,
+) -> Result<PolicySpec, ConfigError> {
     if opts.is_empty() {
         return Ok(policy);
     }
@@ -380,28 +388,43 @@ fn set_options(policy: PolicySpec, opts: &[(String, Value, String)], list_known:
     };
     let mut json = serde_json::to_value(&policy).map_err(|e| e.to_string())?;
     let mut spec = policy.clone();
-    for (opt, v, at) in opts {
+    for (opt, v, at, key) in opts {
         let jv = match v {
             Value::Int(i) => serde_json::Value::from(*i),
             Value::UInt(u) => serde_json::Value::from(*u),
             Value::Float(x) if x.is_finite() => serde_json::Value::from(*x),
-            Value::Float(_) => return Err(format!("{at}: must be a finite number{}", known())),
+            Value::Float(_) => return Err(invalid(key, format!("{at}: must be a finite number{}", known()))),
             Value::Bool(b) => serde_json::Value::from(*b),
             Value::Str(s) => serde_json::Value::from(s.clone()),
         };
         let parts: Vec<&str> = opt.split('.').collect();
         if parts.iter().any(|p| p.is_empty()) || opt == "kind" {
-            return Err(format!("{at}: `{opt}` is not an option name{}", known()));
+            return Err(at_key(
+                ConfigErrorKind::UnknownName,
+                key,
+                format!("{at}: `{opt}` is not an option name{}", known()),
+            ));
         }
         let mut obj = json.as_object_mut().ok_or("a policy spec is an object")?;
         for part in &parts[..parts.len() - 1] {
             let entry = obj.entry(part.to_string()).or_insert_with(|| serde_json::json!({}));
-            obj = entry
-                .as_object_mut()
-                .ok_or_else(|| format!("{at}: `{part}` is a single option, not a group{}", known()))?;
+            obj = entry.as_object_mut().ok_or_else(|| {
+                at_key(
+                    ConfigErrorKind::UnknownName,
+                    key,
+                    format!("{at}: `{part}` is a single option, not a group{}", known()),
+                )
+            })?;
         }
         obj.insert(parts[parts.len() - 1].to_string(), jv);
-        spec = policy.reparse(json.clone()).map_err(|e| format!("{at}: {e}{}", known()))?;
+        spec = policy.reparse(json.clone()).map_err(|e| {
+            // serde's words for a field or variant the options lack.
+            let kind = match e.starts_with("unknown field") || e.starts_with("unknown variant") {
+                true => ConfigErrorKind::UnknownName,
+                false => ConfigErrorKind::InvalidValue,
+            };
+            at_key(kind, key, format!("{at}: {e}{}", known()))
+        })?;
     }
     Ok(spec)
 }
@@ -409,21 +432,25 @@ fn set_options(policy: PolicySpec, opts: &[(String, Value, String)], list_known:
 /// Parses a named value ([`ValueNames`]), case-sensitive as on the command line
 /// (`FIFO` and `fifo` would otherwise be two runs, two run ids, of one
 /// configuration).
-pub(crate) fn enum_of<T: ValueNames>(key: &str, v: &Value) -> Result<T, String> {
+pub(crate) fn enum_of<T: ValueNames>(key: &str, v: &Value) -> Result<T, ConfigError> {
     enum_in(&Origin::File(Path::new("")), key, v)
 }
 
-fn enum_in<T: ValueNames>(o: &Origin<'_>, key: &str, v: &Value) -> Result<T, String> {
-    let Value::Str(s) = v else { return Err(format!("{} must be a string", o.key(key))) };
+/// [`enum_of`] naming `key` as `o` spells it: a value that is not a string
+/// is [`ConfigErrorKind::InvalidValue`], a name not among the values
+/// [`ConfigErrorKind::UnknownName`].
+fn enum_in<T: ValueNames>(o: &Origin<'_>, key: &str, v: &Value) -> Result<T, ConfigError> {
+    let Value::Str(s) = v else { return Err(invalid(key, format!("{} must be a string", o.key(key)))) };
     T::from_value_name(s).ok_or_else(|| {
         let allowed = T::value_names();
-        format!(
+        let message = format!(
             "{}: expected one of {}{}{}",
             o.setting(key, s),
             allowed.join(", "),
             placement_hint(o, key, s),
             renamed_placement_hint(o, key, s)
-        )
+        );
+        at_key(ConfigErrorKind::UnknownName, key, message)
     })
 }
 
@@ -457,6 +484,31 @@ pub fn placement_hint(o: &Origin<'_>, key: &str, v: &str) -> String {
     }
 }
 
+/// An error of `kind` about the raw-spec key `key`.
+fn at_key(kind: ConfigErrorKind, key: &str, message: String) -> ConfigError {
+    ConfigError::new(kind, message).with_key(key)
+}
+
+/// [`ConfigErrorKind::InvalidValue`] of `key`.
+fn invalid(key: &str, message: String) -> ConfigError {
+    at_key(ConfigErrorKind::InvalidValue, key, message)
+}
+
+/// [`ConfigErrorKind::Conflict`] naming `key`.
+fn conflict(key: &str, message: String) -> ConfigError {
+    at_key(ConfigErrorKind::Conflict, key, message)
+}
+
+/// A [`crate::error::RunError`] as a configuration error: a
+/// [`ConfigError`] as it is, any other as [`ConfigErrorKind::Other`] with its
+/// message.
+fn config_of(e: crate::error::RunError) -> ConfigError {
+    match e {
+        crate::error::RunError::Config(c) => c,
+        e => ConfigError::other(e.to_string()),
+    }
+}
+
 /// Default GENIE workload density, tasks per hour (GENIE, TPDS 2020: 5, 10, 20).
 pub const DEFAULT_GENIE_JOBS_PER_HOUR: f64 = 10.0;
 /// Default GENIE workload arrival window, hours (the paper: 24).
@@ -471,65 +523,67 @@ impl Reader<'_> {
     fn has(&self, k: &str) -> bool {
         self.p.contains_key(k)
     }
-    fn int(&self, k: &str) -> Result<Option<i64>, String> {
+    fn int(&self, k: &str) -> Result<Option<i64>, ConfigError> {
         match self.p.get(k) {
             None => Ok(None),
             Some(Value::Int(i)) => Ok(Some(*i)),
-            Some(Value::UInt(u)) => i64::try_from(*u).map(Some).map_err(|_| format!("{} is too large", self.o.key(k))),
+            Some(Value::UInt(u)) => {
+                i64::try_from(*u).map(Some).map_err(|_| invalid(k, format!("{} is too large", self.o.key(k))))
+            }
             Some(Value::Float(x)) if x.fract() == 0.0 && x.abs() < 9e15 => Ok(Some(*x as i64)),
-            Some(v) => Err(format!("{} must be a whole number, not `{v}`", self.o.key(k))),
+            Some(v) => Err(invalid(k, format!("{} must be a whole number, not `{v}`", self.o.key(k)))),
         }
     }
-    fn uint(&self, k: &str) -> Result<Option<u64>, String> {
+    fn uint(&self, k: &str) -> Result<Option<u64>, ConfigError> {
         if let Some(Value::UInt(u)) = self.p.get(k) {
             return Ok(Some(*u));
         }
         self.int(k)?
-            .map(|i| u64::try_from(i).map_err(|_| format!("{} must not be negative", self.o.key(k))))
+            .map(|i| u64::try_from(i).map_err(|_| invalid(k, format!("{} must not be negative", self.o.key(k)))))
             .transpose()
     }
-    fn num(&self, k: &str) -> Result<Option<f64>, String> {
+    fn num(&self, k: &str) -> Result<Option<f64>, ConfigError> {
         match self.p.get(k) {
             None => Ok(None),
             Some(Value::Int(i)) => Ok(Some(*i as f64)),
             Some(Value::UInt(u)) => Ok(Some(*u as f64)),
             Some(Value::Float(x)) => Ok(Some(*x)),
-            Some(_) => Err(format!("{} must be a number", self.o.key(k))),
+            Some(_) => Err(invalid(k, format!("{} must be a number", self.o.key(k)))),
         }
     }
-    fn flag(&self, k: &str) -> Result<bool, String> {
+    fn flag(&self, k: &str) -> Result<bool, ConfigError> {
         match self.p.get(k) {
             None => Ok(false),
             Some(Value::Bool(b)) => Ok(*b),
-            Some(_) => Err(format!("{} must be true or false", self.o.key(k))),
+            Some(_) => Err(invalid(k, format!("{} must be true or false", self.o.key(k)))),
         }
     }
-    fn str(&self, k: &str) -> Result<Option<&str>, String> {
+    fn str(&self, k: &str) -> Result<Option<&str>, ConfigError> {
         match self.p.get(k) {
             None => Ok(None),
             Some(Value::Str(s)) => Ok(Some(s)),
-            Some(_) => Err(format!("{} must be a string", self.o.key(k))),
+            Some(_) => Err(invalid(k, format!("{} must be a string", self.o.key(k)))),
         }
     }
-    fn enumv<T: ValueNames>(&self, k: &str) -> Result<Option<T>, String> {
+    fn enumv<T: ValueNames>(&self, k: &str) -> Result<Option<T>, ConfigError> {
         self.p.get(k).map(|v| enum_in(&self.o, k, v)).transpose()
     }
-    fn path(&self, k: &str) -> Result<Option<PathBuf>, String> {
+    fn path(&self, k: &str) -> Result<Option<PathBuf>, ConfigError> {
         match (self.p.get(k), self.o) {
             (None, _) => Ok(None),
             (Some(Value::Str(s)), Origin::CommandLine | Origin::Keywords) => Ok(Some(PathBuf::from(s))),
             (Some(Value::Str(s)), Origin::File(file)) => {
                 let full = file.parent().unwrap_or(Path::new(".")).join(s);
                 if !full.exists() {
-                    return Err(format!("`{k}` = `{s}`: {} does not exist", full.display()));
+                    return Err(invalid(k, format!("`{k}` = `{s}`: {} does not exist", full.display())));
                 }
                 Ok(Some(full))
             }
-            (Some(_), _) => Err(format!("{} must be a path string", self.o.key(k))),
+            (Some(_), _) => Err(invalid(k, format!("{} must be a path string", self.o.key(k)))),
         }
     }
-    fn bounded<T>(&self, k: &str, r: Result<T, String>) -> Result<T, String> {
-        r.map_err(|e| format!("{} {e}", self.o.key(k)))
+    fn bounded<T>(&self, k: &str, r: Result<T, String>) -> Result<T, ConfigError> {
+        r.map_err(|e| invalid(k, format!("{} {e}", self.o.key(k))))
     }
 }
 
@@ -538,53 +592,61 @@ impl Reader<'_> {
 /// (default lab16); one of them, never two.
 ///
 /// # Errors
-/// A message naming the keys at fault.
-pub fn cluster_choice(p: &RawSpec, o: Origin<'_>) -> Result<ClusterChoice, String> {
+/// A message naming the keys at fault: [`ConfigErrorKind::Conflict`] for
+/// two keys that each build the cluster (or one without its partner).
+pub fn cluster_choice(p: &RawSpec, o: Origin<'_>) -> Result<ClusterChoice, ConfigError> {
     let r = Reader { p, o };
     let k = |s: &str| o.key(s);
     if r.has("nodes_file") && ["vcs", "nodes", "gpus_per_node", "cluster"].iter().any(|x| r.has(x)) {
-        return Err(format!(
-            "{} builds the cluster; it goes with none of {}, {}, {}",
-            k("nodes_file"),
-            k("vcs"),
-            k("nodes"),
-            k("cluster")
+        return Err(conflict(
+            "nodes_file",
+            format!(
+                "{} builds the cluster; it goes with none of {}, {}, {}",
+                k("nodes_file"),
+                k("vcs"),
+                k("nodes"),
+                k("cluster")
+            ),
         ));
     }
     // One of them builds the cluster, and the other would be ignored without a word.
     if r.has("cluster") && ["vcs", "nodes", "gpus_per_node"].iter().any(|x| r.has(x)) {
-        return Err(format!(
-            "{} is a preset; it goes with none of {}, {}, {}",
-            k("cluster"),
-            k("vcs"),
-            k("nodes"),
-            k("gpus_per_node")
+        return Err(conflict(
+            "cluster",
+            format!(
+                "{} is a preset; it goes with none of {}, {}, {}",
+                k("cluster"),
+                k("vcs"),
+                k("nodes"),
+                k("gpus_per_node")
+            ),
         ));
     }
     if r.has("vcs") && ["nodes", "gpus_per_node"].iter().any(|x| r.has(x)) {
-        return Err(format!(
-            "{} builds the cluster; it goes with neither {} nor {}",
-            k("vcs"),
-            k("nodes"),
-            k("gpus_per_node")
+        return Err(conflict(
+            "vcs",
+            format!("{} builds the cluster; it goes with neither {} nor {}", k("vcs"), k("nodes"), k("gpus_per_node")),
         ));
     }
     if r.has("vc_scale") && !r.has("vcs") {
-        return Err(format!("{} scales the VCs of {}; set that too", k("vc_scale"), k("vcs")));
+        return Err(conflict("vc_scale", format!("{} scales the VCs of {}; set that too", k("vc_scale"), k("vcs"))));
     }
     if r.has("gpu_type") && !r.has("nodes") {
-        return Err(format!(
-            "{} is the GPU type of a {} x {} cluster; set those too",
-            k("gpu_type"),
-            k("nodes"),
-            k("gpus_per_node")
+        return Err(conflict(
+            "gpu_type",
+            format!(
+                "{} is the GPU type of a {} x {} cluster; set those too",
+                k("gpu_type"),
+                k("nodes"),
+                k("gpus_per_node")
+            ),
         ));
     }
     Ok(match (r.path("vcs")?, r.uint("nodes")?, r.uint("gpus_per_node")?, p.get("cluster")) {
         (Some(vcs), ..) => match r.num("vc_scale")? {
             None => ClusterChoice::VcFile { path: vcs },
             Some(scale) if scale > 0.0 && scale <= 1.0 => ClusterChoice::ScaledVcFile { path: vcs, scale },
-            Some(scale) => return Err(format!("{} = {scale} is outside (0, 1]", k("vc_scale"))),
+            Some(scale) => return Err(invalid("vc_scale", format!("{} = {scale} is outside (0, 1]", k("vc_scale")))),
         },
         (None, None, None, None) if r.has("nodes_file") => {
             ClusterChoice::NodesFile { path: r.path("nodes_file")?.unwrap_or_default() }
@@ -596,16 +658,21 @@ pub fn cluster_choice(p: &RawSpec, o: Origin<'_>) -> Result<ClusterChoice, Strin
                 None => None,
                 Some(s) if super::spec::gpu_type_mem_mib(s).is_some() => Some(s.to_string()),
                 Some(s) => {
-                    return Err(format!(
-                        "{} is not a known GPU type ({})",
-                        o.setting("gpu_type", s),
-                        super::spec::GPU_TYPE_MEMORY.iter().map(|g| g.0).collect::<Vec<_>>().join(", ")
+                    return Err(at_key(
+                        ConfigErrorKind::UnknownName,
+                        "gpu_type",
+                        format!(
+                            "{} is not a known GPU type ({})",
+                            o.setting("gpu_type", s),
+                            super::spec::GPU_TYPE_MEMORY.iter().map(|g| g.0).collect::<Vec<_>>().join(", ")
+                        ),
                     ));
                 }
             },
         },
         (None, Some(_), None, _) | (None, None, Some(_), _) => {
-            return Err(format!("{} and {} go together", k("nodes"), k("gpus_per_node")));
+            let key = if r.has("nodes") { "nodes" } else { "gpus_per_node" };
+            return Err(conflict(key, format!("{} and {} go together", k("nodes"), k("gpus_per_node"))));
         }
         (None, None, None, _) => {
             ClusterChoice::Preset { preset: r.enumv::<ClusterPreset>("cluster")?.unwrap_or(ClusterPreset::Lab16) }
@@ -622,20 +689,22 @@ pub fn cluster_choice(p: &RawSpec, o: Origin<'_>) -> Result<ClusterChoice, Strin
 /// # Errors
 /// A message naming the key at fault: two of the keys, `tasks` or
 /// `jobs_per_hour_per_gpu` without the GENIE workload, or a value out of range.
-fn genie_density(r: &Reader<'_>, hours: f64, genie_workload: bool) -> Result<Option<f64>, String> {
+fn genie_density(r: &Reader<'_>, hours: f64, genie_workload: bool) -> Result<Option<f64>, ConfigError> {
     let o = r.o;
     let set: Vec<&str> = ["jobs_per_hour", "jobs_per_hour_per_gpu", "tasks"].into_iter().filter(|k| r.has(k)).collect();
     for k in ["jobs_per_hour_per_gpu", "tasks"] {
         if r.has(k) && !genie_workload {
-            return Err(format!(
-                "{} applies to the GENIE workload: set {} too",
-                o.key(k),
-                o.setting("workload", "genie")
+            return Err(conflict(
+                k,
+                format!("{} applies to the GENIE workload: set {} too", o.key(k), o.setting("workload", "genie")),
             ));
         }
     }
     if set.len() > 1 {
-        return Err(format!("{} and {} both set the task density; give one", o.key(set[0]), o.key(set[1])));
+        return Err(conflict(
+            set[1],
+            format!("{} and {} both set the task density; give one", o.key(set[0]), o.key(set[1])),
+        ));
     }
     let traced = r.has("trace");
     let bound = |k: &str, rate: f64| {
@@ -644,12 +713,12 @@ fn genie_density(r: &Reader<'_>, hours: f64, genie_workload: bool) -> Result<Opt
     if let Some(n) = r.uint("tasks")? {
         let max = crate::workload::genie::MAX_TASKS;
         if n == 0 || n as f64 > max {
-            return Err(format!("{} must be 1 to {max}, got {n}", o.key("tasks")));
+            return Err(invalid("tasks", format!("{} must be 1 to {max}, got {n}", o.key("tasks"))));
         }
         return Ok(Some(n as f64 / hours));
     }
     if let Some(x) = r.num("jobs_per_hour_per_gpu")? {
-        let gpus = cluster_choice(r.p, o)?.spec().map_err(|e| e.to_string())?.total_gpus();
+        let gpus = cluster_choice(r.p, o)?.spec().map_err(config_of)?.total_gpus();
         return bound("jobs_per_hour_per_gpu", x * gpus as f64).map(Some);
     }
     match r.num("jobs_per_hour")? {
@@ -668,8 +737,11 @@ fn genie_density(r: &Reader<'_>, hours: f64, genie_workload: bool) -> Result<Opt
 /// checked.
 ///
 /// # Errors
-/// A message naming the key at fault, as `origin` spells it.
-pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, artefacts: Option<&mut Artefacts>) -> Result<RunSpec, String> {
+/// A [`ConfigError`]: its message names the key at fault as `origin`
+/// spells it, its [`ConfigError::key`] as the raw spec does, and its
+/// [`ConfigError::kind`] says what is wrong (a name that does not exist, a
+/// value out of range, two settings that conflict, ...).
+pub fn to_run_spec(p: &RawSpec, origin: Origin<'_>, artefacts: Option<&mut Artefacts>) -> Result<RunSpec, ConfigError> {
     to_run_spec_in(p, origin, artefacts, &Registry::default())
 }
 
@@ -685,7 +757,7 @@ pub fn to_run_spec_in(
     origin: Origin<'_>,
     artefacts: Option<&mut Artefacts>,
     registry: &Registry,
-) -> Result<RunSpec, String> {
+) -> Result<RunSpec, ConfigError> {
     let r = Reader { p, o: origin };
     let o = origin;
     let file = matches!(o, Origin::File(_));
@@ -694,10 +766,14 @@ pub fn to_run_spec_in(
         None | Some("synthetic") => false,
         Some("genie") => true,
         Some(_) => {
-            return Err(format!(
-                "{} must be \"synthetic\" or \"genie\", not {}",
-                o.key("workload"),
-                p.get("workload").map(ToString::to_string).unwrap_or_default()
+            return Err(at_key(
+                ConfigErrorKind::UnknownName,
+                "workload",
+                format!(
+                    "{} must be \"synthetic\" or \"genie\", not {}",
+                    o.key("workload"),
+                    p.get("workload").map(ToString::to_string).unwrap_or_default()
+                ),
             ));
         }
     };
@@ -723,18 +799,22 @@ pub fn to_run_spec_in(
                 let builtin: Vec<&str> = TraceFormat::value_names();
                 let outside: Vec<&str> = registry.formats().iter().map(|k| k.name()).collect();
                 let builtin = builtin.join(", ");
-                return Err(e.replacen(&builtin, &format!("{builtin}, {}", outside.join(", ")), 1));
+                return Err(e.map_message(|m| m.replacen(&builtin, &format!("{builtin}, {}", outside.join(", ")), 1)));
             }
             Err(e) => return Err(e),
         },
     };
     let trace = r.path("trace")?;
     if trace.is_none() && (r.has("columns") || r.has("columns_file")) {
-        return Err(format!(
-            "{} and {} apply to a {} in jobs-csv format",
-            o.key("columns"),
-            o.key("columns_file"),
-            o.key("trace")
+        let key = if r.has("columns") { "columns" } else { "columns_file" };
+        return Err(conflict(
+            key,
+            format!(
+                "{} and {} apply to a {} in jobs-csv format",
+                o.key("columns"),
+                o.key("columns_file"),
+                o.key("trace")
+            ),
         ));
     }
     let workload = match trace {
@@ -755,7 +835,7 @@ pub fn to_run_spec_in(
                 columns.load_toml(&f)?;
             }
             if let Some(c) = r.str("columns")? {
-                columns.parse_pairs(c).map_err(|e| format!("{}: {e}", o.key("columns")))?;
+                columns.parse_pairs(c).map_err(|e| invalid("columns", format!("{}: {e}", o.key("columns"))))?;
             }
             WorkloadSource::Trace { path: trace, format, columns }
         }
@@ -779,8 +859,13 @@ pub fn to_run_spec_in(
                 None => d.jobs_per_hour,
             };
             let max_job_gpus = match r.uint("max_job_gpus")? {
-                Some(0) => return Err(format!("{} must be at least 1", o.key("max_job_gpus"))),
-                Some(m) => Some(u32::try_from(m).map_err(|_| format!("{} is too large", o.key("max_job_gpus")))?),
+                Some(0) => {
+                    return Err(invalid("max_job_gpus", format!("{} must be at least 1", o.key("max_job_gpus"))));
+                }
+                Some(m) => Some(
+                    u32::try_from(m)
+                        .map_err(|_| invalid("max_job_gpus", format!("{} is too large", o.key("max_job_gpus"))))?,
+                ),
                 None => None,
             };
             WorkloadSource::Synthetic(SyntheticSpec {
@@ -789,7 +874,9 @@ pub fn to_run_spec_in(
                 load: r.num("load")?.unwrap_or(d.load),
                 max_job_gpus,
                 max_duration_s: match r.uint("max_duration")? {
-                    Some(0) => return Err(format!("{} must be at least 1 s", o.key("max_duration"))),
+                    Some(0) => {
+                        return Err(invalid("max_duration", format!("{} must be at least 1 s", o.key("max_duration"))));
+                    }
                     other => other,
                 },
             })
@@ -810,7 +897,7 @@ pub fn to_run_spec_in(
             let builtin: Vec<&str> = PolicyName::value_names();
             let builtin = builtin.join(", ");
             let outside: Vec<&str> = registry.policies().iter().map(|k| k.name()).collect();
-            return Err(e.replacen(&builtin, &format!("{builtin}, {}", outside.join(", ")), 1));
+            return Err(e.map_message(|m| m.replacen(&builtin, &format!("{builtin}, {}", outside.join(", ")), 1)));
         }
         (None, Err(e)) => return Err(e),
     };
@@ -826,7 +913,10 @@ pub fn to_run_spec_in(
         }
         if let Some(family) = fk.only_for.filter(|_| file && !own_keys.iter().any(|k| k.key == fk.key)) {
             // An ignored key would make runs that differ only in their ids.
-            return Err(format!("`{}` applies only to the {family} policies, not `policy` = `{kind_name}`", fk.key));
+            return Err(conflict(
+                fk.key,
+                format!("`{}` applies only to the {family} policies, not `policy` = `{kind_name}`", fk.key),
+            ));
         }
     }
     // The texts each origin has always given.
@@ -844,29 +934,37 @@ pub fn to_run_spec_in(
         let d = ShareLimits::default();
         let s = ShareLimits {
             max_tenants: match r.uint("max_tenants")? {
-                Some(n) => u32::try_from(n).map_err(|_| format!("{} is too large", o.key("max_tenants")))?,
+                Some(n) => u32::try_from(n)
+                    .map_err(|_| invalid("max_tenants", format!("{} is too large", o.key("max_tenants"))))?,
                 None => d.max_tenants,
             },
             mem_headroom: match p.get("mem_headroom") {
                 None => d.mem_headroom,
                 Some(Value::Float(x)) => *x,
                 Some(Value::Int(x)) => *x as f64,
-                Some(_) => return Err(format!("{} must be a number in [0, 1)", o.key("mem_headroom"))),
+                Some(_) => {
+                    return Err(invalid(
+                        "mem_headroom",
+                        format!("{} must be a number in [0, 1)", o.key("mem_headroom")),
+                    ));
+                }
             },
         };
         // Checked here, where the origin is known, so the message names the
         // key as the command line or the sweep file spells it.
         if s.max_tenants == 0 {
-            return Err(format!("the tenant cap ({}) must be at least 1", o.key("max_tenants")));
-        }
-        if !(0.0..1.0).contains(&s.mem_headroom) {
-            return Err(format!(
-                "the memory headroom ({}) must be in [0, 1), got {}",
-                o.key("mem_headroom"),
-                s.mem_headroom
+            return Err(invalid(
+                "max_tenants",
+                format!("the tenant cap ({}) must be at least 1", o.key("max_tenants")),
             ));
         }
-        s.validate().map_err(|e| format!("{e}"))?;
+        if !(0.0..1.0).contains(&s.mem_headroom) {
+            return Err(invalid(
+                "mem_headroom",
+                format!("the memory headroom ({}) must be in [0, 1), got {}", o.key("mem_headroom"), s.mem_headroom),
+            ));
+        }
+        s.validate()?;
         s
     };
     let placement = r.enumv::<PlacementKind>("placement")?.unwrap_or(QueueOptions::default().placement);
@@ -877,11 +975,16 @@ pub fn to_run_spec_in(
         let mut generic = Vec::new();
         if backfill {
             let at = if file { o.setting("backfill", "true") } else { o.key("backfill") };
-            generic.push(("backfill".to_string(), Value::Bool(true), at));
+            generic.push(("backfill".to_string(), Value::Bool(true), at, "backfill".to_string()));
         }
         if placement != QueueOptions::default().placement {
             let v = placement.name().to_string();
-            generic.push(("placement".to_string(), Value::Str(v.clone()), o.setting("placement", &v)));
+            generic.push((
+                "placement".to_string(),
+                Value::Str(v.clone()),
+                o.setting("placement", &v),
+                "placement".to_string(),
+            ));
         }
         set_policy_options(default, &generic)
     };
@@ -896,7 +999,7 @@ pub fn to_run_spec_in(
         // keys (below).
         n if n.genie().is_some() || n.rifling().is_some() => {
             if !tasks {
-                return Err(moldable_only(n.rifling().is_some()));
+                return Err(conflict("policy", moldable_only(n.rifling().is_some())));
             }
             n.default_spec()
         }
@@ -910,24 +1013,27 @@ pub fn to_run_spec_in(
             Some(path) => Value::Str(path.to_string_lossy().into_owned()),
             None => p.get(fk.key).cloned().unwrap_or(Value::Bool(false)),
         };
-        own.push((fk.option.to_string(), v, o.key(fk.key)));
+        own.push((fk.option.to_string(), v, o.key(fk.key), fk.key.to_string()));
     }
     let policy = set_options(policy, &own, false)?;
-    let opts: Vec<(String, Value, String)> = p
+    let opts: Vec<(String, Value, String, String)> = p
         .iter()
-        .filter_map(|(k, v)| k.strip_prefix(POLICY_OPT).map(|n| (n.to_string(), v.clone(), o.policy_opt(n, v))))
+        .filter_map(|(k, v)| {
+            k.strip_prefix(POLICY_OPT).map(|n| (n.to_string(), v.clone(), o.policy_opt(n, v), k.clone()))
+        })
         .collect();
     let policy = set_policy_options(policy, &opts)?;
     if let Some(a) = artefacts {
         // Files the options name, read once for a sweep; the error names the
         // setting that gave the file.
         policy.load_artefacts(a).map_err(|(option, e)| {
-            let at = match (opts.iter().find(|(n, ..)| n == option), own_keys.iter().find(|k| k.option == option)) {
-                (Some((n, v, _)), _) => o.policy_opt(n, v),
-                (None, Some(fk)) => o.key(fk.key),
-                (None, None) => o.policy_opt(option, &Value::Str(String::new())),
-            };
-            format!("{at}: {e}")
+            let (at, key) =
+                match (opts.iter().find(|(n, ..)| n == option), own_keys.iter().find(|k| k.option == option)) {
+                    (Some((n, v, _, key)), _) => (o.policy_opt(n, v), key.clone()),
+                    (None, Some(fk)) => (o.key(fk.key), fk.key.to_string()),
+                    (None, None) => (o.policy_opt(option, &Value::Str(String::new())), format!("{POLICY_OPT}{option}")),
+                };
+            at_key(ConfigErrorKind::Artefact, &key, format!("{at}: {e}"))
         })?;
     }
     let spec = RunSpec {
@@ -953,12 +1059,13 @@ pub fn to_run_spec_in(
     };
     spec.policy.validate()?;
     if let Some(e) = spec.predictor_refusal() {
-        return Err(format!("{}: {e}", o.setting("predictor", &spec.predictor.to_string())));
+        return Err(conflict("predictor", format!("{}: {e}", o.setting("predictor", &spec.predictor.to_string()))));
     }
     // Not part of the spec (it changes no simulated value): checked here so
     // that a sweep fails at load, before anything runs.
     if let Some(f) = r.enumv::<super::output::OutputFormat>("output_format")? {
-        f.check_supported().map_err(|e| format!("{}: {e}", o.key("output_format")))?;
+        f.check_supported()
+            .map_err(|e| ConfigError::other(format!("{}: {e}", o.key("output_format"))).with_key("output_format"))?;
     }
     Ok(spec)
 }
@@ -974,12 +1081,15 @@ mod tests {
     #[test]
     fn errors_name_the_option_as_its_origin_spells_it() {
         let p = raw(&[("load", Value::Float(-1.0))]);
-        let cli = to_run_spec(&p, Origin::CommandLine, None).unwrap_err();
+        let cli = to_run_spec(&p, Origin::CommandLine, None).unwrap_err().message;
         assert!(cli.starts_with("--load must be a positive number"), "{cli}");
-        let file = to_run_spec(&p, Origin::File(Path::new("e.toml")), None).unwrap_err();
+        let file = to_run_spec(&p, Origin::File(Path::new("e.toml")), None).unwrap_err().message;
         assert!(file.starts_with("`load` must be a positive number"), "{file}");
         let p = raw(&[("sample_interval", Value::Int(-5))]);
-        assert_eq!(to_run_spec(&p, Origin::CommandLine, None).unwrap_err(), "--sample-interval must not be negative");
+        assert_eq!(
+            to_run_spec(&p, Origin::CommandLine, None).unwrap_err().message,
+            "--sample-interval must not be negative"
+        );
     }
 
     #[test]
@@ -999,7 +1109,7 @@ mod tests {
         );
         let mut p = p;
         p.insert("policy".into(), Value::Str("sjf".into()));
-        let e = to_run_spec(&p, Origin::CommandLine, None).unwrap_err();
+        let e = to_run_spec(&p, Origin::CommandLine, None).unwrap_err().message;
         assert!(e.contains("iawp") && e.contains("--policy sjf"), "{e}");
         // A 64-bit seed from the command line survives.
         let p = raw(&[("seed", Value::UInt(u64::MAX))]);
@@ -1034,7 +1144,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // Keyword errors spell the key as a Python keyword.
-        let e = to_run_spec(&raw(&[("load", Value::Float(-1.0))]), Origin::Keywords, None).unwrap_err();
+        let e = to_run_spec(&raw(&[("load", Value::Float(-1.0))]), Origin::Keywords, None).unwrap_err().message;
         assert!(e.starts_with("load= "), "{e}");
     }
 
@@ -1060,7 +1170,8 @@ mod tests {
         // A bad nested name names the option.
         let e =
             to_run_spec(&raw(&[("policy_opt.share.tenants", Value::Int(3))]), Origin::File(Path::new("e.toml")), None)
-                .unwrap_err();
+                .unwrap_err()
+                .message;
         assert!(e.starts_with("`policy_opt.share.tenants` = `3`: unknown field `tenants`"), "{e}");
         // The checkpoint key; a spec without it (an older manifest) reads as none,
         // and none is left out of the serialised spec.

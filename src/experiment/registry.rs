@@ -189,12 +189,12 @@ mod tests {
         assert!(e.contains("unknown variant `my-fifo`"), "{e}");
         // A bad option names itself and lists the kind's options.
         let p = raw(&[("policy", Value::Str("my-fifo".into())), ("policy_opt.backfil", Value::Bool(true))]);
-        let e = to_run_spec_in(&p, Origin::File(std::path::Path::new("e.toml")), None, &reg).unwrap_err();
+        let e = to_run_spec_in(&p, Origin::File(std::path::Path::new("e.toml")), None, &reg).unwrap_err().message;
         assert!(e.starts_with("`policy_opt.backfil` = `true`: unknown field `backfil`"), "{e}");
         assert!(e.contains("(`my-fifo` options: backfill (default false)"), "{e}");
         // An unknown kind lists the registered kinds after the built-in ones.
         let p = raw(&[("policy", Value::Str("nosuch".into()))]);
-        let e = to_run_spec_in(&p, Origin::CommandLine, None, &reg).unwrap_err();
+        let e = to_run_spec_in(&p, Origin::CommandLine, None, &reg).unwrap_err().message;
         assert!(e.contains("ldwp-frozen, my-fifo"), "{e}");
     }
 
@@ -232,11 +232,11 @@ mod tests {
         assert_eq!(reg.trace_format("one-job"), Some(TraceFormat::Registered(&ONE)));
         assert_eq!(reg.trace_format("helios"), Some(TraceFormat::Helios));
         // Without the registry the name is refused, listing the built-in formats.
-        let e = to_run_spec_in(&p, Origin::CommandLine, None, &Registry::default()).unwrap_err();
+        let e = to_run_spec_in(&p, Origin::CommandLine, None, &Registry::default()).unwrap_err().message;
         assert!(e.contains("--format one-job") && e.contains("alibaba-openb"), "{e}");
         // With it, an unknown name lists the registered formats too.
         let p = raw(&[("trace", Value::Str(trace.display().to_string())), ("format", Value::Str("x".into()))]);
-        let e = to_run_spec_in(&p, Origin::CommandLine, None, &reg).unwrap_err();
+        let e = to_run_spec_in(&p, Origin::CommandLine, None, &reg).unwrap_err().message;
         assert!(e.contains("alibaba-openb, one-job"), "{e}");
         // The run reads it: one job of 60 s on one GPU.
         let report = crate::experiment::run_one(&spec, |_| {}).unwrap();

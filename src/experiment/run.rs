@@ -243,7 +243,7 @@ impl<'a> RunBuilder<'a> {
     pub fn run(self, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
         let RunBuilder { spec, artefacts, extensions, policy, checks } = self;
         let artefacts = &*artefacts;
-        spec.validate().map_err(ConfigError)?;
+        spec.validate()?;
         let cluster = cluster_stage(spec)?;
         let mut extensions = extensions;
         let loaded = workload_stage(spec, &cluster, artefacts, &mut extensions)?;
@@ -345,7 +345,7 @@ fn workload_stage(
         WorkloadSource::Synthetic(s) => {
             let max = cluster.partitions().iter().map(|p| p.gpus_total).max().unwrap_or(0);
             let max = s.max_job_gpus.map_or(max, |m| m.min(max));
-            let recs = synthetic::generate(s, cluster.total_gpus(), max, spec.seed).map_err(ConfigError)?;
+            let recs = synthetic::generate(s, cluster.total_gpus(), max, spec.seed).map_err(ConfigError::other)?;
             let input =
                 InputInfo { path: None, format: "synthetic".into(), sha256: None, origin: None, rows: recs.len() };
             Loaded { records: recs, input, tasks: HashMap::new() }
@@ -385,8 +385,9 @@ fn workload_stage(
     };
     let is_tasks = spec.workload.is_tasks();
     if spec.policy.moldable() && !is_tasks {
-        return Err(ConfigError(
-            "GENIE-family and RIFLING policies schedule moldable tasks: use `--workload genie`".into(),
+        return Err(ConfigError::new(
+            crate::error::ConfigErrorKind::Conflict,
+            "GENIE-family and RIFLING policies schedule moldable tasks: use `--workload genie`",
         )
         .into());
     }
@@ -399,7 +400,7 @@ fn workload_stage(
     if is_tasks && !spec.policy.moldable() && spec.policy.placement().may_share() {
         let mems: std::collections::BTreeSet<u64> = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).collect();
         if mems.len() > 1 {
-            return Err(ConfigError(format!(
+            return Err(ConfigError::new(crate::error::ConfigErrorKind::Conflict, format!(
                 "placement `{}` shares GPUs, and GENIE tasks (--workload genie) under a queue policy need GPUs of one                  memory size to share them; cluster `{}` has GPUs of {} MiB (use a non-sharing placement, a                  GENIE-family policy, or a cluster of one GPU memory size)",
                 spec.policy.placement().name(),
                 cluster.spec().name,
@@ -463,7 +464,7 @@ fn models_stage(
     {
         let gpu_type = cluster.spec().nodes.first().map(|n| n.gpu_type.clone()).unwrap_or_default();
         assign_models(db, &mut records, &gpu_type, max_gpu_mem_mib, spec.seed).map_err(|e| {
-            ConfigError(match &spec.workload {
+            ConfigError::other(match &spec.workload {
                 WorkloadSource::Trace { path, .. } => format!("{}: {e}", path.display()),
                 _ => e,
             })
@@ -517,15 +518,22 @@ fn admission_stage(
             } else {
                 "the workload has no jobs"
             };
-            return Err(ConfigError(format!("{from}{what}: nothing to simulate")).into());
+            return Err(ConfigError::new(
+                crate::error::ConfigErrorKind::EmptyWorkload,
+                format!("{from}{what}: nothing to simulate"),
+            )
+            .into());
         }
         let reasons: Vec<String> = workload.skipped_by_reason().iter().map(|(r, n)| format!("{n} {r}")).collect();
-        return Err(ConfigError(format!(
-            "{from}no job of the {} rows can run on cluster `{}` (skipped: {})",
-            workload.rows_total,
-            cluster.spec().name,
-            if reasons.is_empty() { "none".to_string() } else { reasons.join(", ") }
-        ))
+        return Err(ConfigError::new(
+            crate::error::ConfigErrorKind::EmptyWorkload,
+            format!(
+                "{from}no job of the {} rows can run on cluster `{}` (skipped: {})",
+                workload.rows_total,
+                cluster.spec().name,
+                if reasons.is_empty() { "none".to_string() } else { reasons.join(", ") }
+            ),
+        )
         .into());
     }
     Ok(workload)

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::{ClusterPreset, ClusterSpec, load_vc_file};
 use crate::engine::CheckpointModel;
-use crate::error::{ConfigError, RunError};
+use crate::error::{ConfigError, ConfigErrorKind, RunError};
 use crate::policy::predictor::PredictorKind;
 use crate::policy::registry::{PolicyName, PolicySpec};
 use crate::profile::coloc::ColocUnmeasured;
@@ -149,11 +149,14 @@ impl ClusterChoice {
             ClusterChoice::Uniform { nodes, gpus_per_node, gpu_type } => {
                 let gpus = u64::from(*nodes) * u64::from(*gpus_per_node);
                 if *nodes as usize > crate::cluster::MAX_NODES || gpus > crate::cluster::MAX_GPUS {
-                    return Err(ConfigError(format!(
-                        "{nodes} nodes × {gpus_per_node} GPUs is too large: at most {} nodes and {} GPUs",
-                        crate::cluster::MAX_NODES,
-                        crate::cluster::MAX_GPUS
-                    ))
+                    return Err(ConfigError::new(
+                        ConfigErrorKind::InvalidValue,
+                        format!(
+                            "{nodes} nodes × {gpus_per_node} GPUs is too large: at most {} nodes and {} GPUs",
+                            crate::cluster::MAX_NODES,
+                            crate::cluster::MAX_GPUS
+                        ),
+                    )
                     .into());
                 }
                 let (ty, mem) = match gpu_type {
@@ -161,10 +164,13 @@ impl ClusterChoice {
                     Some(t) => (
                         t.clone(),
                         gpu_type_mem_mib(t).ok_or_else(|| {
-                            ConfigError(format!(
-                                "unknown GPU type `{t}`; known: {}",
-                                GPU_TYPE_MEMORY.iter().map(|g| g.0).collect::<Vec<_>>().join(", ")
-                            ))
+                            ConfigError::new(
+                                ConfigErrorKind::UnknownName,
+                                format!(
+                                    "unknown GPU type `{t}`; known: {}",
+                                    GPU_TYPE_MEMORY.iter().map(|g| g.0).collect::<Vec<_>>().join(", ")
+                                ),
+                            )
                         })?,
                     ),
                 };
@@ -363,26 +369,39 @@ impl RunSpec {
     ///
     /// # Errors
     /// A message naming the option at fault.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.policy.validate()?;
         if let Some(e) = self.predictor_refusal() {
-            return Err(format!("--predictor {} (sweep key `predictor`): {e}", self.predictor));
+            return Err(ConfigError::new(
+                ConfigErrorKind::Conflict,
+                format!("--predictor {} (sweep key `predictor`): {e}", self.predictor),
+            )
+            .with_key("predictor"));
         }
         if let Some(period) = self.policy.preemption_period_ms()
             && self.checkpoint.max_overhead_ms() >= period
         {
-            return Err(format!(
-                "`{}`'s round/lease of {} s is not longer than the `{}` checkpoint cost \
+            return Err(ConfigError::new(
+                ConfigErrorKind::Conflict,
+                format!(
+                    "`{}`'s round/lease of {} s is not longer than the `{}` checkpoint cost \
                  (up to {} s per preemption): a job preempted every round would never \
                  progress; use a longer round or a cheaper --checkpoint",
-                self.policy.kind(),
-                period as f64 / 1000.0,
-                self.checkpoint.name(),
-                self.checkpoint.max_overhead_ms() as f64 / 1000.0
-            ));
+                    self.policy.kind(),
+                    period as f64 / 1000.0,
+                    self.checkpoint.name(),
+                    self.checkpoint.max_overhead_ms() as f64 / 1000.0
+                ),
+            )
+            .with_key("checkpoint"));
         }
-        crate::bounds::sample_interval_ms(self.sample_interval_ms / 1000)
-            .map_err(|e| format!("`sample_interval_ms` = {}: {e}", self.sample_interval_ms))?;
+        crate::bounds::sample_interval_ms(self.sample_interval_ms / 1000).map_err(|e| {
+            ConfigError::new(
+                ConfigErrorKind::InvalidValue,
+                format!("`sample_interval_ms` = {}: {e}", self.sample_interval_ms),
+            )
+            .with_key("sample_interval")
+        })?;
         Ok(())
     }
 

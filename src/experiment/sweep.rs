@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::raw::enum_of;
+use crate::error::{ConfigError, ConfigErrorKind};
 use crate::experiment::RunSpec;
 use crate::policy::placement::PlacementKind;
 
@@ -155,25 +156,29 @@ fn scalar(path: &Path, key: &str, v: &toml::Value) -> Result<Value, String> {
     }
 }
 
-fn check_key(path: &Path, table: &str, key: &str) -> Result<(), String> {
+fn check_key(path: &Path, table: &str, key: &str) -> Result<(), ConfigError> {
     if KEYS.iter().any(|(k, _)| *k == key) {
         return Ok(());
     }
     let allowed: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
-    Err(err(
-        path,
-        format!(
-            "unknown key `{table}.{key}`; allowed: {}, and policy_opt.NAME for an option of the policy",
-            allowed.join(", ")
+    Err(ConfigError::new(
+        ConfigErrorKind::UnknownName,
+        err(
+            path,
+            format!(
+                "unknown key `{table}.{key}`; allowed: {}, and policy_opt.NAME for an option of the policy",
+                allowed.join(", ")
+            ),
         ),
-    ))
+    )
+    .with_key(key))
 }
 
 /// The entries of a `[base]` or `[sweep]` table, with its `policy_opt`
 /// table (`policy_opt.NAME = VALUE`, or `[base.policy_opt]`) flattened into
 /// `policy_opt.NAME` keys, nested groups dotted (`policy_opt.share.max_tenants`);
 /// in `[sweep]` a table of `from`, `to`, `step` is a range, not a group.
-fn entries(path: &Path, table: &str, t: toml::Table) -> Result<Vec<(String, toml::Value)>, String> {
+fn entries(path: &Path, table: &str, t: toml::Table) -> Result<Vec<(String, toml::Value)>, ConfigError> {
     fn flatten(prefix: &str, v: toml::Value, sweep: bool, out: &mut Vec<(String, toml::Value)>) {
         match v {
             toml::Value::Table(t)
@@ -191,7 +196,9 @@ fn entries(path: &Path, table: &str, t: toml::Table) -> Result<Vec<(String, toml
         match v {
             toml::Value::Table(opts) if k == "policy_opt" => {
                 if opts.is_empty() {
-                    return Err(err(path, format!("`{table}.policy_opt` is empty; give `policy_opt.NAME = VALUE`")));
+                    return Err(
+                        err(path, format!("`{table}.policy_opt` is empty; give `policy_opt.NAME = VALUE`")).into()
+                    );
                 }
                 flatten("policy_opt", toml::Value::Table(opts), table == "sweep", &mut out);
             }
@@ -200,7 +207,8 @@ fn entries(path: &Path, table: &str, t: toml::Table) -> Result<Vec<(String, toml
                     return Err(err(
                         path,
                         format!("`{table}.policy_opt` must be a table: write `policy_opt.NAME = VALUE`"),
-                    ));
+                    )
+                    .into());
                 }
                 check_key(path, table, &k)?;
                 out.push((k, v));
@@ -277,8 +285,11 @@ impl Experiment {
     /// by building its [`RunSpec`] before anything runs.
     ///
     /// # Errors
-    /// A message naming the file, the key and what is allowed.
-    pub fn load(path: &Path) -> Result<Experiment, String> {
+    /// A [`ConfigError`] whose message names the file, the key and what is
+    /// allowed: an unknown key is [`ConfigErrorKind::UnknownName`], and an
+    /// invalid run carries the kind and key of its run spec's error
+    /// ([`to_run_spec`]).
+    pub fn load(path: &Path) -> Result<Experiment, ConfigError> {
         Self::load_in(path, &super::registry::Registry::default())
     }
 
@@ -287,12 +298,16 @@ impl Experiment {
     ///
     /// # Errors
     /// As [`Experiment::load`].
-    pub fn load_in(path: &Path, registry: &super::registry::Registry) -> Result<Experiment, String> {
+    pub fn load_in(path: &Path, registry: &super::registry::Registry) -> Result<Experiment, ConfigError> {
         let text = crate::io::read_text(path).map_err(|e| e.to_string())?;
         let doc: toml::Table = toml::from_str(&text).map_err(|e| err(path, e.to_string()))?;
         for k in doc.keys() {
             if !["question", "base", "sweep"].contains(&k.as_str()) {
-                return Err(err(path, format!("unknown top-level key `{k}`; allowed: question, base, sweep")));
+                return Err(ConfigError::new(
+                    ConfigErrorKind::UnknownName,
+                    err(path, format!("unknown top-level key `{k}`; allowed: question, base, sweep")),
+                )
+                .with_key(k.as_str()));
             }
         }
         let question = doc
@@ -315,19 +330,24 @@ impl Experiment {
         let mut axes: Vec<(String, Vec<Value>)> = Vec::new();
         for (k, v) in entries(path, "sweep", table("sweep")?)? {
             if base.contains_key(&k) {
-                return Err(err(path, format!("`{k}` is set in both [base] and [sweep]; keep one")));
+                return Err(ConfigError::new(
+                    ConfigErrorKind::Conflict,
+                    err(path, format!("`{k}` is set in both [base] and [sweep]; keep one")),
+                )
+                .with_key(k.as_str()));
             }
             if k == "output_format" {
                 return Err(err(
                     path,
                     "`output_format` cannot be swept (it changes no simulated value); set it in [base]".to_string(),
-                ));
+                )
+                .into());
             }
             axes.push((k.clone(), sweep_values(path, &k, &v)?));
         }
         let total: usize = axes.iter().map(|a| a.1.len()).product();
         if total > 100_000 {
-            return Err(err(path, format!("the sweep expands to {total} runs; at most 100,000")));
+            return Err(err(path, format!("the sweep expands to {total} runs; at most 100,000")).into());
         }
         let mut runs: Vec<Run> = Vec::with_capacity(total);
         let mut artefacts = crate::experiment::Artefacts::default();
@@ -340,14 +360,14 @@ impl Experiment {
                 rest /= vals.len();
             }
             to_run_spec_in(&params, path, &mut artefacts, registry)
-                .map_err(|e| err(path, format!("run {}: {e}", describe(&params, &axes))))?;
+                .map_err(|e| e.map_message(|m| err(path, format!("run {}: {m}", describe(&params, &axes)))))?;
             notes.extend(ignored(&params));
             notes.extend(shares_nothing(&params));
             runs.push(Run { id: run_id(&params), params });
         }
         runs.sort_by(|a, b| a.id.cmp(&b.id));
         if let Some(w) = runs.windows(2).find(|w| w[0].id == w[1].id) {
-            return Err(err(path, format!("two runs share the id {} (a value listed twice?)", w[0].id)));
+            return Err(err(path, format!("two runs share the id {} (a value listed twice?)", w[0].id)).into());
         }
         Ok(Experiment {
             path: path.to_path_buf(),
@@ -357,7 +377,7 @@ impl Experiment {
             artefacts,
             notes: notes.into_iter().collect(),
             output_format: match base.get("output_format") {
-                Some(v) => enum_of("output_format", v).map_err(|e| err(path, e))?,
+                Some(v) => enum_of("output_format", v).map_err(|e| e.map_message(|m| err(path, m)))?,
                 None => Default::default(),
             },
             registry: registry.clone(),
@@ -373,8 +393,8 @@ fn describe(params: &BTreeMap<String, Value>, axes: &[(String, Vec<Value>)]) -> 
 /// experiment file's directory.
 ///
 /// # Errors
-/// A message naming the key at fault.
-pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<RunSpec, String> {
+/// A [`ConfigError`] naming the key at fault ([`super::raw::to_run_spec`]).
+pub fn to_run_spec(p: &BTreeMap<String, Value>, experiment: &Path) -> Result<RunSpec, ConfigError> {
     to_run_spec_with(p, experiment, &mut crate::experiment::Artefacts::default())
 }
 
@@ -387,7 +407,7 @@ pub fn to_run_spec_with(
     p: &BTreeMap<String, Value>,
     experiment: &Path,
     artefacts: &mut crate::experiment::Artefacts,
-) -> Result<RunSpec, String> {
+) -> Result<RunSpec, ConfigError> {
     to_run_spec_in(p, experiment, artefacts, &super::registry::Registry::default())
 }
 
@@ -400,7 +420,7 @@ pub fn to_run_spec_in(
     experiment: &Path,
     artefacts: &mut crate::experiment::Artefacts,
     registry: &super::registry::Registry,
-) -> Result<RunSpec, String> {
+) -> Result<RunSpec, ConfigError> {
     super::raw::to_run_spec_in(p, super::raw::Origin::File(experiment), Some(artefacts), registry)
 }
 
@@ -710,11 +730,11 @@ mod tests {
         assert_eq!(one.unwrap().runs[0].id, table.runs[0].id);
         // A non-string column is named.
         let (bad, _) = load("e.toml", "columns = { job_id = 3 }\n");
-        let e = bad.unwrap_err();
+        let e = bad.unwrap_err().message;
         assert!(e.contains("`base.columns.job_id` must be a string"), "{e}");
         // An unknown field is refused as in the string form.
         let (bad, _) = load("f.toml", "columns = { nope = \"id\" }\n");
-        let e = bad.unwrap_err();
+        let e = bad.unwrap_err().message;
         assert!(e.contains("unknown jobs-csv field `nope`"), "{e}");
     }
 
@@ -754,7 +774,7 @@ mod tests {
     #[test]
     fn invalid_files_name_the_key() {
         let d = tempfile::tempdir().unwrap();
-        let bad = |text: &str| Experiment::load(&write(d.path(), text)).unwrap_err();
+        let bad = |text: &str| Experiment::load(&write(d.path(), text)).unwrap_err().message;
         assert!(bad("[base]\n").contains("question"));
         assert!(bad("question = \"q\"\n[sweep]\npolicies = [\"fifo\"]\n").contains("unknown key `sweep.policies`"));
         assert!(
@@ -961,7 +981,8 @@ pub fn run_sweep(
                 let res = (|| {
                     // The load read every artefact: these look-ups read no file.
                     let mut artefacts = exp.artefacts.clone();
-                    let spec = to_run_spec_in(&run.params, &exp.path, &mut artefacts, &exp.registry)?;
+                    let spec =
+                        to_run_spec_in(&run.params, &exp.path, &mut artefacts, &exp.registry).map_err(String::from)?;
                     let report = crate::experiment::run_one_with_artefacts(&spec, &artefacts, |_| {})
                         .map_err(|e| e.to_string())?;
                     crate::experiment::write_run_dir_as(&report, &dir, exp.output_format).map_err(|e| e.to_string())?;

@@ -47,7 +47,7 @@ impl PolicyConfig {
     ) -> Result<Box<dyn Policy>, ConfigError> {
         if self.placement == PlacementKind::Iawp {
             if self.order != QueueOrder::Fifo {
-                return Err(ConfigError(format!(
+                return Err(ConfigError::other(format!(
                     "--placement iawp is a FIFO policy of its own; it cannot use --policy {}",
                     self.order.name()
                 )));

@@ -99,8 +99,9 @@ impl BuildPolicy for GenieFamilyOptions {
 
     fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
         if !ctx.tasks {
-            return Err(ConfigError(
-                "GENIE-family and RIFLING policies schedule moldable tasks: use `--workload genie`".into(),
+            return Err(ConfigError::new(
+                crate::error::ConfigErrorKind::Conflict,
+                "GENIE-family and RIFLING policies schedule moldable tasks: use `--workload genie`",
             )
             .into());
         }
@@ -229,7 +230,7 @@ pub fn genie_profiles(
     if let Some(path) = models {
         let models = GenieProfiles::clone(&*artefacts.get_or_read::<GenieProfiles>(path)?);
         if !models.gpu_type.eq_ignore_ascii_case(&gpu_type) {
-            return Err(ConfigError(format!(
+            return Err(ConfigError::new(crate::error::ConfigErrorKind::Artefact, format!(
                 "{}: these GENIE models were fitted on {} GPUs, the cluster has {gpu_type}; profile it with `dlsched genie-profile`",
                 path.display(),
                 models.gpu_type
@@ -237,7 +238,7 @@ pub fn genie_profiles(
             .into());
         }
         if models.config.truth != truth {
-            return Err(ConfigError(format!(
+            return Err(ConfigError::new(crate::error::ConfigErrorKind::Artefact, format!(
                 "{}: these GENIE models were profiled against the `{}` ground truth, the run uses `{}` (its rate model); profile with `dlsched genie-profile --truth {}`",
                 path.display(),
                 models.config.truth.name(),
@@ -247,7 +248,7 @@ pub fn genie_profiles(
             .into());
         }
         if models.config.batches != batches {
-            return Err(ConfigError(format!(
+            return Err(ConfigError::new(crate::error::ConfigErrorKind::Artefact, format!(
                 "{}: these GENIE models were profiled at `{}` batch sizes, the run asks for `{}` (--profile-batches); profile with `dlsched genie-profile --batches {}`",
                 path.display(),
                 models.config.batches.name(),
@@ -297,16 +298,19 @@ pub fn task_workload(
     seed: u64,
     artefacts: &Artefacts,
 ) -> Result<TaskWorkload, RunError> {
-    let node = cluster.spec().nodes.first().cloned().ok_or_else(|| ConfigError("empty cluster".into()))?;
+    let node = cluster.spec().nodes.first().cloned().ok_or_else(|| ConfigError::other("empty cluster"))?;
     let genie_truth = profiler.truth;
     if genie_truth == crate::profile::genie::GenieTruth::GenieK80
         && !node.gpu_type.eq_ignore_ascii_case(crate::profile::genie::K80)
     {
-        return Err(ConfigError(format!(
-            "rate model `genie-k80` is the K80 ground truth of GENIE's task types; cluster `{}` has {} GPUs",
-            cluster.spec().name,
-            node.gpu_type
-        ))
+        return Err(ConfigError::new(
+            crate::error::ConfigErrorKind::Conflict,
+            format!(
+                "rate model `genie-k80` is the K80 ground truth of GENIE's task types; cluster `{}` has {} GPUs",
+                cluster.spec().name,
+                node.gpu_type
+            ),
+        )
         .into());
     }
     let truth = crate::profile::genie::GroundTruth::with(db, &node.gpu_type, genie_truth);
@@ -326,7 +330,7 @@ pub fn task_workload(
         }
         None => crate::workload::genie::generate_with(workload, db, &truth, node.gpu_mem_mib, seed),
     }
-    .map_err(ConfigError)?;
+    .map_err(ConfigError::other)?;
     if workload.ect != crate::workload::genie::EctBasis::Predicted {
         return Ok(TaskWorkload { tasks, profiles: None });
     }

@@ -847,14 +847,14 @@ impl LdwpOptions {
     ) -> Result<Box<dyn Policy>, RunError> {
         let mode = if kind == "ldwp-frozen" { LdwpMode::Frozen } else { LdwpMode::Online };
         if ctx.tasks {
-            return Err(ConfigError(format!(
+            return Err(ConfigError::other(format!(
                 "`{kind}` dispatches fixed-size jobs to nodes; it does not schedule moldable tasks (`--workload genie`)"
             ))
             .into());
         }
         let cluster = ctx.cluster;
         if cluster.partitions().len() > 1 {
-            return Err(ConfigError(format!(
+            return Err(ConfigError::other(format!(
                 "`{kind}` has one Q-value per node of the cluster: it does not run on VC partitions ({} here)",
                 cluster.partitions().len()
             ))
@@ -869,7 +869,7 @@ impl LdwpOptions {
                 let name = cluster.spec().name.clone();
                 let differs = trained_on.as_ref().is_some_and(|c| *c != name) || a.nodes != nodes;
                 if differs && !self.transfer {
-                    return Err(ConfigError(format!(
+                    return Err(ConfigError::other(format!(
                         "{}: the model was trained on cluster `{}` ({} nodes), this run is on `{name}` ({nodes} nodes); \
                          `--policy-opt transfer=true` (ldwp) reuses its hidden layers",
                         path.display(),
@@ -879,7 +879,7 @@ impl LdwpOptions {
                     .into());
                 }
                 if differs && mode == LdwpMode::Frozen {
-                    return Err(ConfigError(format!(
+                    return Err(ConfigError::other(format!(
                         "{}: ldwp-frozen cannot transfer (its new input and output layers would be untrained); \
                          use `ldwp` with transfer=true, or `dlsched ldwp-train --transfer-from`",
                         path.display()
@@ -888,7 +888,7 @@ impl LdwpOptions {
                 }
                 if mode == LdwpMode::Online {
                     if self.params.hidden != a.params.hidden {
-                        return Err(ConfigError(format!(
+                        return Err(ConfigError::other(format!(
                             "{}: the model's hidden layers are {:?}; this run asks {:?} (params.hidden)",
                             path.display(),
                             a.params.hidden,
@@ -905,7 +905,7 @@ impl LdwpOptions {
                 Arc::new(Mutex::new(a))
             }
             (None, None) if mode == LdwpMode::Frozen => {
-                return Err(ConfigError("ldwp-frozen needs a trained model (--policy-opt model=FILE)".into()).into());
+                return Err(ConfigError::other("ldwp-frozen needs a trained model (--policy-opt model=FILE)").into());
             }
             (None, None) => {
                 let models: Vec<String> = ctx.db().models().map(str::to_string).collect();

@@ -146,10 +146,10 @@ impl BuildPolicy for MemeffTaskOptions {
 
     fn build(&self, _kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
         if !ctx.tasks {
-            return Err(ConfigError(
+            return Err(ConfigError::new(
+                crate::error::ConfigErrorKind::Conflict,
                 "--policy memory-efficiency places moldable tasks: use `--workload genie` (the packer of \
-                 fixed-size jobs is --placement memeff-pack)"
-                    .into(),
+                 fixed-size jobs is --placement memeff-pack)",
             )
             .into());
         }

@@ -715,7 +715,7 @@ impl super::build::BuildPolicy for NodeDispatchOptions {
         ctx: &mut super::build::BuildContext<'_>,
     ) -> Result<Box<dyn Policy>, crate::error::RunError> {
         if ctx.tasks {
-            return Err(crate::error::ConfigError(format!(
+            return Err(crate::error::ConfigError::other(format!(
                 "`{kind}` dispatches fixed-size jobs to nodes; it does not schedule moldable tasks (`--workload genie`)"
             ))
             .into());

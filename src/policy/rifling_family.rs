@@ -80,13 +80,14 @@ impl BuildPolicy for RiflingOptions {
             return Err(crate::error::FeatureDisabled::new(format!("policy `{kind}`"), "kmeans").into());
         }
         if !ctx.tasks {
-            return Err(ConfigError(
-                "GENIE-family and RIFLING policies schedule moldable tasks: use `--workload genie`".into(),
+            return Err(ConfigError::new(
+                crate::error::ConfigErrorKind::Conflict,
+                "GENIE-family and RIFLING policies schedule moldable tasks: use `--workload genie`",
             )
             .into());
         }
         if mode != RiflingMode::Random {
-            super::rifling::check_ccr(&ctx.db()).map_err(ConfigError)?;
+            super::rifling::check_ccr(&ctx.db()).map_err(ConfigError::other)?;
         }
         let cluster = ctx.cluster;
         let p = cluster.partition(VcId(0));
@@ -97,7 +98,7 @@ impl BuildPolicy for RiflingOptions {
                 let table = ctx.artefacts.get_or_read::<RiflingTable>(path)?;
                 let (mut a, trained_on) = (table.agent.clone(), table.trained_on.clone());
                 if let Some(c) = trained_on.filter(|c| *c != cluster.spec().name) {
-                    return Err(ConfigError(format!(
+                    return Err(ConfigError::other(format!(
                         "{}: the table was trained on cluster `{c}`, this run is on `{}`",
                         path.display(),
                         cluster.spec().name
@@ -109,7 +110,7 @@ impl BuildPolicy for RiflingOptions {
                 // the ones used; the state encoding comes from the table
                 // (its groups and its queue feature) and must agree.
                 if self.params.k != a.params.k {
-                    return Err(ConfigError(format!(
+                    return Err(ConfigError::other(format!(
                         "{}: the table's groups come from k = {}; this run asks k = {} (--rifling-k)",
                         path.display(),
                         a.params.k,
@@ -118,7 +119,7 @@ impl BuildPolicy for RiflingOptions {
                     .into());
                 }
                 if self.params.queue_feature != a.params.queue_feature {
-                    return Err(ConfigError(format!(
+                    return Err(ConfigError::other(format!(
                         "{}: the table's states {} the queue feature; this run's parameters {} it \
                          (params.queue_feature)",
                         path.display(),
@@ -129,7 +130,7 @@ impl BuildPolicy for RiflingOptions {
                 }
                 a.params = self.params;
                 if a.actions != actions {
-                    return Err(ConfigError(format!(
+                    return Err(ConfigError::other(format!(
                         "{}: the table has {} actions, cluster `{}` needs {actions}",
                         path.display(),
                         a.actions,
@@ -141,7 +142,7 @@ impl BuildPolicy for RiflingOptions {
                 Arc::new(Mutex::new(a))
             }
             (None, None) if mode == RiflingMode::Frozen => {
-                return Err(ConfigError("rifling-frozen needs a trained table (--rifling-table FILE)".into()).into());
+                return Err(ConfigError::other("rifling-frozen needs a trained table (--rifling-table FILE)").into());
             }
             (None, None) => Arc::new(Mutex::new(Agent::new(self.params, actions, ctx.seed))),
         };

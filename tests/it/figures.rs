@@ -212,7 +212,7 @@ fn sweep_files_and_the_command_line_share_one_set_of_bounds() {
     let d = tempfile::tempdir().unwrap();
     let load = |base: &str| {
         let f = write(d.path(), "e.toml", &format!("question = \"q\"\n[base]\n{base}\n[sweep]\nseed = [1, 2]\n"));
-        dlsched::sweep::Experiment::load(&f).map(|_| ()).unwrap_err()
+        dlsched::sweep::Experiment::load(&f).map(|_| ()).unwrap_err().message
     };
     for (base, needles) in [
         ("jobs = 5000000000", &["`jobs` is too large", "20000000"][..]),

@@ -154,6 +154,9 @@ fn checkpoint_cost_by_hand() {
     let mut spec = spec_for(opts(LasService::GpuTime, true), CheckpointModel::HeliosTable, 0);
     spec.sample_interval_ms = 0;
     let e = spec.validate().unwrap_err();
+    // Two settings that cannot go together, at the key `checkpoint`.
+    assert_eq!((e.kind, e.key.as_deref()), (dlsched::error::ConfigErrorKind::Conflict, Some("checkpoint")));
+    let e = e.message;
     assert!(e.contains("not longer than") && e.contains("helios-table"), "{e}");
 }
 

@@ -8,6 +8,7 @@
 
 mod cli;
 mod common;
+mod config_error;
 mod custom_las;
 mod custom_policy;
 mod engine_hooks;

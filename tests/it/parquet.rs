@@ -34,9 +34,9 @@ fn parquet_output_format_is_not_part_of_the_run_id_and_cannot_be_swept() {
     let ids = |e: &dlsched::sweep::Experiment| e.runs.iter().map(|r| r.id.clone()).collect::<Vec<_>>();
     assert_eq!(ids(&plain), ids(&csv));
     assert_eq!(csv.output_format, dlsched::experiment::OutputFormat::Csv);
-    let e = load("[base]\njobs = 10\n[sweep]\noutput_format = [\"csv\", \"both\"]\n").unwrap_err();
+    let e = load("[base]\njobs = 10\n[sweep]\noutput_format = [\"csv\", \"both\"]\n").unwrap_err().message;
     assert!(e.contains("`output_format` cannot be swept"), "{e}");
-    let e = load("[base]\njobs = 10\noutput_format = \"xml\"\n").unwrap_err();
+    let e = load("[base]\njobs = 10\noutput_format = \"xml\"\n").unwrap_err().message;
     assert!(e.contains("output_format") && e.contains("both"), "{e}");
 }
 

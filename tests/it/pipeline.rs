@@ -101,7 +101,9 @@ fn family_keys_in_an_experiment_file() {
         Origin::File(&file),
     );
     assert_eq!(g.policy, PolicySpec::Genie(Default::default()));
-    let e = raw::to_run_spec(&rawspec(&[genie, ("theta", Value::Float(1.0))]), Origin::File(&file), None).unwrap_err();
+    let e = raw::to_run_spec(&rawspec(&[genie, ("theta", Value::Float(1.0))]), Origin::File(&file), None)
+        .unwrap_err()
+        .message;
     assert_eq!(e, "`theta` applies only to the GENIE-family policies, not `policy` = `fifo`");
 }
 

@@ -170,7 +170,7 @@ fn bad_predictors_are_refused_naming_the_flag() {
         r.insert("workload".into(), raw::parse_scalar("genie"));
         r.insert("policy".into(), raw::parse_scalar(policy));
         r.insert("predictor".into(), raw::parse_scalar(p));
-        raw::to_run_spec(&r, origin, None)
+        raw::to_run_spec(&r, origin, None).map_err(|e| e.message)
     };
     for bad in ["noisy:-5", "noisy:abc", "bogus", "noisy:100", "noisy:"] {
         let e = spec(bad, "genie", Origin::CommandLine).unwrap_err();

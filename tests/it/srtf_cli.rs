@@ -226,7 +226,7 @@ policy_opt.quota-by-count = [false, true]
         "question = \"q\"\n[base]\ntrace = \"jobs.csv\"\nvcs = \"vcs.csv\"\npolicy = \"srtf\"\npolicy_opt.quota = true\n",
     )
     .unwrap();
-    let err = Experiment::load(&p).unwrap_err();
+    let err = Experiment::load(&p).unwrap_err().message;
     assert!(err.contains("e.toml") && err.contains("`policy_opt.quota` = `true`: unknown field `quota`"), "{err}");
     assert!(err.contains("quota-by-count (default false)"), "{err}");
 }

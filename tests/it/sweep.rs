@@ -106,7 +106,7 @@ fn a_failing_run_is_reported_and_the_others_go_on() {
     assert!(read(&out.join("failed.csv")).contains("bad.csv"));
     // A path that does not exist is an error of the file, before anything runs.
     std::fs::write(&p, "question = \"q\"\n[sweep]\ntrace = [\"good.csv\", \"missing.csv\"]\n").unwrap();
-    assert!(Experiment::load(&p).unwrap_err().contains("missing.csv"));
+    assert!(Experiment::load(&p).unwrap_err().message.contains("missing.csv"));
 }
 
 #[test]
@@ -159,6 +159,7 @@ fn load_error(dir: &Path, text: &str) -> String {
     match Experiment::load(&p) {
         Ok(e) => panic!("loaded {} runs of:\n{text}", e.runs.len()),
         Err(e) => {
+            let e = e.message;
             assert!(e.starts_with(&p.display().to_string()), "{e}");
             e
         }

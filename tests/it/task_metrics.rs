@@ -154,11 +154,11 @@ fn density_per_gpu_scales_with_the_cluster() {
         "two.toml",
         "question = \"q\"\n[base]\nworkload = \"genie\"\njobs_per_hour = 5\njobs_per_hour_per_gpu = 1.25\n",
     );
-    let err = Experiment::load(&p2).unwrap_err();
+    let err = Experiment::load(&p2).unwrap_err().message;
     assert!(err.contains("`jobs_per_hour` and `jobs_per_hour_per_gpu` both set the task density"), "{err}");
     // Per GPU without the GENIE workload is refused.
     let p3 = write(d.path(), "syn.toml", "question = \"q\"\n[base]\njobs_per_hour_per_gpu = 1.25\n");
-    let err = Experiment::load(&p3).unwrap_err();
+    let err = Experiment::load(&p3).unwrap_err().message;
     assert!(err.contains("`jobs_per_hour_per_gpu` applies to the GENIE workload"), "{err}");
 }
 
@@ -194,7 +194,7 @@ fn a_burst_is_exactly_its_tasks_within_the_window() {
     assert_eq!(tasks.len(), 150);
     assert!(tasks.iter().all(|(r, _)| r.submit_ms < 3_600_000));
     let p2 = write(d.path(), "b0.toml", "question = \"q\"\n[base]\nworkload = \"genie\"\ntasks = 0\n");
-    let err = Experiment::load(&p2).unwrap_err();
+    let err = Experiment::load(&p2).unwrap_err().message;
     assert!(err.contains("`tasks` must be 1 to 50000, got 0"), "{err}");
 }
 

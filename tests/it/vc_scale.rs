@@ -56,11 +56,11 @@ fn a_swept_vc_scale_halves_every_vc() {
 fn vc_scale_needs_vcs_and_a_share_in_0_1() {
     let d = tempfile::tempdir().unwrap();
     let p = write_experiment(d.path(), "[base]\nvc_scale = 0.5\n");
-    let e = Experiment::load(&p).err().unwrap();
+    let e = Experiment::load(&p).err().unwrap().message;
     assert!(e.contains("`vc_scale`") && e.contains("`vcs`"), "{e}");
     let vcs = root().join("traces/example_vcs.csv");
     let p = write_experiment(d.path(), &format!("[base]\nvcs = \"{}\"\nvc_scale = 2\n", vcs.display()));
-    let e = Experiment::load(&p).err().unwrap();
+    let e = Experiment::load(&p).err().unwrap().message;
     assert!(e.contains("`vc_scale` = 2 is outside (0, 1]"), "{e}");
     let o = Command::new(env!("CARGO_BIN_EXE_dlsched"))
         .args(["simulate", "--trace", "traces/example_jobs.csv", "--vcs", "traces/example_vcs.csv", "--vc-scale", "0"])

@@ -1,0 +1,123 @@
+//! Configuration errors are typed: each says what kind of mistake it is and
+//! which raw-spec key is at fault, and its message is the one the command
+//! line and sweep files have always printed (the texts below are those of
+//! the binary before the errors were typed, for the same input).
+
+use std::path::Path;
+
+use dlsched::error::{ConfigError, ConfigErrorKind, RunError};
+use dlsched::experiment::raw::{self, Origin, RawSpec, Value};
+use dlsched::sweep::Experiment;
+
+fn rawspec(pairs: &[(&str, Value)]) -> RawSpec {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+}
+
+fn s(v: &str) -> Value {
+    Value::Str(v.into())
+}
+
+/// The error of a raw spec read as an experiment file's `[base]` (the file
+/// need not exist: no key here names a path).
+fn file_err(pairs: &[(&str, Value)]) -> ConfigError {
+    raw::to_run_spec(&rawspec(pairs), Origin::File(Path::new("e.toml")), None).unwrap_err()
+}
+
+fn kind_key(e: &ConfigError) -> (ConfigErrorKind, Option<&str>) {
+    (e.kind, e.key.as_deref())
+}
+
+#[test]
+fn a_misspelt_policy_is_an_unknown_name_at_key_policy() {
+    let e = file_err(&[("policy", s("fiffo"))]);
+    assert_eq!(kind_key(&e), (ConfigErrorKind::UnknownName, Some("policy")));
+    // The message lists every policy, as before; it displays as itself.
+    assert!(e.message.starts_with("`policy` = `fiffo`: expected one of fifo, sjf, genie, genie-fifo, "), "{e}");
+    assert_eq!(e.to_string(), e.message);
+    // On the command line's spelling too (Python's `policy=` the same way).
+    let e = raw::to_run_spec(&rawspec(&[("policy", s("fiffo"))]), Origin::Keywords, None).unwrap_err();
+    assert_eq!(kind_key(&e), (ConfigErrorKind::UnknownName, Some("policy")));
+    assert!(e.message.starts_with("policy=fiffo: expected one of fifo, "), "{e}");
+}
+
+#[test]
+fn an_unknown_policy_option_is_an_unknown_name_at_its_policy_opt_key() {
+    let e = file_err(&[("policy", s("genie")), ("workload", s("genie")), ("policy_opt.thta", Value::Int(1))]);
+    assert_eq!(kind_key(&e), (ConfigErrorKind::UnknownName, Some("policy_opt.thta")));
+    assert!(
+        e.message.starts_with(
+            "`policy_opt.thta` = `1`: unknown field `thta`, expected one of `theta`, `backfill`, `best_fit_nodes`"
+        ),
+        "{e}"
+    );
+    // A known option with a value of the wrong type is an invalid value.
+    let e = file_err(&[("policy_opt.backfill", Value::Int(3))]);
+    assert_eq!(kind_key(&e), (ConfigErrorKind::InvalidValue, Some("policy_opt.backfill")));
+    assert!(e.message.starts_with("`policy_opt.backfill` = `3`: invalid type: integer `3`, expected a boolean"), "{e}");
+}
+
+#[test]
+fn an_out_of_range_number_is_an_invalid_value_at_its_key() {
+    // theta >= 0 (crate::bounds::theta).
+    let e = file_err(&[("policy", s("genie")), ("workload", s("genie")), ("theta", Value::Float(-1.0))]);
+    assert_eq!(kind_key(&e), (ConfigErrorKind::InvalidValue, Some("theta")));
+    assert_eq!(e.message, "`theta` must be a number >= 0, got -1");
+    let e = file_err(&[("sample_interval", Value::Int(-1))]);
+    assert_eq!(kind_key(&e), (ConfigErrorKind::InvalidValue, Some("sample_interval")));
+    assert_eq!(e.message, "`sample_interval` must not be negative");
+    let e = file_err(&[("mem_headroom", Value::Float(1.5))]);
+    assert_eq!(kind_key(&e), (ConfigErrorKind::InvalidValue, Some("mem_headroom")));
+    assert_eq!(e.message, "the memory headroom (`mem_headroom`) must be in [0, 1), got 1.5");
+}
+
+#[test]
+fn settings_that_cannot_go_together_are_a_conflict() {
+    // A GENIE policy without the GENIE workload (moldable tasks).
+    let e = file_err(&[("policy", s("genie"))]);
+    assert_eq!(kind_key(&e), (ConfigErrorKind::Conflict, Some("policy")));
+    assert_eq!(e.message, "`policy` = `genie` schedules moldable tasks: it needs `workload = \"genie\"`");
+    // Two keys that each build the cluster.
+    let e = file_err(&[("cluster", s("lab16")), ("nodes", Value::Int(2)), ("gpus_per_node", Value::Int(4))]);
+    assert_eq!(kind_key(&e), (ConfigErrorKind::Conflict, Some("cluster")));
+    assert_eq!(e.message, "`cluster` is a preset; it goes with none of `vcs`, `nodes`, `gpus_per_node`");
+}
+
+#[test]
+fn theta_for_fifo_in_a_sweep_file_is_a_conflict_at_key_theta() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("e.toml");
+    std::fs::write(&f, "question = \"q\"\n[base]\npolicy = \"fifo\"\ntheta = 0.5\n").unwrap();
+    let e = Experiment::load(&f).unwrap_err();
+    assert_eq!(kind_key(&e), (ConfigErrorKind::Conflict, Some("theta")));
+    // The file and run prefix the run spec's message, as before.
+    assert_eq!(
+        e.message,
+        format!("{}: run : `theta` applies only to the GENIE-family policies, not `policy` = `fifo`", f.display())
+    );
+    // An unknown key of the file.
+    std::fs::write(&f, "question = \"q\"\n[base]\npolcy = \"fifo\"\n").unwrap();
+    let e = Experiment::load(&f).unwrap_err();
+    assert_eq!(kind_key(&e), (ConfigErrorKind::UnknownName, Some("polcy")));
+    assert!(e.message.starts_with(&format!("{}: unknown key `base.polcy`; allowed: trace, ", f.display())), "{e}");
+}
+
+#[test]
+fn a_header_only_trace_is_an_empty_workload() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("empty.csv");
+    std::fs::write(&t, "job_id,vc,gpu_num,submit_time,duration\n").unwrap();
+    let spec = raw::to_run_spec(&rawspec(&[("trace", s(t.to_str().unwrap()))]), Origin::CommandLine, None).unwrap();
+    let Err(RunError::Config(e)) = dlsched::experiment::run_one(&spec, |_| {}) else { panic!("not a config error") };
+    assert_eq!(kind_key(&e), (ConfigErrorKind::EmptyWorkload, None));
+    assert_eq!(e.message, format!("{}: the trace has no job rows (header only): nothing to simulate", t.display()));
+}
+
+#[test]
+fn kinds_have_kebab_case_names_and_strings_are_other() {
+    let names: Vec<&str> = ConfigErrorKind::ALL.iter().map(|k| k.name()).collect();
+    assert_eq!(names, ["unknown-name", "invalid-value", "conflict", "empty-workload", "artefact", "other"]);
+    let e: ConfigError = String::from("something").into();
+    assert_eq!((e.kind, e.key, e.message.as_str()), (ConfigErrorKind::Other, None, "something"));
+    let e = ConfigError::new(ConfigErrorKind::Conflict, "x").with_key("k").map_message(|m| format!("f: {m}"));
+    assert_eq!((e.kind, e.key.as_deref(), e.to_string().as_str()), (ConfigErrorKind::Conflict, Some("k"), "f: x"));
+}
