@@ -741,7 +741,7 @@ mod scenarios {
         let start = Instant::now();
         let mut raw = raw_in(s, dir);
         raw::first_run_defaults(&mut raw, s.strict);
-        let mut spec = raw::to_run_spec(&raw, Origin::CommandLine, None).map_err(|e| RunError::Config(e))?;
+        let mut spec = raw::to_run_spec(&raw, Origin::CommandLine, None)?;
         raw::first_run_job_cap(&raw, &mut spec)?;
         let progress = |p: dlsched::engine::Progress| {
             if start.elapsed() > cut.at(p.changes) {
