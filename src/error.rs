@@ -107,7 +107,7 @@ impl From<String> for ConfigError {
     }
 }
 
-/// [`From<String>`](ConfigError#impl-From<String>-for-ConfigError) for a literal.
+/// An unclassified configuration error ([`ConfigErrorKind::Other`]) from a literal.
 impl From<&str> for ConfigError {
     fn from(message: &str) -> Self {
         ConfigError::other(message)
