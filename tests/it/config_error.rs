@@ -121,3 +121,21 @@ fn kinds_have_kebab_case_names_and_strings_are_other() {
     let e = ConfigError::new(ConfigErrorKind::Conflict, "x").with_key("k").map_message(|m| format!("f: {m}"));
     assert_eq!((e.kind, e.key.as_deref(), e.to_string().as_str()), (ConfigErrorKind::Conflict, Some("k"), "f: x"));
 }
+
+#[test]
+fn genie_models_fitted_against_another_truth_are_an_artefact_error() {
+    // The shipped K80 fit, on lab16 under the default `table` rate model.
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/genie-lab16-k80-seed1.json");
+    let keys = [("workload", s("genie")), ("policy", s("genie")), ("genie_models", s(models.to_str().unwrap()))];
+    let spec = raw::to_run_spec(&rawspec(&keys), Origin::CommandLine, None).unwrap();
+    let Err(RunError::Config(e)) = dlsched::experiment::run_one(&spec, |_| {}) else { panic!("not a config error") };
+    assert_eq!(kind_key(&e), (ConfigErrorKind::Artefact, None));
+    assert_eq!(
+        e.message,
+        format!(
+            "{}: these GENIE models were profiled against the `genie-k80` ground truth, the run uses `table` (its \
+             rate model); profile with `dlsched genie-profile --truth table`",
+            models.display()
+        )
+    );
+}
