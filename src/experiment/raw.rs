@@ -1057,7 +1057,9 @@ pub fn to_run_spec_in(
         predictor: r.str("predictor")?.map(|s| r.bounded("predictor", s.parse())).transpose()?.unwrap_or_default(),
         profile_batches: r.enumv("profile_batches")?.unwrap_or_default(),
     };
-    spec.policy.validate()?;
+    // The policy's own checks of its options: a value out of range, or an
+    // option its kind cannot take.
+    spec.policy.validate().map_err(|e| ConfigError::new(ConfigErrorKind::InvalidValue, e))?;
     if let Some(e) = spec.predictor_refusal() {
         return Err(conflict("predictor", format!("{}: {e}", o.setting("predictor", &spec.predictor.to_string()))));
     }

@@ -401,7 +401,9 @@ fn workload_stage(
         let mems: std::collections::BTreeSet<u64> = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).collect();
         if mems.len() > 1 {
             return Err(ConfigError::new(crate::error::ConfigErrorKind::Conflict, format!(
-                "placement `{}` shares GPUs, and GENIE tasks (--workload genie) under a queue policy need GPUs of one                  memory size to share them; cluster `{}` has GPUs of {} MiB (use a non-sharing placement, a                  GENIE-family policy, or a cluster of one GPU memory size)",
+                "placement `{}` shares GPUs, and GENIE tasks (--workload genie) under a queue policy need GPUs of one \
+                 memory size to share them; cluster `{}` has GPUs of {} MiB (use a non-sharing placement, a \
+                 GENIE-family policy, or a cluster of one GPU memory size)",
                 spec.policy.placement().name(),
                 cluster.spec().name,
                 mems.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")

@@ -370,7 +370,7 @@ impl RunSpec {
     /// # Errors
     /// A message naming the option at fault.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        self.policy.validate()?;
+        self.policy.validate().map_err(|e| ConfigError::new(crate::error::ConfigErrorKind::InvalidValue, e))?;
         if let Some(e) = self.predictor_refusal() {
             return Err(ConfigError::new(
                 ConfigErrorKind::Conflict,

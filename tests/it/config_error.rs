@@ -139,3 +139,44 @@ fn genie_models_fitted_against_another_truth_are_an_artefact_error() {
         )
     );
 }
+
+/// Sharing GPUs among GENIE tasks under a queue policy needs GPUs of one
+/// memory size: on Philly's 12 and 24 GiB GPUs the run is a conflict, said
+/// in one line of single spaces.
+#[test]
+fn shared_gpus_of_two_memory_sizes_for_tasks_are_a_conflict() {
+    let r: RawSpec = [
+        ("workload", Value::Str("genie".into())),
+        ("cluster", Value::Str("philly".into())),
+        ("placement", Value::Str("share-best-fit".into())),
+        ("tasks", Value::Int(5)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let spec = raw::to_run_spec(&r, Origin::CommandLine, None).unwrap();
+    let Err(RunError::Config(e)) = dlsched::experiment::run_one(&spec, |_| {}) else {
+        panic!("expected a ConfigError")
+    };
+    assert_eq!(e.kind, ConfigErrorKind::Conflict);
+    assert!(e.message.starts_with("placement `share-best-fit` shares GPUs, and GENIE tasks"), "{}", e.message);
+    assert!(e.message.contains("need GPUs of one memory size to share them"), "{}", e.message);
+    assert!(!e.message.contains("  "), "no runs of spaces: {}", e.message);
+}
+
+/// A value the policy's own check refuses (RIFLING's alpha outside (0, 1])
+/// is an invalid value, its message the policy's.
+#[test]
+fn a_value_the_policy_refuses_is_an_invalid_value() {
+    let r: RawSpec = [
+        ("workload", Value::Str("genie".into())),
+        ("policy", Value::Str("rifling".into())),
+        ("rifling_alpha", Value::Float(2.0)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let e = raw::to_run_spec(&r, Origin::CommandLine, None).unwrap_err();
+    assert_eq!(e.kind, ConfigErrorKind::InvalidValue);
+    assert_eq!(e.message, "RIFLING alpha (--rifling-alpha) must be in (0, 1], got 2");
+}
