@@ -252,6 +252,34 @@ impl FamilyKey {
     }
 }
 
+/// Reads a file a trainer saved, `{"agent": A, "manifest": {"cluster":
+/// NAME, ...}}`: the agent and the cluster it was trained on. `what` names
+/// the kind of file in the message (`a RIFLING table`).
+///
+/// # Errors
+/// A [`TraceError`] naming the file when it cannot be read or parsed.
+pub fn read_saved_agent<A: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &str,
+) -> Result<(A, Option<String>), TraceError> {
+    let text = crate::io::read_text(path)?;
+    #[derive(serde::Deserialize)]
+    struct Manifest {
+        cluster: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(bound = "A: serde::de::DeserializeOwned")]
+    struct Saved<A> {
+        agent: A,
+        manifest: Option<Manifest>,
+    }
+    let s = serde_json::from_str::<Saved<A>>(&text).map_err(|e| TraceError::Format {
+        file: path.to_path_buf(),
+        message: format!("not {what} (line {}, column {}): {e}", e.line(), e.column()),
+    })?;
+    Ok((s.agent, s.manifest.and_then(|m| m.cluster)))
+}
+
 /// A file that many runs read and that is worth reading once: a RIFLING
 /// table, fitted GENIE models, an LDWP network. The policy family that
 /// reads it implements this next to its policy, and [`Artefacts`] keeps

@@ -971,20 +971,8 @@ impl crate::policy::build::Artefact for LdwpModel {
 /// A [`TraceError`] naming the file and what is wrong.
 #[cfg(feature = "learned")]
 pub fn load_model(path: &Path) -> Result<(Dqn, Option<String>), TraceError> {
-    let text = crate::io::read_text(path)?;
-    #[derive(Deserialize)]
-    struct Manifest {
-        cluster: Option<String>,
-    }
-    #[derive(Deserialize)]
-    struct Saved {
-        agent: Dqn,
-        manifest: Option<Manifest>,
-    }
+    let (a, trained_on) = crate::policy::build::read_saved_agent::<Dqn>(path, "an LDWP model")?;
     let bad = |message: String| TraceError::Format { file: path.to_path_buf(), message };
-    let s = serde_json::from_str::<Saved>(&text)
-        .map_err(|e| bad(format!("not an LDWP model (line {}, column {}): {e}", e.line(), e.column())))?;
-    let a = s.agent;
     a.params.validate().map_err(|e| bad(format!("parameters: {e}")))?;
     let mut want = vec![input_width(a.models.len(), a.nodes)];
     want.extend(a.params.hidden.iter().copied());
@@ -998,7 +986,7 @@ pub fn load_model(path: &Path) -> Result<(Dqn, Option<String>), TraceError> {
             a.params.hidden
         )));
     }
-    Ok((a, s.manifest.and_then(|m| m.cluster)))
+    Ok((a, trained_on))
 }
 
 #[cfg(feature = "learned")]

@@ -203,20 +203,8 @@ pub fn load_rifling_agent(path: &Path) -> Result<Agent, TraceError> {
 /// # Errors
 /// A [`TraceError`] naming the file and what is wrong.
 pub fn load_rifling_table(path: &Path) -> Result<(Agent, Option<String>), TraceError> {
-    let text = crate::io::read_text(path)?;
-    #[derive(Deserialize)]
-    struct Manifest {
-        cluster: Option<String>,
-    }
-    #[derive(Deserialize)]
-    struct Saved {
-        agent: Agent,
-        manifest: Option<Manifest>,
-    }
+    let (a, trained_on) = super::build::read_saved_agent::<Agent>(path, "a RIFLING table")?;
     let bad = |message: String| TraceError::Format { file: path.to_path_buf(), message };
-    let s = serde_json::from_str::<Saved>(&text)
-        .map_err(|e| bad(format!("not a RIFLING table (line {}, column {}): {e}", e.line(), e.column())))?;
-    let a = s.agent;
     a.params.validate().map_err(|e| bad(format!("parameters: {e}")))?;
     if a.centroids.len() > a.params.k
         || a.centroids.iter().any(|c| !c.is_finite())
@@ -234,5 +222,5 @@ pub fn load_rifling_table(path: &Path) -> Result<(Agent, Option<String>), TraceE
             row.len()
         )));
     }
-    Ok((a, s.manifest.and_then(|m| m.cluster)))
+    Ok((a, trained_on))
 }
