@@ -94,8 +94,8 @@ fn pass(policy: &mut dyn Policy, cluster: &mut Cluster, jobs: &JobTable, now: Si
                 cluster.allocate_tenant(job, s.vc, &gpus, s.gpu_mem_mib(), s.gpu_milli().unwrap_or(0)).expect("valid");
                 launches += 1;
             }
-            // Queue policies never preempt or set timers.
-            d @ (Decision::Preempt { .. } | Decision::WakeAt(_)) => panic!("unexpected {d:?}"),
+            // Queue policies never preempt, resize or set timers.
+            d @ (Decision::Preempt { .. } | Decision::Resize { .. } | Decision::WakeAt(_)) => panic!("unexpected {d:?}"),
         }
     }
 }

@@ -6,6 +6,7 @@ pub use compact_str::CompactString;
 use serde::Serialize;
 
 use crate::ids::{GpuId, JobId, VcId};
+use crate::profile::elastic::{ElasticConfig, ProgressModel};
 use crate::time::SimTime;
 
 /// The fields of a job that most traces leave empty, kept out of line so
@@ -33,6 +34,33 @@ pub struct JobExtra {
     /// The GPU types the job may run on (sorted, no repeats), if constrained;
     /// `None` = any.
     pub gpu_types: Option<Vec<String>>,
+    /// A work-defined job's description (its application, tuned
+    /// configuration, adaptivity); `None` for a job defined by its duration.
+    pub elastic: Option<ElasticSpec>,
+}
+
+/// What makes a job work-defined: it runs until its progress, in the run's
+/// [`crate::profile::elastic::ProgressModel`] units, reaches the model's
+/// target for its application, at the model's goodput for the configuration
+/// it runs on (see `crate::engine`'s module docs). `JobSpec::gpus` is its
+/// tuned GPU count, so a policy that knows nothing elastic launches it as
+/// it launches any job, and the engine gives it the tuned batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ElasticSpec {
+    /// The application, as the progress model names it (Pollux: `cifar10`,
+    /// `imagenet`, ...).
+    pub app: String,
+    /// The GPU count a non-elastic policy runs it on (Pollux's workloads:
+    /// `num_replicas`), at least 1.
+    pub tuned_gpus: u32,
+    /// The total batch, samples per optimiser step, a non-elastic policy
+    /// runs it with (Pollux's workloads: `batch_size`), at least 1.
+    pub tuned_bsz: u32,
+    /// True when a policy may change its GPUs and batch while it runs
+    /// (Pollux's adaptive jobs); false for a job meant to keep its tuned
+    /// configuration. The engine applies any valid resize either way; the
+    /// flag is for policies.
+    pub adaptive: bool,
 }
 
 /// Read accessors of the out-of-line [`JobExtra`] fields, and the ways to
@@ -67,6 +95,11 @@ macro_rules! extra_accessors {
         /// constrained; `None` = any.
         pub fn gpu_types(&self) -> Option<&[String]> {
             self.extra.as_ref().and_then(|e| e.gpu_types.as_deref())
+        }
+        /// A work-defined job's description, `None` for a job defined by its
+        /// duration.
+        pub fn elastic(&self) -> Option<&crate::job::ElasticSpec> {
+            self.extra.as_ref().and_then(|e| e.elastic.as_ref())
         }
         /// The rare fields, for writing (allocated empty on first use).
         pub fn extra_mut(&mut self) -> &mut JobExtra {
@@ -242,6 +275,68 @@ pub struct RunState {
     /// the release delay a policy may ask for
     /// ([`crate::policy::Policy::release_delay_ms`]); `remaining` is 0 then.
     pub work_done: bool,
+    /// A work-defined job's progress and configuration (its `rate` is then
+    /// 1 and its `remaining` its spec's duration, both unused); `None` for a
+    /// duration-defined job.
+    pub elastic: Option<Box<ElasticRun>>,
+}
+
+/// A running work-defined job's progress, in its progress model's units.
+/// Progress is settled at `RunState::settled_at`; it grows at `goodput`
+/// from `max(settled_at, rescale_until)` on, and `goodput` holds until
+/// progress reaches `segment_end` (see `crate::engine`'s module docs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ElasticRun {
+    /// Its configuration (placement over nodes, batch).
+    pub cfg: ElasticConfig,
+    /// Progress at `RunState::settled_at`, in `[0, target)`.
+    pub progress: f64,
+    /// The progress at which it is done (the model's target for its application).
+    pub target: f64,
+    /// Progress units per second on `cfg` while progress is below
+    /// `segment_end` (once the re-scale delay is over).
+    pub goodput: f64,
+    /// The next breakpoint of the model above the settled progress (at most
+    /// `target`): the job's next event is when progress reaches it.
+    pub segment_end: f64,
+    /// The end of the current re-scale delay: no progress before it.
+    pub rescale_until: SimTime,
+    /// Reallocations so far, the first allocation included (restarts are
+    /// all but the first).
+    pub allocations: u32,
+    /// When it took its current GPUs (its run's start, or its last
+    /// reallocation within the run).
+    pub gpus_since: SimTime,
+    /// GPU-ms it held in its current run before `gpus_since`.
+    pub gpu_ms_before: u64,
+}
+
+impl ElasticRun {
+    /// Restarts so far: reallocations after the first allocation.
+    pub fn restarts(&self) -> u32 {
+        self.allocations.saturating_sub(1)
+    }
+
+    /// Its progress at `now` (not before the run's last settlement,
+    /// `settled_at`): the settled progress plus goodput × the time since
+    /// `settled_at` outside the re-scale delay, at most `segment_end` (the
+    /// engine settles it there at the segment's event).
+    pub fn progress_at(&self, settled_at: SimTime, now: SimTime) -> f64 {
+        let from = settled_at.max(self.rescale_until);
+        if now <= from {
+            return self.progress;
+        }
+        (self.progress + self.goodput * now.since(from) as f64 / 1000.0).min(self.segment_end)
+    }
+}
+
+/// A suspended work-defined job's progress, kept while it holds no GPUs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ElasticPaused {
+    /// Progress when it was preempted, in its model's units.
+    pub progress: f64,
+    /// Reallocations so far (its first allocation included).
+    pub allocations: u32,
 }
 
 /// A preempted job, waiting to be resumed by a launch ([`crate::policy::Decision::Launch`]
@@ -267,6 +362,8 @@ pub struct SuspendedState {
     pub waited_ms: u64,
     /// The epoch its next run starts with (completions of earlier runs are stale).
     pub epoch: u32,
+    /// A work-defined job's progress; `None` for a duration-defined job.
+    pub elastic: Option<ElasticPaused>,
 }
 
 /// A finished job's record. Sized for the common case (48 bytes): a job
@@ -304,6 +401,7 @@ struct DoneHistory {
     attained_ms: u64,
     attained_gpu_ms: u64,
     waited_ms: u64,
+    restarts: u32,
 }
 
 impl DoneState {
@@ -335,13 +433,41 @@ impl DoneState {
             && start >= submit
             && waited_ms == start.since(submit);
         let history = (!plain)
-            .then(|| Box::new(DoneHistory { first_start, preemptions, attained_ms, attained_gpu_ms, waited_ms }));
+            .then(|| Box::new(DoneHistory { first_start, preemptions, attained_ms, attained_gpu_ms, waited_ms, restarts: 0 }));
         DoneState { start, end, isolated_ms, gpus, nodes_spanned, colocated, history }
     }
 
     /// Its first start (`start` unless it was preempted).
     pub fn first_start(&self) -> SimTime {
         self.history.as_ref().map_or(self.start, |h| h.first_start)
+    }
+
+    /// The record, of a job submitted at `submit`, with `restarts`
+    /// reallocations after the first allocation (a work-defined job's; kept
+    /// out of line when not 0).
+    #[must_use]
+    pub fn with_restarts(mut self, submit: SimTime, restarts: u32) -> Self {
+        if restarts == 0 && self.history.as_ref().is_none_or(|h| h.restarts == 0) {
+            return self;
+        }
+        let h = self.history.get_or_insert_with(|| {
+            Box::new(DoneHistory {
+                first_start: self.start,
+                preemptions: 0,
+                attained_ms: self.end.since(self.start),
+                attained_gpu_ms: self.end.since(self.start).wrapping_mul(u64::from(self.gpus)),
+                waited_ms: self.start.since(submit),
+                restarts: 0,
+            })
+        });
+        h.restarts = restarts;
+        self
+    }
+
+    /// Reallocations after its first allocation (a work-defined job's
+    /// resizes and resumes; 0 for any other job).
+    pub fn restarts(&self) -> u32 {
+        self.history.as_ref().map_or(0, |h| h.restarts)
     }
 
     /// Times it was preempted.
@@ -392,6 +518,21 @@ pub enum JobState {
 pub struct JobTable {
     specs: Vec<JobSpec>,
     states: Vec<JobState>,
+    /// Work-defined jobs (with an [`ElasticSpec`]).
+    work_defined: usize,
+    /// The run's progress model, which defines its work-defined jobs' work
+    /// (set by `crate::engine::Simulation::with_progress_model`).
+    progress: Option<SharedProgressModel>,
+}
+
+/// The run's progress model, shared by the engine and the policies' view.
+#[derive(Clone)]
+pub struct SharedProgressModel(pub Arc<dyn ProgressModel>);
+
+impl std::fmt::Debug for SharedProgressModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ProgressModel({})", self.0.name())
+    }
 }
 
 impl JobTable {
@@ -408,7 +549,22 @@ impl JobTable {
             s.id = JobId(i as u32);
         }
         let states = vec![JobState::NotArrived; specs.len()];
-        JobTable { specs, states }
+        let work_defined = specs.iter().filter(|s| s.elastic().is_some()).count();
+        JobTable { specs, states, work_defined, progress: None }
+    }
+
+    /// Jobs defined by their work ([`JobSpec::elastic`]) rather than a duration.
+    pub fn work_defined(&self) -> usize {
+        self.work_defined
+    }
+
+    /// The run's progress model (`None` when the run gave the engine none).
+    pub fn progress_model(&self) -> Option<&dyn ProgressModel> {
+        self.progress.as_ref().map(|p| &*p.0)
+    }
+
+    pub(crate) fn set_progress_model(&mut self, model: Arc<dyn ProgressModel>) {
+        self.progress = Some(SharedProgressModel(model));
     }
 
     /// Number of jobs.

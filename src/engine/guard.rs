@@ -76,7 +76,7 @@ impl Simulation {
     /// completed or arrived and none got 1 ms of work closer to its end
     /// since the last look.
     pub(super) fn check_net_progress(&mut self) -> Result<(), SimError> {
-        let changes = self.stats.launches + self.stats.preemptions;
+        let changes = self.stats.launches + self.stats.preemptions + self.stats.resizes;
         let marker = (self.completed, self.next_arrival);
         let mut progress = marker != self.net.marker;
         self.net.marker = marker;
@@ -85,6 +85,18 @@ impl Simulation {
         }
         for spec in self.jobs.specs() {
             let rem = match self.jobs.state(spec.id) {
+                // A work-defined job: its work left as a fraction of its
+                // target, in millionths (progress units are the model's).
+                crate::job::JobState::Running(r) if r.elastic.is_some() => {
+                    r.elastic.as_ref().map_or(0.0, |e| (1.0 - e.progress_at(r.settled_at, self.now) / e.target) * 1e6)
+                }
+                crate::job::JobState::Suspended(s) if s.elastic.is_some() => {
+                    let target = self.jobs.progress_model().and_then(|m| m.target(&spec.elastic()?.app).ok());
+                    match (s.elastic, target) {
+                        (Some(e), Some(t)) => (1.0 - e.progress / t) * 1e6,
+                        _ => f64::INFINITY,
+                    }
+                }
                 crate::job::JobState::Running(r) => r.remaining - r.rate * self.now.since(r.settled_at) as f64,
                 crate::job::JobState::Suspended(s) => s.remaining,
                 _ => continue,
@@ -156,6 +168,10 @@ impl Simulation {
                 Decision::Preempt { job } => {
                     *seen.entry(job).or_default() += 1;
                     self.preempt(job, obs)
+                }
+                Decision::Resize { job, gpus, atomic_bsz, accum_steps } => {
+                    *seen.entry(job).or_default() += 1;
+                    self.resize(job, gpus, atomic_bsz, accum_steps, obs)
                 }
                 Decision::WakeAt(at) => {
                     timers += 1;

@@ -36,12 +36,14 @@
 //! profile database.
 
 mod checkpoint;
+mod elastic;
 mod guard;
 mod observer;
 mod preempt;
 mod queue;
 
 pub use checkpoint::{CheckpointModel, GANDIVA_SUSPEND_MS};
+pub use elastic::DEFAULT_RESCALE_DELAY_MS;
 pub use observer::{NoObserver, Observer, Snapshot};
 pub use queue::EventQueue;
 
@@ -51,6 +53,7 @@ use crate::ids::{GpuId, JobId, NodeId};
 use crate::job::{DoneState, JobSpec, JobState, JobTable, RunState};
 use crate::policy::{Decision, Policy, View};
 use crate::profile::RateModel;
+use crate::profile::elastic::ProgressModel;
 use crate::profile::coloc::Interference;
 use crate::time::SimTime;
 
@@ -138,6 +141,24 @@ pub struct EngineStats {
     pub checkpoint_gpu_ms: u64,
     /// Timers delivered to the policy.
     pub timers: u64,
+    /// Resizes of running work-defined jobs applied ([`Decision::Resize`]);
+    /// written only when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub resizes: u64,
+    /// Restarts of work-defined jobs: reallocations after a job's first
+    /// allocation; written only when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub restarts: u64,
+    /// Events at which a work-defined job's progress crossed a breakpoint of
+    /// its model and its goodput was read again; written only when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub breakpoints: u64,
+}
+
+/// For `skip_serializing_if`.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Where a run is, for progress reporting.
@@ -219,6 +240,14 @@ pub struct Simulation {
     /// Whether [`Simulation::run_observed`] checks every invariant after
     /// every instant ([`Simulation::with_invariant_checks`]).
     invariant_checks: bool,
+    /// The progress model of work-defined jobs ([`Simulation::with_progress_model`]).
+    progress_model: Option<std::sync::Arc<dyn ProgressModel>>,
+    /// The re-scale delay of a work-defined job's reallocation, ms
+    /// ([`Simulation::with_rescale_delay_ms`]).
+    rescale_delay_ms: u64,
+    /// Each job's progress at the last invariant check (work-defined jobs,
+    /// with invariant checks on), to check that progress never decreases.
+    progress_seen: Vec<f64>,
 }
 
 impl Simulation {
@@ -262,6 +291,9 @@ impl Simulation {
             allow_unfinished: false,
             invariant_checks: false,
             net: guard::NetWatch::default(),
+            progress_model: None,
+            rescale_delay_ms: DEFAULT_RESCALE_DELAY_MS,
+            progress_seen: Vec::new(),
         }
     }
 
@@ -397,7 +429,9 @@ impl Simulation {
             match ev {
                 Event::Completion { job, epoch } => match self.jobs.state(job) {
                     JobState::Running(r) if r.epoch == epoch => {
-                        if self.release_delay_ms > 0 && !r.work_done {
+                        if r.elastic.is_some() {
+                            self.elastic_event(job, obs)?;
+                        } else if self.release_delay_ms > 0 && !r.work_done {
                             self.hold_after_work(job);
                         } else {
                             self.complete(job, obs)?;
@@ -464,6 +498,7 @@ impl Simulation {
         obs: &mut O,
         mut progress: impl FnMut(Progress),
     ) -> Result<RunOutput, SimError> {
+        self.check_progress_model()?;
         let mut n: u64 = 0;
         loop {
             if let Some(h) = self.horizon
@@ -480,8 +515,15 @@ impl Simulation {
                     at_ms: self.now.as_ms(),
                     reason,
                 })?;
+                if self.jobs.work_defined() > 0 {
+                    self.check_progress_monotone().map_err(|reason| SimError::Invariant {
+                        policy: self.policy.name(),
+                        at_ms: self.now.as_ms(),
+                        reason,
+                    })?;
+                }
             }
-            if self.stats.launches + self.stats.preemptions >= self.net.next_check {
+            if self.stats.launches + self.stats.preemptions + self.stats.resizes >= self.net.next_check {
                 self.check_net_progress()?;
             }
             n += 1;
@@ -642,6 +684,9 @@ impl Simulation {
                 Decision::Launch { job, gpus } => self.launch(job, gpus, false, obs)?,
                 Decision::Colocate { job, gpus } => self.launch(job, gpus, true, obs)?,
                 Decision::Preempt { job } => self.preempt(job, obs)?,
+                Decision::Resize { job, gpus, atomic_bsz, accum_steps } => {
+                    self.resize(job, gpus, atomic_bsz, accum_steps, obs)?;
+                }
                 Decision::WakeAt(at) => {
                     if at <= self.now {
                         let msg = format!("timer at {at} is not after now ({})", self.now);
@@ -701,41 +746,10 @@ impl Simulation {
         (base * speed, base, colocated, speed)
     }
 
-    fn launch<O: Observer + ?Sized>(
-        &mut self,
-        job: JobId,
-        gpus: Vec<GpuId>,
-        shared: bool,
-        obs: &mut O,
-    ) -> Result<(), SimError> {
-        if job.index() >= self.jobs.len() {
-            return Err(self.invalid(job, None, "no such job".into()));
-        }
-        let resumed = match self.jobs.state(job) {
-            JobState::Pending => None,
-            JobState::Suspended(s) => Some(**s),
-            _ => return Err(self.invalid(job, None, "job is neither pending nor suspended".into())),
-        };
+    /// Checks that `job` fits each of `gpus`: its memory need per GPU and
+    /// the GPU types it allows (GPUs out of range are left to the ledger).
+    fn check_fit(&self, job: JobId, gpus: &[GpuId]) -> Result<(), SimError> {
         let spec: &JobSpec = self.jobs.spec(job);
-        match &spec.task {
-            // A moldable task takes any GPU count that leaves every GPU at least one sample.
-            Some(t) if gpus.is_empty() || gpus.len() as u64 > u64::from(t.global_bsz) => {
-                let reason = format!(
-                    "placement has {} GPUs; a task of global batch {} takes 1 to {} GPUs",
-                    gpus.len(),
-                    t.global_bsz,
-                    t.global_bsz
-                );
-                return Err(self.invalid(job, None, reason));
-            }
-            Some(_) => {}
-            None if gpus.len() != spec.gpus as usize => {
-                let reason = format!("placement has {} GPUs but the job asks for {}", gpus.len(), spec.gpus);
-                return Err(self.invalid(job, None, reason));
-            }
-            None => {}
-        }
-        let vc = spec.vc;
         if let Some(need) = spec.gpu_mem_mib()
             && let Some(&g) = gpus.iter().find(|&&g| {
                 g.index() < self.cluster.total_gpus() as usize
@@ -762,6 +776,49 @@ impl Simulation {
                 format!("GPU is a {have}; the job allows only {}", types.join(", ")),
             ));
         }
+        Ok(())
+    }
+
+    fn launch<O: Observer + ?Sized>(
+        &mut self,
+        job: JobId,
+        gpus: Vec<GpuId>,
+        shared: bool,
+        obs: &mut O,
+    ) -> Result<(), SimError> {
+        if job.index() >= self.jobs.len() {
+            return Err(self.invalid(job, None, "no such job".into()));
+        }
+        if self.jobs.spec(job).elastic().is_some() {
+            return self.launch_elastic(job, gpus, None, shared, obs);
+        }
+        let resumed = match self.jobs.state(job) {
+            JobState::Pending => None,
+            JobState::Suspended(s) => Some(**s),
+            _ => return Err(self.invalid(job, None, "job is neither pending nor suspended".into())),
+        };
+        let spec: &JobSpec = self.jobs.spec(job);
+        match &spec.task {
+            // A moldable task takes any GPU count that leaves every GPU at least one sample.
+            Some(t) if gpus.is_empty() || gpus.len() as u64 > u64::from(t.global_bsz) => {
+                let reason = format!(
+                    "placement has {} GPUs; a task of global batch {} takes 1 to {} GPUs",
+                    gpus.len(),
+                    t.global_bsz,
+                    t.global_bsz
+                );
+                return Err(self.invalid(job, None, reason));
+            }
+            Some(_) => {}
+            None if gpus.len() != spec.gpus as usize => {
+                let reason = format!("placement has {} GPUs but the job asks for {}", gpus.len(), spec.gpus);
+                return Err(self.invalid(job, None, reason));
+            }
+            None => {}
+        }
+        let vc = spec.vc;
+        self.check_fit(job, &gpus)?;
+        let spec: &JobSpec = self.jobs.spec(job);
         let (milli, mut mem_need) = (spec.gpu_milli().unwrap_or(0), spec.gpu_mem_mib());
         if shared && spec.task.is_some() {
             // A moldable task's memory per GPU depends on its GPU count.
@@ -834,6 +891,7 @@ impl Simulation {
             attained_gpu_ms,
             waited_ms,
             work_done: false,
+            elastic: None,
         }));
         if let JobState::Running(r) = self.jobs.state(job) {
             obs.on_allocate(&self.snapshot(), job, &r.gpus, speed);
@@ -864,20 +922,26 @@ impl Simulation {
         let work = self.jobs.spec(job).duration_ms as f64;
         let ran = self.now.since(run.start);
         let submit = self.jobs.spec(job).submit;
-        *self.jobs.state_mut(job) = JobState::Completed(DoneState::new(
+        // A work-defined job never shares a GPU: its isolated time is its run time.
+        let isolated_ms = if run.elastic.is_some() { ran } else { ms_to_finish(work, run.isolated_rate) };
+        let mut done = DoneState::new(
             submit,
             run.start,
             self.now,
-            ms_to_finish(work, run.isolated_rate),
+            isolated_ms,
             run.gpus.len() as u32,
             run.nodes_spanned,
             run.colocated,
             run.first_start,
             run.preemptions,
             run.attained_ms + ran,
-            run.attained_gpu_ms + ran * run.gpus.len() as u64,
+            run.attained_gpu_ms + elastic::run_gpu_ms(&run, self.now),
             run.waited_ms,
-        ));
+        );
+        if let Some(e) = &run.elastic {
+            done = done.with_restarts(submit, e.restarts());
+        }
+        *self.jobs.state_mut(job) = JobState::Completed(done);
         self.running -= 1;
         self.completed += 1;
         obs.on_release(&self.snapshot(), job, &run.gpus);
@@ -912,8 +976,9 @@ impl Simulation {
             let JobState::Running(run) = self.jobs.state(job) else {
                 continue;
             };
-            if run.work_done {
-                // Holding its GPUs for the release delay: no work to re-time.
+            if run.work_done || run.elastic.is_some() {
+                // Holding its GPUs for the release delay: no work to re-time;
+                // or work-defined: its goodput does not depend on neighbours.
                 continue;
             }
             let (new_rate, isolated, colocated, speed) = self.rate_of(job, &run.gpus);
@@ -996,6 +1061,9 @@ impl Simulation {
                     if !(su.remaining.is_finite() && su.remaining >= 0.0) {
                         return Err(format!("{} suspended with remaining work {}", spec.id, su.remaining));
                     }
+                    if let Some(e) = &su.elastic {
+                        elastic::check_suspended(spec, su, e, self.jobs.progress_model())?;
+                    }
                     if su.attained_gpu_ms < su.attained_ms {
                         return Err(format!("{} attained {su:?}: fewer GPU-ms than ms", spec.id));
                     }
@@ -1007,7 +1075,7 @@ impl Simulation {
                         return Err(format!("{} first start {} after start {}", spec.id, r.first_start, r.start));
                     }
                     adds_up(spec.id, "its start", r.start.since(spec.submit), r.waited_ms, r.attained_ms)?;
-                    if spec.task.is_none() && r.gpus.len() != spec.gpus as usize {
+                    if spec.task.is_none() && r.elastic.is_none() && r.gpus.len() != spec.gpus as usize {
                         return Err(format!("{} holds {} GPUs, asked for {}", spec.id, r.gpus.len(), spec.gpus));
                     }
                     for &g in &r.gpus {
@@ -1030,6 +1098,9 @@ impl Simulation {
                             }
                         }
                     }
+                    if let Some(e) = &r.elastic {
+                        elastic::check_running(spec, r, e, self.now)?;
+                    }
                     if r.shared {
                         held_shared.extend(r.gpus.iter().copied());
                     } else {
@@ -1042,7 +1113,10 @@ impl Simulation {
                         return Err(format!("{} has start {} end {} submit {}", spec.id, d.start, d.end, spec.submit));
                     }
                     adds_up(spec.id, "its end", d.end.since(spec.submit), d.waited_ms(spec.submit), d.attained_ms())?;
-                    if d.attained_gpu_ms() != d.attained_ms() * u64::from(d.gpus) && spec.task.is_none() {
+                    if d.attained_gpu_ms() != d.attained_ms() * u64::from(d.gpus)
+                        && spec.task.is_none()
+                        && spec.elastic().is_none()
+                    {
                         return Err(format!(
                             "{}: attained {} GPU-ms for {} ms on {} GPUs",
                             spec.id,

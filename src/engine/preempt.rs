@@ -6,7 +6,7 @@
 use super::{Event, Observer, Simulation};
 use crate::error::SimError;
 use crate::ids::JobId;
-use crate::job::{JobState, SuspendedState};
+use crate::job::{ElasticPaused, JobState, SuspendedState};
 
 impl Simulation {
     /// Preempts a running job: settles the work it did at its rate, releases
@@ -34,18 +34,31 @@ impl Simulation {
         };
         let gpus_n = run.gpus.len() as u32;
         self.release_run(job, &run)?;
-        let done = self.now.since(run.settled_at) as f64 * run.rate;
-        let overhead = self.checkpoint.overhead_ms(gpus_n);
         let ran = self.now.since(run.start);
+        // A work-defined job keeps its progress and pays no checkpoint
+        // overhead: its cost is the re-scale delay when it is resumed.
+        let (remaining, overhead, elastic) = match &run.elastic {
+            Some(e) => (
+                run.remaining,
+                0,
+                Some(ElasticPaused { progress: e.progress_at(run.settled_at, self.now), allocations: e.allocations }),
+            ),
+            None => {
+                let done = self.now.since(run.settled_at) as f64 * run.rate;
+                let overhead = self.checkpoint.overhead_ms(gpus_n);
+                ((run.remaining - done).max(0.0) + overhead as f64, overhead, None)
+            }
+        };
         *self.jobs.state_mut(job) = JobState::Suspended(Box::new(SuspendedState {
-            remaining: (run.remaining - done).max(0.0) + overhead as f64,
+            remaining,
             since: self.now,
             first_start: run.first_start,
             preemptions: run.preemptions + 1,
             attained_ms: run.attained_ms + ran,
-            attained_gpu_ms: run.attained_gpu_ms + ran * u64::from(gpus_n),
+            attained_gpu_ms: run.attained_gpu_ms + super::elastic::run_gpu_ms(&run, self.now),
             waited_ms: run.waited_ms,
             epoch: run.epoch + 1,
+            elastic,
         }));
         self.running -= 1;
         self.suspended += 1;

@@ -37,6 +37,7 @@ pub mod tiresias;
 use crate::cluster::Cluster;
 use crate::ids::{GpuId, JobId};
 use crate::job::JobTable;
+use crate::profile::elastic::ElasticConfig;
 use crate::time::SimTime;
 
 /// What a policy sees: the time, the cluster and every job, read-only.
@@ -48,6 +49,65 @@ pub struct View<'a> {
     pub cluster: &'a Cluster,
     /// Every job's spec and state.
     pub jobs: &'a JobTable,
+}
+
+impl View<'_> {
+    /// What a policy may read of a work-defined job: its progress now, its
+    /// target and, while it runs, its configuration; `None` for a
+    /// duration-defined job (or a job id out of range).
+    pub fn elastic(&self, job: JobId) -> Option<ElasticStatus<'_>> {
+        use crate::job::JobState;
+        if job.index() >= self.jobs.len() {
+            return None;
+        }
+        let spec = self.jobs.spec(job).elastic()?;
+        let target = self.jobs.progress_model().and_then(|m| m.target(&spec.app).ok());
+        let (progress, cfg, rescaling, restarts) = match self.jobs.state(job) {
+            JobState::Running(r) => match r.elastic.as_deref() {
+                Some(e) => (e.progress_at(r.settled_at, self.now), Some(&e.cfg), self.now < e.rescale_until, e.restarts()),
+                None => (0.0, None, false, 0),
+            },
+            JobState::Suspended(s) => {
+                let (p, a) = s.elastic.map_or((0.0, 0), |e| (e.progress, e.allocations));
+                (p, None, false, a.saturating_sub(1))
+            }
+            JobState::Completed(d) => (target.unwrap_or(0.0), None, false, d.restarts()),
+            JobState::Pending | JobState::NotArrived => (0.0, None, false, 0),
+        };
+        Some(ElasticStatus { spec, progress, target, cfg, rescaling, restarts })
+    }
+
+    /// The run's progress model's goodput for work-defined `job` on `cfg`
+    /// at progress `progress`, progress units per second: what a policy
+    /// weighs candidate configurations by (Pollux, Optimus). `None` for a
+    /// duration-defined job or a run without a progress model; the model's
+    /// error for a configuration it cannot rate.
+    pub fn goodput(&self, job: JobId, cfg: &ElasticConfig, progress: f64) -> Option<Result<f64, String>> {
+        if job.index() >= self.jobs.len() {
+            return None;
+        }
+        let spec = self.jobs.spec(job).elastic()?;
+        Some(self.jobs.progress_model()?.goodput(&spec.app, cfg, progress))
+    }
+}
+
+/// A work-defined job as a policy sees it ([`View::elastic`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ElasticStatus<'a> {
+    /// Its application, tuned configuration and adaptivity.
+    pub spec: &'a crate::job::ElasticSpec,
+    /// Its progress now, in the progress model's units (0 before its first
+    /// start; its target once completed).
+    pub progress: f64,
+    /// The progress at which it is done (`None` when the run has no progress
+    /// model or the model does not know its application).
+    pub target: Option<f64>,
+    /// Its configuration while it runs.
+    pub cfg: Option<&'a ElasticConfig>,
+    /// True while it runs within a re-scale delay (no progress yet).
+    pub rescaling: bool,
+    /// Reallocations after its first allocation so far.
+    pub restarts: u32,
 }
 
 /// A policy's answer to "what now?".
@@ -83,6 +143,30 @@ pub enum Decision {
     Preempt {
         /// The job.
         job: JobId,
+    },
+    /// Give a work-defined job ([`crate::job::JobSpec::elastic`]) these GPUs
+    /// and this batch: resize a running one (grow, shrink or move: each GPU
+    /// free or already the job's, all in its partition), or start or resume
+    /// a pending or suspended one on them (each GPU free, in its partition),
+    /// with any GPU count from 1. Its progress is settled at the old goodput
+    /// and carries over. A change of GPUs, and every start or resume, is a
+    /// reallocation: the job makes no progress for the run's re-scale delay
+    /// (`crate::engine::Simulation::with_rescale_delay_ms`), and every
+    /// reallocation after its first allocation is a restart. Keeping the
+    /// same GPUs and changing only the batch is not a reallocation (the job
+    /// changes its batch itself, as Pollux's jobs do between steps): no
+    /// delay, no restart. A plain [`Decision::Launch`] of a work-defined job
+    /// runs it on the tuned batch
+    /// ([`crate::profile::elastic::ProgressModel::tuned_config`]).
+    Resize {
+        /// The job.
+        job: JobId,
+        /// Its GPUs, one replica each, in any order.
+        gpus: Vec<GpuId>,
+        /// Per-GPU micro-batch of one step, samples, at least 1.
+        atomic_bsz: u32,
+        /// Gradient-accumulation steps beyond the first (0 = none).
+        accum_steps: u32,
     },
     /// Call [`Policy::on_timer`] at this simulated time, which must be later
     /// than now; that instant then has a scheduling pass. Timers pop with the

@@ -64,4 +64,16 @@ pub trait ProgressModel: Send + Sync {
     /// The least progress strictly above `progress` at which goodput may
     /// change (at most the target).
     fn next_breakpoint(&self, app: &str, progress: f64) -> f64;
+
+    /// The configuration a job of `app` with tuned total batch `batch`
+    /// (samples per optimiser step) runs on over `per_node` GPUs when the
+    /// policy gives it no batch of its own (a plain launch). By default the
+    /// batch is split evenly over the replicas, rounded up, without
+    /// accumulation: atomic batch `ceil(batch / replicas)`, at least 1. A
+    /// model with memory limits per GPU (Pollux's `max_local_bsz`) overrides
+    /// it with its own rule.
+    fn tuned_config(&self, _app: &str, per_node: &[u32], batch: u32) -> ElasticConfig {
+        let replicas = per_node.iter().sum::<u32>().max(1);
+        ElasticConfig { per_node: per_node.to_vec(), atomic_bsz: batch.div_ceil(replicas).max(1), accum_steps: 0 }
+    }
 }

@@ -1,0 +1,521 @@
+//! Work-defined jobs: the engine's side of [`crate::job::ElasticSpec`],
+//! [`Decision::Resize`](crate::policy::Decision::Resize) and [`ProgressModel`].
+//!
+//! **The model.** A work-defined job is done when its progress, in the
+//! run's progress model's units (Pollux: the `progress` column of its
+//! validation traces), reaches the model's target for its application. On a
+//! configuration (GPUs per node, per-GPU batch, accumulation steps) it
+//! progresses at the model's goodput, progress units per second, which is
+//! constant between the model's breakpoints
+//! ([`ProgressModel::next_breakpoint`]; Pollux: epoch boundaries). The
+//! engine holds, per running job, its progress settled at `settled_at`, its
+//! goodput and the end of its current segment (the next breakpoint, at most
+//! the target), and schedules one event: the instant its progress reaches
+//! the segment's end. There it re-reads goodput at the new progress (or
+//! completes the job, when the segment's end is the target). Every change of
+//! configuration (a resize, a resume) settles progress at the old goodput
+//! first. Progress never goes back and never passes the target; a preempted
+//! job keeps it.
+//!
+//! **Reallocations.** A launch or resume, and a resize that changes the
+//! job's GPUs, is a reallocation: the job makes no progress for the
+//! re-scale delay ([`DEFAULT_RESCALE_DELAY_MS`], 30 s as in Pollux's
+//! simulator, where every allocation, the first included, starts a 30-s
+//! countdown; [`Simulation::with_rescale_delay_ms`] per run), and every
+//! reallocation after the job's first allocation is a restart (Pollux's
+//! `num_restarts`). A resize that keeps the GPUs and changes the batch only
+//! is not a reallocation (Pollux's jobs re-tune their batch between steps
+//! without restarting). A plain [`Decision::Launch`](crate::policy::Decision::Launch) runs the job on
+//! `JobSpec::gpus` GPUs (the workload sets it to the tuned count) with the
+//! model's tuned configuration ([`ProgressModel::tuned_config`] of the
+//! tuned total batch), so rigid policies need know nothing elastic. A
+//! work-defined job never shares GPUs ([`Decision::Colocate`](crate::policy::Decision::Colocate) is refused)
+//! and is not subject to the policy's release delay: it completes exactly
+//! when its work is done. Its `RunState::rate` is 1 and its `remaining` its
+//! spec's duration, unused by the engine.
+//!
+//! **Units and rounding.** Time is whole ms. Goodput `g` is per second,
+//! so `d` progress units take `1000 d / g` ms; a segment's event is at
+//! `max(settled_at, rescale_until) + ceil(1000 d / g)` ms, rounded up by
+//! the rule of every completion of the engine (a tolerance of 1e-9 ms plus
+//! 1e-12 of the quotient, so an exact quotient is not pushed to the next ms
+//! by floating-point noise): the first whole ms at which the work is done,
+//! never earlier. At the event, progress is what the job accrued up to it
+//! (`g × elapsed`), at least the segment's end (against floating-point
+//! noise) and at most the target: the sub-millisecond beyond a breakpoint
+//! runs at the old goodput, and a job completes at the first whole ms at or
+//! after the instant its progress reaches the target.
+
+use std::sync::Arc;
+
+use super::{Event, Observer, Simulation, ms_to_finish};
+use crate::error::SimError;
+use crate::ids::{GpuId, JobId};
+use crate::job::{ElasticPaused, ElasticRun, JobSpec, JobState, RunState, SuspendedState};
+use crate::profile::elastic::{ElasticConfig, ProgressModel};
+use crate::time::SimTime;
+
+/// Pollux's re-scale delay: a reallocated job makes no progress for 30 s
+/// (its simulator's `rescale_time = 30`, in seconds), ms.
+pub const DEFAULT_RESCALE_DELAY_MS: u64 = 30_000;
+
+/// GPU-ms a run has held its GPUs up to `now` (its current run only): GPUs
+/// × time since its start, or for a resized work-defined job the sum over
+/// its GPU sets.
+pub(super) fn run_gpu_ms(run: &RunState, now: SimTime) -> u64 {
+    match &run.elastic {
+        Some(e) => e.gpu_ms_before + now.since(e.gpus_since) * run.gpus.len() as u64,
+        None => now.since(run.start) * run.gpus.len() as u64,
+    }
+}
+
+/// The invariants of a running work-defined job (for
+/// [`Simulation::check_invariants`]): settled progress in `[0, target)`,
+/// its progress now at most its segment's end, the segment's end at most
+/// the target.
+pub(super) fn check_running(spec: &JobSpec, r: &RunState, e: &ElasticRun, now: SimTime) -> Result<(), String> {
+    let p = e.progress_at(r.settled_at, now);
+    if !(e.progress.is_finite() && e.progress >= 0.0 && e.progress < e.target) {
+        return Err(format!("{} runs with settled progress {} (target {})", spec.id, e.progress, e.target));
+    }
+    if !(p >= e.progress && p <= e.segment_end && e.segment_end <= e.target) {
+        return Err(format!(
+            "{} progress {p} now, settled {}, segment end {}, target {}",
+            spec.id, e.progress, e.segment_end, e.target
+        ));
+    }
+    if now < e.rescale_until && p != e.progress {
+        return Err(format!("{} progressed during its re-scale delay", spec.id));
+    }
+    if r.gpus.len() as u32 != e.cfg.replicas() {
+        return Err(format!("{} holds {} GPUs, its configuration {:?}", spec.id, r.gpus.len(), e.cfg));
+    }
+    Ok(())
+}
+
+/// The invariants of a suspended work-defined job: progress in `[0, target)`.
+pub(super) fn check_suspended(
+    spec: &JobSpec,
+    su: &SuspendedState,
+    e: &ElasticPaused,
+    model: Option<&dyn ProgressModel>,
+) -> Result<(), String> {
+    let target = spec.elastic().and_then(|x| model.and_then(|m| m.target(&x.app).ok()));
+    let ok = e.progress.is_finite() && e.progress >= 0.0 && target.is_none_or(|t| e.progress < t);
+    if !ok || e.allocations == 0 {
+        return Err(format!("{} suspended with progress {} (target {target:?}): {su:?}", spec.id, e.progress));
+    }
+    Ok(())
+}
+
+/// GPUs per node of `gpus`, in node order, without zeros (Pollux's placement).
+fn per_node(sim: &Simulation, gpus: &[GpuId]) -> Vec<u32> {
+    let mut nodes: Vec<u32> = gpus.iter().map(|&g| sim.cluster.node_of(g).0).collect();
+    nodes.sort_unstable();
+    let mut out: Vec<u32> = Vec::new();
+    let mut last = None;
+    for n in nodes {
+        if last == Some(n) {
+            *out.last_mut().expect("pushed below") += 1;
+        } else {
+            out.push(1);
+            last = Some(n);
+        }
+    }
+    out
+}
+
+/// One segment of a work-defined job: goodput and segment end at
+/// `progress` on `cfg`.
+struct Segment {
+    goodput: f64,
+    end: f64,
+}
+
+impl Simulation {
+    /// Sets the progress model of the run's work-defined jobs
+    /// ([`crate::job::ElasticSpec`]): their targets, goodputs and
+    /// breakpoints. The policies read it through
+    /// [`crate::policy::View::goodput`]. A run with work-defined jobs and
+    /// no progress model stops with [`SimError::ModelFailure`] before its
+    /// first instant.
+    pub fn with_progress_model(mut self, model: Box<dyn ProgressModel>) -> Self {
+        let model: Arc<dyn ProgressModel> = Arc::from(model);
+        self.jobs.set_progress_model(model.clone());
+        self.progress_model = Some(model);
+        self
+    }
+
+    /// Sets the re-scale delay of a work-defined job's reallocation, ms
+    /// (default [`DEFAULT_RESCALE_DELAY_MS`], Pollux's 30 s; 0 = none).
+    pub fn with_rescale_delay_ms(mut self, ms: u64) -> Self {
+        self.rescale_delay_ms = ms;
+        self
+    }
+
+    /// A run with work-defined jobs needs a progress model: the error
+    /// names the first such job otherwise.
+    pub(super) fn check_progress_model(&self) -> Result<(), SimError> {
+        if self.jobs.work_defined() == 0 || self.progress_model.is_some() {
+            return Ok(());
+        }
+        let Some(spec) = self.jobs.specs().iter().find(|s| s.elastic().is_some()) else { return Ok(()) };
+        Err(self.no_progress_model(spec.id))
+    }
+
+    fn no_progress_model(&self, job: JobId) -> SimError {
+        let app = self.jobs.spec(job).elastic().map_or("", |e| e.app.as_str());
+        let reason = format!(
+            "the job is work-defined (application `{app}`) but the run has no progress model \
+             (Simulation::with_progress_model)"
+        );
+        self.model_failure("progress".into(), job, reason)
+    }
+
+    /// The progress model, or the error of a run without one.
+    fn progress_model_for(&self, job: JobId) -> Result<Arc<dyn ProgressModel>, SimError> {
+        self.progress_model.clone().ok_or_else(|| self.no_progress_model(job))
+    }
+
+    /// The model's goodput and next breakpoint for `job` on `cfg` at
+    /// `progress`, checked: goodput finite and positive, breakpoint above
+    /// `progress` (taken at most `target`).
+    fn segment(
+        &self,
+        model: &dyn ProgressModel,
+        job: JobId,
+        app: &str,
+        cfg: &ElasticConfig,
+        progress: f64,
+        target: f64,
+    ) -> Result<Segment, SimError> {
+        let fail = |reason: String| self.model_failure(model.name().to_string(), job, reason);
+        let goodput = model.goodput(app, cfg, progress).map_err(&fail)?;
+        if !(goodput.is_finite() && goodput > 0.0) {
+            return Err(fail(format!(
+                "goodput {goodput} on {cfg:?} at progress {progress}; goodputs must be finite and positive"
+            )));
+        }
+        let end = model.next_breakpoint(app, progress).min(target);
+        if !(end > progress) {
+            return Err(fail(format!("next breakpoint {end} is not above progress {progress}")));
+        }
+        Ok(Segment { goodput, end })
+    }
+
+    /// Starts or resumes work-defined `job` on `gpus`, with `batch` (atomic
+    /// batch, accumulation steps) or, for a plain launch (`None`), its
+    /// tuned configuration on its requested GPU count.
+    pub(super) fn launch_elastic<O: Observer + ?Sized>(
+        &mut self,
+        job: JobId,
+        gpus: Vec<GpuId>,
+        batch: Option<(u32, u32)>,
+        shared: bool,
+        obs: &mut O,
+    ) -> Result<(), SimError> {
+        let resumed = match self.jobs.state(job) {
+            JobState::Pending => None,
+            JobState::Suspended(s) => Some(**s),
+            _ => return Err(self.invalid(job, None, "job is neither pending nor suspended".into())),
+        };
+        let spec = self.jobs.spec(job);
+        let Some(es) = spec.elastic() else {
+            return Err(self.invalid(job, None, "the job is not work-defined; only a work-defined job resizes".into()));
+        };
+        let (app, tuned_bsz, vc) = (es.app.clone(), es.tuned_bsz, spec.vc);
+        if shared {
+            return Err(self.invalid(job, None, "a work-defined job runs on whole GPUs; it cannot be co-located".into()));
+        }
+        if batch.is_none() && gpus.len() != spec.gpus as usize {
+            let reason = format!("placement has {} GPUs but the job asks for {}", gpus.len(), spec.gpus);
+            return Err(self.invalid(job, None, reason));
+        }
+        self.check_batch(job, &gpus, batch)?;
+        self.check_fit(job, &gpus)?;
+        let model = self.progress_model_for(job)?;
+        let target = self.target_of(&*model, job, &app)?;
+        if let Err(e) = self.cluster.allocate(job, vc, &gpus) {
+            return Err(self.invalid(job, e.gpu, e.reason));
+        }
+        let placement = per_node(self, &gpus);
+        let cfg = match batch {
+            Some((atomic_bsz, accum_steps)) => ElasticConfig { per_node: placement, atomic_bsz, accum_steps },
+            None => model.tuned_config(&app, &placement, tuned_bsz),
+        };
+        let (progress, allocations) = resumed.and_then(|s| s.elastic).map_or((0.0, 0), |e| (e.progress, e.allocations));
+        let seg = self.segment(&*model, job, &app, &cfg, progress, target)?;
+        let rescale_until = self.now.plus_ms(self.rescale_delay_ms);
+        let epoch = resumed.map_or(0, |s| s.epoch);
+        let at = rescale_until.plus_ms(ms_to_finish((seg.end - progress) * 1000.0, seg.goodput));
+        self.events.push(at, Event::Completion { job, epoch });
+        let spec = self.jobs.spec(job);
+        let (first_start, preemptions, attained_ms, attained_gpu_ms, waited_ms) = match resumed {
+            None => (self.now, 0, 0, 0, self.now.since(spec.submit)),
+            Some(s) => (
+                s.first_start,
+                s.preemptions,
+                s.attained_ms,
+                s.attained_gpu_ms,
+                s.waited_ms + self.now.since(s.since),
+            ),
+        };
+        let remaining = resumed.map_or(spec.duration_ms as f64, |s| s.remaining);
+        if self.model.depends_on_neighbours() {
+            self.touched.extend(gpus.iter().map(|&g| self.cluster.node_of(g)));
+        }
+        if resumed.is_some() {
+            self.suspended -= 1;
+            self.stats.resumes += 1;
+        } else {
+            self.pending -= 1;
+        }
+        if allocations > 0 {
+            self.stats.restarts += 1;
+        }
+        self.running += 1;
+        self.stats.launches += 1;
+        let nodes_spanned = cfg.nodes();
+        *self.jobs.state_mut(job) = JobState::Running(Box::new(RunState {
+            start: self.now,
+            gpus,
+            rate: 1.0,
+            remaining,
+            settled_at: self.now,
+            epoch,
+            nodes_spanned,
+            shared: false,
+            isolated_rate: 1.0,
+            colocated: false,
+            first_start,
+            preemptions,
+            attained_ms,
+            attained_gpu_ms,
+            waited_ms,
+            work_done: false,
+            elastic: Some(Box::new(ElasticRun {
+                cfg,
+                progress,
+                target,
+                goodput: seg.goodput,
+                segment_end: seg.end,
+                rescale_until,
+                allocations: allocations + 1,
+                gpus_since: self.now,
+                gpu_ms_before: 0,
+            })),
+        }));
+        if let JobState::Running(r) = self.jobs.state(job) {
+            obs.on_allocate(&self.snapshot(), job, &r.gpus, 1.0);
+        }
+        Ok(())
+    }
+
+    /// The model's target for `app`, checked finite and positive.
+    fn target_of(&self, model: &dyn ProgressModel, job: JobId, app: &str) -> Result<f64, SimError> {
+        let fail = |reason: String| self.model_failure(model.name().to_string(), job, reason);
+        let target = model.target(app).map_err(&fail)?;
+        if !(target.is_finite() && target > 0.0) {
+            return Err(fail(format!("target {target} for `{app}`; targets must be finite and positive")));
+        }
+        Ok(target)
+    }
+
+    /// A resize's GPUs (at least one, none repeated) and batch (atomic
+    /// batch at least 1).
+    fn check_batch(&self, job: JobId, gpus: &[GpuId], batch: Option<(u32, u32)>) -> Result<(), SimError> {
+        if gpus.is_empty() {
+            return Err(self.invalid(job, None, "a work-defined job needs at least one GPU".into()));
+        }
+        if let Some((0, _)) = batch {
+            return Err(self.invalid(job, None, "atomic batch 0; it must be at least 1 sample".into()));
+        }
+        Ok(())
+    }
+
+    /// Applies [`Decision::Resize`](crate::policy::Decision::Resize): a pending or suspended work-defined job
+    /// starts on `gpus` with the batch; a running one is settled and moves
+    /// to them (a reallocation when its GPUs change).
+    pub(super) fn resize<O: Observer + ?Sized>(
+        &mut self,
+        job: JobId,
+        gpus: Vec<GpuId>,
+        atomic_bsz: u32,
+        accum_steps: u32,
+        obs: &mut O,
+    ) -> Result<(), SimError> {
+        if job.index() >= self.jobs.len() {
+            return Err(self.invalid(job, None, "no such job".into()));
+        }
+        let batch = Some((atomic_bsz, accum_steps));
+        let old_gpus = match self.jobs.state(job) {
+            JobState::Running(r) if r.elastic.is_some() => r.gpus.clone(),
+            JobState::Running(_) => {
+                return Err(self.invalid(
+                    job,
+                    None,
+                    "the job is not work-defined; only a work-defined job resizes".into(),
+                ));
+            }
+            _ => return self.launch_elastic(job, gpus, batch, false, obs),
+        };
+        self.check_batch(job, &gpus, batch)?;
+        self.check_fit(job, &gpus)?;
+        let model = self.progress_model_for(job)?;
+        let app = self.jobs.spec(job).elastic().map(|e| e.app.clone()).unwrap_or_default();
+        let vc = self.jobs.spec(job).vc;
+        let (mut new_sorted, mut old_sorted) = (gpus.clone(), old_gpus.clone());
+        new_sorted.sort_unstable();
+        old_sorted.sort_unstable();
+        let moved = new_sorted != old_sorted;
+        if moved {
+            // Each GPU must be free or already the job's: release its own,
+            // take the new set, and put the old one back if that fails.
+            if let Err(e) = self.cluster.release(job, &old_gpus) {
+                return Err(self.internal(job, e.gpu, e.reason));
+            }
+            if let Err(e) = self.cluster.allocate(job, vc, &gpus) {
+                if let Err(back) = self.cluster.allocate(job, vc, &old_gpus) {
+                    return Err(self.internal(job, back.gpu, back.reason));
+                }
+                return Err(self.invalid(job, e.gpu, e.reason));
+            }
+        }
+        let cfg = ElasticConfig { per_node: per_node(self, &gpus), atomic_bsz, accum_steps };
+        let now = self.now;
+        let (progress, target) = match self.jobs.state(job) {
+            JobState::Running(r) => r.elastic.as_ref().map_or((0.0, 1.0), |e| (e.progress_at(r.settled_at, now), e.target)),
+            _ => (0.0, 1.0),
+        };
+        let seg = self.segment(&*model, job, &app, &cfg, progress, target)?;
+        let delay = self.rescale_delay_ms;
+        let JobState::Running(run) = self.jobs.state_mut(job) else {
+            unreachable!("checked above");
+        };
+        let Some(e) = run.elastic.as_deref_mut() else {
+            unreachable!("checked above");
+        };
+        if moved {
+            e.gpu_ms_before += now.since(e.gpus_since) * run.gpus.len() as u64;
+            e.gpus_since = now;
+            e.allocations += 1;
+            e.rescale_until = now.plus_ms(delay);
+        }
+        e.progress = progress;
+        e.cfg = cfg;
+        e.goodput = seg.goodput;
+        e.segment_end = seg.end;
+        let from = e.rescale_until.max(now);
+        run.settled_at = now;
+        run.epoch += 1;
+        run.gpus = gpus;
+        let epoch = run.epoch;
+        self.events.push(from.plus_ms(ms_to_finish((seg.end - progress) * 1000.0, seg.goodput)), Event::Completion {
+            job,
+            epoch,
+        });
+        self.stats.resizes += 1;
+        if moved {
+            self.stats.restarts += 1;
+            let new = gpus_of(&self.jobs, job);
+            let nodes_spanned = self.cluster.nodes_spanned(&new);
+            if let JobState::Running(run) = self.jobs.state_mut(job) {
+                run.nodes_spanned = nodes_spanned;
+            }
+            if self.model.depends_on_neighbours() {
+                self.touched.extend(old_gpus.iter().map(|&g| self.cluster.node_of(g)));
+                self.touched.extend(new.iter().map(|&g| self.cluster.node_of(g)));
+            }
+            obs.on_release(&self.snapshot(), job, &old_gpus);
+            if let JobState::Running(r) = self.jobs.state(job) {
+                obs.on_allocate(&self.snapshot(), job, &r.gpus, 1.0);
+            }
+        }
+        Ok(())
+    }
+
+    /// A running work-defined job's segment event (its epoch is current):
+    /// its progress reaches the segment's end; it completes at its target,
+    /// or goes on at the goodput of the next segment.
+    pub(super) fn elastic_event<O: Observer + ?Sized>(&mut self, job: JobId, obs: &mut O) -> Result<(), SimError> {
+        let now = self.now;
+        let (progress, target, cfg) = {
+            let JobState::Running(r) = self.jobs.state(job) else {
+                return Err(self.internal(job, None, "segment event of a job not running".into()));
+            };
+            let Some(e) = r.elastic.as_deref() else {
+                return Err(self.internal(job, None, "segment event of a job not work-defined".into()));
+            };
+            // Accrued up to now, uncapped; at least the segment's end.
+            let from = r.settled_at.max(e.rescale_until);
+            let accrued = e.progress + e.goodput * now.since(from) as f64 / 1000.0;
+            (accrued.max(e.segment_end).min(e.target), e.target, e.cfg.clone())
+        };
+        self.stats.breakpoints += 1;
+        if progress >= target {
+            if let JobState::Running(r) = self.jobs.state_mut(job)
+                && let Some(e) = r.elastic.as_deref_mut()
+            {
+                e.progress = target;
+                r.settled_at = now;
+            }
+            return self.complete(job, obs);
+        }
+        let model = self.progress_model_for(job)?;
+        let app = self.jobs.spec(job).elastic().map(|e| e.app.clone()).unwrap_or_default();
+        let seg = self.segment(&*model, job, &app, &cfg, progress, target)?;
+        let JobState::Running(run) = self.jobs.state_mut(job) else {
+            unreachable!("checked above");
+        };
+        let Some(e) = run.elastic.as_deref_mut() else {
+            unreachable!("checked above");
+        };
+        e.progress = progress;
+        e.goodput = seg.goodput;
+        e.segment_end = seg.end;
+        run.settled_at = now;
+        run.epoch += 1;
+        let epoch = run.epoch;
+        self.events.push(now.plus_ms(ms_to_finish((seg.end - progress) * 1000.0, seg.goodput)), Event::Completion {
+            job,
+            epoch,
+        });
+        Ok(())
+    }
+
+    /// With invariant checks on: no work-defined job's progress is below
+    /// what the last check saw (a completed job's is its target).
+    pub(super) fn check_progress_monotone(&mut self) -> Result<(), String> {
+        if self.progress_seen.len() < self.jobs.len() {
+            self.progress_seen.resize(self.jobs.len(), 0.0);
+        }
+        for (spec, state) in self.jobs.iter() {
+            if spec.elastic().is_none() {
+                continue;
+            }
+            let p = match state {
+                JobState::Running(r) => r.elastic.as_ref().map(|e| e.progress_at(r.settled_at, self.now)),
+                JobState::Suspended(s) => s.elastic.map(|e| e.progress),
+                JobState::Completed(_) => Some(f64::INFINITY),
+                JobState::Pending | JobState::NotArrived => Some(0.0),
+            };
+            let Some(p) = p else {
+                return Err(format!("{} is work-defined but its state has no progress", spec.id));
+            };
+            let seen = &mut self.progress_seen[spec.id.index()];
+            if p < *seen {
+                return Err(format!("{} progress went back from {} to {p}", spec.id, *seen));
+            }
+            *seen = p;
+        }
+        Ok(())
+    }
+}
+
+/// The GPUs running `job` holds (empty if it is not running).
+fn gpus_of(jobs: &crate::job::JobTable, job: JobId) -> Vec<GpuId> {
+    match jobs.state(job) {
+        JobState::Running(r) => r.gpus.clone(),
+        _ => Vec::new(),
+    }
+}
