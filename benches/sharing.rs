@@ -95,7 +95,9 @@ fn pass(policy: &mut dyn Policy, cluster: &mut Cluster, jobs: &JobTable, now: Si
                 launches += 1;
             }
             // Queue policies never preempt, resize or set timers.
-            d @ (Decision::Preempt { .. } | Decision::Resize { .. } | Decision::WakeAt(_)) => panic!("unexpected {d:?}"),
+            d @ (Decision::Preempt { .. } | Decision::Resize { .. } | Decision::WakeAt(_)) => {
+                panic!("unexpected {d:?}")
+            }
         }
     }
 }

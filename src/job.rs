@@ -432,8 +432,9 @@ impl DoneState {
             && attained_gpu_ms == ran.wrapping_mul(u64::from(gpus))
             && start >= submit
             && waited_ms == start.since(submit);
-        let history = (!plain)
-            .then(|| Box::new(DoneHistory { first_start, preemptions, attained_ms, attained_gpu_ms, waited_ms, restarts: 0 }));
+        let history = (!plain).then(|| {
+            Box::new(DoneHistory { first_start, preemptions, attained_ms, attained_gpu_ms, waited_ms, restarts: 0 })
+        });
         DoneState { start, end, isolated_ms, gpus, nodes_spanned, colocated, history }
     }
 

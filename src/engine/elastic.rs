@@ -31,7 +31,10 @@
 //! tuned total batch), so rigid policies need know nothing elastic. A
 //! work-defined job never shares GPUs ([`Decision::Colocate`](crate::policy::Decision::Colocate) is refused)
 //! and is not subject to the policy's release delay: it completes exactly
-//! when its work is done. Its `RunState::rate` is 1 and its `remaining` its
+//! when its work is done. A breakpoint event runs no scheduling pass (only
+//! the job's goodput changed; a policy re-optimises at its own timers), a
+//! completion does, and so does a stale event of a work-defined job only
+//! when something else happens at that instant. Its `RunState::rate` is 1 and its `remaining` its
 //! spec's duration, unused by the engine.
 //!
 //! **Units and rounding.** Time is whole ms. Goodput `g` is per second,
@@ -225,7 +228,11 @@ impl Simulation {
         };
         let (app, tuned_bsz, vc) = (es.app.clone(), es.tuned_bsz, spec.vc);
         if shared {
-            return Err(self.invalid(job, None, "a work-defined job runs on whole GPUs; it cannot be co-located".into()));
+            return Err(self.invalid(
+                job,
+                None,
+                "a work-defined job runs on whole GPUs; it cannot be co-located".into(),
+            ));
         }
         if batch.is_none() && gpus.len() != spec.gpus as usize {
             let reason = format!("placement has {} GPUs but the job asks for {}", gpus.len(), spec.gpus);
@@ -252,13 +259,9 @@ impl Simulation {
         let spec = self.jobs.spec(job);
         let (first_start, preemptions, attained_ms, attained_gpu_ms, waited_ms) = match resumed {
             None => (self.now, 0, 0, 0, self.now.since(spec.submit)),
-            Some(s) => (
-                s.first_start,
-                s.preemptions,
-                s.attained_ms,
-                s.attained_gpu_ms,
-                s.waited_ms + self.now.since(s.since),
-            ),
+            Some(s) => {
+                (s.first_start, s.preemptions, s.attained_ms, s.attained_gpu_ms, s.waited_ms + self.now.since(s.since))
+            }
         };
         let remaining = resumed.map_or(spec.duration_ms as f64, |s| s.remaining);
         if self.model.depends_on_neighbours() {
@@ -384,7 +387,9 @@ impl Simulation {
         let cfg = ElasticConfig { per_node: per_node(self, &gpus), atomic_bsz, accum_steps };
         let now = self.now;
         let (progress, target) = match self.jobs.state(job) {
-            JobState::Running(r) => r.elastic.as_ref().map_or((0.0, 1.0), |e| (e.progress_at(r.settled_at, now), e.target)),
+            JobState::Running(r) => {
+                r.elastic.as_ref().map_or((0.0, 1.0), |e| (e.progress_at(r.settled_at, now), e.target))
+            }
             _ => (0.0, 1.0),
         };
         let seg = self.segment(&*model, job, &app, &cfg, progress, target)?;
@@ -410,10 +415,10 @@ impl Simulation {
         run.epoch += 1;
         run.gpus = gpus;
         let epoch = run.epoch;
-        self.events.push(from.plus_ms(ms_to_finish((seg.end - progress) * 1000.0, seg.goodput)), Event::Completion {
-            job,
-            epoch,
-        });
+        self.events.push(
+            from.plus_ms(ms_to_finish((seg.end - progress) * 1000.0, seg.goodput)),
+            Event::Completion { job, epoch },
+        );
         self.stats.resizes += 1;
         if moved {
             self.stats.restarts += 1;
@@ -435,9 +440,10 @@ impl Simulation {
     }
 
     /// A running work-defined job's segment event (its epoch is current):
-    /// its progress reaches the segment's end; it completes at its target,
-    /// or goes on at the goodput of the next segment.
-    pub(super) fn elastic_event<O: Observer + ?Sized>(&mut self, job: JobId, obs: &mut O) -> Result<(), SimError> {
+    /// its progress reaches the segment's end; it completes at its target
+    /// (returns true: the instant has a scheduling pass), or goes on at the
+    /// goodput of the next segment (false: a breakpoint alone runs no pass).
+    pub(super) fn elastic_event<O: Observer + ?Sized>(&mut self, job: JobId, obs: &mut O) -> Result<bool, SimError> {
         let now = self.now;
         let (progress, target, cfg) = {
             let JobState::Running(r) = self.jobs.state(job) else {
@@ -459,7 +465,8 @@ impl Simulation {
                 e.progress = target;
                 r.settled_at = now;
             }
-            return self.complete(job, obs);
+            self.complete(job, obs)?;
+            return Ok(true);
         }
         let model = self.progress_model_for(job)?;
         let app = self.jobs.spec(job).elastic().map(|e| e.app.clone()).unwrap_or_default();
@@ -476,11 +483,11 @@ impl Simulation {
         run.settled_at = now;
         run.epoch += 1;
         let epoch = run.epoch;
-        self.events.push(now.plus_ms(ms_to_finish((seg.end - progress) * 1000.0, seg.goodput)), Event::Completion {
-            job,
-            epoch,
-        });
-        Ok(())
+        self.events.push(
+            now.plus_ms(ms_to_finish((seg.end - progress) * 1000.0, seg.goodput)),
+            Event::Completion { job, epoch },
+        );
+        Ok(false)
     }
 
     /// With invariant checks on: no work-defined job's progress is below

@@ -29,6 +29,16 @@
 //! distributed job steps at the pace of its slowest GPU); whenever a tenant
 //! arrives on or leaves a GPU, the rates of the others on it are recomputed.
 //!
+//! Work-defined jobs (a spec with [`crate::job::ElasticSpec`]): a job
+//! defined by the work it must do progresses in its progress model's units
+//! at the model's goodput for its configuration
+//! ([`Simulation::with_progress_model`]), from breakpoint to breakpoint,
+//! each crossing an event; a policy resizes it with [`Decision::Resize`],
+//! and each reallocation costs a re-scale delay without progress
+//! ([`DEFAULT_RESCALE_DELAY_MS`]). The model, units and rounding are in
+//! `elastic.rs`'s docs ([`Simulation::with_rescale_delay_ms`]).
+//! Duration-defined jobs never take that path.
+//!
 //! The engine only runs the simulation: the run hands it its rate model and
 //! co-location model (built from the run's profile database), and whatever the
 //! run measures is recorded by an [`Observer`] the engine calls after each
@@ -53,8 +63,8 @@ use crate::ids::{GpuId, JobId, NodeId};
 use crate::job::{DoneState, JobSpec, JobState, JobTable, RunState};
 use crate::policy::{Decision, Policy, View};
 use crate::profile::RateModel;
-use crate::profile::elastic::ProgressModel;
 use crate::profile::coloc::Interference;
+use crate::profile::elastic::ProgressModel;
 use crate::time::SimTime;
 
 /// What the event queue holds. Arrivals are events too, but they come already
@@ -425,12 +435,18 @@ impl Simulation {
         // Completions (and timers) first, then arrivals, then one pass.
         while let Some(ev) = self.events.pop_at(t) {
             self.stats.events += 1;
-            decision_due |= !matches!(ev, Event::Sample);
+            // A work-defined job's event runs a pass only when it completes
+            // the job: at a breakpoint only its goodput changes.
+            decision_due |= match ev {
+                Event::Sample => false,
+                Event::Completion { job, .. } => self.jobs.spec(job).elastic().is_none(),
+                Event::Timer => true,
+            };
             match ev {
                 Event::Completion { job, epoch } => match self.jobs.state(job) {
                     JobState::Running(r) if r.epoch == epoch => {
                         if r.elastic.is_some() {
-                            self.elastic_event(job, obs)?;
+                            decision_due |= self.elastic_event(job, obs)?;
                         } else if self.release_delay_ms > 0 && !r.work_done {
                             self.hold_after_work(job);
                         } else {

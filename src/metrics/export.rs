@@ -90,6 +90,10 @@ fn write_renamed(
 /// then `first_start_s` (its first start), `preemptions`, `attained_s` (time
 /// it held GPUs over all its runs, checkpoint overhead and any release delay
 /// included; empty while running) and `attained_gpu_s` (GPUs × that time).
+/// A run with work-defined jobs (`crate::job::ElasticSpec`) has one more
+/// column, `restarts`: a work-defined job's reallocations after its first
+/// allocation (empty for a duration-defined job); `gpus` is then the GPUs a
+/// work-defined job last held.
 /// Times in seconds since the trace origin. Streamed to `w` a row at a time.
 ///
 /// # Errors
@@ -97,8 +101,10 @@ fn write_renamed(
 pub fn write_jobs_csv(out: &RunOutput, w: &mut impl Write) -> std::io::Result<()> {
     use rayon::prelude::*;
     w.write_all(
-        b"job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status,trace_vc,model,local_bsz,gpu_mem_mib,speed,first_start_s,preemptions,attained_s,attained_gpu_s\n",
+        b"job_id,vc,gpus,submit_s,start_s,end_s,jct_s,queue_delay_s,duration_s,nodes_spanned,status,trace_vc,model,local_bsz,gpu_mem_mib,speed,first_start_s,preemptions,attained_s,attained_gpu_s",
     )?;
+    let elastic = out.jobs.work_defined() > 0;
+    w.write_all(if elastic { b",restarts\n" } else { b"\n" })?;
     // Rows are formatted in blocks of at most BLOCK_ROWS rows, a wave of one
     // block per thread at a time, in parallel, and each wave is written in
     // job order before the next is formatted: the bytes are the same whatever
@@ -123,7 +129,7 @@ pub fn write_jobs_csv(out: &RunOutput, w: &mut impl Write) -> std::io::Result<()
             let b = wave_start + k;
             buf.clear();
             for i in b * block..n.min((b + 1) * block) {
-                push_job_row(buf, out, JobId(i as u32));
+                push_job_row(buf, out, JobId(i as u32), elastic);
             }
         });
         for b in &bufs[..wave_end - wave_start] {
@@ -146,7 +152,7 @@ const HUGE_BUFFER: usize = 4 << 20;
 const MIN_BLOCK_ROWS: usize = 32_768;
 
 /// Appends one `jobs.csv` row (with its line break).
-fn push_job_row(s: &mut Vec<u8>, out: &RunOutput, id: JobId) {
+fn push_job_row(s: &mut Vec<u8>, out: &RunOutput, id: JobId, elastic: bool) {
     let (spec, state) = (out.jobs.spec(id), out.jobs.state(id));
     let vc = &out.cluster.partitions()[spec.vc.index()].name;
     let submit = spec.submit.as_ms();
@@ -248,7 +254,24 @@ fn push_job_row(s: &mut Vec<u8>, out: &RunOutput, id: JobId) {
         (Some(g), Some(a)) if g == a => s.extend_from_within(attained_bytes),
         (g, _) => opt_secs(s, g),
     }
+    if elastic {
+        s.push(b',');
+        if spec.elastic().is_some() {
+            push_uint(s, u64::from(restarts(state)));
+        }
+    }
     s.push(b'\n');
+}
+
+/// A work-defined job's restarts so far (reallocations after its first
+/// allocation); 0 for any other job.
+pub fn restarts(state: &JobState) -> u32 {
+    match state {
+        JobState::Completed(d) => d.restarts(),
+        JobState::Running(r) => r.elastic.as_ref().map_or(0, |e| e.restarts()),
+        JobState::Suspended(su) => su.elastic.map_or(0, |e| e.allocations.saturating_sub(1)),
+        JobState::Pending | JobState::NotArrived => 0,
+    }
 }
 
 /// Appends ms as seconds when known ([`push_secs`]), nothing otherwise.

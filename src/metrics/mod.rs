@@ -210,6 +210,15 @@ pub struct Summary {
     pub policy_metrics: BTreeMap<String, f64>,
     /// Completed jobs preempted at least once.
     pub jobs_preempted: u64,
+    /// Runs with work-defined jobs only (absent otherwise): their restarts
+    /// (reallocations after each job's first allocation), summed over every
+    /// work-defined job, finished or not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarts_total: Option<u64>,
+    /// Runs with work-defined jobs only (absent otherwise): restarts per
+    /// work-defined job, mean.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarts_mean: Option<f64>,
     /// Preemptions (checkpoints) of completed jobs, summed.
     pub preemptions: u64,
     /// Finish-time fairness ρ, mean over completed jobs: ρ = JCT /
@@ -342,6 +351,13 @@ pub fn summarize(
     let (mut meetable, mut meetable_met, mut norm_lat_wait, mut task_work_ms) = (0u64, 0u64, Vec::new(), 0.0);
     let mut by_class: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let (mut preemptions, mut jobs_preempted) = (0u64, 0u64);
+    // Work-defined jobs' (restarts, jobs), in a pass of their own.
+    let restarts = (out.jobs.work_defined() > 0).then(|| {
+        out.jobs
+            .iter()
+            .filter(|(s, _)| s.elastic().is_some())
+            .fold((0u64, 0u64), |(t, n), (_, st)| (t + u64::from(export::restarts(st)), n + 1))
+    });
     let mut rho: Vec<f64> = Vec::with_capacity(out.jobs.len());
     // Trace deadlines: jobs with one, met, infeasible; lateness of the completed, s.
     let (mut dl_jobs, mut dl_met, mut dl_infeasible, mut dl_late) = (0u64, 0u64, 0u64, Vec::new());
@@ -502,6 +518,8 @@ pub fn summarize(
             .map(|&(k, v)| (k.to_string(), r6(v)))
             .collect(),
         jobs_preempted,
+        restarts_total: restarts.map(|(t, _)| t),
+        restarts_mean: restarts.map(|(t, n)| r6(t as f64 / n.max(1) as f64)),
         preemptions,
         jain_fairness_index: jain_index(rho.iter().map(|r| 1.0 / r)).map(r6),
         finish_time_fairness_mean: (!rho.is_empty()).then(|| r6(mean(&rho))),

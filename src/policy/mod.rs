@@ -64,7 +64,9 @@ impl View<'_> {
         let target = self.jobs.progress_model().and_then(|m| m.target(&spec.app).ok());
         let (progress, cfg, rescaling, restarts) = match self.jobs.state(job) {
             JobState::Running(r) => match r.elastic.as_deref() {
-                Some(e) => (e.progress_at(r.settled_at, self.now), Some(&e.cfg), self.now < e.rescale_until, e.restarts()),
+                Some(e) => {
+                    (e.progress_at(r.settled_at, self.now), Some(&e.cfg), self.now < e.rescale_until, e.restarts())
+                }
                 None => (0.0, None, false, 0),
             },
             JobState::Suspended(s) => {

@@ -11,6 +11,7 @@ mod common;
 mod config_error;
 mod custom_las;
 mod custom_policy;
+mod elastic_engine;
 mod engine_hooks;
 mod experiment_figures;
 mod fairness;

@@ -1,0 +1,473 @@
+//! Work-defined jobs in the engine: progress between breakpoints, resizes
+//! with the re-scale delay, preemption, restarts, with a hand-computable
+//! progress model; and a seeded random policy under invariant checks.
+
+use std::sync::{Arc, Mutex};
+
+use dlsched::cluster::{Cluster, ClusterSpec};
+use dlsched::engine::{EngineConfig, RunOutput, Simulation};
+use dlsched::error::SimError;
+use dlsched::ids::{GpuId, JobId, VcId};
+use dlsched::job::{ElasticSpec, JobSpec, JobState, JobTable};
+use dlsched::policy::{Decision, Policy, View};
+use dlsched::profile::TraceSpeed;
+use dlsched::profile::elastic::{ElasticConfig, ProgressModel};
+use dlsched::time::SimTime;
+
+/// A model with target 100 and breakpoints at 20 and 60: goodput =
+/// replicas × atomic batch / 32 × (1, 0.5, 0.25) units/s below 20, below
+/// 60, from 60 on. Accumulation steps are ignored.
+struct TwoBreaks;
+
+impl ProgressModel for TwoBreaks {
+    fn name(&self) -> &'static str {
+        "two-breaks"
+    }
+    fn target(&self, app: &str) -> Result<f64, String> {
+        if app == "toy" { Ok(100.0) } else { Err(format!("unknown application `{app}`")) }
+    }
+    fn goodput(&self, _app: &str, cfg: &ElasticConfig, progress: f64) -> Result<f64, String> {
+        let seg = if progress < 20.0 {
+            1.0
+        } else if progress < 60.0 {
+            0.5
+        } else {
+            0.25
+        };
+        Ok(f64::from(cfg.replicas()) * f64::from(cfg.atomic_bsz) / 32.0 * seg)
+    }
+    fn next_breakpoint(&self, _app: &str, progress: f64) -> f64 {
+        [20.0, 60.0, 100.0].into_iter().find(|&b| b > progress).unwrap_or(100.0)
+    }
+}
+
+/// One constant goodput of 3 units/s per replica, target 1, no breakpoint:
+/// for the rounding of a completion time.
+struct Thirds;
+
+impl ProgressModel for Thirds {
+    fn name(&self) -> &'static str {
+        "thirds"
+    }
+    fn target(&self, _app: &str) -> Result<f64, String> {
+        Ok(1.0)
+    }
+    fn goodput(&self, _app: &str, cfg: &ElasticConfig, _progress: f64) -> Result<f64, String> {
+        Ok(3.0 * f64::from(cfg.replicas()))
+    }
+    fn next_breakpoint(&self, _app: &str, _progress: f64) -> f64 {
+        1.0
+    }
+}
+
+fn elastic_job(name: &str, submit_s: u64, gpus: u32) -> JobSpec {
+    JobSpec {
+        id: JobId(0),
+        name: name.into(),
+        submit: SimTime::from_secs(submit_s),
+        duration_ms: 1000,
+        gpus,
+        vc: VcId(0),
+        recorded_shape: false,
+        line: 0,
+        recorded_split: vec![gpus].into(),
+        task: None,
+        extra: None,
+    }
+    .with_extra(|e| {
+        e.elastic = Some(ElasticSpec { app: "toy".into(), tuned_gpus: gpus, tuned_bsz: 32 * gpus, adaptive: true })
+    })
+}
+
+fn cluster(nodes: u32, per_node: u32) -> Cluster {
+    Cluster::new(ClusterSpec::uniform("t", nodes, per_node, "V100", 16_000)).unwrap()
+}
+
+fn fifo() -> Box<dyn Policy> {
+    dlsched::policy::config::PolicyConfig {
+        order: dlsched::policy::queue::QueueOrder::Fifo,
+        backfill: false,
+        placement: dlsched::policy::placement::PlacementKind::Consolidate,
+    }
+    .build(1)
+    .unwrap()
+}
+
+fn sim(c: Cluster, jobs: Vec<JobSpec>, policy: Box<dyn Policy>, model: Box<dyn ProgressModel>) -> Simulation {
+    Simulation::new(c, JobTable::new(jobs), policy, Box::new(TraceSpeed), EngineConfig { sample_interval_ms: 0 })
+        .with_progress_model(model)
+        .with_invariant_checks(true)
+}
+
+fn done(out: &RunOutput, j: u32) -> dlsched::job::DoneState {
+    match out.jobs.state(JobId(j)) {
+        JobState::Completed(d) => d.clone(),
+        s => panic!("job {j} not completed: {s:?}"),
+    }
+}
+
+#[test]
+fn a_rigid_policy_runs_a_work_defined_job_through_two_breakpoints() {
+    // FIFO launches it at 0 on its tuned 1 GPU, batch 32 (factor 1).
+    // 30 s re-scale delay; 20 units at 1/s: 20 s (50 s); 40 units at
+    // 0.5/s: 80 s (130 s); 40 units at 0.25/s: 160 s (290 s).
+    let out = sim(cluster(1, 4), vec![elastic_job("a", 0, 1)], fifo(), Box::new(TwoBreaks)).run().unwrap();
+    let d = done(&out, 0);
+    assert_eq!((d.start, d.end), (SimTime::ZERO, SimTime::from_secs(290)));
+    assert_eq!(d.restarts(), 0);
+    // Two breakpoint events and the completion.
+    assert_eq!(out.stats.breakpoints, 3);
+    // On 2 GPUs (tuned batch 64 = 32 per GPU), goodput doubles: 30 + 10 +
+    // 40 + 80 = 160 s.
+    let out = sim(cluster(1, 4), vec![elastic_job("b", 0, 2)], fifo(), Box::new(TwoBreaks)).run().unwrap();
+    assert_eq!(done(&out, 0).end, SimTime::from_secs(160));
+    // Without the delay: 130 s.
+    let out = sim(cluster(1, 4), vec![elastic_job("b", 0, 2)], fifo(), Box::new(TwoBreaks))
+        .with_rescale_delay_ms(0)
+        .run()
+        .unwrap();
+    assert_eq!(done(&out, 0).end, SimTime::from_secs(130));
+}
+
+#[test]
+fn a_completion_is_rounded_up_to_the_first_whole_ms_of_done_work() {
+    // 1 unit at 3 units/s is 333.33 ms: done during ms 333, so at 334 ms;
+    // on 3 GPUs 9 units/s: 111.1 ms, at 112 ms; on 2 GPUs, 6/s: 166.67, at 167.
+    for (gpus, end_ms) in [(1, 334), (3, 112), (2, 167)] {
+        let out = sim(cluster(1, 4), vec![elastic_job("a", 0, gpus)], fifo(), Box::new(Thirds))
+            .with_rescale_delay_ms(0)
+            .run()
+            .unwrap();
+        assert_eq!(done(&out, 0).end, SimTime::from_ms(end_ms), "{gpus} GPUs");
+    }
+}
+
+/// A scripted policy: at each listed time (a timer) it makes the listed
+/// decisions; it launches job 0 at its arrival with `first`; it records
+/// what [`View::elastic`] says at each timer.
+struct Script {
+    first: Decision,
+    steps: Vec<(u64, Vec<Decision>)>,
+    queue: Vec<Decision>,
+    seen: Arc<Mutex<Vec<(u64, f64, bool, u32)>>>,
+    started: bool,
+}
+
+impl Policy for Script {
+    fn name(&self) -> String {
+        "script".into()
+    }
+    fn on_arrival(&mut self, _job: JobId, _view: &View<'_>) {}
+    fn on_completion(&mut self, _job: JobId, _view: &View<'_>) {}
+    fn on_timer(&mut self, view: &View<'_>) {
+        let e = view.elastic(JobId(0)).unwrap();
+        self.seen.lock().unwrap().push((view.now.as_ms(), e.progress, e.rescaling, e.restarts));
+        if let Some(i) = self.steps.iter().position(|(t, _)| *t == view.now.as_ms()) {
+            self.queue = std::mem::take(&mut self.steps[i].1);
+            self.queue.reverse();
+        }
+    }
+    fn decide(&mut self, view: &View<'_>) -> Decision {
+        if !self.started {
+            self.started = true;
+            for (t, _) in &self.steps {
+                self.queue.push(Decision::WakeAt(SimTime::from_ms(*t)));
+            }
+            self.queue.push(self.first.clone());
+        }
+        let _ = view;
+        self.queue.pop().unwrap_or(Decision::Wait)
+    }
+}
+
+fn script(
+    first: Decision,
+    steps: Vec<(u64, Vec<Decision>)>,
+) -> (Box<dyn Policy>, Arc<Mutex<Vec<(u64, f64, bool, u32)>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let p = Script { first, steps, queue: Vec::new(), seen: seen.clone(), started: false };
+    (Box::new(p), seen)
+}
+
+fn resize(gpus: &[u32], atomic_bsz: u32) -> Decision {
+    Decision::Resize { job: JobId(0), gpus: gpus.iter().map(|&g| GpuId(g)).collect(), atomic_bsz, accum_steps: 0 }
+}
+
+#[test]
+fn a_resize_settles_progress_waits_the_rescale_delay_then_runs_at_the_new_goodput() {
+    // Launched at 0 on GPU 0 (tuned, 1/s from 30 s); at 40 s progress is
+    // 10; grown to GPUs 0-1 (2/s below 20): no progress until 70 s, then 10
+    // units at 2/s: 5 s (75 s); 40 at 1/s: 40 s (115 s); 40 at 0.5/s: 80 s (195 s).
+    let launch = Decision::Launch { job: JobId(0), gpus: vec![GpuId(0)] };
+    let (p, seen) =
+        script(launch, vec![(40_000, vec![resize(&[0, 1], 32)]), (50_000, vec![]), (70_000, vec![]), (72_000, vec![])]);
+    let out = sim(cluster(1, 4), vec![elastic_job("a", 0, 1)], p, Box::new(TwoBreaks)).run().unwrap();
+    let d = done(&out, 0);
+    assert_eq!(d.end, SimTime::from_secs(195));
+    assert_eq!((d.restarts(), d.gpus), (1, 2));
+    // GPU-time: 1 GPU for 40 s, 2 GPUs for 155 s = 350 GPU-s.
+    assert_eq!((d.attained_ms(), d.attained_gpu_ms()), (195_000, 350_000));
+    let seen = seen.lock().unwrap().clone();
+    // (time ms, progress, rescaling, restarts) as the policy saw them: at
+    // 40 s before the resize (timers precede the pass) 10, not rescaling;
+    // at 50 s and 70 s still 10 (the delay ends at 70 s); at 72 s 10 + 2 × 2.
+    assert_eq!(
+        seen,
+        vec![(40_000, 10.0, false, 0), (50_000, 10.0, true, 1), (70_000, 10.0, false, 1), (72_000, 14.0, false, 1)]
+    );
+}
+
+#[test]
+fn a_batch_only_resize_is_not_a_restart_and_has_no_delay() {
+    // Launched at 0 on GPU 0, batch 32: from 30 s at 1/s; at 40 s (progress
+    // 10) the batch becomes 64 on the same GPU: 2/s at once: 10 units in 5 s
+    // (45 s), 40 at 1/s (85 s), 40 at 0.5/s (165 s).
+    let launch = Decision::Launch { job: JobId(0), gpus: vec![GpuId(0)] };
+    let (p, _) = script(launch, vec![(40_000, vec![resize(&[0], 64)])]);
+    let out = sim(cluster(1, 4), vec![elastic_job("a", 0, 1)], p, Box::new(TwoBreaks)).run().unwrap();
+    let d = done(&out, 0);
+    assert_eq!((d.end, d.restarts()), (SimTime::from_secs(165), 0));
+    assert_eq!((out.stats.resizes, out.stats.restarts), (1, 0));
+}
+
+#[test]
+fn a_preempted_work_defined_job_keeps_its_progress_and_pays_the_delay_again() {
+    // 1 GPU from 0: progress 10 at 40 s, preempted; resumed at 100 s by a
+    // plain launch (tuned): delay to 130 s, 10 units (140 s), 80 s (220 s),
+    // 160 s (380 s). One restart, one preemption; held 40 + 280 = 320 s.
+    let launch = Decision::Launch { job: JobId(0), gpus: vec![GpuId(0)] };
+    let (p, seen) = script(
+        launch.clone(),
+        vec![(40_000, vec![Decision::Preempt { job: JobId(0) }]), (60_000, vec![]), (100_000, vec![launch])],
+    );
+    let out = sim(cluster(1, 4), vec![elastic_job("a", 0, 1)], p, Box::new(TwoBreaks)).run().unwrap();
+    let d = done(&out, 0);
+    assert_eq!((d.first_start(), d.start, d.end), (SimTime::ZERO, SimTime::from_secs(100), SimTime::from_secs(380)));
+    assert_eq!((d.restarts(), d.preemptions(), d.attained_ms()), (1, 1, 320_000));
+    // Suspended at 60 s with its progress.
+    assert_eq!(seen.lock().unwrap()[1], (60_000, 10.0, false, 0));
+}
+
+#[test]
+fn restarts_count_every_reallocation_after_the_first_and_reach_the_outputs() {
+    // 0 s launch (allocation 1), 40 s grow to 2 GPUs (restart 1), 100 s
+    // move to GPUs 2-3 (restart 2), 150 s batch-only change (none), 200 s
+    // preempt, 210 s resume on GPU 1 (restart 3).
+    let launch = Decision::Launch { job: JobId(0), gpus: vec![GpuId(0)] };
+    let (p, _) = script(
+        launch,
+        vec![
+            (40_000, vec![resize(&[0, 1], 32)]),
+            (100_000, vec![resize(&[3, 2], 32)]),
+            (150_000, vec![resize(&[2, 3], 16)]),
+            (200_000, vec![Decision::Preempt { job: JobId(0) }]),
+            (210_000, vec![resize(&[1], 32)]),
+        ],
+    );
+    let jobs = vec![elastic_job("a", 0, 1)];
+    let out = sim(cluster(1, 4), jobs, p, Box::new(TwoBreaks)).run().unwrap();
+    assert_eq!(done(&out, 0).restarts(), 3);
+    assert_eq!((out.stats.restarts, out.stats.resizes), (3, 3));
+    let mut csv = Vec::new();
+    dlsched::metrics::export::write_jobs_csv(&out, &mut csv).unwrap();
+    let csv = String::from_utf8(csv).unwrap();
+    let mut lines = csv.lines();
+    assert!(lines.next().unwrap().ends_with(",attained_gpu_s,restarts"), "{csv}");
+    assert!(lines.next().unwrap().ends_with(",3"), "{csv}");
+}
+
+#[test]
+fn a_work_defined_job_without_a_progress_model_is_an_error_of_the_run() {
+    let s = Simulation::new(
+        cluster(1, 4),
+        JobTable::new(vec![elastic_job("a", 0, 1)]),
+        fifo(),
+        Box::new(TraceSpeed),
+        EngineConfig { sample_interval_ms: 0 },
+    );
+    let Err(err) = s.run() else { panic!("no progress model: the run must fail") };
+    assert!(matches!(&err, SimError::ModelFailure { job_name, .. } if job_name == "a"), "{err:?}");
+    assert!(err.to_string().contains("no progress model"), "{err}");
+}
+
+#[test]
+fn invalid_resizes_are_errors_of_the_run() {
+    // No GPU, a zero batch, a GPU that does not exist, a co-location.
+    let cases: Vec<(Decision, &str)> = vec![
+        (resize(&[], 32), "at least one GPU"),
+        (resize(&[0], 0), "atomic batch 0"),
+        (resize(&[0, 9], 32), ""),
+        (Decision::Colocate { job: JobId(0), gpus: vec![GpuId(0)] }, "cannot be co-located"),
+    ];
+    for (d, msg) in cases {
+        let (p, _) = script(d, vec![]);
+        let Err(err) = sim(cluster(1, 4), vec![elastic_job("a", 0, 1)], p, Box::new(TwoBreaks)).run() else {
+            panic!("an invalid resize must fail the run")
+        };
+        assert!(matches!(&err, SimError::InvalidDecision { .. }), "{err:?}");
+        assert!(err.to_string().contains(msg), "{err}");
+    }
+}
+
+/// xorshift64*: a tiny seeded generator for the random policy.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Launches, resizes and preempts work-defined jobs at random, at random
+/// timers; checks through its view that a job in its re-scale delay has
+/// the progress it had at its reallocation and that no progress goes back.
+struct RandomElastic {
+    rng: Rng,
+    actions_left: u32,
+    timer_set: bool,
+    /// Per job: progress at its last reallocation, last progress seen.
+    at_realloc: Vec<Option<f64>>,
+    last: Vec<f64>,
+    allocations: Vec<u32>,
+    violations: Arc<Mutex<Vec<String>>>,
+}
+
+impl RandomElastic {
+    fn watch(&mut self, view: &View<'_>) {
+        for j in 0..view.jobs.len() {
+            let Some(e) = view.elastic(JobId(j as u32)) else { continue };
+            if e.progress < self.last[j] {
+                self.violations.lock().unwrap().push(format!("job {j} progress went back at {}", view.now));
+            }
+            if let Some(t) = e.target
+                && e.progress > t
+            {
+                self.violations.lock().unwrap().push(format!("job {j} progress above target"));
+            }
+            self.last[j] = e.progress;
+            if e.rescaling && self.at_realloc[j] != Some(e.progress) {
+                self.violations.lock().unwrap().push(format!(
+                    "job {j} progressed during its delay at {}: {} vs {:?}",
+                    view.now, e.progress, self.at_realloc[j]
+                ));
+            }
+        }
+    }
+}
+
+impl Policy for RandomElastic {
+    fn name(&self) -> String {
+        "random-elastic".into()
+    }
+    fn on_arrival(&mut self, _job: JobId, view: &View<'_>) {
+        self.watch(view);
+    }
+    fn on_completion(&mut self, _job: JobId, view: &View<'_>) {
+        self.watch(view);
+    }
+    fn on_timer(&mut self, view: &View<'_>) {
+        self.timer_set = false;
+        self.actions_left = 1 + self.rng.below(3) as u32;
+        self.watch(view);
+    }
+    fn decide(&mut self, view: &View<'_>) -> Decision {
+        // Always a timer pending while a job is unfinished; up to 3 actions
+        // after each timer.
+        if !self.timer_set && view.jobs.iter().any(|(_, s)| !matches!(s, JobState::Completed(_))) {
+            self.timer_set = true;
+            return Decision::WakeAt(view.now.plus_ms(1 + self.rng.below(90_000)));
+        }
+        if self.actions_left == 0 {
+            return Decision::Wait;
+        }
+        self.actions_left -= 1;
+        let n = view.jobs.len();
+        let j = JobId(self.rng.below(n as u64) as u32);
+        let free: Vec<GpuId> =
+            (0..view.cluster.total_gpus()).map(GpuId).filter(|&g| view.cluster.owner(g).is_none()).collect();
+        let (own, running) = match view.jobs.state(j) {
+            JobState::Running(r) => (r.gpus.clone(), true),
+            JobState::Pending | JobState::Suspended(_) => (Vec::new(), false),
+            _ => return Decision::Wait,
+        };
+        if running && self.rng.below(4) == 0 {
+            return Decision::Preempt { job: j };
+        }
+        let mut pool: Vec<GpuId> = free.iter().chain(own.iter()).copied().collect();
+        if pool.is_empty() {
+            return Decision::Wait;
+        }
+        // A random subset of 1..=4 GPUs of the pool.
+        let k = 1 + self.rng.below(pool.len().min(4) as u64) as usize;
+        for i in 0..k {
+            let r = i + self.rng.below((pool.len() - i) as u64) as usize;
+            pool.swap(i, r);
+        }
+        pool.truncate(k);
+        let mut sorted_new = pool.clone();
+        sorted_new.sort_unstable();
+        let mut sorted_old = own.clone();
+        sorted_old.sort_unstable();
+        let atomic_bsz = 8 * (1 + self.rng.below(8) as u32);
+        if sorted_new != sorted_old {
+            self.at_realloc[j.index()] = view.elastic(j).map(|e| e.progress);
+            self.allocations[j.index()] += 1;
+        }
+        Decision::Resize { job: j, gpus: pool, atomic_bsz, accum_steps: self.rng.below(2) as u32 }
+    }
+}
+
+#[test]
+fn random_launches_resizes_and_preemptions_keep_every_invariant() {
+    for seed in 1..=50u64 {
+        let jobs: Vec<JobSpec> = (0..6).map(|i| elastic_job(&format!("j{i}"), i * 20, 1 + (i as u32 % 3))).collect();
+        let violations = Arc::new(Mutex::new(Vec::new()));
+        let p = RandomElastic {
+            rng: Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
+            actions_left: 0,
+            timer_set: false,
+            at_realloc: vec![None; 6],
+            last: vec![0.0; 6],
+            allocations: vec![0; 6],
+            violations: violations.clone(),
+        };
+        let allocations = Arc::new(Mutex::new(Vec::new()));
+        struct Report<P: Policy>(P, Arc<Mutex<Vec<u32>>>);
+        impl Policy for Report<RandomElastic> {
+            fn name(&self) -> String {
+                self.0.name()
+            }
+            fn on_arrival(&mut self, job: JobId, view: &View<'_>) {
+                self.0.on_arrival(job, view);
+            }
+            fn on_completion(&mut self, job: JobId, view: &View<'_>) {
+                self.0.on_completion(job, view);
+                *self.1.lock().unwrap() = self.0.allocations.clone();
+            }
+            fn on_timer(&mut self, view: &View<'_>) {
+                self.0.on_timer(view);
+            }
+            fn decide(&mut self, view: &View<'_>) -> Decision {
+                self.0.decide(view)
+            }
+        }
+        let p = Report(p, allocations.clone());
+        let out = sim(cluster(2, 4), jobs, Box::new(p), Box::new(TwoBreaks))
+            .run()
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert!(violations.lock().unwrap().is_empty(), "seed {seed}: {:?}", violations.lock().unwrap());
+        // Every job completed, with the restarts the policy caused: its
+        // reallocations after the first (a resume or GPU change each).
+        let allocs = allocations.lock().unwrap().clone();
+        for j in 0..6u32 {
+            let d = done(&out, j);
+            assert_eq!(d.restarts(), allocs[j as usize] - 1, "seed {seed} job {j}");
+        }
+    }
+}
