@@ -200,7 +200,7 @@ impl Simulation {
             )));
         }
         let end = model.next_breakpoint(app, progress).min(target);
-        if !(end > progress) {
+        if end.partial_cmp(&progress) != Some(std::cmp::Ordering::Greater) {
             return Err(fail(format!("next breakpoint {end} is not above progress {progress}")));
         }
         Ok(Segment { goodput, end })

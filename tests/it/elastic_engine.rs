@@ -142,6 +142,9 @@ fn a_completion_is_rounded_up_to_the_first_whole_ms_of_done_work() {
     }
 }
 
+/// What the scripted policy saw at its timers: (ms, progress, rescaling, restarts).
+type Seen = Arc<Mutex<Vec<(u64, f64, bool, u32)>>>;
+
 /// A scripted policy: at each listed time (a timer) it makes the listed
 /// decisions; it launches job 0 at its arrival with `first`; it records
 /// what [`View::elastic`] says at each timer.
@@ -149,7 +152,7 @@ struct Script {
     first: Decision,
     steps: Vec<(u64, Vec<Decision>)>,
     queue: Vec<Decision>,
-    seen: Arc<Mutex<Vec<(u64, f64, bool, u32)>>>,
+    seen: Seen,
     started: bool,
 }
 
@@ -180,10 +183,7 @@ impl Policy for Script {
     }
 }
 
-fn script(
-    first: Decision,
-    steps: Vec<(u64, Vec<Decision>)>,
-) -> (Box<dyn Policy>, Arc<Mutex<Vec<(u64, f64, bool, u32)>>>) {
+fn script(first: Decision, steps: Vec<(u64, Vec<Decision>)>) -> (Box<dyn Policy>, Seen) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let p = Script { first, steps, queue: Vec::new(), seen: seen.clone(), started: false };
     (Box::new(p), seen)
