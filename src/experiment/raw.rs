@@ -31,7 +31,7 @@ use crate::workload::synthetic::SyntheticSpec;
 /// kind (`--policy-opt NAME=VALUE` on the command line).
 pub const KEYS: [(&str, &str); 60] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
-    ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv or alibaba-openb"),
+    ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv, alibaba-openb or elastic-workload"),
     (
         "columns",
         "jobs-csv: field=column pairs, comma-separated (e.g. \"submit_time=arrival,gpu_num=gpus\"), or a table { submit_time = \"arrival\" }",

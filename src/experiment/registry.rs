@@ -237,7 +237,7 @@ mod tests {
         // With it, an unknown name lists the registered formats too.
         let p = raw(&[("trace", Value::Str(trace.display().to_string())), ("format", Value::Str("x".into()))]);
         let e = to_run_spec_in(&p, Origin::CommandLine, None, &reg).unwrap_err().message;
-        assert!(e.contains("alibaba-openb, one-job"), "{e}");
+        assert!(e.contains("elastic-workload, one-job"), "{e}");
         // The run reads it: one job of 60 s on one GPU.
         let report = crate::experiment::run_one(&spec, |_| {}).unwrap();
         assert_eq!(report.summary.jobs_completed, 1);

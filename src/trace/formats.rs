@@ -132,6 +132,8 @@ pub(crate) fn detect(header: &str, columns: &ColumnMap) -> Option<TraceFormat> {
     } else if has("num_gpu") && has("gpu_milli") {
         // Also the time-less `multigpuNN` lists, so the reader can say what is missing.
         Some(TraceFormat::AlibabaOpenb)
+    } else if has("application") && has("num_replicas") && has("batch_size") && has("time") {
+        Some(TraceFormat::ElasticWorkload)
     } else if has("job_id") && has("gpu_num") && has("submit_time") && has("state") && has("node_num") {
         Some(TraceFormat::Helios)
     } else if ["job_id", "submit_time", "duration", "gpu_num"].iter().all(|f| has(columns.column(f))) {
@@ -154,6 +156,7 @@ pub(crate) fn read(
         TraceFormat::Helios => read_wallclock(file, bytes, WallClock::Helios),
         TraceFormat::JobsCsv => read_jobs_csv(file, bytes, columns).map(|r| (r, None)),
         TraceFormat::AlibabaOpenb => read_openb(file, bytes).map(|r| (r, None)),
+        TraceFormat::ElasticWorkload => read_elastic(file, bytes).map(|r| (r, None)),
         TraceFormat::Registered(k) => {
             let records = k.read(file, bytes)?;
             check_registered(file, &records)?;
@@ -492,4 +495,40 @@ fn read_openb(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
         Ok(())
     })?;
     Ok(out)
+}
+
+/// The elastic workloads of the Pollux and Sia artifacts
+/// ([`TraceFormat::ElasticWorkload`]): one work-defined job per row, with no
+/// duration (the engine runs it until its progress model's target); its
+/// GPUs are `num_replicas`, the count a non-elastic policy gives it.
+fn read_elastic(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError> {
+    let cols =
+        |header: &Header| require_all(header, file, &["name", "time", "application", "num_replicas", "batch_size"]);
+    map_rows(
+        file,
+        bytes,
+        cols,
+        || (),
+        |c, _, row| {
+            let gpus = row.count(c[3])?;
+            if gpus == 0 {
+                return Err(row.err(c[3], "a work-defined job needs at least 1 GPU, got 0".into()));
+            }
+            let batch = row.count(c[4])?;
+            if batch == 0 {
+                return Err(row.err(c[4], "the total batch must be at least 1 sample, got 0".into()));
+            }
+            let app = row.str(c[2]).trim();
+            if app.is_empty() {
+                return Err(row.err(c[2], "no application named".into()));
+            }
+            let elastic =
+                crate::job::ElasticSpec { app: app.to_string(), tuned_gpus: gpus, tuned_bsz: batch, adaptive: true };
+            Ok(TraceRecord {
+                extra: extra(JobExtra { elastic: Some(elastic), ..JobExtra::default() }),
+                line: row.line,
+                ..TraceRecord::new(row.text(c[0], "name")?, row.time_ms(c[1])?, 0, gpus)
+            })
+        },
+    )
 }

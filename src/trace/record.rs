@@ -98,6 +98,13 @@ pub enum TraceFormat {
     /// pods are skipped (`zero_gpus`), and so are pods never scheduled
     /// (`never_scheduled`: no run time was recorded).
     AlibabaOpenb,
+    /// The elastic workloads of the Pollux and Sia artifacts: `name, time,
+    /// application, num_replicas, batch_size`; `time` in seconds from the
+    /// trace origin. Each row is a work-defined job: its application trained
+    /// to the progress model's target, tuned to `num_replicas` GPUs and a total
+    /// batch of `batch_size` samples (what a non-elastic policy runs it
+    /// with); it has no duration.
+    ElasticWorkload,
     /// A format registered from outside the crate.
     #[cfg_attr(feature = "cli", value(skip))]
     Registered(&'static TraceFormatKind),
@@ -108,7 +115,7 @@ pub enum TraceFormat {
 impl crate::names::ValueNames for TraceFormat {
     fn selectable() -> &'static [Self] {
         use TraceFormat::*;
-        &[Auto, Philly, PhillyRfold, PhillyPollux, Helios, JobsCsv, AlibabaOpenb]
+        &[Auto, Philly, PhillyRfold, PhillyPollux, Helios, JobsCsv, AlibabaOpenb, ElasticWorkload]
     }
 
     fn value_name(self) -> &'static str {
@@ -127,6 +134,7 @@ enum BuiltinFormat {
     Helios,
     JobsCsv,
     AlibabaOpenb,
+    ElasticWorkload,
 }
 
 impl serde::Serialize for TraceFormat {
@@ -145,6 +153,7 @@ impl<'de> serde::Deserialize<'de> for TraceFormat {
             BuiltinFormat::Helios => TraceFormat::Helios,
             BuiltinFormat::JobsCsv => TraceFormat::JobsCsv,
             BuiltinFormat::AlibabaOpenb => TraceFormat::AlibabaOpenb,
+            BuiltinFormat::ElasticWorkload => TraceFormat::ElasticWorkload,
         })
     }
 }
@@ -224,7 +233,7 @@ impl TraceFormat {
         match self {
             TraceFormat::PhillyRfold => "job id",
             TraceFormat::PhillyPollux => "(row index)",
-            TraceFormat::AlibabaOpenb => "name",
+            TraceFormat::AlibabaOpenb | TraceFormat::ElasticWorkload => "name",
             TraceFormat::Registered(k) => k.id_column,
             _ => "job_id",
         }
@@ -240,6 +249,7 @@ impl TraceFormat {
             TraceFormat::Helios => "helios",
             TraceFormat::JobsCsv => "jobs-csv",
             TraceFormat::AlibabaOpenb => "alibaba-openb",
+            TraceFormat::ElasticWorkload => "elastic-workload",
             TraceFormat::Registered(k) => k.name,
         }
     }

@@ -215,7 +215,8 @@ pub fn build_workload_with(
             Some(SkipReason::ZeroGpus)
         } else if let Some(reason) = r.skip {
             Some(reason)
-        } else if r.duration_ms == 0 {
+        } else if r.duration_ms == 0 && r.elastic().is_none() {
+            // A work-defined job has no duration: it runs until its work is done.
             Some(SkipReason::NonpositiveDuration)
         } else if let Some(vc) = vc {
             let mem = r.gpu_mem_mib().unwrap_or(0);

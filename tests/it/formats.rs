@@ -445,3 +445,47 @@ fn vc_file_errors_count_blank_lines() {
     let e = dlsched::cluster::load_vc_file(&p, "generic", 16 * 1024).unwrap_err().to_string();
     assert!(e.starts_with(&format!("{}:6: column `nodes`", p.display())), "{e}");
 }
+
+/// The Pollux/Sia elastic workloads: each row a work-defined job with its
+/// application and tuned GPUs and batch, no duration; admission keeps it.
+#[test]
+fn elastic_workload() {
+    let d = tempfile::tempdir().unwrap();
+    let head = "name,time,application,num_replicas,batch_size\n";
+    let good = write(d.path(), "w.csv", &format!("{head}cifar10-0,53,cifar10,6,2048\nbert-1,401.5,bert,1,12\n"));
+    let t = load_trace(&good, TraceFormat::Auto, &ColumnMap::default()).unwrap();
+    assert_eq!(t.format, TraceFormat::ElasticWorkload);
+    assert_eq!(t.records.len(), 2);
+    let r = &t.records[1];
+    // 401.5 s = 401,500 ms; line 3 of the file.
+    assert_eq!((r.job_id.as_str(), r.submit_ms, r.duration_ms, r.gpus, r.line), ("bert-1", 401_500, 0, 1, 3));
+    let e = r.elastic().expect("work-defined");
+    assert_eq!((e.app.as_str(), e.tuned_gpus, e.tuned_bsz, e.adaptive), ("bert", 1, 12, true));
+    let w = build_workload(t.records, &lab16(), PlacementKind::Consolidate.build());
+    assert_eq!((w.jobs.len(), w.skipped.len()), (2, 0), "no duration is no reason to skip a work-defined job");
+    for (row, msg) in [
+        ("x,1,cifar10,0,64", "column `num_replicas`: a work-defined job needs at least 1 GPU, got 0"),
+        ("x,1,cifar10,2,0", "column `batch_size`: the total batch must be at least 1 sample, got 0"),
+        ("x,1,,2,64", "column `application`: no application named"),
+    ] {
+        let bad = write(d.path(), "b.csv", &format!("{head}{row}\n"));
+        let e = err(&bad, TraceFormat::ElasticWorkload);
+        assert!(e.ends_with(&format!("b.csv:2: {msg}")), "{e}");
+    }
+}
+
+/// The shared Pollux workloads and Sia's Philly and Saturn workloads read
+/// as they are: 160 work-defined jobs each.
+#[test]
+fn the_pollux_and_sia_workloads_replay_as_they_are() {
+    let Some(shared) = crate::common::shared("the Pollux and Sia workloads") else { return };
+    for dir in ["traces/pollux-workloads", "traces/sia-workloads/philly", "traces/sia-workloads/saturn"] {
+        for e in std::fs::read_dir(shared.join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            let t = load_trace(&p, TraceFormat::Auto, &ColumnMap::default()).unwrap();
+            assert_eq!(t.format, TraceFormat::ElasticWorkload, "{}", p.display());
+            assert_eq!(t.records.len(), 160, "{}", p.display());
+            assert!(t.records.iter().all(|r| r.elastic().is_some() && r.gpus >= 1), "{}", p.display());
+        }
+    }
+}
