@@ -37,6 +37,29 @@ enum ProfileCommand {
     /// Regenerate the committed tables with
     /// `dlsched profile import --from ../shared/profiles --out src/profile/data`.
     Import(ImportArgs),
+    /// Derive the Pollux application tables from the Pollux artifact's
+    /// measurements.
+    ///
+    /// Reads <app>/placements.csv, scalability.csv and validation-<batch>.csv
+    /// of the six applications (bert, cifar10, deepspeech2, imagenet, ncf,
+    /// yolov3) in --from, numbers as the artifact's simulator reads them, and
+    /// writes applications.csv, validation.csv, placements.csv and
+    /// scalability.csv to --out (shortest round-trip numbers, so re-running
+    /// gives byte-identical files). The triangulations (delaunay-<app>.csv)
+    /// are written by src/profile/data/pollux/delaunay.py with scipy.
+    /// Conversions: src/profile/data/pollux/README.md.
+    ///
+    /// Regenerate the committed tables with
+    /// `dlsched profile import-pollux --from ../shared/profiles/pollux --out src/profile/data/pollux`.
+    ImportPollux(ImportPolluxArgs),
+    /// Step and sync times of the Pollux application model at given
+    /// configurations, as CSV on standard output.
+    ///
+    /// Reads a CSV with columns app, placement (GPUs per node joined by `-`,
+    /// e.g. `4-4-2`) and local_bsz, and prints app, placement, local_bsz,
+    /// step_time_s, sync_time_s (shortest round-trip numbers) and error
+    /// (empty, or why the model cannot rate the configuration).
+    PolluxQuery(PolluxQueryArgs),
     /// Print the calibrated table of one model: per GPU type, the measured
     /// iteration time and throughput by per-GPU batch and split of GPUs over
     /// servers, GENIE's fitted coefficients, and the model's facts.
@@ -97,10 +120,32 @@ struct ImportArgs {
     include_lucid: bool,
 }
 
+#[derive(Args)]
+struct ImportPolluxArgs {
+    /// Folder of the Pollux measurements, one folder per application
+    /// (`../shared/profiles/pollux`), read only.
+    #[arg(long, value_name = "DIR")]
+    from: PathBuf,
+
+    /// Folder to write applications.csv, validation.csv, placements.csv and
+    /// scalability.csv to (created if needed; those four files are replaced).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+#[derive(Args)]
+struct PolluxQueryArgs {
+    /// CSV of queries (columns app, placement, local_bsz).
+    #[arg(long, value_name = "FILE")]
+    queries: PathBuf,
+}
+
 /// Runs a `dlsched profile` command.
 pub fn run(args: &ProfileArgs) -> Result<ExitCode> {
     match &args.command {
         ProfileCommand::Import(a) => import(a).map(|()| ExitCode::SUCCESS),
+        ProfileCommand::ImportPollux(a) => import_pollux(a).map(|()| ExitCode::SUCCESS),
+        ProfileCommand::PolluxQuery(a) => pollux_query(a).map(|()| ExitCode::SUCCESS),
         ProfileCommand::Show(a) => show(a).map(|()| ExitCode::SUCCESS),
         ProfileCommand::Check(a) => check(a).map(|()| ExitCode::SUCCESS),
     }
@@ -151,6 +196,82 @@ fn import(a: &ImportArgs) -> Result<()> {
         outln!("models with an unknown parameter count or GFLOPs (NaN): {}", unknown.join(", "))?;
     }
     outln!("\nwrote {}", a.out.display())?;
+    Ok(())
+}
+
+fn import_pollux(a: &ImportPolluxArgs) -> Result<()> {
+    use crate::profile::pollux::{PolluxApps, TABLES};
+    check_import_out(&a.from, &a.out)?;
+    let apps = PolluxApps::load_dir(&a.from)
+        .with_context(|| format!("importing the Pollux measurements in {}", a.from.display()))?;
+    apps.write_tables(&a.out).with_context(|| format!("writing the tables to {}", a.out.display()))?;
+    outln!(
+        "{:<12} {:>11} {:>8} {:>10} {:>11} {:>11}",
+        "application", "validations", "epochs", "placements", "scalability", "tetrahedra"
+    )?;
+    for app in &apps.apps {
+        outln!(
+            "{:<12} {:>11} {:>8} {:>10} {:>11} {:>11}",
+            app.name,
+            app.validation.len(),
+            app.max_epochs,
+            app.placements.len(),
+            app.scalability.len(),
+            app.tetrahedra().count()
+        )?;
+    }
+    outln!("\nwrote {} in {}", TABLES.join(", "), a.out.display())?;
+    let missing: Vec<String> = apps
+        .apps
+        .iter()
+        .map(|app| format!("delaunay-{}.csv", app.name))
+        .filter(|f| !a.out.join(f).exists())
+        .collect();
+    if !missing.is_empty() {
+        outln!(
+            "{} missing in {}: write them with `python3 src/profile/data/pollux/delaunay.py {}` (scipy 1.10.1; see its docstring)",
+            missing.join(", "),
+            a.out.display(),
+            a.from.display()
+        )?;
+    }
+    Ok(())
+}
+
+fn pollux_query(a: &PolluxQueryArgs) -> Result<()> {
+    use crate::profile::pollux::PolluxApps;
+    let apps = PolluxApps::builtin();
+    let bytes = crate::io::read_csv(&a.queries)?;
+    let mut r = csv::Reader::from_reader(&bytes[..]);
+    let header = r.headers().with_context(|| format!("{}: header", a.queries.display()))?.clone();
+    let col = |name: &str| {
+        header.iter().position(|h| h.trim() == name).with_context(|| {
+            format!("{}: no column `{name}` (need app, placement, local_bsz)", a.queries.display())
+        })
+    };
+    let (ca, cp, cb) = (col("app")?, col("placement")?, col("local_bsz")?);
+    let mut out = String::from("app,placement,local_bsz,step_time_s,sync_time_s,error\n");
+    for rec in r.records() {
+        let rec = rec.with_context(|| format!("{}: bad row", a.queries.display()))?;
+        let line = rec.position().map_or(0, csv::Position::line);
+        let field = |c: usize| rec.get(c).unwrap_or("").trim();
+        let (app, placement, bsz) = (field(ca), field(cp), field(cb));
+        let bad = |what: &str| anyhow::anyhow!("{}:{line}: {what}", a.queries.display());
+        let per_node: Vec<u32> = placement
+            .split('-')
+            .map(|g| g.parse::<u32>().map_err(|_| bad("placement: GPU counts joined by `-`")))
+            .collect::<Result<_>>()?;
+        let local_bsz: u32 = bsz.parse().map_err(|_| bad("local_bsz: a whole number"))?;
+        let result = match apps.get(app) {
+            Some(m) => m.throughput(&per_node, local_bsz).map_err(|e| e.to_string()),
+            None => Err(format!("unknown application `{app}`")),
+        };
+        match result {
+            Ok((step, sync)) => out += &format!("{app},{placement},{local_bsz},{step},{sync},\n"),
+            Err(e) => out += &format!("{app},{placement},{local_bsz},,,\"{}\"\n", e.replace('"', "'")),
+        }
+    }
+    outln!("{}", out.trim_end_matches('\n'))?;
     Ok(())
 }
 

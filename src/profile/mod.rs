@@ -17,6 +17,9 @@
 //! - [`check`]: held-out prediction error.
 //! - [`aliases`]: model names of other systems' traces (Pollux, Sia,
 //!   ElasticFlow, Chronus) mapped to the database's canonical names.
+//! - [`elastic`]: work-defined jobs (configurations, the progress model);
+//!   [`pollux`]: the Pollux applications' progress model (goodput from the
+//!   Pollux measurements, as the Pollux artifact's simulator computes it).
 
 pub mod aliases;
 pub mod check;
@@ -26,6 +29,7 @@ pub mod elastic;
 pub mod genie;
 pub mod import;
 pub mod memo;
+pub mod pollux;
 pub mod model;
 #[cfg(feature = "learned")]
 pub mod ncf;
