@@ -207,7 +207,12 @@ fn import_pollux(a: &ImportPolluxArgs) -> Result<()> {
     apps.write_tables(&a.out).with_context(|| format!("writing the tables to {}", a.out.display()))?;
     outln!(
         "{:<12} {:>11} {:>8} {:>10} {:>11} {:>11}",
-        "application", "validations", "epochs", "placements", "scalability", "tetrahedra"
+        "application",
+        "validations",
+        "epochs",
+        "placements",
+        "scalability",
+        "tetrahedra"
     )?;
     for app in &apps.apps {
         outln!(
@@ -221,12 +226,8 @@ fn import_pollux(a: &ImportPolluxArgs) -> Result<()> {
         )?;
     }
     outln!("\nwrote {} in {}", TABLES.join(", "), a.out.display())?;
-    let missing: Vec<String> = apps
-        .apps
-        .iter()
-        .map(|app| format!("delaunay-{}.csv", app.name))
-        .filter(|f| !a.out.join(f).exists())
-        .collect();
+    let missing: Vec<String> =
+        apps.apps.iter().map(|app| format!("delaunay-{}.csv", app.name)).filter(|f| !a.out.join(f).exists()).collect();
     if !missing.is_empty() {
         outln!(
             "{} missing in {}: write them with `python3 src/profile/data/pollux/delaunay.py {}` (scipy 1.10.1; see its docstring)",
@@ -245,9 +246,10 @@ fn pollux_query(a: &PolluxQueryArgs) -> Result<()> {
     let mut r = csv::Reader::from_reader(&bytes[..]);
     let header = r.headers().with_context(|| format!("{}: header", a.queries.display()))?.clone();
     let col = |name: &str| {
-        header.iter().position(|h| h.trim() == name).with_context(|| {
-            format!("{}: no column `{name}` (need app, placement, local_bsz)", a.queries.display())
-        })
+        header
+            .iter()
+            .position(|h| h.trim() == name)
+            .with_context(|| format!("{}: no column `{name}` (need app, placement, local_bsz)", a.queries.display()))
     };
     let (ca, cp, cb) = (col("app")?, col("placement")?, col("local_bsz")?);
     let mut out = String::from("app,placement,local_bsz,step_time_s,sync_time_s,error\n");

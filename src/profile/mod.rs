@@ -29,10 +29,10 @@ pub mod elastic;
 pub mod genie;
 pub mod import;
 pub mod memo;
-pub mod pollux;
 pub mod model;
 #[cfg(feature = "learned")]
 pub mod ncf;
+pub mod pollux;
 /// The learned interference model is left out of this build (the `learned`
 /// feature is off): its types exist without values, so the co-location
 /// model compiles unchanged and never reads a learned prediction.

@@ -416,7 +416,9 @@ impl Application {
         }
         let min_len = validation.iter().map(|v| v.epochs.len()).min().unwrap_or(0);
         if min_len < max_epochs as usize || max_epochs == 0 {
-            return Err(format!("{name}: max_epochs {max_epochs} but the shortest validation trace has {min_len} epochs"));
+            return Err(format!(
+                "{name}: max_epochs {max_epochs} but the shortest validation trace has {min_len} epochs"
+            ));
         }
         let (Some(min_local_bsz), Some(max_measured)) =
             (placements.iter().map(|r| r.local_bsz).min(), placements.iter().map(|r| r.local_bsz).max())
@@ -454,10 +456,7 @@ impl Application {
             })
             .collect();
         points.extend(scalability.iter().map(|s| {
-            (
-                [f64::from(s.num_nodes), f64::from(s.num_replicas), f64::from(s.local_bsz)],
-                [s.step_time, s.sync_time],
-            )
+            ([f64::from(s.num_nodes), f64::from(s.num_replicas), f64::from(s.local_bsz)], [s.step_time, s.sync_time])
         }));
         let tets = build_tets(name, &points, tri)?;
         let lo = |d: usize| points.iter().map(|p| p.0[d]).fold(f64::INFINITY, f64::min);
@@ -496,17 +495,12 @@ impl Application {
     /// An unreadable or malformed file (naming file, line and column), or
     /// inconsistent tables.
     pub fn load_dir(dir: &Path) -> Result<Application, TraceError> {
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let fmt = |message: String| TraceError::Format { file: dir.to_path_buf(), message };
         let mut validation = Vec::new();
         let entries = std::fs::read_dir(dir).map_err(|err| TraceError::Io { file: dir.to_path_buf(), err })?;
-        let mut names: Vec<String> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
+        let mut names: Vec<String> =
+            entries.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
         names.sort();
         for file_name in &names {
             let Some(batch) = file_name.strip_prefix("validation-").and_then(|s| s.strip_suffix(".csv")) else {
@@ -600,11 +594,7 @@ impl Application {
     /// reached, the most over the validation traces (`get_epoch`:
     /// `searchsorted(progress, "right")`, max over traces).
     pub fn epoch_of(&self, progress: f64) -> u32 {
-        self.validation
-            .iter()
-            .map(|v| v.epochs.partition_point(|e| e.progress <= progress) as u32)
-            .max()
-            .unwrap_or(0)
+        self.validation.iter().map(|v| v.epochs.partition_point(|e| e.progress <= progress) as u32).max().unwrap_or(0)
     }
 
     /// Progress at the start of `epoch` (= the end of epoch `epoch − 1`):
@@ -616,9 +606,10 @@ impl Application {
             return Some(0.0);
         }
         let i = epoch as usize - 1;
-        self.validation.iter().map(|v| v.epochs.get(i).map(|e| e.progress)).try_fold(f64::INFINITY, |m, p| {
-            p.map(|p| m.min(p))
-        })
+        self.validation
+            .iter()
+            .map(|v| v.epochs.get(i).map(|e| e.progress))
+            .try_fold(f64::INFINITY, |m, p| p.map(|p| m.min(p)))
     }
 
     /// The last epoch a job trains (`get_completion_epoch`): `max_epochs −
@@ -733,14 +724,12 @@ impl Application {
     /// `local_bsz` range, or a point outside the points' convex hull.
     pub fn throughput(&self, placement: &[u32], local_bsz: u32) -> Result<(f64, f64), ModelError> {
         let nonzero: Vec<u32> = placement.iter().copied().filter(|&g| g > 0).collect();
-        let fail = |why| ModelError::NoThroughput { app: self.name.clone(), placement: nonzero.clone(), local_bsz, why };
+        let fail =
+            |why| ModelError::NoThroughput { app: self.name.clone(), placement: nonzero.clone(), local_bsz, why };
         if nonzero.is_empty() {
             return Err(fail("no GPU"));
         }
-        let rot = (0..nonzero.len())
-            .map(|i| [&nonzero[i..], &nonzero[..i]].concat())
-            .min()
-            .unwrap_or_default();
+        let rot = (0..nonzero.len()).map(|i| [&nonzero[i..], &nonzero[..i]].concat()).min().unwrap_or_default();
         let id: String = rot.iter().map(u32::to_string).collect();
         let key: Vec<u32> = id.bytes().map(|b| u32::from(b - b'0')).collect();
         let x = f64::from(local_bsz);
@@ -1160,7 +1149,11 @@ impl PolluxApps {
                     }
                 };
                 if epoch as usize != v.epochs.len() {
-                    return Err(val_t.err(j, vc[2], format!("epoch {epoch} out of order (expected {})", v.epochs.len())));
+                    return Err(val_t.err(
+                        j,
+                        vc[2],
+                        format!("epoch {epoch} out of order (expected {})", v.epochs.len()),
+                    ));
                 }
                 v.epochs.push(stats);
             }
@@ -1433,10 +1426,18 @@ fn build_tets(name: &str, points: &[([f64; 3], [f64; 2])], tri: &Triangulation) 
             Some(FlatPlane::Given(e)) => *e,
             Some(FlatPlane::Twin(j)) => match out.get(*j as usize) {
                 Some(t) if t.inv.is_some() && !tri.planes.contains_key(j) => t.plane,
-                _ => return Err(format!("{name}: tetrahedron {k} takes the hyperplane of {j}, which has none of its own")),
+                _ => {
+                    return Err(format!(
+                        "{name}: tetrahedron {k} takes the hyperplane of {j}, which has none of its own"
+                    ));
+                }
             },
             None if out[k].inv.is_some() => continue,
-            None => return Err(format!("{name}: flat tetrahedron {k} has no hyperplane (a non-flat twin or given numbers)")),
+            None => {
+                return Err(format!(
+                    "{name}: flat tetrahedron {k} has no hyperplane (a non-flat twin or given numbers)"
+                ));
+            }
         };
     }
     Ok(out)
@@ -1545,3 +1546,190 @@ impl Table {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-14 * b.abs().max(1e-300)
+    }
+
+    fn apps() -> PolluxApps {
+        PolluxApps::builtin()
+    }
+
+    #[test]
+    fn builtin_limits_are_the_simulators() {
+        let apps = apps();
+        let names: Vec<&str> = apps.apps.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, APPS);
+        // (init = least validated batch, max = largest, min/max local = measured range; yolov3 capped at 8)
+        let bert = apps.get("bert").unwrap();
+        assert_eq!(
+            (bert.init_batch_size, bert.max_batch_size, bert.min_local_bsz, bert.max_local_bsz),
+            (12, 384, 4, 12)
+        );
+        let yolo = apps.get("yolov3").unwrap();
+        assert_eq!((yolo.init_batch_size, yolo.max_local_bsz, yolo.max_epochs), (8, 8, 50));
+    }
+
+    #[test]
+    fn grad_stats_interpolate_between_validated_batches() {
+        let bert = apps().get("bert").unwrap().clone();
+        // validation-12.csv epoch 0: grad_sqr 195590723287826.75, grad_var 6894015304034181.0;
+        // validation-24.csv epoch 0: grad_sqr 82891973134775.4, grad_var 7412524673455386.0.
+        // Batch 18: ((18-12) × upper + (24-18) × lower) / 12 = the mean:
+        // sqr (82891973134775.4 + 195590723287826.75) / 2 = 139241348211301.08,
+        // var (7412524673455386 + 6894015304034181) / 2 = 7153269988744783.5 (scipy run: 7153269988744784.0).
+        let (sqr, var) = bert.grad_stats(18, 0).unwrap();
+        assert!(close(sqr, 139_241_348_211_301.08), "{sqr}");
+        assert!(close(var, 7_153_269_988_744_784.0), "{var}");
+        // A validated batch takes its own row.
+        assert_eq!(bert.grad_stats(12, 1).unwrap().0, bert.validation[0].epochs[1].grad_sqr);
+        assert!(matches!(bert.grad_stats(400, 0), Err(ModelError::BatchOutOfRange { .. })));
+        assert!(matches!(bert.grad_stats(12, 2), Err(ModelError::EpochOutOfRange { .. })));
+    }
+
+    #[test]
+    fn efficiency_gain_and_goodput_by_hand() {
+        let bert = apps().get("bert").unwrap().clone();
+        // Gain at batch 24 (validated), epoch 0: scale = 24 / 12 = 2,
+        // (var + sqr) / (var / 2 + sqr) with the validation-24 row.
+        let (sqr, var) = (82_891_973_134_775.4, 7_412_524_673_455_386.0);
+        let gain = (var + sqr) / (var / 2.0 + sqr);
+        assert!(close(bert.efficiency_gain(24, 0).unwrap(), gain));
+        assert!(close(bert.efficiency_gain(12, 0).unwrap(), 1.0));
+        // Goodput of 1 GPU × atomic 6 × 4 steps (batch 24, 3 accumulation steps),
+        // placements.csv `1,6,0.5693899691104889,0.013729131996631623`:
+        // gain / (step + 3 × (step − sync)).
+        let (step, sync) = (0.5693899691104889, 0.013729131996631623);
+        let cfg = ElasticConfig { per_node: vec![1], atomic_bsz: 6, accum_steps: 3 };
+        let g = bert.goodput(&cfg, 0).unwrap();
+        assert!(close(g, gain / (step + 3.0 * (step - sync))), "{g}");
+    }
+
+    #[test]
+    fn in_table_throughput_is_linear_in_the_local_batch() {
+        let bert = apps().get("bert").unwrap().clone();
+        // placements.csv: `1,4,0.45532354712486267,0.013738612174987792` and
+        // `1,6,0.5693899691104889,0.013729131996631623`; at 5: halfway,
+        // step (0.45532354712486267 + 0.5693899691104889) / 2 = 0.5123567581176758
+        // (the artifact's get_throughput((1,), 5): array([0.51235676, 0.01373387])).
+        let (step, sync) = bert.throughput(&[1], 5).unwrap();
+        assert!(close(step, (0.455_323_547_124_862_67 + 0.569_389_969_110_488_9) / 2.0), "{step}");
+        assert!(close(sync, (0.013_738_612_174_987_792 + 0.013_729_131_996_631_623) / 2.0), "{sync}");
+        // A measured point is itself; a rotation of a measured placement is it.
+        assert!(close(bert.throughput(&[4, 4], 4).unwrap().0, 2.485_883_265_733_719));
+        assert_eq!(bert.throughput(&[2, 1, 1], 8), bert.throughput(&[1, 2, 1], 8));
+        assert_eq!(bert.throughput(&[0, 2, 0, 1, 1], 8), bert.throughput(&[1, 1, 2], 8));
+        // Outside the measured local batches (4..=12): an error, as interp1d raises.
+        assert!(bert.throughput(&[1], 3).is_err());
+        assert!(bert.throughput(&[1], 13).is_err());
+    }
+
+    #[test]
+    fn out_of_table_throughput_matches_scipy_on_a_non_conforming_face() {
+        let bert = apps().get("bert").unwrap().clone();
+        // (4,4,4,4,1,1): 6 nodes, 18 replicas, local 7 — the centre of the square
+        // {n = 6, r ∈ [16, 20], b ∈ [6, 8]} whose two sides the triangulation splits along
+        // different diagonals (1.7348 on the n < 6 side, 1.8587 on the n > 6 side).
+        // /tmp/pollux-venv/bin/python -c "import sys; sys.path.insert(0, 'simulator');
+        //   import applications as A; print(repr(A.APPLICATIONS['bert'].get_throughput((4,4,4,4,1,1), 7)))"
+        // → array([1.8587318 , 1.27969966]); full precision 1.8587317988276482, 1.279699661254883.
+        let (step, sync) = bert.throughput(&[4, 4, 4, 4, 1, 1], 7).unwrap();
+        assert!((step - 1.858_731_798_827_648_2).abs() < 1e-13, "{step}");
+        assert!((sync - 1.279_699_661_254_883).abs() < 1e-13, "{sync}");
+        // More than 16 nodes count as 16; far outside the measurements: an error.
+        // (20 nodes of 1 → (16, 20, 8), as 16 nodes with 20 GPUs.)
+        let sixteen = [2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1];
+        assert_eq!(bert.throughput(&[1; 20], 8), bert.throughput(&sixteen, 8));
+        assert!(bert.throughput(&[9, 9, 9, 9, 9, 9], 8).is_err());
+    }
+
+    #[test]
+    fn epochs_and_progress() {
+        let apps = apps();
+        let bert = apps.get("bert").unwrap();
+        // Epoch ends: min over traces; validation-12.csv has 7387.0 and 14774.0, the least.
+        assert_eq!(bert.progress_of(0), Some(0.0));
+        assert_eq!(bert.progress_of(1), Some(7387.0));
+        assert_eq!(bert.progress_of(2), Some(14774.0));
+        assert_eq!(bert.progress_of(3), None);
+        // get_epoch: ends reached (searchsorted right), max over traces.
+        assert_eq!(bert.epoch_of(7386.9), 0);
+        assert_eq!(bert.epoch_of(7387.0), 1);
+        assert_eq!(bert.completion_epoch(), 1);
+        assert_eq!(bert.target(), 14774.0);
+        assert_eq!(apps.target("bert"), Ok(14774.0));
+        assert_eq!(apps.next_breakpoint("bert", 0.0), 7387.0);
+        assert_eq!(apps.next_breakpoint("bert", 7387.0), 14774.0);
+        assert_eq!(apps.next_breakpoint("bert", 10_000.0), 14774.0);
+        assert!(apps.target("gpt3").is_err());
+        // Goodput in epoch 1 uses the epoch-1 statistics.
+        let cfg = ElasticConfig { per_node: vec![1], atomic_bsz: 12, accum_steps: 0 };
+        assert_eq!(apps.goodput("bert", &cfg, 8000.0).unwrap(), bert.goodput(&cfg, 1).unwrap());
+        assert_eq!(apps.goodput("bert", &cfg, 10.0).unwrap(), bert.goodput(&cfg, 0).unwrap());
+    }
+
+    #[test]
+    fn tuned_local_batch_rule() {
+        let apps = apps();
+        let cifar = apps.get("cifar10").unwrap();
+        // cifar10: init 128, max batch 4096, max local 1024.
+        // 1 GPU, 4096: local 4096, steps ceil(4096/1024) − 1 = 3, atomic 1024, cap 4096/4 = 1024.
+        assert_eq!(
+            cifar.tuned_config(&[1], 4096),
+            ElasticConfig { per_node: vec![1], atomic_bsz: 1024, accum_steps: 3 }
+        );
+        // 1 GPU, 256 > init 128: steps max(1, ceil(0.25) − 1 = 0) = 1, atomic ceil(256/2) = 128.
+        assert_eq!(cifar.tuned_config(&[1], 256), ElasticConfig { per_node: vec![1], atomic_bsz: 128, accum_steps: 1 });
+        // 1 GPU at the initial batch: no accumulation.
+        assert_eq!(cifar.tuned_config(&[1], 128).accum_steps, 0);
+        // 3 GPUs, 1000: local ceil(333.3) = 334, steps 0, atomic 334 (cap 4096/3 → 1365).
+        assert_eq!(
+            cifar.tuned_config(&[2, 0, 1], 1000),
+            ElasticConfig { per_node: vec![2, 1], atomic_bsz: 334, accum_steps: 0 }
+        );
+        // yolov3 (max local 8, max batch 512): 2 GPUs, 64: local 32, steps ceil(32/8) − 1 = 3, atomic 8.
+        let yolo = apps.get("yolov3").unwrap();
+        assert_eq!(yolo.tuned_config(&[2], 64), ElasticConfig { per_node: vec![2], atomic_bsz: 8, accum_steps: 3 });
+        // The cap: 48 GPUs × (0 + 1) at batch 512 → local ceil(10.67) = 11 → steps 1, atomic 6,
+        // capped at floor(512 / (48 × 2)) = 5.
+        assert_eq!(yolo.tuned_config(&[4; 12], 512).atomic_bsz, 5);
+    }
+
+    #[test]
+    fn tuned_configurations_match_the_simulator() {
+        // The artifact's get_configurations() and get_best_batch_size (scratch venv, scipy 1.10.1):
+        // bert: [(6, 384, 3055.742467689515), (8, 384, 2480.2910247802733),
+        //        (12, 384, 1589.2041198349), (16, 384, 1334.8948572921754)], best batch on 4 GPUs 48;
+        // cifar10: [(6, 2048, 854.17...), (8, 2048, 826.07...), (12, 4096, 573.18...),
+        //           (16, 4096, 449.45...)], best batch on 8 GPUs 2048.
+        let apps = apps();
+        let bert = apps.get("bert").unwrap();
+        let got: Vec<(u32, u32)> =
+            bert.configurations(0.5, 0.8).unwrap().iter().map(|c| (c.num_replicas, c.batch_size)).collect();
+        assert_eq!(got, [(6, 384), (8, 384), (12, 384), (16, 384)]);
+        let jct = bert.configurations(0.5, 0.8).unwrap()[0].jct_s;
+        assert!((jct - 3055.742467689515).abs() < 1e-9, "{jct}");
+        assert_eq!(bert.best_batch_size(4).unwrap(), Some(48));
+        let cifar = apps.get("cifar10").unwrap();
+        let got: Vec<(u32, u32)> =
+            cifar.configurations(0.5, 0.8).unwrap().iter().map(|c| (c.num_replicas, c.batch_size)).collect();
+        assert_eq!(got, [(6, 2048), (8, 2048), (12, 4096), (16, 4096)]);
+        assert_eq!(cifar.best_batch_size(8).unwrap(), Some(2048));
+    }
+
+    #[test]
+    fn pandas_parser_keeps_pandas_rounding() {
+        // pandas 1.5.3 reads `0.45532354712486267` as 0.4553235471248626 (17 digits
+        // accumulated, one division by 1e17), one ulp below the nearest double.
+        assert_eq!(pandas_f64("0.45532354712486267"), Some(0.4553235471248626));
+        assert_ne!(pandas_f64("0.45532354712486267"), Some(0.455_323_547_124_862_67));
+        assert_eq!(pandas_f64("0.008057421625079974"), Some(0.0080574216250799));
+        assert_eq!(pandas_f64("7387.0"), Some(7387.0));
+        assert_eq!(pandas_f64("-1.5e3"), Some(-1500.0));
+        assert_eq!(pandas_f64("abc"), None);
+        assert_eq!(pandas_f64(""), None);
+    }
+}

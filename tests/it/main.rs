@@ -41,6 +41,7 @@ mod paired;
 mod parquet;
 mod philly;
 mod pipeline;
+mod pollux_profile;
 mod predictor;
 mod preempt;
 mod profile_db;
