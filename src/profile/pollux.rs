@@ -53,18 +53,23 @@
 //!
 //! # Other profiles of the same applications
 //!
-//! Sia's artifact (SOSP'23) ships the same six applications: its `aws`
-//! placement and scalability files are byte-identical to Pollux's (the same
-//! T4 measurements) and its validation traces are Pollux's, so this model is
-//! also Sia's model of those applications on its `aws` GPU type; Sia's other
-//! GPU types (`azure` V100, `dgx-ext` A100, `rtx`, `quad`) are measurements
-//! of their own in the same layout, which [`Application::load_dir`] can read
-//! once renamed to `placements.csv` / `scalability.csv`. ElasticFlow's T4
-//! throughputs (`throughputs_T4/`) are taken from the Pollux data, per its
-//! README (global batch × GPU count instead of per-GPU batch × placement,
-//! without the statistical efficiency), so they describe the same
-//! measurements with less detail; ElasticFlow's A100 tables are other
-//! measurements of partly other models (see `src/profile/data/README.md`).
+//! Sia's artifact (SOSP'23) measures the same six applications on several
+//! GPU types (`../shared/profiles/sia/<app>/placements-<gpu>.csv`,
+//! `scalability-<gpu>.csv`): its `aws` files (AWS g4dn.12xlarge, T4) are
+//! byte-identical to Pollux's, and its statistical-efficiency traces are
+//! Pollux's `validation-*.csv` (not duplicated in `../shared`), so this
+//! model is Sia's model of those applications on `aws` too. Its other GPU
+//! types (`azure` V100, `dgx-ext` A100, `rtx` RTX 2080 Ti, `quad` Quadro RTX
+//! 6000; 8 GPUs per node on three of them) are measurements of their own in
+//! the same columns (in another order; read by name), which
+//! [`Application::load_dir`] reads once copied beside the validation traces
+//! as `placements.csv` / `scalability.csv`, with a triangulation written by
+//! `delaunay.py` for them. ElasticFlow's T4 throughputs (`throughputs_T4/`)
+//! are taken from the Pollux data, per its README: iterations per second by
+//! global batch and GPU count (1–64), without placements or statistical
+//! efficiency, so they describe the same measurements with less detail;
+//! ElasticFlow's A100 tables are other measurements, partly of other models
+//! (see `src/profile/data/README.md`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
