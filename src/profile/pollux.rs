@@ -447,7 +447,8 @@ impl Application {
         }
         // Points: placements grouped by (nodes, replicas, local_bsz), sorted,
         // Kahan means; then scalability in file order.
-        let mut groups: BTreeMap<(u32, u32, u32), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+        type Times = (Vec<f64>, Vec<f64>);
+        let mut groups: BTreeMap<(u32, u32, u32), Times> = BTreeMap::new();
         for r in &placements {
             let key = (r.placement.len() as u32, r.placement.iter().sum(), r.local_bsz);
             let g = groups.entry(key).or_default();
