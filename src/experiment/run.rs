@@ -576,6 +576,9 @@ fn engine_stage(
             _ => model,
         })
     });
+    // Work-defined jobs progress by the Pollux application model (the
+    // Pollux measurements, compiled in), parsed only for a run that has them.
+    let progress_model = (jobs.work_defined() > 0).then(crate::profile::pollux::PolluxApps::builtin);
     let sim = Simulation::new(
         cluster,
         jobs,
@@ -586,6 +589,10 @@ fn engine_stage(
     .with_interference(Box::new(interference))
     .with_checkpoint(spec.checkpoint)
     .with_invariant_checks(checks);
+    let sim = match progress_model {
+        Some(m) => sim.with_progress_model(Box::new(m)),
+        None => sim,
+    };
     let sim = match (spec.horizon_ms, spec.allow_unfinished) {
         (Some(h), _) => sim.with_horizon(crate::time::SimTime::from_ms(h)),
         (None, true) => sim.allow_unfinished(),

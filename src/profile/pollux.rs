@@ -1276,6 +1276,23 @@ impl ProgressModel for PolluxApps {
         }
     }
 
+    /// The simulator's rule for a job given its total batch
+    /// ([`Application::tuned_config`]: `update_local_bsz` with a target
+    /// batch size); the trait's even split for an unknown application.
+    fn tuned_config(&self, app: &str, per_node: &[u32], batch: u32) -> ElasticConfig {
+        match self.get(app) {
+            Some(a) => a.tuned_config(per_node, u64::from(batch)),
+            None => {
+                let replicas = per_node.iter().sum::<u32>().max(1);
+                ElasticConfig {
+                    per_node: per_node.to_vec(),
+                    atomic_bsz: batch.div_ceil(replicas).max(1),
+                    accum_steps: 0,
+                }
+            }
+        }
+    }
+
     /// The next epoch boundary above `progress` (at most the target);
     /// infinity for an unknown application (whose target is an error).
     fn next_breakpoint(&self, app: &str, progress: f64) -> f64 {

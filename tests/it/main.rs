@@ -12,6 +12,7 @@ mod config_error;
 mod custom_las;
 mod custom_policy;
 mod elastic_engine;
+mod elastic_run;
 mod engine_hooks;
 mod experiment_figures;
 mod fairness;
