@@ -56,6 +56,14 @@ pub struct ElasticConfig {
 }
 
 impl ElasticConfig {
+    /// `batch` samples split evenly over the GPUs of `per_node`, rounded
+    /// up, without accumulation: atomic batch `ceil(batch / replicas)`, at
+    /// least 1.
+    pub fn even_split(per_node: &[u32], batch: u32) -> Self {
+        let replicas = per_node.iter().sum::<u32>().max(1);
+        ElasticConfig { per_node: per_node.to_vec(), atomic_bsz: batch.div_ceil(replicas).max(1), accum_steps: 0 }
+    }
+
     /// GPUs (replicas) in all.
     pub fn replicas(&self) -> u32 {
         self.per_node.iter().sum()
@@ -106,8 +114,7 @@ pub trait ProgressModel: Send + Sync {
     /// model with memory limits per GPU (Pollux's `max_local_bsz`) overrides
     /// it with its own rule.
     fn tuned_config(&self, _app: &str, per_node: &[u32], batch: u32) -> ElasticConfig {
-        let replicas = per_node.iter().sum::<u32>().max(1);
-        ElasticConfig { per_node: per_node.to_vec(), atomic_bsz: batch.div_ceil(replicas).max(1), accum_steps: 0 }
+        ElasticConfig::even_split(per_node, batch)
     }
 }
 

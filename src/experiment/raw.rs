@@ -298,17 +298,21 @@ pub fn first_run_job_cap(p: &RawSpec, spec: &mut RunSpec) -> Result<(), crate::e
 }
 
 /// Every built-in family's own keys ([`crate::policy::build::FamilyKey`]),
-/// each once.
-fn all_family_keys() -> Vec<crate::policy::build::FamilyKey> {
-    let mut keys: Vec<crate::policy::build::FamilyKey> = Vec::new();
-    for n in <PolicyName as ValueNames>::selectable() {
-        for fk in n.default_spec().family_keys(false) {
-            if !keys.iter().any(|k| k.key == fk.key) {
-                keys.push(*fk);
+/// each once; gathered from the kinds' default specs on first use (a sweep
+/// reads them for every run).
+fn all_family_keys() -> &'static [crate::policy::build::FamilyKey] {
+    static KEYS: std::sync::OnceLock<Vec<crate::policy::build::FamilyKey>> = std::sync::OnceLock::new();
+    KEYS.get_or_init(|| {
+        let mut keys: Vec<crate::policy::build::FamilyKey> = Vec::new();
+        for n in <PolicyName as ValueNames>::selectable() {
+            for fk in n.default_spec().family_keys(false) {
+                if !keys.iter().any(|k| k.key == fk.key) {
+                    keys.push(*fk);
+                }
             }
         }
-    }
-    keys
+        keys
+    })
 }
 
 /// The prefix of the raw-spec keys that set the run's policy options:
@@ -907,7 +911,7 @@ pub fn to_run_spec_in(
     // with a range is checked whatever the policy, and a key an experiment
     // file may set only for its family's policies is refused for another.
     let own_keys = if outside.is_some() { &[][..] } else { name.default_spec().family_keys(file) };
-    for fk in all_family_keys().into_iter().filter(|fk| r.has(fk.key)) {
+    for fk in all_family_keys().iter().filter(|fk| r.has(fk.key)) {
         if let Some(check) = fk.check {
             r.bounded(fk.key, check(r.num(fk.key)?.unwrap_or(0.0)))?;
         }

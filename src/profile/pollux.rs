@@ -1282,14 +1282,7 @@ impl ProgressModel for PolluxApps {
     fn tuned_config(&self, app: &str, per_node: &[u32], batch: u32) -> ElasticConfig {
         match self.get(app) {
             Some(a) => a.tuned_config(per_node, u64::from(batch)),
-            None => {
-                let replicas = per_node.iter().sum::<u32>().max(1);
-                ElasticConfig {
-                    per_node: per_node.to_vec(),
-                    atomic_bsz: batch.div_ceil(replicas).max(1),
-                    accum_steps: 0,
-                }
-            }
+            None => ElasticConfig::even_split(per_node, batch),
         }
     }
 
