@@ -46,8 +46,9 @@ pub struct JobExtra {
 /// `accum_steps`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ElasticConfig {
-    /// GPUs (one replica each) on each node the job uses, in node order,
-    /// without zeros (Pollux's placement tuple, e.g. `[4, 2]`).
+    /// GPUs (one replica each) on each node the job uses, without zeros,
+    /// nodes in the order of the job's GPU list (Pollux's placement tuple,
+    /// e.g. `[4, 2]`; its throughput depends on the cyclic order only).
     pub per_node: Vec<u32>,
     /// Per-GPU micro-batch of one step, samples (Pollux's `atomic_bsz`).
     pub atomic_bsz: u32,
@@ -116,6 +117,61 @@ pub trait ProgressModel: Send + Sync {
     fn tuned_config(&self, _app: &str, per_node: &[u32], batch: u32) -> ElasticConfig {
         ElasticConfig::even_split(per_node, batch)
     }
+
+    /// `(step_time, sync_time)`, seconds, of one atomic step (every replica
+    /// computes `cfg.atomic_bsz` samples, then gradients synchronise) on
+    /// `cfg`'s placement: what a job observes when it profiles itself
+    /// (Pollux's `get_throughput`). An optimiser step with accumulation
+    /// takes `step + accum_steps × (step − sync)`. For policies that model
+    /// throughput themselves (Optimus, Pollux).
+    ///
+    /// # Errors
+    /// A model without throughput tables (the default), an unknown
+    /// application or a configuration the model cannot rate.
+    fn step_times(&self, app: &str, _cfg: &ElasticConfig) -> Result<(f64, f64), String> {
+        Err(format!("the {} progress model gives no step times (application `{app}`)", self.name()))
+    }
+
+    /// Gradient statistics `(grad_sqr, grad_var)` of a job of `app` at
+    /// total batch `batch` (samples) at `progress`: what its
+    /// statistical-efficiency estimate is fitted to (Pollux's
+    /// `get_grad_stats`).
+    ///
+    /// # Errors
+    /// As [`ProgressModel::step_times`], or a batch outside the model's range.
+    fn grad_stats(&self, app: &str, _batch: u64, _progress: f64) -> Result<(f64, f64), String> {
+        Err(format!("the {} progress model gives no gradient statistics (application `{app}`)", self.name()))
+    }
+
+    /// Optimiser steps left at total batch `batch` for a job of `app` at
+    /// `progress`: an oracle of remaining work (Optimus' remaining
+    /// iterations, as the Pollux simulator's Optimus+Oracle computes them).
+    ///
+    /// # Errors
+    /// As [`ProgressModel::grad_stats`].
+    fn remaining_steps(&self, app: &str, _batch: u64, _progress: f64) -> Result<f64, String> {
+        Err(format!("the {} progress model has no oracle of remaining steps (application `{app}`)", self.name()))
+    }
+
+    /// The batch limits of `app`, `None` when the model has none.
+    fn batch_limits(&self, _app: &str) -> Option<BatchLimits> {
+        None
+    }
+}
+
+/// Batch limits of an application ([`ProgressModel::batch_limits`];
+/// Pollux: `Application`'s `init_batch_size`, `max_batch_size`,
+/// `min_local_bsz`, `max_local_bsz`), samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchLimits {
+    /// Initial (reference) total batch: statistical efficiency is relative to it.
+    pub init_batch: u32,
+    /// Largest total batch.
+    pub max_batch: u32,
+    /// Least per-GPU batch.
+    pub min_local: u32,
+    /// Largest per-GPU (atomic) batch that fits in a GPU's memory.
+    pub max_local: u32,
 }
 
 /// What makes a job work-defined: it runs until its progress, in the run's

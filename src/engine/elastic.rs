@@ -111,21 +111,20 @@ pub(super) fn check_suspended(
     Ok(())
 }
 
-/// GPUs per node of `gpus`, in node order, without zeros (Pollux's placement).
+/// GPUs per node of `gpus`, without zeros, nodes in the order they first
+/// appear in `gpus` (Pollux's simulator groups a job's allocation list, a
+/// node per replica, into its placement tuple in list order; its throughput
+/// depends on the cyclic order of that tuple).
 fn per_node(sim: &Simulation, gpus: &[GpuId]) -> Vec<u32> {
-    let mut nodes: Vec<u32> = gpus.iter().map(|&g| sim.cluster.node_of(g).0).collect();
-    nodes.sort_unstable();
-    let mut out: Vec<u32> = Vec::new();
-    let mut last = None;
-    for n in nodes {
-        if last == Some(n) {
-            *out.last_mut().expect("pushed below") += 1;
-        } else {
-            out.push(1);
-            last = Some(n);
+    let mut nodes: Vec<(u32, u32)> = Vec::new();
+    for &g in gpus {
+        let n = sim.cluster.node_of(g).0;
+        match nodes.iter_mut().find(|(m, _)| *m == n) {
+            Some((_, c)) => *c += 1,
+            None => nodes.push((n, 1)),
         }
     }
-    out
+    nodes.into_iter().map(|(_, c)| c).collect()
 }
 
 /// One segment of a work-defined job: goodput and segment end at

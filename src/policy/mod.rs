@@ -79,6 +79,14 @@ impl View<'_> {
         Some(ElasticStatus { spec, progress, target, cfg, rescaling, restarts })
     }
 
+    /// The run's progress model of work-defined jobs (`None` in a run
+    /// without one): for policies that model the jobs' throughput and
+    /// remaining work themselves (step times, gradient statistics, an
+    /// oracle of remaining steps, batch limits).
+    pub fn progress_model(&self) -> Option<&dyn crate::job::ProgressModel> {
+        self.jobs.progress_model()
+    }
+
     /// The run's progress model's goodput for work-defined `job` on `cfg`
     /// at progress `progress`, progress units per second: what a policy
     /// weighs candidate configurations by (Pollux, Optimus). `None` for a

@@ -10,4 +10,4 @@
 
 // The types live on the job floor (`crate::job`), below the engine and the
 // job state that hold them; this module is where the profile side names them.
-pub use crate::job::{ElasticConfig, ProgressModel};
+pub use crate::job::{BatchLimits, ElasticConfig, ProgressModel};

@@ -74,7 +74,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::elastic::{ElasticConfig, ProgressModel};
+use super::elastic::{BatchLimits, ElasticConfig, ProgressModel};
 use crate::error::TraceError;
 
 /// The six applications of the Pollux artifact, in name order.
@@ -1286,6 +1286,41 @@ impl ProgressModel for PolluxApps {
         }
     }
 
+    fn step_times(&self, app: &str, cfg: &ElasticConfig) -> Result<(f64, f64), String> {
+        self.app(app)?.throughput(&cfg.per_node, cfg.atomic_bsz).map_err(|e| e.to_string())
+    }
+
+    /// At the epoch of `progress` (at most the completion epoch).
+    fn grad_stats(&self, app: &str, batch: u64, progress: f64) -> Result<(f64, f64), String> {
+        let a = self.app(app)?;
+        a.grad_stats(batch, a.epoch_of(progress).min(a.completion_epoch())).map_err(|e| e.to_string())
+    }
+
+    /// Optimus+Oracle's remaining iterations (`OptimusPolicy.optimize`):
+    /// iterations at the end of the completion epoch minus those at the end
+    /// of the current epoch ([`Application::iteration`], both at `batch`),
+    /// or 1 when the job is in its completion epoch or beyond (the
+    /// simulator's own reading: it counts from the end of the current
+    /// epoch, so the epoch in progress is not counted).
+    fn remaining_steps(&self, app: &str, batch: u64, progress: f64) -> Result<f64, String> {
+        let a = self.app(app)?;
+        let (epoch, last) = (a.epoch_of(progress), a.completion_epoch());
+        if last <= epoch {
+            return Ok(1.0);
+        }
+        let err = |e: ModelError| e.to_string();
+        Ok(a.iteration(batch, last).map_err(err)? - a.iteration(batch, epoch).map_err(err)?)
+    }
+
+    fn batch_limits(&self, app: &str) -> Option<BatchLimits> {
+        self.get(app).map(|a| BatchLimits {
+            init_batch: a.init_batch_size,
+            max_batch: a.max_batch_size,
+            min_local: a.min_local_bsz,
+            max_local: a.max_local_bsz,
+        })
+    }
+
     /// The next epoch boundary above `progress` (at most the target);
     /// infinity for an unknown application (whose target is an error).
     fn next_breakpoint(&self, app: &str, progress: f64) -> f64 {
@@ -1587,6 +1622,27 @@ mod tests {
         );
         let yolo = apps.get("yolov3").unwrap();
         assert_eq!((yolo.init_batch_size, yolo.max_local_bsz, yolo.max_epochs), (8, 8, 50));
+    }
+
+    #[test]
+    fn the_remaining_steps_oracle_counts_from_the_end_of_the_current_epoch() {
+        let apps = apps();
+        let bert = apps.get("bert").unwrap();
+        // bert trains 2 epochs (completion epoch 1). At progress 0 (epoch 0),
+        // remaining = iteration(b, 1) - iteration(b, 0), read off the
+        // validated row of batch 12 directly.
+        let rows = &bert.validation[0].epochs;
+        let want = rows[1].iteration - rows[0].iteration;
+        assert_eq!(apps.remaining_steps("bert", 12, 0.0).unwrap(), want);
+        // Once in the completion epoch, the simulator's floor of 1 step.
+        let in_last = bert.progress_of(1).unwrap();
+        assert_eq!(apps.remaining_steps("bert", 12, in_last).unwrap(), 1.0);
+        // Step times are the throughput tables'; limits the application's.
+        let cfg = ElasticConfig { per_node: vec![2], atomic_bsz: 6, accum_steps: 0 };
+        assert_eq!(apps.step_times("bert", &cfg).unwrap(), bert.throughput(&[2], 6).unwrap());
+        let lim = apps.batch_limits("bert").unwrap();
+        assert_eq!((lim.init_batch, lim.max_batch, lim.min_local, lim.max_local), (12, 384, 4, 12));
+        assert!(apps.remaining_steps("nope", 12, 0.0).is_err() && apps.batch_limits("nope").is_none());
     }
 
     #[test]
