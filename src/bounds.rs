@@ -44,6 +44,21 @@ pub fn horizon_ms(s: f64) -> Result<u64, String> {
     }
 }
 
+/// Longest re-scale delay of a work-defined job, s: one day.
+pub const MAX_RESCALE_DELAY_S: f64 = 86_400.0;
+
+/// A re-scale delay in seconds (0 to [`MAX_RESCALE_DELAY_S`]) as whole ms.
+///
+/// # Errors
+/// A negative, non-finite or too large value, with the reason.
+pub fn rescale_delay_ms(s: f64) -> Result<u64, String> {
+    if s.is_finite() && (0.0..=MAX_RESCALE_DELAY_S).contains(&s) {
+        Ok((s * 1000.0).round() as u64)
+    } else {
+        Err(format!("must be a number of seconds from 0 to {MAX_RESCALE_DELAY_S}, got {s}"))
+    }
+}
+
 fn whole(n: u64, (lo, hi): (u64, u64), what: &str) -> Result<u32, String> {
     if n < lo {
         Err(format!("must be at least {lo}, got {n}"))

@@ -22,7 +22,8 @@ pub(crate) struct ClusterArgs {
     /// Helios Venus in its 15 VC partitions (135 × 8 = 1,080 GPUs; jobs of
     /// other VCs are skipped as unknown_vc); helios-earth, helios-saturn,
     /// helios-uranus = 125, 260, 265 nodes × 8 GPUs in one partition (the
-    /// published 997, 2,080, 2,119 GPUs rounded up to whole nodes).
+    /// published 997, 2,080, 2,119 GPUs rounded up to whole nodes); pollux
+    /// = 16 nodes × 4 T4 (64 GPUs, the Pollux simulator's cluster).
     /// Default: lab16.
     #[arg(long, value_enum, conflicts_with_all = ["nodes", "vcs", "nodes_file"])]
     pub(crate) cluster: Option<ClusterPreset>,

@@ -95,6 +95,19 @@ pub(crate) struct SimulateArgs {
     #[arg(long, value_enum, default_value = "none", value_name = "MODEL")]
     pub(crate) checkpoint: crate::engine::CheckpointModel,
 
+    /// How work-defined jobs (elastic-workload traces) progress in time:
+    /// exact (event times to the ms) or pollux-sim, the Pollux simulator's
+    /// semantics: 60-s steps, epoch crossings rounded to whole seconds
+    /// (pair it with tiresias-tuned, optimus or pollux, which act every
+    /// 60 s by default, to replay that simulator).
+    #[arg(long, value_enum, default_value = "exact", value_name = "TIMING")]
+    pub(crate) elastic_timing: crate::engine::ElasticTiming,
+
+    /// Re-scale delay of a work-defined job, seconds: it makes no progress
+    /// for this long after each (re)allocation. Default 30 s (Pollux's).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) rescale_delay: Option<f64>,
+
     /// Without --trace: the synthetic Philly-like job mix (synthetic) or
     /// GENIE's QoS tasks (genie: six DL models, half training, half
     /// inference, Poisson at --jobs-per-hour, default 10, over --hours,
@@ -323,10 +336,12 @@ pub(crate) enum WorkloadKind {
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 61] = [
+pub(crate) const SPEC_ARGS: [&str; 63] = [
     "trace",
     "policy_opt",
     "checkpoint",
+    "elastic_timing",
+    "rescale_delay",
     "format",
     "columns",
     "columns_file",
@@ -461,6 +476,10 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
         put("max_duration", Value::UInt(d));
     }
     put("checkpoint", Value::Str(value_name(&a.checkpoint)));
+    put("elastic_timing", Value::Str(value_name(&a.elastic_timing)));
+    if let Some(d) = a.rescale_delay {
+        put("rescale_delay", Value::Float(d));
+    }
     put("coloc_unmeasured", Value::Str(value_name(&a.coloc_unmeasured)));
     for (name, v) in &a.policy_opt {
         r.insert(format!("{}{name}", raw::POLICY_OPT), raw::parse_scalar(v));
@@ -614,6 +633,13 @@ pub(crate) fn simulate(a: SimulateArgs, registry: &Registry) -> Result<()> {
         errln!(
             "note: --checkpoint {} charged nothing: no job was preempted (only preemptive policies such as srtf preempt)",
             report.spec.checkpoint.name()
+        )?;
+    }
+    if report.summary.restarts_total.is_none()
+        && (!report.spec.elastic_timing.is_exact() || report.spec.rescale_delay_ms.is_some())
+    {
+        errln!(
+            "note: --elastic-timing and --rescale-delay changed nothing: the run has no work-defined jobs (an elastic-workload trace has them)"
         )?;
     }
     print_summary(&report)?;

@@ -60,6 +60,10 @@ pub enum ClusterPreset {
     /// one partition. GPU type `generic`, 16 GiB.
     #[cfg_attr(feature = "cli", value(name = "helios-uranus"))]
     HeliosUranus,
+    /// The Pollux simulator's cluster (its `simulator.py` defaults and the
+    /// OSDI'21 paper's testbed, AWS g4dn.12xlarge): 16 nodes × 4 NVIDIA T4
+    /// (16 GiB), 64 GPUs, where its workloads and measurements were made.
+    Pollux,
 }
 
 crate::names::value_names!(ClusterPreset {
@@ -71,6 +75,7 @@ crate::names::value_names!(ClusterPreset {
     HeliosEarth => "helios-earth",
     HeliosSaturn => "helios-saturn",
     HeliosUranus => "helios-uranus",
+    Pollux => "pollux",
 });
 
 /// GPUs per node of the Helios clusters: 8, the node size the Helios
@@ -353,6 +358,7 @@ impl ClusterPreset {
             ClusterPreset::HeliosEarth => helios_uniform("earth", helios_gpus("earth")),
             ClusterPreset::HeliosSaturn => helios_uniform("saturn", helios_gpus("saturn")),
             ClusterPreset::HeliosUranus => helios_uniform("uranus", helios_gpus("uranus")),
+            ClusterPreset::Pollux => ClusterSpec::uniform("pollux", 16, 4, "T4", 16 * 1024),
         }
     }
 }
@@ -599,6 +605,9 @@ mod tests {
         let p = ClusterPreset::Philly.spec();
         assert_eq!(p.nodes.len(), 321 + 231);
         assert_eq!(p.total_gpus(), 321 * 2 + 231 * 8); // 2,490
+        let pollux = ClusterPreset::Pollux.spec();
+        assert_eq!((pollux.nodes.len(), pollux.total_gpus()), (16, 64)); // 16 × 4 T4
+        assert!(pollux.nodes.iter().all(|n| n.gpu_type == "T4" && n.gpu_mem_mib == 16 * 1024));
     }
 
     #[test]

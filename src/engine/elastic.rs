@@ -51,6 +51,8 @@
 
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use super::{Event, Observer, Simulation, ms_to_finish};
 use crate::error::SimError;
 use crate::ids::{GpuId, JobId};
@@ -61,6 +63,51 @@ use crate::time::SimTime;
 /// Pollux's re-scale delay: a reallocated job makes no progress for 30 s
 /// (its simulator's `rescale_time = 30`, in seconds), ms.
 pub const DEFAULT_RESCALE_DELAY_MS: u64 = 30_000;
+
+/// The scheduling interval of Pollux's simulator, ms: its time advances in
+/// steps of 60 s (`Cluster.step(seconds=60)`), the grid of
+/// [`ElasticTiming::PolluxSim`].
+pub const POLLUX_SIM_INTERVAL_MS: u64 = 60_000;
+
+/// How a work-defined job's progress advances in time; a run's
+/// `elastic_timing` (`--elastic-timing exact|pollux-sim`, sweep key
+/// `elastic_timing`). Duration-defined jobs are unaffected.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum ElasticTiming {
+    /// Exact event times (the default): a job's goodput changes at the
+    /// first whole ms at which its progress reaches an epoch boundary, and
+    /// it completes at the first whole ms at which its work is done.
+    #[default]
+    Exact,
+    /// The Pollux simulator's stepping (Job.step in its simulator.py,
+    /// petuum/adaptdl osdi21-artifact): time advances on a 60-s grid from
+    /// time 0. Within a grid step, a job's segment starts at the step's
+    /// start (or the end of its re-scale delay, or its last epoch
+    /// crossing); if progress + goodput × rest < next boundary (rest:
+    /// seconds left in the step) it makes goodput × rest progress by the
+    /// step's end; otherwise it crosses the boundary after round((boundary
+    /// − progress) / goodput) whole seconds (Python's round: half to even),
+    /// and its progress is set to the boundary exactly. A job completes at
+    /// the crossing into its target, so completion times are whole seconds
+    /// when arrivals and decisions are. Pair it with policies acting on the
+    /// same 60-s grid (tiresias-tuned, optimus and pollux do by default) to
+    /// replay that simulator's semantics.
+    PolluxSim,
+}
+
+crate::names::value_names!(ElasticTiming {
+    Exact => "exact",
+    PolluxSim => "pollux-sim",
+});
+
+impl ElasticTiming {
+    /// Whether this is the default ([`ElasticTiming::Exact`]), for manifests.
+    pub fn is_exact(&self) -> bool {
+        *self == ElasticTiming::Exact
+    }
+}
 
 /// GPU-ms a run has held its GPUs up to `now` (its current run only): GPUs
 /// × time since its start, or for a resized work-defined job the sum over
@@ -153,6 +200,29 @@ impl Simulation {
     pub fn with_rescale_delay_ms(mut self, ms: u64) -> Self {
         self.rescale_delay_ms = ms;
         self
+    }
+
+    /// Sets how work-defined jobs' progress advances in time (default
+    /// [`ElasticTiming::Exact`]).
+    pub fn with_elastic_timing(mut self, timing: ElasticTiming) -> Self {
+        self.elastic_timing = timing;
+        self
+    }
+
+    /// The instant of a segment's event: the job, at `progress` with the
+    /// segment `seg`, progresses from `from` (the later of its settling and
+    /// the end of its re-scale delay). Exact timing: the first whole ms at
+    /// which progress reaches the segment's end. Pollux-sim timing: the
+    /// crossing, `round((end − progress) / goodput)` whole seconds after
+    /// `from`, when it falls within the grid step holding `from`; else the
+    /// step's end (where [`Simulation::elastic_event`] settles progress).
+    fn segment_event(&self, from: SimTime, progress: f64, seg: &Segment) -> SimTime {
+        match self.elastic_timing {
+            ElasticTiming::Exact => from.plus_ms(ms_to_finish((seg.end - progress) * 1000.0, seg.goodput)),
+            ElasticTiming::PolluxSim => match pollux_sim_step(from, progress, seg.goodput, seg.end) {
+                PolluxStep::Cross(at) | PolluxStep::Settle(at, _) => at,
+            },
+        }
     }
 
     /// A run with work-defined jobs needs a progress model: the error
@@ -253,7 +323,7 @@ impl Simulation {
         let seg = self.segment(&*model, job, &app, &cfg, progress, target)?;
         let rescale_until = self.now.plus_ms(self.rescale_delay_ms);
         let epoch = resumed.map_or(0, |s| s.epoch);
-        let at = rescale_until.plus_ms(ms_to_finish((seg.end - progress) * 1000.0, seg.goodput));
+        let at = self.segment_event(rescale_until, progress, &seg);
         self.events.push(at, Event::Completion { job, epoch });
         let spec = self.jobs.spec(job);
         let (first_start, preemptions, attained_ms, attained_gpu_ms, waited_ms) = match resumed {
@@ -414,10 +484,8 @@ impl Simulation {
         run.epoch += 1;
         run.gpus = gpus;
         let epoch = run.epoch;
-        self.events.push(
-            from.plus_ms(ms_to_finish((seg.end - progress) * 1000.0, seg.goodput)),
-            Event::Completion { job, epoch },
-        );
+        let at = self.segment_event(from, progress, &seg);
+        self.events.push(at, Event::Completion { job, epoch });
         self.stats.resizes += 1;
         if moved {
             self.stats.restarts += 1;
@@ -451,10 +519,20 @@ impl Simulation {
             let Some(e) = r.elastic.as_deref() else {
                 return Err(self.internal(job, None, "segment event of a job not work-defined".into()));
             };
-            // Accrued up to now, uncapped; at least the segment's end.
             let from = r.settled_at.max(e.rescale_until);
-            let accrued = e.progress + e.goodput * now.since(from) as f64 / 1000.0;
-            (accrued.max(e.segment_end).min(e.target), e.target, e.cfg.clone())
+            let progress = match self.elastic_timing {
+                // Accrued up to now, uncapped; at least the segment's end.
+                ElasticTiming::Exact => {
+                    let accrued = e.progress + e.goodput * now.since(from) as f64 / 1000.0;
+                    accrued.max(e.segment_end).min(e.target)
+                }
+                // The grid step's end without a crossing, or the crossing.
+                ElasticTiming::PolluxSim => match pollux_sim_step(from, e.progress, e.goodput, e.segment_end) {
+                    PolluxStep::Settle(at, p) if at == now => p,
+                    _ => e.segment_end,
+                },
+            };
+            (progress, e.target, e.cfg.clone())
         };
         self.stats.breakpoints += 1;
         if progress >= target {
@@ -482,10 +560,8 @@ impl Simulation {
         run.settled_at = now;
         run.epoch += 1;
         let epoch = run.epoch;
-        self.events.push(
-            now.plus_ms(ms_to_finish((seg.end - progress) * 1000.0, seg.goodput)),
-            Event::Completion { job, epoch },
-        );
+        let at = self.segment_event(now, progress, &seg);
+        self.events.push(at, Event::Completion { job, epoch });
         Ok(false)
     }
 
@@ -516,6 +592,33 @@ impl Simulation {
         }
         Ok(())
     }
+}
+
+/// What a work-defined job does next under [`ElasticTiming::PolluxSim`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum PolluxStep {
+    /// It crosses its segment's end at this instant.
+    Cross(SimTime),
+    /// It reaches the end of the grid step (this instant) with this progress.
+    Settle(SimTime, f64),
+}
+
+/// `Job.step` of Pollux's simulator for one segment: from `from` at
+/// `progress` with `goodput` (per s) towards `end`, within the grid step
+/// holding `from` (the next multiple of [`POLLUX_SIM_INTERVAL_MS`] above
+/// it). The crossing test and the progress of a step without a crossing
+/// are the simulator's floating-point expressions (`progress + goodput ×
+/// seconds < next_progress`, `progress += goodput × seconds`), the crossing
+/// delay its `round(float((next_progress − progress) / goodput))` seconds.
+fn pollux_sim_step(from: SimTime, progress: f64, goodput: f64, end: f64) -> PolluxStep {
+    let step_end = SimTime((from.as_ms() / POLLUX_SIM_INTERVAL_MS + 1).saturating_mul(POLLUX_SIM_INTERVAL_MS));
+    let rest_s = step_end.since(from) as f64 / 1000.0;
+    if progress + goodput * rest_s < end {
+        return PolluxStep::Settle(step_end, progress + goodput * rest_s);
+    }
+    let delta_s = ((end - progress) / goodput).round_ties_even().max(0.0);
+    // At most `rest_s` (the test above), so within the step.
+    PolluxStep::Cross(from.plus_ms(((delta_s * 1000.0) as u64).min(step_end.since(from))))
 }
 
 /// The GPUs running `job` holds (empty if it is not running).

@@ -53,7 +53,7 @@ mod preempt;
 mod queue;
 
 pub use checkpoint::{CheckpointModel, GANDIVA_SUSPEND_MS};
-pub use elastic::DEFAULT_RESCALE_DELAY_MS;
+pub use elastic::{DEFAULT_RESCALE_DELAY_MS, ElasticTiming, POLLUX_SIM_INTERVAL_MS};
 pub use observer::{NoObserver, Observer, Snapshot};
 pub use queue::EventQueue;
 
@@ -255,6 +255,9 @@ pub struct Simulation {
     /// The re-scale delay of a work-defined job's reallocation, ms
     /// ([`Simulation::with_rescale_delay_ms`]).
     rescale_delay_ms: u64,
+    /// How work-defined jobs' progress advances in time
+    /// ([`Simulation::with_elastic_timing`]).
+    elastic_timing: ElasticTiming,
     /// Each job's progress at the last invariant check (work-defined jobs,
     /// with invariant checks on), to check that progress never decreases.
     progress_seen: Vec<f64>,
@@ -303,6 +306,7 @@ impl Simulation {
             net: guard::NetWatch::default(),
             progress_model: None,
             rescale_delay_ms: DEFAULT_RESCALE_DELAY_MS,
+            elastic_timing: ElasticTiming::Exact,
             progress_seen: Vec::new(),
         }
     }

@@ -29,7 +29,7 @@ use crate::workload::synthetic::SyntheticSpec;
 /// defaults of [`to_run_spec`] (the command line's). Besides these, a key
 /// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
 /// kind (`--policy-opt NAME=VALUE` on the command line).
-pub const KEYS: [(&str, &str); 60] = [
+pub const KEYS: [(&str, &str); 62] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv, alibaba-openb or elastic-workload"),
     (
@@ -54,6 +54,14 @@ pub const KEYS: [(&str, &str); 60] = [
     (
         "checkpoint",
         "none (default), helios-table (7 s for 1 GPU, 30 s up to 8, 60 s above) or gandiva (100 ms): the overhead charged at each preemption",
+    ),
+    (
+        "elastic_timing",
+        "exact (default: exact event times) or pollux-sim (the Pollux simulator's 60-s steps with whole-second epoch crossings): how work-defined jobs progress",
+    ),
+    (
+        "rescale_delay",
+        "seconds, 0 to 86,400 (default 30, Pollux's): a work-defined job makes no progress for this long after each reallocation",
     ),
     ("workload", "synthetic (the default) or genie (GENIE's QoS tasks; with a trace: its jobs as moldable tasks)"),
     ("hours", "a positive number, at most 8,760: the GENIE workload's arrival window"),
@@ -1055,6 +1063,11 @@ pub fn to_run_spec_in(
         rate_model: r.enumv("rate_model")?.unwrap_or(RateModelKind::Trace),
         profiles: r.path("profiles")?,
         checkpoint: r.enumv("checkpoint")?.unwrap_or_default(),
+        elastic_timing: r.enumv("elastic_timing")?.unwrap_or_default(),
+        rescale_delay_ms: r
+            .num("rescale_delay")?
+            .map(|s| r.bounded("rescale_delay", crate::bounds::rescale_delay_ms(s)))
+            .transpose()?,
         coloc_unmeasured: r.enumv("coloc_unmeasured")?.unwrap_or_default(),
         horizon_ms: r.num("horizon")?.map(|h| r.bounded("horizon", crate::bounds::horizon_ms(h))).transpose()?,
         allow_unfinished: r.flag("allow_unfinished")?,
@@ -1188,5 +1201,30 @@ mod tests {
         let json = serde_json::to_value(&d).unwrap();
         assert!(json.get("checkpoint").is_none(), "{json}");
         assert_eq!(serde_json::from_value::<RunSpec>(json).unwrap().checkpoint, crate::engine::CheckpointModel::None);
+    }
+
+    #[test]
+    fn elastic_timing_and_rescale_delay_keys() {
+        use crate::engine::ElasticTiming;
+        let s = to_run_spec(
+            &raw(&[("elastic_timing", Value::Str("pollux-sim".into())), ("rescale_delay", Value::Float(45.5))]),
+            Origin::CommandLine,
+            None,
+        )
+        .unwrap();
+        // 45.5 s = 45,500 ms.
+        assert_eq!((s.elastic_timing, s.rescale_delay_ms), (ElasticTiming::PolluxSim, Some(45_500)));
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(
+            (json["elastic_timing"].as_str(), json["rescale_delay_ms"].as_u64()),
+            (Some("pollux-sim"), Some(45_500))
+        );
+        // Defaults stay out of manifests (so existing manifests are unchanged).
+        let d = serde_json::to_value(to_run_spec(&RawSpec::new(), Origin::CommandLine, None).unwrap()).unwrap();
+        assert!(d.get("elastic_timing").is_none() && d.get("rescale_delay_ms").is_none(), "{d}");
+        for bad in [-1.0, f64::NAN, 86_401.0] {
+            let e = to_run_spec(&raw(&[("rescale_delay", Value::Float(bad))]), Origin::CommandLine, None).unwrap_err();
+            assert!(e.message.starts_with("--rescale-delay must be a number of seconds"), "{}", e.message);
+        }
     }
 }

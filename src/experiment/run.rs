@@ -588,6 +588,8 @@ fn engine_stage(
     )
     .with_interference(Box::new(interference))
     .with_checkpoint(spec.checkpoint)
+    .with_elastic_timing(spec.elastic_timing)
+    .with_rescale_delay_ms(spec.rescale_delay_ms.unwrap_or(crate::engine::DEFAULT_RESCALE_DELAY_MS))
     .with_invariant_checks(checks);
     let sim = match progress_model {
         Some(m) => sim.with_progress_model(Box::new(m)),

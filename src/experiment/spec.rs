@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::{ClusterPreset, ClusterSpec, load_vc_file};
-use crate::engine::CheckpointModel;
+use crate::engine::{CheckpointModel, ElasticTiming};
 use crate::error::{ConfigError, ConfigErrorKind, RunError};
 use crate::policy::predictor::PredictorKind;
 use crate::policy::registry::{PolicyName, PolicySpec};
@@ -273,6 +273,18 @@ pub struct RunSpec {
     /// kinds) preempt; see [`CheckpointModel`] for the models and sources.
     #[serde(default, skip_serializing_if = "CheckpointModel::is_none")]
     pub checkpoint: CheckpointModel,
+    /// How work-defined jobs' progress advances in time (`--elastic-timing`,
+    /// sweep key `elastic_timing`): exact event times (default; left out of
+    /// manifests) or `pollux-sim`, the Pollux simulator's 60-s steps with
+    /// whole-second epoch crossings ([`ElasticTiming`]).
+    #[serde(default, skip_serializing_if = "ElasticTiming::is_exact")]
+    pub elastic_timing: ElasticTiming,
+    /// The re-scale delay of a work-defined job's reallocation, ms
+    /// (`--rescale-delay` s, sweep key `rescale_delay`); `None` (default;
+    /// left out of manifests): [`crate::engine::DEFAULT_RESCALE_DELAY_MS`],
+    /// Pollux's 30 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rescale_delay_ms: Option<u64>,
     /// What the co-location rule reads for a pair of models never measured
     /// on the GPU type: `mean` (default; left out of manifests) or `learned`
     /// (`src/profile/coloc.rs`, `src/profile/ncf.rs`).
@@ -332,6 +344,8 @@ impl RunSpec {
             profiles: None,
             tie_order: TieOrder::Trace,
             checkpoint: CheckpointModel::None,
+            elastic_timing: ElasticTiming::Exact,
+            rescale_delay_ms: None,
             coloc_unmeasured: ColocUnmeasured::Mean,
             horizon_ms: None,
             allow_unfinished: false,

@@ -471,3 +471,49 @@ fn random_launches_resizes_and_preemptions_keep_every_invariant() {
         }
     }
 }
+
+/// Goodput 0.25 units/s below 20, 0.5 from 20 on (one GPU), target 101.25:
+/// for the Pollux simulator's stepping.
+struct QuarterHalf;
+
+impl ProgressModel for QuarterHalf {
+    fn name(&self) -> &'static str {
+        "quarter-half"
+    }
+    fn target(&self, _app: &str) -> Result<f64, String> {
+        Ok(101.25)
+    }
+    fn goodput(&self, _app: &str, cfg: &ElasticConfig, progress: f64) -> Result<f64, String> {
+        Ok(f64::from(cfg.replicas()) * if progress < 20.0 { 0.25 } else { 0.5 })
+    }
+    fn next_breakpoint(&self, _app: &str, progress: f64) -> f64 {
+        if progress < 20.0 { 20.0 } else { 101.25 }
+    }
+}
+
+#[test]
+fn pollux_sim_timing_steps_on_the_minute_grid_and_rounds_crossings_to_whole_seconds() {
+    use dlsched::engine::ElasticTiming;
+    let run = |timing| {
+        sim(cluster(1, 4), vec![elastic_job("a", 0, 1)], fifo(), Box::new(QuarterHalf))
+            .with_elastic_timing(timing)
+            .run()
+            .unwrap()
+    };
+    // Exact: launched at 0, 30-s delay; 20 units at 0.25/s = 80 s (110 s);
+    // 81.25 units at 0.5/s = 162.5 s: done at 272.5 s. Two events.
+    let exact = run(ElasticTiming::Exact);
+    assert_eq!(done(&exact, 0).end, SimTime::from_ms(272_500));
+    assert_eq!(exact.stats.breakpoints, 2);
+    // Pollux-sim, by the simulator's Job.step on 60-s steps:
+    //   (0, 60]:    delay to 30; 0 + 0.25 × 30 = 7.5 < 20: progress 7.5 at 60;
+    //   (60, 120]:  7.5 + 0.25 × 60 = 22.5 >= 20: crosses after
+    //               round(12.5 / 0.25) = 50 s, at 110; 20 + 0.5 × 10 = 25 at 120;
+    //   120 → 180 → 240: 55, 85;
+    //   (240, 300]: 85 + 30 >= 101.25: crosses after round(16.25 / 0.5) =
+    //               round(32.5) = 32 s (half to even), at 272 s.
+    // Events: 60, 110, 120, 180, 240, 272.
+    let sim_t = run(ElasticTiming::PolluxSim);
+    assert_eq!(done(&sim_t, 0).end, SimTime::from_secs(272));
+    assert_eq!(sim_t.stats.breakpoints, 6);
+}
