@@ -157,6 +157,29 @@ pub trait ProgressModel: Send + Sync {
     fn batch_limits(&self, _app: &str) -> Option<BatchLimits> {
         None
     }
+
+    /// Seconds a job of `app` at `progress` takes to reach the target on
+    /// `cfg`, at the model's goodput of each segment up to the target (no
+    /// re-scale delay): the remaining time an oracle of a fixed
+    /// configuration knows (what SRTF and Themis rank work-defined jobs by).
+    ///
+    /// # Errors
+    /// As [`ProgressModel::goodput`], or a goodput that is not positive and
+    /// finite or a breakpoint that does not advance.
+    fn time_to_target(&self, app: &str, cfg: &ElasticConfig, progress: f64) -> Result<f64, String> {
+        let target = self.target(app)?;
+        let (mut p, mut secs) = (progress, 0.0);
+        while p < target {
+            let g = self.goodput(app, cfg, p)?;
+            let end = self.next_breakpoint(app, p).min(target);
+            if !(g.is_finite() && g > 0.0 && end > p) {
+                return Err(format!("{app}: goodput {g} up to breakpoint {end} at progress {p} on {cfg:?}"));
+            }
+            secs += (end - p) / g;
+            p = end;
+        }
+        Ok(secs)
+    }
 }
 
 /// Batch limits of an application ([`ProgressModel::batch_limits`];
@@ -701,6 +724,29 @@ impl JobTable {
 
     pub(crate) fn set_progress_model(&mut self, model: Arc<dyn ProgressModel>) {
         self.progress = Some(SharedProgressModel(model));
+    }
+
+    /// Sets every work-defined job's `duration_ms` to the model's time to
+    /// its target from progress 0 on its tuned configuration: its tuned
+    /// GPUs packed `gpus_per_node` to a node, its tuned batch by
+    /// [`ProgressModel::tuned_config`] ([`ProgressModel::time_to_target`],
+    /// rounded up to whole ms; 0 when the model cannot rate it, which the
+    /// run then reports at launch). Policies that rank by duration (SJF,
+    /// SRTF's pending jobs, Themis) read it as their oracle.
+    pub(crate) fn estimate_elastic_durations(&mut self, model: &dyn ProgressModel, gpus_per_node: u32) {
+        let per = gpus_per_node.max(1);
+        for spec in &mut self.specs {
+            let Some(e) = spec.extra.as_ref().and_then(|x| x.elastic.as_ref()) else { continue };
+            let mut placement = Vec::new();
+            let mut left = e.tuned_gpus;
+            while left > 0 {
+                placement.push(left.min(per));
+                left -= left.min(per);
+            }
+            let cfg = model.tuned_config(&e.app, &placement, e.tuned_bsz);
+            let secs = model.time_to_target(&e.app, &cfg, 0.0).unwrap_or(0.0);
+            spec.duration_ms = (secs * 1000.0).ceil() as u64;
+        }
     }
 
     /// Number of jobs.

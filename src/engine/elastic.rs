@@ -34,8 +34,17 @@
 //! when its work is done. A breakpoint event runs no scheduling pass (only
 //! the job's goodput changed; a policy re-optimises at its own timers), a
 //! completion does, and so does a stale event of a work-defined job only
-//! when something else happens at that instant. Its `RunState::rate` is 1 and its `remaining` its
-//! spec's duration, unused by the engine.
+//! when something else happens at that instant.
+//!
+//! **What duration-ranking policies read.** A work-defined job's
+//! `JobSpec::duration_ms` is the model's time to its target on its tuned
+//! configuration (its tuned GPUs packed onto the cluster's largest nodes;
+//! [`ProgressModel::time_to_target`]), set when the run gets its progress
+//! model; while it runs, its `RunState::rate` is 1 and its `remaining` the
+//! rest of its re-scale delay plus the model's time to target on its
+//! current configuration, falling by one ms per ms (recomputed at each
+//! resize). SJF, SRTF and Themis rank it by these, as an oracle of a fixed
+//! configuration; the engine itself never reads them.
 //!
 //! **Units and rounding.** Time is whole ms. Goodput `g` is per second,
 //! so `d` progress units take `1000 d / g` ms; a segment's event is at
@@ -190,6 +199,8 @@ impl Simulation {
     /// first instant.
     pub fn with_progress_model(mut self, model: Box<dyn ProgressModel>) -> Self {
         let model: Arc<dyn ProgressModel> = Arc::from(model);
+        let per_node = self.cluster.spec().nodes.iter().map(|n| n.gpus).max().unwrap_or(1);
+        self.jobs.estimate_elastic_durations(&*model, per_node);
         self.jobs.set_progress_model(model.clone());
         self.progress_model = Some(model);
         self
@@ -332,7 +343,7 @@ impl Simulation {
                 (s.first_start, s.preemptions, s.attained_ms, s.attained_gpu_ms, s.waited_ms + self.now.since(s.since))
             }
         };
-        let remaining = resumed.map_or(spec.duration_ms as f64, |s| s.remaining);
+        let remaining = self.rescale_delay_ms as f64 + self.remaining_ms(&*model, &app, &cfg, progress);
         if self.model.depends_on_neighbours() {
             self.touched.extend(gpus.iter().map(|&g| self.cluster.node_of(g)));
         }
@@ -381,6 +392,15 @@ impl Simulation {
             obs.on_allocate(&self.snapshot(), job, &r.gpus, 1.0);
         }
         Ok(())
+    }
+
+    /// A running work-defined job's `RunState::remaining` (ms at rate 1, as
+    /// SRTF and Themis read it) after its re-scale delay: the model's time
+    /// from `progress` to the target on `cfg` ([`ProgressModel::time_to_target`];
+    /// 0 when the model cannot rate a later segment, which the run reports
+    /// when it gets there).
+    fn remaining_ms(&self, model: &dyn ProgressModel, app: &str, cfg: &ElasticConfig, progress: f64) -> f64 {
+        model.time_to_target(app, cfg, progress).map_or(0.0, |s| s * 1000.0)
     }
 
     /// The model's target for `app`, checked finite and positive.
@@ -462,6 +482,7 @@ impl Simulation {
             _ => (0.0, 1.0),
         };
         let seg = self.segment(&*model, job, &app, &cfg, progress, target)?;
+        let work_ms = self.remaining_ms(&*model, &app, &cfg, progress);
         let delay = self.rescale_delay_ms;
         let JobState::Running(run) = self.jobs.state_mut(job) else {
             unreachable!("checked above");
@@ -480,6 +501,7 @@ impl Simulation {
         e.goodput = seg.goodput;
         e.segment_end = seg.end;
         let from = e.rescale_until.max(now);
+        run.remaining = from.since(now) as f64 + work_ms;
         run.settled_at = now;
         run.epoch += 1;
         run.gpus = gpus;
@@ -557,6 +579,8 @@ impl Simulation {
         e.progress = progress;
         e.goodput = seg.goodput;
         e.segment_end = seg.end;
+        // The same configuration: its time to target falls as time passes.
+        run.remaining = (run.remaining - now.since(run.settled_at) as f64).max(0.0);
         run.settled_at = now;
         run.epoch += 1;
         let epoch = run.epoch;

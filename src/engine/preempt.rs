@@ -39,7 +39,7 @@ impl Simulation {
         // overhead: its cost is the re-scale delay when it is resumed.
         let (remaining, overhead, elastic) = match &run.elastic {
             Some(e) => (
-                run.remaining,
+                (run.remaining - self.now.since(run.settled_at) as f64).max(0.0),
                 0,
                 Some(ElasticPaused { progress: e.progress_at(run.settled_at, self.now), allocations: e.allocations }),
             ),

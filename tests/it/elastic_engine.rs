@@ -517,3 +517,16 @@ fn pollux_sim_timing_steps_on_the_minute_grid_and_rounds_crossings_to_whole_seco
     assert_eq!(done(&sim_t, 0).end, SimTime::from_secs(272));
     assert_eq!(sim_t.stats.breakpoints, 6);
 }
+
+#[test]
+fn a_work_defined_jobs_duration_is_the_models_time_to_target_on_its_tuned_configuration() {
+    // TwoBreaks on 1 GPU at batch 32: 20 units at 1/s + 40 at 0.5/s + 40 at
+    // 0.25/s = 20 + 80 + 160 = 260 s. On 2 GPUs (batch 64): half, 130 s.
+    let jobs = vec![elastic_job("a", 0, 1), elastic_job("b", 0, 2)];
+    let s = sim(cluster(1, 4), jobs, fifo(), Box::new(TwoBreaks));
+    assert_eq!(s.jobs().spec(JobId(0)).duration_ms, 260_000);
+    assert_eq!(s.jobs().spec(JobId(1)).duration_ms, 130_000);
+    // And the run agrees: `b` launches at 0, 30-s delay + 130 s = 160 s.
+    let out = s.run().unwrap();
+    assert_eq!(done(&out, 1).end, SimTime::from_secs(160));
+}
