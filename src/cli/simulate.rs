@@ -61,6 +61,9 @@ pub(crate) struct SimulateArgs {
     /// --checkpoint the cost of a preemption): srtf (shortest remaining time
     /// first), las (least attained service in rounds), dlas, dlas-gpu,
     /// tiresias-gittins (Tiresias), gandiva, themis, gavel, gavel-fifo.
+    /// Work-defined jobs (elastic workloads), at 60-s ticks as the Pollux
+    /// simulator: tiresias-tuned (two-queue 2D-LAS on tuned GPUs), optimus
+    /// (greedy marginal-gain GPUs by remaining work).
     /// GENIE family (moldable tasks of --workload
     /// genie; they choose each task's GPUs): genie (QoS-aware: best
     /// cost-efficiency placement that meets the task's expected completion

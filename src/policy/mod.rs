@@ -20,8 +20,10 @@ pub mod ldwp;
 pub mod memeff;
 pub mod memeff_tasks;
 pub mod nodesel;
+pub mod optimus;
 pub mod placement;
 pub mod placements;
+pub mod pollux_sim;
 pub mod predictor;
 pub mod qssf;
 pub mod queue;
@@ -33,6 +35,7 @@ pub mod srtf;
 pub mod symmetric;
 pub mod themis;
 pub mod tiresias;
+pub mod tiresias_tuned;
 
 use crate::cluster::Cluster;
 use crate::ids::{GpuId, JobId};

@@ -219,6 +219,13 @@ registry! {
     "dlas-gpu" => DlasGpu(crate::policy::tiresias::TiresiasOptions),
     /// Tiresias-G: DLAS-GPU queues ordered by Gittins index (options as `dlas`, gittins-delta-s).
     "tiresias-gittins" => TiresiasGittins(crate::policy::tiresias::TiresiasOptions),
+    /// Tiresias+TunedJobs as the Pollux simulator runs it: two-queue 2D-LAS on
+    /// the workload's tuned GPUs and batch, at 60-s ticks (`--policy-opt interval=60`).
+    "tiresias-tuned" => TiresiasTuned(crate::policy::tiresias_tuned::TiresiasTunedOptions),
+    /// Optimus+Oracle+TunedJobs as the Pollux simulator runs it: greedy
+    /// marginal-gain GPUs by remaining work, tuned batch, work-defined jobs only
+    /// (`--policy-opt interval=60`).
+    "optimus" => Optimus(crate::policy::optimus::OptimusOptions),
     /// Gandiva: time-slicing in rounds, packing by measured co-location
     /// speed, migration for locality (`--policy-opt`; `--checkpoint gandiva`).
     "gandiva" => Gandiva(crate::policy::gandiva::GandivaOptions),

@@ -1,0 +1,189 @@
+//! What `tiresias-tuned` and `optimus` share with the Pollux simulator
+//! (petuum/adaptdl, branch `osdi21-artifact`, `simulator/`): its scheduling
+//! tick and its "most free node first" allocation.
+//!
+//! - **Ticks.** The simulator advances its jobs by a scheduling interval
+//!   (60 s by default) and then calls its policy with the jobs submitted at
+//!   or before that instant and not complete (`Cluster.step`,
+//!   `get_job_infos`); its first call is at one interval, not at 0. [`Ticks`]
+//!   asks the engine for a timer ([`Decision::WakeAt`]) at the next multiple
+//!   of the interval while some job is active, and says whether a pass is a
+//!   tick that has not been run yet; the policies do nothing at other passes.
+//! - **Allocation.** Both policies give a job `n` GPUs node by node, each
+//!   time from the node with the most free GPUs (`Counter.most_common(1)`),
+//!   as many as it has or the job still needs. The simulator's counter of
+//!   free GPUs lists the nodes with a free GPU in node order, and
+//!   `most_common(1)` returns the first maximal entry: ties go to the lowest
+//!   node index ([`most_free_first`]). Which GPUs of a node a job gets does
+//!   not matter to the simulator (it counts GPUs per node); here the lowest
+//!   free ones.
+
+use crate::ids::{GpuId, JobId, NodeId};
+use crate::job::JobState;
+use crate::time::SimTime;
+
+use super::{Decision, View};
+
+/// The scheduling tick of the Pollux simulator; see the module docs.
+#[derive(Clone, Debug)]
+pub(crate) struct Ticks {
+    interval_ms: u64,
+    /// The last tick run.
+    last: Option<SimTime>,
+    /// The timer asked for and not delivered yet.
+    timer: Option<SimTime>,
+}
+
+impl Ticks {
+    /// Ticks every `interval_ms` (at least 1) from time 0; the first at one interval.
+    pub(crate) fn new(interval_ms: u64) -> Self {
+        Ticks { interval_ms: interval_ms.max(1), last: None, timer: None }
+    }
+
+    /// A timer was delivered at `now`.
+    pub(crate) fn on_timer(&mut self, now: SimTime) {
+        if self.timer.is_some_and(|t| t <= now) {
+            self.timer = None;
+        }
+    }
+
+    /// True when `now` is a tick (a positive multiple of the interval) not
+    /// run yet; marks it run.
+    pub(crate) fn take_tick(&mut self, now: SimTime) -> bool {
+        let ms = now.as_ms();
+        if ms == 0 || !ms.is_multiple_of(self.interval_ms) || self.last == Some(now) {
+            return false;
+        }
+        self.last = Some(now);
+        true
+    }
+
+    /// The timer to ask for after a pass at `now`: the next tick, when some
+    /// job is `active` and no timer is pending.
+    pub(crate) fn wake(&mut self, now: SimTime, active: bool) -> Option<Decision> {
+        if !active || self.timer.is_some() {
+            return None;
+        }
+        let next = SimTime::from_ms((now.as_ms() / self.interval_ms + 1).saturating_mul(self.interval_ms));
+        self.timer = Some(next);
+        Some(Decision::WakeAt(next))
+    }
+}
+
+/// Takes `need` GPUs from `free` (free GPUs per node, by node index), node
+/// by node, each time from the first node with the most free GPUs, as many
+/// as it has or are still needed. Returns `(node index, count)` in the
+/// order taken, or `None` (and `free` unchanged) when fewer than `need` are free.
+pub(crate) fn most_free_first(free: &mut [u32], need: u32) -> Option<Vec<(usize, u32)>> {
+    if free.iter().map(|&f| u64::from(f)).sum::<u64>() < u64::from(need) {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut left = need;
+    while left > 0 {
+        let mut best = 0;
+        for (i, &f) in free.iter().enumerate() {
+            if f > free[best] {
+                best = i;
+            }
+        }
+        let take = free[best].min(left);
+        free[best] -= take;
+        left -= take;
+        out.push((best, take));
+    }
+    Some(out)
+}
+
+/// Per node, the GPUs a tick may hand out: free ones and those of the jobs
+/// it takes GPUs from, each list ascending.
+#[derive(Clone, Debug)]
+pub(crate) struct GpuPool {
+    per_node: Vec<Vec<GpuId>>,
+}
+
+impl GpuPool {
+    /// The free GPUs of the cluster in `view`.
+    pub(crate) fn free(view: &View<'_>) -> Self {
+        let c = view.cluster;
+        let per_node = (0..c.num_nodes() as u32)
+            .map(|n| c.node_gpus(NodeId(n)).filter(|&g| c.holders(g).next().is_none()).collect())
+            .collect();
+        GpuPool { per_node }
+    }
+
+    /// Adds the GPUs `job` holds (it is being preempted or moved).
+    pub(crate) fn give_back(&mut self, view: &View<'_>, job: JobId) {
+        for g in held(view, job) {
+            let n = view.cluster.node_of(g).index();
+            if let Some(list) = self.per_node.get_mut(n) {
+                let at = list.partition_point(|&x| x < g);
+                list.insert(at, g);
+            }
+        }
+    }
+
+    /// Free GPUs per node.
+    pub(crate) fn counts(&self) -> Vec<u32> {
+        self.per_node.iter().map(|l| l.len() as u32).collect()
+    }
+
+    /// Takes `count` GPUs of node `node`, preferring those in `prefer`
+    /// (ascending), then the lowest.
+    pub(crate) fn take(&mut self, node: usize, count: u32, prefer: &[GpuId], out: &mut Vec<GpuId>) {
+        let Some(list) = self.per_node.get_mut(node) else { return };
+        let mut left = count as usize;
+        let mut i = 0;
+        while left > 0 && i < list.len() {
+            if prefer.contains(&list[i]) {
+                out.push(list.remove(i));
+                left -= 1;
+            } else {
+                i += 1;
+            }
+        }
+        let n = left.min(list.len());
+        out.extend(list.drain(..n));
+    }
+}
+
+/// The GPUs `job` holds (empty unless it runs).
+pub(crate) fn held(view: &View<'_>, job: JobId) -> Vec<GpuId> {
+    match view.jobs.state(job) {
+        JobState::Running(r) => r.gpus.clone(),
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn most_free_first_breaks_ties_by_the_lowest_node() {
+        // free [2, 4, 4, 1]: 6 GPUs = 4 from node 1 (first of the two 4s),
+        // then 2 from node 2 (now the most free, 4 > 2).
+        let mut free = vec![2, 4, 4, 1];
+        assert_eq!(most_free_first(&mut free, 6), Some(vec![(1, 4), (2, 2)]));
+        assert_eq!(free, vec![2, 0, 2, 1]);
+        // 3 more: node 0 (2, first of the 2s), then node 2 (2 > 1): 1.
+        assert_eq!(most_free_first(&mut free, 3), Some(vec![(0, 2), (2, 1)]));
+        assert_eq!(most_free_first(&mut free, 3), None);
+        assert_eq!(free, vec![0, 0, 1, 1]);
+    }
+
+    #[test]
+    fn ticks_are_positive_multiples_run_once() {
+        let mut t = Ticks::new(60_000);
+        assert!(!t.take_tick(SimTime::ZERO));
+        assert_eq!(t.wake(SimTime::from_ms(5), true), Some(Decision::WakeAt(SimTime::from_secs(60))));
+        assert_eq!(t.wake(SimTime::from_ms(6), true), None); // one pending
+        assert!(!t.take_tick(SimTime::from_ms(59_999)));
+        t.on_timer(SimTime::from_secs(60));
+        assert!(t.take_tick(SimTime::from_secs(60)));
+        assert!(!t.take_tick(SimTime::from_secs(60)));
+        assert_eq!(t.wake(SimTime::from_secs(60), true), Some(Decision::WakeAt(SimTime::from_secs(120))));
+        t.on_timer(SimTime::from_secs(120));
+        assert_eq!(t.wake(SimTime::from_secs(120), false), None);
+    }
+}

@@ -1,0 +1,232 @@
+//! Tiresias+TunedJobs as the Pollux simulator runs it (Qiao et al.,
+//! "Pollux", OSDI'21, §5.1 baselines; artifact petuum/adaptdl, branch
+//! `osdi21-artifact`, `simulator/tiresias.py` `TiresiasPolicy` and
+//! `simulator.py`): Tiresias' two-queue 2D-LAS (Gu et al., NSDI'19) on the
+//! workload's tuned GPU count and batch, not elastic.
+//!
+//! # Rules
+//!
+//! At every tick (multiples of [`TiresiasTunedOptions::interval`], default
+//! 60 s, the first at one interval: the simulator steps its jobs before its
+//! first call; see [`super::pollux_sim`]), over the jobs submitted at or
+//! before the tick and not complete, in the order they became visible (job
+//! order: submission, then trace row):
+//! 1. **Queues.** A newly visible job joins the back of queue 0.
+//! 2. **Service.** A job whose status was *running* since the last tick adds
+//!    the whole seconds since then to its executed time (its re-scale delay
+//!    included: the simulator counts ticks, not progress). When executed
+//!    time × its tuned GPUs reaches [`TiresiasTunedOptions::threshold_gpu_s`]
+//!    (default 3,600 × 16 GPU-s, the simulator's `_queue_threshold`) a job
+//!    of queue 0 moves to the back of queue 1. Jobs are checked in job order.
+//!    There is no promotion (the simulator's `_solve_starvation` is 0).
+//! 3. **Status.** Walking queue 0 then queue 1 with the cluster's GPU count
+//!    as the budget, a job whose tuned GPUs fit what is left is *running*,
+//!    any other *pending* (smaller jobs further on may still run); a pending
+//!    job that holds GPUs is preempted ([`Decision::Preempt`]; a
+//!    work-defined job keeps its progress).
+//! 4. **Placement.** Running jobs keep their GPUs. Each running job without
+//!    GPUs, in queue order, takes its tuned GPUs node by node from the node
+//!    with the most free GPUs ([`super::pollux_sim::most_free_first`]), and
+//!    is launched there ([`Decision::Launch`]: for a work-defined job, its
+//!    tuned batch by the progress model's rule; the engine charges the
+//!    re-scale delay, and a restart from the second allocation on). Its GPU
+//!    list lists its nodes in the order they were taken, which is the order
+//!    of its placement for the throughput model.
+//!
+//! Passes between ticks (arrivals, completions) decide nothing: an arrival
+//! waits for the next tick, and freed GPUs stay idle until then, as in the
+//! simulator.
+//!
+//! # Our readings
+//!
+//! - The cluster is one pool (the simulator's has no partitions); a cluster
+//!   with several VC partitions gets decisions that span them, which the
+//!   engine refuses.
+//! - A duration-defined job is scheduled by the same rules on its GPU count
+//!   (the rules read nothing else of a job): the policy does not refuse it.
+//!   Under exact event times its completion, not a tick, frees its GPUs,
+//!   which stay idle until the next tick.
+//! - The simulator's executed time is `int(event_time − last_check)`, in
+//!   seconds; here ticks are whole seconds, so it is exact.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use super::build::{BuildContext, BuildPolicy};
+use super::pollux_sim::{GpuPool, Ticks, held, most_free_first};
+use super::{Decision, Policy, View};
+use crate::error::RunError;
+use crate::ids::JobId;
+use crate::job::JobState;
+
+/// Options of `tiresias-tuned`. Names are kebab-case; unknown names are refused.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct TiresiasTunedOptions {
+    /// Scheduling interval, s (default 60, the Pollux simulator's); at least 1.
+    pub interval: u64,
+    /// Demotion threshold from queue 0 to queue 1, GPU-s of executed time
+    /// × tuned GPUs (default 57,600 = 3,600 × 16, the simulator's).
+    #[serde(alias = "threshold_gpu_s")]
+    pub threshold_gpu_s: u64,
+}
+
+impl Default for TiresiasTunedOptions {
+    fn default() -> Self {
+        TiresiasTunedOptions { interval: 60, threshold_gpu_s: 3600 * 16 }
+    }
+}
+
+impl BuildPolicy for TiresiasTunedOptions {
+    fn validate(&self, kind: &str) -> Result<(), String> {
+        if self.interval == 0 || self.interval > 100_000_000_000 {
+            return Err(format!("{kind}: interval must be 1 to 1e11 s, got {}", self.interval));
+        }
+        if self.threshold_gpu_s > 100_000_000_000 {
+            return Err(format!("{kind}: threshold-gpu-s must be at most 1e11, got {}", self.threshold_gpu_s));
+        }
+        Ok(())
+    }
+
+    fn preemption_period_ms(&self, _kind: &str) -> Option<u64> {
+        Some(self.interval.saturating_mul(1000))
+    }
+
+    fn build(&self, _kind: &str, _ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
+        Ok(Box::new(TiresiasTuned::new(*self)))
+    }
+}
+
+/// What the policy keeps of a visible job (the simulator's counters).
+#[derive(Clone, Copy, Debug)]
+struct Book {
+    /// Its status after the last tick: running (true) or pending.
+    running: bool,
+    /// The tick it was last checked at, s.
+    last_check_s: u64,
+    /// Executed time, s (time with status running, counted at ticks).
+    executed_s: u64,
+}
+
+/// `tiresias-tuned`; see the module docs.
+pub struct TiresiasTuned {
+    opts: TiresiasTunedOptions,
+    ticks: Ticks,
+    /// Submitted and not complete.
+    active: BTreeSet<JobId>,
+    books: BTreeMap<JobId, Book>,
+    queue0: Vec<JobId>,
+    queue1: Vec<JobId>,
+    plan: VecDeque<Decision>,
+}
+
+impl TiresiasTuned {
+    /// The policy with `opts`.
+    pub fn new(opts: TiresiasTunedOptions) -> Self {
+        TiresiasTuned {
+            opts,
+            ticks: Ticks::new(opts.interval.saturating_mul(1000)),
+            active: BTreeSet::new(),
+            books: BTreeMap::new(),
+            queue0: Vec::new(),
+            queue1: Vec::new(),
+            plan: VecDeque::new(),
+        }
+    }
+
+    /// The tick's decisions (rules 1 to 4).
+    fn tick(&mut self, view: &View<'_>) {
+        let now_s = view.now.as_ms() / 1000;
+        // 1. New jobs join queue 0 in job order.
+        for &j in &self.active {
+            if !self.books.contains_key(&j) {
+                self.books.insert(j, Book { running: false, last_check_s: 0, executed_s: 0 });
+                self.queue0.push(j);
+            }
+        }
+        // 2. Executed time and demotion, in job order.
+        for &j in &self.active {
+            let Some(b) = self.books.get_mut(&j) else { continue };
+            if b.running {
+                b.executed_s += now_s.saturating_sub(b.last_check_s);
+                let gpu_s = b.executed_s.saturating_mul(u64::from(view.jobs.spec(j).gpus));
+                if gpu_s >= self.opts.threshold_gpu_s
+                    && let Some(at) = self.queue0.iter().position(|&x| x == j)
+                {
+                    self.queue0.remove(at);
+                    self.queue1.push(j);
+                }
+            }
+            b.last_check_s = now_s;
+        }
+        // 3. Status by the GPU budget; pending jobs that hold GPUs are preempted.
+        let mut budget = u64::from(view.cluster.total_gpus());
+        let mut pool = GpuPool::free(view);
+        let mut preempt = Vec::new();
+        for &j in self.queue0.iter().chain(&self.queue1) {
+            let gpus = u64::from(view.jobs.spec(j).gpus);
+            let running = gpus <= budget;
+            if running {
+                budget -= gpus;
+            } else if matches!(view.jobs.state(j), JobState::Running(_)) {
+                pool.give_back(view, j);
+                preempt.push(j);
+            }
+            if let Some(b) = self.books.get_mut(&j) {
+                b.running = running;
+            }
+        }
+        // 4. Running jobs without GPUs take them, most free node first.
+        let mut launch = Vec::new();
+        for &j in self.queue0.iter().chain(&self.queue1) {
+            let running = self.books.get(&j).is_some_and(|b| b.running);
+            if !running || !held(view, j).is_empty() || preempt.contains(&j) {
+                continue;
+            }
+            let mut counts = pool.counts();
+            let Some(chunks) = most_free_first(&mut counts, view.jobs.spec(j).gpus) else { continue };
+            let mut gpus = Vec::new();
+            for (node, count) in chunks {
+                pool.take(node, count, &[], &mut gpus);
+            }
+            launch.push(Decision::Launch { job: j, gpus });
+        }
+        self.plan.extend(preempt.into_iter().map(|job| Decision::Preempt { job }));
+        self.plan.extend(launch);
+    }
+}
+
+impl Policy for TiresiasTuned {
+    fn name(&self) -> String {
+        "tiresias-tuned".into()
+    }
+
+    fn on_arrival(&mut self, job: JobId, _view: &View<'_>) {
+        self.active.insert(job);
+    }
+
+    fn on_completion(&mut self, job: JobId, _view: &View<'_>) {
+        self.active.remove(&job);
+        self.books.remove(&job);
+        self.queue0.retain(|&x| x != job);
+        self.queue1.retain(|&x| x != job);
+    }
+
+    fn on_timer(&mut self, view: &View<'_>) {
+        self.ticks.on_timer(view.now);
+    }
+
+    fn decide(&mut self, view: &View<'_>) -> Decision {
+        if let Some(d) = self.plan.pop_front() {
+            return d;
+        }
+        if self.ticks.take_tick(view.now) && !self.active.is_empty() {
+            self.tick(view);
+            if let Some(d) = self.plan.pop_front() {
+                return d;
+            }
+        }
+        self.ticks.wake(view.now, !self.active.is_empty()).unwrap_or(Decision::Wait)
+    }
+}
