@@ -193,15 +193,16 @@ impl Optimus {
 
     /// The tick's decisions (rules 1 to 4).
     fn tick(&mut self, view: &View<'_>) {
+        if let Some(&job) = self.active.iter().find(|&&j| view.jobs.spec(j).elastic().is_none()) {
+            // A duration-defined job: the engine refuses to resize it, an
+            // error of the run naming the job.
+            self.plan.push_back(Decision::Resize { job, gpus: Vec::new(), atomic_bsz: 1, accum_steps: 0 });
+            return;
+        }
         let Some(model) = view.progress_model() else { return };
         let mut entries = Vec::new();
         for &job in &self.active {
-            let Some(st) = view.elastic(job) else {
-                // A duration-defined job: the engine refuses to resize it,
-                // an error of the run naming the job.
-                self.plan.push_back(Decision::Resize { job, gpus: Vec::new(), atomic_bsz: 1, accum_steps: 0 });
-                return;
-            };
+            let Some(st) = view.elastic(job) else { continue };
             let (app, batch) = (st.spec.app.clone(), st.spec.tuned_bsz);
             let remaining = model.remaining_steps(&app, u64::from(batch), st.progress).unwrap_or(0.0);
             let max_replicas = match (app.as_str(), model.batch_limits(&app)) {
