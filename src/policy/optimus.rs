@@ -59,7 +59,8 @@
 //!   or remaining work the model cannot give makes that job's gain 0.
 //! - "An epoch boundary re-tunes the batch" of the simulator's jobs changes
 //!   nothing here: with a tuned batch the rule gives the same configuration.
-//! - The cluster is one pool (the simulator's has no partitions).
+//! - The cluster is one pool (the simulator's has no partitions); a cluster
+//!   with several VC partitions is refused when the policy is built.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -98,7 +99,8 @@ impl BuildPolicy for OptimusOptions {
         Some(self.interval.saturating_mul(1000))
     }
 
-    fn build(&self, _kind: &str, _ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
+    fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
+        super::pollux_sim::one_partition(kind, ctx.cluster)?;
         Ok(Box::new(Optimus::new(*self)))
     }
 }

@@ -18,11 +18,27 @@
 //!   not matter to the simulator (it counts GPUs per node); here the lowest
 //!   free ones.
 
+use crate::cluster::Cluster;
+use crate::error::{ConfigError, ConfigErrorKind, RunError};
 use crate::ids::{GpuId, JobId, NodeId};
 use crate::job::JobState;
 use crate::time::SimTime;
 
 use super::{Decision, View};
+
+/// Refuses a cluster of several VC partitions: the simulator's cluster is
+/// one pool, and `kind` allocates over all its nodes.
+pub(crate) fn one_partition(kind: &str, cluster: &Cluster) -> Result<(), RunError> {
+    let n = cluster.partitions().len();
+    if n > 1 {
+        return Err(ConfigError::new(
+            ConfigErrorKind::Conflict,
+            format!("{kind} schedules one pool of GPUs, as the Pollux simulator; the cluster has {n} VC partitions"),
+        )
+        .into());
+    }
+    Ok(())
+}
 
 /// The scheduling tick of the Pollux simulator; see the module docs.
 #[derive(Clone, Debug)]

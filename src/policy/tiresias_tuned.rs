@@ -40,8 +40,7 @@
 //! # Our readings
 //!
 //! - The cluster is one pool (the simulator's has no partitions); a cluster
-//!   with several VC partitions gets decisions that span them, which the
-//!   engine refuses.
+//!   with several VC partitions is refused when the policy is built.
 //! - A duration-defined job is scheduled by the same rules on its GPU count
 //!   (the rules read nothing else of a job): the policy does not refuse it.
 //!   Under exact event times its completion, not a tick, frees its GPUs,
@@ -93,7 +92,8 @@ impl BuildPolicy for TiresiasTunedOptions {
         Some(self.interval.saturating_mul(1000))
     }
 
-    fn build(&self, _kind: &str, _ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
+    fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
+        super::pollux_sim::one_partition(kind, ctx.cluster)?;
         Ok(Box::new(TiresiasTuned::new(*self)))
     }
 }
