@@ -216,13 +216,13 @@ impl Optimus {
         }
         // 3. One GPU each in job order, then greedy by marginal gain.
         let mut left = view.cluster.total_gpus();
-        for i in 0..entries.len() {
+        for e in entries.iter_mut() {
             if left < 1 {
                 continue;
             }
-            entries[i].replicas = 1;
+            e.replicas = 1;
             left -= 1;
-            entries[i].gain = self.gain(model, &entries[i], left);
+            e.gain = self.gain(model, e, left);
         }
         while left > 0 {
             let mut best: Option<usize> = None;

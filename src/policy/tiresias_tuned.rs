@@ -140,8 +140,8 @@ impl TiresiasTuned {
         let now_s = view.now.as_ms() / 1000;
         // 1. New jobs join queue 0 in job order.
         for &j in &self.active {
-            if !self.books.contains_key(&j) {
-                self.books.insert(j, Book { running: false, last_check_s: 0, executed_s: 0 });
+            if let std::collections::btree_map::Entry::Vacant(v) = self.books.entry(j) {
+                v.insert(Book { running: false, last_check_s: 0, executed_s: 0 });
                 self.queue0.push(j);
             }
         }
