@@ -24,6 +24,8 @@ pub mod optimus;
 pub mod placement;
 pub mod placements;
 pub mod pollux_sim;
+pub mod pollux;
+pub mod pollux_goodput;
 pub mod predictor;
 pub mod qssf;
 pub mod queue;

@@ -226,6 +226,10 @@ registry! {
     /// marginal-gain GPUs by remaining work, tuned batch, work-defined jobs only
     /// (`--policy-opt interval=60`).
     "optimus" => Optimus(crate::policy::optimus::OptimusOptions),
+    /// Pollux (OSDI'21): elastic GPUs and batch of work-defined jobs, a genetic
+    /// search for the best fairness-weighted speedups every interval
+    /// (`--policy-opt interval-s=60, population=100, generations=100`).
+    "pollux" => Pollux(crate::policy::pollux::PolluxOptions),
     /// Gandiva: time-slicing in rounds, packing by measured co-location
     /// speed, migration for locality (`--policy-opt`; `--checkpoint gandiva`).
     "gandiva" => Gandiva(crate::policy::gandiva::GandivaOptions),

@@ -1,0 +1,951 @@
+//! Pollux (Qiao et al., "Pollux: Co-adaptive Cluster Scheduling for
+//! Goodput-Optimized Deep Learning", OSDI'21): elastic GPUs and batch per
+//! work-defined job, re-optimised every scheduling interval to maximise a
+//! fairness-weighted mean of the jobs' speedups.
+//!
+//! The rules are those of the paper's simulator (petuum/adaptdl, branch
+//! `osdi21-artifact`: `simulator/pollux.py`, `simulator/simulator.py`,
+//! `simulator/speedup.py`, `simulator/goodput.py`); the job-side model
+//! (throughput fit, goodput, best batch, speedup) is
+//! [`crate::policy::pollux_goodput`].
+//!
+//! # Rules
+//!
+//! 1. **Ticks.** The policy acts only at multiples of
+//!    [`PolluxOptions::interval_s`] (default 60 s, the simulator's interval),
+//!    the first at one interval, while work-defined jobs are active
+//!    ([`Decision::WakeAt`]); arrivals and completions between ticks wait
+//!    for the next one.
+//! 2. **What each job tells the scheduler** (`Job.update_params`,
+//!    `get_pollux_job_info`; paper §3.1, §4.1). A running job that has made
+//!    progress on its configuration since the last tick (it is past its
+//!    re-scale delay) records `(nodes, GPUs, atomic batch)` with the step
+//!    times it observes there ([`ProgressModel::step_times`]) the first time
+//!    it runs on it, and refits its throughput model; its gradient
+//!    statistics are the model's at its batch and progress
+//!    ([`ProgressModel::grad_stats`]). Its maximum GPU count is `min(max(2 ×
+//!    most GPUs profiled, 1), 64, max_batch / min_local)`, its minimum 0;
+//!    `ncf` gets at most 1 GPU and a fixed total batch of 32,768 (the
+//!    simulator's special case).
+//! 3. **Order of jobs**: by GPU-seconds of service attained (counted as the
+//!    simulator counts it: GPUs held × time, re-scale delays included), then
+//!    submission time, then trace order. The order decides which job keeps
+//!    its GPUs when the search's repair must cut.
+//! 4. **Objective** (`Problem._evaluate`, paper §4.1 eq. 11 with p = −1): a
+//!    job's speedup on `(nodes, GPUs)` is its best goodput there over its
+//!    best goodput at its fair share (`ceil(total GPUs / jobs)` GPUs on
+//!    `ceil(nodes / total GPUs)` nodes); a job not yet profiled has speedup
+//!    `GPUs / fair share`. Speedups are scaled by `nodes / total GPUs` (a
+//!    node's worth of GPUs = 1); a job whose row of the allocation matrix
+//!    differs from its current one is multiplied by the restart factor
+//!    `max(age − 30·restarts, 0) / (age + 30)` (age in s since submission);
+//!    the value is the power mean with p = −1 of `speedup + 1e-3`. A
+//!    second objective is the cluster utility (sum of speedups over the
+//!    GPUs of the nodes in use).
+//! 5. **Search** (the simulator's NSGA-II, pymoo `NSGA2` with its own
+//!    operators): individuals are job × node matrices of GPU counts. The
+//!    first population is the previous tick's Pareto front adapted to the
+//!    current jobs (a job's row kept, new jobs 0; at the first tick, the
+//!    current allocation). Each generation makes
+//!    [`PolluxOptions::population`] offspring by binary tournaments
+//!    (dominance, then crowding distance, then a coin), single-point
+//!    crossover over jobs, mutation (per job: with probability 0.1 back to
+//!    its current row; with probability 0.1 each element zeroed with
+//!    probability 0.1; then on every node with a free GPU each element is
+//!    raised to a uniform count between it and the node's GPUs with
+//!    probability `1/J + q − q/J`, q = 1 / jobs on that node when the job is
+//!    on it, else 0), repair (interference avoidance: on each node only the
+//!    first distributed job in order keeps its GPUs; each job cut to its
+//!    maximum GPUs and 16 nodes, cutting nodes in a random order; each node
+//!    cut to its GPUs in job order) and removal of duplicates, then keeps
+//!    the best by non-dominated rank and crowding distance. After
+//!    [`PolluxOptions::generations`] generations (the first is the initial
+//!    population) the individual of the final front with the best first
+//!    objective is the allocation.
+//! 6. **Allocation to GPUs** (`Cluster.step`). A job whose row is unchanged
+//!    keeps its GPUs; a job given nothing is preempted
+//!    ([`Decision::Preempt`], progress kept); any other gets its count on
+//!    each node, nodes in index order (its placement tuple, as the simulator
+//!    builds it from the allocation list), keeping its own GPUs on a node
+//!    first, by [`Decision::Resize`] (a reallocation: re-scale delay and a
+//!    restart).
+//! 7. **Batch** (`Job.update_local_bsz`). On every allocation, and at every
+//!    tick for a job that keeps its GPUs (a resize with the same GPUs, no
+//!    delay, no restart, issued only when the batch changes): a job with a
+//!    fixed batch (ncf; a job not adaptive: its tuned batch) takes the
+//!    model's rule for a target batch ([`ProgressModel::tuned_config`]); a
+//!    job not yet profiled, `max(init batch, min_local × GPUs)` by that rule;
+//!    any other the best batch of its goodput function on its placement,
+//!    atomic batch capped at `max_batch / (GPUs × (accumulation + 1))`.
+//!
+//! # Our readings
+//!
+//! - The simulator's jobs also re-tune their batch at each epoch boundary
+//!   inside an interval; ours re-tune at ticks only (rule 7).
+//! - The search draws from the run's `pollux` random stream
+//!   ([`crate::rng::stream`]), so a seed fixes the run; numpy's draws are not
+//!   reproduced, and we draw only the numbers an operator uses. pymoo's
+//!   mating loop, which retries up to 100 times to fill the offspring with
+//!   non-duplicates, retries at most [`MATING_ROUNDS`] times. Crossover is
+//!   applied to every mating. Crowding distance ties in the last front are
+//!   broken at random, as pymoo does.
+//! - A job's profile gains a configuration at a tick (rule 2) rather than at
+//!   every step in between.
+//! - The cluster's nodes all take part in the search; GPUs held by
+//!   duration-defined jobs (which this policy launches first come, first
+//!   served on the lowest free GPUs, at ticks, and never resizes) are not
+//!   offered to work-defined jobs. A run with several VC partitions is not
+//!   supported (a job's GPUs may fall outside its partition; the engine
+//!   then refuses the decision).
+//! - The dominant share and fair share count all GPUs of the cluster.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use super::build::{BuildContext, BuildPolicy};
+use super::pollux_goodput::{BatchRange, GoodputFn, Observation, PerfParams, Speedup, fit_perf_params};
+use super::{Decision, Policy, View};
+use crate::error::RunError;
+use crate::ids::{GpuId, JobId, NodeId};
+use crate::job::{ElasticConfig, JobState, ProgressModel};
+use crate::rng::Stream;
+use crate::time::SimTime;
+
+/// Most rounds of matings a generation runs to find enough offspring that
+/// are not duplicates (pymoo: 100; ours, for speed).
+pub const MATING_ROUNDS: usize = 10;
+
+/// The re-scale delay the restart factor assumes, s (the simulator's 30).
+const RESTART_DELAY_S: f64 = 30.0;
+
+/// Most nodes one job may span (the simulator's repair: 16).
+const MAX_JOB_NODES: usize = 16;
+
+/// The application with a fixed total batch and one GPU, and that batch.
+const FIXED_BATCH_APP: (&str, u32) = ("ncf", 32_768);
+
+/// Pollux's options. In a file (TOML/JSON) the names are kebab-case
+/// (`interval-s`); the snake_case spelling is accepted too.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PolluxOptions {
+    /// Scheduling interval, s (whole ms, > 0). Default 60, the simulator's.
+    #[serde(alias = "interval_s", alias = "interval")]
+    pub interval_s: f64,
+    /// Individuals kept per generation and offspring made per generation
+    /// (≥ 2). Default 100, the simulator's `pop_size`.
+    pub population: u32,
+    /// Generations per tick, the initial population counted (≥ 1).
+    /// Default 100, the simulator's `n_gen`.
+    pub generations: u32,
+}
+
+impl Default for PolluxOptions {
+    fn default() -> Self {
+        PolluxOptions { interval_s: 60.0, population: 100, generations: 100 }
+    }
+}
+
+impl PolluxOptions {
+    /// The interval in whole ms.
+    pub fn interval_ms(&self) -> u64 {
+        (self.interval_s * 1000.0).round() as u64
+    }
+}
+
+impl BuildPolicy for PolluxOptions {
+    fn validate(&self, _kind: &str) -> Result<(), String> {
+        if !self.interval_s.is_finite() || self.interval_s <= 0.0 || self.interval_ms() == 0 || self.interval_s > 1e9 {
+            return Err(format!("pollux: interval-s must be a positive number of seconds (>= 0.001), got {}", self.interval_s));
+        }
+        if self.population < 2 {
+            return Err(format!("pollux: population must be at least 2, got {}", self.population));
+        }
+        if self.generations < 1 {
+            return Err(format!("pollux: generations must be at least 1, got {}", self.generations));
+        }
+        Ok(())
+    }
+
+    fn build(&self, _kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
+        Ok(Box::new(Pollux::new(*self, crate::rng::stream(ctx.seed, "pollux"))))
+    }
+}
+
+/// What the policy remembers of one job.
+#[derive(Default)]
+struct JobMemo {
+    /// Configurations run on: (nodes, GPUs, atomic batch) → (step, sync) s.
+    profile: BTreeMap<(u32, u32, u32), (f64, f64)>,
+    /// The fit over `profile`.
+    perf: Option<PerfParams>,
+    /// The latest gradient statistics (sqr, var).
+    grad: Option<(f64, f64)>,
+    /// GPU-seconds attained.
+    attained_s: f64,
+    /// GPUs it holds by this policy's decisions.
+    held: u32,
+}
+
+/// One job as a tick's search sees it.
+struct TickJob {
+    speedup: Speedup,
+    max_replicas: u32,
+    /// Restart factor applied when its row changes.
+    factor: f64,
+}
+
+/// One individual of the search.
+#[derive(Clone)]
+struct Ind {
+    x: Vec<u8>,
+    f: [f64; 2],
+    rank: u32,
+    crowd: f64,
+}
+
+/// The Pollux policy (see the module docs).
+pub struct Pollux {
+    opts: PolluxOptions,
+    rng: Stream,
+    memo: BTreeMap<JobId, JobMemo>,
+    /// Arrived work-defined jobs not yet completed.
+    active: BTreeSet<JobId>,
+    /// Arrived duration-defined jobs not yet launched, in arrival order.
+    rigid_waiting: VecDeque<JobId>,
+    /// The last front, by job id rows (job ids of its rows, matrices).
+    prev: Option<(Vec<JobId>, Vec<Vec<u8>>)>,
+    queue: VecDeque<Decision>,
+    wake: Option<SimTime>,
+    last_tick: Option<SimTime>,
+}
+
+impl Pollux {
+    /// A Pollux policy drawing from `rng`.
+    pub fn new(opts: PolluxOptions, rng: Stream) -> Self {
+        Pollux {
+            opts,
+            rng,
+            memo: BTreeMap::new(),
+            active: BTreeSet::new(),
+            rigid_waiting: VecDeque::new(),
+            prev: None,
+            queue: VecDeque::new(),
+            wake: None,
+            last_tick: None,
+        }
+    }
+
+    /// The total batch fixed for `app` (ncf), if any.
+    fn fixed_batch(app: &str) -> Option<u32> {
+        (app == FIXED_BATCH_APP.0).then_some(FIXED_BATCH_APP.1)
+    }
+
+    /// The configuration of rule 7 for `job` on `per_node`.
+    fn batch_for(&self, view: &View<'_>, job: JobId, per_node: &[u32]) -> Option<ElasticConfig> {
+        let model = view.progress_model()?;
+        let spec = view.jobs.spec(job).elastic()?;
+        let replicas: u32 = per_node.iter().sum();
+        let lim = model.batch_limits(&spec.app);
+        let fixed = Self::fixed_batch(&spec.app).or((!spec.adaptive).then_some(spec.tuned_bsz));
+        let memo = self.memo.get(&job);
+        let mut cfg = match (fixed, memo.and_then(|m| m.perf.zip(m.grad)), lim) {
+            (Some(b), _, _) => model.tuned_config(&spec.app, per_node, b),
+            (None, Some((perf, (sqr, var))), Some(l)) => {
+                let g = GoodputFn { perf, grad_sqr: sqr, grad_var: var, init_batch: l.init_batch };
+                let range = BatchRange { max_batch: l.max_batch, min_local: l.min_local, max_local: l.max_local };
+                let (_, atomic, accum) = g.optimize(per_node.len() as u32, replicas, range);
+                let count = u64::from(replicas) * (u64::from(accum) + 1);
+                let cap = u64::from(l.max_batch) / count.max(1);
+                let atomic = u64::from(atomic).min(cap) as u32;
+                ElasticConfig { per_node: per_node.to_vec(), atomic_bsz: atomic, accum_steps: accum }
+            }
+            (None, _, Some(l)) => {
+                let b = l.init_batch.max(l.min_local.saturating_mul(replicas));
+                model.tuned_config(&spec.app, per_node, b)
+            }
+            (None, _, None) => model.tuned_config(&spec.app, per_node, spec.tuned_bsz),
+        };
+        cfg.atomic_bsz = cfg.atomic_bsz.max(1);
+        Some(cfg)
+    }
+
+    /// Rule 2: what each active job observed since the last tick.
+    fn observe(&mut self, view: &View<'_>, model: &dyn ProgressModel) {
+        let elapsed_s = self.last_tick.map_or(0.0, |t| view.now.since(t) as f64 / 1000.0);
+        for &j in &self.active {
+            let m = self.memo.entry(j).or_default();
+            m.attained_s += f64::from(m.held) * elapsed_s;
+            let Some(st) = view.elastic(j) else { continue };
+            let Some(cfg) = st.cfg else { continue };
+            if st.rescaling {
+                continue;
+            }
+            let app = &st.spec.app;
+            if let Ok(g) = model.grad_stats(app, cfg.total_batch(), st.progress) {
+                m.grad = Some(g);
+            }
+            let key = (cfg.nodes(), cfg.replicas(), cfg.atomic_bsz);
+            if m.profile.contains_key(&key) {
+                continue;
+            }
+            let Ok((step, sync)) = model.step_times(app, cfg) else { continue };
+            if !(step > sync && sync >= 0.0 && step.is_finite()) {
+                continue;
+            }
+            m.profile.insert(key, (step, sync));
+            let obs: Vec<Observation> = m
+                .profile
+                .iter()
+                .map(|(&(nodes, replicas, atomic_bsz), &(s, y))| Observation {
+                    nodes,
+                    replicas,
+                    atomic_bsz,
+                    accum_time: s - y,
+                    step_time: s,
+                })
+                .collect();
+            m.perf = Some(fit_perf_params(&obs));
+        }
+    }
+
+    /// One tick: fills the decision queue.
+    fn tick(&mut self, view: &View<'_>) {
+        let Some(model) = view.progress_model() else { return };
+        self.observe(view, model);
+        let cluster = view.cluster;
+        let n_nodes = cluster.num_nodes();
+        // Duration-defined jobs first (our reading): first come, first served.
+        let mut free: Vec<Vec<GpuId>> = (0..n_nodes)
+            .map(|n| cluster.node_gpus(NodeId(n as u32)).filter(|&g| cluster.owner(g).is_none()).collect())
+            .collect();
+        let mut rigid_held = vec![0u32; n_nodes];
+        for (spec, state) in view.jobs.iter() {
+            if spec.elastic().is_none()
+                && let JobState::Running(r) = state
+            {
+                for &g in &r.gpus {
+                    rigid_held[cluster.node_of(g).index()] += 1;
+                }
+            }
+        }
+        while let Some(&j) = self.rigid_waiting.front() {
+            let need = view.jobs.spec(j).gpus as usize;
+            let mut gpus = Vec::new();
+            for (n, f) in free.iter().enumerate() {
+                let take = f.len().min(need - gpus.len());
+                gpus.extend_from_slice(&f[..take]);
+                let _ = n;
+                if gpus.len() == need {
+                    break;
+                }
+            }
+            if gpus.len() < need || need == 0 {
+                break;
+            }
+            for f in &mut free {
+                f.retain(|g| !gpus.contains(g));
+            }
+            for &g in &gpus {
+                rigid_held[cluster.node_of(g).index()] += 1;
+            }
+            self.rigid_waiting.pop_front();
+            self.queue.push_back(Decision::Launch { job: j, gpus });
+        }
+        let cap: Vec<u8> = (0..n_nodes)
+            .map(|n| cluster.node(NodeId(n as u32)).gpus.saturating_sub(rigid_held[n]).min(255) as u8)
+            .collect();
+        let total_gpus = cluster.total_gpus().max(1);
+
+        // Rule 3: the order of jobs.
+        let mut order: Vec<JobId> = self.active.iter().copied().collect();
+        let key = |j: &JobId| (self.memo.get(j).map_or(0.0, |m| m.attained_s), view.jobs.spec(*j).submit);
+        order.sort_by(|a, b| {
+            let (ka, kb) = (key(a), key(b));
+            ka.0.total_cmp(&kb.0).then(ka.1.cmp(&kb.1)).then(a.cmp(b))
+        });
+        if order.is_empty() {
+            return;
+        }
+        let nj = order.len();
+        // Current allocation (base state) and GPUs.
+        let mut base = vec![0u8; nj * n_nodes];
+        let mut current: Vec<Vec<GpuId>> = vec![Vec::new(); nj];
+        for (i, &j) in order.iter().enumerate() {
+            if let JobState::Running(r) = view.jobs.state(j) {
+                current[i] = r.gpus.clone();
+                for &g in &r.gpus {
+                    base[i * n_nodes + cluster.node_of(g).index()] += 1;
+                }
+            }
+        }
+        // Rules 2 and 4: each job's limits and speedup.
+        let fair_replicas = total_gpus.div_ceil(nj as u32);
+        let fair_nodes = (n_nodes as u32).div_ceil(total_gpus).max(1);
+        let now_s = view.now.as_secs_f64();
+        let mut jobs = Vec::with_capacity(nj);
+        for (i, &j) in order.iter().enumerate() {
+            let spec = view.jobs.spec(j);
+            let el = spec.elastic();
+            let app = el.map_or("", |e| e.app.as_str());
+            let lim = model.batch_limits(app);
+            let memo = self.memo.get(&j);
+            let profiled = memo.and_then(|m| m.profile.keys().map(|k| k.1).max()).unwrap_or(0);
+            let mut max_r = (2 * profiled).max(1).min(64);
+            if let Some(l) = lim {
+                max_r = max_r.min(l.max_batch / l.min_local.max(1));
+            }
+            if Self::fixed_batch(app).is_some() {
+                max_r = 1;
+            }
+            let speedup = match (memo.and_then(|m| m.perf.zip(m.grad)), lim) {
+                (Some((perf, (sqr, var))), Some(l)) => Speedup::fitted(
+                    GoodputFn { perf, grad_sqr: sqr, grad_var: var, init_batch: l.init_batch },
+                    BatchRange { max_batch: l.max_batch, min_local: l.min_local, max_local: l.max_local },
+                    fair_nodes,
+                    fair_replicas,
+                    n_nodes as u32,
+                    max_r.max(cap.iter().map(|&c| u32::from(c)).max().unwrap_or(0)),
+                ),
+                _ => Speedup::unfitted(fair_replicas),
+            };
+            let age = (now_s - spec.submit.as_secs_f64()).max(0.0);
+            let restarts = view.elastic(j).map_or(0, |s| s.restarts);
+            let factor = (age - f64::from(restarts) * RESTART_DELAY_S).max(0.0) / (age + RESTART_DELAY_S);
+            let _ = i;
+            jobs.push(TickJob { speedup, max_replicas: max_r, factor });
+        }
+        // Rule 5: the search.
+        let mut search = Search {
+            jobs: &mut jobs,
+            base: &base,
+            cap: &cap,
+            n_nodes,
+            scale: n_nodes as f64 / f64::from(total_gpus),
+            rng: &mut self.rng,
+        };
+        let init: Vec<Vec<u8>> = match &self.prev {
+            None => vec![base.clone()],
+            Some((prev_jobs, states)) => {
+                let rows: Vec<Option<usize>> = order.iter().map(|j| prev_jobs.iter().position(|p| p == j)).collect();
+                states
+                    .iter()
+                    .map(|s| {
+                        let mut x = vec![0u8; nj * n_nodes];
+                        for (i, r) in rows.iter().enumerate() {
+                            if let Some(r) = r {
+                                x[i * n_nodes..(i + 1) * n_nodes].copy_from_slice(&s[r * n_nodes..(r + 1) * n_nodes]);
+                            }
+                        }
+                        x
+                    })
+                    .collect()
+            }
+        };
+        let (front, best) = search.run(init, self.opts.population as usize, self.opts.generations as usize);
+        self.prev = Some((order.clone(), front));
+        // Rule 6: GPUs.
+        let mut retained: BTreeSet<GpuId> = BTreeSet::new();
+        let mut plan: Vec<Option<Vec<GpuId>>> = vec![None; nj]; // None = unchanged
+        for i in 0..nj {
+            let row = &best[i * n_nodes..(i + 1) * n_nodes];
+            if row == &base[i * n_nodes..(i + 1) * n_nodes] {
+                retained.extend(current[i].iter().copied());
+            }
+        }
+        for i in 0..nj {
+            let row = &best[i * n_nodes..(i + 1) * n_nodes];
+            if row == &base[i * n_nodes..(i + 1) * n_nodes] {
+                continue;
+            }
+            let mut own_by_node: Vec<Vec<GpuId>> = vec![Vec::new(); n_nodes];
+            for &g in &current[i] {
+                own_by_node[cluster.node_of(g).index()].push(g);
+            }
+            let mut gpus = Vec::new();
+            for (n, &c) in row.iter().enumerate() {
+                let mut own = own_by_node[n].clone();
+                own.sort();
+                own.truncate(usize::from(c));
+                retained.extend(own.iter().copied());
+                gpus.extend(own);
+            }
+            plan[i] = Some(gpus);
+        }
+        // Fill each changed job's remaining counts from GPUs nobody keeps.
+        for i in 0..nj {
+            let Some(gpus) = plan[i].as_mut() else { continue };
+            let row = &best[i * n_nodes..(i + 1) * n_nodes];
+            let mut by_node: Vec<Vec<GpuId>> = vec![Vec::new(); n_nodes];
+            for &g in gpus.iter() {
+                by_node[cluster.node_of(g).index()].push(g);
+            }
+            for (n, &c) in row.iter().enumerate() {
+                for g in cluster.node_gpus(NodeId(n as u32)) {
+                    if by_node[n].len() >= usize::from(c) {
+                        break;
+                    }
+                    let rigid = cluster.owner(g).is_some_and(|o| view.jobs.spec(o).elastic().is_none());
+                    if !retained.contains(&g) && !rigid && !free_planned_rigid(&self.queue, g) {
+                        retained.insert(g);
+                        by_node[n].push(g);
+                    }
+                }
+            }
+            *gpus = by_node.into_iter().flatten().collect();
+        }
+        // Decisions: preemptions, then resizes in an order that only takes
+        // GPUs already free (preempting a job when a cycle blocks them).
+        let mut holder: BTreeMap<GpuId, usize> = BTreeMap::new();
+        for (i, c) in current.iter().enumerate() {
+            for &g in c {
+                holder.insert(g, i);
+            }
+        }
+        let mut todo: Vec<usize> = Vec::new();
+        for i in 0..nj {
+            match &plan[i] {
+                Some(g) if g.is_empty() => {
+                    if !current[i].is_empty() {
+                        self.queue.push_back(Decision::Preempt { job: order[i] });
+                        for g in &current[i] {
+                            holder.remove(g);
+                        }
+                    }
+                }
+                Some(_) => todo.push(i),
+                None => {}
+            }
+        }
+        while !todo.is_empty() {
+            let ready = todo.iter().position(|&i| {
+                plan[i].as_ref().is_some_and(|g| g.iter().all(|g| holder.get(g).is_none_or(|&h| h == i)))
+            });
+            match ready {
+                Some(k) => {
+                    let i = todo.remove(k);
+                    let gpus = plan[i].clone().unwrap_or_default();
+                    let per_node = per_node_counts(cluster, &gpus);
+                    let Some(cfg) = self.batch_for(view, order[i], &per_node) else { continue };
+                    for g in &current[i] {
+                        holder.remove(g);
+                    }
+                    for &g in &gpus {
+                        holder.insert(g, i);
+                    }
+                    self.queue.push_back(Decision::Resize {
+                        job: order[i],
+                        gpus,
+                        atomic_bsz: cfg.atomic_bsz,
+                        accum_steps: cfg.accum_steps,
+                    });
+                }
+                None => {
+                    // A cycle: preempt the first blocked running job.
+                    let Some(&i) = todo.iter().find(|&&i| !current[i].is_empty()) else { break };
+                    self.queue.push_back(Decision::Preempt { job: order[i] });
+                    for g in &current[i] {
+                        holder.remove(g);
+                    }
+                    current[i].clear();
+                }
+            }
+        }
+        // Rule 7: re-tune the batch of jobs that keep their GPUs.
+        for (i, &j) in order.iter().enumerate() {
+            if plan[i].is_some() || current[i].is_empty() {
+                continue;
+            }
+            let Some(st) = view.elastic(j) else { continue };
+            let Some(cfg) = st.cfg else { continue };
+            let Some(new) = self.batch_for(view, j, &cfg.per_node) else { continue };
+            if new.atomic_bsz != cfg.atomic_bsz || new.accum_steps != cfg.accum_steps {
+                self.queue.push_back(Decision::Resize {
+                    job: j,
+                    gpus: current[i].clone(),
+                    atomic_bsz: new.atomic_bsz,
+                    accum_steps: new.accum_steps,
+                });
+            }
+        }
+        for (i, &j) in order.iter().enumerate() {
+            let row = &best[i * n_nodes..(i + 1) * n_nodes];
+            if let Some(m) = self.memo.get_mut(&j) {
+                m.held = row.iter().map(|&c| u32::from(c)).sum();
+            }
+        }
+    }
+
+    fn next_multiple(&self, now: SimTime) -> SimTime {
+        let iv = self.opts.interval_ms();
+        SimTime::from_ms((now.as_ms() / iv + 1) * iv)
+    }
+}
+
+/// True when a queued launch already takes `g`.
+fn free_planned_rigid(queue: &VecDeque<Decision>, g: GpuId) -> bool {
+    queue.iter().any(|d| matches!(d, Decision::Launch { gpus, .. } if gpus.contains(&g)))
+}
+
+/// GPUs per node of `gpus`, nodes in the order they first appear.
+fn per_node_counts(cluster: &crate::cluster::Cluster, gpus: &[GpuId]) -> Vec<u32> {
+    let mut out: Vec<(NodeId, u32)> = Vec::new();
+    for &g in gpus {
+        let n = cluster.node_of(g);
+        match out.iter_mut().find(|(m, _)| *m == n) {
+            Some((_, c)) => *c += 1,
+            None => out.push((n, 1)),
+        }
+    }
+    out.into_iter().map(|(_, c)| c).collect()
+}
+
+/// One tick's genetic search (rule 5).
+struct Search<'a> {
+    jobs: &'a mut [TickJob],
+    base: &'a [u8],
+    cap: &'a [u8],
+    n_nodes: usize,
+    scale: f64,
+    rng: &'a mut Stream,
+}
+
+impl Search<'_> {
+    fn nj(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Both objectives (minimised): −power mean, −utility.
+    fn evaluate(&mut self, x: &[u8]) -> [f64; 2] {
+        let nn = self.n_nodes;
+        let nj = self.jobs.len();
+        let mut inv = 0.0;
+        let mut sum_speed = 0.0;
+        for (i, job) in self.jobs.iter_mut().enumerate() {
+            let row = &x[i * nn..(i + 1) * nn];
+            let nodes = row.iter().filter(|&&c| c > 0).count() as u32;
+            let reps: u32 = row.iter().map(|&c| u32::from(c)).sum();
+            let s = job.speedup.get(nodes, reps);
+            sum_speed += s;
+            let mut scaled = s * self.scale;
+            if row != &self.base[i * nn..(i + 1) * nn] {
+                scaled *= job.factor;
+            }
+            inv += 1.0 / (scaled + 1e-3);
+        }
+        let mean = nj as f64 / inv;
+        let mut active = 0u32;
+        for n in 0..nn {
+            if (0..nj).any(|i| x[i * nn + n] > 0) {
+                active += u32::from(self.cap[n]);
+            }
+        }
+        let util = if active > 0 { sum_speed / f64::from(active) } else { 0.0 };
+        [-mean, -util]
+    }
+
+    fn repair(&mut self, x: &mut [u8]) {
+        let nn = self.n_nodes;
+        let nj = self.nj();
+        // Interference avoidance: the first distributed job per node only.
+        let mut taken = vec![false; nn];
+        for i in 0..nj {
+            let row = &mut x[i * nn..(i + 1) * nn];
+            if row.iter().filter(|&&c| c > 0).count() > 1 {
+                for n in 0..nn {
+                    if row[n] > 0 {
+                        if taken[n] {
+                            row[n] = 0;
+                        } else {
+                            taken[n] = true;
+                        }
+                    }
+                }
+            }
+        }
+        // Each job: at most max_replicas GPUs and 16 nodes, nodes in a random order.
+        let mut perm: Vec<usize> = (0..nn).collect();
+        for i in 0..nj {
+            let max_r = self.jobs[i].max_replicas;
+            let row = &mut x[i * nn..(i + 1) * nn];
+            let reps: u32 = row.iter().map(|&c| u32::from(c)).sum();
+            let nnz = row.iter().filter(|&&c| c > 0).count();
+            if reps <= max_r && nnz <= MAX_JOB_NODES {
+                continue;
+            }
+            for k in (1..nn).rev() {
+                let r = self.rng.gen_range(0..=k);
+                perm.swap(k, r);
+            }
+            let (mut left, mut nodes) = (max_r, 0usize);
+            for &n in &perm {
+                if row[n] == 0 {
+                    continue;
+                }
+                let c = u32::from(row[n]).min(left);
+                if c == 0 || nodes >= MAX_JOB_NODES {
+                    row[n] = 0;
+                    continue;
+                }
+                row[n] = c as u8;
+                left -= c;
+                nodes += 1;
+            }
+        }
+        // Node capacity, jobs in order.
+        for n in 0..nn {
+            let mut left = self.cap[n];
+            for i in 0..nj {
+                let c = &mut x[i * nn + n];
+                *c = (*c).min(left);
+                left -= *c;
+            }
+        }
+    }
+
+    fn mutate(&mut self, x: &mut [u8]) {
+        let nn = self.n_nodes;
+        let nj = self.nj();
+        for i in 0..nj {
+            if self.rng.r#gen::<f64>() < 0.1 {
+                x[i * nn..(i + 1) * nn].copy_from_slice(&self.base[i * nn..(i + 1) * nn]);
+            }
+        }
+        for i in 0..nj {
+            if self.rng.r#gen::<f64>() < 0.1 {
+                for n in 0..nn {
+                    if self.rng.r#gen::<f64>() < 0.1 {
+                        x[i * nn + n] = 0;
+                    }
+                }
+            }
+        }
+        for n in 0..nn {
+            let used: u32 = (0..nj).map(|i| u32::from(x[i * nn + n])).sum();
+            if used >= u32::from(self.cap[n]) {
+                continue;
+            }
+            let present = (0..nj).filter(|&i| x[i * nn + n] > 0).count();
+            let p1 = 1.0 / nj as f64;
+            for i in 0..nj {
+                let c = x[i * nn + n];
+                let p2 = if c > 0 { 1.0 / present as f64 } else { 0.0 };
+                if self.rng.r#gen::<f64>() < p1 + p2 - p1 * p2 {
+                    x[i * nn + n] = self.rng.gen_range(c..=self.cap[n].max(c));
+                }
+            }
+        }
+    }
+
+    /// Non-dominated ranks and crowding distances of `pop` (2 objectives).
+    fn rank_and_crowd(&mut self, pop: &mut [Ind]) -> Vec<Vec<usize>> {
+        let mut idx: Vec<usize> = (0..pop.len()).collect();
+        idx.sort_by(|&a, &b| pop[a].f[0].total_cmp(&pop[b].f[0]).then(pop[a].f[1].total_cmp(&pop[b].f[1])));
+        let mut fronts: Vec<Vec<usize>> = Vec::new();
+        for &p in &idx {
+            let fp = pop[p].f;
+            let k = fronts.iter().position(|fr| {
+                let q = pop[*fr.last().unwrap_or(&p)].f;
+                !(q[1] < fp[1] || (q[1] == fp[1] && q[0] < fp[0]))
+            });
+            match k {
+                Some(k) => fronts[k].push(p),
+                None => fronts.push(vec![p]),
+            }
+        }
+        for (r, fr) in fronts.iter().enumerate() {
+            for &p in fr {
+                pop[p].rank = r as u32;
+                pop[p].crowd = 0.0;
+            }
+            if fr.len() <= 2 {
+                for &p in fr {
+                    pop[p].crowd = f64::INFINITY;
+                }
+                continue;
+            }
+            for m in 0..2 {
+                let mut s = fr.clone();
+                s.sort_by(|&a, &b| pop[a].f[m].total_cmp(&pop[b].f[m]));
+                let (lo, hi) = (pop[s[0]].f[m], pop[s[s.len() - 1]].f[m]);
+                let norm = hi - lo;
+                pop[s[0]].crowd = f64::INFINITY;
+                pop[s[s.len() - 1]].crowd = f64::INFINITY;
+                if norm > 0.0 {
+                    for k in 1..s.len() - 1 {
+                        let d = (pop[s[k + 1]].f[m] - pop[s[k - 1]].f[m]) / norm / 2.0;
+                        pop[s[k]].crowd += d;
+                    }
+                }
+            }
+        }
+        fronts
+    }
+
+    /// Keeps the best `n` of `pop` by rank, then crowding (ties at random).
+    fn survive(&mut self, mut pop: Vec<Ind>, n: usize) -> Vec<Ind> {
+        let fronts = self.rank_and_crowd(&mut pop);
+        let mut keep: Vec<usize> = Vec::with_capacity(n);
+        for fr in fronts {
+            if keep.len() + fr.len() <= n {
+                keep.extend(fr);
+                continue;
+            }
+            let mut fr: Vec<(usize, u64)> = fr.into_iter().map(|p| (p, self.rng.r#gen::<u64>())).collect();
+            fr.sort_by(|a, b| pop[b.0].crowd.total_cmp(&pop[a.0].crowd).then(a.1.cmp(&b.1)));
+            let need = n - keep.len();
+            keep.extend(fr.into_iter().take(need).map(|(p, _)| p));
+            break;
+        }
+        keep.sort_unstable();
+        let mut out = Vec::with_capacity(keep.len());
+        let mut it = keep.into_iter().peekable();
+        for (i, ind) in pop.into_iter().enumerate() {
+            if it.peek() == Some(&i) {
+                it.next();
+                out.push(ind);
+            }
+        }
+        out
+    }
+
+    fn tournament(&mut self, pop: &[Ind], a: usize, b: usize) -> usize {
+        let (fa, fb) = (pop[a].f, pop[b].f);
+        let a_dom = fa[0] <= fb[0] && fa[1] <= fb[1] && (fa[0] < fb[0] || fa[1] < fb[1]);
+        let b_dom = fb[0] <= fa[0] && fb[1] <= fa[1] && (fb[0] < fa[0] || fb[1] < fa[1]);
+        if a_dom {
+            return a;
+        }
+        if b_dom {
+            return b;
+        }
+        if pop[a].crowd > pop[b].crowd {
+            a
+        } else if pop[b].crowd > pop[a].crowd {
+            b
+        } else if self.rng.r#gen::<bool>() {
+            a
+        } else {
+            b
+        }
+    }
+
+    /// Runs the search from `init`; returns the final front and its
+    /// individual of best first objective.
+    fn run(&mut self, init: Vec<Vec<u8>>, pop_size: usize, generations: usize) -> (Vec<Vec<u8>>, Vec<u8>) {
+        let mut seen: HashSet<Vec<u8>> = HashSet::new();
+        let mut pop: Vec<Ind> = Vec::new();
+        for mut x in init {
+            self.repair(&mut x);
+            if seen.insert(x.clone()) {
+                let f = self.evaluate(&x);
+                pop.push(Ind { x, f, rank: 0, crowd: 0.0 });
+            }
+        }
+        let len = pop.len();
+        pop = self.survive(pop, len);
+        let nj = self.nj();
+        for _ in 1..generations {
+            let mut off: Vec<Ind> = Vec::new();
+            for _ in 0..MATING_ROUNDS {
+                if off.len() >= pop_size {
+                    break;
+                }
+                let matings = (pop_size - off.len()).div_ceil(2);
+                // Binary tournaments over random permutations of the population.
+                let need = matings * 4;
+                let mut cand: Vec<usize> = Vec::with_capacity(need + pop.len());
+                while cand.len() < need {
+                    let mut p: Vec<usize> = (0..pop.len()).collect();
+                    for k in (1..p.len()).rev() {
+                        let r = self.rng.gen_range(0..=k);
+                        p.swap(k, r);
+                    }
+                    cand.extend(p);
+                }
+                let mut batch: Vec<Vec<u8>> = Vec::with_capacity(matings * 2);
+                for m in 0..matings {
+                    let p0 = self.tournament(&pop, cand[4 * m], cand[4 * m + 1]);
+                    let p1 = self.tournament(&pop, cand[4 * m + 2], cand[4 * m + 3]);
+                    let point = self.rng.gen_range(0..nj);
+                    let nn = self.n_nodes;
+                    let (mut c0, mut c1) = (pop[p0].x.clone(), pop[p1].x.clone());
+                    c0[..point * nn].copy_from_slice(&pop[p1].x[..point * nn]);
+                    c1[..point * nn].copy_from_slice(&pop[p0].x[..point * nn]);
+                    batch.push(c0);
+                    batch.push(c1);
+                }
+                for mut x in batch {
+                    self.mutate(&mut x);
+                    self.repair(&mut x);
+                    if off.len() < pop_size && seen.insert(x.clone()) {
+                        let f = self.evaluate(&x);
+                        off.push(Ind { x, f, rank: 0, crowd: 0.0 });
+                    }
+                }
+            }
+            let mut merged = pop;
+            merged.extend(off);
+            pop = self.survive(merged, pop_size);
+            seen.clear();
+            seen.extend(pop.iter().map(|i| i.x.clone()));
+        }
+        let fronts = self.rank_and_crowd(&mut pop);
+        let front: Vec<usize> = fronts.into_iter().next().unwrap_or_default();
+        let best = front
+            .iter()
+            .copied()
+            .min_by(|&a, &b| pop[a].f[0].total_cmp(&pop[b].f[0]).then(a.cmp(&b)))
+            .map_or_else(|| self.base.to_vec(), |i| pop[i].x.clone());
+        let xs = {
+            let mut f = front;
+            f.sort_unstable();
+            f.into_iter().map(|i| pop[i].x.clone()).collect()
+        };
+        (xs, best)
+    }
+}
+
+impl Policy for Pollux {
+    fn name(&self) -> String {
+        "pollux".to_string()
+    }
+
+    fn on_arrival(&mut self, job: JobId, view: &View<'_>) {
+        if view.jobs.spec(job).elastic().is_some() {
+            self.active.insert(job);
+            self.memo.entry(job).or_default();
+        } else {
+            self.rigid_waiting.push_back(job);
+        }
+    }
+
+    fn on_completion(&mut self, job: JobId, _view: &View<'_>) {
+        self.active.remove(&job);
+        self.memo.remove(&job);
+    }
+
+    fn decide(&mut self, view: &View<'_>) -> Decision {
+        if let Some(d) = self.queue.pop_front() {
+            return d;
+        }
+        let iv = self.opts.interval_ms();
+        let has_work = !self.active.is_empty() || !self.rigid_waiting.is_empty();
+        let at_tick = view.now.as_ms() >= iv && view.now.as_ms() % iv == 0;
+        if has_work && at_tick && self.last_tick != Some(view.now) {
+            self.tick(view);
+            self.last_tick = Some(view.now);
+            if let Some(d) = self.queue.pop_front() {
+                return d;
+            }
+        }
+        if has_work && self.wake.is_none_or(|w| w <= view.now) {
+            let next = self.next_multiple(view.now);
+            self.wake = Some(next);
+            return Decision::WakeAt(next);
+        }
+        Decision::Wait
+    }
+}

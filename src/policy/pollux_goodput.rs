@@ -1,0 +1,497 @@
+//! Pollux's job-side model (OSDI'21 §3): the throughput model a job fits to
+//! the step times it has observed, its goodput function (throughput ×
+//! statistical efficiency), the best batch for a placement, and the speedup
+//! function the scheduler weighs allocations by.
+//!
+//! Read from the Pollux artifact (petuum/adaptdl, branch `osdi21-artifact`,
+//! `simulator/goodput.py`, `simulator/speedup.py`, `simulator/simulator.py`);
+//! written here from those rules:
+//!
+//! - **Throughput model** ([`PerfParams`], paper §3.1 eqs. 5–7): one atomic
+//!   step computes in `T_c = α_c + β_c·b` (b the per-GPU atomic batch) and
+//!   synchronises in `T_n = α + β·max(r − 2, 1e-8)`, with `(α, β) = (α_n, β_n)`
+//!   when the job spans more than one node, `(α_r, β_r)` when it has more than
+//!   one replica on one node, `(1e-8, 1e-8)` for one replica; the step takes
+//!   `(T_c^γ + T_n^γ)^(1/γ)`, and an optimiser step with `s` accumulation
+//!   steps `s·T_c` more. Throughput = samples per optimiser step / its time.
+//! - **Fit** ([`fit_perf_params`], the artifact's `fit_perf_params`): the
+//!   seven parameters minimise RMSLE(T_c) + RMSLE(step time) + 1e-3·(γ − 1)²
+//!   + 1e-2·((β_n/α_n)² + (β_r/α_r)²) over the configurations the job has run
+//!   on, from `(0.1, 0.01, 0.1, 0.01, 0.1, 0.01, 1.001)` within `[1e-8, ∞)`
+//!   (γ in `[1, 10]`), with the artifact's pinning of parameters its
+//!   observations cannot identify (α_c to half the mean compute time with one
+//!   atomic batch only; α_n, β_n without multi-node runs; α_r, β_r without
+//!   single-node multi-GPU runs; β_n, β_r without runs of more than two GPUs)
+//!   and its prior afterwards (without multi-node runs, α_n ≥ 1.1 α_r and
+//!   β_n ≥ 1.1 β_r). The artifact minimises with scipy's L-BFGS-B and an
+//!   autograd gradient; **ours**: a small projected BFGS with the analytic
+//!   gradient (active set on the bounds, Armijo backtracking, stopping at a
+//!   projected gradient below 1e-5 or a relative decrease below 2.2e-9, as
+//!   scipy's defaults do), in [`minimise_box`]. No optimisation crate was in
+//!   the lock file, and a 7-parameter smooth box-constrained problem needs
+//!   no more; tests compare its optimum with scipy's.
+//! - **Efficiency** ([`GoodputFn::efficiency`], paper §3.1 eq. 2): with
+//!   gradient statistics `(sqr, var)` at the initial batch `M0` and scale
+//!   `s = M / M0`, `E(M) = (var + sqr) / (var/s + sqr) / s`.
+//! - **Best batch** ([`GoodputFn::optimize`]): 50 total batches geometrically
+//!   spaced from `max(M0, min_local·r)` to `max_batch`; per candidate the
+//!   per-GPU batch `l = M/r`, accumulation steps `ceil(l/max_local − 1e-8) − 1`
+//!   (at least 1 on one GPU when `l > M0`), atomic batch `ceil(l/(s+1) −
+//!   1e-8)`; a candidate whose atomic batch leaves `[min_local, max_local]`
+//!   has goodput 0; the first best wins.
+//! - **Speedup** ([`Speedup`]): goodput at the best batch on `(nodes,
+//!   replicas)` over a base goodput; the scheduler sets the base to the
+//!   best goodput at the job's fair share (see `crate::policy::pollux`).
+
+/// The seven parameters of Pollux's throughput model (seconds; γ unitless).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PerfParams {
+    /// Constant part of one atomic step's compute time, s.
+    pub alpha_c: f64,
+    /// Compute time per sample of the atomic batch, s.
+    pub beta_c: f64,
+    /// Constant part of the inter-node synchronisation time, s.
+    pub alpha_n: f64,
+    /// Inter-node synchronisation time per replica beyond two, s.
+    pub beta_n: f64,
+    /// Constant part of the intra-node synchronisation time, s.
+    pub alpha_r: f64,
+    /// Intra-node synchronisation time per replica beyond two, s.
+    pub beta_r: f64,
+    /// Overlap of compute and synchronisation, in `[1, 10]` (1: none).
+    pub gamma: f64,
+}
+
+impl PerfParams {
+    fn from_slice(x: &[f64; 7]) -> Self {
+        PerfParams {
+            alpha_c: x[0],
+            beta_c: x[1],
+            alpha_n: x[2],
+            beta_n: x[3],
+            alpha_r: x[4],
+            beta_r: x[5],
+            gamma: x[6],
+        }
+    }
+
+    /// Compute time of one atomic step of `atomic_bsz` samples per GPU, s.
+    pub fn accum_time(&self, atomic_bsz: f64) -> f64 {
+        self.alpha_c + self.beta_c * atomic_bsz
+    }
+
+    /// Synchronisation time of one step on `nodes` nodes and `replicas`
+    /// GPUs, s.
+    pub fn network_time(&self, nodes: u32, replicas: u32) -> f64 {
+        let (a, b) = if nodes > 1 {
+            (self.alpha_n, self.beta_n)
+        } else if replicas > 1 {
+            (self.alpha_r, self.beta_r)
+        } else {
+            (1e-8, 1e-8)
+        };
+        a + b * (f64::from(replicas) - 2.0).max(1e-8)
+    }
+
+    /// Time of one atomic step with synchronisation, s:
+    /// `(accum^γ + network^γ)^(1/γ)`.
+    pub fn optim_time(&self, accum: f64, network: f64) -> f64 {
+        (log_optim(self.gamma, accum, network)).exp()
+    }
+}
+
+/// `ln(a^γ + n^γ) / γ`, computed without overflow.
+fn log_optim(gamma: f64, a: f64, n: f64) -> f64 {
+    let (la, ln) = (gamma * a.ln(), gamma * n.ln());
+    let m = la.max(ln);
+    (m + ((la - m).exp() + (ln - m).exp()).ln()) / gamma
+}
+
+/// One configuration a job ran on and what it observed there (a row of the
+/// artifact's `Job.profile`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Observation {
+    /// Nodes spanned.
+    pub nodes: u32,
+    /// GPUs (replicas).
+    pub replicas: u32,
+    /// Per-GPU atomic batch, samples.
+    pub atomic_bsz: u32,
+    /// Compute time of one atomic step (step time − sync time), s.
+    pub accum_time: f64,
+    /// Time of one atomic step with synchronisation, s.
+    pub step_time: f64,
+}
+
+/// The fit's objective and its gradient at `x` (see the module docs).
+fn objective(x: &[f64; 7], obs: &[Observation], grad: &mut [f64; 7]) -> f64 {
+    let p = PerfParams::from_slice(x);
+    let m = obs.len() as f64;
+    *grad = [0.0; 7];
+    // Residuals.
+    let mut s1 = 0.0;
+    let mut s2 = 0.0;
+    let mut r1 = Vec::with_capacity(obs.len());
+    let mut r2 = Vec::with_capacity(obs.len());
+    for o in obs {
+        let a = p.accum_time(f64::from(o.atomic_bsz));
+        let n = p.network_time(o.nodes, o.replicas);
+        let e1 = a.ln() - o.accum_time.ln();
+        let e2 = log_optim(p.gamma, a, n) - o.step_time.ln();
+        s1 += e1 * e1;
+        s2 += e2 * e2;
+        r1.push(e1);
+        r2.push(e2);
+    }
+    let err1 = (s1 / m).sqrt();
+    let err2 = (s2 / m).sqrt();
+    let g = p.gamma;
+    for (i, o) in obs.iter().enumerate() {
+        let b = f64::from(o.atomic_bsz);
+        let a = p.accum_time(b);
+        let n = p.network_time(o.nodes, o.replicas);
+        // d err1.
+        if err1 > 0.0 {
+            let d = r1[i] / (m * err1) / a;
+            grad[0] += d;
+            grad[1] += d * b;
+        }
+        if err2 > 0.0 {
+            let c = r2[i] / (m * err2);
+            // lo = ln(S)/γ, S = a^γ + n^γ; weights w_a = a^γ/S, w_n = n^γ/S.
+            let lo = log_optim(g, a, n);
+            let wa = (g * a.ln() - g * lo).exp();
+            let wn = (g * n.ln() - g * lo).exp();
+            let da = c * wa / a;
+            grad[0] += da;
+            grad[1] += da * b;
+            let dn = c * wn / n;
+            let k = (f64::from(o.replicas) - 2.0).max(1e-8);
+            if o.nodes > 1 {
+                grad[2] += dn;
+                grad[3] += dn * k;
+            } else if o.replicas > 1 {
+                grad[4] += dn;
+                grad[5] += dn * k;
+            }
+            // d lo / d γ = −lo/γ + (w_a ln a + w_n ln n)/γ.
+            grad[6] += c * (-lo + wa * a.ln() + wn * n.ln()) / g;
+        }
+    }
+    let reg1 = 1e-3 * (g - 1.0) * (g - 1.0);
+    grad[6] += 2e-3 * (g - 1.0);
+    let (qn, qr) = (p.beta_n / p.alpha_n, p.beta_r / p.alpha_r);
+    let reg2 = 1e-2 * (qn * qn + qr * qr);
+    grad[2] += -2e-2 * qn * qn / p.alpha_n;
+    grad[3] += 2e-2 * qn / p.alpha_n;
+    grad[4] += -2e-2 * qr * qr / p.alpha_r;
+    grad[5] += 2e-2 * qr / p.alpha_r;
+    err1 + err2 + reg1 + reg2
+}
+
+/// Minimises `f` (value and gradient) over the box `[lo, hi]` from `x0` by
+/// a projected BFGS (see the module docs); returns the minimiser and its
+/// value. Deterministic; at most `max_iter` iterations.
+pub fn minimise_box<const N: usize>(
+    f: &mut dyn FnMut(&[f64; N], &mut [f64; N]) -> f64,
+    x0: [f64; N],
+    lo: [f64; N],
+    hi: [f64; N],
+    max_iter: usize,
+) -> ([f64; N], f64) {
+    let clamp = |x: &mut [f64; N]| {
+        for i in 0..N {
+            x[i] = x[i].clamp(lo[i], hi[i]);
+        }
+    };
+    let mut x = x0;
+    clamp(&mut x);
+    let mut g = [0.0; N];
+    let mut fx = f(&x, &mut g);
+    let mut h = [[0.0; N]; N];
+    for (i, row) in h.iter_mut().enumerate() {
+        row[i] = 1.0;
+    }
+    let mut first = true;
+    for _ in 0..max_iter {
+        // Projected gradient and the active set.
+        let mut pg = 0.0f64;
+        let mut free = [false; N];
+        for i in 0..N {
+            let step = (x[i] - g[i]).clamp(lo[i], hi[i]) - x[i];
+            pg = pg.max(step.abs());
+            free[i] = lo[i] < hi[i] && !((x[i] <= lo[i] && g[i] > 0.0) || (x[i] >= hi[i] && g[i] < 0.0));
+        }
+        if pg < 1e-5 || !fx.is_finite() {
+            break;
+        }
+        let mut d = [0.0; N];
+        for i in 0..N {
+            if free[i] {
+                d[i] = -(0..N).filter(|&j| free[j]).map(|j| h[i][j] * g[j]).sum::<f64>();
+            }
+        }
+        let mut slope: f64 = (0..N).map(|i| d[i] * g[i]).sum();
+        if slope >= 0.0 || !slope.is_finite() {
+            h = [[0.0; N]; N];
+            for (i, row) in h.iter_mut().enumerate() {
+                row[i] = 1.0;
+            }
+            for i in 0..N {
+                d[i] = if free[i] { -g[i] } else { 0.0 };
+            }
+            slope = (0..N).map(|i| d[i] * g[i]).sum();
+            first = true;
+        }
+        let norm = d.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let mut t = if first { (1.0 / norm).min(1.0) } else { 1.0 };
+        first = false;
+        let mut accepted = None;
+        for _ in 0..60 {
+            let mut xn = x;
+            for i in 0..N {
+                xn[i] += t * d[i];
+            }
+            clamp(&mut xn);
+            let mut gn = [0.0; N];
+            let fnew = f(&xn, &mut gn);
+            let dec: f64 = (0..N).map(|i| g[i] * (xn[i] - x[i])).sum();
+            if fnew.is_finite() && fnew <= fx + 1e-4 * dec.min(0.0) {
+                accepted = Some((xn, fnew, gn));
+                break;
+            }
+            t *= 0.5;
+        }
+        let _ = slope;
+        let Some((xn, fnew, gn)) = accepted else { break };
+        let mut s = [0.0; N];
+        let mut y = [0.0; N];
+        for i in 0..N {
+            s[i] = xn[i] - x[i];
+            y[i] = gn[i] - g[i];
+        }
+        let rel = (fx - fnew) / fx.abs().max(fnew.abs()).max(1.0);
+        x = xn;
+        g = gn;
+        let done = rel <= 2.2e-9;
+        fx = fnew;
+        if done {
+            break;
+        }
+        let sy: f64 = (0..N).map(|i| s[i] * y[i]).sum();
+        if sy > 1e-12 {
+            // H ← (I − ρ s yᵀ) H (I − ρ y sᵀ) + ρ s sᵀ.
+            let rho = 1.0 / sy;
+            let mut hy = [0.0; N];
+            for i in 0..N {
+                hy[i] = (0..N).map(|j| h[i][j] * y[j]).sum();
+            }
+            let yhy: f64 = (0..N).map(|i| y[i] * hy[i]).sum();
+            for i in 0..N {
+                for j in 0..N {
+                    h[i][j] += -rho * (hy[i] * s[j] + s[i] * hy[j]) + (rho * rho * yhy + rho) * s[i] * s[j];
+                }
+            }
+        }
+    }
+    (x, fx)
+}
+
+/// Fits Pollux's throughput model to a job's observations (the artifact's
+/// `fit_perf_params`; see the module docs). `obs` must not be empty; each
+/// time must be positive.
+pub fn fit_perf_params(obs: &[Observation]) -> PerfParams {
+    let mut x = [1e-1, 1e-2, 1e-1, 1e-2, 1e-1, 1e-2, 1.0 + 1e-3];
+    let mut lo = [1e-8, 1e-8, 1e-8, 1e-8, 1e-8, 1e-8, 1.0];
+    let mut hi = [f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY, 10.0];
+    let mut fix = |i: usize, v: f64, x: &mut [f64; 7]| {
+        x[i] = v;
+        lo[i] = v;
+        hi[i] = v;
+    };
+    let first_bsz = obs.first().map_or(0, |o| o.atomic_bsz);
+    if obs.iter().all(|o| o.atomic_bsz == first_bsz) {
+        let mean = obs.iter().map(|o| o.accum_time).sum::<f64>() / obs.len().max(1) as f64;
+        fix(0, mean / 2.0, &mut x);
+    }
+    let multi_node = obs.iter().any(|o| o.nodes > 1);
+    if !multi_node {
+        fix(2, 1e-8, &mut x);
+        fix(3, 1e-8, &mut x);
+    }
+    if !obs.iter().any(|o| o.nodes == 1 && o.replicas > 1) {
+        fix(4, 1e-8, &mut x);
+        fix(5, 1e-8, &mut x);
+    }
+    if !obs.iter().any(|o| o.replicas > 2) {
+        fix(3, 1e-8, &mut x);
+        fix(5, 1e-8, &mut x);
+    }
+    let (mut p, _) = minimise_box(&mut |x, g| objective(x, obs, g), x, lo, hi, 1000);
+    if !multi_node {
+        p[2] = p[2].max(p[4] * 1.1);
+        p[3] = p[3].max(p[5] * 1.1);
+    }
+    PerfParams::from_slice(&p)
+}
+
+/// The batch limits the best-batch search obeys (an application's), samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchRange {
+    /// Largest total batch.
+    pub max_batch: u32,
+    /// Least per-GPU atomic batch.
+    pub min_local: u32,
+    /// Largest per-GPU atomic batch.
+    pub max_local: u32,
+}
+
+/// A job's goodput function: its fitted throughput model and its latest
+/// gradient statistics (the artifact's `GoodputFunction`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GoodputFn {
+    /// The fitted throughput model.
+    pub perf: PerfParams,
+    /// Squared norm of the gradient (`grad_sqr`).
+    pub grad_sqr: f64,
+    /// Variance of the gradient (`grad_var`).
+    pub grad_var: f64,
+    /// The application's initial total batch, samples.
+    pub init_batch: u32,
+}
+
+impl GoodputFn {
+    /// Samples per second of `replicas` GPUs on `nodes` nodes, atomic batch
+    /// `atomic_bsz`, `accum_steps` accumulation steps.
+    pub fn throughput(&self, nodes: u32, replicas: u32, atomic_bsz: f64, accum_steps: u32) -> f64 {
+        let accum = self.perf.accum_time(atomic_bsz);
+        let net = self.perf.network_time(nodes, replicas);
+        let optim = self.perf.optim_time(accum, net);
+        let total = f64::from(accum_steps) * accum + optim;
+        f64::from(replicas) * atomic_bsz * f64::from(accum_steps + 1) / total
+    }
+
+    /// Statistical efficiency of total batch `batch` (samples), relative to
+    /// the initial batch (1 at the initial batch).
+    pub fn efficiency(&self, batch: f64) -> f64 {
+        let scale = batch / f64::from(self.init_batch);
+        let denom = self.grad_var / scale + self.grad_sqr;
+        let gain = if denom > 0.0 { (self.grad_var + self.grad_sqr) / denom } else { 1.0 };
+        gain / scale
+    }
+
+    /// Goodput (throughput × efficiency) of a configuration.
+    pub fn evaluate(&self, nodes: u32, replicas: u32, atomic_bsz: f64, accum_steps: u32) -> f64 {
+        let batch = f64::from(replicas) * atomic_bsz * f64::from(accum_steps + 1);
+        self.throughput(nodes, replicas, atomic_bsz, accum_steps) * self.efficiency(batch)
+    }
+
+    /// The best configuration on `nodes` nodes and `replicas` GPUs (both at
+    /// least 1): `(goodput, atomic_bsz, accum_steps)` of the first best of
+    /// the 50 candidates of the module docs (with accumulation).
+    pub fn optimize(&self, nodes: u32, replicas: u32, lim: BatchRange) -> (f64, u32, u32) {
+        const EPS: f64 = 1e-8;
+        let r = f64::from(replicas);
+        let start = f64::from(self.init_batch).max(f64::from(lim.min_local) * r);
+        let stop = f64::from(lim.max_batch);
+        let (la, lb) = (start.log10(), stop.log10());
+        let step = (lb - la) / 49.0;
+        let mut best = (f64::NEG_INFINITY, 0u32, 0u32);
+        for i in 0..50 {
+            // numpy's geomspace: 10^(log10 start + i·step), ends exact.
+            let batch = match i {
+                0 => start,
+                49 => stop,
+                _ => 10f64.powf(la + f64::from(i) * step),
+            };
+            let local = batch / r;
+            let mut accum = (local / f64::from(lim.max_local) - EPS).ceil() - 1.0;
+            if replicas == 1 && local > f64::from(self.init_batch) + EPS {
+                accum = accum.max(1.0);
+            }
+            let accum = accum.max(0.0) as u32;
+            let atomic = (local / f64::from(accum + 1) - EPS).ceil();
+            let g = if atomic >= f64::from(lim.min_local) && atomic <= f64::from(lim.max_local) {
+                self.evaluate(nodes, replicas, atomic, accum)
+            } else {
+                0.0
+            };
+            if g > best.0 {
+                best = (g, atomic as u32, accum);
+            }
+        }
+        best
+    }
+}
+
+/// A job's speedup function for one scheduling round: goodput at the best
+/// batch over a base goodput, memoised per `(nodes, replicas)`; or, for a
+/// job not yet profiled, `replicas / fair_replicas` (the artifact's
+/// stand-in for a job without a goodput function).
+#[derive(Clone, Debug)]
+pub struct Speedup {
+    goodput: Option<(GoodputFn, BatchRange)>,
+    base: f64,
+    fair_replicas: f64,
+    /// Memo, indexed `nodes × (max_replicas + 1) + replicas`; negative =
+    /// not computed.
+    memo: Vec<f64>,
+    max_replicas: u32,
+}
+
+impl Speedup {
+    /// The speedup of a profiled job, relative to its best goodput on
+    /// `base_nodes` nodes and `fair_replicas` GPUs; queries up to
+    /// `max_nodes` nodes and `max_replicas` GPUs are memoised.
+    pub fn fitted(
+        g: GoodputFn,
+        lim: BatchRange,
+        base_nodes: u32,
+        fair_replicas: u32,
+        max_nodes: u32,
+        max_replicas: u32,
+    ) -> Self {
+        let base = g.optimize(base_nodes.max(1), fair_replicas.max(1), lim).0;
+        Speedup {
+            goodput: Some((g, lim)),
+            base,
+            fair_replicas: f64::from(fair_replicas.max(1)),
+            memo: vec![-1.0; (max_nodes as usize + 1) * (max_replicas as usize + 1)],
+            max_replicas,
+        }
+    }
+
+    /// The speedup of a job not yet profiled: `replicas / fair_replicas`.
+    pub fn unfitted(fair_replicas: u32) -> Self {
+        Speedup { goodput: None, base: 1.0, fair_replicas: f64::from(fair_replicas.max(1)), memo: Vec::new(), max_replicas: 0 }
+    }
+
+    /// The speedup on `nodes` nodes and `replicas` GPUs (0 without GPUs).
+    pub fn get(&mut self, nodes: u32, replicas: u32) -> f64 {
+        if replicas == 0 || nodes == 0 {
+            return 0.0;
+        }
+        let Some((g, lim)) = self.goodput else { return f64::from(replicas) / self.fair_replicas };
+        let idx = nodes as usize * (self.max_replicas as usize + 1) + replicas as usize;
+        if replicas <= self.max_replicas
+            && let Some(&v) = self.memo.get(idx)
+            && v >= 0.0
+        {
+            return v;
+        }
+        let gp = g.optimize(nodes, replicas, lim).0;
+        // Our guard: a base goodput that is not positive (no valid batch at
+        // the fair share) falls back to the unprofiled rule.
+        let v = if self.base > 0.0 && self.base.is_finite() {
+            (gp / self.base).max(0.0)
+        } else {
+            f64::from(replicas) / self.fair_replicas
+        };
+        if replicas <= self.max_replicas
+            && let Some(m) = self.memo.get_mut(idx)
+        {
+            *m = v;
+        }
+        v
+    }
+}
