@@ -100,6 +100,7 @@
 //! - The dominant share and fair share count all GPUs of the cluster.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -602,6 +603,25 @@ fn per_node_counts(cluster: &crate::cluster::Cluster, gpus: &[GpuId]) -> Vec<u32
     out.into_iter().map(|(_, c)| c).collect()
 }
 
+/// A fast hasher of allocation matrices for the search's duplicate check
+/// (membership only; nothing iterates the set).
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            self.0 = (self.0 ^ u64::from_le_bytes(w)).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+        }
+    }
+}
+
 /// One tick's genetic search (rule 5).
 struct Search<'a> {
     jobs: &'a mut [TickJob],
@@ -835,7 +855,7 @@ impl Search<'_> {
     /// Runs the search from `init`; returns the final front and its
     /// individual of best first objective.
     fn run(&mut self, init: Vec<Vec<u8>>, pop_size: usize, generations: usize) -> (Vec<Vec<u8>>, Vec<u8>) {
-        let mut seen: HashSet<Vec<u8>> = HashSet::new();
+        let mut seen: HashSet<Vec<u8>, BuildHasherDefault<WordHasher>> = HashSet::default();
         let mut pop: Vec<Ind> = Vec::new();
         for mut x in init {
             self.repair(&mut x);

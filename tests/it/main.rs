@@ -44,6 +44,7 @@ mod parquet;
 mod philly;
 mod pipeline;
 mod pollux_fidelity;
+mod pollux;
 mod pollux_profile;
 mod predictor;
 mod preempt;
