@@ -63,7 +63,8 @@ pub(crate) struct SimulateArgs {
     /// tiresias-gittins (Tiresias), gandiva, themis, gavel, gavel-fifo.
     /// Work-defined jobs (elastic workloads), at 60-s ticks as the Pollux
     /// simulator: tiresias-tuned (two-queue 2D-LAS on tuned GPUs), optimus
-    /// (greedy marginal-gain GPUs by remaining work).
+    /// (greedy marginal-gain GPUs by remaining work), pollux (elastic GPUs
+    /// and batch per job by a genetic search for goodput).
     /// GENIE family (moldable tasks of --workload
     /// genie; they choose each task's GPUs): genie (QoS-aware: best
     /// cost-efficiency placement that meets the task's expected completion

@@ -159,7 +159,10 @@ impl PolluxOptions {
 impl BuildPolicy for PolluxOptions {
     fn validate(&self, _kind: &str) -> Result<(), String> {
         if !self.interval_s.is_finite() || self.interval_s <= 0.0 || self.interval_ms() == 0 || self.interval_s > 1e9 {
-            return Err(format!("pollux: interval-s must be a positive number of seconds (>= 0.001), got {}", self.interval_s));
+            return Err(format!(
+                "pollux: interval-s must be a positive number of seconds (>= 0.001), got {}",
+                self.interval_s
+            ));
         }
         if self.population < 2 {
             return Err(format!("pollux: population must be at least 2, got {}", self.population));
@@ -394,7 +397,7 @@ impl Pollux {
             let lim = model.batch_limits(app);
             let memo = self.memo.get(&j);
             let profiled = memo.and_then(|m| m.profile.keys().map(|k| k.1).max()).unwrap_or(0);
-            let mut max_r = (2 * profiled).max(1).min(64);
+            let mut max_r = (2 * profiled).clamp(1, 64);
             if let Some(l) = lim {
                 max_r = max_r.min(l.max_batch / l.min_local.max(1));
             }
@@ -508,14 +511,13 @@ impl Pollux {
         let mut todo: Vec<usize> = Vec::new();
         for i in 0..nj {
             match &plan[i] {
-                Some(g) if g.is_empty() => {
-                    if !current[i].is_empty() {
-                        self.queue.push_back(Decision::Preempt { job: order[i] });
-                        for g in &current[i] {
-                            holder.remove(g);
-                        }
+                Some(g) if g.is_empty() && !current[i].is_empty() => {
+                    self.queue.push_back(Decision::Preempt { job: order[i] });
+                    for g in &current[i] {
+                        holder.remove(g);
                     }
                 }
+                Some(g) if g.is_empty() => {}
                 Some(_) => todo.push(i),
                 None => {}
             }
@@ -953,7 +955,7 @@ impl Policy for Pollux {
         }
         let iv = self.opts.interval_ms();
         let has_work = !self.active.is_empty() || !self.rigid_waiting.is_empty();
-        let at_tick = view.now.as_ms() >= iv && view.now.as_ms() % iv == 0;
+        let at_tick = view.now.as_ms() >= iv && view.now.as_ms().is_multiple_of(iv);
         if has_work && at_tick && self.last_tick != Some(view.now) {
             self.tick(view);
             self.last_tick = Some(view.now);

@@ -15,8 +15,8 @@
 //!   `(T_c^γ + T_n^γ)^(1/γ)`, and an optimiser step with `s` accumulation
 //!   steps `s·T_c` more. Throughput = samples per optimiser step / its time.
 //! - **Fit** ([`fit_perf_params`], the artifact's `fit_perf_params`): the
-//!   seven parameters minimise RMSLE(T_c) + RMSLE(step time) + 1e-3·(γ − 1)²
-//!   + 1e-2·((β_n/α_n)² + (β_r/α_r)²) over the configurations the job has run
+//!   seven parameters minimise RMSLE(T_c) + RMSLE(step time) + 1e-3·(γ − 1)² +
+//!   1e-2·((β_n/α_n)² + (β_r/α_r)²) over the configurations the job has run
 //!   on, from `(0.1, 0.01, 0.1, 0.01, 0.1, 0.01, 1.001)` within `[1e-8, ∞)`
 //!   (γ in `[1, 10]`), with the artifact's pinning of parameters its
 //!   observations cannot identify (α_c to half the mean compute time with one
@@ -494,7 +494,13 @@ impl Speedup {
 
     /// The speedup of a job not yet profiled: `replicas / fair_replicas`.
     pub fn unfitted(fair_replicas: u32) -> Self {
-        Speedup { goodput: None, base: 1.0, fair_replicas: f64::from(fair_replicas.max(1)), memo: Vec::new(), max_replicas: 0 }
+        Speedup {
+            goodput: None,
+            base: 1.0,
+            fair_replicas: f64::from(fair_replicas.max(1)),
+            memo: Vec::new(),
+            max_replicas: 0,
+        }
     }
 
     /// The speedup on `nodes` nodes and `replicas` GPUs (0 without GPUs).
