@@ -98,6 +98,15 @@
 //!   supported (a job's GPUs may fall outside its partition; the engine
 //!   then refuses the decision).
 //! - The dominant share and fair share count all GPUs of the cluster.
+//!
+//! # Speed
+//!
+//! The search dominates a run's time. Pollux workload 6 (160 jobs, 16 × 4
+//! GPUs, `--elastic-timing pollux-sim`), one release run: about 19 CPU-s
+//! with the defaults (population 100, 100 generations; mean JCT 2,520.6 s),
+//! 4.9 CPU-s with `population=50, generations=30` (2,532.3 s), 3.0 CPU-s
+//! with `population=30, generations=15` (2,586.8 s); the simulator's own
+//! mean is 2,446.1 s.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
