@@ -585,7 +585,19 @@ impl Simulation {
         run.epoch += 1;
         let epoch = run.epoch;
         let at = self.segment_event(now, progress, &seg);
-        self.events.push(at, Event::Completion { job, epoch });
+        // Pollux-sim: a segment starting at a grid instant belongs to the
+        // next grid step, which that simulator runs after its policy's
+        // decision at the instant; a crossing after 0 s then comes after
+        // this instant's scheduling pass (with the goodput of whatever the
+        // pass decides), not before it.
+        if self.elastic_timing == ElasticTiming::PolluxSim
+            && at == now
+            && now.as_ms().is_multiple_of(POLLUX_SIM_INTERVAL_MS)
+        {
+            self.after_pass.push((at, Event::Completion { job, epoch }));
+        } else {
+            self.events.push(at, Event::Completion { job, epoch });
+        }
         Ok(false)
     }
 

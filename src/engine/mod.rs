@@ -258,6 +258,10 @@ pub struct Simulation {
     /// How work-defined jobs' progress advances in time
     /// ([`Simulation::with_elastic_timing`]).
     elastic_timing: ElasticTiming,
+    /// Under [`ElasticTiming::PolluxSim`], work-defined jobs' events due at
+    /// the grid instant being processed that belong to the next grid step:
+    /// pushed after the instant's scheduling pass.
+    after_pass: Vec<(SimTime, Event)>,
     /// Each job's progress at the last invariant check (work-defined jobs,
     /// with invariant checks on), to check that progress never decreases.
     progress_seen: Vec<f64>,
@@ -307,6 +311,7 @@ impl Simulation {
             progress_model: None,
             rescale_delay_ms: DEFAULT_RESCALE_DELAY_MS,
             elastic_timing: ElasticTiming::Exact,
+            after_pass: Vec::new(),
             progress_seen: Vec::new(),
         }
     }
@@ -479,6 +484,9 @@ impl Simulation {
         }
         if decision_due {
             self.schedule_pass(obs)?;
+        }
+        for (at, ev) in self.after_pass.drain(..) {
+            self.events.push(at, ev);
         }
         if (self.model.depends_on_neighbours() && !self.touched.is_empty()) || !self.touched_shared.is_empty() {
             self.update_rates(obs)?;

@@ -530,3 +530,73 @@ fn a_work_defined_jobs_duration_is_the_models_time_to_target_on_its_tuned_config
     let out = s.run().unwrap();
     assert_eq!(done(&out, 1).end, SimTime::from_secs(160));
 }
+
+/// Goodput 0.25 units/s, a breakpoint at 7.6, target 100.
+struct NearBoundary;
+
+impl ProgressModel for NearBoundary {
+    fn name(&self) -> &'static str {
+        "near-boundary"
+    }
+    fn target(&self, _app: &str) -> Result<f64, String> {
+        Ok(100.0)
+    }
+    fn goodput(&self, _app: &str, _cfg: &ElasticConfig, _progress: f64) -> Result<f64, String> {
+        Ok(0.25)
+    }
+    fn next_breakpoint(&self, _app: &str, progress: f64) -> f64 {
+        if progress < 7.6 { 7.6 } else { 100.0 }
+    }
+}
+
+/// Launches job 0 on GPU 0 and records its progress as seen at 60 s.
+struct SeeAtMinute(Arc<Mutex<Option<f64>>>, bool);
+
+impl Policy for SeeAtMinute {
+    fn name(&self) -> String {
+        "see-at-minute".into()
+    }
+    fn on_arrival(&mut self, _job: JobId, _view: &View<'_>) {}
+    fn on_completion(&mut self, _job: JobId, _view: &View<'_>) {}
+    fn decide(&mut self, view: &View<'_>) -> Decision {
+        if matches!(view.jobs.state(JobId(0)), JobState::Pending) {
+            return Decision::Launch { job: JobId(0), gpus: vec![GpuId(0)] };
+        }
+        if view.now == SimTime::from_secs(60) {
+            let mut seen = self.0.lock().unwrap();
+            if seen.is_none() {
+                *seen = view.elastic(JobId(0)).map(|e| e.progress);
+            }
+            return Decision::Wait;
+        }
+        if !self.1 {
+            self.1 = true;
+            return Decision::WakeAt(SimTime::from_secs(60));
+        }
+        Decision::Wait
+    }
+}
+
+#[test]
+fn pollux_sim_timing_crosses_a_boundary_due_at_a_grid_instant_after_that_instants_decisions() {
+    use dlsched::engine::ElasticTiming;
+    // Launched at 0, 30-s delay; (0, 60]: 0.25 × 30 = 7.5 < 7.6, progress
+    // 7.5 at 60. The next step crosses 7.6 after round(0.1 / 0.25) =
+    // round(0.4) = 0 s, at 60 itself: the simulator does that in its next
+    // step, after its policy's decision at 60, so the policy sees 7.5 (and
+    // 7.6 if the crossing came first).
+    let seen = Arc::new(Mutex::new(None));
+    let s = sim(
+        cluster(1, 1),
+        vec![elastic_job("a", 0, 1)],
+        Box::new(SeeAtMinute(seen.clone(), false)),
+        Box::new(NearBoundary),
+    )
+    .with_elastic_timing(ElasticTiming::PolluxSim);
+    let out = s.run().unwrap();
+    assert_eq!(*seen.lock().unwrap(), Some(7.5));
+    // Then 92.4 units at 0.25/s from 60: they run over steps; the last
+    // crossing is at 60 + 369.6 → steps to 420 add 7.6 + 0.25 × 360 = 97.6,
+    // then round(2.4 / 0.25) = round(9.6) = 10 s: done at 430 s.
+    assert_eq!(done(&out, 0).end, SimTime::from_secs(430));
+}
