@@ -118,7 +118,16 @@ pub(crate) struct SimulateArgs {
     /// priority classes 5/35/60 %). With --trace, genie turns the trace's
     /// first jobs-per-hour x hours jobs into moldable tasks (their arrival
     /// pattern rescaled to --hours, durations to a 45-minute median; GENIE's
-    /// task types drawn per job).
+    /// task types drawn per job). pollux (needs --trace, a Philly job list
+    /// in the Pollux artifact's columns, e.g.
+    /// ../shared/traces/philly/pollux_philly_jobs.csv): --jobs work-defined
+    /// jobs (default 160) drawn by the rules of the Pollux artifact's
+    /// workload generator: rows of at least 60 s and under 1,000 GPU-hours
+    /// whose time of day, shifted back by --start-hour (default 2), is in the
+    /// first --hours hours (default 8); application by GPU time, tuned GPUs
+    /// and batch drawn from its configurations; seeded by --seed (the
+    /// artifact's rules, dlsched's own random draws). Its relative job loads
+    /// 0.5x, 1x, 1.5x, 2x are --jobs 80, 160, 240, 320.
     #[arg(long, value_enum, default_value = "synthetic")]
     pub(crate) workload: WorkloadKind,
 
@@ -128,9 +137,15 @@ pub(crate) struct SimulateArgs {
     #[arg(long, value_enum, default_value = "predicted")]
     pub(crate) ect: crate::workload::genie::EctBasis,
 
-    /// GENIE workload: arrival window, hours.
-    #[arg(long, default_value_t = raw::DEFAULT_GENIE_HOURS, value_name = "H")]
-    pub(crate) hours: f64,
+    /// GENIE workload: arrival window, hours (default 24). Pollux workload:
+    /// the window of the day its jobs arrive in, whole hours 1 to 24 (default 8).
+    #[arg(long, value_name = "H")]
+    pub(crate) hours: Option<f64>,
+
+    /// Pollux workload: the hour of the day its window starts at, 0 to 23
+    /// (default 2, the artifact's).
+    #[arg(long, value_name = "HOUR")]
+    pub(crate) start_hour: Option<u32>,
 
     /// GENIE workload: exactly N tasks arriving uniformly over --hours
     /// (instead of a Poisson count at --jobs-per-hour); --tasks 150 --hours 1
@@ -272,9 +287,10 @@ pub(crate) struct SimulateArgs {
     #[arg(long, default_value_t = crate::experiment::DEFAULT_SEED)]
     pub(crate) seed: u64,
 
-    /// Synthetic workload: number of jobs, 1 to 20,000,000 (about 200 bytes of memory each).
-    #[arg(long, default_value_t = SyntheticSpec::default().jobs, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub(crate) jobs: u32,
+    /// Synthetic workload: number of jobs, 1 to 20,000,000 (about 200 bytes
+    /// of memory each; default 500). Pollux workload: jobs drawn (default 160).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) jobs: Option<u32>,
 
     /// Synthetic workload: arrival rate, jobs per hour (default: from --load).
     #[arg(long, value_name = "RATE")]
@@ -336,11 +352,13 @@ pub(crate) enum WorkloadKind {
     Synthetic,
     /// GENIE's QoS tasks.
     Genie,
+    /// Work-defined jobs drawn from a Philly job list by the Pollux artifact's rules.
+    Pollux,
 }
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 63] = [
+pub(crate) const SPEC_ARGS: [&str; 64] = [
     "trace",
     "policy_opt",
     "checkpoint",
@@ -360,6 +378,7 @@ pub(crate) const SPEC_ARGS: [&str; 63] = [
     "workload",
     "ect",
     "hours",
+    "start_hour",
     "tasks",
     "task_mix",
     "jobs_per_hour_per_gpu",
@@ -432,7 +451,12 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     put("policy", Value::Str(a.policy.kind().to_string()));
     put("workload", Value::Str(value_name(&a.workload)));
     put("ect", Value::Str(value_name(&a.ect)));
-    put("hours", Value::Float(a.hours));
+    if let Some(h) = a.hours {
+        put("hours", Value::Float(h));
+    }
+    if let Some(h) = a.start_hour {
+        put("start_hour", Value::UInt(h.into()));
+    }
     put("theta", Value::Float(a.theta));
     put("genie_best_fit", Value::Bool(a.genie_best_fit));
     if a.backfill {
@@ -450,7 +474,9 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     put("max_tenants", Value::UInt(a.max_tenants.into()));
     put("mem_headroom", Value::Float(a.mem_headroom));
     put("seed", Value::UInt(a.seed));
-    put("jobs", Value::UInt(a.jobs.into()));
+    if let Some(n) = a.jobs {
+        put("jobs", Value::UInt(n.into()));
+    }
     if let Some(x) = a.jobs_per_hour {
         put("jobs_per_hour", Value::Float(x));
     }
@@ -579,9 +605,9 @@ pub(crate) fn simulate(a: SimulateArgs, registry: &Registry) -> Result<()> {
         Some(out) => {
             let mut inputs: Vec<(&str, &Path)> = Vec::new();
             match &spec.workload {
-                WorkloadSource::Trace { path, .. } | WorkloadSource::TraceTasks { path, .. } => {
-                    inputs.push(("--trace", path))
-                }
+                WorkloadSource::Trace { path, .. }
+                | WorkloadSource::TraceTasks { path, .. }
+                | WorkloadSource::Pollux { path, .. } => inputs.push(("--trace", path)),
                 _ => {}
             }
             match &spec.cluster {
@@ -672,9 +698,11 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
     {
         note("--genie-models, --genie-best-fit and --theta apply only to the GENIE-family policies")?;
     }
-    if !genie_workload && (a.hours != raw::DEFAULT_GENIE_HOURS || a.ect != crate::workload::genie::EctBasis::Predicted)
+    let pollux_workload = a.workload == WorkloadKind::Pollux;
+    if !genie_workload
+        && (a.ect != crate::workload::genie::EctBasis::Predicted || (a.hours.is_some() && !pollux_workload))
     {
-        note("--hours and --ect apply only to --workload genie")?;
+        note("--hours applies only to --workload genie and pollux, --ect only to genie")?;
     }
     if !synthetic_scenario(a) && a.from_manifest.is_none() && (a.max_duration.is_some() || a.strict) {
         note(
@@ -686,7 +714,7 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
     let synthetic = SyntheticSpec::default();
     if a.trace.is_some()
         && !genie_workload
-        && (a.jobs != synthetic.jobs || a.load != synthetic.load || a.jobs_per_hour.is_some())
+        && ((a.jobs.is_some() && !pollux_workload) || a.load != synthetic.load || a.jobs_per_hour.is_some())
     {
         note(
             "--jobs, --load and --jobs-per-hour shape the synthetic workload; a --trace replay takes its jobs and arrivals from the file",

@@ -29,7 +29,7 @@ use crate::workload::synthetic::SyntheticSpec;
 /// defaults of [`to_run_spec`] (the command line's). Besides these, a key
 /// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
 /// kind (`--policy-opt NAME=VALUE` on the command line).
-pub const KEYS: [(&str, &str); 62] = [
+pub const KEYS: [(&str, &str); 63] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv, alibaba-openb or elastic-workload"),
     (
@@ -63,8 +63,15 @@ pub const KEYS: [(&str, &str); 62] = [
         "rescale_delay",
         "seconds, 0 to 86,400 (default 30, Pollux's): a work-defined job makes no progress for this long after each reallocation",
     ),
-    ("workload", "synthetic (the default) or genie (GENIE's QoS tasks; with a trace: its jobs as moldable tasks)"),
-    ("hours", "a positive number, at most 8,760: the GENIE workload's arrival window"),
+    (
+        "workload",
+        "synthetic (the default), genie (GENIE's QoS tasks; with a trace: its jobs as moldable tasks) or pollux (work-defined jobs drawn from a Philly job list by the Pollux artifact's rules; needs a trace)",
+    ),
+    (
+        "hours",
+        "a positive number, at most 8,760: the GENIE workload's arrival window; pollux workload: whole hours 1 to 24 (default 8)",
+    ),
+    ("start_hour", "pollux workload: the hour of the day its window starts at, 0 to 23 (default 2)"),
     (
         "ect",
         "predicted (default) or true: what a GENIE task's ECT multiplies (its predicted or true single-GPU latency)",
@@ -91,7 +98,7 @@ pub const KEYS: [(&str, &str); 62] = [
         "grid (default) or measured: the batch sizes GENIE's offline profiler measures (powers of two and global/d, mostly interpolated by the table; or only the per-GPU batches the public measurements contain)",
     ),
     ("seed", "a whole number"),
-    ("jobs", "a whole number of synthetic jobs, 1 to 20,000,000"),
+    ("jobs", "a whole number of synthetic jobs, 1 to 20,000,000 (pollux workload: jobs drawn, default 160)"),
     (
         "jobs_per_hour",
         "a positive number: synthetic arrival rate (jobs x 3,600 / rate at most 1e11 s) or GENIE task density (rate x hours 1 to 50,000 tasks)",
@@ -692,6 +699,38 @@ pub fn cluster_choice(p: &RawSpec, o: Origin<'_>) -> Result<ClusterChoice, Confi
     })
 }
 
+/// The Pollux-style workload's `jobs` (default 160), `start_hour` (0 to 23,
+/// default 2) and `hours` (whole, 1 to 24, default 8): the artifact's
+/// `workload.py` defaults ([`crate::workload::pollux`]).
+fn pollux_spec(r: &Reader<'_>) -> Result<crate::workload::pollux::PolluxWorkloadSpec, ConfigError> {
+    let d = crate::workload::pollux::PolluxWorkloadSpec::default();
+    let jobs = match r.uint("jobs")? {
+        Some(n) => r.bounded("jobs", crate::bounds::jobs(n))?,
+        None => d.jobs,
+    };
+    let start_hour = match r.uint("start_hour")? {
+        Some(h) if h <= 23 => h as u32,
+        Some(h) => {
+            return Err(invalid(
+                "start_hour",
+                format!("{} must be an hour of the day, 0 to 23, got {h}", r.o.key("start_hour")),
+            ));
+        }
+        None => d.start_hour,
+    };
+    let hours = match r.num("hours")? {
+        Some(h) if h.fract() == 0.0 && (1.0..=24.0).contains(&h) => h as u32,
+        Some(h) => {
+            return Err(invalid(
+                "hours",
+                format!("{} of the pollux workload must be whole hours of the day, 1 to 24, got {h}", r.o.key("hours")),
+            ));
+        }
+        None => d.hours,
+    };
+    Ok(crate::workload::pollux::PolluxWorkloadSpec { jobs, start_hour, hours })
+}
+
 /// The GENIE workload's task density, tasks per hour, when a key sets it:
 /// `jobs_per_hour`; `jobs_per_hour_per_gpu` × the cluster's GPUs; or, for
 /// `tasks` (a fixed count), `tasks / hours` (the mean density, recorded as
@@ -774,15 +813,16 @@ pub fn to_run_spec_in(
     let o = origin;
     let file = matches!(o, Origin::File(_));
     // The bounds are crate::bounds's.
-    let genie_workload = match r.str("workload")? {
-        None | Some("synthetic") => false,
-        Some("genie") => true,
+    let (genie_workload, pollux_workload) = match r.str("workload")? {
+        None | Some("synthetic") => (false, false),
+        Some("genie") => (true, false),
+        Some("pollux") => (false, true),
         Some(_) => {
             return Err(at_key(
                 ConfigErrorKind::UnknownName,
                 "workload",
                 format!(
-                    "{} must be \"synthetic\" or \"genie\", not {}",
+                    "{} must be \"synthetic\", \"genie\" or \"pollux\", not {}",
                     o.key("workload"),
                     p.get("workload").map(ToString::to_string).unwrap_or_default()
                 ),
@@ -795,6 +835,7 @@ pub fn to_run_spec_in(
         }
     }
     if (file || genie_workload)
+        && !pollux_workload
         && let Some(h) = r.num("hours")?
     {
         r.bounded("hours", crate::bounds::hours(h))?;
@@ -829,7 +870,28 @@ pub fn to_run_spec_in(
             ),
         ));
     }
+    if r.has("start_hour") && !pollux_workload {
+        return Err(conflict(
+            "start_hour",
+            format!(
+                "{} applies to the pollux workload: set {} too",
+                o.key("start_hour"),
+                o.setting("workload", "pollux")
+            ),
+        ));
+    }
+    if pollux_workload && trace.is_none() {
+        return Err(conflict(
+            "workload",
+            format!(
+                "{} draws its jobs from a Philly job list (the Pollux artifact's traces/philly.csv): give {}",
+                o.setting("workload", "pollux"),
+                o.key("trace")
+            ),
+        ));
+    }
     let workload = match trace {
+        Some(trace) if pollux_workload => WorkloadSource::Pollux { path: trace, spec: pollux_spec(&r)? },
         Some(trace) if genie_workload => WorkloadSource::TraceTasks {
             path: trace,
             format,

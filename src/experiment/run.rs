@@ -30,7 +30,8 @@ use crate::workload::synthetic;
 pub struct InputInfo {
     /// The trace file, if any.
     pub path: Option<PathBuf>,
-    /// Format read (`synthetic` for generated jobs).
+    /// Format read (`synthetic` for generated jobs, `pollux-workload` for
+    /// jobs drawn from a Philly job list, `genie-tasks` for GENIE's tasks).
     pub format: String,
     /// SHA-256 of the trace file.
     pub sha256: Option<String>,
@@ -341,6 +342,17 @@ fn workload_stage(
                 rows: t.records.len(),
             };
             Loaded { records: t.records, input, tasks: HashMap::new() }
+        }
+        WorkloadSource::Pollux { path, spec: p } => {
+            let w = crate::workload::pollux::from_file(path, p, spec.seed)?;
+            let input = InputInfo {
+                path: Some(w.path),
+                format: "pollux-workload".into(),
+                sha256: Some(w.sha256),
+                origin: None,
+                rows: w.rows,
+            };
+            Loaded { records: w.records, input, tasks: HashMap::new() }
         }
         WorkloadSource::Synthetic(s) => {
             let max = cluster.partitions().iter().map(|p| p.gpus_total).max().unwrap_or(0);

@@ -50,6 +50,15 @@ pub enum WorkloadSource {
         /// Density (jobs kept = jobs_per_hour × hours), window and ECT basis.
         spec: GenieWorkloadSpec,
     },
+    /// Work-defined jobs drawn from a Philly job list by the rules of the
+    /// Pollux artifact's workload generator ([`crate::workload::pollux`]),
+    /// as an `elastic-workload` trace would give them.
+    Pollux {
+        /// The Philly job list (the Pollux artifact's columns).
+        path: PathBuf,
+        /// Jobs, window and start hour.
+        spec: crate::workload::pollux::PolluxWorkloadSpec,
+    },
 }
 
 impl WorkloadSource {

@@ -1,5 +1,6 @@
 //! Workloads: what is simulated, built from trace records or generated. The
 //! seeded synthetic generator ([`synthetic`]), GENIE's QoS tasks ([`genie`]),
+//! Pollux-style job loads drawn from a Philly job list ([`pollux`]),
 //! model/batch enrichment ([`models`]), and admission ([`admission`]:
 //! ordering, partition lookup, skips by reason).
 //!
@@ -10,6 +11,7 @@
 pub mod admission;
 pub mod genie;
 pub mod models;
+pub mod pollux;
 pub mod synthetic;
 
 pub use admission::{AdmissionPlacer, Workload, build_workload};

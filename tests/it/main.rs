@@ -46,6 +46,7 @@ mod pipeline;
 mod pollux;
 mod pollux_fidelity;
 mod pollux_profile;
+mod pollux_workload;
 mod predictor;
 mod preempt;
 mod profile_db;
