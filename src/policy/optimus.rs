@@ -7,7 +7,7 @@
 //!
 //! # Rules
 //!
-//! At every tick (multiples of [`OptimusOptions::interval`], default 60 s,
+//! At every tick (multiples of [`OptimusOptions::interval_s`], default 60 s,
 //! the first at one interval; see [`super::pollux_sim`]), over the jobs
 //! submitted at or before the tick and not complete, in job order
 //! (submission, then trace row: the simulator's dict order):
@@ -33,7 +33,7 @@
 //! 4. **Placement.** A running job whose GPU count is unchanged keeps its
 //!    GPUs. The others, by GPU count ascending (ties in job order), take
 //!    theirs node by node from the node with the most free GPUs
-//!    ([`super::pollux_sim::most_free_first`]), counting as free every GPU
+//!    (`pollux_sim::most_free_first`), counting as free every GPU
 //!    not kept. A job given no GPU is preempted ([`Decision::Preempt`],
 //!    progress kept); every other job whose count changed is moved there
 //!    with the tuned batch on its new placement ([`Decision::Resize`] with
@@ -77,26 +77,26 @@ use crate::job::{ElasticConfig, ProgressModel};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct OptimusOptions {
-    /// Scheduling interval, s (default 60, the Pollux simulator's); at least 1.
-    pub interval: u64,
+    /// Scheduling interval, s (`interval-s`; default 60, the Pollux simulator's); at least 1.
+    pub interval_s: u64,
 }
 
 impl Default for OptimusOptions {
     fn default() -> Self {
-        OptimusOptions { interval: 60 }
+        OptimusOptions { interval_s: 60 }
     }
 }
 
 impl BuildPolicy for OptimusOptions {
     fn validate(&self, kind: &str) -> Result<(), String> {
-        if self.interval == 0 || self.interval > 100_000_000_000 {
-            return Err(format!("{kind}: interval must be 1 to 1e11 s, got {}", self.interval));
+        if self.interval_s == 0 || self.interval_s > 100_000_000_000 {
+            return Err(format!("{kind}: interval-s must be 1 to 1e11 s, got {}", self.interval_s));
         }
         Ok(())
     }
 
     fn preemption_period_ms(&self, _kind: &str) -> Option<u64> {
-        Some(self.interval.saturating_mul(1000))
+        Some(self.interval_s.saturating_mul(1000))
     }
 
     fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
@@ -169,7 +169,7 @@ impl Optimus {
     /// The policy with `opts`.
     pub fn new(opts: OptimusOptions) -> Self {
         Optimus {
-            ticks: Ticks::new(opts.interval.saturating_mul(1000)),
+            ticks: Ticks::new(opts.interval_s.saturating_mul(1000)),
             active: BTreeSet::new(),
             plan: VecDeque::new(),
             step_times: BTreeMap::new(),

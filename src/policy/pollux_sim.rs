@@ -5,7 +5,7 @@
 //! - **Ticks.** The simulator advances its jobs by a scheduling interval
 //!   (60 s by default) and then calls its policy with the jobs submitted at
 //!   or before that instant and not complete (`Cluster.step`,
-//!   `get_job_infos`); its first call is at one interval, not at 0. [`Ticks`]
+//!   `get_job_infos`); its first call is at one interval, not at 0. `Ticks`
 //!   asks the engine for a timer ([`Decision::WakeAt`]) at the next multiple
 //!   of the interval while some job is active, and says whether a pass is a
 //!   tick that has not been run yet; the policies do nothing at other passes.
@@ -14,7 +14,7 @@
 //!   as many as it has or the job still needs. The simulator's counter of
 //!   free GPUs lists the nodes with a free GPU in node order, and
 //!   `most_common(1)` returns the first maximal entry: ties go to the lowest
-//!   node index ([`most_free_first`]). Which GPUs of a node a job gets does
+//!   node index (`most_free_first`). Which GPUs of a node a job gets does
 //!   not matter to the simulator (it counts GPUs per node); here the lowest
 //!   free ones.
 

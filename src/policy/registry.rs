@@ -220,11 +220,11 @@ registry! {
     /// Tiresias-G: DLAS-GPU queues ordered by Gittins index (options as `dlas`, gittins-delta-s).
     "tiresias-gittins" => TiresiasGittins(crate::policy::tiresias::TiresiasOptions),
     /// Tiresias+TunedJobs as the Pollux simulator runs it: two-queue 2D-LAS on
-    /// the workload's tuned GPUs and batch, at 60-s ticks (`--policy-opt interval=60`).
+    /// the workload's tuned GPUs and batch, at 60-s ticks (`--policy-opt interval-s=60`).
     "tiresias-tuned" => TiresiasTuned(crate::policy::tiresias_tuned::TiresiasTunedOptions),
     /// Optimus+Oracle+TunedJobs as the Pollux simulator runs it: greedy
     /// marginal-gain GPUs by remaining work, tuned batch, work-defined jobs only
-    /// (`--policy-opt interval=60`).
+    /// (`--policy-opt interval-s=60`).
     "optimus" => Optimus(crate::policy::optimus::OptimusOptions),
     /// Pollux (OSDI'21): elastic GPUs and batch of work-defined jobs, a genetic
     /// search for the best fairness-weighted speedups every interval

@@ -6,7 +6,7 @@
 //!
 //! # Rules
 //!
-//! At every tick (multiples of [`TiresiasTunedOptions::interval`], default
+//! At every tick (multiples of [`TiresiasTunedOptions::interval_s`], default
 //! 60 s, the first at one interval: the simulator steps its jobs before its
 //! first call; see [`super::pollux_sim`]), over the jobs submitted at or
 //! before the tick and not complete, in the order they became visible (job
@@ -26,7 +26,7 @@
 //!    work-defined job keeps its progress).
 //! 4. **Placement.** Running jobs keep their GPUs. Each running job without
 //!    GPUs, in queue order, takes its tuned GPUs node by node from the node
-//!    with the most free GPUs ([`super::pollux_sim::most_free_first`]), and
+//!    with the most free GPUs (`pollux_sim::most_free_first`), and
 //!    is launched there ([`Decision::Launch`]: for a work-defined job, its
 //!    tuned batch by the progress model's rule; the engine charges the
 //!    re-scale delay, and a restart from the second allocation on). Its GPU
@@ -63,8 +63,8 @@ use crate::job::JobState;
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct TiresiasTunedOptions {
-    /// Scheduling interval, s (default 60, the Pollux simulator's); at least 1.
-    pub interval: u64,
+    /// Scheduling interval, s (`interval-s`; default 60, the Pollux simulator's); at least 1.
+    pub interval_s: u64,
     /// Demotion threshold from queue 0 to queue 1, GPU-s of executed time
     /// × tuned GPUs (default 57,600 = 3,600 × 16, the simulator's).
     #[serde(alias = "threshold_gpu_s")]
@@ -73,14 +73,14 @@ pub struct TiresiasTunedOptions {
 
 impl Default for TiresiasTunedOptions {
     fn default() -> Self {
-        TiresiasTunedOptions { interval: 60, threshold_gpu_s: 3600 * 16 }
+        TiresiasTunedOptions { interval_s: 60, threshold_gpu_s: 3600 * 16 }
     }
 }
 
 impl BuildPolicy for TiresiasTunedOptions {
     fn validate(&self, kind: &str) -> Result<(), String> {
-        if self.interval == 0 || self.interval > 100_000_000_000 {
-            return Err(format!("{kind}: interval must be 1 to 1e11 s, got {}", self.interval));
+        if self.interval_s == 0 || self.interval_s > 100_000_000_000 {
+            return Err(format!("{kind}: interval-s must be 1 to 1e11 s, got {}", self.interval_s));
         }
         if self.threshold_gpu_s > 100_000_000_000 {
             return Err(format!("{kind}: threshold-gpu-s must be at most 1e11, got {}", self.threshold_gpu_s));
@@ -89,7 +89,7 @@ impl BuildPolicy for TiresiasTunedOptions {
     }
 
     fn preemption_period_ms(&self, _kind: &str) -> Option<u64> {
-        Some(self.interval.saturating_mul(1000))
+        Some(self.interval_s.saturating_mul(1000))
     }
 
     fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
@@ -126,7 +126,7 @@ impl TiresiasTuned {
     pub fn new(opts: TiresiasTunedOptions) -> Self {
         TiresiasTuned {
             opts,
-            ticks: Ticks::new(opts.interval.saturating_mul(1000)),
+            ticks: Ticks::new(opts.interval_s.saturating_mul(1000)),
             active: BTreeSet::new(),
             books: BTreeMap::new(),
             queue0: Vec::new(),
