@@ -252,6 +252,23 @@ impl<'a> RunBuilder<'a> {
         let is_tasks = spec.workload.is_tasks();
         let models = models_stage(spec, &cluster, artefacts, records, is_tasks)?;
         let mut workload = admission_stage(spec, &cluster, artefacts, models.records, &input)?;
+        if spec.policy.work_defined_only()
+            && let Some(s) = workload.jobs.specs().iter().find(|s| s.elastic().is_none())
+        {
+            let from = input.path.as_ref().map_or(String::new(), |p| format!("{}: ", p.display()));
+            return Err(ConfigError::new(
+                crate::error::ConfigErrorKind::Conflict,
+                format!(
+                    "{from}policy `{}` schedules work-defined jobs only (an elastic-workload trace or --workload pollux), \
+                     but job `{}`{} is defined by its duration",
+                    spec.policy.kind(),
+                    s.name,
+                    if s.line > 0 { format!(" (line {})", s.line) } else { String::new() }
+                ),
+            )
+            .with_key("policy")
+            .into());
+        }
         workload.jobs.attach_tasks(&mut tasks);
         let rate_model = models.rate_model;
         let db = models.db;

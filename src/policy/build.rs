@@ -172,6 +172,13 @@ pub trait BuildPolicy {
         false
     }
 
+    /// Whether the policy schedules only work-defined jobs (a run whose
+    /// workload has a duration-defined job is then refused before it
+    /// starts, naming the job).
+    fn work_defined_only(&self) -> bool {
+        false
+    }
+
     /// Whether the run times the policy's decisions (`timing.json`).
     fn time_decisions(&self) -> bool {
         false

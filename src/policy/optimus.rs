@@ -88,6 +88,11 @@ impl Default for OptimusOptions {
 }
 
 impl BuildPolicy for OptimusOptions {
+    /// Optimus' rules read each job's remaining steps and step times.
+    fn work_defined_only(&self) -> bool {
+        true
+    }
+
     fn validate(&self, kind: &str) -> Result<(), String> {
         if self.interval_s == 0 || self.interval_s > 100_000_000_000 {
             return Err(format!("{kind}: interval-s must be 1 to 1e11 s, got {}", self.interval_s));

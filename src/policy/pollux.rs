@@ -166,6 +166,11 @@ impl PolluxOptions {
 }
 
 impl BuildPolicy for PolluxOptions {
+    /// Pollux's search reads each job's throughput and gradient statistics.
+    fn work_defined_only(&self) -> bool {
+        true
+    }
+
     fn validate(&self, _kind: &str) -> Result<(), String> {
         if !self.interval_s.is_finite() || self.interval_s <= 0.0 || self.interval_ms() == 0 || self.interval_s > 1e9 {
             return Err(format!(

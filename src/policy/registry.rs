@@ -547,6 +547,12 @@ impl PolicySpec {
         self.options().time_decisions()
     }
 
+    /// Whether the policy schedules only work-defined jobs
+    /// ([`BuildPolicy::work_defined_only`]).
+    pub fn work_defined_only(&self) -> bool {
+        self.options().work_defined_only()
+    }
+
     /// The policy's own admission limit ([`BuildPolicy::admission_rule`]).
     pub fn admission_rule(&self) -> crate::workload::admission::AdmissionRule {
         self.options().admission_rule(self.kind())
