@@ -443,6 +443,7 @@ impl Pollux {
             n_nodes,
             scale: n_nodes as f64 / f64::from(total_gpus),
             rng: &mut self.rng,
+            scratch: Scratch::default(),
         };
         let init: Vec<Vec<u8>> = match &self.prev {
             None => vec![base.clone()],
@@ -620,7 +621,8 @@ fn per_node_counts(cluster: &crate::cluster::Cluster, gpus: &[GpuId]) -> Vec<u32
 }
 
 /// A fast hasher of allocation matrices for the search's duplicate check
-/// (membership only; nothing iterates the set).
+/// (membership only; nothing iterates the set). Two independent lanes of
+/// 8-byte words, so the multiplications overlap.
 #[derive(Default)]
 struct WordHasher(u64);
 
@@ -630,12 +632,40 @@ impl Hasher for WordHasher {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
+        const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        let word = |c: &[u8]| {
             let mut w = [0u8; 8];
             w[..c.len()].copy_from_slice(c);
-            self.0 = (self.0 ^ u64::from_le_bytes(w)).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+            u64::from_le_bytes(w)
+        };
+        let (mut a, mut b) = (self.0, self.0 ^ 0x6A09_E667_F3BC_C909);
+        let mut pairs = bytes.chunks_exact(16);
+        for c in &mut pairs {
+            a = (a ^ word(&c[..8])).wrapping_mul(K).rotate_left(29);
+            b = (b ^ word(&c[8..])).wrapping_mul(K).rotate_left(29);
         }
+        for c in pairs.remainder().chunks(8) {
+            a = (a ^ word(c)).wrapping_mul(K).rotate_left(29);
+        }
+        self.0 = (a ^ b.rotate_left(17)).wrapping_mul(K);
     }
+}
+
+/// Buffers the search's operators reuse between calls (no allocation in
+/// the inner loops).
+#[derive(Default)]
+struct Scratch {
+    /// Per node: GPUs taken (mutation), or taken by a distributed job
+    /// (repair), or left (repair's capacity cut).
+    used: Vec<u32>,
+    /// Per node: jobs on it (mutation), or in use (evaluation).
+    present: Vec<u32>,
+    /// Repair's random order of nodes.
+    perm: Vec<usize>,
+    /// Tournament candidates.
+    cand: Vec<usize>,
+    /// Matrices no longer in use, to be refilled.
+    spare: Vec<Vec<u8>>,
 }
 
 /// One tick's genetic search (rule 5).
@@ -646,6 +676,7 @@ struct Search<'a> {
     n_nodes: usize,
     scale: f64,
     rng: &'a mut Stream,
+    scratch: Scratch,
 }
 
 impl Search<'_> {
@@ -659,55 +690,61 @@ impl Search<'_> {
         let nj = self.jobs.len();
         let mut inv = 0.0;
         let mut sum_speed = 0.0;
-        for (i, job) in self.jobs.iter_mut().enumerate() {
-            let row = &x[i * nn..(i + 1) * nn];
-            let nodes = row.iter().filter(|&&c| c > 0).count() as u32;
-            let reps: u32 = row.iter().map(|&c| u32::from(c)).sum();
+        let in_use = &mut self.scratch.present;
+        in_use.clear();
+        in_use.resize(nn, 0);
+        for ((job, row), base) in self.jobs.iter_mut().zip(x.chunks_exact(nn)).zip(self.base.chunks_exact(nn)) {
+            let (mut nodes, mut reps) = (0u32, 0u32);
+            for (u, &c) in in_use.iter_mut().zip(row) {
+                nodes += u32::from(c > 0);
+                reps += u32::from(c);
+                *u |= u32::from(c > 0);
+            }
             let s = job.speedup.get(nodes, reps);
             sum_speed += s;
             let mut scaled = s * self.scale;
-            if row != &self.base[i * nn..(i + 1) * nn] {
+            if row != base {
                 scaled *= job.factor;
             }
             inv += 1.0 / (scaled + 1e-3);
         }
         let mean = nj as f64 / inv;
-        let mut active = 0u32;
-        for n in 0..nn {
-            if (0..nj).any(|i| x[i * nn + n] > 0) {
-                active += u32::from(self.cap[n]);
-            }
-        }
+        let active: u32 = in_use.iter().zip(self.cap).filter(|(u, _)| **u > 0).map(|(_, &c)| u32::from(c)).sum();
         let util = if active > 0 { sum_speed / f64::from(active) } else { 0.0 };
         [-mean, -util]
     }
 
     fn repair(&mut self, x: &mut [u8]) {
         let nn = self.n_nodes;
-        let nj = self.nj();
         // Interference avoidance: the first distributed job per node only.
-        let mut taken = vec![false; nn];
-        for i in 0..nj {
-            let row = &mut x[i * nn..(i + 1) * nn];
+        let taken = &mut self.scratch.used;
+        taken.clear();
+        taken.resize(nn, 0);
+        for row in x.chunks_exact_mut(nn) {
             if row.iter().filter(|&&c| c > 0).count() > 1 {
-                for n in 0..nn {
-                    if row[n] > 0 {
-                        if taken[n] {
-                            row[n] = 0;
+                for (c, t) in row.iter_mut().zip(taken.iter_mut()) {
+                    if *c > 0 {
+                        if *t > 0 {
+                            *c = 0;
                         } else {
-                            taken[n] = true;
+                            *t = 1;
                         }
                     }
                 }
             }
         }
-        // Each job: at most max_replicas GPUs and 16 nodes, nodes in a random order.
-        let mut perm: Vec<usize> = (0..nn).collect();
-        for i in 0..nj {
-            let max_r = self.jobs[i].max_replicas;
-            let row = &mut x[i * nn..(i + 1) * nn];
-            let reps: u32 = row.iter().map(|&c| u32::from(c)).sum();
-            let nnz = row.iter().filter(|&&c| c > 0).count();
+        // Each job: at most max_replicas GPUs and 16 nodes, nodes in a random
+        // order (one order per call, shuffled again for each job cut).
+        let perm = &mut self.scratch.perm;
+        perm.clear();
+        perm.extend(0..nn);
+        for (job, row) in self.jobs.iter().zip(x.chunks_exact_mut(nn)) {
+            let max_r = job.max_replicas;
+            let (mut reps, mut nnz) = (0u32, 0usize);
+            for &c in row.iter() {
+                reps += u32::from(c);
+                nnz += usize::from(c > 0);
+            }
             if reps <= max_r && nnz <= MAX_JOB_NODES {
                 continue;
             }
@@ -716,7 +753,7 @@ impl Search<'_> {
                 perm.swap(k, r);
             }
             let (mut left, mut nodes) = (max_r, 0usize);
-            for &n in &perm {
+            for &n in perm.iter() {
                 if row[n] == 0 {
                     continue;
                 }
@@ -731,12 +768,14 @@ impl Search<'_> {
             }
         }
         // Node capacity, jobs in order.
-        for n in 0..nn {
-            let mut left = self.cap[n];
-            for i in 0..nj {
-                let c = &mut x[i * nn + n];
-                *c = (*c).min(left);
-                left -= *c;
+        let left = &mut self.scratch.used;
+        left.clear();
+        left.extend(self.cap.iter().map(|&c| u32::from(c)));
+        for row in x.chunks_exact_mut(nn) {
+            for (c, l) in row.iter_mut().zip(left.iter_mut()) {
+                let k = u32::from(*c).min(*l);
+                *c = k as u8;
+                *l -= k;
             }
         }
     }
@@ -758,17 +797,31 @@ impl Search<'_> {
                 }
             }
         }
+        // Column tallies first: raising a node's elements changes no other
+        // node's column.
+        let (used, present) = (&mut self.scratch.used, &mut self.scratch.present);
+        used.clear();
+        used.resize(nn, 0);
+        present.clear();
+        present.resize(nn, 0);
+        for row in x.chunks_exact(nn) {
+            for ((u, p), &c) in used.iter_mut().zip(present.iter_mut()).zip(row) {
+                *u += u32::from(c);
+                *p += u32::from(c > 0);
+            }
+        }
+        let p1 = 1.0 / nj as f64;
         for n in 0..nn {
-            let used: u32 = (0..nj).map(|i| u32::from(x[i * nn + n])).sum();
-            if used >= u32::from(self.cap[n]) {
+            if self.scratch.used[n] >= u32::from(self.cap[n]) {
                 continue;
             }
-            let present = (0..nj).filter(|&i| x[i * nn + n] > 0).count();
-            let p1 = 1.0 / nj as f64;
+            let p2 = 1.0 / self.scratch.present[n] as f64;
+            // The probability for an element on the node, and for one off it.
+            let (p_on, p_off) = (p1 + p2 - p1 * p2, p1 + 0.0 - p1 * 0.0);
             for i in 0..nj {
                 let c = x[i * nn + n];
-                let p2 = if c > 0 { 1.0 / present as f64 } else { 0.0 };
-                if self.rng.r#gen::<f64>() < p1 + p2 - p1 * p2 {
+                let p = if c > 0 { p_on } else { p_off };
+                if self.rng.r#gen::<f64>() < p {
                     x[i * nn + n] = self.rng.gen_range(c..=self.cap[n].max(c));
                 }
             }
@@ -820,8 +873,9 @@ impl Search<'_> {
         fronts
     }
 
-    /// Keeps the best `n` of `pop` by rank, then crowding (ties at random).
-    fn survive(&mut self, mut pop: Vec<Ind>, n: usize) -> Vec<Ind> {
+    /// Keeps the best `n` of `pop` by rank, then crowding (ties at random);
+    /// the others go to `dropped`.
+    fn survive(&mut self, mut pop: Vec<Ind>, n: usize, dropped: &mut Vec<Ind>) -> Vec<Ind> {
         let fronts = self.rank_and_crowd(&mut pop);
         let mut keep: Vec<usize> = Vec::with_capacity(n);
         for fr in fronts {
@@ -842,6 +896,8 @@ impl Search<'_> {
             if it.peek() == Some(&i) {
                 it.next();
                 out.push(ind);
+            } else {
+                dropped.push(ind);
             }
         }
         out
@@ -881,10 +937,14 @@ impl Search<'_> {
             }
         }
         let len = pop.len();
-        pop = self.survive(pop, len);
+        let mut dropped: Vec<Ind> = Vec::new();
+        pop = self.survive(pop, len, &mut dropped);
         let nj = self.nj();
+        let nn = self.n_nodes;
+        let mut cand = std::mem::take(&mut self.scratch.cand);
+        let mut batch: Vec<Vec<u8>> = Vec::new();
+        let mut off: Vec<Ind> = Vec::new();
         for _ in 1..generations {
-            let mut off: Vec<Ind> = Vec::new();
             for _ in 0..MATING_ROUNDS {
                 if off.len() >= pop_size {
                     break;
@@ -892,42 +952,52 @@ impl Search<'_> {
                 let matings = (pop_size - off.len()).div_ceil(2);
                 // Binary tournaments over random permutations of the population.
                 let need = matings * 4;
-                let mut cand: Vec<usize> = Vec::with_capacity(need + pop.len());
+                cand.clear();
                 while cand.len() < need {
-                    let mut p: Vec<usize> = (0..pop.len()).collect();
+                    let start = cand.len();
+                    cand.extend(0..pop.len());
+                    let p = &mut cand[start..];
                     for k in (1..p.len()).rev() {
                         let r = self.rng.gen_range(0..=k);
                         p.swap(k, r);
                     }
-                    cand.extend(p);
                 }
-                let mut batch: Vec<Vec<u8>> = Vec::with_capacity(matings * 2);
                 for m in 0..matings {
                     let p0 = self.tournament(&pop, cand[4 * m], cand[4 * m + 1]);
                     let p1 = self.tournament(&pop, cand[4 * m + 2], cand[4 * m + 3]);
                     let point = self.rng.gen_range(0..nj);
-                    let nn = self.n_nodes;
-                    let (mut c0, mut c1) = (pop[p0].x.clone(), pop[p1].x.clone());
-                    c0[..point * nn].copy_from_slice(&pop[p1].x[..point * nn]);
-                    c1[..point * nn].copy_from_slice(&pop[p0].x[..point * nn]);
-                    batch.push(c0);
-                    batch.push(c1);
+                    let (a, b) = (&pop[p0].x, &pop[p1].x);
+                    for (head, tail) in [(b, a), (a, b)] {
+                        let mut c = self.scratch.spare.pop().unwrap_or_default();
+                        c.clear();
+                        c.extend_from_slice(&head[..point * nn]);
+                        c.extend_from_slice(&tail[point * nn..]);
+                        batch.push(c);
+                    }
                 }
-                for mut x in batch {
+                for mut x in batch.drain(..) {
                     self.mutate(&mut x);
                     self.repair(&mut x);
-                    if off.len() < pop_size && seen.insert(x.clone()) {
+                    if off.len() < pop_size && !seen.contains(&x) {
+                        seen.insert(x.clone());
                         let f = self.evaluate(&x);
                         off.push(Ind { x, f, rank: 0, crowd: 0.0 });
+                    } else {
+                        self.scratch.spare.push(x);
                     }
                 }
             }
             let mut merged = pop;
-            merged.extend(off);
-            pop = self.survive(merged, pop_size);
-            seen.clear();
-            seen.extend(pop.iter().map(|i| i.x.clone()));
+            merged.append(&mut off);
+            pop = self.survive(merged, pop_size, &mut dropped);
+            // The set holds the population and the offspring (all distinct):
+            // what did not survive leaves it.
+            for d in dropped.drain(..) {
+                seen.remove(&d.x);
+                self.scratch.spare.push(d.x);
+            }
         }
+        self.scratch.cand = cand;
         let fronts = self.rank_and_crowd(&mut pop);
         let front: Vec<usize> = fronts.into_iter().next().unwrap_or_default();
         let best = front
