@@ -655,11 +655,12 @@ impl Hasher for WordHasher {
 /// the inner loops).
 #[derive(Default)]
 struct Scratch {
-    /// Per node: GPUs taken (mutation), or taken by a distributed job
-    /// (repair), or left (repair's capacity cut).
+    /// Per node: GPUs taken (mutation).
     used: Vec<u32>,
     /// Per node: jobs on it (mutation), or in use (evaluation).
     present: Vec<u32>,
+    /// Per node: taken by a distributed job, or GPUs left (repair).
+    flags: Vec<u8>,
     /// Repair's random order of nodes.
     perm: Vec<usize>,
     /// Tournament candidates.
@@ -717,19 +718,17 @@ impl Search<'_> {
     fn repair(&mut self, x: &mut [u8]) {
         let nn = self.n_nodes;
         // Interference avoidance: the first distributed job per node only.
-        let taken = &mut self.scratch.used;
+        // (Branch-free: an element on a taken node becomes 0, and the nodes
+        // the job is on become taken.)
+        let taken = &mut self.scratch.flags;
         taken.clear();
         taken.resize(nn, 0);
         for row in x.chunks_exact_mut(nn) {
-            if row.iter().filter(|&&c| c > 0).count() > 1 {
+            if row.iter().map(|&c| usize::from(c > 0)).sum::<usize>() > 1 {
                 for (c, t) in row.iter_mut().zip(taken.iter_mut()) {
-                    if *c > 0 {
-                        if *t > 0 {
-                            *c = 0;
-                        } else {
-                            *t = 1;
-                        }
-                    }
+                    let on = u8::from(*c > 0);
+                    *c &= (*t == 0) as u8 * 0xFF;
+                    *t |= on;
                 }
             }
         }
@@ -768,14 +767,13 @@ impl Search<'_> {
             }
         }
         // Node capacity, jobs in order.
-        let left = &mut self.scratch.used;
+        let left = &mut self.scratch.flags;
         left.clear();
-        left.extend(self.cap.iter().map(|&c| u32::from(c)));
+        left.extend_from_slice(self.cap);
         for row in x.chunks_exact_mut(nn) {
             for (c, l) in row.iter_mut().zip(left.iter_mut()) {
-                let k = u32::from(*c).min(*l);
-                *c = k as u8;
-                *l -= k;
+                *c = (*c).min(*l);
+                *l -= *c;
             }
         }
     }
