@@ -23,6 +23,16 @@
 //! and left out (none today).
 //!
 //! `cargo bench --bench policies -- genie/100 --quick` runs one case.
+//!
+//! A second group, `pollux-tick`, times one allocation decision of the
+//! `pollux` policy (defaults: population 100, 100 generations) with 10, 50
+//! and 160 active work-defined jobs on the Pollux cluster (16 nodes × 4 T4),
+//! the simulator's timing (`pollux-sim`): job i runs the i-th of the six
+//! Pollux applications in turn, all submitted at t = 0. The untimed setup
+//! runs the ticks at 60, 120 and 180 s (jobs start, profile themselves and
+//! fit their models); the timed step runs the instants up to and including
+//! the tick at 240 s (the tick's search, allocation and batch choice).
+//! `cargo bench --bench policies -- pollux-tick --quick` runs it alone.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -33,7 +43,12 @@ use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_ma
 
 use dlsched::cluster::{Cluster, ClusterPreset, ClusterSpec};
 use dlsched::engine::{CheckpointModel, EngineConfig, Simulation};
-use dlsched::job::TaskSpec;
+use dlsched::engine::ElasticTiming;
+use dlsched::ids::{JobId, VcId};
+use dlsched::job::{ElasticSpec, JobSpec, JobTable, TaskSpec};
+use dlsched::policy::pollux::{Pollux, PolluxOptions};
+use dlsched::profile::pollux::{APPS, PolluxApps};
+use dlsched::time::SimTime;
 use dlsched::policy::genie::ProfilerConfig;
 use dlsched::policy::registry::{Artefacts, BuildContext, Extensions, GenieRun, KINDS, PolicySpec};
 use dlsched::profile::coloc::ProfileInterference;
@@ -159,5 +174,73 @@ fn passes(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, passes);
+/// Active jobs at the timed Pollux tick.
+const POLLUX_SIZES: [u32; 3] = [10, 50, 160];
+
+/// The tick the `pollux-tick` group times, s.
+const POLLUX_TICK_S: u64 = 240;
+
+/// `n` work-defined jobs at t = 0 under Pollux on its cluster, stepped to
+/// just before the tick at [`POLLUX_TICK_S`].
+fn pollux_before_tick(n: u32, apps: &PolluxApps) -> Simulation {
+    let jobs: Vec<JobSpec> = (0..n)
+        .map(|i| {
+            let app = APPS[i as usize % APPS.len()];
+            JobSpec {
+                id: JobId(i),
+                name: format!("{app}-{i}").into(),
+                submit: SimTime::ZERO,
+                duration_ms: 1000,
+                gpus: 1,
+                vc: VcId(0),
+                recorded_shape: false,
+                line: 0,
+                recorded_split: vec![1].into(),
+                task: None,
+                extra: None,
+            }
+            .with_extra(|e| {
+                e.elastic = Some(ElasticSpec { app: app.into(), tuned_gpus: 1, tuned_bsz: 128, adaptive: true })
+            })
+        })
+        .collect();
+    let cluster = Cluster::new(ClusterPreset::Pollux.spec()).expect("the Pollux preset is valid");
+    let policy = Pollux::new(PolluxOptions::default(), dlsched::rng::stream(1, "pollux"));
+    #[allow(clippy::needless_update)]
+    let cfg = EngineConfig { sample_interval_ms: 0, ..Default::default() };
+    let mut sim = Simulation::new(cluster, JobTable::new(jobs), Box::new(policy), Box::new(TraceSpeed), cfg)
+        .with_progress_model(Box::new(apps.clone()))
+        .with_elastic_timing(ElasticTiming::PolluxSim);
+    while let Some(t) = sim.step().expect("the setup's instants") {
+        if t >= SimTime::from_secs(POLLUX_TICK_S - 60) {
+            break;
+        }
+    }
+    sim
+}
+
+fn pollux_ticks(c: &mut Criterion) {
+    let apps = PolluxApps::builtin();
+    let mut group = c.benchmark_group("pollux-tick");
+    group.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5)).sample_size(10);
+    for n in POLLUX_SIZES {
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
+            b.iter_batched(
+                || pollux_before_tick(n, &apps),
+                |mut sim| {
+                    while let Some(t) = sim.step().expect("the timed instants") {
+                        if t >= SimTime::from_secs(POLLUX_TICK_S) {
+                            break;
+                        }
+                    }
+                    sim
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, passes, pollux_ticks);
 criterion_main!(benches);

@@ -110,12 +110,13 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::build::{BuildContext, BuildPolicy};
-use super::pollux_goodput::{BatchRange, GoodputFn, Observation, PerfParams, Speedup, fit_perf_params};
+use super::pollux_goodput::{BatchCandidates, BatchRange, GoodputFn, Observation, PerfParams, Speedup, fit_perf_params};
 use super::{Decision, Policy, View};
 use crate::error::RunError;
 use crate::ids::{GpuId, JobId, NodeId};
@@ -238,6 +239,27 @@ pub struct Pollux {
     queue: VecDeque<Decision>,
     wake: Option<SimTime>,
     last_tick: Option<SimTime>,
+    /// Best-batch candidates by (initial batch, max batch, min local, max
+    /// local, GPUs): they depend on nothing else.
+    cands: BTreeMap<(u32, u32, u32, u32, u32), Arc<BatchCandidates>>,
+    /// Fits by their observations ((nodes, GPUs, atomic batch, bits of the
+    /// step and sync times) in profile order): a fit is a function of them
+    /// alone, and jobs of one application often share their first
+    /// configurations.
+    fits: BTreeMap<Vec<(u32, u32, u32, u64, u64)>, PerfParams>,
+}
+
+/// The best-batch candidates of `key` from `cache`, built on first use.
+fn candidates(
+    cache: &mut BTreeMap<(u32, u32, u32, u32, u32), Arc<BatchCandidates>>,
+    init_batch: u32,
+    replicas: u32,
+    lim: BatchRange,
+) -> Arc<BatchCandidates> {
+    cache
+        .entry((init_batch, lim.max_batch, lim.min_local, lim.max_local, replicas))
+        .or_insert_with(|| Arc::new(BatchCandidates::new(init_batch, replicas, lim)))
+        .clone()
 }
 
 impl Pollux {
@@ -253,6 +275,8 @@ impl Pollux {
             queue: VecDeque::new(),
             wake: None,
             last_tick: None,
+            cands: BTreeMap::new(),
+            fits: BTreeMap::new(),
         }
     }
 
@@ -262,7 +286,7 @@ impl Pollux {
     }
 
     /// The configuration of rule 7 for `job` on `per_node`.
-    fn batch_for(&self, view: &View<'_>, job: JobId, per_node: &[u32]) -> Option<ElasticConfig> {
+    fn batch_for(&mut self, view: &View<'_>, job: JobId, per_node: &[u32]) -> Option<ElasticConfig> {
         let model = view.progress_model()?;
         let spec = view.jobs.spec(job).elastic()?;
         let replicas: u32 = per_node.iter().sum();
@@ -274,7 +298,12 @@ impl Pollux {
             (None, Some((perf, (sqr, var))), Some(l)) => {
                 let g = GoodputFn { perf, grad_sqr: sqr, grad_var: var, init_batch: l.init_batch };
                 let range = BatchRange { max_batch: l.max_batch, min_local: l.min_local, max_local: l.max_local };
-                let (_, atomic, accum) = g.optimize(per_node.len() as u32, replicas, range);
+                let (_, atomic, accum) = if replicas > 0 {
+                    let c = candidates(&mut self.cands, l.init_batch, replicas, range);
+                    g.optimize_over(per_node.len() as u32, replicas, &c)
+                } else {
+                    g.optimize(per_node.len() as u32, replicas, range)
+                };
                 let count = u64::from(replicas) * (u64::from(accum) + 1);
                 let cap = u64::from(l.max_batch) / count.max(1);
                 let atomic = u64::from(atomic).min(cap) as u32;
@@ -325,7 +354,12 @@ impl Pollux {
                     step_time: s,
                 })
                 .collect();
-            m.perf = Some(fit_perf_params(&obs));
+            let key: Vec<(u32, u32, u32, u64, u64)> = m
+                .profile
+                .iter()
+                .map(|(&(n, r, b), &(s, y))| (n, r, b, s.to_bits(), y.to_bits()))
+                .collect();
+            m.perf = Some(*self.fits.entry(key).or_insert_with(|| fit_perf_params(&obs)));
         }
     }
 
@@ -419,14 +453,19 @@ impl Pollux {
                 max_r = 1;
             }
             let speedup = match (memo.and_then(|m| m.perf.zip(m.grad)), lim) {
-                (Some((perf, (sqr, var))), Some(l)) => Speedup::fitted(
-                    GoodputFn { perf, grad_sqr: sqr, grad_var: var, init_batch: l.init_batch },
-                    BatchRange { max_batch: l.max_batch, min_local: l.min_local, max_local: l.max_local },
-                    fair_nodes,
-                    fair_replicas,
-                    n_nodes as u32,
-                    max_r.max(cap.iter().map(|&c| u32::from(c)).max().unwrap_or(0)),
-                ),
+                (Some((perf, (sqr, var))), Some(l)) => {
+                    let range = BatchRange { max_batch: l.max_batch, min_local: l.min_local, max_local: l.max_local };
+                    let cache = &mut self.cands;
+                    Speedup::fitted_with(
+                        GoodputFn { perf, grad_sqr: sqr, grad_var: var, init_batch: l.init_batch },
+                        range,
+                        fair_nodes,
+                        fair_replicas,
+                        n_nodes as u32,
+                        max_r.max(cap.iter().map(|&c| u32::from(c)).max().unwrap_or(0)),
+                        &mut |r| Some(candidates(cache, l.init_batch, r, range)),
+                    )
+                }
                 _ => Speedup::unfitted(fair_replicas),
             };
             let age = (now_s - spec.submit.as_secs_f64()).max(0.0);

@@ -43,6 +43,8 @@
 //!   replicas)` over a base goodput; the scheduler sets the base to the
 //!   best goodput at the job's fair share (see `crate::policy::pollux`).
 
+use std::sync::Arc;
+
 /// The seven parameters of Pollux's throughput model (seconds; γ unitless).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PerfParams {
@@ -102,7 +104,12 @@ impl PerfParams {
 
 /// `ln(a^γ + n^γ) / γ`, computed without overflow.
 fn log_optim(gamma: f64, a: f64, n: f64) -> f64 {
-    let (la, ln) = (gamma * a.ln(), gamma * n.ln());
+    log_optim_ln(gamma, a.ln(), n.ln())
+}
+
+/// [`log_optim`] from `ln a` and `ln n`.
+fn log_optim_ln(gamma: f64, ln_a: f64, ln_n: f64) -> f64 {
+    let (la, ln) = (gamma * ln_a, gamma * ln_n);
     let m = la.max(ln);
     (m + ((la - m).exp() + (ln - m).exp()).ln()) / gamma
 }
@@ -123,45 +130,81 @@ pub struct Observation {
     pub step_time: f64,
 }
 
+/// One observation's terms at the current parameters (the fit's
+/// objective computes each logarithm once).
+#[derive(Clone, Copy, Default)]
+struct Terms {
+    a: f64,
+    n: f64,
+    ln_a: f64,
+    ln_n: f64,
+    lo: f64,
+    e1: f64,
+    e2: f64,
+}
+
+/// Observations with the logarithms of their times, which the fit's
+/// objective reads at every evaluation.
+struct FitData<'a> {
+    obs: &'a [Observation],
+    /// Per observation: (ln accum_time, ln step_time).
+    ln_obs: Vec<(f64, f64)>,
+    terms: Vec<Terms>,
+}
+
+impl<'a> FitData<'a> {
+    fn new(obs: &'a [Observation]) -> Self {
+        FitData {
+            obs,
+            ln_obs: obs.iter().map(|o| (o.accum_time.ln(), o.step_time.ln())).collect(),
+            terms: vec![Terms::default(); obs.len()],
+        }
+    }
+}
+
 /// The fit's objective and its gradient at `x` (see the module docs).
+#[cfg(test)]
 fn objective(x: &[f64; 7], obs: &[Observation], grad: &mut [f64; 7]) -> f64 {
+    objective_on(x, &mut FitData::new(obs), grad)
+}
+
+/// [`objective`] over prepared data.
+fn objective_on(x: &[f64; 7], data: &mut FitData<'_>, grad: &mut [f64; 7]) -> f64 {
     let p = PerfParams::from_slice(x);
+    let obs = data.obs;
     let m = obs.len() as f64;
     *grad = [0.0; 7];
+    let g = p.gamma;
     // Residuals.
     let mut s1 = 0.0;
     let mut s2 = 0.0;
-    let mut r1 = Vec::with_capacity(obs.len());
-    let mut r2 = Vec::with_capacity(obs.len());
-    for o in obs {
+    for ((o, &(ln_acc, ln_step)), t) in obs.iter().zip(&data.ln_obs).zip(data.terms.iter_mut()) {
         let a = p.accum_time(f64::from(o.atomic_bsz));
         let n = p.network_time(o.nodes, o.replicas);
-        let e1 = a.ln() - o.accum_time.ln();
-        let e2 = log_optim(p.gamma, a, n) - o.step_time.ln();
+        let (ln_a, ln_n) = (a.ln(), n.ln());
+        let lo = log_optim_ln(g, ln_a, ln_n);
+        let e1 = ln_a - ln_acc;
+        let e2 = lo - ln_step;
         s1 += e1 * e1;
         s2 += e2 * e2;
-        r1.push(e1);
-        r2.push(e2);
+        *t = Terms { a, n, ln_a, ln_n, lo, e1, e2 };
     }
     let err1 = (s1 / m).sqrt();
     let err2 = (s2 / m).sqrt();
-    let g = p.gamma;
-    for (i, o) in obs.iter().enumerate() {
+    for (o, t) in obs.iter().zip(&data.terms) {
         let b = f64::from(o.atomic_bsz);
-        let a = p.accum_time(b);
-        let n = p.network_time(o.nodes, o.replicas);
+        let Terms { a, n, ln_a, ln_n, lo, e1, e2 } = *t;
         // d err1.
         if err1 > 0.0 {
-            let d = r1[i] / (m * err1) / a;
+            let d = e1 / (m * err1) / a;
             grad[0] += d;
             grad[1] += d * b;
         }
         if err2 > 0.0 {
-            let c = r2[i] / (m * err2);
+            let c = e2 / (m * err2);
             // lo = ln(S)/γ, S = a^γ + n^γ; weights w_a = a^γ/S, w_n = n^γ/S.
-            let lo = log_optim(g, a, n);
-            let wa = (g * a.ln() - g * lo).exp();
-            let wn = (g * n.ln() - g * lo).exp();
+            let wa = (g * ln_a - g * lo).exp();
+            let wn = (g * ln_n - g * lo).exp();
             let da = c * wa / a;
             grad[0] += da;
             grad[1] += da * b;
@@ -175,7 +218,7 @@ fn objective(x: &[f64; 7], obs: &[Observation], grad: &mut [f64; 7]) -> f64 {
                 grad[5] += dn * k;
             }
             // d lo / d γ = −lo/γ + (w_a ln a + w_n ln n)/γ.
-            grad[6] += c * (-lo + wa * a.ln() + wn * n.ln()) / g;
+            grad[6] += c * (-lo + wa * ln_a + wn * ln_n) / g;
         }
     }
     let reg1 = 1e-3 * (g - 1.0) * (g - 1.0);
@@ -350,7 +393,8 @@ pub fn fit_perf_params(obs: &[Observation]) -> PerfParams {
         fix(3, 1e-8, &mut x);
         fix(5, 1e-8, &mut x);
     }
-    let (mut p, _) = minimise_box(&mut |x, g| objective(x, obs, g), x, lo, hi, FIT_MAX_ITER);
+    let mut data = FitData::new(obs);
+    let (mut p, _) = minimise_box(&mut |x, g| objective_on(x, &mut data, g), x, lo, hi, FIT_MAX_ITER);
     if !multi_node {
         p[2] = p[2].max(p[4] * 1.1);
         p[3] = p[3].max(p[5] * 1.1);
@@ -413,31 +457,21 @@ impl GoodputFn {
     /// least 1): `(goodput, atomic_bsz, accum_steps)` of the first best of
     /// the 50 candidates of the module docs (with accumulation).
     pub fn optimize(&self, nodes: u32, replicas: u32, lim: BatchRange) -> (f64, u32, u32) {
-        const EPS: f64 = 1e-8;
+        self.optimize_over(nodes, replicas, &BatchCandidates::new(self.init_batch, replicas, lim))
+    }
+
+    /// [`GoodputFn::optimize`] over candidates built for this function's
+    /// initial batch and `replicas` (the same result; the candidates depend
+    /// on neither the throughput model nor the gradient statistics, so a
+    /// caller may keep them).
+    pub fn optimize_over(&self, nodes: u32, replicas: u32, cands: &BatchCandidates) -> (f64, u32, u32) {
         let r = f64::from(replicas);
-        let start = f64::from(self.init_batch).max(f64::from(lim.min_local) * r);
-        let stop = f64::from(lim.max_batch);
-        let (la, lb) = (start.log10(), stop.log10());
-        let step = (lb - la) / 49.0;
         let mut best = (f64::NEG_INFINITY, 0u32, 0u32);
         // The network term is the same for every candidate.
         let p = &self.perf;
         let net_g = p.network_time(nodes, replicas).powf(p.gamma);
-        for i in 0..50 {
-            // numpy's geomspace: 10^(log10 start + i·step), ends exact.
-            let batch = match i {
-                0 => start,
-                49 => stop,
-                _ => 10f64.powf(la + f64::from(i) * step),
-            };
-            let local = batch / r;
-            let mut accum = (local / f64::from(lim.max_local) - EPS).ceil() - 1.0;
-            if replicas == 1 && local > f64::from(self.init_batch) + EPS {
-                accum = accum.max(1.0);
-            }
-            let accum = accum.max(0.0) as u32;
-            let atomic = (local / f64::from(accum + 1) - EPS).ceil();
-            let g = if atomic >= f64::from(lim.min_local) && atomic <= f64::from(lim.max_local) {
+        for &(atomic, accum, valid) in &cands.0 {
+            let g = if valid {
                 // `evaluate` with the network term hoisted.
                 let t_c = p.accum_time(atomic);
                 let optim = (t_c.powf(p.gamma) + net_g).powf(1.0 / p.gamma);
@@ -455,6 +489,44 @@ impl GoodputFn {
     }
 }
 
+/// The 50 candidates of the best-batch search on a number of GPUs (module
+/// docs): per candidate `(atomic batch, accumulation steps, valid)`, not
+/// valid when its atomic batch leaves the per-GPU range (goodput 0).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchCandidates(Vec<(f64, u32, bool)>);
+
+impl BatchCandidates {
+    /// The candidates for initial batch `init_batch` on `replicas` GPUs (at
+    /// least 1) within `lim`.
+    pub fn new(init_batch: u32, replicas: u32, lim: BatchRange) -> Self {
+        const EPS: f64 = 1e-8;
+        let r = f64::from(replicas);
+        let start = f64::from(init_batch).max(f64::from(lim.min_local) * r);
+        let stop = f64::from(lim.max_batch);
+        let (la, lb) = (start.log10(), stop.log10());
+        let step = (lb - la) / 49.0;
+        let out = (0..50)
+            .map(|i| {
+                // numpy's geomspace: 10^(log10 start + i·step), ends exact.
+                let batch = match i {
+                    0 => start,
+                    49 => stop,
+                    _ => 10f64.powf(la + f64::from(i) * step),
+                };
+                let local = batch / r;
+                let mut accum = (local / f64::from(lim.max_local) - EPS).ceil() - 1.0;
+                if replicas == 1 && local > f64::from(init_batch) + EPS {
+                    accum = accum.max(1.0);
+                }
+                let accum = accum.max(0.0) as u32;
+                let atomic = (local / f64::from(accum + 1) - EPS).ceil();
+                (atomic, accum, atomic >= f64::from(lim.min_local) && atomic <= f64::from(lim.max_local))
+            })
+            .collect();
+        BatchCandidates(out)
+    }
+}
+
 /// A job's speedup function for one scheduling round: goodput at the best
 /// batch over a base goodput, memoised per `(nodes, replicas)`; or, for a
 /// job not yet profiled, `replicas / fair_replicas` (the artifact's
@@ -468,6 +540,9 @@ pub struct Speedup {
     /// not computed.
     memo: Vec<f64>,
     max_replicas: u32,
+    /// Best-batch candidates per GPU count up to `max_replicas`, built on
+    /// first use unless given.
+    cands: Vec<Option<Arc<BatchCandidates>>>,
 }
 
 impl Speedup {
@@ -482,13 +557,34 @@ impl Speedup {
         max_nodes: u32,
         max_replicas: u32,
     ) -> Self {
-        let base = g.optimize(base_nodes.max(1), fair_replicas.max(1), lim).0;
+        Self::fitted_with(g, lim, base_nodes, fair_replicas, max_nodes, max_replicas, &mut |_| None)
+    }
+
+    /// [`Speedup::fitted`], taking the best-batch candidates for a GPU
+    /// count from `cands` where it has them (a caller's cache; they must be
+    /// [`BatchCandidates::new`] of `g.init_batch`, that count and `lim`).
+    pub fn fitted_with(
+        g: GoodputFn,
+        lim: BatchRange,
+        base_nodes: u32,
+        fair_replicas: u32,
+        max_nodes: u32,
+        max_replicas: u32,
+        cands: &mut dyn FnMut(u32) -> Option<Arc<BatchCandidates>>,
+    ) -> Self {
+        let cands: Vec<Option<Arc<BatchCandidates>>> = (0..=max_replicas).map(|r| if r == 0 { None } else { cands(r) }).collect();
+        let (bn, br) = (base_nodes.max(1), fair_replicas.max(1));
+        let base = match cands.get(br as usize) {
+            Some(Some(c)) => g.optimize_over(bn, br, c).0,
+            _ => g.optimize(bn, br, lim).0,
+        };
         Speedup {
             goodput: Some((g, lim)),
             base,
             fair_replicas: f64::from(fair_replicas.max(1)),
             memo: vec![-1.0; (max_nodes as usize + 1) * (max_replicas as usize + 1)],
             max_replicas,
+            cands,
         }
     }
 
@@ -500,6 +596,7 @@ impl Speedup {
             fair_replicas: f64::from(fair_replicas.max(1)),
             memo: Vec::new(),
             max_replicas: 0,
+            cands: Vec::new(),
         }
     }
 
@@ -516,7 +613,10 @@ impl Speedup {
         {
             return v;
         }
-        let gp = g.optimize(nodes, replicas, lim).0;
+        let gp = match self.cands.get_mut(replicas as usize) {
+            Some(slot) => g.optimize_over(nodes, replicas, slot.get_or_insert_with(|| Arc::new(BatchCandidates::new(g.init_batch, replicas, lim)))).0,
+            None => g.optimize(nodes, replicas, lim).0,
+        };
         // Our guard: a base goodput that is not positive (no valid batch at
         // the fair share) falls back to the unprofiled rule.
         let v = if self.base > 0.0 && self.base.is_finite() {
