@@ -116,7 +116,9 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::build::{BuildContext, BuildPolicy};
-use super::pollux_goodput::{BatchCandidates, BatchRange, GoodputFn, Observation, PerfParams, Speedup, fit_perf_params};
+use super::pollux_goodput::{
+    BatchCandidates, BatchRange, GoodputFn, Observation, PerfParams, Speedup, fit_perf_params,
+};
 use super::{Decision, Policy, View};
 use crate::error::RunError;
 use crate::ids::{GpuId, JobId, NodeId};
@@ -206,7 +208,14 @@ struct JobMemo {
     attained_s: f64,
     /// GPUs it holds by this policy's decisions.
     held: u32,
+    /// The speedup function of the last tick and what it was built from.
+    speedup: Option<(SpeedupKey, Speedup)>,
 }
+
+/// What a job's speedup function is built from (bits of its fitted
+/// parameters and gradient statistics, its application's batch limits, the
+/// fair share, the memo's size).
+type SpeedupKey = [u64; 14];
 
 /// One job as a tick's search sees it.
 struct TickJob {
@@ -354,11 +363,8 @@ impl Pollux {
                     step_time: s,
                 })
                 .collect();
-            let key: Vec<(u32, u32, u32, u64, u64)> = m
-                .profile
-                .iter()
-                .map(|(&(n, r, b), &(s, y))| (n, r, b, s.to_bits(), y.to_bits()))
-                .collect();
+            let key: Vec<(u32, u32, u32, u64, u64)> =
+                m.profile.iter().map(|(&(n, r, b), &(s, y))| (n, r, b, s.to_bits(), y.to_bits())).collect();
             m.perf = Some(*self.fits.entry(key).or_insert_with(|| fit_perf_params(&obs)));
         }
     }
@@ -438,12 +444,15 @@ impl Pollux {
         let fair_nodes = (n_nodes as u32).div_ceil(total_gpus).max(1);
         let now_s = view.now.as_secs_f64();
         let mut jobs = Vec::with_capacity(nj);
+        let mut keys: Vec<Option<SpeedupKey>> = Vec::with_capacity(nj);
         for (i, &j) in order.iter().enumerate() {
             let spec = view.jobs.spec(j);
             let el = spec.elastic();
             let app = el.map_or("", |e| e.app.as_str());
             let lim = model.batch_limits(app);
-            let memo = self.memo.get(&j);
+            let memo = self.memo.get_mut(&j);
+            let kept = memo.as_ref().and_then(|m| m.speedup.as_ref()).map(|(k, _)| *k);
+            let memo = memo.map(|m| &*m);
             let profiled = memo.and_then(|m| m.profile.keys().map(|k| k.1).max()).unwrap_or(0);
             let mut max_r = (2 * profiled).clamp(1, 64);
             if let Some(l) = lim {
@@ -452,22 +461,49 @@ impl Pollux {
             if Self::fixed_batch(app).is_some() {
                 max_r = 1;
             }
-            let speedup = match (memo.and_then(|m| m.perf.zip(m.grad)), lim) {
+            let (speedup, key) = match (memo.and_then(|m| m.perf.zip(m.grad)), lim) {
                 (Some((perf, (sqr, var))), Some(l)) => {
                     let range = BatchRange { max_batch: l.max_batch, min_local: l.min_local, max_local: l.max_local };
+                    let memo_r = max_r.max(cap.iter().map(|&c| u32::from(c)).max().unwrap_or(0));
+                    let p = perf;
+                    let key: SpeedupKey = [
+                        p.alpha_c.to_bits(),
+                        p.beta_c.to_bits(),
+                        p.alpha_n.to_bits(),
+                        p.beta_n.to_bits(),
+                        p.alpha_r.to_bits(),
+                        p.beta_r.to_bits(),
+                        p.gamma.to_bits(),
+                        sqr.to_bits(),
+                        var.to_bits(),
+                        u64::from(l.init_batch),
+                        u64::from(l.max_batch) << 32 | u64::from(l.min_local),
+                        u64::from(l.max_local),
+                        u64::from(fair_nodes) << 32 | u64::from(fair_replicas),
+                        (n_nodes as u64) << 32 | u64::from(memo_r),
+                    ];
+                    // The speedup of the last tick, memo included, when
+                    // nothing it depends on changed (a job that did not run).
+                    let reuse = (kept == Some(key))
+                        .then(|| self.memo.get_mut(&j).and_then(|m| m.speedup.take()).map(|(_, s)| s))
+                        .flatten();
                     let cache = &mut self.cands;
-                    Speedup::fitted_with(
-                        GoodputFn { perf, grad_sqr: sqr, grad_var: var, init_batch: l.init_batch },
-                        range,
-                        fair_nodes,
-                        fair_replicas,
-                        n_nodes as u32,
-                        max_r.max(cap.iter().map(|&c| u32::from(c)).max().unwrap_or(0)),
-                        &mut |r| Some(candidates(cache, l.init_batch, r, range)),
-                    )
+                    let s = reuse.unwrap_or_else(|| {
+                        Speedup::fitted_with(
+                            GoodputFn { perf, grad_sqr: sqr, grad_var: var, init_batch: l.init_batch },
+                            range,
+                            fair_nodes,
+                            fair_replicas,
+                            n_nodes as u32,
+                            memo_r,
+                            &mut |r| Some(candidates(cache, l.init_batch, r, range)),
+                        )
+                    });
+                    (s, Some(key))
                 }
-                _ => Speedup::unfitted(fair_replicas),
+                _ => (Speedup::unfitted(fair_replicas), None),
             };
+            keys.push(key);
             let age = (now_s - spec.submit.as_secs_f64()).max(0.0);
             let restarts = view.elastic(j).map_or(0, |s| s.restarts);
             let factor = (age - f64::from(restarts) * RESTART_DELAY_S).max(0.0) / (age + RESTART_DELAY_S);
@@ -503,6 +539,11 @@ impl Pollux {
             }
         };
         let (front, best) = search.run(init, self.opts.population as usize, self.opts.generations as usize);
+        for ((job, key), j) in jobs.into_iter().zip(keys).zip(&order) {
+            if let Some(m) = self.memo.get_mut(j) {
+                m.speedup = key.map(|k| (k, job.speedup));
+            }
+        }
         self.prev = Some((order.clone(), front));
         // Rule 6: GPUs.
         let mut retained: BTreeSet<GpuId> = BTreeSet::new();

@@ -150,6 +150,8 @@ struct FitData<'a> {
     /// Per observation: (ln accum_time, ln step_time).
     ln_obs: Vec<(f64, f64)>,
     terms: Vec<Terms>,
+    /// The parameters and the two errors of the last value.
+    at: (PerfParams, f64, f64),
 }
 
 impl<'a> FitData<'a> {
@@ -158,6 +160,7 @@ impl<'a> FitData<'a> {
             obs,
             ln_obs: obs.iter().map(|o| (o.accum_time.ln(), o.step_time.ln())).collect(),
             terms: vec![Terms::default(); obs.len()],
+            at: (PerfParams::from_slice(&[0.0; 7]), 0.0, 0.0),
         }
     }
 }
@@ -165,71 +168,96 @@ impl<'a> FitData<'a> {
 /// The fit's objective and its gradient at `x` (see the module docs).
 #[cfg(test)]
 fn objective(x: &[f64; 7], obs: &[Observation], grad: &mut [f64; 7]) -> f64 {
-    objective_on(x, &mut FitData::new(obs), grad)
+    let mut data = FitData::new(obs);
+    let v = data.value(x);
+    data.gradient(grad);
+    v
 }
 
-/// [`objective`] over prepared data.
-fn objective_on(x: &[f64; 7], data: &mut FitData<'_>, grad: &mut [f64; 7]) -> f64 {
-    let p = PerfParams::from_slice(x);
-    let obs = data.obs;
-    let m = obs.len() as f64;
-    *grad = [0.0; 7];
-    let g = p.gamma;
-    // Residuals.
-    let mut s1 = 0.0;
-    let mut s2 = 0.0;
-    for ((o, &(ln_acc, ln_step)), t) in obs.iter().zip(&data.ln_obs).zip(data.terms.iter_mut()) {
-        let a = p.accum_time(f64::from(o.atomic_bsz));
-        let n = p.network_time(o.nodes, o.replicas);
-        let (ln_a, ln_n) = (a.ln(), n.ln());
-        let lo = log_optim_ln(g, ln_a, ln_n);
-        let e1 = ln_a - ln_acc;
-        let e2 = lo - ln_step;
-        s1 += e1 * e1;
-        s2 += e2 * e2;
-        *t = Terms { a, n, ln_a, ln_n, lo, e1, e2 };
-    }
-    let err1 = (s1 / m).sqrt();
-    let err2 = (s2 / m).sqrt();
-    for (o, t) in obs.iter().zip(&data.terms) {
-        let b = f64::from(o.atomic_bsz);
-        let Terms { a, n, ln_a, ln_n, lo, e1, e2 } = *t;
-        // d err1.
-        if err1 > 0.0 {
-            let d = e1 / (m * err1) / a;
-            grad[0] += d;
-            grad[1] += d * b;
+impl FitData<'_> {
+    /// The objective's value at `x`; keeps what [`FitData::gradient`] reads.
+    fn value(&mut self, x: &[f64; 7]) -> f64 {
+        let p = PerfParams::from_slice(x);
+        let obs = self.obs;
+        let m = obs.len() as f64;
+        let g = p.gamma;
+        // Residuals.
+        let mut s1 = 0.0;
+        let mut s2 = 0.0;
+        for ((o, &(ln_acc, ln_step)), t) in obs.iter().zip(&self.ln_obs).zip(self.terms.iter_mut()) {
+            let a = p.accum_time(f64::from(o.atomic_bsz));
+            let n = p.network_time(o.nodes, o.replicas);
+            let (ln_a, ln_n) = (a.ln(), n.ln());
+            let lo = log_optim_ln(g, ln_a, ln_n);
+            let e1 = ln_a - ln_acc;
+            let e2 = lo - ln_step;
+            s1 += e1 * e1;
+            s2 += e2 * e2;
+            *t = Terms { a, n, ln_a, ln_n, lo, e1, e2 };
         }
-        if err2 > 0.0 {
-            let c = e2 / (m * err2);
-            // lo = ln(S)/γ, S = a^γ + n^γ; weights w_a = a^γ/S, w_n = n^γ/S.
-            let wa = (g * ln_a - g * lo).exp();
-            let wn = (g * ln_n - g * lo).exp();
-            let da = c * wa / a;
-            grad[0] += da;
-            grad[1] += da * b;
-            let dn = c * wn / n;
-            let k = (f64::from(o.replicas) - 2.0).max(1e-8);
-            if o.nodes > 1 {
-                grad[2] += dn;
-                grad[3] += dn * k;
-            } else if o.replicas > 1 {
-                grad[4] += dn;
-                grad[5] += dn * k;
+        let err1 = (s1 / m).sqrt();
+        let err2 = (s2 / m).sqrt();
+        self.at = (p, err1, err2);
+        let reg1 = 1e-3 * (g - 1.0) * (g - 1.0);
+        let (qn, qr) = (p.beta_n / p.alpha_n, p.beta_r / p.alpha_r);
+        let reg2 = 1e-2 * (qn * qn + qr * qr);
+        err1 + err2 + reg1 + reg2
+    }
+
+    /// The objective's gradient at the point of the last
+    /// [`FitData::value`].
+    fn gradient(&self, grad: &mut [f64; 7]) {
+        let (p, err1, err2) = self.at;
+        let m = self.obs.len() as f64;
+        let g = p.gamma;
+        *grad = [0.0; 7];
+        for (o, t) in self.obs.iter().zip(&self.terms) {
+            let b = f64::from(o.atomic_bsz);
+            let Terms { a, n, ln_a, ln_n, lo, e1, e2 } = *t;
+            // d err1.
+            if err1 > 0.0 {
+                let d = e1 / (m * err1) / a;
+                grad[0] += d;
+                grad[1] += d * b;
             }
-            // d lo / d γ = −lo/γ + (w_a ln a + w_n ln n)/γ.
-            grad[6] += c * (-lo + wa * ln_a + wn * ln_n) / g;
+            if err2 > 0.0 {
+                let c = e2 / (m * err2);
+                // lo = ln(S)/γ, S = a^γ + n^γ; weights w_a = a^γ/S, w_n = n^γ/S.
+                let wa = (g * ln_a - g * lo).exp();
+                let wn = (g * ln_n - g * lo).exp();
+                let da = c * wa / a;
+                grad[0] += da;
+                grad[1] += da * b;
+                let dn = c * wn / n;
+                let k = (f64::from(o.replicas) - 2.0).max(1e-8);
+                if o.nodes > 1 {
+                    grad[2] += dn;
+                    grad[3] += dn * k;
+                } else if o.replicas > 1 {
+                    grad[4] += dn;
+                    grad[5] += dn * k;
+                }
+                // d lo / d γ = −lo/γ + (w_a ln a + w_n ln n)/γ.
+                grad[6] += c * (-lo + wa * ln_a + wn * ln_n) / g;
+            }
         }
+        grad[6] += 2e-3 * (g - 1.0);
+        let (qn, qr) = (p.beta_n / p.alpha_n, p.beta_r / p.alpha_r);
+        grad[2] += -2e-2 * qn * qn / p.alpha_n;
+        grad[3] += 2e-2 * qn / p.alpha_n;
+        grad[4] += -2e-2 * qr * qr / p.alpha_r;
+        grad[5] += 2e-2 * qr / p.alpha_r;
     }
-    let reg1 = 1e-3 * (g - 1.0) * (g - 1.0);
-    grad[6] += 2e-3 * (g - 1.0);
-    let (qn, qr) = (p.beta_n / p.alpha_n, p.beta_r / p.alpha_r);
-    let reg2 = 1e-2 * (qn * qn + qr * qr);
-    grad[2] += -2e-2 * qn * qn / p.alpha_n;
-    grad[3] += 2e-2 * qn / p.alpha_n;
-    grad[4] += -2e-2 * qr * qr / p.alpha_r;
-    grad[5] += 2e-2 * qr / p.alpha_r;
-    err1 + err2 + reg1 + reg2
+}
+
+impl Objective<7> for FitData<'_> {
+    fn value(&mut self, x: &[f64; 7]) -> f64 {
+        FitData::value(self, x)
+    }
+
+    fn gradient(&mut self, g: &mut [f64; 7]) {
+        FitData::gradient(self, g)
+    }
 }
 
 /// Minimises `f` (value and gradient) over the box `[lo, hi]` from `x0` by
@@ -237,6 +265,40 @@ fn objective_on(x: &[f64; 7], data: &mut FitData<'_>, grad: &mut [f64; 7]) -> f6
 /// value. Deterministic; at most `max_iter` iterations.
 pub fn minimise_box<const N: usize>(
     f: &mut dyn FnMut(&[f64; N], &mut [f64; N]) -> f64,
+    x0: [f64; N],
+    lo: [f64; N],
+    hi: [f64; N],
+    max_iter: usize,
+) -> ([f64; N], f64) {
+    /// A value-and-gradient function seen as an [`Objective`].
+    struct Joint<'f, const N: usize> {
+        f: &'f mut dyn FnMut(&[f64; N], &mut [f64; N]) -> f64,
+        g: [f64; N],
+    }
+    impl<const N: usize> Objective<N> for Joint<'_, N> {
+        fn value(&mut self, x: &[f64; N]) -> f64 {
+            (self.f)(x, &mut self.g)
+        }
+        fn gradient(&mut self, g: &mut [f64; N]) {
+            *g = self.g;
+        }
+    }
+    minimise_objective(&mut Joint { f, g: [0.0; N] }, x0, lo, hi, max_iter)
+}
+
+/// A function the minimiser reads: its value at a point, then, when the
+/// minimiser keeps that point, its gradient there.
+trait Objective<const N: usize> {
+    /// The value at `x`.
+    fn value(&mut self, x: &[f64; N]) -> f64;
+    /// The gradient at the point of the last [`Objective::value`].
+    fn gradient(&mut self, g: &mut [f64; N]);
+}
+
+/// [`minimise_box`] over an [`Objective`], which computes a gradient only
+/// at the points it keeps (the same iterates).
+fn minimise_objective<const N: usize>(
+    f: &mut dyn Objective<N>,
     x0: [f64; N],
     lo: [f64; N],
     hi: [f64; N],
@@ -250,7 +312,8 @@ pub fn minimise_box<const N: usize>(
     let mut x = x0;
     clamp(&mut x);
     let mut g = [0.0; N];
-    let mut fx = f(&x, &mut g);
+    let mut fx = f.value(&x);
+    f.gradient(&mut g);
     let identity = || {
         let mut h = [[0.0; N]; N];
         for (i, row) in h.iter_mut().enumerate() {
@@ -299,10 +362,11 @@ pub fn minimise_box<const N: usize>(
                 xn[i] += t * d[i];
             }
             clamp(&mut xn);
-            let mut gn = [0.0; N];
-            let fnew = f(&xn, &mut gn);
+            let fnew = f.value(&xn);
             let dec: f64 = (0..N).map(|i| g[i] * (xn[i] - x[i])).sum();
             if fnew.is_finite() && fnew <= fx + 1e-4 * dec.min(0.0) {
+                let mut gn = [0.0; N];
+                f.gradient(&mut gn);
                 accepted = Some((xn, fnew, gn));
                 break;
             }
@@ -393,8 +457,7 @@ pub fn fit_perf_params(obs: &[Observation]) -> PerfParams {
         fix(3, 1e-8, &mut x);
         fix(5, 1e-8, &mut x);
     }
-    let mut data = FitData::new(obs);
-    let (mut p, _) = minimise_box(&mut |x, g| objective_on(x, &mut data, g), x, lo, hi, FIT_MAX_ITER);
+    let (mut p, _) = minimise_objective(&mut FitData::new(obs), x, lo, hi, FIT_MAX_ITER);
     if !multi_node {
         p[2] = p[2].max(p[4] * 1.1);
         p[3] = p[3].max(p[5] * 1.1);
@@ -572,7 +635,8 @@ impl Speedup {
         max_replicas: u32,
         cands: &mut dyn FnMut(u32) -> Option<Arc<BatchCandidates>>,
     ) -> Self {
-        let cands: Vec<Option<Arc<BatchCandidates>>> = (0..=max_replicas).map(|r| if r == 0 { None } else { cands(r) }).collect();
+        let cands: Vec<Option<Arc<BatchCandidates>>> =
+            (0..=max_replicas).map(|r| if r == 0 { None } else { cands(r) }).collect();
         let (bn, br) = (base_nodes.max(1), fair_replicas.max(1));
         let base = match cands.get(br as usize) {
             Some(Some(c)) => g.optimize_over(bn, br, c).0,
@@ -614,7 +678,14 @@ impl Speedup {
             return v;
         }
         let gp = match self.cands.get_mut(replicas as usize) {
-            Some(slot) => g.optimize_over(nodes, replicas, slot.get_or_insert_with(|| Arc::new(BatchCandidates::new(g.init_batch, replicas, lim)))).0,
+            Some(slot) => {
+                g.optimize_over(
+                    nodes,
+                    replicas,
+                    slot.get_or_insert_with(|| Arc::new(BatchCandidates::new(g.init_batch, replicas, lim))),
+                )
+                .0
+            }
             None => g.optimize(nodes, replicas, lim).0,
         };
         // Our guard: a base goodput that is not positive (no valid batch at
