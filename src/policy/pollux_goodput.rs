@@ -796,6 +796,29 @@ mod tests {
     }
 
     #[test]
+    fn the_fit_takes_the_same_iterates_as_the_joint_minimiser() {
+        // The fit's minimiser computes a gradient only at the points it
+        // keeps; `minimise_box` over the joint value-and-gradient function
+        // computes one at every point. These observations pin no parameter
+        // (several batches, multi-node, one-node multi-GPU and > 2 GPU runs)
+        // and apply no prior, so both must end on the same bits.
+        let o = obs(&[
+            (1, 1, 32, 0.08, 0.081),
+            (1, 2, 32, 0.081, 0.1),
+            (1, 4, 64, 0.15, 0.19),
+            (2, 8, 64, 0.151, 0.3),
+            (4, 16, 48, 0.12, 0.35),
+        ]);
+        let x0 = [1e-1, 1e-2, 1e-1, 1e-2, 1e-1, 1e-2, 1.0 + 1e-3];
+        let lo = [1e-8, 1e-8, 1e-8, 1e-8, 1e-8, 1e-8, 1.0];
+        let hi = [f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY, 10.0];
+        let (x, _) = minimise_box(&mut |x, g| objective(x, &o, g), x0, lo, hi, FIT_MAX_ITER);
+        let p = fit_perf_params(&o);
+        let got = [p.alpha_c, p.beta_c, p.alpha_n, p.beta_n, p.alpha_r, p.beta_r, p.gamma];
+        assert_eq!(got.map(f64::to_bits), x.map(f64::to_bits), "{got:?} vs {x:?}");
+    }
+
+    #[test]
     fn the_best_batch_matches_numpy() {
         // Our own numpy transcription (/tmp/px/ref.py) of the 50-candidate
         // search with these parameters, gradient statistics (0.5, 4.0),
