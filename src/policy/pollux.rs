@@ -272,17 +272,25 @@ pub struct Pollux {
     last_tick: Option<SimTime>,
     /// Best-batch candidates by (initial batch, max batch, min local, max
     /// local, GPUs): they depend on nothing else.
-    cands: BTreeMap<(u32, u32, u32, u32, u32), Arc<BatchCandidates>>,
+    cands: BTreeMap<CandidatesKey, Arc<BatchCandidates>>,
     /// Fits by their observations ((nodes, GPUs, atomic batch, bits of the
     /// step and sync times) in profile order): a fit is a function of them
     /// alone, and jobs of one application often share their first
     /// configurations.
-    fits: BTreeMap<Vec<(u32, u32, u32, u64, u64)>, PerfParams>,
+    fits: BTreeMap<Vec<FitKeyRow>, PerfParams>,
 }
+
+/// (Initial batch, max batch, min local, max local, GPUs) of a set of
+/// best-batch candidates.
+type CandidatesKey = (u32, u32, u32, u32, u32);
+
+/// One observation of a fit's key: nodes, GPUs, atomic batch, bits of the
+/// step and sync times.
+type FitKeyRow = (u32, u32, u32, u64, u64);
 
 /// The best-batch candidates of `key` from `cache`, built on first use.
 fn candidates(
-    cache: &mut BTreeMap<(u32, u32, u32, u32, u32), Arc<BatchCandidates>>,
+    cache: &mut BTreeMap<CandidatesKey, Arc<BatchCandidates>>,
     init_batch: u32,
     replicas: u32,
     lim: BatchRange,
