@@ -25,7 +25,7 @@
 //! `cargo bench --bench policies -- genie/100 --quick` runs one case.
 //!
 //! A second group, `pollux-tick`, times one allocation decision of the
-//! `pollux` policy (defaults: population 100, 100 generations) with 10, 50
+//! `pollux` policy (defaults: population 100, at most 100 generations, patience 5) with 10, 50
 //! and 160 active work-defined jobs on the Pollux cluster (16 nodes × 4 T4),
 //! the simulator's timing (`pollux-sim`): job i runs the i-th of the six
 //! Pollux applications in turn, all submitted at t = 0. The untimed setup

@@ -818,14 +818,10 @@ mod tests {
         assert_eq!(got.map(f64::to_bits), x.map(f64::to_bits), "{got:?} vs {x:?}");
     }
 
-    #[test]
-    fn the_best_batch_matches_numpy() {
-        // Our own numpy transcription (/tmp/px/ref.py) of the 50-candidate
-        // search with these parameters, gradient statistics (0.5, 4.0),
-        // initial batch 128, max batch 4096, per-GPU batch 32..=256 gives
-        // (1,1): (463.76811593989663, 128, 0); (1,4): (1355.3304641329232,
-        // 81, 0); (2,8): (1151.6984204015268, 157, 0); (4,16):
-        // (1334.6814456616596, 136, 0).
+    /// The goodput function and batch range of the two tests below: the
+    /// throughput parameters, gradient statistics (0.5, 4.0), initial batch
+    /// 128, max batch 4096, per-GPU batch 32..=256.
+    fn example_goodput() -> (GoodputFn, BatchRange) {
         let g = GoodputFn {
             perf: PerfParams {
                 alpha_c: 0.02,
@@ -840,7 +836,18 @@ mod tests {
             grad_var: 4.0,
             init_batch: 128,
         };
-        let lim = BatchRange { max_batch: 4096, min_local: 32, max_local: 256 };
+        (g, BatchRange { max_batch: 4096, min_local: 32, max_local: 256 })
+    }
+
+    #[test]
+    fn the_best_batch_matches_numpy() {
+        // Our own numpy transcription (/tmp/px/ref.py) of the 50-candidate
+        // search with these parameters, gradient statistics (0.5, 4.0),
+        // initial batch 128, max batch 4096, per-GPU batch 32..=256 gives
+        // (1,1): (463.76811593989663, 128, 0); (1,4): (1355.3304641329232,
+        // 81, 0); (2,8): (1151.6984204015268, 157, 0); (4,16):
+        // (1334.6814456616596, 136, 0).
+        let (g, lim) = example_goodput();
         for (n, r, want) in [
             (1, 1, (463.76811593989663, 128, 0)),
             (1, 4, (1355.3304641329232, 81, 0)),
@@ -861,21 +868,7 @@ mod tests {
 
     #[test]
     fn speedup_is_relative_to_the_base_and_memoised() {
-        let g = GoodputFn {
-            perf: PerfParams {
-                alpha_c: 0.02,
-                beta_c: 0.002,
-                alpha_n: 0.3,
-                beta_n: 0.01,
-                alpha_r: 0.05,
-                beta_r: 0.005,
-                gamma: 1.5,
-            },
-            grad_sqr: 0.5,
-            grad_var: 4.0,
-            init_batch: 128,
-        };
-        let lim = BatchRange { max_batch: 4096, min_local: 32, max_local: 256 };
+        let (g, lim) = example_goodput();
         // Base at (1 node, 4 GPUs): 1355.33...; (4, 16) gives 1334.68...
         let mut s = Speedup::fitted(g, lim, 1, 4, 16, 64);
         let want = 1334.6814456616596 / 1355.3304641329232;

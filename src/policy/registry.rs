@@ -228,7 +228,7 @@ registry! {
     "optimus" => Optimus(crate::policy::optimus::OptimusOptions),
     /// Pollux (OSDI'21): elastic GPUs and batch of work-defined jobs, a genetic
     /// search for the best fairness-weighted speedups every interval
-    /// (`--policy-opt interval-s=60, population=100, generations=100`).
+    /// (`--policy-opt interval-s=60, population=100, generations=100, patience=5`).
     "pollux" => Pollux(crate::policy::pollux::PolluxOptions),
     /// Gandiva: time-slicing in rounds, packing by measured co-location
     /// speed, migration for locality (`--policy-opt`; `--checkpoint gandiva`).
