@@ -62,12 +62,12 @@
 //! - The cluster is one pool (the simulator's has no partitions); a cluster
 //!   with several VC partitions is refused when the policy is built.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use super::build::{BuildContext, BuildPolicy};
-use super::pollux_sim::{GpuPool, Ticks, held, most_free_first};
+use super::pollux_sim::{AtTicks, GpuPool, TickLoop, decide_at_ticks, held};
 use super::{Decision, Policy, View};
 use crate::error::RunError;
 use crate::ids::{GpuId, JobId};
@@ -94,10 +94,7 @@ impl BuildPolicy for OptimusOptions {
     }
 
     fn validate(&self, kind: &str) -> Result<(), String> {
-        if self.interval_s == 0 || self.interval_s > 100_000_000_000 {
-            return Err(format!("{kind}: interval-s must be 1 to 1e11 s, got {}", self.interval_s));
-        }
-        Ok(())
+        super::pollux_sim::check_interval_s(kind, self.interval_s)
     }
 
     fn preemption_period_ms(&self, _kind: &str) -> Option<u64> {
@@ -151,10 +148,7 @@ pub fn predict_step_time(model: &dyn ProgressModel, app: &str, batch: u32, r: u3
 
 /// `optimus`; see the module docs.
 pub struct Optimus {
-    ticks: Ticks,
-    /// Submitted and not complete.
-    active: BTreeSet<JobId>,
-    plan: VecDeque<Decision>,
+    at: TickLoop,
     /// Predicted step times by (application, tuned batch, GPUs).
     step_times: BTreeMap<(String, u32, u32), Option<f64>>,
 }
@@ -173,12 +167,7 @@ struct Entry {
 impl Optimus {
     /// The policy with `opts`.
     pub fn new(opts: OptimusOptions) -> Self {
-        Optimus {
-            ticks: Ticks::new(opts.interval_s.saturating_mul(1000)),
-            active: BTreeSet::new(),
-            plan: VecDeque::new(),
-            step_times: BTreeMap::new(),
-        }
+        Optimus { at: TickLoop::new(opts.interval_s.saturating_mul(1000)), step_times: BTreeMap::new() }
     }
 
     fn step_time(&mut self, model: &dyn ProgressModel, app: &str, batch: u32, r: u32) -> Option<f64> {
@@ -198,17 +187,79 @@ impl Optimus {
         }
     }
 
+    /// Queues the preemptions, then the moves in an order in which each
+    /// move's GPUs are free or its own (preempting the first of a cycle).
+    fn order_moves(
+        &mut self,
+        view: &View<'_>,
+        preempt: Vec<JobId>,
+        mut moves: Vec<(JobId, Vec<GpuId>, Vec<GpuId>, ElasticConfig)>,
+    ) {
+        let c = view.cluster;
+        let mut owner: Vec<Option<JobId>> = (0..c.total_gpus()).map(|g| c.holders(GpuId(g)).next()).collect();
+        let release = |owner: &mut Vec<Option<JobId>>, job: JobId| {
+            for o in owner.iter_mut() {
+                if *o == Some(job) {
+                    *o = None;
+                }
+            }
+        };
+        for job in preempt {
+            release(&mut owner, job);
+            self.at.plan.push_back(Decision::Preempt { job });
+        }
+        while !moves.is_empty() {
+            let ready = moves.iter().position(|(job, _, gpus, _)| {
+                gpus.iter().all(|g| owner.get(g.index()).is_some_and(|o| o.is_none() || *o == Some(*job)))
+            });
+            match ready {
+                Some(i) => {
+                    let (job, _, gpus, cfg) = moves.remove(i);
+                    release(&mut owner, job);
+                    for g in &gpus {
+                        if let Some(o) = owner.get_mut(g.index()) {
+                            *o = Some(job);
+                        }
+                    }
+                    self.at.plan.push_back(Decision::Resize {
+                        job,
+                        gpus,
+                        atomic_bsz: cfg.atomic_bsz,
+                        accum_steps: cfg.accum_steps,
+                    });
+                }
+                None => {
+                    // A cycle: preempt the first moving job that holds
+                    // GPUs, and move it last. (None holding any cannot
+                    // happen: the GPUs placed are free or held by moving
+                    // jobs; stop rather than loop.)
+                    let Some(i) = moves.iter().position(|m| !m.1.is_empty()) else { break };
+                    let m = moves.remove(i);
+                    release(&mut owner, m.0);
+                    self.at.plan.push_back(Decision::Preempt { job: m.0 });
+                    moves.push((m.0, Vec::new(), m.2, m.3));
+                }
+            }
+        }
+    }
+}
+
+impl AtTicks for Optimus {
+    fn tick_loop(&mut self) -> &mut TickLoop {
+        &mut self.at
+    }
+
     /// The tick's decisions (rules 1 to 4).
     fn tick(&mut self, view: &View<'_>) {
-        if let Some(&job) = self.active.iter().find(|&&j| view.jobs.spec(j).elastic().is_none()) {
+        if let Some(&job) = self.at.active.iter().find(|&&j| view.jobs.spec(j).elastic().is_none()) {
             // A duration-defined job: the engine refuses to resize it, an
             // error of the run naming the job.
-            self.plan.push_back(Decision::Resize { job, gpus: Vec::new(), atomic_bsz: 1, accum_steps: 0 });
+            self.at.plan.push_back(Decision::Resize { job, gpus: Vec::new(), atomic_bsz: 1, accum_steps: 0 });
             return;
         }
         let Some(model) = view.progress_model() else { return };
         let mut entries = Vec::new();
-        for &job in &self.active {
+        for &job in &self.at.active {
             let Some(st) = view.elastic(job) else { continue };
             let (app, batch) = (st.spec.app.clone(), st.spec.tuned_bsz);
             let remaining = model.remaining_steps(&app, u64::from(batch), st.progress).unwrap_or(0.0);
@@ -265,74 +316,11 @@ impl Optimus {
             if old.len() as u32 == e.replicas {
                 continue;
             }
-            let mut counts = pool.counts();
-            let Some(chunks) = most_free_first(&mut counts, e.replicas) else { continue };
-            let mut gpus = Vec::new();
-            let mut per_node = Vec::new();
-            for (node, count) in chunks {
-                pool.take(node, count, &old, &mut gpus);
-                per_node.push(count);
-            }
+            let Some((gpus, per_node)) = pool.take_most_free(e.replicas, &old) else { continue };
             let cfg = model.tuned_config(&e.app, &per_node, e.batch);
             moves.push((e.job, old, gpus, cfg));
         }
         self.order_moves(view, preempt, moves);
-    }
-
-    /// Queues the preemptions, then the moves in an order in which each
-    /// move's GPUs are free or its own (preempting the first of a cycle).
-    fn order_moves(
-        &mut self,
-        view: &View<'_>,
-        preempt: Vec<JobId>,
-        mut moves: Vec<(JobId, Vec<GpuId>, Vec<GpuId>, ElasticConfig)>,
-    ) {
-        let c = view.cluster;
-        let mut owner: Vec<Option<JobId>> = (0..c.total_gpus()).map(|g| c.holders(GpuId(g)).next()).collect();
-        let release = |owner: &mut Vec<Option<JobId>>, job: JobId| {
-            for o in owner.iter_mut() {
-                if *o == Some(job) {
-                    *o = None;
-                }
-            }
-        };
-        for job in preempt {
-            release(&mut owner, job);
-            self.plan.push_back(Decision::Preempt { job });
-        }
-        while !moves.is_empty() {
-            let ready = moves.iter().position(|(job, _, gpus, _)| {
-                gpus.iter().all(|g| owner.get(g.index()).is_some_and(|o| o.is_none() || *o == Some(*job)))
-            });
-            match ready {
-                Some(i) => {
-                    let (job, _, gpus, cfg) = moves.remove(i);
-                    release(&mut owner, job);
-                    for g in &gpus {
-                        if let Some(o) = owner.get_mut(g.index()) {
-                            *o = Some(job);
-                        }
-                    }
-                    self.plan.push_back(Decision::Resize {
-                        job,
-                        gpus,
-                        atomic_bsz: cfg.atomic_bsz,
-                        accum_steps: cfg.accum_steps,
-                    });
-                }
-                None => {
-                    // A cycle: preempt the first moving job that holds
-                    // GPUs, and move it last. (None holding any cannot
-                    // happen: the GPUs placed are free or held by moving
-                    // jobs; stop rather than loop.)
-                    let Some(i) = moves.iter().position(|m| !m.1.is_empty()) else { break };
-                    let m = moves.remove(i);
-                    release(&mut owner, m.0);
-                    self.plan.push_back(Decision::Preempt { job: m.0 });
-                    moves.push((m.0, Vec::new(), m.2, m.3));
-                }
-            }
-        }
     }
 }
 
@@ -342,27 +330,18 @@ impl Policy for Optimus {
     }
 
     fn on_arrival(&mut self, job: JobId, _view: &View<'_>) {
-        self.active.insert(job);
+        self.at.on_arrival(job);
     }
 
     fn on_completion(&mut self, job: JobId, _view: &View<'_>) {
-        self.active.remove(&job);
+        self.at.on_completion(job);
     }
 
     fn on_timer(&mut self, view: &View<'_>) {
-        self.ticks.on_timer(view.now);
+        self.at.on_timer(view.now);
     }
 
     fn decide(&mut self, view: &View<'_>) -> Decision {
-        if let Some(d) = self.plan.pop_front() {
-            return d;
-        }
-        if self.ticks.take_tick(view.now) && !self.active.is_empty() {
-            self.tick(view);
-            if let Some(d) = self.plan.pop_front() {
-                return d;
-            }
-        }
-        self.ticks.wake(view.now, !self.active.is_empty()).unwrap_or(Decision::Wait)
+        decide_at_ticks(self, view)
     }
 }

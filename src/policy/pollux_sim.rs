@@ -9,6 +9,9 @@
 //!   asks the engine for a timer ([`Decision::WakeAt`]) at the next multiple
 //!   of the interval while some job is active, and says whether a pass is a
 //!   tick that has not been run yet; the policies do nothing at other passes.
+//!   `TickLoop` holds what both policies keep for this (the ticks, the
+//!   active jobs, the decisions planned at a tick) and `decide_at_ticks` is
+//!   their whole scheduling pass around their own rules (`AtTicks::tick`).
 //! - **Allocation.** Both policies give a job `n` GPUs node by node, each
 //!   time from the node with the most free GPUs (`Counter.most_common(1)`),
 //!   as many as it has or the job still needs. The simulator's counter of
@@ -17,6 +20,8 @@
 //!   node index (`most_free_first`). Which GPUs of a node a job gets does
 //!   not matter to the simulator (it counts GPUs per node); here the lowest
 //!   free ones.
+
+use std::collections::{BTreeSet, VecDeque};
 
 use crate::cluster::Cluster;
 use crate::error::{ConfigError, ConfigErrorKind, RunError};
@@ -36,6 +41,15 @@ pub(crate) fn one_partition(kind: &str, cluster: &Cluster) -> Result<(), RunErro
             format!("{kind} schedules one pool of GPUs, as the Pollux simulator; the cluster has {n} VC partitions"),
         )
         .into());
+    }
+    Ok(())
+}
+
+/// Checks a scheduling interval option (`interval-s`) of `kind`: 1 to
+/// 1e11 s; the error names the option and the value.
+pub(crate) fn check_interval_s(kind: &str, interval_s: u64) -> Result<(), String> {
+    if interval_s == 0 || interval_s > 100_000_000_000 {
+        return Err(format!("{kind}: interval-s must be 1 to 1e11 s, got {interval_s}"));
     }
     Ok(())
 }
@@ -84,6 +98,68 @@ impl Ticks {
         self.timer = Some(next);
         Some(Decision::WakeAt(next))
     }
+}
+
+/// What a policy that acts only at the simulator's ticks keeps between
+/// passes; see the module docs.
+#[derive(Clone, Debug)]
+pub(crate) struct TickLoop {
+    ticks: Ticks,
+    /// Submitted and not complete.
+    pub(crate) active: BTreeSet<JobId>,
+    /// The decisions of the last tick not returned yet, in order.
+    pub(crate) plan: VecDeque<Decision>,
+}
+
+impl TickLoop {
+    /// Ticks every `interval_ms` (at least 1); no job active, nothing planned.
+    pub(crate) fn new(interval_ms: u64) -> Self {
+        TickLoop { ticks: Ticks::new(interval_ms), active: BTreeSet::new(), plan: VecDeque::new() }
+    }
+
+    /// `job` was submitted.
+    pub(crate) fn on_arrival(&mut self, job: JobId) {
+        self.active.insert(job);
+    }
+
+    /// `job` completed.
+    pub(crate) fn on_completion(&mut self, job: JobId) {
+        self.active.remove(&job);
+    }
+
+    /// A timer was delivered at `now`.
+    pub(crate) fn on_timer(&mut self, now: SimTime) {
+        self.ticks.on_timer(now);
+    }
+}
+
+/// A policy whose rules run only at the simulator's ticks.
+pub(crate) trait AtTicks {
+    /// Its ticks, active jobs and planned decisions.
+    fn tick_loop(&mut self) -> &mut TickLoop;
+
+    /// Its rules at a tick with some job active: appends the tick's
+    /// decisions to `tick_loop().plan`.
+    fn tick(&mut self, view: &View<'_>);
+}
+
+/// The scheduling pass of `policy` at `view.now`: the next decision it
+/// planned at its last tick; else, at a tick not run yet with some job
+/// active, the first decision of that tick's rules; else the timer to its
+/// next tick while some job is active, or [`Decision::Wait`].
+pub(crate) fn decide_at_ticks(policy: &mut impl AtTicks, view: &View<'_>) -> Decision {
+    if let Some(d) = policy.tick_loop().plan.pop_front() {
+        return d;
+    }
+    let tl = policy.tick_loop();
+    if tl.ticks.take_tick(view.now) && !tl.active.is_empty() {
+        policy.tick(view);
+        if let Some(d) = policy.tick_loop().plan.pop_front() {
+            return d;
+        }
+    }
+    let tl = policy.tick_loop();
+    tl.ticks.wake(view.now, !tl.active.is_empty()).unwrap_or(Decision::Wait)
 }
 
 /// Takes `need` GPUs from `free` (free GPUs per node, by node index), node
@@ -140,13 +216,13 @@ impl GpuPool {
     }
 
     /// Free GPUs per node.
-    pub(crate) fn counts(&self) -> Vec<u32> {
+    fn counts(&self) -> Vec<u32> {
         self.per_node.iter().map(|l| l.len() as u32).collect()
     }
 
     /// Takes `count` GPUs of node `node`, preferring those in `prefer`
     /// (ascending), then the lowest.
-    pub(crate) fn take(&mut self, node: usize, count: u32, prefer: &[GpuId], out: &mut Vec<GpuId>) {
+    fn take(&mut self, node: usize, count: u32, prefer: &[GpuId], out: &mut Vec<GpuId>) {
         let Some(list) = self.per_node.get_mut(node) else { return };
         let mut left = count as usize;
         let mut i = 0;
@@ -160,6 +236,23 @@ impl GpuPool {
         }
         let n = left.min(list.len());
         out.extend(list.drain(..n));
+    }
+
+    /// Takes `need` GPUs node by node by [`most_free_first`] over the
+    /// pool's counts, within each node those in `prefer` (ascending) first,
+    /// then the lowest. Returns the GPUs in the order taken and the count
+    /// taken per node in that order, or `None` (the pool unchanged) when
+    /// fewer than `need` are in it.
+    pub(crate) fn take_most_free(&mut self, need: u32, prefer: &[GpuId]) -> Option<(Vec<GpuId>, Vec<u32>)> {
+        let mut counts = self.counts();
+        let chunks = most_free_first(&mut counts, need)?;
+        let mut gpus = Vec::new();
+        let mut per_node = Vec::new();
+        for (node, count) in chunks {
+            self.take(node, count, prefer, &mut gpus);
+            per_node.push(count);
+        }
+        Some((gpus, per_node))
     }
 }
 

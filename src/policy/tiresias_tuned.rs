@@ -48,12 +48,12 @@
 //! - The simulator's executed time is `int(event_time − last_check)`, in
 //!   seconds; here ticks are whole seconds, so it is exact.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use super::build::{BuildContext, BuildPolicy};
-use super::pollux_sim::{GpuPool, Ticks, held, most_free_first};
+use super::pollux_sim::{AtTicks, GpuPool, TickLoop, decide_at_ticks, held};
 use super::{Decision, Policy, View};
 use crate::error::RunError;
 use crate::ids::JobId;
@@ -79,9 +79,7 @@ impl Default for TiresiasTunedOptions {
 
 impl BuildPolicy for TiresiasTunedOptions {
     fn validate(&self, kind: &str) -> Result<(), String> {
-        if self.interval_s == 0 || self.interval_s > 100_000_000_000 {
-            return Err(format!("{kind}: interval-s must be 1 to 1e11 s, got {}", self.interval_s));
-        }
+        super::pollux_sim::check_interval_s(kind, self.interval_s)?;
         if self.threshold_gpu_s > 100_000_000_000 {
             return Err(format!("{kind}: threshold-gpu-s must be at most 1e11, got {}", self.threshold_gpu_s));
         }
@@ -112,13 +110,10 @@ struct Book {
 /// `tiresias-tuned`; see the module docs.
 pub struct TiresiasTuned {
     opts: TiresiasTunedOptions,
-    ticks: Ticks,
-    /// Submitted and not complete.
-    active: BTreeSet<JobId>,
+    at: TickLoop,
     books: BTreeMap<JobId, Book>,
     queue0: Vec<JobId>,
     queue1: Vec<JobId>,
-    plan: VecDeque<Decision>,
 }
 
 impl TiresiasTuned {
@@ -126,27 +121,31 @@ impl TiresiasTuned {
     pub fn new(opts: TiresiasTunedOptions) -> Self {
         TiresiasTuned {
             opts,
-            ticks: Ticks::new(opts.interval_s.saturating_mul(1000)),
-            active: BTreeSet::new(),
+            at: TickLoop::new(opts.interval_s.saturating_mul(1000)),
             books: BTreeMap::new(),
             queue0: Vec::new(),
             queue1: Vec::new(),
-            plan: VecDeque::new(),
         }
+    }
+}
+
+impl AtTicks for TiresiasTuned {
+    fn tick_loop(&mut self) -> &mut TickLoop {
+        &mut self.at
     }
 
     /// The tick's decisions (rules 1 to 4).
     fn tick(&mut self, view: &View<'_>) {
         let now_s = view.now.as_ms() / 1000;
         // 1. New jobs join queue 0 in job order.
-        for &j in &self.active {
+        for &j in &self.at.active {
             if let std::collections::btree_map::Entry::Vacant(v) = self.books.entry(j) {
                 v.insert(Book { running: false, last_check_s: 0, executed_s: 0 });
                 self.queue0.push(j);
             }
         }
         // 2. Executed time and demotion, in job order.
-        for &j in &self.active {
+        for &j in &self.at.active {
             let Some(b) = self.books.get_mut(&j) else { continue };
             if b.running {
                 b.executed_s += now_s.saturating_sub(b.last_check_s);
@@ -184,16 +183,11 @@ impl TiresiasTuned {
             if !running || !held(view, j).is_empty() || preempt.contains(&j) {
                 continue;
             }
-            let mut counts = pool.counts();
-            let Some(chunks) = most_free_first(&mut counts, view.jobs.spec(j).gpus) else { continue };
-            let mut gpus = Vec::new();
-            for (node, count) in chunks {
-                pool.take(node, count, &[], &mut gpus);
-            }
+            let Some((gpus, _)) = pool.take_most_free(view.jobs.spec(j).gpus, &[]) else { continue };
             launch.push(Decision::Launch { job: j, gpus });
         }
-        self.plan.extend(preempt.into_iter().map(|job| Decision::Preempt { job }));
-        self.plan.extend(launch);
+        self.at.plan.extend(preempt.into_iter().map(|job| Decision::Preempt { job }));
+        self.at.plan.extend(launch);
     }
 }
 
@@ -203,30 +197,21 @@ impl Policy for TiresiasTuned {
     }
 
     fn on_arrival(&mut self, job: JobId, _view: &View<'_>) {
-        self.active.insert(job);
+        self.at.on_arrival(job);
     }
 
     fn on_completion(&mut self, job: JobId, _view: &View<'_>) {
-        self.active.remove(&job);
+        self.at.on_completion(job);
         self.books.remove(&job);
         self.queue0.retain(|&x| x != job);
         self.queue1.retain(|&x| x != job);
     }
 
     fn on_timer(&mut self, view: &View<'_>) {
-        self.ticks.on_timer(view.now);
+        self.at.on_timer(view.now);
     }
 
     fn decide(&mut self, view: &View<'_>) -> Decision {
-        if let Some(d) = self.plan.pop_front() {
-            return d;
-        }
-        if self.ticks.take_tick(view.now) && !self.active.is_empty() {
-            self.tick(view);
-            if let Some(d) = self.plan.pop_front() {
-                return d;
-            }
-        }
-        self.ticks.wake(view.now, !self.active.is_empty()).unwrap_or(Decision::Wait)
+        decide_at_ticks(self, view)
     }
 }
