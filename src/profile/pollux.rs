@@ -518,43 +518,17 @@ impl Application {
             let file = dir.join(file_name);
             let t = Table::read(&file, Num::Pandas)?;
             let cols = t.cols(&["progress", "iteration", "metric", "grad_sqr", "grad_var"])?;
-            let mut epochs = Vec::with_capacity(t.rows.len());
-            for i in 0..t.rows.len() {
-                epochs.push(EpochStats {
-                    progress: t.num(i, cols[0])?,
-                    iteration: t.num(i, cols[1])?,
-                    metric: t.num(i, cols[2])?,
-                    grad_sqr: t.num(i, cols[3])?,
-                    grad_var: t.num(i, cols[4])?,
-                });
-            }
+            let epochs = (0..t.rows.len()).map(|i| t.epoch_stats(i, cols)).collect::<Result<_, _>>()?;
             validation.push(Validation { batch_size, epochs });
         }
         let file = dir.join("placements.csv");
         let t = Table::read(&file, Num::Pandas)?;
         let cols = t.cols(&["placement", "local_bsz", "step_time", "sync_time"])?;
-        let mut placements = Vec::with_capacity(t.rows.len());
-        for i in 0..t.rows.len() {
-            placements.push(PlacementRow {
-                placement: t.placement(i, cols[0])?,
-                local_bsz: t.count(i, cols[1])?,
-                step_time: t.num(i, cols[2])?,
-                sync_time: t.num(i, cols[3])?,
-            });
-        }
+        let placements = (0..t.rows.len()).map(|i| t.placement_row(i, cols)).collect::<Result<_, _>>()?;
         let file = dir.join("scalability.csv");
         let t = Table::read(&file, Num::Pandas)?;
         let cols = t.cols(&["num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"])?;
-        let mut scalability = Vec::with_capacity(t.rows.len());
-        for i in 0..t.rows.len() {
-            scalability.push(ScalabilityRow {
-                num_nodes: t.count(i, cols[0])?,
-                num_replicas: t.count(i, cols[1])?,
-                local_bsz: t.count(i, cols[2])?,
-                step_time: t.num(i, cols[3])?,
-                sync_time: t.num(i, cols[4])?,
-            });
-        }
+        let scalability = (0..t.rows.len()).map(|i| t.scalability_row(i, cols)).collect::<Result<_, _>>()?;
         let setting = SETTINGS.iter().find(|s| s.0 == name);
         let max_epochs = match setting {
             Some(s) => s.1,
@@ -1133,6 +1107,8 @@ impl PolluxApps {
         let vc = val_t.cols(&VALIDATION_COLUMNS)?;
         let pc = pl_t.cols(&PLACEMENT_COLUMNS)?;
         let sc = sc_t.cols(&SCALABILITY_COLUMNS)?;
+        // The columns after `app` (and after `batch_size`, `epoch`) are the original files'.
+        let ([_, _, _, v_stats @ ..], [_, p_row @ ..], [_, s_row @ ..]) = (vc, pc, sc);
         let mut apps = Vec::new();
         for i in 0..apps_t.rows.len() {
             let name = apps_t.str(i, ac[0]).to_string();
@@ -1140,13 +1116,7 @@ impl PolluxApps {
             for j in (0..val_t.rows.len()).filter(|&j| val_t.str(j, vc[0]) == name) {
                 let batch_size = val_t.count(j, vc[1])?;
                 let epoch = val_t.count0(j, vc[2])?;
-                let stats = EpochStats {
-                    progress: val_t.num(j, vc[3])?,
-                    iteration: val_t.num(j, vc[4])?,
-                    metric: val_t.num(j, vc[5])?,
-                    grad_sqr: val_t.num(j, vc[6])?,
-                    grad_var: val_t.num(j, vc[7])?,
-                };
+                let stats = val_t.epoch_stats(j, v_stats)?;
                 let v = match validation.iter_mut().find(|v| v.batch_size == batch_size) {
                     Some(v) => v,
                     None => {
@@ -1165,22 +1135,11 @@ impl PolluxApps {
             }
             let mut placements = Vec::new();
             for j in (0..pl_t.rows.len()).filter(|&j| pl_t.str(j, pc[0]) == name) {
-                placements.push(PlacementRow {
-                    placement: pl_t.placement(j, pc[1])?,
-                    local_bsz: pl_t.count(j, pc[2])?,
-                    step_time: pl_t.num(j, pc[3])?,
-                    sync_time: pl_t.num(j, pc[4])?,
-                });
+                placements.push(pl_t.placement_row(j, p_row)?);
             }
             let mut scalability = Vec::new();
             for j in (0..sc_t.rows.len()).filter(|&j| sc_t.str(j, sc[0]) == name) {
-                scalability.push(ScalabilityRow {
-                    num_nodes: sc_t.count(j, sc[1])?,
-                    num_replicas: sc_t.count(j, sc[2])?,
-                    local_bsz: sc_t.count(j, sc[3])?,
-                    step_time: sc_t.num(j, sc[4])?,
-                    sync_time: sc_t.num(j, sc[5])?,
-                });
+                scalability.push(sc_t.scalability_row(j, s_row)?);
             }
             let app = Application::new(
                 &name,
@@ -1594,6 +1553,42 @@ impl Table {
             return Err(self.err(i, c, format!("`{s}` is not a placement id (one digit 1-9 per node)")));
         }
         Ok(s.bytes().map(|b| u32::from(b - b'0')).collect())
+    }
+
+    /// Row `i` as one epoch of a validation trace, from the columns `c` of
+    /// progress, iteration, metric, grad_sqr and grad_var, in that order.
+    fn epoch_stats(&self, i: usize, c: [usize; 5]) -> Result<EpochStats, TraceError> {
+        Ok(EpochStats {
+            progress: self.num(i, c[0])?,
+            iteration: self.num(i, c[1])?,
+            metric: self.num(i, c[2])?,
+            grad_sqr: self.num(i, c[3])?,
+            grad_var: self.num(i, c[4])?,
+        })
+    }
+
+    /// Row `i` as a measured placement, from the columns `c` of placement,
+    /// local_bsz, step_time and sync_time, in that order.
+    fn placement_row(&self, i: usize, c: [usize; 4]) -> Result<PlacementRow, TraceError> {
+        Ok(PlacementRow {
+            placement: self.placement(i, c[0])?,
+            local_bsz: self.count(i, c[1])?,
+            step_time: self.num(i, c[2])?,
+            sync_time: self.num(i, c[3])?,
+        })
+    }
+
+    /// Row `i` as a scalability measurement, from the columns `c` of
+    /// num_nodes, num_replicas, local_bsz, step_time and sync_time, in that
+    /// order.
+    fn scalability_row(&self, i: usize, c: [usize; 5]) -> Result<ScalabilityRow, TraceError> {
+        Ok(ScalabilityRow {
+            num_nodes: self.count(i, c[0])?,
+            num_replicas: self.count(i, c[1])?,
+            local_bsz: self.count(i, c[2])?,
+            step_time: self.num(i, c[3])?,
+            sync_time: self.num(i, c[4])?,
+        })
     }
 }
 
