@@ -4,9 +4,12 @@ use std::path::PathBuf;
 
 use dlsched::cluster::{Cluster, ClusterSpec};
 use dlsched::engine::{EngineConfig, RunOutput, Simulation};
-use dlsched::job::JobState;
-use dlsched::policy::{config::PolicyConfig, placement::PlacementKind, queue::QueueOrder};
+use dlsched::ids::{JobId, VcId};
+use dlsched::job::{ElasticSpec, JobSpec, JobState, JobTable};
+use dlsched::policy::{Policy, config::PolicyConfig, placement::PlacementKind, queue::QueueOrder};
 use dlsched::profile::TraceSpeed;
+use dlsched::profile::elastic::ProgressModel;
+use dlsched::time::SimTime;
 use dlsched::trace::TraceRecord;
 use dlsched::workload::build_workload;
 
@@ -29,6 +32,47 @@ pub fn dlsched(args: &[&str]) -> std::process::Output {
 /// A job record: id, submit (s), GPUs, duration (s).
 pub fn rec(id: &str, submit_s: u64, gpus: u32, duration_s: u64) -> TraceRecord {
     TraceRecord::new(id, submit_s * 1000, duration_s * 1000, gpus)
+}
+
+/// A work-defined job `name` of application `app`, submitted at `submit_s`
+/// (s), tuned to `gpus` GPUs (on one node as recorded) and a total batch of
+/// `tuned_bsz` samples; `adaptive`: a policy may change its batch. Its
+/// duration (1 s) is unused; `JobTable::new` assigns its id.
+pub fn elastic_job(name: &str, app: &str, submit_s: u64, gpus: u32, tuned_bsz: u32, adaptive: bool) -> JobSpec {
+    JobSpec {
+        id: JobId(0),
+        name: name.into(),
+        submit: SimTime::from_secs(submit_s),
+        duration_ms: 1000,
+        gpus,
+        vc: VcId(0),
+        recorded_shape: false,
+        line: 0,
+        recorded_split: vec![gpus].into(),
+        task: None,
+        extra: None,
+    }
+    .with_extra(|e| e.elastic = Some(ElasticSpec { app: app.into(), tuned_gpus: gpus, tuned_bsz, adaptive }))
+}
+
+/// A simulation of `jobs` on `cluster` under `policy` at trace speed, its
+/// work-defined jobs progressing by `model`, with no timeline samples and the
+/// engine's invariants checked after every event.
+pub fn elastic_sim(
+    cluster: Cluster,
+    jobs: Vec<JobSpec>,
+    policy: Box<dyn Policy>,
+    model: Box<dyn ProgressModel>,
+) -> Simulation {
+    Simulation::new(
+        cluster,
+        JobTable::new(jobs),
+        policy,
+        Box::new(TraceSpeed),
+        EngineConfig { sample_interval_ms: 0, ..Default::default() },
+    )
+    .with_progress_model(model)
+    .with_invariant_checks(true)
 }
 
 /// The co-location model of the builtin profile database, which a test that

@@ -7,12 +7,14 @@ use std::sync::{Arc, Mutex};
 use dlsched::cluster::{Cluster, ClusterSpec};
 use dlsched::engine::{EngineConfig, RunOutput, Simulation};
 use dlsched::error::SimError;
-use dlsched::ids::{GpuId, JobId, VcId};
-use dlsched::job::{ElasticSpec, JobSpec, JobState, JobTable};
+use dlsched::ids::{GpuId, JobId};
+use dlsched::job::{JobSpec, JobState, JobTable};
 use dlsched::policy::{Decision, Policy, View};
 use dlsched::profile::TraceSpeed;
 use dlsched::profile::elastic::{ElasticConfig, ProgressModel};
 use dlsched::time::SimTime;
+
+use crate::common::elastic_sim as sim;
 
 /// A model with target 100 and breakpoints at 20 and 60: goodput =
 /// replicas × atomic batch / 32 × (1, 0.5, 0.25) units/s below 20, below
@@ -60,23 +62,9 @@ impl ProgressModel for Thirds {
     }
 }
 
+/// A work-defined job of `toy` on `gpus` GPUs, tuned to 32 samples per GPU, adaptive.
 fn elastic_job(name: &str, submit_s: u64, gpus: u32) -> JobSpec {
-    JobSpec {
-        id: JobId(0),
-        name: name.into(),
-        submit: SimTime::from_secs(submit_s),
-        duration_ms: 1000,
-        gpus,
-        vc: VcId(0),
-        recorded_shape: false,
-        line: 0,
-        recorded_split: vec![gpus].into(),
-        task: None,
-        extra: None,
-    }
-    .with_extra(|e| {
-        e.elastic = Some(ElasticSpec { app: "toy".into(), tuned_gpus: gpus, tuned_bsz: 32 * gpus, adaptive: true })
-    })
+    crate::common::elastic_job(name, "toy", submit_s, gpus, 32 * gpus, true)
 }
 
 fn cluster(nodes: u32, per_node: u32) -> Cluster {
@@ -91,12 +79,6 @@ fn fifo() -> Box<dyn Policy> {
     }
     .build(1)
     .unwrap()
-}
-
-fn sim(c: Cluster, jobs: Vec<JobSpec>, policy: Box<dyn Policy>, model: Box<dyn ProgressModel>) -> Simulation {
-    Simulation::new(c, JobTable::new(jobs), policy, Box::new(TraceSpeed), EngineConfig { sample_interval_ms: 0 })
-        .with_progress_model(model)
-        .with_invariant_checks(true)
 }
 
 fn done(out: &RunOutput, j: u32) -> dlsched::job::DoneState {

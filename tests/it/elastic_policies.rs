@@ -6,14 +6,16 @@ use dlsched::cluster::{Cluster, ClusterSpec};
 use dlsched::engine::Observer;
 use dlsched::engine::{EngineConfig, Simulation, Snapshot};
 use dlsched::error::SimError;
-use dlsched::ids::{GpuId, JobId, VcId};
-use dlsched::job::{BatchLimits, ElasticSpec, JobSpec, JobTable};
+use dlsched::ids::{GpuId, JobId};
+use dlsched::job::{BatchLimits, JobSpec, JobTable};
 use dlsched::policy::Policy;
 use dlsched::policy::optimus::{Optimus, OptimusOptions, predict_step_time};
 use dlsched::policy::tiresias_tuned::{TiresiasTuned, TiresiasTunedOptions};
 use dlsched::profile::TraceSpeed;
 use dlsched::profile::elastic::{ElasticConfig, ProgressModel};
 use dlsched::time::SimTime;
+
+use crate::common::elastic_sim;
 
 /// Jobs never finish (target 1e9 at goodput 1); per application `a`, `b`,
 /// `c`: step time `k × atomic batch + 0.1` s, sync 0.1 s, with `k` = 0.01,
@@ -55,23 +57,9 @@ impl ProgressModel for Toy {
     }
 }
 
+/// A work-defined job, not adaptive (the policies run it at its tuned batch).
 fn job(name: &str, app: &str, submit_s: u64, gpus: u32, batch: u32) -> JobSpec {
-    JobSpec {
-        id: JobId(0),
-        name: name.into(),
-        submit: SimTime::from_secs(submit_s),
-        duration_ms: 1000,
-        gpus,
-        vc: VcId(0),
-        recorded_shape: false,
-        line: 0,
-        recorded_split: vec![gpus].into(),
-        task: None,
-        extra: None,
-    }
-    .with_extra(|e| {
-        e.elastic = Some(ElasticSpec { app: app.into(), tuned_gpus: gpus, tuned_bsz: batch, adaptive: false })
-    })
+    crate::common::elastic_job(name, app, submit_s, gpus, batch, false)
 }
 
 /// Allocations and releases: (s, job index, "+" or "-", GPUs).
@@ -89,16 +77,7 @@ impl Observer for Log {
 
 fn run(jobs: Vec<JobSpec>, policy: Box<dyn Policy>, horizon_s: u64) -> Log {
     let c = Cluster::new(ClusterSpec::uniform("t", 2, 4, "T4", 16_000)).unwrap();
-    let sim = Simulation::new(
-        c,
-        JobTable::new(jobs),
-        policy,
-        Box::new(TraceSpeed),
-        EngineConfig { sample_interval_ms: 0, ..Default::default() },
-    )
-    .with_progress_model(Box::new(Toy))
-    .with_invariant_checks(true)
-    .with_horizon(SimTime::from_secs(horizon_s));
+    let sim = elastic_sim(c, jobs, policy, Box::new(Toy)).with_horizon(SimTime::from_secs(horizon_s));
     let mut log = Log::default();
     sim.run_observed(&mut log, |_| {}).unwrap();
     log

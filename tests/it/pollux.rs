@@ -6,30 +6,19 @@
 use std::sync::{Arc, Mutex};
 
 use dlsched::cluster::{Cluster, ClusterSpec};
-use dlsched::engine::{EngineConfig, RunOutput, Simulation};
-use dlsched::ids::{JobId, VcId};
-use dlsched::job::{ElasticSpec, JobSpec, JobState, JobTable};
+use dlsched::engine::RunOutput;
+use dlsched::ids::JobId;
+use dlsched::job::{JobSpec, JobState};
 use dlsched::policy::pollux::{Pollux, PolluxOptions};
 use dlsched::policy::{Decision, Policy, View};
-use dlsched::profile::TraceSpeed;
 use dlsched::profile::pollux::PolluxApps;
 use dlsched::time::SimTime;
 
+use crate::common::elastic_sim;
+
+/// Job `{app}-{id}`: one GPU, tuned batch 128, adaptive.
 fn job(id: u32, app: &str, submit_s: u64) -> JobSpec {
-    JobSpec {
-        id: JobId(id),
-        name: format!("{app}-{id}").into(),
-        submit: SimTime::from_secs(submit_s),
-        duration_ms: 1000,
-        gpus: 1,
-        vc: VcId(0),
-        recorded_shape: false,
-        line: 0,
-        recorded_split: vec![1].into(),
-        task: None,
-        extra: None,
-    }
-    .with_extra(|e| e.elastic = Some(ElasticSpec { app: app.into(), tuned_gpus: 1, tuned_bsz: 128, adaptive: true }))
+    crate::common::elastic_job(&format!("{app}-{id}"), app, submit_s, 1, 128, true)
 }
 
 /// What the wrapper saw at each tick (before the tick's decisions): per
@@ -76,17 +65,7 @@ fn run(nodes: u32, jobs: Vec<JobSpec>, seed: u64) -> (RunOutput, Seen) {
     let opts = PolluxOptions { population: 20, generations: 10, ..PolluxOptions::default() };
     let policy = Watch { inner: Pollux::new(opts, dlsched::rng::stream(seed, "pollux")), seen: seen.clone() };
     let cluster = Cluster::new(ClusterSpec::uniform("t", nodes, 4, "t4", 16_000)).unwrap();
-    let out = Simulation::new(
-        cluster,
-        JobTable::new(jobs),
-        Box::new(policy),
-        Box::new(TraceSpeed),
-        EngineConfig { sample_interval_ms: 0 },
-    )
-    .with_progress_model(Box::new(PolluxApps::builtin()))
-    .with_invariant_checks(true)
-    .run()
-    .unwrap();
+    let out = elastic_sim(cluster, jobs, Box::new(policy), Box::new(PolluxApps::builtin())).run().unwrap();
     (out, seen)
 }
 

@@ -62,12 +62,17 @@ fn overall(f: &Figures) -> f64 {
 const TIRESIAS: &str = "tiresias_load1.0_summary.json";
 const OPTIMUS: &str = "optimus_load1.0_summary.json";
 
+/// [`compare`] of `tiresias-tuned` and of `optimus`, at their default options, under `timing`.
+fn tiresias_and_optimus(shared: &Path, timing: ElasticTiming) -> (Figures, Figures) {
+    let t = compare(shared, &PolicySpec::TiresiasTuned(TiresiasTunedOptions::default()), timing, TIRESIAS);
+    let o = compare(shared, &PolicySpec::Optimus(OptimusOptions::default()), timing, OPTIMUS);
+    (t, o)
+}
+
 #[test]
 fn with_the_simulators_timing_tiresias_tuned_and_optimus_match_job_for_job() {
     let Some(shared) = shared("Pollux simulator fidelity") else { return };
-    let timing = ElasticTiming::PolluxSim;
-    let t = compare(&shared, &PolicySpec::TiresiasTuned(TiresiasTunedOptions::default()), timing, TIRESIAS);
-    let o = compare(&shared, &PolicySpec::Optimus(OptimusOptions::default()), timing, OPTIMUS);
+    let (t, o) = tiresias_and_optimus(&shared, ElasticTiming::PolluxSim);
     // Every job of every workload ends on the reference's second, under
     // both policies (Optimus reads each job's epoch, so this also checks
     // that a zero-second epoch crossing at a tick comes after the tick's
@@ -84,9 +89,7 @@ fn with_the_simulators_timing_tiresias_tuned_and_optimus_match_job_for_job() {
 #[test]
 fn with_exact_event_times_the_means_stay_close_to_the_simulators() {
     let Some(shared) = shared("Pollux simulator fidelity") else { return };
-    let timing = ElasticTiming::Exact;
-    let t = compare(&shared, &PolicySpec::TiresiasTuned(TiresiasTunedOptions::default()), timing, TIRESIAS);
-    let o = compare(&shared, &PolicySpec::Optimus(OptimusOptions::default()), timing, OPTIMUS);
+    let (t, o) = tiresias_and_optimus(&shared, ElasticTiming::Exact);
     // Exact event times (the default): every epoch ends when its work is
     // done, where the simulator rounds each epoch's end to a whole second
     // (a cifar10 job's 100 epochs drift by up to tens of seconds), so few
