@@ -200,7 +200,8 @@ fn pollux_before_tick(n: u32, apps: &PolluxApps) -> Simulation {
                 extra: None,
             }
             .with_extra(|e| {
-                e.elastic = Some(ElasticSpec { app: app.into(), tuned_gpus: 1, tuned_bsz: 128, adaptive: true })
+                e.elastic =
+                    Some(ElasticSpec { app: app.into(), tuned_gpus: 1, tuned_bsz: 128, adaptive: true, work: None })
             })
         })
         .collect();

@@ -167,7 +167,18 @@ pub trait ProgressModel: Send + Sync {
     /// As [`ProgressModel::goodput`], or a goodput that is not positive and
     /// finite or a breakpoint that does not advance.
     fn time_to_target(&self, app: &str, cfg: &ElasticConfig, progress: f64) -> Result<f64, String> {
-        let target = self.target(app)?;
+        self.time_to(app, cfg, progress, self.target(app)?)
+    }
+
+    /// Seconds a job of `app` at `progress` takes to reach `target` on
+    /// `cfg`, at the model's goodput of each segment (no re-scale delay):
+    /// [`ProgressModel::time_to_target`] for a job whose target is its own
+    /// ([`ElasticSpec::work`]).
+    ///
+    /// # Errors
+    /// As [`ProgressModel::goodput`], or a goodput that is not positive and
+    /// finite or a breakpoint that does not advance.
+    fn time_to(&self, app: &str, cfg: &ElasticConfig, progress: f64, target: f64) -> Result<f64, String> {
         let (mut p, mut secs) = (progress, 0.0);
         while p < target {
             let g = self.goodput(app, cfg, p)?;
@@ -198,12 +209,13 @@ pub struct BatchLimits {
 }
 
 /// What makes a job work-defined: it runs until its progress, in the run's
-/// [`ProgressModel`] units, reaches the model's
-/// target for its application, at the model's goodput for the configuration
+/// [`ProgressModel`] units, reaches its target ([`ElasticSpec::target`]: its
+/// own work, else the model's target for its application), at the model's
+/// goodput for the configuration
 /// it runs on (see `crate::engine`'s module docs). `JobSpec::gpus` is its
 /// tuned GPU count, so a policy that knows nothing elastic launches it as
 /// it launches any job, and the engine gives it the tuned batch.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ElasticSpec {
     /// The application, as the progress model names it (Pollux: `cifar10`,
     /// `imagenet`, ...).
@@ -219,6 +231,38 @@ pub struct ElasticSpec {
     /// configuration. The engine applies any valid resize either way; the
     /// flag is for policies.
     pub adaptive: bool,
+    /// The job's own work, progress units (ElasticFlow's traces:
+    /// `num_iteration`, optimiser steps at its global batch), finite and
+    /// positive; `None` when the progress model's target for its
+    /// application defines it (Pollux's and Sia's workloads). See
+    /// [`ElasticSpec::target`].
+    pub work: Option<f64>,
+}
+
+impl ElasticSpec {
+    /// The progress at which the job is done: its own work when it has one,
+    /// else `model`'s target for its application
+    /// ([`ProgressModel::target`]). Every reader of a work-defined job's
+    /// target (the engine, the duration estimate of `JobTable`, the
+    /// policies' view) goes through here.
+    ///
+    /// # Errors
+    /// The model's, for a job without work of its own.
+    pub fn target(&self, model: &dyn ProgressModel) -> Result<f64, String> {
+        match self.work {
+            Some(w) => Ok(w),
+            None => model.target(&self.app),
+        }
+    }
+
+    /// Seconds the job takes from `progress` to its target
+    /// ([`ElasticSpec::target`]) on `cfg` ([`ProgressModel::time_to`]).
+    ///
+    /// # Errors
+    /// As [`ProgressModel::time_to`] and [`ElasticSpec::target`].
+    pub fn time_to_target(&self, model: &dyn ProgressModel, cfg: &ElasticConfig, progress: f64) -> Result<f64, String> {
+        model.time_to(&self.app, cfg, progress, self.target(model)?)
+    }
 }
 
 /// Read accessors of the out-of-line [`JobExtra`] fields, and the ways to
@@ -744,7 +788,7 @@ impl JobTable {
                 left -= left.min(per);
             }
             let cfg = model.tuned_config(&e.app, &placement, e.tuned_bsz);
-            let secs = model.time_to_target(&e.app, &cfg, 0.0).unwrap_or(0.0);
+            let secs = e.time_to_target(model, &cfg, 0.0).unwrap_or(0.0);
             spec.duration_ms = (secs * 1000.0).ceil() as u64;
         }
     }

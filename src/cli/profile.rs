@@ -52,6 +52,19 @@ enum ProfileCommand {
     /// Regenerate the committed tables with
     /// `dlsched profile import-pollux --from ../shared/profiles/pollux --out src/profile/data/pollux`.
     ImportPollux(ImportPolluxArgs),
+    /// Derive the ElasticFlow throughput table from ElasticFlow's files.
+    ///
+    /// Reads throughputs_T4/<model>.csv and throughputs_A100/<model>.csv in
+    /// --from (header global_batch_size,1,2,4,8,16,32,64; iterations per
+    /// second) and writes throughputs.csv to --out: one row per measured
+    /// cell (gpu_type, model, global_bsz, gpus, iters_per_s; nan, empty and
+    /// 0 cells skipped), numbers as shortest round-trip decimals, so
+    /// re-running gives a byte-identical file. Conversion:
+    /// src/profile/data/elasticflow/README.md.
+    ///
+    /// Regenerate the committed table with
+    /// `dlsched profile import-elasticflow --from ../shared/profiles/elasticflow --out src/profile/data/elasticflow`.
+    ImportElasticflow(ImportElasticflowArgs),
     /// Step and sync times of the Pollux application model at given
     /// configurations, as CSV on standard output.
     ///
@@ -134,6 +147,18 @@ struct ImportPolluxArgs {
 }
 
 #[derive(Args)]
+struct ImportElasticflowArgs {
+    /// Folder of ElasticFlow's throughput tables (`../shared/profiles/elasticflow`),
+    /// read only.
+    #[arg(long, value_name = "DIR")]
+    from: PathBuf,
+
+    /// Folder to write throughputs.csv to (created if needed; that file is replaced).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+#[derive(Args)]
 struct PolluxQueryArgs {
     /// CSV of queries (columns app, placement, local_bsz).
     #[arg(long, value_name = "FILE")]
@@ -145,6 +170,7 @@ pub fn run(args: &ProfileArgs) -> Result<ExitCode> {
     match &args.command {
         ProfileCommand::Import(a) => import(a).map(|()| ExitCode::SUCCESS),
         ProfileCommand::ImportPollux(a) => import_pollux(a).map(|()| ExitCode::SUCCESS),
+        ProfileCommand::ImportElasticflow(a) => import_elasticflow(a).map(|()| ExitCode::SUCCESS),
         ProfileCommand::PolluxQuery(a) => pollux_query(a).map(|()| ExitCode::SUCCESS),
         ProfileCommand::Show(a) => show(a).map(|()| ExitCode::SUCCESS),
         ProfileCommand::Check(a) => check(a).map(|()| ExitCode::SUCCESS),
@@ -236,6 +262,28 @@ fn import_pollux(a: &ImportPolluxArgs) -> Result<()> {
             a.from.display()
         )?;
     }
+    Ok(())
+}
+
+fn import_elasticflow(a: &ImportElasticflowArgs) -> Result<()> {
+    use crate::profile::elasticflow::{EfGpu, ElasticFlowTables, TABLE_FILE};
+    check_import_out(&a.from, &a.out)?;
+    let t = ElasticFlowTables::convert(&a.from)
+        .with_context(|| format!("importing ElasticFlow's throughput tables in {}", a.from.display()))?;
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let path = a.out.join(TABLE_FILE);
+    std::fs::write(&path, t.to_csv()).with_context(|| format!("writing {}", path.display()))?;
+    for gpu in EfGpu::ALL {
+        let rows: Vec<_> = t.rows.iter().filter(|r| r.gpu == gpu).collect();
+        let models: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.model.as_str()).collect();
+        outln!(
+            "{:<5} {:>4} cells, models {}",
+            gpu.name(),
+            rows.len(),
+            models.into_iter().collect::<Vec<_>>().join(", ")
+        )?;
+    }
+    outln!("\nwrote {}", path.display())?;
     Ok(())
 }
 

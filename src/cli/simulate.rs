@@ -870,6 +870,13 @@ pub(crate) fn trace_notes(report: &RunReport) -> Result<()> {
         });
         errln!("note: model `{}` read as `{}` for {} jobs{other}", u.alias.name, u.alias.model, u.jobs)?;
     }
+    if report.unused_durations > 0 {
+        errln!(
+            "note: {} work-defined jobs (num_iteration) also have a trace duration; it is not used: each runs until \
+             its iterations are done, at ElasticFlow's measured iterations/s",
+            report.unused_durations
+        )?;
+    }
     if let Some(n) = report.summary.deadline_infeasible_jobs.filter(|&n| n > 0) {
         errln!(
             "note: {n} of {} jobs with a deadline have one earlier than submit + duration (they are simulated and counted in deadline_infeasible_jobs)",

@@ -3,7 +3,9 @@
 //!
 //! **The model.** A work-defined job is done when its progress, in the
 //! run's progress model's units (Pollux: the `progress` column of its
-//! validation traces), reaches the model's target for its application. On a
+//! validation traces; ElasticFlow: iterations), reaches its target: its own
+//! work when it has one (ElasticFlow's traces), else the model's target for
+//! its application ([`crate::job::ElasticSpec::target`]). On a
 //! configuration (GPUs per node, per-GPU batch, accumulation steps) it
 //! progresses at the model's goodput, progress units per second, which is
 //! constant between the model's breakpoints
@@ -159,7 +161,7 @@ pub(super) fn check_suspended(
     e: &ElasticPaused,
     model: Option<&dyn ProgressModel>,
 ) -> Result<(), String> {
-    let target = spec.elastic().and_then(|x| model.and_then(|m| m.target(&x.app).ok()));
+    let target = spec.elastic().and_then(|x| model.and_then(|m| x.target(m).ok()));
     let ok = e.progress.is_finite() && e.progress >= 0.0 && target.is_none_or(|t| e.progress < t);
     if !ok || e.allocations == 0 {
         return Err(format!("{} suspended with progress {} (target {target:?}): {su:?}", spec.id, e.progress));
@@ -307,6 +309,7 @@ impl Simulation {
             return Err(self.invalid(job, None, "the job is not work-defined; only a work-defined job resizes".into()));
         };
         let (app, tuned_bsz, vc) = (es.app.clone(), es.tuned_bsz, spec.vc);
+        let es = es.clone();
         if shared {
             return Err(self.invalid(
                 job,
@@ -321,7 +324,7 @@ impl Simulation {
         self.check_batch(job, &gpus, batch)?;
         self.check_fit(job, &gpus)?;
         let model = self.progress_model_for(job)?;
-        let target = self.target_of(&*model, job, &app)?;
+        let target = self.target_of(&*model, job, &es)?;
         if let Err(e) = self.cluster.allocate(job, vc, &gpus) {
             return Err(self.invalid(job, e.gpu, e.reason));
         }
@@ -343,7 +346,7 @@ impl Simulation {
                 (s.first_start, s.preemptions, s.attained_ms, s.attained_gpu_ms, s.waited_ms + self.now.since(s.since))
             }
         };
-        let remaining = self.rescale_delay_ms as f64 + self.remaining_ms(&*model, &app, &cfg, progress);
+        let remaining = self.rescale_delay_ms as f64 + self.remaining_ms(&*model, &app, &cfg, progress, target);
         if self.model.depends_on_neighbours() {
             self.touched.extend(gpus.iter().map(|&g| self.cluster.node_of(g)));
         }
@@ -396,19 +399,28 @@ impl Simulation {
 
     /// A running work-defined job's `RunState::remaining` (ms at rate 1, as
     /// SRTF and Themis read it) after its re-scale delay: the model's time
-    /// from `progress` to the target on `cfg` ([`ProgressModel::time_to_target`];
+    /// from `progress` to `target` on `cfg` ([`ProgressModel::time_to`];
     /// 0 when the model cannot rate a later segment, which the run reports
     /// when it gets there).
-    fn remaining_ms(&self, model: &dyn ProgressModel, app: &str, cfg: &ElasticConfig, progress: f64) -> f64 {
-        model.time_to_target(app, cfg, progress).map_or(0.0, |s| s * 1000.0)
+    fn remaining_ms(
+        &self,
+        model: &dyn ProgressModel,
+        app: &str,
+        cfg: &ElasticConfig,
+        progress: f64,
+        target: f64,
+    ) -> f64 {
+        model.time_to(app, cfg, progress, target).map_or(0.0, |s| s * 1000.0)
     }
 
-    /// The model's target for `app`, checked finite and positive.
-    fn target_of(&self, model: &dyn ProgressModel, job: JobId, app: &str) -> Result<f64, SimError> {
+    /// The job's target ([`crate::job::ElasticSpec::target`]: its own work,
+    /// else the model's target for its application), checked finite and
+    /// positive.
+    fn target_of(&self, model: &dyn ProgressModel, job: JobId, es: &crate::job::ElasticSpec) -> Result<f64, SimError> {
         let fail = |reason: String| self.model_failure(model.name().to_string(), job, reason);
-        let target = model.target(app).map_err(&fail)?;
+        let target = es.target(model).map_err(&fail)?;
         if !(target.is_finite() && target > 0.0) {
-            return Err(fail(format!("target {target} for `{app}`; targets must be finite and positive")));
+            return Err(fail(format!("target {target} for `{}`; targets must be finite and positive", es.app)));
         }
         Ok(target)
     }
@@ -482,7 +494,7 @@ impl Simulation {
             _ => (0.0, 1.0),
         };
         let seg = self.segment(&*model, job, &app, &cfg, progress, target)?;
-        let work_ms = self.remaining_ms(&*model, &app, &cfg, progress);
+        let work_ms = self.remaining_ms(&*model, &app, &cfg, progress, target);
         let delay = self.rescale_delay_ms;
         let JobState::Running(run) = self.jobs.state_mut(job) else {
             unreachable!("checked above");

@@ -91,7 +91,7 @@ impl Simulation {
                     r.elastic.as_ref().map_or(0.0, |e| (1.0 - e.progress_at(r.settled_at, self.now) / e.target) * 1e6)
                 }
                 crate::job::JobState::Suspended(s) if s.elastic.is_some() => {
-                    let target = self.jobs.progress_model().and_then(|m| m.target(&spec.elastic()?.app).ok());
+                    let target = self.jobs.progress_model().and_then(|m| spec.elastic()?.target(m).ok());
                     match (s.elastic, target) {
                         (Some(e), Some(t)) => (1.0 - e.progress / t) * 1e6,
                         _ => f64::INFINITY,

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::spec::{RateModelKind, RunSpec, WorkloadSource};
 use crate::cluster::Cluster;
 use crate::engine::{EngineConfig, Progress, RunOutput, Simulation};
-use crate::error::{ConfigError, RunError};
+use crate::error::{ConfigError, RunError, TraceError};
 use crate::job::Skipped;
 use crate::metrics::{self, Summary, VcSummary};
 use crate::metrics::{Recorder, Recording};
@@ -61,6 +61,11 @@ pub struct RunReport {
     /// The model aliases the trace used ([`crate::profile::aliases`]) and
     /// on how many rows, in the alias table's order; empty when none.
     pub model_aliases: Vec<crate::profile::aliases::AliasUse>,
+    /// Work-defined jobs with their own work (a `jobs-csv` `num_iteration`)
+    /// whose trace row also gave a non-zero `duration`, which the run does
+    /// not use (they run until their iterations are done): `simulate`
+    /// notes the count.
+    pub unused_durations: usize,
 }
 
 /// Runs `spec`, calling `progress` now and then ([`RunBuilder`] with
@@ -294,7 +299,25 @@ impl<'a> RunBuilder<'a> {
         // GENIE and RIFLING report what their decisions cost (timing.json);
         // timing a plain replay's decisions would cost a few percent.
         let policy = if spec.policy.time_decisions() { recorder.time_policy(policy) } else { policy };
-        let sim = engine_stage(spec, cluster, workload.jobs, policy, rate_model, db, artefacts, is_tasks, checks)?;
+        let progress_model = progress_model_stage(spec, &cluster, &workload.jobs, &input)?;
+        let unused_durations = workload
+            .jobs
+            .specs()
+            .iter()
+            .filter(|s| s.elastic().is_some_and(|e| e.work.is_some()) && s.duration_ms > 0)
+            .count();
+        let sim = engine_stage(
+            spec,
+            cluster,
+            workload.jobs,
+            policy,
+            rate_model,
+            db,
+            artefacts,
+            is_tasks,
+            checks,
+            progress_model,
+        )?;
         // An error of the run names the job's trace file and line.
         let output = sim.run_observed(&mut recorder, progress).map_err(|e| match &spec.workload {
             WorkloadSource::Trace { path, .. } => e.in_file(path),
@@ -314,6 +337,7 @@ impl<'a> RunBuilder<'a> {
             summary,
             vcs,
             model_aliases: models.model_aliases,
+            unused_durations,
         })
     }
 }
@@ -570,6 +594,119 @@ fn admission_stage(
     Ok(workload)
 }
 
+/// Stage 4, end: the progress model of the run's work-defined jobs, `None`
+/// when it has none. Jobs without work of their own (Pollux's and Sia's
+/// workloads) progress by the Pollux application model; jobs with their own
+/// work (ElasticFlow's traces, `jobs-csv` `num_iteration`) by ElasticFlow's
+/// model for the cluster's GPU type (T4 or A100, every node alike:
+/// `--cluster pollux`, or `--nodes N --gpus-per-node G --gpu-type t4|a100`).
+/// A run with both kinds is refused, and so is a job ElasticFlow's tables
+/// cannot rate (an unknown model, a batch the tables lack, more GPUs than
+/// measured): the error names the trace file, line and column. Policies
+/// that read step times and gradient statistics (`pollux`, `optimus`) are
+/// refused with ElasticFlow jobs: its tables give neither.
+fn progress_model_stage(
+    spec: &RunSpec,
+    cluster: &Cluster,
+    jobs: &crate::job::JobTable,
+    input: &InputInfo,
+) -> Result<Option<Box<dyn crate::job::ProgressModel>>, RunError> {
+    use crate::job::ProgressModel as _;
+    use crate::profile::elasticflow::{EfField, EfGpu, ElasticFlowModel};
+    if jobs.work_defined() == 0 {
+        return Ok(None);
+    }
+    let from = input.path.as_ref().map_or(String::new(), |p| format!("{}: ", p.display()));
+    let at = |s: &crate::job::JobSpec| if s.line > 0 { format!(" (line {})", s.line) } else { String::new() };
+    let elastic = || jobs.specs().iter().filter_map(|s| s.elastic().map(|e| (s, e)));
+    let own = elastic().find(|(_, e)| e.work.is_some());
+    let target = elastic().find(|(_, e)| e.work.is_none());
+    let Some((first, _)) = own else {
+        // Work-defined jobs progress by the Pollux application model (the
+        // Pollux measurements, compiled in), parsed only for a run that has them.
+        return Ok(Some(Box::new(crate::profile::pollux::PolluxApps::builtin())));
+    };
+    if let Some((other, _)) = target {
+        return Err(ConfigError::new(
+            crate::error::ConfigErrorKind::Conflict,
+            format!(
+                "{from}job `{}`{} has its own work (num_iteration: ElasticFlow's model) and job `{}`{} the Pollux \
+                 model's target for its application; a run has one progress model",
+                first.name,
+                at(first),
+                other.name,
+                at(other)
+            ),
+        )
+        .into());
+    }
+    let types: std::collections::BTreeSet<&str> = cluster.spec().nodes.iter().map(|n| n.gpu_type.as_str()).collect();
+    let gpu = match types.iter().map(|t| EfGpu::of_gpu_type(t)).collect::<Option<std::collections::BTreeSet<_>>>() {
+        Some(g) if g.len() == 1 => g.into_iter().next().expect("one"),
+        _ => {
+            return Err(ConfigError::new(
+                crate::error::ConfigErrorKind::Conflict,
+                format!(
+                    "{from}job `{}`{} is an ElasticFlow job (num_iteration), rated by ElasticFlow's T4 or A100 \
+                     throughput tables, but cluster `{}` has GPUs of type {}: run it on T4s or A100s (e.g. \
+                     `--cluster pollux`, or `--nodes N --gpus-per-node G --gpu-type t4|a100`)",
+                    first.name,
+                    at(first),
+                    cluster.spec().name,
+                    types.into_iter().collect::<Vec<_>>().join(", ")
+                ),
+            )
+            .into());
+        }
+    };
+    let model = ElasticFlowModel::builtin(gpu);
+    let columns = match &spec.workload {
+        WorkloadSource::Trace { columns, .. } => columns.clone(),
+        _ => ColumnMap::default(),
+    };
+    for (s, e) in elastic() {
+        if let Err((field, message)) = model.check_job(&e.app, e.tuned_bsz, e.tuned_gpus) {
+            let column = columns
+                .column(match field {
+                    EfField::Model => "model",
+                    EfField::Batch => "global_bsz",
+                    EfField::Gpus => "gpu_num",
+                })
+                .to_string();
+            let message = format!("job `{}`: {message}", s.name);
+            return Err(match &input.path {
+                Some(file) => TraceError::Field { file: file.clone(), line: s.line, column, message }.into(),
+                None => ConfigError::other(message).into(),
+            });
+        }
+    }
+    // The policies for work-defined jobs only (pollux, optimus) model each
+    // job's throughput and remaining work themselves from the model's step
+    // times, gradient statistics and remaining steps, which ElasticFlow's
+    // tables do not give: refused rather than run on a model they cannot read.
+    let first_spec = first.elastic().expect("work-defined");
+    let cfg = model.tuned_config(&first_spec.app, &[first_spec.tuned_gpus.max(1)], first_spec.tuned_bsz);
+    if spec.policy.work_defined_only()
+        && let Err(e) = model.step_times(&first_spec.app, &cfg)
+    {
+        return Err(ConfigError::new(
+            crate::error::ConfigErrorKind::Conflict,
+            format!(
+                "{from}policy `{}` models each job's throughput from the progress model's step times and gradient \
+                 statistics, and job `{}`{} is an ElasticFlow job (num_iteration) whose model gives none ({e}); \
+                 run ElasticFlow jobs under a policy that launches jobs on their tuned GPUs (fifo, srtf, dlas, \
+                 tiresias-tuned, ...)",
+                spec.policy.kind(),
+                first.name,
+                at(first)
+            ),
+        )
+        .with_key("policy")
+        .into());
+    }
+    Ok(Some(Box::new(model)))
+}
+
 /// Stage 5: the simulation of `jobs` under `policy` on `cluster`, with the
 /// run's rate model, co-location model (built at the first co-location),
 /// checkpoint model, horizon and the memory of moldable tasks.
@@ -584,6 +721,7 @@ fn engine_stage(
     artefacts: &Artefacts,
     is_tasks: bool,
     checks: bool,
+    progress_model: Option<Box<dyn crate::job::ProgressModel>>,
 ) -> Result<Simulation, RunError> {
     // The co-location model, from the run's database (else the builtin one,
     // parsed once for the artefact set); built at the first co-location, so
@@ -605,9 +743,6 @@ fn engine_stage(
             _ => model,
         })
     });
-    // Work-defined jobs progress by the Pollux application model (the
-    // Pollux measurements, compiled in), parsed only for a run that has them.
-    let progress_model = (jobs.work_defined() > 0).then(crate::profile::pollux::PolluxApps::builtin);
     let sim = Simulation::new(
         cluster,
         jobs,
@@ -621,7 +756,7 @@ fn engine_stage(
     .with_rescale_delay_ms(spec.rescale_delay_ms.unwrap_or(crate::engine::DEFAULT_RESCALE_DELAY_MS))
     .with_invariant_checks(checks);
     let sim = match progress_model {
-        Some(m) => sim.with_progress_model(Box::new(m)),
+        Some(m) => sim.with_progress_model(m),
         None => sim,
     };
     let sim = match (spec.horizon_ms, spec.allow_unfinished) {

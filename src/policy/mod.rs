@@ -66,7 +66,7 @@ impl View<'_> {
             return None;
         }
         let spec = self.jobs.spec(job).elastic()?;
-        let target = self.jobs.progress_model().and_then(|m| m.target(&spec.app).ok());
+        let target = self.jobs.progress_model().and_then(|m| spec.target(m).ok());
         let (progress, cfg, rescaling, restarts) = match self.jobs.state(job) {
             JobState::Running(r) => match r.elastic.as_deref() {
                 Some(e) => {

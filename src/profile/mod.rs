@@ -19,13 +19,16 @@
 //!   ElasticFlow, Chronus) mapped to the database's canonical names.
 //! - [`elastic`]: work-defined jobs (configurations, the progress model);
 //!   [`pollux`]: the Pollux applications' progress model (goodput from the
-//!   Pollux measurements, as the Pollux artifact's simulator computes it).
+//!   Pollux measurements, as the Pollux artifact's simulator computes it);
+//!   [`elasticflow`]: ElasticFlow's (iterations per second of a model at its
+//!   global batch on a GPU count, from ElasticFlow's throughput tables).
 
 pub mod aliases;
 pub mod check;
 pub mod coloc;
 pub mod db;
 pub mod elastic;
+pub mod elasticflow;
 pub mod genie;
 pub mod import;
 pub mod memo;

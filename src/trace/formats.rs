@@ -14,8 +14,9 @@ pub(crate) const EXPECTED_HEADERS: &str =
     "  philly-rfold:  #job id,arrival time (sec),topology,shape,size,duration (sec)
   philly-pollux: timestamp,duration,num_gpus,gpu_time,cluster
   helios:        job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue
-  jobs-csv:      job_id,submit_time,duration,gpu_num[,vc][,user][,model][,local_bsz][,global_bsz][,deadline]
-                 (names mappable with --columns, e.g. --columns gpu_num=num_gpu,deadline=ddl)
+  jobs-csv:      job_id,submit_time,duration,gpu_num[,vc][,user][,model][,local_bsz][,global_bsz][,deadline][,num_iteration]
+                 (names mappable with --columns, e.g. --columns gpu_num=num_gpu,deadline=ddl;
+                 duration may be absent when num_iteration is there)
   alibaba-openb: name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time";
 
 /// The logical fields of the `jobs-csv` format and the file columns they come
@@ -31,8 +32,12 @@ pub struct ColumnMap {
 }
 
 impl Default for ColumnMap {
+    /// Every field named as itself. `num_iteration`, added after manifests
+    /// began to echo the map, is left out of it until mapped (its column is
+    /// its name all the same, by [`ColumnMap::column`]'s fallback), so that
+    /// a run's manifest stays what it was.
     fn default() -> Self {
-        let map = Self::FIELDS.iter().map(|f| (f.to_string(), f.to_string())).collect();
+        let map = Self::FIELDS[..10].iter().map(|f| (f.to_string(), f.to_string())).collect();
         ColumnMap { map, explicit: Vec::new() }
     }
 }
@@ -42,10 +47,24 @@ impl ColumnMap {
     /// `gpu_num`, then optional `vc`, `user`, `model` (profile database name
     /// or one of its aliases, listed in `profile::aliases`), `local_bsz`
     /// (per-GPU batch, samples), `global_bsz` (batch of the whole job,
-    /// samples; divided by `gpu_num`, rounding down) and `deadline` (absolute
-    /// deadline, s, on the clock of `submit_time`).
-    pub const FIELDS: [&'static str; 10] =
-        ["job_id", "submit_time", "duration", "gpu_num", "vc", "user", "model", "local_bsz", "global_bsz", "deadline"];
+    /// samples; divided by `gpu_num`, rounding down), `deadline` (absolute
+    /// deadline, s, on the clock of `submit_time`) and `num_iteration`
+    /// (iterations, optimiser steps at the job's global batch: a row with one
+    /// is a work-defined job of ElasticFlow's model, see
+    /// [`TraceFormat::JobsCsv`]; the `duration` column may then be absent).
+    pub const FIELDS: [&'static str; 11] = [
+        "job_id",
+        "submit_time",
+        "duration",
+        "gpu_num",
+        "vc",
+        "user",
+        "model",
+        "local_bsz",
+        "global_bsz",
+        "deadline",
+        "num_iteration",
+    ];
 
     /// The optional fields ([`ColumnMap::FIELDS`] after the four required ones).
     pub fn optional_fields() -> &'static [&'static str] {
@@ -136,7 +155,9 @@ pub(crate) fn detect(header: &str, columns: &ColumnMap) -> Option<TraceFormat> {
         Some(TraceFormat::ElasticWorkload)
     } else if has("job_id") && has("gpu_num") && has("submit_time") && has("state") && has("node_num") {
         Some(TraceFormat::Helios)
-    } else if ["job_id", "submit_time", "duration", "gpu_num"].iter().all(|f| has(columns.column(f))) {
+    } else if ["job_id", "submit_time", "gpu_num"].iter().all(|f| has(columns.column(f)))
+        && (has(columns.column("duration")) || has(columns.column("num_iteration")))
+    {
         Some(TraceFormat::JobsCsv)
     } else {
         None
@@ -342,11 +363,23 @@ fn read_wallclock(
 
 fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<TraceRecord>, TraceError> {
     let cols = |header: &Header| {
-        let req: Vec<&str> =
-            ["job_id", "submit_time", "duration", "gpu_num"].iter().map(|f| columns.column(f)).collect();
         let opt: Vec<Option<usize>> =
             ColumnMap::optional_fields().iter().map(|f| header.find(&[columns.column(f)])).collect();
-        Ok((require_all(header, file, &req)?, opt))
+        // `duration` may be absent when `num_iteration` is there (every row
+        // then needs its iterations); the required columns are checked in
+        // field order, so the first missing one is named.
+        let has_iterations = opt[6].is_some();
+        let mut req = Vec::with_capacity(4);
+        for f in ["job_id", "submit_time", "duration", "gpu_num"] {
+            match header.find(&[columns.column(f)]) {
+                Some(c) => req.push(Some(c)),
+                None if f == "duration" && has_iterations => req.push(None),
+                None => {
+                    header.require(file, columns.column(f))?;
+                }
+            }
+        }
+        Ok((req, opt))
     };
     map_rows(
         file,
@@ -355,10 +388,13 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
         || (),
         |(c, opt), (), row| {
             // The optional columns, in `ColumnMap::FIELDS` order.
-            let [vc, user, model, local_bsz, global_bsz, deadline] = [opt[0], opt[1], opt[2], opt[3], opt[4], opt[5]];
+            let [vc, user, model, local_bsz, global_bsz, deadline, num_iteration] =
+                [opt[0], opt[1], opt[2], opt[3], opt[4], opt[5], opt[6]];
+            let (id_col, submit_col, gpu_col) =
+                (c[0].expect("required"), c[1].expect("required"), c[3].expect("required"));
             let present = |col: Option<usize>| col.filter(|&c| !row.str(c).is_empty());
-            let gpus = row.count(c[3])?;
-            let submit_ms = row.time_ms(c[1])?;
+            let gpus = row.count(gpu_col)?;
+            let submit_ms = row.time_ms(submit_col)?;
             let local = present(local_bsz).map(|col| row.batch(col)).transpose()?;
             let global = present(global_bsz).map(|col| row.global_batch(col)).transpose()?;
             let local_bsz = match (local, global) {
@@ -389,10 +425,81 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
                 }
             };
             let deadline_ms = present(deadline).map(|col| row.time_ms(col)).transpose()?;
+            let job_id = row.text(id_col, "job id")?;
+            // A row with iterations is a work-defined job (ElasticFlow's
+            // traces): its work is its iterations at its global batch, and
+            // its application the model named. Its trace duration, if any,
+            // is read (and checked) but not used: `duration_ms` keeps it for
+            // the run's note, and the engine sets the job's duration from its
+            // progress model.
+            let iterations = present(num_iteration).map(|col| iterations(row, col)).transpose()?;
+            let duration_col = c[2];
+            let duration_ms = match (duration_col, iterations) {
+                (Some(col), Some(_)) if row.str(col).is_empty() => 0,
+                (Some(col), None) if row.str(col).is_empty() && num_iteration.is_some() => {
+                    let msg = format!(
+                        "empty, and so is `{}`: a row needs its duration or its iterations",
+                        columns.column("num_iteration")
+                    );
+                    return Err(row.err(col, msg));
+                }
+                (Some(col), _) => row.duration_ms(col)?,
+                (None, Some(_)) => 0,
+                (None, None) => {
+                    let col = num_iteration.expect("a file without `duration` has `num_iteration`");
+                    let msg = format!(
+                        "empty; without a `{}` column every row needs its iterations",
+                        columns.column("duration")
+                    );
+                    return Err(row.err(col, msg));
+                }
+            };
+            let (model, local_bsz, elastic) = match iterations {
+                None => (row.opt(model), local_bsz, None),
+                Some(work) => {
+                    let app = match present(model) {
+                        Some(col) => row.str(col).to_string(),
+                        None => {
+                            let msg = "a row with num_iteration needs its model (the application it trains)";
+                            return Err(match model {
+                                Some(col) => row.err(col, msg.into()),
+                                None => row.err(
+                                    num_iteration.expect("present"),
+                                    format!("{msg}; no `{}` column", columns.column("model")),
+                                ),
+                            });
+                        }
+                    };
+                    // Its tuned batch: the global batch (or per-GPU × GPUs).
+                    let batch = match (global, local) {
+                        (Some(g), _) => g,
+                        (None, Some(l)) => l.saturating_mul(gpus),
+                        (None, None) => {
+                            let msg = format!(
+                                "a row with num_iteration needs its global batch (`{}`, or `{}` × GPUs)",
+                                columns.column("global_bsz"),
+                                columns.column("local_bsz")
+                            );
+                            return Err(row.err(num_iteration.expect("present"), msg));
+                        }
+                    };
+                    let spec = crate::job::ElasticSpec {
+                        app,
+                        tuned_gpus: gpus,
+                        tuned_bsz: batch,
+                        adaptive: false,
+                        work: Some(work),
+                    };
+                    // The model names the application (ElasticFlow's name),
+                    // not a profile-database model; the batch is the job's
+                    // (no per-GPU batch, memory figure or rate-model lookup).
+                    (None, None, Some(spec))
+                }
+            };
             Ok(TraceRecord {
-                job_id: row.text(c[0], "job id")?,
+                job_id,
                 submit_ms,
-                duration_ms: row.duration_ms(c[2])?,
+                duration_ms,
                 gpus,
                 skip: None,
                 line: row.line,
@@ -400,14 +507,24 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
                 extra: extra(JobExtra {
                     vc: row.opt(vc),
                     user: row.opt(user),
-                    model: row.opt(model),
+                    model,
                     local_bsz,
                     deadline_ms,
+                    elastic,
                     ..JobExtra::default()
                 }),
             })
         },
     )
+}
+
+/// A row's `num_iteration`: a finite, positive number of iterations.
+fn iterations(row: &crate::io::csvrows::Row<'_>, col: usize) -> Result<f64, TraceError> {
+    let s = row.str(col);
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(row.err(col, format!("`{s}` is not a positive number of iterations"))),
+    }
 }
 
 /// The Alibaba PAI 2023 pod list (`openb_pod_list_*.csv`; FGD, Weng et al.,
@@ -522,8 +639,13 @@ fn read_elastic(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceErro
             if app.is_empty() {
                 return Err(row.err(c[2], "no application named".into()));
             }
-            let elastic =
-                crate::job::ElasticSpec { app: app.to_string(), tuned_gpus: gpus, tuned_bsz: batch, adaptive: true };
+            let elastic = crate::job::ElasticSpec {
+                app: app.to_string(),
+                tuned_gpus: gpus,
+                tuned_bsz: batch,
+                adaptive: true,
+                work: None,
+            };
             Ok(TraceRecord {
                 extra: extra(JobExtra { elastic: Some(elastic), ..JobExtra::default() }),
                 line: row.line,

@@ -255,6 +255,7 @@ pub fn generate(
                 tuned_gpus: j.config.num_replicas,
                 tuned_bsz: j.config.batch_size,
                 adaptive: true,
+                work: None,
             };
             TraceRecord {
                 extra: Some(Box::new(JobExtra { elastic: Some(elastic), ..JobExtra::default() })),

@@ -52,7 +52,9 @@ pub fn elastic_job(name: &str, app: &str, submit_s: u64, gpus: u32, tuned_bsz: u
         task: None,
         extra: None,
     }
-    .with_extra(|e| e.elastic = Some(ElasticSpec { app: app.into(), tuned_gpus: gpus, tuned_bsz, adaptive }))
+    .with_extra(|e| {
+        e.elastic = Some(ElasticSpec { app: app.into(), tuned_gpus: gpus, tuned_bsz, adaptive, work: None })
+    })
 }
 
 /// A simulation of `jobs` on `cluster` under `policy` at trace speed, its

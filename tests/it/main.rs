@@ -14,6 +14,7 @@ mod custom_policy;
 mod elastic_engine;
 mod elastic_policies;
 mod elastic_run;
+mod elasticflow;
 mod engine_hooks;
 mod experiment_figures;
 mod fairness;

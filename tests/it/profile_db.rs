@@ -437,3 +437,29 @@ fn runs_parse_a_database_only_when_they_read_it_and_once_per_artefact_set() {
     run(&b, &set);
     assert_eq!(set.profiles().parsed(), 2, "the builtin database and one directory");
 }
+
+/// `dlsched profile import-elasticflow` on `../shared/profiles/elasticflow`
+/// writes exactly the committed `src/profile/data/elasticflow/throughputs.csv`,
+/// and the library's conversion gives the compiled-in table.
+#[test]
+fn elasticflow_import_reproduces_the_committed_table() {
+    let Some(from) = shared_profiles() else { return };
+    let from = from.join("elasticflow");
+    let committed = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/profile/data/elasticflow/throughputs.csv");
+    let out = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_dlsched"))
+        .args(["profile", "import-elasticflow", "--from"])
+        .arg(&from)
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        std::fs::read(out.path().join("throughputs.csv")).unwrap() == std::fs::read(&committed).unwrap(),
+        "throughputs.csv differs from src/profile/data/elasticflow/throughputs.csv: regenerate with \
+         `dlsched profile import-elasticflow --from ../shared/profiles/elasticflow --out src/profile/data/elasticflow`"
+    );
+    use dlsched::profile::elasticflow::ElasticFlowTables;
+    assert_eq!(ElasticFlowTables::convert(&from).unwrap(), ElasticFlowTables::builtin());
+}

@@ -246,8 +246,9 @@ fn an_undetected_header_lists_every_optional_jobs_csv_column() {
     let e = load_trace(&t, TraceFormat::Auto, &ColumnMap::default()).unwrap_err().to_string();
     assert!(e.contains("cannot tell the trace format"), "{e}");
     let line = e.lines().find(|l| l.trim_start().starts_with("jobs-csv:")).expect("a jobs-csv line");
-    for f in ["vc", "user", "model", "local_bsz", "global_bsz", "deadline"] {
+    let optional = ["vc", "user", "model", "local_bsz", "global_bsz", "deadline", "num_iteration"];
+    for f in optional {
         assert!(line.contains(&format!("[,{f}]")), "`{f}` missing from: {line}");
     }
-    assert_eq!(ColumnMap::optional_fields(), ["vc", "user", "model", "local_bsz", "global_bsz", "deadline"]);
+    assert_eq!(ColumnMap::optional_fields(), optional);
 }
