@@ -41,8 +41,11 @@ pub(crate) struct SimulateArgs {
     /// database name or an alias of Pollux/Sia/ElasticFlow/Chronus traces,
     /// e.g. cifar10, gpt2), local_bsz (samples per GPU), global_bsz (samples
     /// per iteration of the whole job; divided by gpu_num, rounding down),
-    /// deadline (s, absolute, on the submit_time clock). An ElasticFlow
-    /// trace: `gpu_num=num_gpu,model=model_name,global_bsz=batch_size,deadline=ddl`.
+    /// deadline (s, absolute, on the submit_time clock), num_iteration
+    /// (iterations: the row is a work-defined job of ElasticFlow's model,
+    /// run on T4s or A100s; duration then optional and unused). An
+    /// ElasticFlow trace: `num_iteration=iteration,gpu_num=num_gpu,model=model_name,global_bsz=batch_size,deadline=ddl`
+    /// (without `num_iteration=iteration`: duration-defined jobs).
     #[arg(long, value_name = "FIELD=COLUMN,...")]
     pub(crate) columns: Option<String>,
 
