@@ -668,6 +668,30 @@ pub(crate) fn simulate(a: SimulateArgs, registry: &Registry) -> Result<()> {
             report.spec.checkpoint.name()
         )?;
     }
+    if report.output.jobs.progress_model().map(|m| m.name()) == Some("pollux") {
+        let other: std::collections::BTreeSet<&str> = report
+            .output
+            .cluster
+            .spec()
+            .nodes
+            .iter()
+            .map(|n| n.gpu_type.as_str())
+            .filter(|t| !t.eq_ignore_ascii_case("t4"))
+            .collect();
+        if !other.is_empty() {
+            errln!(
+                "note: work-defined jobs ran at the Pollux application model's speeds, measured on T4 GPUs (AWS g4dn.12xlarge), \
+                 whatever the cluster's GPU type (here {}); `--cluster pollux` is the measured cluster",
+                other.into_iter().collect::<Vec<_>>().join(", ")
+            )?;
+        }
+    }
+    if report.summary.restarts_total.is_some() && !report.spec.checkpoint.is_none() {
+        errln!(
+            "note: --checkpoint {} charges duration-defined jobs only: a preempted work-defined job keeps its progress and waits the re-scale delay when it resumes",
+            report.spec.checkpoint.name()
+        )?;
+    }
     if report.summary.restarts_total.is_none()
         && (!report.spec.elastic_timing.is_exact() || report.spec.rescale_delay_ms.is_some())
     {
@@ -719,9 +743,15 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
         && !genie_workload
         && ((a.jobs.is_some() && !pollux_workload) || a.load != synthetic.load || a.jobs_per_hour.is_some())
     {
-        note(
-            "--jobs, --load and --jobs-per-hour shape the synthetic workload; a --trace replay takes its jobs and arrivals from the file",
-        )?;
+        if pollux_workload {
+            note(
+                "--load and --jobs-per-hour shape the synthetic workload; --workload pollux draws --jobs jobs over --hours hours from the --trace job list",
+            )?;
+        } else {
+            note(
+                "--jobs, --load and --jobs-per-hour shape the synthetic workload; a --trace replay takes its jobs and arrivals from the file",
+            )?;
+        }
     }
     if a.policy.rifling().is_some() && (a.backfill || a.placement != PlacementKind::Consolidate) {
         note(
@@ -991,6 +1021,14 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
             s.preemptions,
             s.jobs_preempted,
             r.spec.checkpoint.name()
+        )?;
+    }
+    if let (Some(total), Some(mean)) = (s.restarts_total, s.restarts_mean) {
+        let delay_ms = r.spec.rescale_delay_ms.unwrap_or(crate::engine::DEFAULT_RESCALE_DELAY_MS);
+        outln!(
+            "  restarts        {:>12}    ({mean:.2} per work-defined job; each reallocation waits the {} s re-scale delay)",
+            total,
+            delay_ms as f64 / 1000.0
         )?;
     }
     if s.shared_launches > 0 {

@@ -172,6 +172,11 @@ use crate::time::SimTime;
 /// are not duplicates (pymoo: 100; ours, for speed).
 pub const MATING_ROUNDS: usize = 10;
 
+/// Most individuals per generation and most generations per tick that
+/// [`PolluxOptions`] accepts (100 × the simulator's 100: a bound on a
+/// tick's memory and time, not a model constant).
+pub const MAX_SEARCH: u32 = 10_000;
+
 /// The re-scale delay the restart factor assumes, s (the simulator's 30).
 const RESTART_DELAY_S: f64 = 30.0;
 
@@ -186,15 +191,16 @@ const FIXED_BATCH_APP: (&str, u32) = ("ncf", 32_768);
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct PolluxOptions {
-    /// Scheduling interval, s (whole ms, > 0). Default 60, the simulator's.
+    /// Scheduling interval, s (whole ms, 1 to 1e9). Default 60, the
+    /// simulator's.
     #[serde(alias = "interval_s", alias = "interval")]
     pub interval_s: f64,
     /// Individuals kept per generation and offspring made per generation
-    /// (≥ 2). Default 100, the simulator's `pop_size`.
+    /// (2 to [`MAX_SEARCH`]). Default 100, the simulator's `pop_size`.
     pub population: u32,
-    /// Generations per tick, the initial population counted (≥ 2: with 1
-    /// the search returns the current allocation, and jobs waiting for GPUs
-    /// would never get any).
+    /// Generations per tick, the initial population counted (2 to
+    /// [`MAX_SEARCH`]; with 1 the search returns the current allocation, and
+    /// jobs waiting for GPUs would never get any).
     /// Default 100, the simulator's `n_gen`.
     pub generations: u32,
     /// Generations without improvement after which a tick's search stops
@@ -227,18 +233,21 @@ impl BuildPolicy for PolluxOptions {
     }
 
     fn validate(&self, _kind: &str) -> Result<(), String> {
-        if !self.interval_s.is_finite() || self.interval_s <= 0.0 || self.interval_ms() == 0 || self.interval_s > 1e9 {
+        if !(1.0..=1e9).contains(&self.interval_s) {
             return Err(format!(
-                "pollux: interval-s must be a positive number of seconds (>= 0.001), got {}",
+                "pollux: interval-s must be 1 to 1e9 s (the simulator's 60; each tick runs a search), got {}",
                 self.interval_s
             ));
         }
-        if self.population < 2 {
-            return Err(format!("pollux: population must be at least 2, got {}", self.population));
-        }
-        if self.generations < 2 {
+        if !(2..=MAX_SEARCH).contains(&self.population) {
             return Err(format!(
-                "pollux: generations must be at least 2 (1 is the initial population alone: no job would ever get GPUs), got {}",
+                "pollux: population must be 2 to {MAX_SEARCH} (the simulator's 100; a tick's search holds 2 × population allocations), got {}",
+                self.population
+            ));
+        }
+        if !(2..=MAX_SEARCH).contains(&self.generations) {
+            return Err(format!(
+                "pollux: generations must be 2 to {MAX_SEARCH} (the simulator's 100; 1 is the initial population alone, and no job would ever get GPUs), got {}",
                 self.generations
             ));
         }
@@ -1246,6 +1255,25 @@ impl Policy for Pollux {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    #[test]
+    fn options_outside_their_bounds_are_refused_with_the_bound() {
+        let ok = PolluxOptions::default();
+        assert_eq!(ok.validate("pollux"), Ok(()));
+        let bad = |o: PolluxOptions, want: &str| {
+            let e = o.validate("pollux").unwrap_err();
+            assert!(e.contains(want), "{e}");
+        };
+        bad(PolluxOptions { interval_s: 0.5, ..ok }, "interval-s must be 1 to 1e9 s");
+        bad(PolluxOptions { interval_s: 1e10, ..ok }, "interval-s must be 1 to 1e9 s");
+        bad(PolluxOptions { interval_s: f64::NAN, ..ok }, "interval-s must be 1 to 1e9 s");
+        bad(PolluxOptions { population: 1, ..ok }, "population must be 2 to 10000");
+        bad(PolluxOptions { population: 10_001, ..ok }, "population must be 2 to 10000");
+        bad(PolluxOptions { generations: 1, ..ok }, "generations must be 2 to 10000");
+        bad(PolluxOptions { generations: u32::MAX, ..ok }, "generations must be 2 to 10000");
+        let edge = PolluxOptions { interval_s: 1.0, population: 10_000, generations: 2, patience: 0 };
+        assert_eq!(edge.validate("pollux"), Ok(()));
+    }
 
     #[test]
     fn a_coin_threshold_is_p_times_two_to_the_32() {
