@@ -6,8 +6,9 @@ use crate::profile::db::ProfileDb;
 use crate::profile::model::TableModel;
 use crate::trace::TraceRecord;
 
-/// Gives every job without a model or batch one drawn from the profile
-/// database, on the `workload.model_mix` stream: a model uniformly among those
+/// Gives every duration-defined job without a model or batch one drawn from
+/// the profile database (a work-defined job, [`crate::job::ElasticSpec`],
+/// draws none), on the `workload.model_mix` stream: a model uniformly among those
 /// measured on `gpu_type` (all measured models if none is), then a per-GPU
 /// batch uniformly among the batches measured for that model on `gpu_type`
 /// (on its best-covered GPU type when `gpu_type` is not measured).
@@ -60,7 +61,9 @@ pub fn assign_models(
         return Ok(());
     }
     let mut rng = crate::rng::stream(seed, "workload.model_mix");
-    for r in records.iter_mut().filter(|r| r.model().is_none() || r.local_bsz().is_none()) {
+    // A work-defined job runs at its progress model's speed, not the rate
+    // model's: it draws nothing.
+    for r in records.iter_mut().filter(|r| r.elastic().is_none() && (r.model().is_none() || r.local_bsz().is_none())) {
         if r.model().is_none() {
             let i = rand::Rng::gen_range(&mut rng, 0..models.len());
             r.extra_mut().model = Some(models[i].to_string());

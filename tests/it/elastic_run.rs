@@ -38,3 +38,34 @@ fn a_work_defined_job_runs_its_epochs_at_the_models_goodput() {
     assert!(jct >= s - 1e-6 && jct <= s + 0.001 * f64::from(epochs) + 1e-6, "JCT {jct} s, the model's sum {s} s");
     assert!(s > 60.0, "{s}");
 }
+
+/// Under `--rate-model table` a work-defined job draws no model or batch from
+/// the profile database (it runs at its progress model's speed): its row of
+/// `jobs.csv` and its JCT are those of the trace-speed run. Before the fix, a
+/// Pollux workload's jobs drew models (e.g. `bert-squad` for a cifar10 job).
+#[test]
+fn the_rate_model_draws_nothing_for_work_defined_jobs() {
+    use dlsched::experiment::RateModelKind;
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("w.csv");
+    std::fs::write(
+        &trace,
+        "name,time,application,num_replicas,batch_size\ncifar10-0,0,cifar10,2,256\nbert-1,5,bert,1,12\n",
+    )
+    .unwrap();
+    let run = |rate_model| {
+        let workload =
+            WorkloadSource::Trace { path: trace.clone(), format: TraceFormat::Auto, columns: ColumnMap::default() };
+        let cluster = ClusterChoice::Uniform { nodes: 1, gpus_per_node: 4, gpu_type: Some("t4".into()) };
+        let mut spec = RunSpec::new(workload, cluster);
+        spec.rate_model = rate_model;
+        run_one(&spec, |_| {}).unwrap()
+    };
+    let (trace_speed, table) = (run(RateModelKind::Trace), run(RateModelKind::Table));
+    assert_eq!(table.summary.jobs_completed, 2);
+    for j in 0..2 {
+        let spec = table.output.jobs.spec(dlsched::ids::JobId(j));
+        assert_eq!((spec.model(), spec.local_bsz()), (None, None), "job {j}");
+    }
+    assert_eq!(table.summary.jct_mean_s, trace_speed.summary.jct_mean_s);
+}

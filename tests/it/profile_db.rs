@@ -328,19 +328,26 @@ fn shared_profiles() -> Option<PathBuf> {
     }
 }
 
-#[test]
-fn import_reproduces_the_committed_tables() {
-    let Some(from) = shared_profiles() else { return };
-    let committed = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/profile/data");
+/// Runs `dlsched profile SUB --from FROM --out <temp dir>`, asserts it
+/// succeeded, and returns the directory.
+fn run_import(sub: &str, from: &Path) -> tempfile::TempDir {
     let out = tempfile::tempdir().unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_dlsched"))
-        .args(["profile", "import", "--from"])
-        .arg(&from)
+        .args(["profile", sub, "--from"])
+        .arg(from)
         .arg("--out")
         .arg(out.path())
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+#[test]
+fn import_reproduces_the_committed_tables() {
+    let Some(from) = shared_profiles() else { return };
+    let committed = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/profile/data");
+    let out = run_import("import", &from);
     let read = |dir: &Path, f: &str| std::fs::read(dir.join(f)).unwrap();
     for f in FILES {
         assert!(
@@ -446,15 +453,7 @@ fn elasticflow_import_reproduces_the_committed_table() {
     let Some(from) = shared_profiles() else { return };
     let from = from.join("elasticflow");
     let committed = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/profile/data/elasticflow/throughputs.csv");
-    let out = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_dlsched"))
-        .args(["profile", "import-elasticflow", "--from"])
-        .arg(&from)
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = run_import("import-elasticflow", &from);
     assert!(
         std::fs::read(out.path().join("throughputs.csv")).unwrap() == std::fs::read(&committed).unwrap(),
         "throughputs.csv differs from src/profile/data/elasticflow/throughputs.csv: regenerate with \
