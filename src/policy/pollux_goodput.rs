@@ -760,19 +760,26 @@ mod tests {
         assert!((f - 0.03242239826184004).abs() < 1e-4, "objective {f}");
     }
 
+    /// Five configurations (nodes, GPUs, atomic batch, accumulation time s,
+    /// step time s) that pin no parameter of the fit: several batches,
+    /// multi-node, one-node multi-GPU and > 2 GPU runs.
+    fn five_observations() -> Vec<Observation> {
+        obs(&[
+            (1, 1, 32, 0.08, 0.081),
+            (1, 2, 32, 0.081, 0.1),
+            (1, 4, 64, 0.15, 0.19),
+            (2, 8, 64, 0.151, 0.3),
+            (4, 16, 48, 0.12, 0.35),
+        ])
+    }
+
     #[test]
     fn five_observations_fit_as_well_as_scipy() {
         // scipy's optimum (see above): objective 0.01862090864499913 at
         // [0.009874040043967964, 0.0022226845848603775, 0.182301959443757,
         // 0.009633587231206945, 0.04936029202797053, 0.023457968878884388,
         // 1.7002044858093017].
-        let o = obs(&[
-            (1, 1, 32, 0.08, 0.081),
-            (1, 2, 32, 0.081, 0.1),
-            (1, 4, 64, 0.15, 0.19),
-            (2, 8, 64, 0.151, 0.3),
-            (4, 16, 48, 0.12, 0.35),
-        ]);
+        let o = five_observations();
         let p = fit_perf_params(&o);
         let f = objective_value(&p, &o);
         // Ours reaches 0.018337 (a lower minimum).
@@ -802,13 +809,7 @@ mod tests {
         // computes one at every point. These observations pin no parameter
         // (several batches, multi-node, one-node multi-GPU and > 2 GPU runs)
         // and apply no prior, so both must end on the same bits.
-        let o = obs(&[
-            (1, 1, 32, 0.08, 0.081),
-            (1, 2, 32, 0.081, 0.1),
-            (1, 4, 64, 0.15, 0.19),
-            (2, 8, 64, 0.151, 0.3),
-            (4, 16, 48, 0.12, 0.35),
-        ]);
+        let o = five_observations();
         let x0 = [1e-1, 1e-2, 1e-1, 1e-2, 1e-1, 1e-2, 1.0 + 1e-3];
         let lo = [1e-8, 1e-8, 1e-8, 1e-8, 1e-8, 1e-8, 1.0];
         let hi = [f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY, 10.0];
