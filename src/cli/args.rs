@@ -45,8 +45,9 @@ pub(crate) struct ClusterArgs {
     pub(crate) gpus_per_node: Option<u32>,
 
     /// GPU type of the uniform cluster (k80, p100, v100, v100-32g, t4, a100,
-    /// a100-80g, rtx2080ti, quadro6000); default `generic` (16 GiB, no
-    /// profile data: the profile model then borrows another type's speeds).
+    /// a100-80g, rtx2080ti, quadro6000); without it, a generic GPU of 16 GiB
+    /// with no profile data (the profile model then borrows another type's
+    /// speeds).
     #[arg(long, value_name = "TYPE", requires = "nodes")]
     pub(crate) gpu_type: Option<String>,
 

@@ -17,7 +17,8 @@ pub(crate) const EXPECTED_HEADERS: &str =
   jobs-csv:      job_id,submit_time,duration,gpu_num[,vc][,user][,model][,local_bsz][,global_bsz][,deadline][,num_iteration]
                  (names mappable with --columns, e.g. --columns gpu_num=num_gpu,deadline=ddl;
                  duration may be absent when num_iteration is there)
-  alibaba-openb: name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time";
+  alibaba-openb: name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+  elastic-workload: name,time,application,num_replicas,batch_size (the Pollux and Sia artifacts' work-defined jobs)";
 
 /// The logical fields of the `jobs-csv` format and the file columns they come
 /// from. Defaults are the field names themselves; every field after

@@ -251,4 +251,6 @@ fn an_undetected_header_lists_every_optional_jobs_csv_column() {
         assert!(line.contains(&format!("[,{f}]")), "`{f}` missing from: {line}");
     }
     assert_eq!(ColumnMap::optional_fields(), optional);
+    // Every format auto-detection knows is listed, the Pollux/Sia workloads' too.
+    assert!(e.contains("elastic-workload: name,time,application,num_replicas,batch_size"), "{e}");
 }
