@@ -54,7 +54,17 @@ pub struct ElasticConfig {
     pub atomic_bsz: u32,
     /// Gradient-accumulation steps beyond the first (0 = none).
     pub accum_steps: u32,
+    /// The GPU type the job runs on: its index in the cluster's list of GPU
+    /// types (`Cluster::gpu_type_names`: the nodes' distinct types in node
+    /// order), [`MIXED_GPU_TYPES`] when its GPUs span types. The engine
+    /// sets it from the job's GPUs; a progress model for one GPU type
+    /// ignores it, a heterogeneous one (Sia's) rates the configuration on
+    /// that type. 0 on a cluster of one type.
+    pub gpu_type: u16,
 }
+
+/// [`ElasticConfig::gpu_type`] of GPUs of more than one type.
+pub const MIXED_GPU_TYPES: u16 = u16::MAX;
 
 impl ElasticConfig {
     /// `batch` samples split evenly over the GPUs of `per_node`, rounded
@@ -62,7 +72,12 @@ impl ElasticConfig {
     /// least 1.
     pub fn even_split(per_node: &[u32], batch: u32) -> Self {
         let replicas = per_node.iter().sum::<u32>().max(1);
-        ElasticConfig { per_node: per_node.to_vec(), atomic_bsz: batch.div_ceil(replicas).max(1), accum_steps: 0 }
+        ElasticConfig {
+            per_node: per_node.to_vec(),
+            atomic_bsz: batch.div_ceil(replicas).max(1),
+            accum_steps: 0,
+            gpu_type: 0,
+        }
     }
 
     /// GPUs (replicas) in all.

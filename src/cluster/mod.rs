@@ -191,6 +191,10 @@ pub struct Cluster {
     node_local: Vec<u32>,
     partitions: Vec<Partition>,
     gpus_free: u64,
+    /// The nodes' distinct GPU types, in node order ([`Cluster::gpu_type_names`]).
+    gpu_type_names: Vec<String>,
+    /// Per node: its GPU type's index in `gpu_type_names`.
+    node_type: Vec<u16>,
 }
 
 impl Cluster {
@@ -242,7 +246,22 @@ impl Cluster {
             }
         }
         let total = gpu_node.len();
+        let mut gpu_type_names: Vec<String> = Vec::new();
+        let mut node_type = Vec::with_capacity(spec.nodes.len());
+        for n in &spec.nodes {
+            let ix = match gpu_type_names.iter().position(|t| *t == n.gpu_type) {
+                Some(ix) => ix,
+                None => {
+                    gpu_type_names.push(n.gpu_type.clone());
+                    gpu_type_names.len() - 1
+                }
+            };
+            // At most MAX_GPU_TYPES (checked by `validate`), below the mixed marker.
+            node_type.push(ix as u16);
+        }
         Ok(Cluster {
+            gpu_type_names,
+            node_type,
             gpus_free: total as u64,
             gpu_owner: vec![None; total],
             shares: vec![GpuShare::default(); total],
@@ -258,6 +277,25 @@ impl Cluster {
             node_local,
             partitions,
         })
+    }
+
+    /// The nodes' distinct GPU types, in node order: what
+    /// [`crate::job::ElasticConfig::gpu_type`] indexes.
+    pub fn gpu_type_names(&self) -> &[String] {
+        &self.gpu_type_names
+    }
+
+    /// The index of `node`'s GPU type in [`Cluster::gpu_type_names`].
+    pub fn gpu_type_of(&self, node: NodeId) -> u16 {
+        self.node_type[node.index()]
+    }
+
+    /// The GPU type of `gpus` ([`Cluster::gpu_type_of`] of their nodes),
+    /// [`crate::job::MIXED_GPU_TYPES`] when they span types, 0 for none.
+    pub fn gpu_type_of_gpus(&self, gpus: &[GpuId]) -> u16 {
+        let mut it = gpus.iter().map(|&g| self.gpu_type_of(self.node_of(g)));
+        let Some(first) = it.next() else { return 0 };
+        if it.all(|t| t == first) { first } else { crate::job::MIXED_GPU_TYPES }
     }
 
     /// The static description.
@@ -903,6 +941,19 @@ mod tests {
 
     fn c2x4() -> Cluster {
         Cluster::new(ClusterSpec::uniform("t", 2, 4, "K80", 12 * 1024)).unwrap()
+    }
+
+    #[test]
+    fn gpu_types_are_indexed_in_node_order() {
+        // Nodes T4, A100, T4 (4 GPUs each): types [T4, A100]; GPUs 0-3 and
+        // 8-11 are T4 (index 0), 4-7 A100 (index 1).
+        let mut spec = ClusterSpec::uniform("t", 3, 4, "T4", 16 * 1024);
+        spec.nodes[1].gpu_type = "A100".into();
+        let c = Cluster::new(spec).unwrap();
+        assert_eq!(c.gpu_type_names(), ["T4".to_string(), "A100".to_string()]);
+        assert_eq!(c.gpu_type_of_gpus(&[GpuId(0), GpuId(9)]), 0);
+        assert_eq!(c.gpu_type_of_gpus(&[GpuId(5)]), 1);
+        assert_eq!(c.gpu_type_of_gpus(&[GpuId(3), GpuId(4)]), crate::job::MIXED_GPU_TYPES);
     }
 
     #[test]

@@ -15,6 +15,10 @@ pub const MAX_NODES: usize = 100_000;
 /// The most GPUs a cluster may have, for the same reason.
 pub const MAX_GPUS: u64 = 1_000_000;
 
+/// The most distinct GPU types a cluster may have (a job's GPU type is a
+/// 16-bit index, `crate::job::ElasticConfig::gpu_type`).
+pub const MAX_GPU_TYPES: usize = 4096;
+
 /// One node's hardware and where it sits.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeSpec {
@@ -140,6 +144,14 @@ impl ClusterSpec {
                 self.name,
                 self.nodes.len(),
                 self.total_gpus()
+            )));
+        }
+        let types: std::collections::HashSet<&str> = self.nodes.iter().map(|n| n.gpu_type.as_str()).collect();
+        if types.len() > MAX_GPU_TYPES {
+            return Err(ConfigError::other(format!(
+                "cluster `{}` has {} distinct GPU types; at most {MAX_GPU_TYPES} are supported",
+                self.name,
+                types.len()
             )));
         }
         for (i, n) in self.nodes.iter().enumerate() {

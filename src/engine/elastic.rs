@@ -329,10 +329,12 @@ impl Simulation {
             return Err(self.invalid(job, e.gpu, e.reason));
         }
         let placement = per_node(self, &gpus);
-        let cfg = match batch {
-            Some((atomic_bsz, accum_steps)) => ElasticConfig { per_node: placement, atomic_bsz, accum_steps },
+        let gpu_type = self.cluster.gpu_type_of_gpus(&gpus);
+        let mut cfg = match batch {
+            Some((atomic_bsz, accum_steps)) => ElasticConfig { per_node: placement, atomic_bsz, accum_steps, gpu_type },
             None => model.tuned_config(&app, &placement, tuned_bsz),
         };
+        cfg.gpu_type = gpu_type;
         let (progress, allocations) = resumed.and_then(|s| s.elastic).map_or((0.0, 0), |e| (e.progress, e.allocations));
         let seg = self.segment(&*model, job, &app, &cfg, progress, target)?;
         let rescale_until = self.now.plus_ms(self.rescale_delay_ms);
@@ -485,7 +487,8 @@ impl Simulation {
                 return Err(self.invalid(job, e.gpu, e.reason));
             }
         }
-        let cfg = ElasticConfig { per_node: per_node(self, &gpus), atomic_bsz, accum_steps };
+        let gpu_type = self.cluster.gpu_type_of_gpus(&gpus);
+        let cfg = ElasticConfig { per_node: per_node(self, &gpus), atomic_bsz, accum_steps, gpu_type };
         let now = self.now;
         let (progress, target) = match self.jobs.state(job) {
             JobState::Running(r) => {

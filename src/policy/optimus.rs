@@ -141,7 +141,7 @@ pub fn predict_step_time(model: &dyn ProgressModel, app: &str, batch: u32, r: u3
     if !(atomic >= 1.0 && accum >= 0.0) {
         return None;
     }
-    let cfg = ElasticConfig { per_node, atomic_bsz: atomic as u32, accum_steps: accum as u32 };
+    let cfg = ElasticConfig { per_node, atomic_bsz: atomic as u32, accum_steps: accum as u32, gpu_type: 0 };
     let (step, sync) = model.step_times(app, &cfg).ok()?;
     Some(step + (step - sync) * accum)
 }

@@ -388,7 +388,7 @@ impl Pollux {
                 let count = u64::from(replicas) * (u64::from(accum) + 1);
                 let cap = u64::from(l.max_batch) / count.max(1);
                 let atomic = u64::from(atomic).min(cap) as u32;
-                ElasticConfig { per_node: per_node.to_vec(), atomic_bsz: atomic, accum_steps: accum }
+                ElasticConfig { per_node: per_node.to_vec(), atomic_bsz: atomic, accum_steps: accum, gpu_type: 0 }
             }
             (None, _, Some(l)) => {
                 let b = l.init_batch.max(l.min_local.saturating_mul(replicas));

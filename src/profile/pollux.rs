@@ -890,7 +890,7 @@ impl Application {
         let per_node: Vec<u32> = placement.iter().copied().filter(|&g| g > 0).collect();
         let replicas: u32 = per_node.iter().sum();
         if replicas == 0 {
-            return ElasticConfig { per_node, atomic_bsz: 0, accum_steps: 0 };
+            return ElasticConfig { per_node, atomic_bsz: 0, accum_steps: 0, gpu_type: 0 };
         }
         let local = ceil_tol(batch as f64 / f64::from(replicas));
         let mut accum = ceil_tol(local / f64::from(self.max_local_bsz)) - 1.0;
@@ -900,7 +900,12 @@ impl Application {
         let atomic = ceil_tol(local / (accum + 1.0));
         let count = f64::from(replicas) * (accum + 1.0);
         let cap = (f64::from(self.max_batch_size) / count).trunc();
-        ElasticConfig { per_node, atomic_bsz: atomic.min(cap).max(0.0) as u32, accum_steps: accum.max(0.0) as u32 }
+        ElasticConfig {
+            per_node,
+            atomic_bsz: atomic.min(cap).max(0.0) as u32,
+            accum_steps: accum.max(0.0) as u32,
+            gpu_type: 0,
+        }
     }
 
     /// The placement the simulator assumes when it tunes a job (16 nodes of 4
@@ -1633,7 +1638,7 @@ mod tests {
         let in_last = bert.progress_of(1).unwrap();
         assert_eq!(apps.remaining_steps("bert", 12, in_last).unwrap(), 1.0);
         // Step times are the throughput tables'; limits the application's.
-        let cfg = ElasticConfig { per_node: vec![2], atomic_bsz: 6, accum_steps: 0 };
+        let cfg = ElasticConfig { per_node: vec![2], atomic_bsz: 6, accum_steps: 0, gpu_type: 0 };
         assert_eq!(apps.step_times("bert", &cfg).unwrap(), bert.throughput(&[2], 6).unwrap());
         let lim = apps.batch_limits("bert").unwrap();
         assert_eq!((lim.init_batch, lim.max_batch, lim.min_local, lim.max_local), (12, 384, 4, 12));
@@ -1670,7 +1675,7 @@ mod tests {
         // placements.csv `1,6,0.5693899691104889,0.013729131996631623`:
         // gain / (step + 3 × (step − sync)).
         let (step, sync) = (0.5693899691104889, 0.013729131996631623);
-        let cfg = ElasticConfig { per_node: vec![1], atomic_bsz: 6, accum_steps: 3 };
+        let cfg = ElasticConfig { per_node: vec![1], atomic_bsz: 6, accum_steps: 3, gpu_type: 0 };
         let g = bert.goodput(&cfg, 0).unwrap();
         assert!(close(g, gain / (step + 3.0 * (step - sync))), "{g}");
     }
@@ -1733,7 +1738,7 @@ mod tests {
         assert_eq!(apps.next_breakpoint("bert", 10_000.0), 14774.0);
         assert!(apps.target("gpt3").is_err());
         // Goodput in epoch 1 uses the epoch-1 statistics.
-        let cfg = ElasticConfig { per_node: vec![1], atomic_bsz: 12, accum_steps: 0 };
+        let cfg = ElasticConfig { per_node: vec![1], atomic_bsz: 12, accum_steps: 0, gpu_type: 0 };
         assert_eq!(apps.goodput("bert", &cfg, 8000.0).unwrap(), bert.goodput(&cfg, 1).unwrap());
         assert_eq!(apps.goodput("bert", &cfg, 10.0).unwrap(), bert.goodput(&cfg, 0).unwrap());
     }
@@ -1746,20 +1751,26 @@ mod tests {
         // 1 GPU, 4096: local 4096, steps ceil(4096/1024) − 1 = 3, atomic 1024, cap 4096/4 = 1024.
         assert_eq!(
             cifar.tuned_config(&[1], 4096),
-            ElasticConfig { per_node: vec![1], atomic_bsz: 1024, accum_steps: 3 }
+            ElasticConfig { per_node: vec![1], atomic_bsz: 1024, accum_steps: 3, gpu_type: 0 }
         );
         // 1 GPU, 256 > init 128: steps max(1, ceil(0.25) − 1 = 0) = 1, atomic ceil(256/2) = 128.
-        assert_eq!(cifar.tuned_config(&[1], 256), ElasticConfig { per_node: vec![1], atomic_bsz: 128, accum_steps: 1 });
+        assert_eq!(
+            cifar.tuned_config(&[1], 256),
+            ElasticConfig { per_node: vec![1], atomic_bsz: 128, accum_steps: 1, gpu_type: 0 }
+        );
         // 1 GPU at the initial batch: no accumulation.
         assert_eq!(cifar.tuned_config(&[1], 128).accum_steps, 0);
         // 3 GPUs, 1000: local ceil(333.3) = 334, steps 0, atomic 334 (cap 4096/3 → 1365).
         assert_eq!(
             cifar.tuned_config(&[2, 0, 1], 1000),
-            ElasticConfig { per_node: vec![2, 1], atomic_bsz: 334, accum_steps: 0 }
+            ElasticConfig { per_node: vec![2, 1], atomic_bsz: 334, accum_steps: 0, gpu_type: 0 }
         );
         // yolov3 (max local 8, max batch 512): 2 GPUs, 64: local 32, steps ceil(32/8) − 1 = 3, atomic 8.
         let yolo = apps.get("yolov3").unwrap();
-        assert_eq!(yolo.tuned_config(&[2], 64), ElasticConfig { per_node: vec![2], atomic_bsz: 8, accum_steps: 3 });
+        assert_eq!(
+            yolo.tuned_config(&[2], 64),
+            ElasticConfig { per_node: vec![2], atomic_bsz: 8, accum_steps: 3, gpu_type: 0 }
+        );
         // The cap: 48 GPUs × (0 + 1) at batch 512 → local ceil(10.67) = 11 → steps 1, atomic 6,
         // capped at floor(512 / (48 × 2)) = 5.
         assert_eq!(yolo.tuned_config(&[4; 12], 512).atomic_bsz, 5);
