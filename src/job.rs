@@ -173,6 +173,14 @@ pub trait ProgressModel: Send + Sync {
         None
     }
 
+    /// The batch limits of `app` on GPU type `gpu_type`
+    /// ([`ElasticConfig::gpu_type`]): a heterogeneous model's per-type
+    /// memory limits (Sia's tables measure a different largest per-GPU
+    /// batch per type). By default [`ProgressModel::batch_limits`].
+    fn batch_limits_on(&self, app: &str, _gpu_type: u16) -> Option<BatchLimits> {
+        self.batch_limits(app)
+    }
+
     /// Seconds a job of `app` at `progress` takes to reach the target on
     /// `cfg`, at the model's goodput of each segment up to the target (no
     /// re-scale delay): the remaining time an oracle of a fixed

@@ -206,6 +206,9 @@ pub struct RunOutput {
     pub policy_metrics: Vec<(&'static str, f64)>,
     /// The policy's extra run-directory files ([`Policy::files`]).
     pub policy_files: Vec<(&'static str, String)>,
+    /// The policy's solver rounds ([`Policy::solver_rounds`]): wall-clock,
+    /// for `timing.json` only.
+    pub solver_rounds: Vec<crate::policy::SolverRound>,
 }
 
 /// A simulation: owns the clock, the event queue, the cluster, the jobs, the
@@ -638,6 +641,7 @@ impl Simulation {
         RunOutput {
             policy_metrics: self.policy.metrics(&self.jobs),
             policy_files: self.policy.files(),
+            solver_rounds: self.policy.solver_rounds(),
             policy: self.policy.name(),
             model: self.model.name(),
             model_counters: {

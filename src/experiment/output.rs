@@ -248,6 +248,20 @@ pub fn write_run_dir_as(report: &RunReport, dir: &Path, format: OutputFormat) ->
             "decision_time_max_s": t.max_s,
             "fraction_of_makespan": if makespan > 0.0 { t.total_s / makespan } else { 0.0 },
         });
+        // A policy with a solver (Sia) adds each round's solve time.
+        let rounds = &report.output.solver_rounds;
+        let v = if rounds.is_empty() {
+            v
+        } else {
+            let mut v = v;
+            let total: f64 = rounds.iter().map(|r| r.solve_s).sum();
+            let max = rounds.iter().map(|r| r.solve_s).fold(0.0, f64::max);
+            v["solver_rounds"] = serde_json::json!(rounds.len());
+            v["solver_time_total_s"] = serde_json::json!(total);
+            v["solver_time_max_s"] = serde_json::json!(max);
+            v["rounds"] = serde_json::to_value(rounds).unwrap_or_default();
+            v
+        };
         export::write_atomic(&dir.join("timing.json"), &json(&v))?;
     }
     for (name, text) in &report.output.policy_files {

@@ -71,11 +71,23 @@ impl Policy for TimedPolicy {
         d
     }
 
+    fn on_timer(&mut self, view: &View<'_>) {
+        self.inner.on_timer(view);
+    }
+
+    fn release_delay_ms(&self) -> u64 {
+        self.inner.release_delay_ms()
+    }
+
     fn metrics(&self, jobs: &JobTable) -> Vec<(&'static str, f64)> {
         self.inner.metrics(jobs)
     }
 
     fn files(&self) -> Vec<(&'static str, String)> {
         self.inner.files()
+    }
+
+    fn solver_rounds(&self) -> Vec<crate::policy::SolverRound> {
+        self.inner.solver_rounds()
     }
 }

@@ -33,6 +33,7 @@ pub mod registry;
 pub mod rifling;
 pub mod rifling_family;
 pub mod sharing;
+pub mod sia;
 pub mod srtf;
 pub mod symmetric;
 pub mod themis;
@@ -233,4 +234,24 @@ pub trait Policy: Send {
     fn files(&self) -> Vec<(&'static str, String)> {
         Vec::new()
     }
+
+    /// The rounds of the policy's solver so far with their wall-clock cost
+    /// (Sia's integer program), for `timing.json` only (they are not
+    /// deterministic); none by default.
+    fn solver_rounds(&self) -> Vec<SolverRound> {
+        Vec::new()
+    }
+}
+
+/// One round of a policy's solver ([`Policy::solver_rounds`]).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct SolverRound {
+    /// Simulated time of the round, s.
+    pub at_s: f64,
+    /// Jobs in the program.
+    pub jobs: u32,
+    /// Its variables.
+    pub variables: u32,
+    /// Wall time to build and solve it on this machine, s.
+    pub solve_s: f64,
 }

@@ -230,6 +230,10 @@ registry! {
     /// search for the best fairness-weighted speedups every interval
     /// (`--policy-opt interval-s=60, population=100, generations=100, patience=5`).
     "pollux" => Pollux(crate::policy::pollux::PolluxOptions),
+    /// Sia (SOSP'23): per round one (GPU type, nodes, GPUs) configuration per
+    /// work-defined job by an integer program over normalised goodputs
+    /// (`--policy-opt interval-s=60, p=-0.5, lambda-n=1.1, clip=3000`).
+    "sia" => Sia(crate::policy::sia::SiaOptions),
     /// Gandiva: time-slicing in rounds, packing by measured co-location
     /// speed, migration for locality (`--policy-opt`; `--checkpoint gandiva`).
     "gandiva" => Gandiva(crate::policy::gandiva::GandivaOptions),

@@ -1,0 +1,117 @@
+//! Sia (`dlsched::policy::sia`) on a cluster of two GPU types, with a toy
+//! progress model whose speeds are known by hand.
+
+use dlsched::cluster::{Cluster, ClusterSpec};
+use dlsched::engine::{Observer, Snapshot};
+use dlsched::ids::{GpuId, JobId};
+use dlsched::job::{BatchLimits, JobState};
+use dlsched::policy::sia::{Sia, SiaOptions};
+use dlsched::profile::elastic::{ElasticConfig, ProgressModel};
+
+use crate::common::{elastic_job, elastic_sim};
+
+/// Goodput = GPUs × 1 progress unit/s on type 0 (T4), × 2 on type 1
+/// (A100); target 1,200 units; step time `0.01 × atomic batch / speed`,
+/// sync a tenth of it; batch limits: per GPU 16 to 64, total up to 1,024.
+struct TwoTypes;
+
+fn speed(cfg: &ElasticConfig) -> f64 {
+    if cfg.gpu_type == 1 { 2.0 } else { 1.0 }
+}
+
+impl ProgressModel for TwoTypes {
+    fn name(&self) -> &'static str {
+        "two-types"
+    }
+    fn target(&self, _app: &str) -> Result<f64, String> {
+        Ok(1200.0)
+    }
+    fn goodput(&self, _app: &str, cfg: &ElasticConfig, _progress: f64) -> Result<f64, String> {
+        Ok(f64::from(cfg.replicas()) * speed(cfg))
+    }
+    fn next_breakpoint(&self, _app: &str, _progress: f64) -> f64 {
+        1200.0
+    }
+    fn step_times(&self, _app: &str, cfg: &ElasticConfig) -> Result<(f64, f64), String> {
+        let step = 0.01 * f64::from(cfg.atomic_bsz) / speed(cfg);
+        Ok((step, step / 10.0))
+    }
+    fn grad_stats(&self, _app: &str, _batch: u64, _progress: f64) -> Result<(f64, f64), String> {
+        Ok((1.0, 0.0))
+    }
+    fn batch_limits(&self, _app: &str) -> Option<BatchLimits> {
+        Some(BatchLimits { init_batch: 64, max_batch: 1024, min_local: 16, max_local: 64 })
+    }
+}
+
+/// Node 0: 4 T4 GPUs (GPUs 0-3); node 1: 4 A100 GPUs (GPUs 4-7).
+fn two_types() -> Cluster {
+    let mut spec = ClusterSpec::uniform("two-types", 2, 4, "T4", 16 * 1024);
+    spec.nodes[1].gpu_type = "A100".into();
+    Cluster::new(spec).unwrap()
+}
+
+#[test]
+fn rigid_jobs_go_to_the_faster_type_and_finish_when_computed_by_hand() {
+    // Two rigid (not adaptive) 1-GPU jobs at t = 0. Sia's goodput of a
+    // rigid job on a type is its throughput there, scaled so the slowest
+    // type gives its GPUs: T4 1, A100 2; A = G^-0.5 = 1 and 0.71, so with
+    // λ_n = 1.1 each job is worth −0.1 on a T4 and −0.39 on an A100, and
+    // the A100 node holds both. First round at 60 s, then the 30-s re-scale
+    // delay, then 1,200 units at 2 units/s: complete at 60 + 30 + 600 = 690 s.
+    let jobs = vec![elastic_job("a", "x", 0, 1, 64, false), elastic_job("b", "x", 0, 1, 64, false)];
+    let sim = elastic_sim(two_types(), jobs, Box::new(Sia::new(SiaOptions::default())), Box::new(TwoTypes));
+    let mut log = Allocations::default();
+    let out = sim.run_observed(&mut log, |_| {}).unwrap();
+    for j in 0..2 {
+        let JobState::Completed(d) = out.jobs.state(JobId(j)) else { panic!("job {j} did not complete") };
+        assert_eq!(d.end.as_ms(), 690_000, "job {j}");
+        assert_eq!(d.start.as_ms(), 60_000, "job {j}");
+    }
+    assert_eq!(log.0.len(), 2, "one allocation each: {:?}", log.0);
+    for (job, gpus) in &log.0 {
+        assert!(gpus.iter().all(|&g| g >= 4), "job {job} ran on {gpus:?}, not the A100 node");
+    }
+}
+
+/// Every allocation: (job index, GPUs).
+#[derive(Default)]
+struct Allocations(Vec<(u32, Vec<u32>)>);
+
+impl Observer for Allocations {
+    fn on_allocate(&mut self, _at: &Snapshot<'_>, job: JobId, gpus: &[GpuId], _speed: f64) {
+        self.0.push((job.0, gpus.iter().map(|g| g.0).collect()));
+    }
+}
+
+#[test]
+fn sia_runs_the_pollux_workloads_deterministically() {
+    let Some(shared) = crate::common::shared("sia_runs_the_pollux_workloads_deterministically") else { return };
+    let trace = shared.join("traces/pollux-workloads/workload-2.csv");
+    let dir = tempfile::tempdir().unwrap();
+    let run = |out: &str| {
+        let out = dir.path().join(out);
+        crate::common::dlsched(&[
+            "simulate",
+            "--cluster",
+            "pollux",
+            "--policy",
+            "sia",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    let (a, b) = (run("a"), run("b"));
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let read = |d: &str| std::fs::read(dir.path().join(d).join("jobs.csv")).unwrap();
+    assert_eq!(read("a"), read("b"));
+    let jobs = String::from_utf8(read("a")).unwrap();
+    assert_eq!(jobs.lines().filter(|l| l.contains(",completed,")).count(), 160);
+    let timing: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("a").join("timing.json")).unwrap()).unwrap();
+    assert!(timing["solver_rounds"].as_u64().unwrap() > 0);
+    assert_eq!(timing["rounds"].as_array().unwrap().len() as u64, timing["solver_rounds"].as_u64().unwrap());
+}
