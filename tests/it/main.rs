@@ -59,6 +59,7 @@ mod rifling;
 mod round_skipping;
 mod share_search;
 mod sharing;
+mod sia_model;
 mod slurm;
 mod spec;
 mod srtf;
