@@ -33,6 +33,11 @@
 //! fit their models); the timed step runs the instants up to and including
 //! the tick at 240 s (the tick's search, allocation and batch choice).
 //! `cargo bench --bench policies -- pollux-tick --quick` runs it alone.
+//!
+//! A third group, `sia-round`, times one round of `sia` (its integer
+//! program, placement and batch choice) with 10, 100 and 1,000 active
+//! work-defined jobs, set up the same way on a three-type cluster of 192,
+//! 384 and 1,920 GPUs; see [`sia_rounds`].
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -46,9 +51,11 @@ use dlsched::engine::ElasticTiming;
 use dlsched::engine::{CheckpointModel, EngineConfig, Simulation};
 use dlsched::ids::{JobId, VcId};
 use dlsched::job::{ElasticSpec, JobSpec, JobTable, TaskSpec};
+use dlsched::policy::Policy;
 use dlsched::policy::genie::ProfilerConfig;
 use dlsched::policy::pollux::{Pollux, PolluxOptions};
 use dlsched::policy::registry::{Artefacts, BuildContext, Extensions, GenieRun, KINDS, PolicySpec};
+use dlsched::policy::sia::{Sia, SiaOptions};
 use dlsched::profile::coloc::ProfileInterference;
 use dlsched::profile::db::ProfileDb;
 use dlsched::profile::genie::{GenieTruth, GroundTruth};
@@ -183,6 +190,15 @@ const POLLUX_TICK_S: u64 = 240;
 /// `n` work-defined jobs at t = 0 under Pollux on its cluster, stepped to
 /// just before the tick at [`POLLUX_TICK_S`].
 fn pollux_before_tick(n: u32, apps: &PolluxApps) -> Simulation {
+    let cluster = Cluster::new(ClusterPreset::Pollux.spec()).expect("the Pollux preset is valid");
+    let policy = Pollux::new(PolluxOptions::default(), dlsched::rng::stream(1, "pollux"));
+    elastic_before_tick(n, apps, cluster, Box::new(policy))
+}
+
+/// `n` work-defined jobs at t = 0 (job i runs the i-th Pollux application
+/// in turn) under `policy` on `cluster`, stepped to just before the tick at
+/// [`POLLUX_TICK_S`].
+fn elastic_before_tick(n: u32, apps: &PolluxApps, cluster: Cluster, policy: Box<dyn Policy>) -> Simulation {
     let jobs: Vec<JobSpec> = (0..n)
         .map(|i| {
             let app = APPS[i as usize % APPS.len()];
@@ -205,11 +221,9 @@ fn pollux_before_tick(n: u32, apps: &PolluxApps) -> Simulation {
             })
         })
         .collect();
-    let cluster = Cluster::new(ClusterPreset::Pollux.spec()).expect("the Pollux preset is valid");
-    let policy = Pollux::new(PolluxOptions::default(), dlsched::rng::stream(1, "pollux"));
     #[allow(clippy::needless_update)]
     let cfg = EngineConfig { sample_interval_ms: 0, ..Default::default() };
-    let mut sim = Simulation::new(cluster, JobTable::new(jobs), Box::new(policy), Box::new(TraceSpeed), cfg)
+    let mut sim = Simulation::new(cluster, JobTable::new(jobs), policy, Box::new(TraceSpeed), cfg)
         .with_progress_model(Box::new(apps.clone()))
         .with_elastic_timing(ElasticTiming::PolluxSim);
     while let Some(t) = sim.step().expect("the setup's instants") {
@@ -222,12 +236,18 @@ fn pollux_before_tick(n: u32, apps: &PolluxApps) -> Simulation {
 
 fn pollux_ticks(c: &mut Criterion) {
     let apps = PolluxApps::builtin();
-    let mut group = c.benchmark_group("pollux-tick");
+    timed_ticks(c, "pollux-tick", &POLLUX_SIZES, &|n| pollux_before_tick(n, &apps));
+}
+
+/// Times, per size `n`, the instants from [`POLLUX_TICK_S`] − 60 s up to
+/// and including the tick at [`POLLUX_TICK_S`] of `setup(n)`.
+fn timed_ticks(c: &mut Criterion, name: &str, sizes: &[u32], setup: &dyn Fn(u32) -> Simulation) {
+    let mut group = c.benchmark_group(name);
     group.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5)).sample_size(10);
-    for n in POLLUX_SIZES {
+    for &n in sizes {
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
             b.iter_batched(
-                || pollux_before_tick(n, &apps),
+                || setup(n),
                 |mut sim| {
                     while let Some(t) = sim.step().expect("the timed instants") {
                         if t >= SimTime::from_secs(POLLUX_TICK_S) {
@@ -243,5 +263,40 @@ fn pollux_ticks(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, passes, pollux_ticks);
+/// Active jobs at the timed Sia round.
+const SIA_SIZES: [u32; 3] = [10, 100, 1000];
+
+/// A three-type cluster of `16 × scale` nodes of 4 GPUs per type (T4,
+/// A100, RTX2080Ti): `192 × scale` GPUs. Every node
+/// has 4 GPUs because the jobs progress by the builtin Pollux (T4) model on
+/// every type, which rates 4-GPU nodes only: the bench times the policy, not
+/// the model.
+fn sia_cluster(scale: u32) -> Cluster {
+    let mut nodes = Vec::new();
+    for ty in ["T4", "A100", "RTX2080Ti"] {
+        let one = ClusterSpec::uniform("x", 1, 4, ty, 16 * 1024).nodes.remove(0);
+        nodes.extend(std::iter::repeat_n(one, (16 * scale) as usize));
+    }
+    let mut spec = ClusterSpec::uniform(&format!("sia-bench-x{scale}"), 1, 1, "T4", 16 * 1024);
+    spec.nodes = nodes;
+    Cluster::new(spec).expect("a valid cluster")
+}
+
+/// One Sia round with 10, 100 and 1,000 active work-defined jobs on a
+/// three-type cluster of 192, 384 and 1,920 GPUs (`sia_cluster` ×1, ×2,
+/// ×10; the last near the paper's 2,000-GPU scale), set up as
+/// `pollux-tick`'s.
+fn sia_rounds(c: &mut Criterion) {
+    let apps = PolluxApps::builtin();
+    timed_ticks(c, "sia-round", &SIA_SIZES, &|n| {
+        let scale = match n {
+            0..=10 => 1,
+            11..=100 => 2,
+            _ => 10,
+        };
+        elastic_before_tick(n, &apps, sia_cluster(scale), Box::new(Sia::new(SiaOptions::default())))
+    });
+}
+
+criterion_group!(benches, passes, pollux_ticks, sia_rounds);
 criterion_main!(benches);

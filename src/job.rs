@@ -133,6 +133,14 @@ pub trait ProgressModel: Send + Sync {
         ElasticConfig::even_split(per_node, batch)
     }
 
+    /// [`ProgressModel::tuned_config`] on the cluster's GPU type of index
+    /// `gpu_type` ([`ElasticConfig::gpu_type`]), which the result carries:
+    /// what the engine launches a job on. By default the type does not
+    /// matter; a heterogeneous model (Sia's) applies the type's limits.
+    fn tuned_config_on(&self, app: &str, per_node: &[u32], batch: u32, gpu_type: u16) -> ElasticConfig {
+        ElasticConfig { gpu_type, ..self.tuned_config(app, per_node, batch) }
+    }
+
     /// `(step_time, sync_time)`, seconds, of one atomic step (every replica
     /// computes `cfg.atomic_bsz` samples, then gradients synchronise) on
     /// `cfg`'s placement: what a job observes when it profiles itself
@@ -179,6 +187,15 @@ pub trait ProgressModel: Send + Sync {
     /// batch per type). By default [`ProgressModel::batch_limits`].
     fn batch_limits_on(&self, app: &str, _gpu_type: u16) -> Option<BatchLimits> {
         self.batch_limits(app)
+    }
+
+    /// The re-scale delay of a reallocation of a job of `app`, ms, when the
+    /// model has its own per application (Sia's simulator: `rescale_time`
+    /// per application); `None` (the default) leaves the run's delay
+    /// (`--rescale-delay`, else Pollux's 30 s). An explicit
+    /// `--rescale-delay` wins over the model's.
+    fn rescale_delay_ms(&self, _app: &str) -> Option<u64> {
+        None
     }
 
     /// Seconds a job of `app` at `progress` takes to reach the target on

@@ -52,6 +52,23 @@ enum ProfileCommand {
     /// Regenerate the committed tables with
     /// `dlsched profile import-pollux --from ../shared/profiles/pollux --out src/profile/data/pollux`.
     ImportPollux(ImportPolluxArgs),
+    /// Derive the Sia per-GPU-type application tables from the Sia
+    /// artifact's measurements.
+    ///
+    /// Reads <app>/placements-<gpu>.csv and scalability-<gpu>.csv of the six
+    /// applications in --from for the GPU types azure (V100), dgx-ext (A100),
+    /// rtx (RTX 2080 Ti) and quad (Quadro RTX 6000), columns by name,
+    /// numbers as the artifact's simulator reads them, checks that the aws
+    /// (T4) files hold the Pollux tables' measurements (the Sia model uses
+    /// those for T4), and writes applications.csv, placements.csv and
+    /// scalability.csv to --out. The triangulations (delaunay-<gpu>-<app>.csv,
+    /// planes.csv, paraboloid.csv) are written by
+    /// src/profile/data/sia/delaunay.py with scipy. Conversions:
+    /// src/profile/data/sia/README.md.
+    ///
+    /// Regenerate the committed tables with
+    /// `dlsched profile import-sia --from ../shared/profiles/sia --out src/profile/data/sia`.
+    ImportSia(ImportPolluxArgs),
     /// Derive the ElasticFlow throughput table from ElasticFlow's files.
     ///
     /// Reads throughputs_T4/<model>.csv and throughputs_A100/<model>.csv in
@@ -170,6 +187,7 @@ pub fn run(args: &ProfileArgs) -> Result<ExitCode> {
     match &args.command {
         ProfileCommand::Import(a) => import(a).map(|()| ExitCode::SUCCESS),
         ProfileCommand::ImportPollux(a) => import_pollux(a).map(|()| ExitCode::SUCCESS),
+        ProfileCommand::ImportSia(a) => import_sia(a).map(|()| ExitCode::SUCCESS),
         ProfileCommand::ImportElasticflow(a) => import_elasticflow(a).map(|()| ExitCode::SUCCESS),
         ProfileCommand::PolluxQuery(a) => pollux_query(a).map(|()| ExitCode::SUCCESS),
         ProfileCommand::Show(a) => show(a).map(|()| ExitCode::SUCCESS),
@@ -258,6 +276,53 @@ fn import_pollux(a: &ImportPolluxArgs) -> Result<()> {
         outln!(
             "{} missing in {}: write them with `python3 src/profile/data/pollux/delaunay.py {}` (scipy 1.10.1; see its docstring)",
             missing.join(", "),
+            a.out.display(),
+            a.from.display()
+        )?;
+    }
+    Ok(())
+}
+
+fn import_sia(a: &ImportPolluxArgs) -> Result<()> {
+    use crate::profile::sia::{SiaTables, TABLE_GPUS, TABLES};
+    check_import_out(&a.from, &a.out)?;
+    let t = SiaTables::load_dir(&a.from, &a.out)
+        .with_context(|| format!("importing the Sia measurements in {}", a.from.display()))?;
+    t.write_tables(&a.out).with_context(|| format!("writing the tables to {}", a.out.display()))?;
+    outln!(
+        "{:<10} {:<8} {:<12} {:>10} {:>11} {:>11} {:>11}",
+        "gpu",
+        "suffix",
+        "application",
+        "placements",
+        "scalability",
+        "local_bsz",
+        "tetrahedra"
+    )?;
+    for gpu in TABLE_GPUS {
+        for app in t.apps(gpu).map(|p| &p.apps[..]).unwrap_or_default() {
+            outln!(
+                "{:<10} {:<8} {:<12} {:>10} {:>11} {:>11} {:>11}",
+                gpu.name(),
+                gpu.suffix(),
+                app.name,
+                app.placements.len(),
+                app.scalability.len(),
+                format!("{}-{}", app.min_local_bsz, app.max_local_bsz),
+                app.tetrahedra().count()
+            )?;
+        }
+    }
+    outln!("\nwrote {} in {}", TABLES.join(", "), a.out.display())?;
+    let missing: Vec<String> = TABLE_GPUS
+        .iter()
+        .flat_map(|g| crate::profile::pollux::APPS.map(|app| format!("delaunay-{}-{app}.csv", g.suffix())))
+        .filter(|f| !a.out.join(f).exists())
+        .collect();
+    if !missing.is_empty() {
+        outln!(
+            "{} triangulation files missing in {}: write them with `python3 src/profile/data/sia/delaunay.py {}` (scipy 1.10.1; see its docstring), then import again",
+            missing.len(),
             a.out.display(),
             a.from.display()
         )?;

@@ -111,9 +111,19 @@ pub(crate) struct SimulateArgs {
     pub(crate) elastic_timing: crate::engine::ElasticTiming,
 
     /// Re-scale delay of a work-defined job, seconds: it makes no progress
-    /// for this long after each (re)allocation. Default 30 s (Pollux's).
+    /// for this long after each (re)allocation. Default: the progress
+    /// model's, 30 s for Pollux's, per application for Sia's (bert 120,
+    /// cifar10 50, deepspeech2 25, imagenet 250, ncf 15, yolov3 80).
     #[arg(long, value_name = "SECONDS")]
     pub(crate) rescale_delay: Option<f64>,
+
+    /// The application model of a Pollux or Sia workload's work-defined
+    /// jobs: auto (Sia's when every GPU type of the cluster is one Sia
+    /// measured, T4, V100, A100, RTX2080Ti or RTX6000, and not all are T4:
+    /// --cluster sia, sia-physical; else Pollux's, T4 speeds), pollux or sia
+    /// (per GPU type; an error on a type Sia did not measure).
+    #[arg(long, value_enum, default_value = "auto", value_name = "MODEL")]
+    pub(crate) elastic_model: crate::profile::elastic::ElasticModel,
 
     /// Without --trace: the synthetic Philly-like job mix (synthetic) or
     /// GENIE's QoS tasks (genie: six DL models, half training, half
@@ -361,11 +371,12 @@ pub(crate) enum WorkloadKind {
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 64] = [
+pub(crate) const SPEC_ARGS: [&str; 65] = [
     "trace",
     "policy_opt",
     "checkpoint",
     "elastic_timing",
+    "elastic_model",
     "rescale_delay",
     "format",
     "columns",
@@ -510,6 +521,7 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     }
     put("checkpoint", Value::Str(value_name(&a.checkpoint)));
     put("elastic_timing", Value::Str(value_name(&a.elastic_timing)));
+    put("elastic_model", Value::Str(value_name(&a.elastic_model)));
     if let Some(d) = a.rescale_delay {
         put("rescale_delay", Value::Float(d));
     }
@@ -977,6 +989,12 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
         s.gpus_total
     )?;
     outln!("input     {input}")?;
+    // The Pollux model, the default, is not named (its runs print as before).
+    if r.output.jobs.progress_model().map(|m| m.name()) == Some("sia") {
+        outln!(
+            "model     sia (work-defined jobs at Sia's per-GPU-type goodput x 1/slowdown; --elastic-model pollux for Pollux's T4 model)"
+        )?;
+    }
     for line in scenario_lines(r) {
         outln!("{line}")?;
     }
@@ -1024,12 +1042,14 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
         )?;
     }
     if let (Some(total), Some(mean)) = (s.restarts_total, s.restarts_mean) {
-        let delay_ms = r.spec.rescale_delay_ms.unwrap_or(crate::engine::DEFAULT_RESCALE_DELAY_MS);
-        outln!(
-            "  restarts        {:>12}    ({mean:.2} per work-defined job; each reallocation waits the {} s re-scale delay)",
-            total,
-            delay_ms as f64 / 1000.0
-        )?;
+        let per_app = r.output.jobs.progress_model().is_some_and(|m| m.rescale_delay_ms("").is_some());
+        let delay = match r.spec.rescale_delay_ms {
+            None if per_app => "its application's re-scale delay".to_string(),
+            d => {
+                format!("the {} s re-scale delay", d.unwrap_or(crate::engine::DEFAULT_RESCALE_DELAY_MS) as f64 / 1000.0)
+            }
+        };
+        outln!("  restarts        {:>12}    ({mean:.2} per work-defined job; each reallocation waits {delay})", total)?;
     }
     if s.shared_launches > 0 {
         outln!(

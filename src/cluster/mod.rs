@@ -21,8 +21,8 @@ mod spec;
 mod topology;
 
 pub use presets::{
-    ClusterPreset, HELIOS_GPUS, HELIOS_GPUS_PER_NODE, NodeList, OPENB_GPU_NODES, VENUS_VC_NODES, load_nodes_file,
-    load_vc_file, load_vc_file_scaled, openb_gpu_mem_mib, scaled_vc_nodes,
+    ClusterPreset, HELIOS_GPUS, HELIOS_GPUS_PER_NODE, NodeList, OPENB_GPU_NODES, SIA_GPUS, VENUS_VC_NODES,
+    load_nodes_file, load_vc_file, load_vc_file_scaled, openb_gpu_mem_mib, scaled_vc_nodes,
 };
 pub use spec::{ClusterSpec, GpuShare, MAX_GPUS, MAX_GPUS_PER_NODE, MAX_NODES, NodeSpec, ShareLimits};
 pub use topology::LocalityTier;

@@ -64,6 +64,20 @@ pub enum ClusterPreset {
     /// OSDI'21 paper's testbed, AWS g4dn.12xlarge): 16 nodes × 4 NVIDIA T4
     /// (16 GiB), 64 GPUs, where its workloads and measurements were made.
     Pollux,
+    /// The Sia simulator's default heterogeneous cluster (Jayaram
+    /// Subramanya et al., SOSP'23; artifact `sia-simulator/simulator_config.py`,
+    /// `cluster_nnodes = {"aws": 6, "dgx-ext": 2, "rtx": 3}` with
+    /// `cluster_ngpus_per_node`), 64 GPUs in node order: 6 nodes × 4 T4
+    /// (16 GiB), 2 × 8 A100 (40 GiB), 3 × 8 RTX2080Ti (11 GiB) ([`SIA_GPUS`]).
+    /// Work-defined jobs
+    /// on it take Sia's per-type model by default (`--elastic-model`).
+    Sia,
+    /// The Sia paper's physical testbed ("phoebe" in the artifact's config,
+    /// `{"rtx": 3, "dgx-ext": 2, "quad": 1}`), 44 GPUs in node order: 3
+    /// nodes × 8 RTX2080Ti (11 GiB), 2 × 8 A100 (40 GiB), 1 × 4 RTX6000
+    /// (Quadro RTX 6000, 24 GiB).
+    #[cfg_attr(feature = "cli", value(name = "sia-physical"))]
+    SiaPhysical,
 }
 
 crate::names::value_names!(ClusterPreset {
@@ -76,6 +90,8 @@ crate::names::value_names!(ClusterPreset {
     HeliosSaturn => "helios-saturn",
     HeliosUranus => "helios-uranus",
     Pollux => "pollux",
+    Sia => "sia",
+    SiaPhysical => "sia-physical",
 });
 
 /// GPUs per node of the Helios clusters: 8, the node size the Helios
@@ -359,8 +375,37 @@ impl ClusterPreset {
             ClusterPreset::HeliosSaturn => helios_uniform("saturn", helios_gpus("saturn")),
             ClusterPreset::HeliosUranus => helios_uniform("uranus", helios_gpus("uranus")),
             ClusterPreset::Pollux => ClusterSpec::uniform("pollux", 16, 4, "T4", 16 * 1024),
+            ClusterPreset::Sia => sia_cluster("sia", &[("T4", 6), ("A100", 2), ("RTX2080Ti", 3)]),
+            ClusterPreset::SiaPhysical => sia_cluster("sia-physical", &[("RTX2080Ti", 3), ("A100", 2), ("RTX6000", 1)]),
         }
     }
+}
+
+/// The GPU types of the Sia artifact's clusters (`sia-simulator/simulator_config.py`):
+/// `(dlsched name, artifact suffix, GPUs per node (cluster_ngpus_per_node),
+/// GPU memory GiB)`. Memory from the vendors' specifications: T4 16 GB
+/// (NVIDIA T4 datasheet; AWS g4dn.12xlarge), V100 32 GB (Azure ND40rs_v2:
+/// 8 × V100 32 GB NVLink), A100 40 GB (DGX A100 40 GB, as the artifact's
+/// config names it), GeForce RTX 2080 Ti 11 GB GDDR6, Quadro RTX 6000 24 GB
+/// GDDR6 (NVIDIA product pages); GB read as GiB, as the other presets do.
+pub const SIA_GPUS: [(&str, &str, u32, u64); 5] = [
+    ("T4", "aws", 4, 16),
+    ("V100", "azure", 8, 32),
+    ("A100", "dgx-ext", 8, 40),
+    ("RTX2080Ti", "rtx", 8, 11),
+    ("RTX6000", "quad", 4, 24),
+];
+
+/// A cluster of Sia's GPU types: `(type name, nodes)` groups in order, each
+/// node with the type's GPUs per node and memory ([`SIA_GPUS`]), topology as
+/// [`ClusterSpec::uniform`]'s.
+fn sia_cluster(name: &str, groups: &[(&str, u32)]) -> ClusterSpec {
+    let mut nodes = Vec::new();
+    for &(ty, n) in groups {
+        let &(_, _, per_node, gib) = SIA_GPUS.iter().find(|g| g.0 == ty).expect("a type of SIA_GPUS");
+        nodes.extend(ClusterSpec::uniform(name, n, per_node, ty, gib * 1024).nodes);
+    }
+    ClusterSpec { name: name.into(), nodes, vc_names: vec!["default".into()], named_vcs: false }
 }
 
 /// The node count of a VC of `nodes` nodes scaled by `scale` (`--vc-scale`):
@@ -608,6 +653,23 @@ mod tests {
         let pollux = ClusterPreset::Pollux.spec();
         assert_eq!((pollux.nodes.len(), pollux.total_gpus()), (16, 64)); // 16 × 4 T4
         assert!(pollux.nodes.iter().all(|n| n.gpu_type == "T4" && n.gpu_mem_mib == 16 * 1024));
+        // Sia's simulator_config.py: aws 6 × 4, dgx-ext 2 × 8, rtx 3 × 8 = 24 + 16 + 24 = 64 GPUs;
+        // phoebe: rtx 3 × 8, dgx-ext 2 × 8, quad 1 × 4 = 24 + 16 + 4 = 44 GPUs.
+        let sia = ClusterPreset::Sia.spec();
+        assert_eq!((sia.nodes.len(), sia.total_gpus()), (11, 64));
+        let kinds: Vec<(&str, u32, u64)> =
+            sia.nodes.iter().map(|n| (n.gpu_type.as_str(), n.gpus, n.gpu_mem_mib / 1024)).collect();
+        assert_eq!(kinds[0], ("T4", 4, 16));
+        assert_eq!(kinds[6], ("A100", 8, 40));
+        assert_eq!(kinds[8], ("RTX2080Ti", 8, 11));
+        let phys = ClusterPreset::SiaPhysical.spec();
+        assert_eq!((phys.nodes.len(), phys.total_gpus()), (6, 44));
+        assert_eq!(
+            (phys.nodes[5].gpu_type.as_str(), phys.nodes[5].gpus, phys.nodes[5].gpu_mem_mib),
+            ("RTX6000", 4, 24 * 1024)
+        );
+        sia.validate().unwrap();
+        phys.validate().unwrap();
     }
 
     #[test]

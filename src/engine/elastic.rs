@@ -23,7 +23,9 @@
 //! job's GPUs, is a reallocation: the job makes no progress for the
 //! re-scale delay ([`DEFAULT_RESCALE_DELAY_MS`], 30 s as in Pollux's
 //! simulator, where every allocation, the first included, starts a 30-s
-//! countdown; [`Simulation::with_rescale_delay_ms`] per run), and every
+//! countdown; [`Simulation::with_rescale_delay_ms`] per run; a progress
+//! model may have its own per application,
+//! [`ProgressModel::rescale_delay_ms`], Sia's), and every
 //! reallocation after the job's first allocation is a restart (Pollux's
 //! `num_restarts`). A resize that keeps the GPUs and changes the batch only
 //! is not a reallocation (Pollux's jobs re-tune their batch between steps
@@ -208,11 +210,21 @@ impl Simulation {
         self
     }
 
-    /// Sets the re-scale delay of a work-defined job's reallocation, ms
-    /// (default [`DEFAULT_RESCALE_DELAY_MS`], Pollux's 30 s; 0 = none).
+    /// Sets the re-scale delay of every work-defined job's reallocation, ms
+    /// (0 = none). Without it, a job waits its progress model's delay for
+    /// its application ([`ProgressModel::rescale_delay_ms`]: Sia's per
+    /// application) or, when the model has none, [`DEFAULT_RESCALE_DELAY_MS`]
+    /// (Pollux's 30 s).
     pub fn with_rescale_delay_ms(mut self, ms: u64) -> Self {
-        self.rescale_delay_ms = ms;
+        self.rescale_delay_ms = Some(ms);
         self
+    }
+
+    /// The re-scale delay of a reallocation of a job of `app`, ms: the
+    /// run's ([`Simulation::with_rescale_delay_ms`]), else the model's for
+    /// the application, else [`DEFAULT_RESCALE_DELAY_MS`].
+    fn rescale_delay_of(&self, model: &dyn ProgressModel, app: &str) -> u64 {
+        self.rescale_delay_ms.or_else(|| model.rescale_delay_ms(app)).unwrap_or(DEFAULT_RESCALE_DELAY_MS)
     }
 
     /// Sets how work-defined jobs' progress advances in time (default
@@ -332,12 +344,13 @@ impl Simulation {
         let gpu_type = self.cluster.gpu_type_of_gpus(&gpus);
         let mut cfg = match batch {
             Some((atomic_bsz, accum_steps)) => ElasticConfig { per_node: placement, atomic_bsz, accum_steps, gpu_type },
-            None => model.tuned_config(&app, &placement, tuned_bsz),
+            None => model.tuned_config_on(&app, &placement, tuned_bsz, gpu_type),
         };
         cfg.gpu_type = gpu_type;
+        let delay = self.rescale_delay_of(&*model, &app);
         let (progress, allocations) = resumed.and_then(|s| s.elastic).map_or((0.0, 0), |e| (e.progress, e.allocations));
         let seg = self.segment(&*model, job, &app, &cfg, progress, target)?;
-        let rescale_until = self.now.plus_ms(self.rescale_delay_ms);
+        let rescale_until = self.now.plus_ms(delay);
         let epoch = resumed.map_or(0, |s| s.epoch);
         let at = self.segment_event(rescale_until, progress, &seg);
         self.events.push(at, Event::Completion { job, epoch });
@@ -348,7 +361,7 @@ impl Simulation {
                 (s.first_start, s.preemptions, s.attained_ms, s.attained_gpu_ms, s.waited_ms + self.now.since(s.since))
             }
         };
-        let remaining = self.rescale_delay_ms as f64 + self.remaining_ms(&*model, &app, &cfg, progress, target);
+        let remaining = delay as f64 + self.remaining_ms(&*model, &app, &cfg, progress, target);
         if self.model.depends_on_neighbours() {
             self.touched.extend(gpus.iter().map(|&g| self.cluster.node_of(g)));
         }
@@ -498,7 +511,7 @@ impl Simulation {
         };
         let seg = self.segment(&*model, job, &app, &cfg, progress, target)?;
         let work_ms = self.remaining_ms(&*model, &app, &cfg, progress, target);
-        let delay = self.rescale_delay_ms;
+        let delay = self.rescale_delay_of(&*model, &app);
         let JobState::Running(run) = self.jobs.state_mut(job) else {
             unreachable!("checked above");
         };

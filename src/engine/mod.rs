@@ -257,7 +257,9 @@ pub struct Simulation {
     progress_model: Option<std::sync::Arc<dyn ProgressModel>>,
     /// The re-scale delay of a work-defined job's reallocation, ms
     /// ([`Simulation::with_rescale_delay_ms`]).
-    rescale_delay_ms: u64,
+    /// `None`: the progress model's per application
+    /// ([`ProgressModel::rescale_delay_ms`]), else [`DEFAULT_RESCALE_DELAY_MS`].
+    rescale_delay_ms: Option<u64>,
     /// How work-defined jobs' progress advances in time
     /// ([`Simulation::with_elastic_timing`]).
     elastic_timing: ElasticTiming,
@@ -312,7 +314,7 @@ impl Simulation {
             invariant_checks: false,
             net: guard::NetWatch::default(),
             progress_model: None,
-            rescale_delay_ms: DEFAULT_RESCALE_DELAY_MS,
+            rescale_delay_ms: None,
             elastic_timing: ElasticTiming::Exact,
             after_pass: Vec::new(),
             progress_seen: Vec::new(),

@@ -218,6 +218,15 @@ pub fn write_run_dir_as(report: &RunReport, dir: &Path, format: OutputFormat) ->
         "rate_model": report.output.model,
         "engine": report.output.stats,
     });
+    // The progress model of work-defined jobs when it is Sia's (the Pollux
+    // and ElasticFlow runs' manifests stay as they were: their model follows
+    // from the trace and the cluster).
+    let mut manifest = manifest;
+    if let Some(name) = report.output.jobs.progress_model().map(|m| m.name()).filter(|&n| n == "sia")
+        && let Some(m) = manifest.as_object_mut()
+    {
+        m.insert("progress_model".into(), serde_json::Value::from(name));
+    }
     let json = |v: &serde_json::Value| {
         let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
         s.push('\n');

@@ -29,7 +29,7 @@ use crate::workload::synthetic::SyntheticSpec;
 /// defaults of [`to_run_spec`] (the command line's). Besides these, a key
 /// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
 /// kind (`--policy-opt NAME=VALUE` on the command line).
-pub const KEYS: [(&str, &str); 63] = [
+pub const KEYS: [(&str, &str); 64] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv, alibaba-openb or elastic-workload"),
     (
@@ -61,7 +61,11 @@ pub const KEYS: [(&str, &str); 63] = [
     ),
     (
         "rescale_delay",
-        "seconds, 0 to 86,400 (default 30, Pollux's): a work-defined job makes no progress for this long after each reallocation",
+        "seconds, 0 to 86,400 (default: the progress model's, 30 s for Pollux's, per application for Sia's): a work-defined job makes no progress for this long after each reallocation",
+    ),
+    (
+        "elastic_model",
+        "auto (default: Sia's model on a cluster of Sia's GPU types other than all-T4, else Pollux's), pollux or sia: the application model of a Pollux or Sia workload's work-defined jobs",
     ),
     (
         "workload",
@@ -1126,6 +1130,7 @@ pub fn to_run_spec_in(
         profiles: r.path("profiles")?,
         checkpoint: r.enumv("checkpoint")?.unwrap_or_default(),
         elastic_timing: r.enumv("elastic_timing")?.unwrap_or_default(),
+        elastic_model: r.enumv("elastic_model")?.unwrap_or_default(),
         rescale_delay_ms: r
             .num("rescale_delay")?
             .map(|s| r.bounded("rescale_delay", crate::bounds::rescale_delay_ms(s)))

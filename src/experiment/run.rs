@@ -596,7 +596,9 @@ fn admission_stage(
 
 /// Stage 4, end: the progress model of the run's work-defined jobs, `None`
 /// when it has none. Jobs without work of their own (Pollux's and Sia's
-/// workloads) progress by the Pollux application model; jobs with their own
+/// workloads) progress by the application model `--elastic-model` chooses
+/// ([`pollux_or_sia`]: by default Sia's per-GPU-type model on a cluster of
+/// Sia's GPU types that are not all T4, else the Pollux model); jobs with their own
 /// work (ElasticFlow's traces, `jobs-csv` `num_iteration`) by ElasticFlow's
 /// model for the cluster's GPU type (T4 or A100, every node alike:
 /// `--cluster pollux`, or `--nodes N --gpus-per-node G --gpu-type t4|a100`).
@@ -605,6 +607,40 @@ fn admission_stage(
 /// measured): the error names the trace file, line and column. Policies
 /// that read step times and gradient statistics (`pollux`, `optimus`) are
 /// refused with ElasticFlow jobs: its tables give neither.
+/// The application model of jobs without work of their own
+/// ([`ElasticModel`](crate::profile::elastic::ElasticModel)): `auto` takes Sia's ([`crate::profile::sia::SiaModel`],
+/// per GPU type, built from `Cluster::gpu_type_names`) when every GPU type of
+/// the cluster is one Sia measured and not every one is T4, else the Pollux
+/// model (T4 measurements on any cluster, as before: a cluster of other types
+/// gets a note from `simulate`); `pollux` and `sia` force one.
+///
+/// # Errors
+/// `sia` on a cluster with a GPU type Sia did not measure, naming it and the
+/// known ones.
+pub fn pollux_or_sia(
+    choice: crate::profile::elastic::ElasticModel,
+    cluster: &Cluster,
+) -> Result<Box<dyn crate::job::ProgressModel>, String> {
+    use crate::profile::elastic::ElasticModel;
+    use crate::profile::sia::{SiaGpu, SiaModel};
+    let names = cluster.gpu_type_names();
+    let sia = match choice {
+        ElasticModel::Pollux => false,
+        ElasticModel::Sia => true,
+        ElasticModel::Auto => {
+            let types: Option<Vec<SiaGpu>> = names.iter().map(|n| SiaGpu::of_gpu_type(n)).collect();
+            types.is_some_and(|t| t.iter().any(|&g| g != SiaGpu::T4))
+        }
+    };
+    if sia {
+        let model = SiaModel::for_gpu_types(names)
+            .map_err(|e| format!("--elastic-model sia on cluster `{}`: {e}", cluster.spec().name))?;
+        Ok(Box::new(model))
+    } else {
+        Ok(Box::new(crate::profile::pollux::PolluxApps::builtin()))
+    }
+}
+
 fn progress_model_stage(
     spec: &RunSpec,
     cluster: &Cluster,
@@ -622,9 +658,13 @@ fn progress_model_stage(
     let own = elastic().find(|(_, e)| e.work.is_some());
     let target = elastic().find(|(_, e)| e.work.is_none());
     let Some((first, _)) = own else {
-        // Work-defined jobs progress by the Pollux application model (the
-        // Pollux measurements, compiled in), parsed only for a run that has them.
-        return Ok(Some(Box::new(crate::profile::pollux::PolluxApps::builtin())));
+        // Work-defined jobs progress by the Pollux or Sia application model
+        // (compiled in), parsed only for a run that has them.
+        return pollux_or_sia(spec.elastic_model, cluster).map(Some).map_err(|message| {
+            ConfigError::new(crate::error::ConfigErrorKind::Conflict, format!("{from}{message}"))
+                .with_key("elastic_model")
+                .into()
+        });
     };
     if let Some((other, _)) = target {
         return Err(ConfigError::new(
@@ -753,8 +793,12 @@ fn engine_stage(
     .with_interference(Box::new(interference))
     .with_checkpoint(spec.checkpoint)
     .with_elastic_timing(spec.elastic_timing)
-    .with_rescale_delay_ms(spec.rescale_delay_ms.unwrap_or(crate::engine::DEFAULT_RESCALE_DELAY_MS))
     .with_invariant_checks(checks);
+    // Without --rescale-delay, the progress model's per application, else 30 s.
+    let sim = match spec.rescale_delay_ms {
+        Some(ms) => sim.with_rescale_delay_ms(ms),
+        None => sim,
+    };
     let sim = match progress_model {
         Some(m) => sim.with_progress_model(m),
         None => sim,

@@ -14,6 +14,7 @@ use crate::policy::predictor::PredictorKind;
 use crate::policy::registry::{PolicyName, PolicySpec};
 use crate::profile::coloc::ColocUnmeasured;
 use crate::profile::db::ProfileDb;
+use crate::profile::elastic::ElasticModel;
 use crate::profile::genie::GenieModel;
 use crate::profile::model::TableModel;
 use crate::profile::rate::ProfileRate;
@@ -294,6 +295,12 @@ pub struct RunSpec {
     /// Pollux's 30 s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rescale_delay_ms: Option<u64>,
+    /// The application model of work-defined jobs without work of their own
+    /// (Pollux's and Sia's workloads): `--elastic-model`, sweep key
+    /// `elastic_model`; `auto` (default; left out of manifests) picks by the
+    /// cluster's GPU types ([`ElasticModel`]).
+    #[serde(default, skip_serializing_if = "ElasticModel::is_auto")]
+    pub elastic_model: ElasticModel,
     /// What the co-location rule reads for a pair of models never measured
     /// on the GPU type: `mean` (default; left out of manifests) or `learned`
     /// (`src/profile/coloc.rs`, `src/profile/ncf.rs`).
@@ -355,6 +362,7 @@ impl RunSpec {
             checkpoint: CheckpointModel::None,
             elastic_timing: ElasticTiming::Exact,
             rescale_delay_ms: None,
+            elastic_model: ElasticModel::Auto,
             coloc_unmeasured: ColocUnmeasured::Mean,
             horizon_ms: None,
             allow_unfinished: false,

@@ -23,6 +23,10 @@
 //! when the run reads one (`--rate-model table|genie`) and the job has a model
 //! and batch: `1 / iteration time` of its model at its per-GPU batch on its
 //! recorded split (Gavel's measured K80/P100/V100 rows are in the database).
+//! A work-defined job's throughput on a type is instead its tuned
+//! configuration's samples per second there by the run's progress model
+//! (on Sia's per-type tables: the Sia artifact's Gavel baseline, whose jobs
+//! keep their requested GPUs and batch).
 //! A type on which the model has no measurement (the table would borrow
 //! another type) counts as **1.0 relative** to the job's fastest measured
 //! type, and a job with no model, or a run without a database (trace speed:
@@ -315,6 +319,36 @@ pub fn max_min_lp(cap: &[u32], gpus: &[u32], thr: &[Vec<f64>]) -> Result<Vec<Vec
     let t_star = (0..gpus.len()).filter(|&m| usable[m]).map(|m| v[m]).fold(f64::INFINITY, f64::min);
     let second = solve(Some(t_star * (1.0 - 1e-6)))?;
     Ok(second.into_iter().map(|r| r.into_iter().map(snap).collect()).collect())
+}
+
+/// Samples/s of work-defined job `es` on GPU type `gpu_type` at its tuned
+/// GPUs and batch (packed onto that type's largest nodes), from progress
+/// model `pm`'s step times; `None` when the model gives none.
+fn elastic_throughput(
+    view: &View<'_>,
+    pm: &dyn crate::job::ProgressModel,
+    es: &crate::job::ElasticSpec,
+    gpu_type: &str,
+) -> Option<f64> {
+    let c = view.cluster;
+    let ix = c.gpu_type_names().iter().position(|t| t == gpu_type)? as u16;
+    let per = (0..c.num_nodes() as u32)
+        .map(crate::ids::NodeId)
+        .filter(|&n| c.gpu_type_of(n) == ix)
+        .map(|n| c.node(n).gpus)
+        .max()?
+        .max(1);
+    let mut placement = Vec::new();
+    let mut left = es.tuned_gpus.max(1);
+    while left > 0 {
+        placement.push(left.min(per));
+        left -= left.min(per);
+    }
+    let mut cfg = pm.tuned_config(&es.app, &placement, es.tuned_bsz);
+    cfg.gpu_type = ix;
+    let (step, sync) = pm.step_times(&es.app, &cfg).ok()?;
+    let total = step + f64::from(cfg.accum_steps) * (step - sync);
+    (total > 0.0 && total.is_finite()).then(|| cfg.total_batch() as f64 / total)
 }
 
 /// Gavel's heterogeneity-aware FIFO allocation (`FIFOPolicyWithPerf`): in
@@ -612,6 +646,13 @@ impl Gavel {
             })
             .collect();
         let measured: Option<Vec<Option<f64>>> = match (&self.model, spec.model(), spec.local_bsz()) {
+            // A work-defined job: samples/s of its tuned configuration on
+            // each type, from the run's progress model (Sia's per-type
+            // tables), as the Sia artifact's Gavel reads its throughputs.
+            _ if spec.elastic().is_some() && view.progress_model().is_some() => {
+                let (Some(es), Some(pm)) = (spec.elastic(), view.progress_model()) else { unreachable!("checked") };
+                Some(vc.types.iter().map(|t| elastic_throughput(view, pm, es, t)).collect())
+            }
             (Some(model), Some(name), Some(bsz)) => {
                 let split: Vec<u32> =
                     if spec.recorded_split.is_empty() { vec![spec.gpus] } else { spec.recorded_split.to_vec() };

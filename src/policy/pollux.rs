@@ -766,7 +766,7 @@ fn free_planned_rigid(queue: &VecDeque<Decision>, g: GpuId) -> bool {
 }
 
 /// GPUs per node of `gpus`, nodes in the order they first appear.
-fn per_node_counts(cluster: &crate::cluster::Cluster, gpus: &[GpuId]) -> Vec<u32> {
+pub(crate) fn per_node_counts(cluster: &crate::cluster::Cluster, gpus: &[GpuId]) -> Vec<u32> {
     let mut out: Vec<(NodeId, u32)> = Vec::new();
     for &g in gpus {
         let n = cluster.node_of(g);

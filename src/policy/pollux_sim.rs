@@ -254,6 +254,41 @@ impl GpuPool {
         }
         Some((gpus, per_node))
     }
+
+    /// [`GpuPool::take_most_free`] within one GPU type: on a cluster of one
+    /// type, the same; on several (Sia's clusters), over the nodes of the
+    /// first type in [`Cluster::gpu_type_names`] order whose nodes hold
+    /// `need` GPUs of the pool (our reading of how a job of the Pollux
+    /// simulator's policies runs on a heterogeneous cluster: Sia's simulator
+    /// places every job on GPUs of one type, and its progress model rates a
+    /// job on one type only).
+    pub(crate) fn take_most_free_one_type(
+        &mut self,
+        cluster: &Cluster,
+        need: u32,
+        prefer: &[GpuId],
+    ) -> Option<(Vec<GpuId>, Vec<u32>)> {
+        if cluster.gpu_type_names().len() <= 1 {
+            return self.take_most_free(need, prefer);
+        }
+        for t in 0..cluster.gpu_type_names().len() as u16 {
+            let mut counts = self.counts();
+            for (n, c) in counts.iter_mut().enumerate() {
+                if cluster.gpu_type_of(NodeId(n as u32)) != t {
+                    *c = 0;
+                }
+            }
+            let Some(chunks) = most_free_first(&mut counts, need) else { continue };
+            let mut gpus = Vec::new();
+            let mut per_node = Vec::new();
+            for (node, count) in chunks {
+                self.take(node, count, prefer, &mut gpus);
+                per_node.push(count);
+            }
+            return Some((gpus, per_node));
+        }
+        None
+    }
 }
 
 /// The GPUs `job` holds (empty unless it runs).

@@ -71,7 +71,11 @@
 //!    descending then job order, take on their type: whole free nodes for a
 //!    configuration of whole nodes, the free node that fits best for a
 //!    smaller one, and otherwise GPUs from the nodes with the most free
-//!    GPUs (possible: the program bounds each type's GPUs). Then preemptions,
+//!    GPUs (possible: the program bounds each type's GPUs); a job whose
+//!    spread placement the progress model cannot rate gets none this round
+//!    (and, in rule 4, a configuration the model cannot rate packed is left
+//!    out; ours, since a run stops at a configuration its model cannot
+//!    rate). Then preemptions,
 //!    resizes in an order that only takes free GPUs (a job blocked in a
 //!    cycle is preempted first), and a batch re-tune of jobs that keep their
 //!    GPUs (the artifact's jobs re-tune between steps).
@@ -499,6 +503,13 @@ impl Sia {
                 }
             }
         }
+        // Ours: a configuration the progress model cannot rate (packed on
+        // the type's nodes, at the batch the job would get) is left out.
+        for (c, &(t, k, n)) in types.configs.iter().enumerate() {
+            if g[c] > 0.0 && !self.ratable(model, view, job, t, &packed(k, n)) {
+                g[c] = 0.0;
+            }
+        }
         let min = g.iter().copied().filter(|&x| x > ZERO_ALLOC_GAIN && x.is_finite()).fold(f64::INFINITY, f64::min);
         if !min.is_finite() {
             return None;
@@ -599,6 +610,15 @@ impl Sia {
         Err("sia needs the `lp` feature".into())
     }
 
+    /// Whether the progress model rates `job` on `per_node` GPUs of type `t`
+    /// at the batch [`Sia::batch_for`] gives it there.
+    fn ratable(&self, model: &dyn ProgressModel, view: &View<'_>, job: JobId, t: u16, per_node: &[u32]) -> bool {
+        let Some(spec) = view.jobs.spec(job).elastic() else { return false };
+        let (atomic_bsz, accum_steps) = self.batch_for(model, view, job, t, per_node);
+        let cfg = ElasticConfig { per_node: per_node.to_vec(), atomic_bsz, accum_steps, gpu_type: t };
+        model.step_times(&spec.app, &cfg).is_ok()
+    }
+
     /// The batch of `job` on configuration `cfg_ix` placed as `per_node`:
     /// its best on the type's fit, else its tuned batch (rule 7).
     fn batch_for(
@@ -634,6 +654,12 @@ impl Sia {
             None => split_batch(init.max(range.min_local.saturating_mul(replicas)), replicas, range.max_local),
         }
     }
+}
+
+/// `n` GPUs on `k` nodes as configurations place them: whole nodes of
+/// `n / k` GPUs (one node for fewer GPUs than a node has).
+fn packed(k: u32, n: u32) -> Vec<u32> {
+    vec![n / k.max(1); k.max(1) as usize]
 }
 
 /// `bsz` samples over `replicas` GPUs of at most `max_local` samples per
@@ -749,6 +775,10 @@ impl AtTicks for Sia {
             if gpus.len() != n as usize {
                 continue; // cannot happen: the program bounds the type's GPUs
             }
+            // A spread placement the model cannot rate: no GPUs this round.
+            if !self.ratable(model, view, j, t as u16, &super::pollux::per_node_counts(cluster, &gpus)) {
+                continue;
+            }
             taken.extend(gpus.iter().copied());
             plan.insert(j, gpus);
         }
@@ -775,7 +805,7 @@ impl AtTicks for Sia {
                     let j = todo.remove(k);
                     let gpus = plan[&j].clone();
                     let t = cluster.gpu_type_of_gpus(&gpus);
-                    let per_node = cluster.split_of(&gpus);
+                    let per_node = super::pollux::per_node_counts(cluster, &gpus);
                     let (atomic_bsz, accum_steps) = self.batch_for(model, view, j, t, &per_node);
                     for g in &current[&j] {
                         holder.remove(g);

@@ -47,6 +47,12 @@
 //!   which stay idle until the next tick.
 //! - The simulator's executed time is `int(event_time − last_check)`, in
 //!   seconds; here ticks are whole seconds, so it is exact.
+//! - On a cluster of several GPU types (`--cluster sia`), a job takes its
+//!   GPUs within one type: the first type, in the cluster's order, whose
+//!   nodes have enough in the pool (`GpuPool::take_most_free_one_type`);
+//!   the budget of rule 3 stays the cluster's GPU count, so a job that is
+//!   *running* by the budget but fits no single type waits for a later
+//!   tick. On one type nothing changes.
 
 use std::collections::BTreeMap;
 
@@ -183,7 +189,8 @@ impl AtTicks for TiresiasTuned {
             if !running || !held(view, j).is_empty() || preempt.contains(&j) {
                 continue;
             }
-            let Some((gpus, _)) = pool.take_most_free(view.jobs.spec(j).gpus, &[]) else { continue };
+            let need = view.jobs.spec(j).gpus;
+            let Some((gpus, _)) = pool.take_most_free_one_type(view.cluster, need, &[]) else { continue };
             launch.push(Decision::Launch { job: j, gpus });
         }
         self.at.plan.extend(preempt.into_iter().map(|job| Decision::Preempt { job }));

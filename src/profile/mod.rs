@@ -69,6 +69,7 @@ pub mod ncf {
 pub mod rate;
 pub mod resources;
 pub mod set;
+pub mod sia;
 
 use crate::cluster::Cluster;
 use crate::ids::GpuId;

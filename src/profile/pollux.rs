@@ -709,9 +709,7 @@ impl Application {
         if nonzero.is_empty() {
             return Err(fail("no GPU"));
         }
-        let rot = (0..nonzero.len()).map(|i| [&nonzero[i..], &nonzero[..i]].concat()).min().unwrap_or_default();
-        let id: String = rot.iter().map(u32::to_string).collect();
-        let key: Vec<u32> = id.bytes().map(|b| u32::from(b - b'0')).collect();
+        let (rot, key) = placement_key(&nonzero);
         let x = f64::from(local_bsz);
         if let Some(rows) = self.by_placement.get(&key) {
             let n = rows.len();
@@ -731,6 +729,16 @@ impl Application {
         let replicas: u32 = rot.iter().sum();
         let q = [f64::from(nodes), f64::from(replicas), x];
         self.interpolate(q).ok_or_else(|| fail("outside the measurements' convex hull"))
+    }
+
+    /// The largest measured per-GPU batch of `placement` (GPUs per node;
+    /// looked up as [`Application::throughput`] does: zeros dropped, the
+    /// smallest rotation's id), samples; `None` when the placement was not
+    /// measured.
+    pub fn measured_max_local(&self, placement: &[u32]) -> Option<u32> {
+        let nonzero: Vec<u32> = placement.iter().copied().filter(|&g| g > 0).collect();
+        let (_, key) = placement_key(&nonzero);
+        self.by_placement.get(&key).and_then(|rows| rows.last()).map(|r| r.0 as u32)
     }
 
     /// Barycentric interpolation at `q` on the triangulation, in the
@@ -1002,6 +1010,17 @@ impl Application {
         }
         Ok(best.map(|b| b.1))
     }
+}
+
+/// A placement (GPUs per node, zeros dropped) as the simulator looks it up:
+/// its lexicographically smallest rotation, and the key of its id in the
+/// measurements (the rotation's counts' decimal digits joined, one digit per
+/// key entry: `[11]` reads as two nodes of one GPU).
+pub(crate) fn placement_key(nonzero: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let rot = (0..nonzero.len()).map(|i| [&nonzero[i..], &nonzero[..i]].concat()).min().unwrap_or_default();
+    let id: String = rot.iter().map(u32::to_string).collect();
+    let key: Vec<u32> = id.bytes().map(|b| u32::from(b - b'0')).collect();
+    (rot, key)
 }
 
 /// The adjugate of a 3×3 matrix (row-major).
@@ -1359,7 +1378,7 @@ fn read_triangulation(
 }
 
 /// The builtin triangulation of a known application.
-fn builtin_triangulation(app: &str) -> Result<Option<Triangulation>, TraceError> {
+pub(crate) fn builtin_triangulation(app: &str) -> Result<Option<Triangulation>, TraceError> {
     let Some(text) = builtin_delaunay(app) else { return Ok(None) };
     let dir = builtin_dir();
     read_triangulation(
@@ -1460,7 +1479,7 @@ fn build_tets(name: &str, points: &[([f64; 3], [f64; 2])], tri: &Triangulation) 
 
 /// How a table's numbers are read.
 #[derive(Clone, Copy)]
-enum Num {
+pub(crate) enum Num {
     /// As pandas 1.5.3 reads them ([`pandas_f64`]): the original files.
     Pandas,
     /// Correctly rounded: the derived tables (shortest round-trip text).
@@ -1468,19 +1487,19 @@ enum Num {
 }
 
 /// A small CSV table read whole, with errors naming file, line and column.
-struct Table {
+pub(crate) struct Table {
     file: PathBuf,
     header: Vec<String>,
-    rows: Vec<(u64, csv::StringRecord)>,
+    pub(crate) rows: Vec<(u64, csv::StringRecord)>,
     num: Num,
 }
 
 impl Table {
-    fn read(file: &Path, num: Num) -> Result<Table, TraceError> {
+    pub(crate) fn read(file: &Path, num: Num) -> Result<Table, TraceError> {
         Table::read_bytes(file, &crate::io::read_csv(file)?, num)
     }
 
-    fn read_bytes(file: &Path, bytes: &[u8], num: Num) -> Result<Table, TraceError> {
+    pub(crate) fn read_bytes(file: &Path, bytes: &[u8], num: Num) -> Result<Table, TraceError> {
         let mut r = csv::ReaderBuilder::new().has_headers(true).from_reader(bytes);
         let header = r
             .headers()
@@ -1504,7 +1523,7 @@ impl Table {
         Ok(Table { file: file.to_path_buf(), header, rows, num })
     }
 
-    fn cols<const N: usize>(&self, names: &[&str; N]) -> Result<[usize; N], TraceError> {
+    pub(crate) fn cols<const N: usize>(&self, names: &[&str; N]) -> Result<[usize; N], TraceError> {
         let mut out = [0; N];
         for (o, n) in out.iter_mut().zip(names) {
             *o = self.header.iter().position(|h| h == n).ok_or_else(|| TraceError::Format {
@@ -1515,11 +1534,11 @@ impl Table {
         Ok(out)
     }
 
-    fn str(&self, i: usize, c: usize) -> &str {
+    pub(crate) fn str(&self, i: usize, c: usize) -> &str {
         self.rows[i].1.get(c).unwrap_or("").trim()
     }
 
-    fn err(&self, i: usize, c: usize, message: String) -> TraceError {
+    pub(crate) fn err(&self, i: usize, c: usize, message: String) -> TraceError {
         TraceError::Field {
             file: self.file.clone(),
             line: self.rows[i].0,
@@ -1528,7 +1547,7 @@ impl Table {
         }
     }
 
-    fn num(&self, i: usize, c: usize) -> Result<f64, TraceError> {
+    pub(crate) fn num(&self, i: usize, c: usize) -> Result<f64, TraceError> {
         let s = self.str(i, c);
         let v = match self.num {
             Num::Pandas => pandas_f64(s),
@@ -1540,12 +1559,12 @@ impl Table {
         }
     }
 
-    fn count0(&self, i: usize, c: usize) -> Result<u32, TraceError> {
+    pub(crate) fn count0(&self, i: usize, c: usize) -> Result<u32, TraceError> {
         let s = self.str(i, c);
         s.parse::<u32>().map_err(|_| self.err(i, c, format!("`{s}` is not a whole number")))
     }
 
-    fn count(&self, i: usize, c: usize) -> Result<u32, TraceError> {
+    pub(crate) fn count(&self, i: usize, c: usize) -> Result<u32, TraceError> {
         match self.count0(i, c)? {
             0 => Err(self.err(i, c, "must be at least 1".into())),
             n => Ok(n),
@@ -1574,7 +1593,7 @@ impl Table {
 
     /// Row `i` as a measured placement, from the columns `c` of placement,
     /// local_bsz, step_time and sync_time, in that order.
-    fn placement_row(&self, i: usize, c: [usize; 4]) -> Result<PlacementRow, TraceError> {
+    pub(crate) fn placement_row(&self, i: usize, c: [usize; 4]) -> Result<PlacementRow, TraceError> {
         Ok(PlacementRow {
             placement: self.placement(i, c[0])?,
             local_bsz: self.count(i, c[1])?,
@@ -1586,7 +1605,7 @@ impl Table {
     /// Row `i` as a scalability measurement, from the columns `c` of
     /// num_nodes, num_replicas, local_bsz, step_time and sync_time, in that
     /// order.
-    fn scalability_row(&self, i: usize, c: [usize; 5]) -> Result<ScalabilityRow, TraceError> {
+    pub(crate) fn scalability_row(&self, i: usize, c: [usize; 5]) -> Result<ScalabilityRow, TraceError> {
         Ok(ScalabilityRow {
             num_nodes: self.count(i, c[0])?,
             num_replicas: self.count(i, c[1])?,

@@ -60,6 +60,7 @@ mod round_skipping;
 mod share_search;
 mod sharing;
 mod sia;
+mod sia_model;
 mod slurm;
 mod spec;
 mod srtf;
