@@ -68,9 +68,9 @@ pub enum ClusterPreset {
     /// Subramanya et al., SOSP'23; artifact `sia-simulator/simulator_config.py`,
     /// `cluster_nnodes = {"aws": 6, "dgx-ext": 2, "rtx": 3}` with
     /// `cluster_ngpus_per_node`), 64 GPUs in node order: 6 nodes × 4 T4
-    /// (16 GiB), 2 × 8 A100 (40 GiB), 3 × 8 RTX2080Ti (11 GiB) ([`SIA_GPUS`]).
-    /// Work-defined jobs
-    /// on it take Sia's per-type model by default (`--elastic-model`).
+    /// (16 GiB), 2 × 8 A100 (40 GiB), 3 × 8 RTX2080Ti (11 GiB) (memory: the
+    /// vendors' specifications). Work-defined jobs on it take Sia's per-type
+    /// model by default (`--elastic-model`).
     Sia,
     /// The Sia paper's physical testbed ("phoebe" in the artifact's config,
     /// `{"rtx": 3, "dgx-ext": 2, "quad": 1}`), 44 GPUs in node order: 3

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum ElasticModel {
-    /// The default: Sia's model ([`crate::profile::sia`]) when every GPU
+    /// The default: Sia's per-GPU-type model when every GPU
     /// type of the cluster is one Sia measured and one of them is not T4
     /// (`--cluster sia`, `sia-physical`, `--gpu-type a100`, ...); else the
     /// Pollux model (T4 measurements; on a cluster of other types too, as
@@ -29,7 +29,7 @@ pub enum ElasticModel {
     #[default]
     Auto,
     /// The Pollux application model, T4 speeds on any cluster
-    /// ([`crate::profile::pollux`]).
+    /// (src/profile/pollux.rs).
     Pollux,
     /// Sia's per-GPU-type model; every GPU type of the cluster must be one
     /// Sia measured (T4, V100, A100, RTX2080Ti, RTX6000).

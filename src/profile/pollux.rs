@@ -64,7 +64,8 @@
 //! the same columns (in another order; read by name), which
 //! [`Application::load_dir`] reads once copied beside the validation traces
 //! as `placements.csv` / `scalability.csv`, with a triangulation written by
-//! `delaunay.py` for them. ElasticFlow's T4 throughputs (`throughputs_T4/`)
+//! `delaunay.py` for them; [`crate::profile::sia`] compiles them in as Sia's
+//! per-GPU-type model. ElasticFlow's T4 throughputs (`throughputs_T4/`)
 //! are taken from the Pollux data, per its README: iterations per second by
 //! global batch and GPU count (1–64), without placements or statistical
 //! efficiency, so they describe the same measurements with less detail;

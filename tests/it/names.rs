@@ -43,6 +43,7 @@ fn library_names_are_the_command_line_names() {
     agree::<dlsched::profile::genie::GenieTruth>();
     agree::<dlsched::profile::coloc::ColocUnmeasured>();
     agree::<dlsched::engine::CheckpointModel>();
+    agree::<dlsched::profile::elastic::ElasticModel>();
     agree::<dlsched::experiment::output::OutputFormat>();
     agree::<dlsched::experiment::spec::RateModelKind>();
     agree::<dlsched::workload::genie::EctBasis>();
