@@ -8,6 +8,8 @@
 
 pub mod build;
 pub mod config;
+pub mod edf;
+pub mod elasticflow;
 pub mod fgd;
 pub mod gandiva;
 pub mod gavel;
