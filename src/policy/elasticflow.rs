@@ -481,6 +481,27 @@ pub fn plan_all(gpus: u32, jobs: &[PlanJob<'_>], slot_s: u64) -> Vec<Option<Plan
     jobs.iter().map(|j| profile.min_share(j.left, j.levels, j.deadline_s, slot_s)).collect()
 }
 
+/// ElasticFlow's admission decision (module docs, *Admission*): whether
+/// `newcomer` is admitted among `admitted` (in deadline order) on `gpus`
+/// GPUs over slots of `slot_s` s: its own plan meets its deadline and no
+/// admitted job's plan that met its deadline without it fails with it.
+pub fn admits(gpus: u32, admitted: &[PlanJob<'_>], newcomer: PlanJob<'_>, slot_s: u64) -> bool {
+    let before = plan_all(gpus, admitted, slot_s);
+    // The newcomer's place in deadline order (after equal deadlines: job order
+    // puts it last among them, as it arrived last).
+    let at = admitted.partition_point(|p| (p.deadline_s, p.job) <= (newcomer.deadline_s, newcomer.job));
+    let mut profile = Profile::new(gpus);
+    for (i, p) in admitted.iter().enumerate() {
+        if i == at && profile.min_share(newcomer.left, newcomer.levels, newcomer.deadline_s, slot_s).is_none() {
+            return false;
+        }
+        if profile.min_share(p.left, p.levels, p.deadline_s, slot_s).is_none() && before[i].is_some() {
+            return false;
+        }
+    }
+    at < admitted.len() || profile.min_share(newcomer.left, newcomer.levels, newcomer.deadline_s, slot_s).is_some()
+}
+
 /// Gives `free` GPUs to the jobs of `now` (GPUs each) one level step at a
 /// time by marginal gain (module docs, *Elastic allocation*): `now` holds
 /// (job, GPUs, rank), the rank breaking ties (lower first: deadline order).
@@ -556,15 +577,14 @@ impl ElasticFlow {
         for j in std::mem::take(&mut self.arrived) {
             let Some(deadline) = view.jobs.spec(j).deadline() else { continue };
             let cand = Active { levels: Levels::of(view, j, true), deadline_ms: deadline.as_ms() };
-            let before = plan_all(gpus, &self.plan_jobs(view, None), slot);
-            let with_jobs = self.plan_jobs(view, Some((j, &cand)));
-            let with = plan_all(gpus, &with_jobs, slot);
-            let ok_before: BTreeMap<JobId, bool> =
-                self.plan_jobs(view, None).iter().zip(&before).map(|(p, r)| (p.job, r.is_some())).collect();
-            let admit = with_jobs.iter().zip(&with).all(|(p, r)| {
-                if p.job == j { r.is_some() } else { r.is_some() || !ok_before.get(&p.job).copied().unwrap_or(false) }
-            });
-            if admit {
+            let admitted = self.plan_jobs(view, None);
+            let newcomer = PlanJob {
+                job: j,
+                left: remaining(view, j),
+                deadline_s: (cand.deadline_ms as f64 - view.now.as_ms() as f64) / 1000.0,
+                levels: &cand.levels,
+            };
+            if admits(gpus, &admitted, newcomer, slot) {
                 self.admitted.insert(j, cand);
             } else {
                 self.plan.push_back(Decision::Reject { job: j });
