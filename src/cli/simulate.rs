@@ -1043,7 +1043,7 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
         outln!("  deadlines met   {:>12.1} %  (of {n} jobs with a deadline; mean lateness {late})", ratio * 100.0)?;
         if let (Some(admitted), Some(late)) = (s.deadline_admitted_jobs, s.deadline_late_jobs) {
             let rejected = s.jobs_rejected.unwrap_or(0);
-            let lateness = match (s.deadline_late_mean_s, s.deadline_late_max_s) {
+            let lateness = match (s.deadline_late_mean_s.flatten(), s.deadline_late_max_s.flatten()) {
                 (Some(m), Some(x)) => format!(" (lateness mean {m:.1} s, max {x:.1} s)"),
                 _ => String::new(),
             };

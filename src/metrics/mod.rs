@@ -285,13 +285,14 @@ pub struct Summary {
     pub deadline_late_jobs: Option<u64>,
     /// Mean lateness of the late jobs only, s: mean of end − deadline over
     /// `deadline_late_jobs` (`deadline_lateness_mean_s` counts on-time
-    /// jobs as 0); absent when no job was late.
+    /// jobs as 0); null when no job was late, absent when no job has a
+    /// deadline (so the runs of a sweep over deadline traces have the same keys).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub deadline_late_mean_s: Option<f64>,
-    /// Largest lateness, s (end − deadline of the latest job); absent when
-    /// no job was late.
+    pub deadline_late_mean_s: Option<Option<f64>>,
+    /// Largest lateness, s (end − deadline of the latest job); null when no
+    /// job was late, absent when no job has a deadline.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub deadline_late_max_s: Option<f64>,
+    pub deadline_late_max_s: Option<Option<f64>>,
 }
 
 /// Per-VC figures, one row of `vc_summary.csv`.
@@ -565,11 +566,12 @@ pub fn summarize(
         jobs_rejected: (dl_jobs > 0 || rejected > 0).then_some(rejected),
         deadline_admitted_jobs: (dl_jobs > 0).then_some(dl_jobs - dl_rejected),
         deadline_late_jobs: (dl_jobs > 0).then(|| dl_late.iter().filter(|&&l| l > 0.0).count() as u64),
-        deadline_late_mean_s: {
+        deadline_late_mean_s: (dl_jobs > 0).then(|| {
             let late: Vec<f64> = dl_late.iter().copied().filter(|&l| l > 0.0).collect();
             (!late.is_empty()).then(|| r3(mean(&late)))
-        },
-        deadline_late_max_s: dl_late.iter().copied().filter(|&l| l > 0.0).reduce(f64::max).map(r3),
+        }),
+        deadline_late_max_s: (dl_jobs > 0)
+            .then(|| dl_late.iter().copied().filter(|&l| l > 0.0).reduce(f64::max).map(r3)),
     };
     let vcs = parts
         .iter()

@@ -101,7 +101,8 @@ fn admission_rejects_a_job_whose_deadline_cannot_be_met() {
     assert_eq!(s["deadline_admitted_jobs"], 2);
     assert_eq!(s["deadline_late_jobs"], 0);
     assert_eq!(s["deadline_satisfactory_ratio"], 0.666667);
-    assert!(s.get("deadline_late_max_s").is_none());
+    assert_eq!(s["deadline_late_max_s"], serde_json::Value::Null);
+    assert!(s.as_object().unwrap().contains_key("deadline_late_max_s"));
     // EDF admits all three: b runs after a and is late.
     let (ok, stderr, rows, s) = simulate(&trace, &d.path().join("edf"), "1", "edf");
     assert!(ok, "{stderr}");
