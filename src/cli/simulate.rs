@@ -68,6 +68,10 @@ pub(crate) struct SimulateArgs {
     /// simulator: tiresias-tuned (two-queue 2D-LAS on tuned GPUs), optimus
     /// (greedy marginal-gain GPUs by remaining work), pollux (elastic GPUs
     /// and batch per job by a genetic search for goodput).
+    /// ElasticFlow jobs with deadlines (jobs-csv with num_iteration and
+    /// deadline): elasticflow (admission control by minimum satisfactory
+    /// share, leftover GPUs by marginal gain; rejected jobs never run), edf
+    /// (ElasticFlow's earliest-deadline-first baseline, elastic).
     /// GENIE family (moldable tasks of --workload
     /// genie; they choose each task's GPUs): genie (QoS-aware: best
     /// cost-efficiency placement that meets the task's expected completion

@@ -78,6 +78,8 @@
 //! - The simulator ranks leftover GPUs by `marginal_gputime`, the change in
 //!   the GPU-time of the job's re-planned schedule per added GPU; we rank by
 //!   the throughput gained per added GPU (the paper's "marginal return").
+//! - A job without a deadline or that the progress model rates on no GPU
+//!   count (a simulation built without the run's check) is rejected.
 //! - Re-allocation cost is the run's re-scale delay (`--rescale-delay`,
 //!   default 30 s); the simulator charges `utils.estimate_overhead`
 //!   (2 s + 2 × (log2 GPUs + 1) s, plus 27 s at every `scheduling_slot`-th
@@ -575,7 +577,13 @@ impl ElasticFlow {
         let slot = self.opts.slot_s;
         // Admission, one newcomer at a time.
         for j in std::mem::take(&mut self.arrived) {
-            let Some(deadline) = view.jobs.spec(j).deadline() else { continue };
+            // The run refuses jobs without a deadline before it starts
+            // (`BuildPolicy::deadline_jobs_only`); one built around that
+            // check is rejected, as one its model cannot rate (no levels).
+            let Some(deadline) = view.jobs.spec(j).deadline() else {
+                self.plan.push_back(Decision::Reject { job: j });
+                continue;
+            };
             let cand = Active { levels: Levels::of(view, j, true), deadline_ms: deadline.as_ms() };
             let admitted = self.plan_jobs(view, None);
             let newcomer = PlanJob {
