@@ -174,8 +174,9 @@ fn pass(policy: &mut dyn Policy, cluster: &mut Cluster, jobs: &JobTable, now: Si
                 cluster.allocate_tenant(job, spec.vc, &gpus, spec.gpu_mem_mib(), milli).expect("valid launch");
                 launches += 1;
             }
-            // Queue policies never preempt, resize or set timers.
-            d @ (Decision::Preempt { .. } | Decision::Resize { .. } | Decision::WakeAt(_)) => {
+            // Queue policies never preempt, reject, resize or set timers.
+            d
+            @ (Decision::Preempt { .. } | Decision::Reject { .. } | Decision::Resize { .. } | Decision::WakeAt(_)) => {
                 panic!("unexpected {d:?}")
             }
         }

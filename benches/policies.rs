@@ -298,5 +298,53 @@ fn sia_rounds(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, passes, pollux_ticks, sia_rounds);
+/// Admitted active jobs of the `elasticflow-admission` group.
+const ADMISSION_SIZES: [usize; 3] = [10, 100, 1_000];
+
+/// One ElasticFlow admission decision (`dlsched::policy::elasticflow::admits`:
+/// the admitted jobs' minimum satisfactory shares planned without and with
+/// the newcomer) with `n` admitted active jobs on 64 × 8 A100s (512 GPUs),
+/// 60-s slots. The jobs (built outside the timed closure) cycle through
+/// ElasticFlow's A100 models and batches (its table's levels), 10^4 to
+/// 10^6 iterations left and deadlines 1 to 24 h away, by a fixed
+/// arithmetic pattern (no randomness); the newcomer's deadline is in the middle.
+fn elasticflow_admission(c: &mut Criterion) {
+    use dlsched::policy::elasticflow::{Levels, PlanJob, admits};
+    use dlsched::profile::elasticflow::{EfGpu, ElasticFlowModel, GPU_COUNTS};
+    let model = ElasticFlowModel::builtin(EfGpu::A100);
+    let kinds: Vec<Levels> = [("resnet50", 256), ("vgg16", 256), ("bert", 128), ("gpt2", 128), ("inception3", 128)]
+        .iter()
+        .map(|&(app, bsz)| {
+            Levels(GPU_COUNTS.iter().filter_map(|&n| model.throughput(app, bsz, n).ok().map(|r| (n, r))).collect())
+        })
+        .filter(|l| !l.0.is_empty())
+        .collect();
+    let mut group = c.benchmark_group("elasticflow-admission");
+    group.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3)).sample_size(10);
+    for n in ADMISSION_SIZES {
+        let mut jobs: Vec<(f64, f64, usize)> = (0..n)
+            .map(|i| {
+                let left = 10_000.0 + (i * 7_919 % 990_000) as f64;
+                let deadline_s = 3_600.0 * (1 + i * 13 % 24) as f64;
+                (deadline_s, left, i % kinds.len())
+            })
+            .collect();
+        jobs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let admitted: Vec<PlanJob<'_>> = jobs
+            .iter()
+            .enumerate()
+            .map(|(i, &(deadline_s, left, k))| PlanJob { job: JobId(i as u32), left, deadline_s, levels: &kinds[k] })
+            .collect();
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
+            b.iter(|| {
+                let newcomer =
+                    PlanJob { job: JobId(n as u32), left: 50_000.0, deadline_s: 12.0 * 3_600.0, levels: &kinds[0] };
+                admits(512, &admitted, newcomer, 60)
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, passes, pollux_ticks, sia_rounds, elasticflow_admission);
 criterion_main!(benches);

@@ -94,8 +94,9 @@ fn pass(policy: &mut dyn Policy, cluster: &mut Cluster, jobs: &JobTable, now: Si
                 cluster.allocate_tenant(job, s.vc, &gpus, s.gpu_mem_mib(), s.gpu_milli().unwrap_or(0)).expect("valid");
                 launches += 1;
             }
-            // Queue policies never preempt, resize or set timers.
-            d @ (Decision::Preempt { .. } | Decision::Resize { .. } | Decision::WakeAt(_)) => {
+            // Queue policies never preempt, reject, resize or set timers.
+            d
+            @ (Decision::Preempt { .. } | Decision::Reject { .. } | Decision::Resize { .. } | Decision::WakeAt(_)) => {
                 panic!("unexpected {d:?}")
             }
         }

@@ -754,6 +754,10 @@ pub enum JobState {
     Suspended(Box<SuspendedState>),
     /// Done.
     Completed(DoneState),
+    /// Refused by the policy ([`crate::policy::Decision::Reject`]) at this
+    /// time while pending (ElasticFlow's admission control): never runs,
+    /// holds nothing; terminal, like `Completed`, but without a JCT.
+    Rejected(crate::time::SimTime),
 }
 
 /// All admitted jobs, indexed by [`JobId`].

@@ -564,6 +564,7 @@ impl PyView {
             JobState::Running(_) => "running",
             JobState::Suspended(_) => "suspended",
             JobState::Completed(_) => "completed",
+            JobState::Rejected(_) => "rejected",
         };
         d.set_item("state", state)?;
         Ok(d)

@@ -68,6 +68,10 @@ pub(crate) struct SimulateArgs {
     /// simulator: tiresias-tuned (two-queue 2D-LAS on tuned GPUs), optimus
     /// (greedy marginal-gain GPUs by remaining work), pollux (elastic GPUs
     /// and batch per job by a genetic search for goodput).
+    /// ElasticFlow jobs with deadlines (jobs-csv with num_iteration and
+    /// deadline): elasticflow (admission control by minimum satisfactory
+    /// share, leftover GPUs by marginal gain; rejected jobs never run), edf
+    /// (ElasticFlow's earliest-deadline-first baseline, elastic).
     /// GENIE family (moldable tasks of --workload
     /// genie; they choose each task's GPUs): genie (QoS-aware: best
     /// cost-efficiency placement that meets the task's expected completion
@@ -1061,6 +1065,14 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
     if let (Some(n), Some(ratio)) = (s.deadline_jobs, s.deadline_satisfactory_ratio) {
         let late = s.deadline_lateness_mean_s.map_or("no job finished".to_string(), |l| format!("{l:.1} s"));
         outln!("  deadlines met   {:>12.1} %  (of {n} jobs with a deadline; mean lateness {late})", ratio * 100.0)?;
+        if let (Some(admitted), Some(late)) = (s.deadline_admitted_jobs, s.deadline_late_jobs) {
+            let rejected = s.jobs_rejected.unwrap_or(0);
+            let lateness = match (s.deadline_late_mean_s.flatten(), s.deadline_late_max_s.flatten()) {
+                (Some(m), Some(x)) => format!(" (lateness mean {m:.1} s, max {x:.1} s)"),
+                _ => String::new(),
+            };
+            outln!("  admission       {admitted:>12} admitted, {rejected} rejected; {late} finished late{lateness}")?;
+        }
     }
     if let Some(q) = s.qos_guarantee_rate {
         let classes: Vec<String> =

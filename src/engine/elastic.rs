@@ -643,7 +643,7 @@ impl Simulation {
                 JobState::Running(r) => r.elastic.as_ref().map(|e| e.progress_at(r.settled_at, self.now)),
                 JobState::Suspended(s) => s.elastic.map(|e| e.progress),
                 JobState::Completed(_) => Some(f64::INFINITY),
-                JobState::Pending | JobState::NotArrived => Some(0.0),
+                JobState::Pending | JobState::NotArrived | JobState::Rejected(_) => Some(0.0),
             };
             let Some(p) = p else {
                 return Err(format!("{} is work-defined but its state has no progress", spec.id));

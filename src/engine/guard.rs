@@ -77,7 +77,7 @@ impl Simulation {
     /// since the last look.
     pub(super) fn check_net_progress(&mut self) -> Result<(), SimError> {
         let changes = self.stats.launches + self.stats.preemptions + self.stats.resizes;
-        let marker = (self.completed, self.next_arrival);
+        let marker = (self.completed + self.rejected, self.next_arrival);
         let mut progress = marker != self.net.marker;
         self.net.marker = marker;
         if self.net.least.len() < self.jobs.len() {
@@ -168,6 +168,10 @@ impl Simulation {
                 Decision::Preempt { job } => {
                     *seen.entry(job).or_default() += 1;
                     self.preempt(job, obs)
+                }
+                Decision::Reject { job } => {
+                    *seen.entry(job).or_default() += 1;
+                    self.reject(job)
                 }
                 Decision::Resize { job, gpus, atomic_bsz, accum_steps } => {
                     *seen.entry(job).or_default() += 1;

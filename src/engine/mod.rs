@@ -233,6 +233,8 @@ pub struct Simulation {
     pending: u32,
     running: u32,
     completed: usize,
+    /// Jobs the policy rejected ([`Decision::Reject`]).
+    rejected: usize,
     /// Jobs suspended (preempted, not yet resumed).
     suspended: u32,
     /// The checkpoint/restore overhead of a preemption.
@@ -302,6 +304,7 @@ impl Simulation {
             pending: 0,
             running: 0,
             completed: 0,
+            rejected: 0,
             suspended: 0,
             checkpoint: CheckpointModel::None,
             release_delay_ms,
@@ -575,7 +578,7 @@ impl Simulation {
             total: self.jobs.len(),
             changes: self.stats.launches + self.stats.preemptions,
         });
-        if self.completed < self.jobs.len() && !self.allow_unfinished {
+        if self.completed + self.rejected < self.jobs.len() && !self.allow_unfinished {
             return Err(self.unfinished());
         }
         Ok(self.finish_observed(obs))
@@ -592,7 +595,7 @@ impl Simulation {
         let mut count = 0;
         for spec in self.jobs.specs() {
             let state = match self.jobs.state(spec.id) {
-                JobState::Completed(_) => continue,
+                JobState::Completed(_) | JobState::Rejected(_) => continue,
                 JobState::NotArrived if !not_arrived => continue,
                 JobState::Running(_) => "running",
                 JobState::Suspended(_) => "suspended",
@@ -718,6 +721,7 @@ impl Simulation {
                 Decision::Launch { job, gpus } => self.launch(job, gpus, false, obs)?,
                 Decision::Colocate { job, gpus } => self.launch(job, gpus, true, obs)?,
                 Decision::Preempt { job } => self.preempt(job, obs)?,
+                Decision::Reject { job } => self.reject(job)?,
                 Decision::Resize { job, gpus, atomic_bsz, accum_steps } => {
                     self.resize(job, gpus, atomic_bsz, accum_steps, obs)?;
                 }
@@ -1058,6 +1062,7 @@ impl Simulation {
     pub fn check_invariants(&self) -> Result<(), String> {
         self.cluster.check_consistency()?;
         let (mut pending, mut running, mut completed, mut held) = (0u32, 0u32, 0usize, 0u64);
+        let mut rejected = 0usize;
         let mut suspended = 0u32;
         let mut held_shared: Vec<GpuId> = Vec::new();
         // No GPU is held by a job that is not running.
@@ -1087,6 +1092,12 @@ impl Simulation {
                     }
                 }
                 JobState::Pending => pending += 1,
+                JobState::Rejected(at) => {
+                    rejected += 1;
+                    if *at < spec.submit || *at > self.now {
+                        return Err(format!("{} rejected at {at}, submitted at {}", spec.id, spec.submit));
+                    }
+                }
                 JobState::Suspended(su) => {
                     suspended += 1;
                     if su.preemptions == 0 || su.first_start < spec.submit || su.since < su.first_start {
@@ -1169,10 +1180,12 @@ impl Simulation {
         if held != busy {
             return Err(format!("running jobs hold {held} GPUs but the cluster has {busy} busy"));
         }
-        if (pending, running, completed, suspended) != (self.pending, self.running, self.completed, self.suspended) {
+        if (pending, running, completed, suspended, rejected)
+            != (self.pending, self.running, self.completed, self.suspended, self.rejected)
+        {
             return Err(format!(
-                "counters (pending {}, running {}, completed {}, suspended {}) disagree with states ({pending}, {running}, {completed}, {suspended})",
-                self.pending, self.running, self.completed, self.suspended
+                "counters (pending {}, running {}, completed {}, suspended {}, rejected {}) disagree with states ({pending}, {running}, {completed}, {suspended}, {rejected})",
+                self.pending, self.running, self.completed, self.suspended, self.rejected
             ));
         }
         Ok(())

@@ -1,7 +1,9 @@
-//! Preemption and the release delay: the engine's side of [`Decision::Preempt`]
-//! and [`crate::policy::Policy::release_delay_ms`].
+//! Preemption, rejection and the release delay: the engine's side of
+//! [`Decision::Preempt`], [`Decision::Reject`] and
+//! [`crate::policy::Policy::release_delay_ms`].
 //!
 //! [`Decision::Preempt`]: crate::policy::Decision::Preempt
+//! [`Decision::Reject`]: crate::policy::Decision::Reject
 
 use super::{Event, Observer, Simulation};
 use crate::error::SimError;
@@ -9,6 +11,22 @@ use crate::ids::JobId;
 use crate::job::{ElasticPaused, JobState, SuspendedState};
 
 impl Simulation {
+    /// Rejects a pending job for good ([`crate::policy::Decision::Reject`]):
+    /// it becomes [`JobState::Rejected`] at now, holds nothing and never
+    /// runs; the run ends when every job is completed or rejected.
+    pub(super) fn reject(&mut self, job: JobId) -> Result<(), SimError> {
+        if job.index() >= self.jobs.len() {
+            return Err(self.invalid(job, None, "no such job".into()));
+        }
+        if !matches!(self.jobs.state(job), JobState::Pending) {
+            return Err(self.invalid(job, None, "job is not pending; only a pending job can be rejected".into()));
+        }
+        *self.jobs.state_mut(job) = JobState::Rejected(self.now);
+        self.pending -= 1;
+        self.rejected += 1;
+        Ok(())
+    }
+
     /// Preempts a running job: settles the work it did at its rate, releases
     /// its GPUs (their other tenants' rates are recomputed after the pass),
     /// adds the checkpoint overhead to its remaining work and suspends it.

@@ -274,6 +274,9 @@ impl<'a> RunBuilder<'a> {
             .with_key("policy")
             .into());
         }
+        if spec.policy.deadline_jobs_only() {
+            deadline_jobs_check(spec, &workload.jobs, &input)?;
+        }
         workload.jobs.attach_tasks(&mut tasks);
         let rate_model = models.rate_model;
         let db = models.db;
@@ -592,6 +595,38 @@ fn admission_stage(
         .into());
     }
     Ok(workload)
+}
+
+/// Refuses, for a policy that schedules ElasticFlow jobs with deadlines only
+/// ([`crate::policy::build::BuildPolicy::deadline_jobs_only`]), the first
+/// job without its own work (`num_iteration`) or without a deadline: the
+/// error names the trace file, line and column (as `--columns` maps it).
+fn deadline_jobs_check(spec: &RunSpec, jobs: &crate::job::JobTable, input: &InputInfo) -> Result<(), RunError> {
+    let columns = match &spec.workload {
+        WorkloadSource::Trace { columns, .. } => columns.clone(),
+        _ => ColumnMap::default(),
+    };
+    let kind = spec.policy.kind();
+    for s in jobs.specs() {
+        let (field, what) = if s.elastic().and_then(|e| e.work).is_none() {
+            ("num_iteration", "is not an ElasticFlow job (no num_iteration: its work is not a number of iterations)")
+        } else if s.deadline().is_none() {
+            ("deadline", "has no deadline")
+        } else {
+            continue;
+        };
+        let column = columns.column(field).to_string();
+        let message = format!(
+            "job `{}` {what}; policy `{kind}` schedules ElasticFlow jobs with deadlines only (jobs-csv with \
+             num_iteration and deadline)",
+            s.name
+        );
+        return Err(match &input.path {
+            Some(file) => TraceError::Field { file: file.clone(), line: s.line, column, message }.into(),
+            None => ConfigError::new(crate::error::ConfigErrorKind::Conflict, message).with_key("policy").into(),
+        });
+    }
+    Ok(())
 }
 
 /// Stage 4, end: the progress model of the run's work-defined jobs, `None`

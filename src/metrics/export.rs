@@ -161,6 +161,7 @@ fn push_job_row(s: &mut Vec<u8>, out: &RunOutput, id: JobId, elastic: bool) {
         JobState::Running(r) => (Some(r.start.as_ms()), None, Some(r.nodes_spanned), b"running"),
         JobState::Suspended(_) => (None, None, None, b"suspended"),
         JobState::Pending | JobState::NotArrived => (None, None, None, b"pending"),
+        JobState::Rejected(_) => (None, None, None, b"rejected"),
     };
     // (first start, preemptions, attained ms, attained GPU-ms, waited ms)
     let (first_start, preemptions, attained, attained_gpu, waited) = match state {
@@ -175,7 +176,7 @@ fn push_job_row(s: &mut Vec<u8>, out: &RunOutput, id: JobId, elastic: bool) {
         JobState::Suspended(su) => {
             (Some(su.first_start.as_ms()), su.preemptions, Some(su.attained_ms), Some(su.attained_gpu_ms), None)
         }
-        JobState::Pending | JobState::NotArrived => (None, 0, Some(0), Some(0), None),
+        JobState::Pending | JobState::NotArrived | JobState::Rejected(_) => (None, 0, Some(0), Some(0), None),
     };
     let opt = |s: &mut Vec<u8>, v: Option<u64>| {
         if let Some(v) = v {
@@ -270,7 +271,7 @@ pub fn restarts(state: &JobState) -> u32 {
         JobState::Completed(d) => d.restarts(),
         JobState::Running(r) => r.elastic.as_ref().map_or(0, |e| e.restarts()),
         JobState::Suspended(su) => su.elastic.map_or(0, |e| e.allocations.saturating_sub(1)),
-        JobState::Pending | JobState::NotArrived => 0,
+        JobState::Pending | JobState::NotArrived | JobState::Rejected(_) => 0,
     }
 }
 

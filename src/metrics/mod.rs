@@ -268,6 +268,31 @@ pub struct Summary {
     /// are simulated all the same (and count in the ratio's denominator);
     /// `dlsched simulate` notes them on stderr. Null when no job has a deadline.
     pub deadline_infeasible_jobs: Option<u64>,
+    /// Jobs the policy rejected ([`crate::policy::Decision::Reject`],
+    /// ElasticFlow's admission control): they never ran, are not counted
+    /// in `jobs_unfinished` nor in the JCT figures, and count as missed in
+    /// the deadline-satisfactory ratio. Written only when not null: null
+    /// (absent) in a run where no job has a deadline and none was rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jobs_rejected: Option<u64>,
+    /// Jobs with a deadline that the policy did not reject (`deadline_jobs`
+    /// − rejected ones); absent when no job has a deadline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_admitted_jobs: Option<u64>,
+    /// Completed jobs with a deadline that finished after it; absent when no
+    /// job has a deadline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_late_jobs: Option<u64>,
+    /// Mean lateness of the late jobs only, s: mean of end − deadline over
+    /// `deadline_late_jobs` (`deadline_lateness_mean_s` counts on-time
+    /// jobs as 0); null when no job was late, absent when no job has a
+    /// deadline (so the runs of a sweep over deadline traces have the same keys).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_late_mean_s: Option<Option<f64>>,
+    /// Largest lateness, s (end − deadline of the latest job); null when no
+    /// job was late, absent when no job has a deadline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_late_max_s: Option<Option<f64>>,
 }
 
 /// Per-VC figures, one row of `vc_summary.csv`.
@@ -361,9 +386,14 @@ pub fn summarize(
     let mut rho: Vec<f64> = Vec::with_capacity(out.jobs.len());
     // Trace deadlines: jobs with one, met, infeasible; lateness of the completed, s.
     let (mut dl_jobs, mut dl_met, mut dl_infeasible, mut dl_late) = (0u64, 0u64, 0u64, Vec::new());
+    // Rejected jobs (all, and those with a deadline).
+    let (mut rejected, mut dl_rejected) = (0u64, 0u64);
     for (spec, state) in out.jobs.iter() {
+        let is_rejected = matches!(state, JobState::Rejected(_));
+        rejected += u64::from(is_rejected);
         if let Some(dl) = spec.deadline() {
             dl_jobs += 1;
+            dl_rejected += u64::from(is_rejected);
             dl_infeasible += u64::from(spec.submit.as_ms().saturating_add(spec.duration_ms) > dl.as_ms());
             if let JobState::Completed(d) = state {
                 dl_met += u64::from(d.end <= dl);
@@ -377,6 +407,9 @@ pub fn summarize(
         per_vc[spec.vc.index()].jobs += 1;
         all.jobs += 1;
         let JobState::Completed(d) = state else {
+            if is_rejected {
+                continue;
+            }
             unfinished += 1;
             if let Some(t) = &spec.task {
                 // An unfinished task missed its deadline.
@@ -530,6 +563,15 @@ pub fn summarize(
         deadline_satisfactory_ratio: (dl_jobs > 0).then(|| r6(dl_met as f64 / dl_jobs as f64)),
         deadline_lateness_mean_s: (!dl_late.is_empty()).then(|| r3(mean(&dl_late))),
         deadline_infeasible_jobs: (dl_jobs > 0).then_some(dl_infeasible),
+        jobs_rejected: (dl_jobs > 0 || rejected > 0).then_some(rejected),
+        deadline_admitted_jobs: (dl_jobs > 0).then_some(dl_jobs - dl_rejected),
+        deadline_late_jobs: (dl_jobs > 0).then(|| dl_late.iter().filter(|&&l| l > 0.0).count() as u64),
+        deadline_late_mean_s: (dl_jobs > 0).then(|| {
+            let late: Vec<f64> = dl_late.iter().copied().filter(|&l| l > 0.0).collect();
+            (!late.is_empty()).then(|| r3(mean(&late)))
+        }),
+        deadline_late_max_s: (dl_jobs > 0)
+            .then(|| dl_late.iter().copied().filter(|&l| l > 0.0).reduce(f64::max).map(r3)),
     };
     let vcs = parts
         .iter()

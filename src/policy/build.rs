@@ -179,6 +179,15 @@ pub trait BuildPolicy {
         false
     }
 
+    /// Whether the policy schedules only ElasticFlow jobs with deadlines
+    /// (`elasticflow`, `edf`): work-defined jobs with their own work
+    /// (`jobs-csv` `num_iteration`) and a `deadline`. A run with another
+    /// job is refused before it starts, naming the trace file, line and
+    /// column.
+    fn deadline_jobs_only(&self) -> bool {
+        false
+    }
+
     /// Whether the run times the policy's decisions (`timing.json`).
     fn time_decisions(&self) -> bool {
         false

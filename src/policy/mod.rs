@@ -8,6 +8,8 @@
 
 pub mod build;
 pub mod config;
+pub mod edf;
+pub mod elasticflow;
 pub mod fgd;
 pub mod gandiva;
 pub mod gavel;
@@ -80,7 +82,7 @@ impl View<'_> {
                 (p, None, false, a.saturating_sub(1))
             }
             JobState::Completed(d) => (target.unwrap_or(0.0), None, false, d.restarts()),
-            JobState::Pending | JobState::NotArrived => (0.0, None, false, 0),
+            JobState::Pending | JobState::NotArrived | JobState::Rejected(_) => (0.0, None, false, 0),
         };
         Some(ElasticStatus { spec, progress, target, cfg, rescaling, restarts })
     }
@@ -183,6 +185,16 @@ pub enum Decision {
         atomic_bsz: u32,
         /// Gradient-accumulation steps beyond the first (0 = none).
         accum_steps: u32,
+    },
+    /// Refuse a pending job for good (admission control, as ElasticFlow
+    /// declines a job whose deadline it cannot meet): it never runs, and
+    /// becomes [`crate::job::JobState::Rejected`], a terminal state counted
+    /// apart from completed jobs (no JCT) and listed as `rejected` in
+    /// `jobs.csv`. Only a pending job (submitted, never started) can be
+    /// rejected.
+    Reject {
+        /// The job.
+        job: JobId,
     },
     /// Call [`Policy::on_timer`] at this simulated time, which must be later
     /// than now; that instant then has a scheduling pass. Timers pop with the

@@ -215,6 +215,17 @@ impl GpuPool {
         }
     }
 
+    /// Adds `gpus` (released by a job that keeps its others).
+    pub(crate) fn add(&mut self, view: &View<'_>, gpus: &[GpuId]) {
+        for &g in gpus {
+            let n = view.cluster.node_of(g).index();
+            if let Some(list) = self.per_node.get_mut(n) {
+                let at = list.partition_point(|&x| x < g);
+                list.insert(at, g);
+            }
+        }
+    }
+
     /// Free GPUs per node.
     fn counts(&self) -> Vec<u32> {
         self.per_node.iter().map(|l| l.len() as u32).collect()

@@ -234,6 +234,13 @@ registry! {
     /// work-defined job by an integer program over normalised goodputs
     /// (`--policy-opt interval-s=60, p=-0.5, lambda-n=1.1, clip=3000`).
     "sia" => Sia(crate::policy::sia::SiaOptions),
+    /// ElasticFlow (ASPLOS'23): admission by each job's minimum satisfactory
+    /// share over time slots, leftover GPUs by marginal gain; ElasticFlow
+    /// jobs with deadlines only (`--policy-opt slot-s=60`).
+    "elasticflow" => ElasticFlow(crate::policy::elasticflow::ElasticFlowOptions),
+    /// Earliest deadline first as ElasticFlow's baseline: elastic, preemptive,
+    /// no admission control; ElasticFlow jobs with deadlines only (`--policy-opt slot-s=60`).
+    "edf" => Edf(crate::policy::edf::EdfOptions),
     /// Gandiva: time-slicing in rounds, packing by measured co-location
     /// speed, migration for locality (`--policy-opt`; `--checkpoint gandiva`).
     "gandiva" => Gandiva(crate::policy::gandiva::GandivaOptions),
@@ -555,6 +562,12 @@ impl PolicySpec {
     /// ([`BuildPolicy::work_defined_only`]).
     pub fn work_defined_only(&self) -> bool {
         self.options().work_defined_only()
+    }
+
+    /// Whether the policy schedules only ElasticFlow jobs with deadlines
+    /// ([`BuildPolicy::deadline_jobs_only`]).
+    pub fn deadline_jobs_only(&self) -> bool {
+        self.options().deadline_jobs_only()
     }
 
     /// The policy's own admission limit ([`BuildPolicy::admission_rule`]).

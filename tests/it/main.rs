@@ -15,6 +15,7 @@ mod elastic_engine;
 mod elastic_policies;
 mod elastic_run;
 mod elasticflow;
+mod elasticflow_policies;
 mod engine_hooks;
 mod experiment_figures;
 mod fairness;
