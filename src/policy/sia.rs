@@ -48,8 +48,8 @@
 //!    type is its throughput there on its GPUs (the model's step times of
 //!    its tuned configuration, an oracle as in the artifact), scaled so the
 //!    slowest type gives its GPU count.
-//! 5. **Restart penalty.** Every configuration but the job's current one is
-//!    multiplied by `max(age − restarts·R, 0) / (age + R)` (1 while `age <
+//! 5. **Restart penalty.** For a job that holds a configuration (it got
+//!    one last round), every other configuration is multiplied by `max(age − restarts·R, 0) / (age + R)` (1 while `age <
 //!    R`), `R` the application's restart penalty (`get_restart_penalty`:
 //!    deepspeech2 25 s, imagenet 250, cifar10 30, bert 120, yolov3 45,
 //!    others 30).
@@ -64,7 +64,11 @@
 //!    objective (`A ≥ λ_n` when minimising, `A ≤ λ_n` when maximising) and
 //!    one dominated on its type (another needs no more GPUs and is no
 //!    worse; the one with fewer GPUs, then the earlier, is kept) get no
-//!    variable. Ties between optima are the solver's, deterministic.
+//!    variable, and jobs with the same candidates and values (no forced
+//!    configuration) share integer variables that count how many of them
+//!    take each configuration, handed out in job order (symmetric jobs
+//!    otherwise make branch and bound explore every permutation). Ties
+//!    between optima are the solver's, deterministic.
 //! 7. **Placement** (ours; the artifact's simulator places by GPU counts
 //!    only, and in dlsched a job that changes GPUs restarts). A job whose
 //!    configuration is unchanged keeps its GPUs. The others, by GPUs
@@ -525,7 +529,9 @@ impl Sia {
                 continue;
             }
             let mut v = (x / min).max(ZERO_ALLOC_GAIN);
-            if prev != Some(c) {
+            // Only a job that holds a configuration pays for leaving it
+            // (`__solve_mip_rescaled`: `if prev_config_idx is not None`).
+            if prev.is_some_and(|p| p != c) {
                 v *= factor;
             }
             let v = v.max(ZERO_ALLOC_GAIN);
@@ -571,18 +577,49 @@ impl Sia {
         let dir = if self.opts.p < 0.0 { OptimizationDirection::Minimize } else { OptimizationDirection::Maximize };
         let mut pb = Problem::new(dir);
         let lambda = self.opts.lambda_n;
-        let xs: Vec<Vec<(usize, microlp::Variable)>> =
-            rows.iter().map(|r| r.cands.iter().map(|&(c, a)| (c, pb.add_binary_var(a - lambda))).collect()).collect();
-        for (r, row) in rows.iter().zip(&xs) {
-            if row.is_empty() {
+        // Rows with the same candidates (configurations and bits of A) and
+        // no forced configuration are interchangeable: one integer variable
+        // per candidate counts how many of them take it (an exact
+        // reformulation that removes the symmetry branch and bound would
+        // otherwise explore). Groups in order of their first row.
+        let mut groups: Vec<(Vec<usize>, Option<usize>)> = Vec::new(); // (rows, forced)
+        let mut by_key: BTreeMap<Vec<(usize, u64)>, usize> = BTreeMap::new();
+        for (i, r) in rows.iter().enumerate() {
+            if r.cands.is_empty() {
                 continue;
             }
+            if r.forced.is_some() {
+                groups.push((vec![i], r.forced));
+                continue;
+            }
+            let key: Vec<(usize, u64)> = r.cands.iter().map(|&(c, a)| (c, a.to_bits())).collect();
+            match by_key.get(&key) {
+                Some(&g) => groups[g].0.push(i),
+                None => {
+                    by_key.insert(key, groups.len());
+                    groups.push((vec![i], None));
+                }
+            }
+        }
+        let xs: Vec<Vec<(usize, microlp::Variable)>> = groups
+            .iter()
+            .map(|(members, _)| {
+                let n = members.len() as i32;
+                let cands = rows[members[0]].cands.iter();
+                if n == 1 {
+                    cands.map(|&(c, a)| (c, pb.add_binary_var(a - lambda))).collect()
+                } else {
+                    cands.map(|&(c, a)| (c, pb.add_integer_var(a - lambda, (0, n)))).collect()
+                }
+            })
+            .collect();
+        for ((members, forced), vars) in groups.iter().zip(&xs) {
             let mut e = LinearExpr::empty();
-            for &(_, v) in row {
+            for &(_, v) in vars {
                 e.add(v, 1.0);
             }
-            pb.add_constraint(e, ComparisonOp::Le, 1.0);
-            if let Some(&(_, v)) = r.forced.and_then(|f| row.iter().find(|&&(c, _)| c == f)) {
+            pb.add_constraint(e, ComparisonOp::Le, members.len() as f64);
+            if let Some(&(_, v)) = forced.and_then(|f| vars.iter().find(|&&(c, _)| c == f)) {
                 let mut e = LinearExpr::empty();
                 e.add(v, 1.0);
                 pb.add_constraint(e, ComparisonOp::Eq, 1.0);
@@ -602,7 +639,18 @@ impl Sia {
             }
         }
         let sol = pb.solve().map_err(|e| format!("sia: the solver failed: {e}"))?;
-        Ok(xs.iter().map(|row| row.iter().find(|&&(_, v)| *sol.var_value(v) > 0.5).map(|&(c, _)| c)).collect())
+        // A group's counts go to its rows in order, candidates in order.
+        let mut out = vec![None; rows.len()];
+        for ((members, _), vars) in groups.iter().zip(&xs) {
+            let mut next = members.iter();
+            for &(c, v) in vars {
+                let count = sol.var_value(v).round().max(0.0) as usize;
+                for &i in next.by_ref().take(count) {
+                    out[i] = Some(c);
+                }
+            }
+        }
+        Ok(out)
     }
 
     #[cfg(not(feature = "lp"))]
