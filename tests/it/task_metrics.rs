@@ -217,13 +217,17 @@ fn every_experiment_file_loads() {
         if text.contains("../shared") && crate::common::shared(&f.display().to_string()).is_none() {
             continue;
         }
-        // A file that reads tables its header's commands train into runs/
-        // (which git ignores) is checked only when they exist.
-        let generated: Vec<&str> =
-            text.split('"').filter(|t| t.starts_with("../runs/")).filter(|t| !dir.join(t).exists()).collect();
+        // A file that reads tables its header's commands train into runs/,
+        // or traces its write-up says to fetch into data/ (both git-ignored),
+        // is checked only when they exist.
+        let generated: Vec<&str> = text
+            .split('"')
+            .filter(|t| t.starts_with("../runs/") || t.starts_with("data/"))
+            .filter(|t| !dir.join(t).exists())
+            .collect();
         if let Some(missing) = generated.first() {
             eprintln!(
-                "skipping {}: it reads {missing}, which the commands at its top train (absent on a clean clone)",
+                "skipping {}: it reads {missing}, which the commands or fetch at its top make (absent on a clean clone)",
                 f.display()
             );
             continue;
