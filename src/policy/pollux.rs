@@ -158,9 +158,7 @@ use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 
 use super::build::{BuildContext, BuildPolicy};
-use super::pollux_goodput::{
-    BatchCandidates, BatchRange, GoodputFn, Observation, PerfParams, Speedup, fit_perf_params,
-};
+use super::pollux_goodput::{BatchCandidates, BatchRange, FitKey, GoodputFn, PerfParams, Speedup, fit_profile};
 use super::{Decision, Policy, View};
 use crate::error::RunError;
 use crate::ids::{GpuId, JobId, NodeId};
@@ -263,7 +261,7 @@ impl BuildPolicy for PolluxOptions {
 #[derive(Default)]
 struct JobMemo {
     /// Configurations run on: (nodes, GPUs, atomic batch) → (step, sync) s.
-    profile: BTreeMap<(u32, u32, u32), (f64, f64)>,
+    profile: crate::policy::pollux_goodput::Profile,
     /// The fit over `profile`.
     perf: Option<PerfParams>,
     /// The latest gradient statistics (sqr, var).
@@ -319,16 +317,12 @@ pub struct Pollux {
     /// step and sync times) in profile order): a fit is a function of them
     /// alone, and jobs of one application often share their first
     /// configurations.
-    fits: BTreeMap<Vec<FitKeyRow>, PerfParams>,
+    fits: BTreeMap<FitKey, PerfParams>,
 }
 
 /// (Initial batch, max batch, min local, max local, GPUs) of a set of
 /// best-batch candidates.
 type CandidatesKey = (u32, u32, u32, u32, u32);
-
-/// One observation of a fit's key: nodes, GPUs, atomic batch, bits of the
-/// step and sync times.
-type FitKeyRow = (u32, u32, u32, u64, u64);
 
 /// The best-batch candidates of `key` from `cache`, built on first use.
 fn candidates(
@@ -424,20 +418,7 @@ impl Pollux {
                 continue;
             }
             m.profile.insert(key, (step, sync));
-            let obs: Vec<Observation> = m
-                .profile
-                .iter()
-                .map(|(&(nodes, replicas, atomic_bsz), &(s, y))| Observation {
-                    nodes,
-                    replicas,
-                    atomic_bsz,
-                    accum_time: s - y,
-                    step_time: s,
-                })
-                .collect();
-            let key: Vec<(u32, u32, u32, u64, u64)> =
-                m.profile.iter().map(|(&(n, r, b), &(s, y))| (n, r, b, s.to_bits(), y.to_bits())).collect();
-            m.perf = Some(*self.fits.entry(key).or_insert_with(|| fit_perf_params(&obs)));
+            m.perf = Some(fit_profile(&m.profile, &mut self.fits));
         }
     }
 

@@ -465,6 +465,33 @@ pub fn fit_perf_params(obs: &[Observation]) -> PerfParams {
     PerfParams::from_slice(&p)
 }
 
+/// Configurations a job has run on and what it observed there: (nodes,
+/// GPUs, atomic batch) → (step, sync) time, s (the artifact's `Job.profile`).
+pub type Profile = std::collections::BTreeMap<(u32, u32, u32), (f64, f64)>;
+
+/// A fit's key: a profile's rows with the bits of their times.
+pub type FitKey = Vec<(u32, u32, u32, u64, u64)>;
+
+/// The fit ([`fit_perf_params`]) over `profile`, from `fits` when the same
+/// observations were fitted before (a fit is a function of them alone, and
+/// jobs of one application often share their first configurations).
+pub fn fit_profile(profile: &Profile, fits: &mut std::collections::BTreeMap<FitKey, PerfParams>) -> PerfParams {
+    let key: FitKey = profile.iter().map(|(&(n, r, b), &(s, y))| (n, r, b, s.to_bits(), y.to_bits())).collect();
+    *fits.entry(key).or_insert_with(|| {
+        let obs: Vec<Observation> = profile
+            .iter()
+            .map(|(&(nodes, replicas, atomic_bsz), &(s, y))| Observation {
+                nodes,
+                replicas,
+                atomic_bsz,
+                accum_time: s - y,
+                step_time: s,
+            })
+            .collect();
+        fit_perf_params(&obs)
+    })
+}
+
 /// The batch limits the best-batch search obeys (an application's), samples.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchRange {

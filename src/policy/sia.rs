@@ -93,7 +93,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::build::{BuildContext, BuildPolicy};
-use super::pollux_goodput::{BatchRange, GoodputFn, Observation, PerfParams, fit_perf_params};
+use super::pollux_goodput::{BatchRange, FitKey, GoodputFn, PerfParams, Profile, fit_profile};
 use super::pollux_sim::{AtTicks, TickLoop, decide_at_ticks};
 use super::{Decision, Policy, SolverRound, View};
 use crate::error::RunError;
@@ -258,14 +258,6 @@ impl Types {
     }
 }
 
-/// Configurations a job ran on on one GPU type: (nodes, GPUs, atomic
-/// batch) → (step, sync) s.
-type Profile = BTreeMap<(u32, u32, u32), (f64, f64)>;
-
-/// A fit's key: its observations (nodes, GPUs, atomic batch, bits of the
-/// step and sync times).
-type FitKey = Vec<(u32, u32, u32, u64, u64)>;
-
 /// What the policy remembers of one job.
 #[derive(Clone, Debug, Default)]
 struct SiaJob {
@@ -290,6 +282,8 @@ pub struct Sia {
     /// and sync), as in `pollux`.
     fits: BTreeMap<FitKey, PerfParams>,
     rounds: Vec<SolverRound>,
+    /// Rounds whose program the solver failed on (no job got GPUs then).
+    solver_failures: u64,
 }
 
 /// One job's row of the program: `(config index, A)` per candidate.
@@ -310,6 +304,7 @@ impl Sia {
             memo: BTreeMap::new(),
             fits: BTreeMap::new(),
             rounds: Vec::new(),
+            solver_failures: 0,
         }
     }
 
@@ -366,19 +361,7 @@ impl Sia {
                 continue;
             }
             m.profile[t].insert(key, (step, sync));
-            let obs: Vec<Observation> = m.profile[t]
-                .iter()
-                .map(|(&(nodes, replicas, atomic_bsz), &(s, y))| Observation {
-                    nodes,
-                    replicas,
-                    atomic_bsz,
-                    accum_time: s - y,
-                    step_time: s,
-                })
-                .collect();
-            let fit_key: FitKey =
-                m.profile[t].iter().map(|(&(n, r, b), &(s, y))| (n, r, b, s.to_bits(), y.to_bits())).collect();
-            m.perf[t] = Some(*self.fits.entry(fit_key).or_insert_with(|| fit_perf_params(&obs)));
+            m.perf[t] = Some(fit_profile(&m.profile[t], &mut self.fits));
         }
     }
 
@@ -736,9 +719,12 @@ impl AtTicks for Sia {
         let t0 = std::time::Instant::now();
         let chosen = match self.solve(&rows, &types) {
             Ok(c) => c,
-            // Cannot happen (leaving every job without GPUs is feasible);
-            // then no job gets GPUs this round.
-            Err(_) => vec![None; rows.len()],
+            // Not expected (leaving every job without GPUs is feasible);
+            // then no job gets GPUs this round, counted in the summary.
+            Err(_) => {
+                self.solver_failures += 1;
+                vec![None; rows.len()]
+            }
         };
         self.rounds.push(SolverRound {
             at_s: view.now.as_secs_f64(),
@@ -927,6 +913,11 @@ impl Policy for Sia {
 
     fn solver_rounds(&self) -> Vec<SolverRound> {
         self.rounds.clone()
+    }
+
+    /// `sia_solver_failures` when the solver failed on some round (absent otherwise).
+    fn metrics(&self, _jobs: &crate::job::JobTable) -> Vec<(&'static str, f64)> {
+        if self.solver_failures > 0 { vec![("sia_solver_failures", self.solver_failures as f64)] } else { Vec::new() }
     }
 }
 
