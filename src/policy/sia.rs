@@ -711,7 +711,8 @@ impl AtTicks for Sia {
     fn tick(&mut self, view: &View<'_>) {
         let Some(model) = view.progress_model() else { return };
         let cluster = view.cluster;
-        let types = self.types.get_or_insert_with(|| Types::of(cluster)).clone();
+        // Built once; taken out for the round (the rules borrow `self`) and put back at its end.
+        let types = self.types.take().unwrap_or_else(|| Types::of(cluster));
         let n_types = types.per_node.len();
         self.observe(view, model, n_types);
         let order: Vec<JobId> = self.tl.active.iter().copied().collect();
@@ -885,6 +886,7 @@ impl AtTicks for Sia {
                 m.prev = pick.get(&j).copied();
             }
         }
+        self.types = Some(types);
     }
 }
 
