@@ -189,6 +189,17 @@ pub trait ProgressModel: Send + Sync {
         self.batch_limits(app)
     }
 
+    /// Placement-dependent caps on the local (per-GPU, atomic) batch of
+    /// `app` on `per_node` GPUs of the cluster's GPU type of index
+    /// `gpu_type`, samples: `(m, c)`, `m` the largest local batch a batch
+    /// optimiser may choose there, `c` (when any) a memory cap applied to
+    /// the atomic batch it chose. `None` (the default): only
+    /// [`ProgressModel::batch_limits_on`] applies. Sia's model measures
+    /// each placement's largest local batch ([`crate::profile::sia`]).
+    fn local_caps_on(&self, _app: &str, _per_node: &[u32], _gpu_type: u16) -> Option<(u32, Option<u32>)> {
+        None
+    }
+
     /// The re-scale delay of a reallocation of a job of `app`, ms, when the
     /// model has its own per application (Sia's simulator: `rescale_time`
     /// per application); `None` (the default) leaves the run's delay

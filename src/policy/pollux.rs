@@ -78,6 +78,17 @@
 //!    any other the best batch of its goodput function on its placement,
 //!    atomic batch capped at `max_batch / (GPUs × (accumulation + 1))`.
 //!
+//! 8. **One GPU type per job** (only on a cluster of several GPU types; the
+//!    Sia artifact's repair of the heterogeneity-unaware Pollux it runs as a
+//!    baseline, `sia-simulator/cluster_unaware.py`,
+//!    `fix_allocations_by_dropping`): a job whose chosen row spans GPU types
+//!    keeps the GPUs of the type it has most of (a tie: A100, V100, RTX
+//!    6000, RTX 2080 Ti, T4 in that order, then other types in the
+//!    cluster's order) and the rest are left idle until the next tick. The
+//!    search itself stays unaware of types: it rates a job by its own
+//!    measurements, wherever they were taken, and its next population
+//!    starts from the unrepaired front, as the artifact's does.
+//!
 //! # Our readings
 //!
 //! - The simulator's jobs also re-tune their batch at each epoch boundary
@@ -163,6 +174,7 @@ use super::{Decision, Policy, View};
 use crate::error::RunError;
 use crate::ids::{GpuId, JobId, NodeId};
 use crate::job::{ElasticConfig, JobState, ProgressModel};
+use crate::profile::sia::SiaGpu;
 use crate::rng::Stream;
 use crate::time::SimTime;
 
@@ -360,35 +372,43 @@ impl Pollux {
         (app == FIXED_BATCH_APP.0).then_some(FIXED_BATCH_APP.1)
     }
 
-    /// The configuration of rule 7 for `job` on `per_node`.
-    fn batch_for(&mut self, view: &View<'_>, job: JobId, per_node: &[u32]) -> Option<ElasticConfig> {
+    /// The configuration of rule 7 for `job` on `per_node` GPUs of the
+    /// cluster's GPU type of index `gpu_type`, within that type's batch
+    /// limits ([`ProgressModel::batch_limits_on`]) and the placement's
+    /// local-batch caps where the model has them
+    /// ([`ProgressModel::local_caps_on`]: Sia's, as the Sia simulator's
+    /// `Job.update_local_bsz` applies them).
+    fn batch_for(&mut self, view: &View<'_>, job: JobId, per_node: &[u32], gpu_type: u16) -> Option<ElasticConfig> {
         let model = view.progress_model()?;
         let spec = view.jobs.spec(job).elastic()?;
         let replicas: u32 = per_node.iter().sum();
-        let lim = model.batch_limits(&spec.app);
+        let lim = model.batch_limits_on(&spec.app, gpu_type);
         let fixed = Self::fixed_batch(&spec.app).or((!spec.adaptive).then_some(spec.tuned_bsz));
         let memo = self.memo.get(&job);
         let mut cfg = match (fixed, memo.and_then(|m| m.perf.zip(m.grad)), lim) {
-            (Some(b), _, _) => model.tuned_config(&spec.app, per_node, b),
+            (Some(b), _, _) => model.tuned_config_on(&spec.app, per_node, b, gpu_type),
             (None, Some((perf, (sqr, var))), Some(l)) => {
                 let g = GoodputFn { perf, grad_sqr: sqr, grad_var: var, init_batch: l.init_batch };
-                let range = BatchRange { max_batch: l.max_batch, min_local: l.min_local, max_local: l.max_local };
+                let caps = model.local_caps_on(&spec.app, per_node, gpu_type);
+                let max_local = caps.map_or(l.max_local, |c| c.0.max(l.min_local));
+                let range = BatchRange { max_batch: l.max_batch, min_local: l.min_local, max_local };
                 let (_, atomic, accum) = if replicas > 0 {
                     let c = candidates(&mut self.cands, l.init_batch, replicas, range);
                     g.optimize_over(per_node.len() as u32, replicas, &c)
                 } else {
                     g.optimize(per_node.len() as u32, replicas, range)
                 };
+                let atomic = caps.and_then(|c| c.1).map_or(atomic, |m| atomic.min(m));
                 let count = u64::from(replicas) * (u64::from(accum) + 1);
                 let cap = u64::from(l.max_batch) / count.max(1);
                 let atomic = u64::from(atomic).min(cap) as u32;
-                ElasticConfig { per_node: per_node.to_vec(), atomic_bsz: atomic, accum_steps: accum, gpu_type: 0 }
+                ElasticConfig { per_node: per_node.to_vec(), atomic_bsz: atomic, accum_steps: accum, gpu_type }
             }
             (None, _, Some(l)) => {
                 let b = l.init_batch.max(l.min_local.saturating_mul(replicas));
-                model.tuned_config(&spec.app, per_node, b)
+                model.tuned_config_on(&spec.app, per_node, b, gpu_type)
             }
-            (None, _, None) => model.tuned_config(&spec.app, per_node, spec.tuned_bsz),
+            (None, _, None) => model.tuned_config_on(&spec.app, per_node, spec.tuned_bsz, gpu_type),
         };
         cfg.atomic_bsz = cfg.atomic_bsz.max(1);
         Some(cfg)
@@ -604,6 +624,13 @@ impl Pollux {
             }
         }
         self.prev = Some((order.clone(), front));
+        // Rule 8: one GPU type per job on a cluster of several.
+        let mut best = best;
+        if cluster.gpu_type_names().len() > 1 {
+            let node_type: Vec<u16> = (0..n_nodes).map(|n| cluster.gpu_type_of(NodeId(n as u32))).collect();
+            let ranks = type_keep_ranks(cluster.gpu_type_names());
+            keep_one_gpu_type(&mut best, n_nodes, &node_type, &ranks);
+        }
         // Rule 6: GPUs.
         let mut retained: BTreeSet<GpuId> = BTreeSet::new();
         let mut plan: Vec<Option<Vec<GpuId>>> = vec![None; nj]; // None = unchanged
@@ -685,7 +712,8 @@ impl Pollux {
                     let i = todo.remove(k);
                     let gpus = plan[i].clone().unwrap_or_default();
                     let per_node = per_node_counts(cluster, &gpus);
-                    let Some(cfg) = self.batch_for(view, order[i], &per_node) else { continue };
+                    let ty = cluster.gpu_type_of_gpus(&gpus);
+                    let Some(cfg) = self.batch_for(view, order[i], &per_node, ty) else { continue };
                     for g in &current[i] {
                         holder.remove(g);
                     }
@@ -717,7 +745,7 @@ impl Pollux {
             }
             let Some(st) = view.elastic(j) else { continue };
             let Some(cfg) = st.cfg else { continue };
-            let Some(new) = self.batch_for(view, j, &cfg.per_node) else { continue };
+            let Some(new) = self.batch_for(view, j, &cfg.per_node, cfg.gpu_type) else { continue };
             if new.atomic_bsz != cfg.atomic_bsz || new.accum_steps != cfg.accum_steps {
                 self.queue.push_back(Decision::Resize {
                     job: j,
@@ -738,6 +766,48 @@ impl Pollux {
     fn next_multiple(&self, now: SimTime) -> SimTime {
         let iv = self.opts.interval_ms();
         SimTime::from_ms((now.as_ms() / iv + 1) * iv)
+    }
+}
+
+/// The rank of each of a cluster's GPU types (by index into
+/// [`crate::cluster::Cluster::gpu_type_names`]) when two types tie in
+/// [`keep_one_gpu_type`]: lower is kept. A Sia type ranks as the Sia
+/// artifact's `prio_order` ([`SiaGpu::keep_rank`]); any other type after
+/// every Sia type, in the cluster's type order (ours).
+pub(crate) fn type_keep_ranks(names: &[String]) -> Vec<(u8, u16)> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (SiaGpu::of_gpu_type(n).map_or(u8::MAX, SiaGpu::keep_rank), i as u16))
+        .collect()
+}
+
+/// Rule 8 (the Sia artifact's `ClusterUnaware.fix_allocations_by_dropping`,
+/// which repairs its heterogeneity-unaware Pollux's allocation): in the
+/// allocation matrix `x` (jobs × `n_nodes` GPU counts, row-major), a job
+/// whose GPUs span several GPU types (`node_type`: each node's type index)
+/// keeps only those of the type it has most GPUs of; a tie goes to the type
+/// of lower `ranks` entry. The other counts become 0 (those GPUs stay idle
+/// until the next tick, as in the artifact). The artifact breaks a tie only
+/// between the first two types in its count order (`Counter.most_common`);
+/// we compare every type that ties (ours; the same for two types).
+pub(crate) fn keep_one_gpu_type(x: &mut [u8], n_nodes: usize, node_type: &[u16], ranks: &[(u8, u16)]) {
+    let n_types = ranks.len();
+    let mut count = vec![0u32; n_types];
+    for row in x.chunks_mut(n_nodes.max(1)) {
+        count.iter_mut().for_each(|c| *c = 0);
+        for (n, &c) in row.iter().enumerate() {
+            count[usize::from(node_type[n])] += u32::from(c);
+        }
+        if count.iter().filter(|&&c| c > 0).count() < 2 {
+            continue;
+        }
+        let keep = (0..n_types).max_by(|&a, &b| count[a].cmp(&count[b]).then(ranks[b].cmp(&ranks[a]))).unwrap_or(0);
+        for (n, c) in row.iter_mut().enumerate() {
+            if usize::from(node_type[n]) != keep {
+                *c = 0;
+            }
+        }
     }
 }
 
@@ -1235,6 +1305,40 @@ impl Policy for Pollux {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_job_spanning_gpu_types_keeps_the_type_it_has_most_of_and_a_tie_goes_to_the_faster() {
+        // Nodes: 0 T4, 1 T4, 2 A100, 3 RTX2080Ti (type indices 0, 0, 1, 2).
+        let names: Vec<String> = ["T4", "A100", "RTX2080Ti"].map(String::from).to_vec();
+        let ranks = type_keep_ranks(&names);
+        assert_eq!(ranks, vec![(4, 0), (0, 1), (3, 2)]);
+        let node_type = [0u16, 0, 1, 2];
+        #[rustfmt::skip]
+        let mut x = vec![
+            2, 1, 2, 0, // 3 T4 against 2 A100: the T4s stay
+            0, 2, 2, 0, // 2 T4 against 2 A100: a tie, the A100s stay
+            1, 0, 0, 1, // 1 T4 against 1 RTX 2080 Ti: the RTX stays (rank 3 < 4)
+            0, 0, 0, 4, // one type: unchanged
+            0, 0, 0, 0, // nothing: unchanged
+        ];
+        keep_one_gpu_type(&mut x, 4, &node_type, &ranks);
+        #[rustfmt::skip]
+        let want = vec![
+            2, 1, 0, 0,
+            0, 0, 2, 0,
+            0, 0, 0, 1,
+            0, 0, 0, 4,
+            0, 0, 0, 0,
+        ];
+        assert_eq!(x, want);
+        // Types Sia does not know rank after every Sia type, in cluster order.
+        let other: Vec<String> = ["k80", "V100", "p100"].map(String::from).to_vec();
+        assert_eq!(type_keep_ranks(&other), vec![(u8::MAX, 0), (1, 1), (u8::MAX, 2)]);
+        let other_ranks = type_keep_ranks(&other);
+        let mut y = vec![1u8, 0, 1, /* */ 1, 1, 0];
+        keep_one_gpu_type(&mut y, 3, &[0, 1, 2], &other_ranks);
+        assert_eq!(y, vec![1, 0, 0, /* */ 0, 1, 0]);
+    }
     use rand::SeedableRng;
 
     #[test]

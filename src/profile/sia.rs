@@ -140,6 +140,21 @@ impl SiaGpu {
         SiaGpu::ALL.into_iter().find(|g| norm(g.name()) == n)
     }
 
+    /// Rank of the type when a heterogeneity-unaware policy must keep one
+    /// type of a job's GPUs and two types tie: 0 is kept first. The Sia
+    /// artifact's `prio_order` (`cluster_unaware.py`,
+    /// `fix_allocations_by_dropping`: "keep more powerful GPUs in
+    /// tie-break"): A100 0, V100 1, RTX 6000 2, RTX 2080 Ti 3, T4 4.
+    pub fn keep_rank(self) -> u8 {
+        match self {
+            SiaGpu::A100 => 0,
+            SiaGpu::V100 => 1,
+            SiaGpu::Rtx6000 => 2,
+            SiaGpu::Rtx2080Ti => 3,
+            SiaGpu::T4 => 4,
+        }
+    }
+
     /// The known names, for error messages.
     pub fn known() -> String {
         SiaGpu::ALL.map(SiaGpu::name).join(", ")
@@ -623,22 +638,15 @@ impl SiaModel {
             return ElasticConfig { per_node, atomic_bsz: 0, accum_steps: 0, gpu_type };
         }
         let ceil_tol = |x: f64| (x - 1e-8).ceil();
-        let max_local = a.measured_max_local(&per_node).or_else(|| {
-            a.scalability
-                .iter()
-                .filter(|r| r.num_nodes >= nodes && r.num_replicas >= replicas)
-                .map(|r| r.local_bsz)
-                .max()
-        });
-        let max_local = f64::from(max_local.unwrap_or(a.max_local_bsz));
+        let (max_local, same_replicas_max) = local_caps(a, &per_node, nodes, replicas);
+        let max_local = f64::from(max_local);
         let local = ceil_tol(f64::from(batch) / f64::from(replicas));
         let mut accum = ceil_tol(local / max_local) - 1.0;
         if replicas == 1 && batch > a.init_batch_size {
             accum = accum.max(1.0);
         }
         let mut atomic = ceil_tol(local / (accum + 1.0));
-        let same_replicas = a.placements.iter().filter(|r| r.placement.iter().sum::<u32>() == replicas);
-        if let Some(m) = same_replicas.map(|r| r.local_bsz).max() {
+        if let Some(m) = same_replicas_max {
             atomic = atomic.min(f64::from(m));
         }
         let count = f64::from(replicas) * (accum + 1.0);
@@ -646,11 +654,37 @@ impl SiaModel {
         ElasticConfig { per_node, atomic_bsz: atomic.max(0.0) as u32, accum_steps: accum.max(0.0) as u32, gpu_type }
     }
 
+    /// The local-batch caps of `app` on `per_node` GPUs of cluster type
+    /// `gpu_type`, per GPU (samples): `(m, c)` with `m` the placement's
+    /// largest local batch as [`SiaModel::tuned_config_on`] finds it (the
+    /// simulator's `get_max_local_bsz`, with our fallback) and `c` the
+    /// largest local batch measured on any placement of as many replicas,
+    /// when there is one (the simulator's memory correction of the atomic
+    /// batch in `Job.update_local_bsz`). `None` for an unknown type or
+    /// application, or no GPU.
+    pub fn local_caps_on(&self, app: &str, per_node: &[u32], gpu_type: u16) -> Option<(u32, Option<u32>)> {
+        let a = self.on(gpu_type).ok()?.get(app)?;
+        let per_node: Vec<u32> = per_node.iter().copied().filter(|&g| g > 0).collect();
+        let (nodes, replicas) = (per_node.len() as u32, per_node.iter().sum::<u32>());
+        (replicas > 0).then(|| local_caps(a, &per_node, nodes, replicas))
+    }
+
     /// The batch limits of `app` on cluster type `gpu_type`: the shared
     /// total-batch range and that type's per-GPU range.
     pub fn batch_limits_on(&self, app: &str, gpu_type: u16) -> Option<BatchLimits> {
         self.on(gpu_type).ok()?.batch_limits(app)
     }
+}
+
+/// [`SiaModel::local_caps_on`] for application `a` on the non-empty
+/// placement `per_node` (no zero entries) of `nodes` nodes and `replicas`
+/// GPUs.
+fn local_caps(a: &Application, per_node: &[u32], nodes: u32, replicas: u32) -> (u32, Option<u32>) {
+    let max_local = a.measured_max_local(per_node).or_else(|| {
+        a.scalability.iter().filter(|r| r.num_nodes >= nodes && r.num_replicas >= replicas).map(|r| r.local_bsz).max()
+    });
+    let same_replicas = a.placements.iter().filter(|r| r.placement.iter().sum::<u32>() == replicas);
+    (max_local.unwrap_or(a.max_local_bsz), same_replicas.map(|r| r.local_bsz).max())
 }
 
 impl ProgressModel for SiaModel {
@@ -719,6 +753,10 @@ impl ProgressModel for SiaModel {
 
     fn batch_limits_on(&self, app: &str, gpu_type: u16) -> Option<BatchLimits> {
         SiaModel::batch_limits_on(self, app, gpu_type)
+    }
+
+    fn local_caps_on(&self, app: &str, per_node: &[u32], gpu_type: u16) -> Option<(u32, Option<u32>)> {
+        SiaModel::local_caps_on(self, app, per_node, gpu_type)
     }
 
     /// [`rescale_time_s`], ms.

@@ -115,3 +115,83 @@ fn sia_runs_the_pollux_workloads_deterministically() {
     assert!(timing["solver_rounds"].as_u64().unwrap() > 0);
     assert_eq!(timing["rounds"].as_array().unwrap().len() as u64, timing["solver_rounds"].as_u64().unwrap());
 }
+
+/// Goodput = GPUs × 1 unit/s on either type, target 120,000 units (long
+/// enough for Pollux to scale a job out); step times and limits as
+/// [`TwoTypes`] on a T4. Both types equally fast: nothing but a repair
+/// keeps a job that scales out past 4 GPUs off the other node's type.
+struct LongSameSpeed;
+
+impl ProgressModel for LongSameSpeed {
+    fn name(&self) -> &'static str {
+        "long-same-speed"
+    }
+    fn target(&self, _app: &str) -> Result<f64, String> {
+        Ok(120_000.0)
+    }
+    fn goodput(&self, _app: &str, cfg: &ElasticConfig, _progress: f64) -> Result<f64, String> {
+        Ok(f64::from(cfg.replicas()))
+    }
+    fn next_breakpoint(&self, _app: &str, _progress: f64) -> f64 {
+        120_000.0
+    }
+    fn step_times(&self, _app: &str, cfg: &ElasticConfig) -> Result<(f64, f64), String> {
+        let step = 0.01 * f64::from(cfg.atomic_bsz);
+        Ok((step, step / 10.0))
+    }
+    /// Gradient noise only: a larger batch loses no statistical efficiency.
+    fn grad_stats(&self, _app: &str, _batch: u64, _progress: f64) -> Result<(f64, f64), String> {
+        Ok((1e-3, 1.0))
+    }
+    fn batch_limits(&self, app: &str) -> Option<BatchLimits> {
+        TwoTypes.batch_limits(app)
+    }
+}
+
+#[test]
+fn pollux_on_a_cluster_of_two_types_never_gives_a_job_gpus_of_both() {
+    // Pollux's search does not know GPU types; the Sia artifact repairs its
+    // choice by keeping each job's majority type (`dlsched::policy::pollux`,
+    // rule 8). One adaptive job alone on 4 T4 + 4 A100 GPUs: it scales
+    // out, and the toy model rates any placement, so only the repair keeps
+    // it on one type.
+    let jobs = vec![elastic_job("a", "x", 0, 1, 64, true)];
+    let policy = dlsched::policy::pollux::Pollux::new(
+        dlsched::policy::pollux::PolluxOptions::default(),
+        dlsched::rng::stream(1, "pollux"),
+    );
+    let sim = elastic_sim(two_types(), jobs, Box::new(policy), Box::new(LongSameSpeed));
+    let mut log = Allocations::default();
+    let out = sim.run_observed(&mut log, |_| {}).unwrap();
+    assert!(matches!(out.jobs.state(JobId(0)), JobState::Completed(_)), "the job did not complete");
+    assert!(log.0.iter().any(|(_, g)| g.len() > 1), "the job scales out: {:?}", log.0);
+    for (job, gpus) in &log.0 {
+        let t4 = gpus.iter().filter(|&&g| g < 4).count();
+        assert!(t4 == 0 || t4 == gpus.len(), "job {job} got T4 and A100 GPUs: {gpus:?}");
+    }
+}
+
+#[test]
+fn pollux_runs_a_sia_workload_on_the_sia_cluster() {
+    // The Sia model refuses a job on GPUs of several types and a local
+    // batch outside a placement's measurements, so a completed run shows
+    // Pollux's type repair and its per-placement batch caps at work.
+    let Some(shared) = crate::common::shared("pollux_runs_a_sia_workload_on_the_sia_cluster") else { return };
+    let trace = shared.join("traces/sia-workloads/saturn/workload-1.csv");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = crate::common::dlsched(&[
+        "simulate",
+        "--cluster",
+        "sia",
+        "--policy",
+        "pollux",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let jobs = std::fs::read_to_string(out.join("jobs.csv")).unwrap();
+    assert_eq!(jobs.lines().filter(|l| l.contains(",completed,")).count(), 160);
+}

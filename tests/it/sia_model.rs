@@ -328,3 +328,21 @@ fn tiresias_tuned_runs_a_sia_workload_on_the_sia_preset_deterministically() {
     }
     assert_eq!(compared, 2);
 }
+
+#[test]
+fn local_caps_are_a_placements_largest_measured_local_batch() {
+    // From `placements.csv` (dgx-ext, deepspeech2): placement 78 is measured
+    // at local batches 10 to 40, and it is the only 15-GPU placement, so
+    // both caps are 40, whichever node comes first; one GPU is measured up
+    // to 320. The caps apply per type: a mixed placement has none.
+    let m = all_types();
+    let a100 = SiaGpu::ALL.iter().position(|&g| g == SiaGpu::A100).unwrap() as u16;
+    assert_eq!(m.local_caps_on("deepspeech2", &[8, 7], a100), Some((40, Some(40))));
+    assert_eq!(m.local_caps_on("deepspeech2", &[0, 7, 8], a100), Some((40, Some(40))));
+    assert_eq!(m.local_caps_on("deepspeech2", &[1], a100), Some((320, Some(320))));
+    assert_eq!(m.local_caps_on("deepspeech2", &[0, 0], a100), None);
+    assert_eq!(m.local_caps_on("deepspeech2", &[8, 7], MIXED_GPU_TYPES), None);
+    assert_eq!(m.local_caps_on("no-such-app", &[1], a100), None);
+    // The trait method is the model's (Pollux's batch choice reads it).
+    assert_eq!(ProgressModel::local_caps_on(&m, "deepspeech2", &[7, 8], a100), Some((40, Some(40))));
+}
