@@ -330,6 +330,9 @@ pub struct Pollux {
     /// alone, and jobs of one application often share their first
     /// configurations.
     fits: BTreeMap<FitKey, PerfParams>,
+    /// Rule 8: (job-ticks whose chosen row spanned GPU types, GPUs those
+    /// rows lost to the repair).
+    type_repairs: (u64, u64),
 }
 
 /// (Initial batch, max batch, min local, max local, GPUs) of a set of
@@ -364,6 +367,7 @@ impl Pollux {
             last_tick: None,
             cands: BTreeMap::new(),
             fits: BTreeMap::new(),
+            type_repairs: (0, 0),
         }
     }
 
@@ -629,7 +633,11 @@ impl Pollux {
         if cluster.gpu_type_names().len() > 1 {
             let node_type: Vec<u16> = (0..n_nodes).map(|n| cluster.gpu_type_of(NodeId(n as u32))).collect();
             let ranks = type_keep_ranks(cluster.gpu_type_names());
-            keep_one_gpu_type(&mut best, n_nodes, &node_type, &ranks);
+            let before: u64 = best.iter().map(|&c| u64::from(c)).sum();
+            let repaired = keep_one_gpu_type(&mut best, n_nodes, &node_type, &ranks);
+            let after: u64 = best.iter().map(|&c| u64::from(c)).sum();
+            self.type_repairs.0 += repaired;
+            self.type_repairs.1 += before - after;
         }
         // Rule 6: GPUs.
         let mut retained: BTreeSet<GpuId> = BTreeSet::new();
@@ -791,8 +799,11 @@ pub(crate) fn type_keep_ranks(names: &[String]) -> Vec<(u8, u16)> {
 /// until the next tick, as in the artifact). The artifact breaks a tie only
 /// between the first two types in its count order (`Counter.most_common`);
 /// we compare every type that ties (ours; the same for two types).
-pub(crate) fn keep_one_gpu_type(x: &mut [u8], n_nodes: usize, node_type: &[u16], ranks: &[(u8, u16)]) {
+///
+/// Returns how many rows it repaired.
+pub(crate) fn keep_one_gpu_type(x: &mut [u8], n_nodes: usize, node_type: &[u16], ranks: &[(u8, u16)]) -> u64 {
     let n_types = ranks.len();
+    let mut repaired = 0;
     let mut count = vec![0u32; n_types];
     for row in x.chunks_mut(n_nodes.max(1)) {
         count.iter_mut().for_each(|c| *c = 0);
@@ -808,7 +819,9 @@ pub(crate) fn keep_one_gpu_type(x: &mut [u8], n_nodes: usize, node_type: &[u16],
                 *c = 0;
             }
         }
+        repaired += 1;
     }
+    repaired
 }
 
 /// True when a queued launch already takes `g`.
@@ -1279,6 +1292,21 @@ impl Policy for Pollux {
         self.memo.remove(&job);
     }
 
+    /// On a cluster of several GPU types, when rule 8 repaired some tick's
+    /// choice: `pollux_type_repairs` (job-ticks whose chosen GPUs spanned
+    /// types) and `pollux_type_repair_idle_gpus` (GPUs, summed over ticks,
+    /// the repair took from them and left idle until the next tick).
+    /// Absent otherwise.
+    fn metrics(&self, _jobs: &crate::job::JobTable) -> Vec<(&'static str, f64)> {
+        if self.type_repairs.0 == 0 {
+            return Vec::new();
+        }
+        vec![
+            ("pollux_type_repairs", self.type_repairs.0 as f64),
+            ("pollux_type_repair_idle_gpus", self.type_repairs.1 as f64),
+        ]
+    }
+
     fn decide(&mut self, view: &View<'_>) -> Decision {
         if let Some(d) = self.queue.pop_front() {
             return d;
@@ -1321,7 +1349,7 @@ mod tests {
             0, 0, 0, 4, // one type: unchanged
             0, 0, 0, 0, // nothing: unchanged
         ];
-        keep_one_gpu_type(&mut x, 4, &node_type, &ranks);
+        assert_eq!(keep_one_gpu_type(&mut x, 4, &node_type, &ranks), 3);
         #[rustfmt::skip]
         let want = vec![
             2, 1, 0, 0,
@@ -1336,7 +1364,7 @@ mod tests {
         assert_eq!(type_keep_ranks(&other), vec![(u8::MAX, 0), (1, 1), (u8::MAX, 2)]);
         let other_ranks = type_keep_ranks(&other);
         let mut y = vec![1u8, 0, 1, /* */ 1, 1, 0];
-        keep_one_gpu_type(&mut y, 3, &[0, 1, 2], &other_ranks);
+        assert_eq!(keep_one_gpu_type(&mut y, 3, &[0, 1, 2], &other_ranks), 2);
         assert_eq!(y, vec![1, 0, 0, /* */ 0, 1, 0]);
     }
     use rand::SeedableRng;

@@ -194,4 +194,9 @@ fn pollux_runs_a_sia_workload_on_the_sia_cluster() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let jobs = std::fs::read_to_string(out.join("jobs.csv")).unwrap();
     assert_eq!(jobs.lines().filter(|l| l.contains(",completed,")).count(), 160);
+    // The search, unaware of types, did choose rows that span them.
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let repairs = summary["policy_metrics"]["pollux_type_repairs"].as_f64().unwrap();
+    let idle = summary["policy_metrics"]["pollux_type_repair_idle_gpus"].as_f64().unwrap();
+    assert!(repairs > 0.0 && idle >= repairs, "repairs {repairs}, idle GPUs {idle}");
 }
