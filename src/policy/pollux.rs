@@ -87,7 +87,11 @@
 //!    cluster's order) and the rest are left idle until the next tick. The
 //!    search itself stays unaware of types: it rates a job by its own
 //!    measurements, wherever they were taken, and its next population
-//!    starts from the unrepaired front, as the artifact's does.
+//!    starts from the unrepaired front, as the artifact's does. With
+//!    [`PolluxOptions::vnode_gpus`] the search sees each node as virtual
+//!    nodes of that many GPUs (the artifact's unaware cluster: 4), a job's
+//!    GPUs on a node filling its virtual nodes in order; its choice is
+//!    summed back per node before this repair and rule 6.
 //!
 //! # Our readings
 //!
@@ -221,11 +225,24 @@ pub struct PolluxOptions {
     /// (module docs, "Speed"); 0 = off: every tick runs all `generations`,
     /// as the simulator does.
     pub patience: u32,
+    /// GPUs per virtual node of the search, or 0 (the default): the search
+    /// sees the cluster's nodes. With `v` > 0 each node is split into
+    /// virtual nodes of at most `v` GPUs, as the Sia artifact's
+    /// heterogeneity-unaware cluster does for its Pollux baseline
+    /// (`cluster_unaware.py`, `ngpus_per_vnode` = the fewest GPUs per node,
+    /// 4 on its clusters): the search counts a job's virtual nodes as its
+    /// nodes, and its choice is summed back per node (0 to 255).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub vnode_gpus: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 impl Default for PolluxOptions {
     fn default() -> Self {
-        PolluxOptions { interval_s: 60.0, population: 100, generations: 100, patience: 5 }
+        PolluxOptions { interval_s: 60.0, population: 100, generations: 100, patience: 5, vnode_gpus: 0 }
     }
 }
 
@@ -259,6 +276,12 @@ impl BuildPolicy for PolluxOptions {
             return Err(format!(
                 "pollux: generations must be 2 to {MAX_SEARCH} (the simulator's 100; 1 is the initial population alone, and no job would ever get GPUs), got {}",
                 self.generations
+            ));
+        }
+        if self.vnode_gpus > 255 {
+            return Err(format!(
+                "pollux: vnode-gpus must be 0 (real nodes) to 255 (the Sia artifact's unaware Pollux: 4), got {}",
+                self.vnode_gpus
             ));
         }
         Ok(())
@@ -489,9 +512,30 @@ impl Pollux {
             self.rigid_waiting.pop_front();
             self.queue.push_back(Decision::Launch { job: j, gpus });
         }
-        let cap: Vec<u8> = (0..n_nodes)
+        let node_cap: Vec<u8> = (0..n_nodes)
             .map(|n| cluster.node(NodeId(n as u32)).gpus.saturating_sub(rigid_held[n]).min(255) as u8)
             .collect();
+        // The search's columns: the nodes, or their virtual nodes
+        // (`vnode_gpus`), each with the node it belongs to and its GPUs.
+        let (col_node, cap): (Vec<usize>, Vec<u8>) = if self.opts.vnode_gpus == 0 {
+            ((0..n_nodes).collect(), node_cap.clone())
+        } else {
+            let v = self.opts.vnode_gpus as usize;
+            let mut cols = (Vec::new(), Vec::new());
+            for (n, &nc) in node_cap.iter().enumerate() {
+                let gpus = cluster.node(NodeId(n as u32)).gpus as usize;
+                let mut left = usize::from(nc);
+                for k in 0..gpus.div_ceil(v).max(1) {
+                    let size = v.min(gpus - (k * v).min(gpus));
+                    let c = size.min(left);
+                    left -= c;
+                    cols.0.push(n);
+                    cols.1.push(c as u8);
+                }
+            }
+            cols
+        };
+        let n_cols = col_node.len();
         let total_gpus = cluster.total_gpus().max(1);
 
         // Rule 3: the order of jobs.
@@ -516,9 +560,30 @@ impl Pollux {
                 }
             }
         }
+        // The base in the search's columns: a job's GPUs on a node fill
+        // its virtual nodes in order.
+        let base_cols = if n_cols == n_nodes {
+            base.clone()
+        } else {
+            let mut x = vec![0u8; nj * n_cols];
+            let mut used = vec![0u8; n_cols];
+            for i in 0..nj {
+                for n in 0..n_nodes {
+                    let mut left = base[i * n_nodes + n];
+                    for c in (0..n_cols).filter(|&c| col_node[c] == n) {
+                        let free = cap[c].saturating_sub(used[c]);
+                        let take = left.min(free.max(if c == n_cols - 1 || col_node[c + 1] != n { left } else { 0 }));
+                        x[i * n_cols + c] = take;
+                        used[c] += take;
+                        left -= take;
+                    }
+                }
+            }
+            x
+        };
         // Rules 2 and 4: each job's limits and speedup.
         let fair_replicas = total_gpus.div_ceil(nj as u32);
-        let fair_nodes = (n_nodes as u32).div_ceil(total_gpus).max(1);
+        let fair_nodes = (n_cols as u32).div_ceil(total_gpus).max(1);
         let now_s = view.now.as_secs_f64();
         let mut jobs = Vec::with_capacity(nj);
         let mut keys: Vec<Option<SpeedupKey>> = Vec::with_capacity(nj);
@@ -557,7 +622,7 @@ impl Pollux {
                         u64::from(l.max_batch) << 32 | u64::from(l.min_local),
                         u64::from(l.max_local),
                         u64::from(fair_nodes) << 32 | u64::from(fair_replicas),
-                        (n_nodes as u64) << 32 | u64::from(memo_r),
+                        (n_cols as u64) << 32 | u64::from(memo_r),
                     ];
                     // The speedup of the last tick, memo included, when
                     // nothing it depends on changed (a job that did not run).
@@ -571,7 +636,7 @@ impl Pollux {
                             range,
                             fair_nodes,
                             fair_replicas,
-                            n_nodes as u32,
+                            n_cols as u32,
                             memo_r,
                             &mut |r| Some(candidates(cache, l.init_batch, r, range)),
                         )
@@ -590,25 +655,25 @@ impl Pollux {
         // Rule 5: the search.
         let mut search = Search {
             jobs: &mut jobs,
-            base: &base,
+            base: &base_cols,
             cap: &cap,
-            n_nodes,
-            scale: n_nodes as f64 / f64::from(total_gpus),
+            n_nodes: n_cols,
+            scale: n_cols as f64 / f64::from(total_gpus),
             rng: &mut self.rng,
             scratch: Scratch::default(),
             generations_run: 0,
         };
         let init: Vec<Vec<u8>> = match &self.prev {
-            None => vec![base.clone()],
+            None => vec![base_cols.clone()],
             Some((prev_jobs, states)) => {
                 let rows: Vec<Option<usize>> = order.iter().map(|j| prev_jobs.iter().position(|p| p == j)).collect();
                 states
                     .iter()
                     .map(|s| {
-                        let mut x = vec![0u8; nj * n_nodes];
+                        let mut x = vec![0u8; nj * n_cols];
                         for (i, r) in rows.iter().enumerate() {
                             if let Some(r) = r {
-                                x[i * n_nodes..(i + 1) * n_nodes].copy_from_slice(&s[r * n_nodes..(r + 1) * n_nodes]);
+                                x[i * n_cols..(i + 1) * n_cols].copy_from_slice(&s[r * n_cols..(r + 1) * n_cols]);
                             }
                         }
                         x
@@ -628,8 +693,19 @@ impl Pollux {
             }
         }
         self.prev = Some((order.clone(), front));
+        // The choice per node.
+        let mut best = if n_cols == n_nodes {
+            best
+        } else {
+            let mut x = vec![0u8; nj * n_nodes];
+            for i in 0..nj {
+                for c in 0..n_cols {
+                    x[i * n_nodes + col_node[c]] += best[i * n_cols + c];
+                }
+            }
+            x
+        };
         // Rule 8: one GPU type per job on a cluster of several.
-        let mut best = best;
         if cluster.gpu_type_names().len() > 1 {
             let node_type: Vec<u16> = (0..n_nodes).map(|n| cluster.gpu_type_of(NodeId(n as u32))).collect();
             let ranks = type_keep_ranks(cluster.gpu_type_names());
@@ -1335,6 +1411,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn vnode_gpus_above_255_are_refused_with_the_bound() {
+        let o = PolluxOptions { vnode_gpus: 256, ..Default::default() };
+        let e = o.validate("pollux").unwrap_err();
+        assert!(e.contains("vnode-gpus must be 0") && e.contains("256"), "{e}");
+        assert!(PolluxOptions { vnode_gpus: 4, ..Default::default() }.validate("pollux").is_ok());
+    }
+
+    #[test]
     fn a_job_spanning_gpu_types_keeps_the_type_it_has_most_of_and_a_tie_goes_to_the_faster() {
         // Nodes: 0 T4, 1 T4, 2 A100, 3 RTX2080Ti (type indices 0, 0, 1, 2).
         let names: Vec<String> = ["T4", "A100", "RTX2080Ti"].map(String::from).to_vec();
@@ -1384,7 +1468,7 @@ mod tests {
         bad(PolluxOptions { population: 10_001, ..ok }, "population must be 2 to 10000");
         bad(PolluxOptions { generations: 1, ..ok }, "generations must be 2 to 10000");
         bad(PolluxOptions { generations: u32::MAX, ..ok }, "generations must be 2 to 10000");
-        let edge = PolluxOptions { interval_s: 1.0, population: 10_000, generations: 2, patience: 0 };
+        let edge = PolluxOptions { interval_s: 1.0, population: 10_000, generations: 2, patience: 0, vnode_gpus: 255 };
         assert_eq!(edge.validate("pollux"), Ok(()));
     }
 

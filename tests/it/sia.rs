@@ -200,3 +200,28 @@ fn pollux_runs_a_sia_workload_on_the_sia_cluster() {
     let idle = summary["policy_metrics"]["pollux_type_repair_idle_gpus"].as_f64().unwrap();
     assert!(repairs > 0.0 && idle >= repairs, "repairs {repairs}, idle GPUs {idle}");
 }
+
+#[test]
+fn pollux_on_virtual_nodes_scales_a_job_out_on_one_type_deterministically() {
+    // As the two-type test, with the search on virtual nodes of 2 GPUs
+    // (`vnode-gpus`, the Sia artifact's unaware cluster): the job still
+    // scales out, every allocation is GPUs of one node type, and the run
+    // is the same twice.
+    let run = || {
+        let jobs = vec![elastic_job("a", "x", 0, 1, 64, true)];
+        let opts = dlsched::policy::pollux::PolluxOptions { vnode_gpus: 2, ..Default::default() };
+        let policy = dlsched::policy::pollux::Pollux::new(opts, dlsched::rng::stream(1, "pollux"));
+        let sim = elastic_sim(two_types(), jobs, Box::new(policy), Box::new(LongSameSpeed));
+        let mut log = Allocations::default();
+        let out = sim.run_observed(&mut log, |_| {}).unwrap();
+        assert!(matches!(out.jobs.state(JobId(0)), JobState::Completed(_)), "the job did not complete");
+        log.0
+    };
+    let log = run();
+    assert!(log.iter().any(|(_, g)| g.len() > 1), "the job scales out: {log:?}");
+    for (job, gpus) in &log {
+        let t4 = gpus.iter().filter(|&&g| g < 4).count();
+        assert!(t4 == 0 || t4 == gpus.len(), "job {job} got T4 and A100 GPUs: {gpus:?}");
+    }
+    assert_eq!(log, run());
+}
