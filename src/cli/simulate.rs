@@ -71,7 +71,9 @@ pub(crate) struct SimulateArgs {
     /// ElasticFlow jobs with deadlines (jobs-csv with num_iteration and
     /// deadline): elasticflow (admission control by minimum satisfactory
     /// share, leftover GPUs by marginal gain; rejected jobs never run), edf
-    /// (ElasticFlow's earliest-deadline-first baseline, elastic).
+    /// (ElasticFlow's earliest-deadline-first baseline, elastic), chronus
+    /// (ElasticFlow's Chronus baseline: rigid jobs, 240-s leases by an
+    /// integer program; jobs it cannot guarantee run on leftover GPUs).
     /// GENIE family (moldable tasks of --workload
     /// genie; they choose each task's GPUs): genie (QoS-aware: best
     /// cost-efficiency placement that meets the task's expected completion

@@ -7,6 +7,7 @@
 //! Baselines compose a queue order with a [`placement::Placement`].
 
 pub mod build;
+pub mod chronus;
 pub mod config;
 pub mod edf;
 pub mod elasticflow;

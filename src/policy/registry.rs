@@ -241,6 +241,11 @@ registry! {
     /// Earliest deadline first as ElasticFlow's baseline: elastic, preemptive,
     /// no admission control; ElasticFlow jobs with deadlines only (`--policy-opt slot-s=60`).
     "edf" => Edf(crate::policy::edf::EdfOptions),
+    /// Chronus (SoCC'21) as ElasticFlow ran it: rigid jobs, 240-s leases
+    /// chosen by an integer program keeping the most deadlines, unaccepted
+    /// jobs on leftover GPUs; ElasticFlow jobs with deadlines only
+    /// (`--policy-opt lease-s=240, exact-leases=1`).
+    "chronus" => Chronus(crate::policy::chronus::ChronusOptions),
     /// Gandiva: time-slicing in rounds, packing by measured co-location
     /// speed, migration for locality (`--policy-opt`; `--checkpoint gandiva`).
     "gandiva" => Gandiva(crate::policy::gandiva::GandivaOptions),

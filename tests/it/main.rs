@@ -6,6 +6,7 @@
 // the field a test sets, so that it survives new engine options.
 #![allow(clippy::needless_update)]
 
+mod chronus;
 mod cli;
 mod common;
 mod config_error;
