@@ -364,41 +364,53 @@ impl Profile {
         Profile(vec![(0, gpus)])
     }
 
-    /// Splits the piece holding `t` at `t` (no-op at a boundary).
-    fn split(&mut self, t: u64) {
-        let i = self.0.partition_point(|p| p.0 <= t);
-        // i ≥ 1: the first piece starts at 0 ≤ t.
-        if self.0[i - 1].0 != t {
-            let free = self.0[i - 1].1;
-            self.0.insert(i, (t, free));
+    /// Splits the piece holding `t` at `t` (no-op at a boundary), searching
+    /// from piece `from` on (which must start at or before `t`): the index of
+    /// the piece that starts at `t`.
+    fn split(&mut self, t: u64, from: usize) -> usize {
+        // i ≥ from + 1 ≥ 1: piece `from` starts at or before t. A plan's
+        // pieces mostly follow the profile's, so `t` is mostly a few pieces
+        // on: look there first, then search.
+        let near = (from + 1..self.0.len().min(from + 9)).find(|&i| self.0[i].0 > t);
+        let i = near.unwrap_or_else(|| from + self.0[from..].partition_point(|p| p.0 <= t));
+        if self.0[i - 1].0 == t {
+            return i - 1;
         }
+        let free = self.0[i - 1].1;
+        self.0.insert(i, (t, free));
+        i
     }
 
-    /// Takes `plan`'s GPUs.
+    /// Takes `plan`'s GPUs (its pieces sorted, not overlapping).
     fn take(&mut self, plan: &Plan) {
+        let mut from = 0;
         for &(a, b, n) in plan {
             if n == 0 {
                 continue;
             }
-            self.split(a);
-            self.split(b);
-            for p in self.0.iter_mut().filter(|p| p.0 >= a && p.0 < b) {
+            if self.0[from].0 > a {
+                from = 0;
+            }
+            // The pieces starting in [a, b).
+            let lo = self.split(a, from);
+            let hi = self.split(b, lo);
+            for p in &mut self.0[lo..hi] {
                 p.1 = p.1.saturating_sub(n);
             }
+            from = hi;
         }
     }
 
-    /// The pieces over `[0, end)`: `(start, end, free)`.
-    fn pieces(&self, end: u64) -> Vec<(u64, u64, u32)> {
-        let mut out = Vec::new();
-        for (i, &(a, free)) in self.0.iter().enumerate() {
-            if a >= end {
-                break;
-            }
-            let b = self.0.get(i + 1).map_or(end, |p| p.0.min(end));
-            out.push((a, b, free));
-        }
-        out
+    /// How many pieces start before `end` s.
+    fn count_before(&self, end: u64) -> usize {
+        self.0.partition_point(|p| p.0 < end)
+    }
+
+    /// Piece `k` (of the first [`Profile::count_before`]`(end)`) clipped to
+    /// `[0, end)`: `(start, end, free)`.
+    fn piece(&self, k: usize, end: u64) -> (u64, u64, u32) {
+        let (a, free) = self.0[k];
+        (a, self.0.get(k + 1).map_or(end, |p| p.0.min(end)), free)
     }
 
     /// The minimum satisfactory share (module docs) of a job with `left`
@@ -414,11 +426,21 @@ impl Profile {
         }
         let slot = slot_s.max(1);
         let aligned = (deadline_s / slot as f64).ceil() as u64 * slot;
-        let pieces = self.pieces(aligned);
-        for &(q, _) in &levels.0 {
+        let np = self.count_before(aligned);
+        // The fastest rate of the levels so far: no walk at level q gathers
+        // more than deadline_s × it (the walk's durations sum to deadline_s);
+        // a level whose bound, with a margin far above the sum's rounding,
+        // falls short is skipped without walking (a saving of time only).
+        let mut fastest = 0.0f64;
+        for &(q, rate) in &levels.0 {
+            fastest = fastest.max(rate);
+            if left > deadline_s * fastest * (1.0 + 1e-6) {
+                continue;
+            }
             let mut iters = 0.0;
             let mut from = None;
-            for (k, &(a, b, free)) in pieces.iter().enumerate().rev() {
+            for k in (0..np).rev() {
+                let (a, b, free) = self.piece(k, aligned);
                 let (n, r) = levels.fit(q.min(free));
                 let dur = (b as f64).min(deadline_s) - a as f64;
                 if n > 0 && dur > 0.0 {
@@ -433,7 +455,8 @@ impl Profile {
             // Forward from the walk's first piece until the work is done.
             let mut plan = Vec::new();
             let mut need = left;
-            for &(a, b, free) in &pieces[k0..] {
+            for k in k0..np {
+                let (a, b, free) = self.piece(k, aligned);
                 let (n, r) = levels.fit(q.min(free));
                 if n == 0 {
                     continue;
@@ -463,6 +486,25 @@ fn at(plan: &Plan, t: u64) -> u32 {
     plan.iter().find(|p| p.0 <= t && t < p.1).map_or(0, |p| p.2)
 }
 
+/// The first time `t` > 0 s where `plan`'s GPUs change (`at(plan, t) !=
+/// at(plan, t - 1)`), if any. A plan's pieces are sorted, each `a < b` with
+/// GPUs > 0, and do not overlap: a piece's start is a change unless the
+/// piece before ends there with the same GPUs, and its end unless the next
+/// starts there with the same GPUs. One pass over the pieces.
+fn first_change(plan: &Plan) -> Option<u64> {
+    for (i, &(a, b, n)) in plan.iter().enumerate() {
+        let joined_before = i > 0 && plan[i - 1].1 == a && plan[i - 1].2 == n;
+        if a > 0 && !joined_before {
+            return Some(a);
+        }
+        let joined_after = plan.get(i + 1).is_some_and(|q| q.0 == b && q.2 == n);
+        if !joined_after {
+            return Some(b);
+        }
+    }
+    None
+}
+
 /// One job to plan: its id, iterations left, deadline s from now, levels.
 pub struct PlanJob<'a> {
     /// The job.
@@ -479,8 +521,74 @@ pub struct PlanJob<'a> {
 /// of `slot_s` s: each job's plan, `None` for a job that cannot meet its
 /// deadline.
 pub fn plan_all(gpus: u32, jobs: &[PlanJob<'_>], slot_s: u64) -> Vec<Option<Plan>> {
-    let mut profile = Profile::new(gpus);
-    jobs.iter().map(|j| profile.min_share(j.left, j.levels, j.deadline_s, slot_s)).collect()
+    Planned::new(gpus, jobs, slot_s).plans
+}
+
+/// The plans of the admitted jobs, in deadline order, with the free GPUs
+/// they leave: what an admission test starts from, kept up to date through
+/// the admissions of one scheduling instant ([`Planned::admit`]) so that
+/// neither each test nor the instant's allocation re-plans the jobs before
+/// the newcomer (the same plans, from the same free GPUs, in the same order:
+/// a saving of time only).
+#[derive(Clone, Debug)]
+pub struct Planned {
+    /// The GPUs of the cluster.
+    gpus: u32,
+    /// Each admitted job's plan (`None`: it cannot meet its deadline), in
+    /// deadline order.
+    pub plans: Vec<Option<Plan>>,
+    /// The free GPUs after all of them.
+    profile: Profile,
+}
+
+impl Planned {
+    /// `jobs` (in deadline order) planned one after the other on `gpus` GPUs
+    /// over slots of `slot_s` s ([`Profile::min_share`]).
+    pub fn new(gpus: u32, jobs: &[PlanJob<'_>], slot_s: u64) -> Self {
+        let mut profile = Profile::new(gpus);
+        let plans = jobs.iter().map(|j| profile.min_share(j.left, j.levels, j.deadline_s, slot_s)).collect();
+        Planned { gpus, plans, profile }
+    }
+
+    /// ElasticFlow's admission decision (module docs, *Admission*) for
+    /// `newcomer` among `admitted` (in deadline order, the jobs `self` was
+    /// planned for): its own plan meets its deadline and no admitted job's
+    /// plan that met its deadline without it fails with it. When it is
+    /// admitted, `self` becomes the plans of `admitted` with the newcomer in
+    /// its place (its position in deadline order, ties by job); otherwise
+    /// `self` is unchanged.
+    pub fn admit(&mut self, admitted: &[PlanJob<'_>], newcomer: PlanJob<'_>, slot_s: u64) -> bool {
+        debug_assert_eq!(admitted.len(), self.plans.len());
+        // The newcomer's place in deadline order (ties: job order).
+        let at = admitted.partition_point(|p| (p.deadline_s, p.job) <= (newcomer.deadline_s, newcomer.job));
+        // The free GPUs the jobs before it leave: their plans are the same
+        // with it as without it.
+        let mut profile = if at == admitted.len() {
+            self.profile.clone()
+        } else {
+            let mut p = Profile::new(self.gpus);
+            for plan in self.plans[..at].iter().flatten() {
+                p.take(plan);
+            }
+            p
+        };
+        let Some(own) = profile.min_share(newcomer.left, newcomer.levels, newcomer.deadline_s, slot_s) else {
+            return false;
+        };
+        let mut after = Vec::with_capacity(admitted.len() - at);
+        for (p, before) in admitted[at..].iter().zip(&self.plans[at..]) {
+            let plan = profile.min_share(p.left, p.levels, p.deadline_s, slot_s);
+            if plan.is_none() && before.is_some() {
+                return false;
+            }
+            after.push(plan);
+        }
+        self.plans.truncate(at);
+        self.plans.push(Some(own));
+        self.plans.extend(after);
+        self.profile = profile;
+        true
+    }
 }
 
 /// ElasticFlow's admission decision (module docs, *Admission*): whether
@@ -488,45 +596,77 @@ pub fn plan_all(gpus: u32, jobs: &[PlanJob<'_>], slot_s: u64) -> Vec<Option<Plan
 /// GPUs over slots of `slot_s` s: its own plan meets its deadline and no
 /// admitted job's plan that met its deadline without it fails with it.
 pub fn admits(gpus: u32, admitted: &[PlanJob<'_>], newcomer: PlanJob<'_>, slot_s: u64) -> bool {
-    let before = plan_all(gpus, admitted, slot_s);
-    // The newcomer's place in deadline order (after equal deadlines: job order
-    // puts it last among them, as it arrived last).
-    let at = admitted.partition_point(|p| (p.deadline_s, p.job) <= (newcomer.deadline_s, newcomer.job));
-    let mut profile = Profile::new(gpus);
-    for (i, p) in admitted.iter().enumerate() {
-        if i == at && profile.min_share(newcomer.left, newcomer.levels, newcomer.deadline_s, slot_s).is_none() {
-            return false;
-        }
-        if profile.min_share(p.left, p.levels, p.deadline_s, slot_s).is_none() && before[i].is_some() {
-            return false;
-        }
+    Planned::new(gpus, admitted, slot_s).admit(admitted, newcomer, slot_s)
+}
+
+/// One level step of [`give_leftover`]: job `i` to `to` GPUs, gaining `gain`
+/// iterations/s per added GPU; ordered by gain, then by lower rank, then by
+/// lower index (the linear scan's choice).
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    gain: f64,
+    rank: u64,
+    i: usize,
+    to: u32,
+}
+
+impl PartialEq for Step {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
     }
-    at < admitted.len() || profile.min_share(newcomer.left, newcomer.levels, newcomer.deadline_s, slot_s).is_some()
+}
+
+impl Eq for Step {}
+
+impl PartialOrd for Step {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Step {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // `+ 0.0` makes −0.0 equal to 0.0, as `==` has it; gains are never
+        // NaN (levels' rates are finite).
+        (self.gain + 0.0).total_cmp(&(other.gain + 0.0)).then(other.rank.cmp(&self.rank)).then(other.i.cmp(&self.i))
+    }
 }
 
 /// Gives `free` GPUs to the jobs of `now` (GPUs each) one level step at a
 /// time by marginal gain (module docs, *Elastic allocation*): `now` holds
 /// (job, GPUs, rank), the rank breaking ties (lower first: deadline order).
+///
+/// Each step is the best (highest gain; ties: lower rank, then earlier in
+/// `now`) of the jobs' next steps that fit the GPUs still free. A job's next
+/// step changes only when it is taken, and the free GPUs only shrink, so the
+/// steps wait in a heap and one that does not fit when it comes out never
+/// will: the same steps as scanning every job at every step, in n log n.
 pub fn give_leftover(now: &mut [(JobId, u32, u64)], levels: &[&Levels], mut free: u32) {
-    loop {
-        let mut best: Option<(usize, f64, u32)> = None;
-        for (i, &(_, n, _)) in now.iter().enumerate() {
-            let Some((m, r)) = levels[i].next(n) else { continue };
-            if m - n > free {
-                continue;
-            }
+    let step = |i: usize, n: u32, rank: u64| {
+        levels[i].next(n).map(|(m, r)| {
             let gain = if n == 0 { f64::INFINITY } else { (r - levels[i].rate(n)) / f64::from(m - n) };
-            let better = match best {
-                None => true,
-                Some((bi, bg, _)) => gain > bg || (gain == bg && now[i].2 < now[bi].2),
-            };
-            if better {
-                best = Some((i, gain, m));
-            }
+            Step { gain, rank, i, to: m }
+        })
+    };
+    if free == 0 {
+        return;
+    }
+    let mut heap: std::collections::BinaryHeap<Step> = now
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &(_, n, rank))| step(i, n, rank))
+        .filter(|s| s.to - now[s.i].1 <= free)
+        .collect();
+    while let Some(s) = heap.pop() {
+        let n = now[s.i].1;
+        if s.to - n > free {
+            continue;
         }
-        let Some((i, _, m)) = best else { return };
-        free -= m - now[i].1;
-        now[i].1 = m;
+        free -= s.to - n;
+        now[s.i].1 = s.to;
+        if let Some(t) = step(s.i, s.to, s.rank).filter(|t| t.to - s.to <= free) {
+            heap.push(t);
+        }
     }
 }
 
@@ -575,6 +715,8 @@ impl ElasticFlow {
     fn schedule(&mut self, view: &View<'_>) {
         let gpus = view.cluster.total_gpus();
         let slot = self.opts.slot_s;
+        // The admitted jobs' plans, kept through the admissions.
+        let mut planned = Planned::new(gpus, &self.plan_jobs(view, None), slot);
         // Admission, one newcomer at a time.
         for j in std::mem::take(&mut self.arrived) {
             // The run refuses jobs without a deadline before it starts
@@ -592,15 +734,15 @@ impl ElasticFlow {
                 deadline_s: (cand.deadline_ms as f64 - view.now.as_ms() as f64) / 1000.0,
                 levels: &cand.levels,
             };
-            if admits(gpus, &admitted, newcomer, slot) {
+            if planned.admit(&admitted, newcomer, slot) {
                 self.admitted.insert(j, cand);
             } else {
                 self.plan.push_back(Decision::Reject { job: j });
             }
         }
-        // Plans of the admitted.
+        // Plans of the admitted (as the admissions left them).
         let jobs = self.plan_jobs(view, None);
-        let plans = plan_all(gpus, &jobs, slot);
+        let plans = planned.plans;
         let mut now: Vec<(JobId, u32, u64)> = Vec::with_capacity(jobs.len());
         let mut change: Option<u64> = None;
         let mut used = 0u32;
@@ -609,12 +751,8 @@ impl ElasticFlow {
             used += n;
             now.push((p.job, n, rank as u64));
             // The plan's first change of GPU count after now.
-            for &(a, b, _) in plan.iter().flatten() {
-                for t in [a, b] {
-                    if t > 0 && at(plan.as_ref().expect("some"), t) != at(plan.as_ref().expect("some"), t - 1) {
-                        change = Some(change.map_or(t, |c: u64| c.min(t)));
-                    }
-                }
+            if let Some(t) = plan.as_ref().and_then(first_change) {
+                change = Some(change.map_or(t, |c: u64| c.min(t)));
             }
         }
         let levels: Vec<&Levels> = jobs.iter().map(|p| p.levels).collect();
@@ -688,6 +826,146 @@ mod tests {
         assert_eq!(p.min_share(400.0, &lv, 300.0, 60), Some(vec![(0, 240, 2), (240, 300, 2)]));
         // 500 iterations cannot be done by 300 s on 2 GPUs.
         assert_eq!(p.min_share(500.0, &lv, 300.0, 60), None);
+    }
+
+    #[test]
+    fn first_change_is_the_first_time_the_gpus_change() {
+        // Against the definition, at(t) != at(t - 1), at every piece end.
+        let brute = |plan: &Plan| -> Option<u64> {
+            plan.iter().flat_map(|&(a, b, _)| [a, b]).filter(|&t| t > 0 && at(plan, t) != at(plan, t - 1)).min()
+        };
+        let plans: Vec<Plan> = vec![
+            vec![],
+            vec![(0, 60, 2)],
+            vec![(0, 60, 2), (60, 120, 2), (120, 180, 4)],
+            vec![(0, 60, 2), (60, 120, 2)],
+            vec![(60, 120, 1)],
+            vec![(0, 60, 1), (120, 180, 1)],
+            vec![(0, 60, 1), (60, 90, 1), (90, 240, 1), (300, 360, 8)],
+        ];
+        for plan in &plans {
+            assert_eq!(first_change(plan), brute(plan), "{plan:?}");
+        }
+        // By hand: 2 GPUs to 120 s, then 4.
+        assert_eq!(first_change(&plans[2]), Some(120));
+        // Starts at 60 s.
+        assert_eq!(first_change(&plans[4]), Some(60));
+        // One GPU over [0, 240) in three pieces, then none.
+        assert_eq!(first_change(&plans[6]), Some(240));
+    }
+
+    /// The admission test as first written (every plan from scratch, with
+    /// and without the newcomer): the reference for [`Planned::admit`].
+    fn admits_slow(gpus: u32, admitted: &[PlanJob<'_>], newcomer: PlanJob<'_>, slot_s: u64) -> bool {
+        let before = plan_all(gpus, admitted, slot_s);
+        let at = admitted.partition_point(|p| (p.deadline_s, p.job) <= (newcomer.deadline_s, newcomer.job));
+        let mut profile = Profile::new(gpus);
+        for (i, p) in admitted.iter().enumerate() {
+            if i == at && profile.min_share(newcomer.left, newcomer.levels, newcomer.deadline_s, slot_s).is_none() {
+                return false;
+            }
+            if profile.min_share(p.left, p.levels, p.deadline_s, slot_s).is_none() && before[i].is_some() {
+                return false;
+            }
+        }
+        at < admitted.len() || profile.min_share(newcomer.left, newcomer.levels, newcomer.deadline_s, slot_s).is_some()
+    }
+
+    /// Leftover GPUs as first written (every job scanned at every step):
+    /// the reference for [`give_leftover`].
+    fn give_leftover_slow(now: &mut [(JobId, u32, u64)], levels: &[&Levels], mut free: u32) {
+        loop {
+            let mut best: Option<(usize, f64, u32)> = None;
+            for (i, &(_, n, _)) in now.iter().enumerate() {
+                let Some((m, r)) = levels[i].next(n) else { continue };
+                if m - n > free {
+                    continue;
+                }
+                let gain = if n == 0 { f64::INFINITY } else { (r - levels[i].rate(n)) / f64::from(m - n) };
+                let better = match best {
+                    None => true,
+                    Some((bi, bg, _)) => gain > bg || (gain == bg && now[i].2 < now[bi].2),
+                };
+                if better {
+                    best = Some((i, gain, m));
+                }
+            }
+            let Some((i, _, m)) = best else { return };
+            free -= m - now[i].1;
+            now[i].1 = m;
+        }
+    }
+
+    /// Differential: admissions one after another through [`Planned`]
+    /// (admitted newcomers joining the plans) against [`admits_slow`] on
+    /// the growing admitted list, and the final plans against
+    /// [`plan_all`]; leftovers against [`give_leftover_slow`]. Jobs by a
+    /// fixed arithmetic pattern over four level sets (ties in deadline and
+    /// in gain included), 16 GPUs so that many are rejected.
+    #[test]
+    fn fast_admission_and_leftovers_agree_with_the_first_versions() {
+        let kinds = [
+            Levels(vec![(1, 1.0), (2, 1.9), (4, 3.5), (8, 6.0)]),
+            Levels(vec![(1, 2.0), (2, 3.0), (4, 3.2)]),
+            Levels(vec![(1, 1.0), (2, 2.0), (4, 4.0), (8, 8.0), (16, 16.0)]),
+            Levels(vec![(2, 1.5), (4, 2.5)]),
+        ];
+        let (gpus, slot) = (16, 60);
+        let mut rejected = 0;
+        for round in 0..6u64 {
+            let mut admitted: Vec<(f64, JobId, f64, usize)> = Vec::new();
+            for i in 0..40u64 {
+                let deadline_s =
+                    (300 + (i * 7_919 + round * 104_729) % 20_000) as f64 / if i % 5 == 0 { 1.0 } else { 1.5 };
+                let left = (1_000 + (i * 15_485_863 + round) % 60_000) as f64;
+                let kind = ((i + round) % 4) as usize;
+                let job = JobId(i as u32);
+                let jobs: Vec<PlanJob<'_>> = admitted
+                    .iter()
+                    .map(|&(d, j, l, k)| PlanJob { job: j, left: l, deadline_s: d, levels: &kinds[k] })
+                    .collect();
+                let newcomer = || PlanJob { job, left, deadline_s, levels: &kinds[kind] };
+                let slow = admits_slow(gpus, &jobs, newcomer(), slot);
+                let mut planned = Planned::new(gpus, &jobs, slot);
+                let fast = planned.admit(&jobs, newcomer(), slot);
+                assert_eq!(fast, slow, "round {round}, job {i}");
+                assert_eq!(admits(gpus, &jobs, newcomer(), slot), slow);
+                drop(jobs);
+                if fast {
+                    admitted.push((deadline_s, job, left, kind));
+                    admitted.sort_by(|a, b| (a.0, a.1).partial_cmp(&(b.0, b.1)).expect("finite"));
+                } else {
+                    rejected += 1;
+                }
+                let jobs: Vec<PlanJob<'_>> = admitted
+                    .iter()
+                    .map(|&(d, j, l, k)| PlanJob { job: j, left: l, deadline_s: d, levels: &kinds[k] })
+                    .collect();
+                if fast {
+                    assert_eq!(planned.plans, plan_all(gpus, &jobs, slot), "round {round}, job {i}");
+                }
+                // Leftovers from each plan's GPUs now.
+                let plans = plan_all(gpus, &jobs, slot);
+                let mut now: Vec<(JobId, u32, u64)> = jobs
+                    .iter()
+                    .zip(&plans)
+                    .enumerate()
+                    .map(|(r, (p, pl))| (p.job, pl.as_ref().map_or(0, |pl| at(pl, 0)), r as u64))
+                    .collect();
+                let used: u32 = now.iter().map(|x| x.1).sum();
+                let levels: Vec<&Levels> = jobs.iter().map(|p| p.levels).collect();
+                for free in [gpus.saturating_sub(used), gpus.saturating_sub(used) + 5, 64] {
+                    let mut a = now.clone();
+                    let mut b = now.clone();
+                    give_leftover(&mut a, &levels, free);
+                    give_leftover_slow(&mut b, &levels, free);
+                    assert_eq!(a, b, "round {round}, job {i}, free {free}");
+                }
+                now.clear();
+            }
+        }
+        // The pattern exercises both outcomes.
+        assert!(rejected > 20 && rejected < 200, "{rejected} rejected");
     }
 
     #[test]
