@@ -232,12 +232,7 @@ pub struct PolluxOptions {
     /// (`cluster_unaware.py`, `ngpus_per_vnode` = the fewest GPUs per node,
     /// 4 on its clusters): the search counts a job's virtual nodes as its
     /// nodes, and its choice is summed back per node (0 to 255).
-    #[serde(skip_serializing_if = "is_zero")]
     pub vnode_gpus: u32,
-}
-
-fn is_zero(v: &u32) -> bool {
-    *v == 0
 }
 
 impl Default for PolluxOptions {
