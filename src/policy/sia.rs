@@ -88,12 +88,14 @@
 //! `timing.json`; the solver is deterministic, so outputs are byte-identical
 //! whatever the thread count.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::build::{BuildContext, BuildPolicy};
-use super::pollux_goodput::{BatchRange, FitKey, GoodputFn, PerfParams, Profile, fit_profile};
+use super::pollux_goodput::{BatchCandidates, BatchRange, FitKey, GoodputFn, PerfParams, Profile, fit_profile};
 use super::pollux_sim::{AtTicks, TickLoop, decide_at_ticks};
 use super::{Decision, Policy, SolverRound, View};
 use crate::error::RunError;
@@ -284,9 +286,17 @@ pub struct Sia {
     rounds: Vec<SolverRound>,
     /// Rounds whose program the solver failed on (no job got GPUs then).
     solver_failures: u64,
+    /// Best-batch candidates by (initial batch, GPUs, max batch, min
+    /// local, max local): a pure function of them
+    /// ([`BatchCandidates::new`]), kept across rounds.
+    cands: RefCell<CandidatesCache>,
 }
 
 /// One job's row of the program: `(config index, A)` per candidate.
+/// Best-batch candidates by (initial batch, GPUs, max batch, min local,
+/// max local).
+type CandidatesCache = BTreeMap<(u32, u32, u32, u32, u32), Arc<BatchCandidates>>;
+
 struct Row {
     job: JobId,
     cands: Vec<(usize, f64)>,
@@ -305,6 +315,7 @@ impl Sia {
             fits: BTreeMap::new(),
             rounds: Vec::new(),
             solver_failures: 0,
+            cands: RefCell::new(BTreeMap::new()),
         }
     }
 
@@ -408,6 +419,9 @@ impl Sia {
         let n_types = types.per_node.len();
         let memo = self.memo.get(&job);
         let mut g = vec![0.0f64; types.configs.len()];
+        // The best (goodput, atomic batch, accumulation) found on a fitted
+        // type, which the ratability check below reuses (the same search).
+        let mut best = vec![None; types.configs.len()];
         match Self::rigid(spec) {
             Some((gpus, bsz)) => {
                 let th: Vec<Option<f64>> = (0..n_types)
@@ -476,13 +490,15 @@ impl Sia {
                                         continue;
                                     };
                                     let gf = GoodputFn { perf, grad_sqr: sqr, grad_var: var, init_batch: init };
-                                    gf.optimize(k, n, range).0
+                                    let o = gf.optimize_over(k, n, &self.candidates(init, n, range));
+                                    best[c] = Some(o);
+                                    o.0
                                 }
                                 None => {
                                     let ratio = th_d.zip(Self::single_gpu_throughput(model, app, t as u16));
                                     let Some((td, tt)) = ratio else { continue };
                                     let kd = n.div_ceil(types.per_node[d].max(1));
-                                    gd.optimize(kd, n, range_d).0 * tt / td
+                                    gd.optimize_over(kd, n, &self.candidates(init_d, n, range_d)).0 * tt / td
                                 }
                             };
                         }
@@ -493,7 +509,7 @@ impl Sia {
         // Ours: a configuration the progress model cannot rate (packed on
         // the type's nodes, at the batch the job would get) is left out.
         for (c, &(t, k, n)) in types.configs.iter().enumerate() {
-            if g[c] > 0.0 && !self.ratable(model, view, job, t, &packed(k, n)) {
+            if g[c] > 0.0 && !self.ratable(model, view, job, t, &packed(k, n), best[c]) {
                 g[c] = 0.0;
             }
         }
@@ -643,9 +659,30 @@ impl Sia {
 
     /// Whether the progress model rates `job` on `per_node` GPUs of type `t`
     /// at the batch [`Sia::batch_for`] gives it there.
-    fn ratable(&self, model: &dyn ProgressModel, view: &View<'_>, job: JobId, t: u16, per_node: &[u32]) -> bool {
+    /// `best`: the batch search's result on that placement when the caller
+    /// has it (the same as [`Sia::batch_for`]'s own).
+    /// The best-batch candidates of `init` batch on `replicas` GPUs within
+    /// `range`, built once.
+    fn candidates(&self, init: u32, replicas: u32, range: BatchRange) -> Arc<BatchCandidates> {
+        let key = (init, replicas, range.max_batch, range.min_local, range.max_local);
+        self.cands
+            .borrow_mut()
+            .entry(key)
+            .or_insert_with(|| Arc::new(BatchCandidates::new(init, replicas, range)))
+            .clone()
+    }
+
+    fn ratable(
+        &self,
+        model: &dyn ProgressModel,
+        view: &View<'_>,
+        job: JobId,
+        t: u16,
+        per_node: &[u32],
+        best: Option<(f64, u32, u32)>,
+    ) -> bool {
         let Some(spec) = view.jobs.spec(job).elastic() else { return false };
-        let (atomic_bsz, accum_steps) = self.batch_for(model, view, job, t, per_node);
+        let (atomic_bsz, accum_steps) = self.batch_for_with(model, view, job, t, per_node, best);
         let cfg = ElasticConfig { per_node: per_node.to_vec(), atomic_bsz, accum_steps, gpu_type: t };
         model.step_times(&spec.app, &cfg).is_ok()
     }
@@ -659,6 +696,20 @@ impl Sia {
         job: JobId,
         t: u16,
         per_node: &[u32],
+    ) -> (u32, u32) {
+        self.batch_for_with(model, view, job, t, per_node, None)
+    }
+
+    /// [`Sia::batch_for`], with the batch search's result on `per_node`
+    /// when the caller already has it (`best`).
+    fn batch_for_with(
+        &self,
+        model: &dyn ProgressModel,
+        view: &View<'_>,
+        job: JobId,
+        t: u16,
+        per_node: &[u32],
+        best: Option<(f64, u32, u32)>,
     ) -> (u32, u32) {
         let Some(spec) = view.jobs.spec(job).elastic() else { return (1, 0) };
         let replicas: u32 = per_node.iter().sum::<u32>().max(1);
@@ -674,7 +725,9 @@ impl Sia {
         match fitted {
             Some((perf, (sqr, var))) => {
                 let gf = GoodputFn { perf, grad_sqr: sqr, grad_var: var, init_batch: init };
-                let (gp, atomic, accum) = gf.optimize(per_node.len() as u32, replicas, range);
+                let (gp, atomic, accum) = best.unwrap_or_else(|| {
+                    gf.optimize_over(per_node.len() as u32, replicas, &self.candidates(init, replicas, range))
+                });
                 if gp > 0.0 && atomic > 0 {
                     let count = u64::from(replicas) * (u64::from(accum) + 1);
                     let cap = (u64::from(range.max_batch) / count.max(1)).max(1);
@@ -811,7 +864,7 @@ impl AtTicks for Sia {
                 continue; // cannot happen: the program bounds the type's GPUs
             }
             // A spread placement the model cannot rate: no GPUs this round.
-            if !self.ratable(model, view, j, t as u16, &super::pollux::per_node_counts(cluster, &gpus)) {
+            if !self.ratable(model, view, j, t as u16, &super::pollux::per_node_counts(cluster, &gpus), None) {
                 continue;
             }
             taken.extend(gpus.iter().copied());
