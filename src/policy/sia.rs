@@ -657,10 +657,6 @@ impl Sia {
         Err("sia needs the `lp` feature".into())
     }
 
-    /// Whether the progress model rates `job` on `per_node` GPUs of type `t`
-    /// at the batch [`Sia::batch_for`] gives it there.
-    /// `best`: the batch search's result on that placement when the caller
-    /// has it (the same as [`Sia::batch_for`]'s own).
     /// The best-batch candidates of `init` batch on `replicas` GPUs within
     /// `range`, built once.
     fn candidates(&self, init: u32, replicas: u32, range: BatchRange) -> Arc<BatchCandidates> {
@@ -672,6 +668,10 @@ impl Sia {
             .clone()
     }
 
+    /// Whether the progress model rates `job` on `per_node` GPUs of type `t`
+    /// at the batch [`Sia::batch_for`] gives it there; `best`: the batch
+    /// search's result on that placement when the caller has it (the same
+    /// as [`Sia::batch_for`]'s own).
     fn ratable(
         &self,
         model: &dyn ProgressModel,
