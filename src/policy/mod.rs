@@ -37,6 +37,8 @@ pub mod rifling;
 pub mod rifling_family;
 pub mod sharing;
 pub mod sia;
+#[cfg(feature = "lp")]
+mod sia_start;
 pub mod srtf;
 pub mod symmetric;
 pub mod themis;
