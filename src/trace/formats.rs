@@ -490,6 +490,7 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
                         tuned_bsz: batch,
                         adaptive: false,
                         work: Some(work),
+                        sample_budget: None,
                     };
                     // The model names the application (ElasticFlow's name),
                     // not a profile-database model; the batch is the job's
@@ -646,6 +647,7 @@ fn read_elastic(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceErro
                 tuned_bsz: batch,
                 adaptive: true,
                 work: None,
+                sample_budget: None,
             };
             Ok(TraceRecord {
                 extra: extra(JobExtra { elastic: Some(elastic), ..JobExtra::default() }),
