@@ -300,6 +300,7 @@ impl Simulation {
 
     /// A run with work-defined jobs needs a progress model: the error
     /// names the first such job otherwise.
+    ///
     /// A sample budget needs exact timing: the error names the first job
     /// with one under [`ElasticTiming::PolluxSim`] otherwise.
     pub(super) fn check_progress_model(&self) -> Result<(), SimError> {
