@@ -216,8 +216,14 @@ fn elastic_before_tick(n: u32, apps: &PolluxApps, cluster: Cluster, policy: Box<
                 extra: None,
             }
             .with_extra(|e| {
-                e.elastic =
-                    Some(ElasticSpec { app: app.into(), tuned_gpus: 1, tuned_bsz: 128, adaptive: true, work: None })
+                e.elastic = Some(ElasticSpec {
+                    app: app.into(),
+                    tuned_gpus: 1,
+                    tuned_bsz: 128,
+                    adaptive: true,
+                    work: None,
+                    sample_budget: None,
+                })
             })
         })
         .collect();

@@ -288,6 +288,14 @@ pub struct ElasticSpec {
     /// application defines it (Pollux's and Sia's workloads). See
     /// [`ElasticSpec::target`].
     pub work: Option<f64>,
+    /// A budget of samples processed, samples: the job also ends when the
+    /// samples it has processed (optimiser steps × total batch, at the step
+    /// time of [`ProgressModel::step_times`] on its current configuration)
+    /// reach it, if that comes before its progress reaches its target
+    /// (ElasticFlow's adapted Pollux simulator, `max_sample`). At least 1;
+    /// `None` (every trace but that one): the target alone ends it. See
+    /// `crate::engine`'s module docs (work-defined jobs).
+    pub sample_budget: Option<u64>,
 }
 
 impl ElasticSpec {
@@ -314,6 +322,37 @@ impl ElasticSpec {
     pub fn time_to_target(&self, model: &dyn ProgressModel, cfg: &ElasticConfig, progress: f64) -> Result<f64, String> {
         model.time_to(&self.app, cfg, progress, self.target(model)?)
     }
+
+    /// Seconds the job takes on `cfg` to process the rest of its sample
+    /// budget from `samples` processed ([`ElasticSpec::sample_budget`], at
+    /// [`sample_rate`] on `cfg`; no re-scale delay); `None` without a
+    /// budget or when the model gives no step times for `cfg`.
+    pub fn budget_secs(&self, model: &dyn ProgressModel, cfg: &ElasticConfig, samples: f64) -> Option<f64> {
+        let budget = self.sample_budget? as f64;
+        let rate = sample_rate(model, &self.app, cfg).ok()?;
+        Some((budget - samples).max(0.0) / rate)
+    }
+}
+
+/// Samples per second a job of `app` processes on `cfg`: its total batch
+/// ([`ElasticConfig::total_batch`]) over the time of one optimiser step,
+/// `step + accum_steps × (step − sync)` from [`ProgressModel::step_times`]
+/// (Pollux's simulator: `total_time = step_time + accum_time ×
+/// accum_steps`, `accum_time = step_time − sync_time`).
+///
+/// # Errors
+/// The model's ([`ProgressModel::step_times`]), or a rate that is not
+/// finite and positive.
+pub fn sample_rate(model: &dyn ProgressModel, app: &str, cfg: &ElasticConfig) -> Result<f64, String> {
+    let (step, sync) = model.step_times(app, cfg)?;
+    let total = step + f64::from(cfg.accum_steps) * (step - sync);
+    let rate = cfg.total_batch() as f64 / total;
+    if !(rate.is_finite() && rate > 0.0) {
+        return Err(format!(
+            "{app}: step time {step} s, sync {sync} s on {cfg:?} give {rate} samples/s; it must be finite and positive"
+        ));
+    }
+    Ok(rate)
 }
 
 /// Read accessors of the out-of-line [`JobExtra`] fields, and the ways to
@@ -562,6 +601,15 @@ pub struct ElasticRun {
     pub gpus_since: SimTime,
     /// GPU-ms it held in its current run before `gpus_since`.
     pub gpu_ms_before: u64,
+    /// Samples processed by `RunState::settled_at` (all its runs), samples;
+    /// 0 for a job without a sample budget.
+    pub samples: f64,
+    /// Samples per second on `cfg` once the re-scale delay is over (total
+    /// batch over the optimiser step time); 0 for a job without a sample
+    /// budget, whose samples are not counted.
+    pub sample_rate: f64,
+    /// Its sample budget ([`ElasticSpec::sample_budget`]), samples, if any.
+    pub sample_budget: Option<f64>,
 }
 
 impl ElasticRun {
@@ -581,6 +629,18 @@ impl ElasticRun {
         }
         (self.progress + self.goodput * now.since(from) as f64 / 1000.0).min(self.segment_end)
     }
+
+    /// Samples it has processed by `now` (not before `settled_at`): the
+    /// settled samples plus `sample_rate` × the time since `settled_at`
+    /// outside the re-scale delay, at most its budget; 0 without a budget.
+    pub fn samples_at(&self, settled_at: SimTime, now: SimTime) -> f64 {
+        let Some(budget) = self.sample_budget else { return 0.0 };
+        let from = settled_at.max(self.rescale_until);
+        if now <= from {
+            return self.samples;
+        }
+        (self.samples + self.sample_rate * now.since(from) as f64 / 1000.0).min(budget)
+    }
 }
 
 /// A suspended work-defined job's progress, kept while it holds no GPUs.
@@ -590,6 +650,9 @@ pub struct ElasticPaused {
     pub progress: f64,
     /// Reallocations so far (its first allocation included).
     pub allocations: u32,
+    /// Samples processed so far ([`ElasticRun::samples`]); 0 for a job
+    /// without a sample budget.
+    pub samples: f64,
 }
 
 /// A preempted job, waiting to be resumed by a launch ([`crate::policy::Decision::Launch`]
@@ -826,7 +889,8 @@ impl JobTable {
     }
 
     /// Sets every work-defined job's `duration_ms` to the model's time to
-    /// its target from progress 0 on its tuned configuration: its tuned
+    /// its target (or to its sample budget, if that is sooner and the model
+    /// gives step times) from progress 0 on its tuned configuration: its tuned
     /// GPUs packed `gpus_per_node` to a node, its tuned batch by
     /// [`ProgressModel::tuned_config`] ([`ProgressModel::time_to_target`],
     /// rounded up to whole ms; 0 when the model cannot rate it, which the
@@ -843,7 +907,11 @@ impl JobTable {
                 left -= left.min(per);
             }
             let cfg = model.tuned_config(&e.app, &placement, e.tuned_bsz);
-            let secs = e.time_to_target(model, &cfg, 0.0).unwrap_or(0.0);
+            let mut secs = e.time_to_target(model, &cfg, 0.0).unwrap_or(0.0);
+            // A sample budget may end it first ([`ElasticSpec::budget_secs`]).
+            if let Some(b) = e.budget_secs(model, &cfg, 0.0) {
+                secs = secs.min(b);
+            }
             spec.duration_ms = (secs * 1000.0).ceil() as u64;
         }
     }

@@ -19,6 +19,38 @@
 //! first. Progress never goes back and never passes the target; a preempted
 //! job keeps it.
 //!
+//! **Sample budgets.** A job may also carry a budget of samples
+//! ([`crate::job::ElasticSpec::sample_budget`]; ElasticFlow's adapted Pollux
+//! simulator's `max_sample`): it then ends when its progress reaches its
+//! target or its samples processed reach the budget, whichever comes first.
+//! Samples accrue at the job's sample rate on its configuration, total
+//! batch / optimiser step time ([`crate::job::sample_rate`]: the model's
+//! [`ProgressModel::step_times`], `step + accum_steps × (step − sync)`),
+//! outside re-scale delays, and are kept across resizes and preemptions.
+//! A segment then ends at the earliest of the next breakpoint, the target
+//! and the budget: its event is at the earlier of the two instants (the
+//! budget's rounded up to a whole ms by the same rule), and
+//! at the budget's instant the job completes with the progress it has. A
+//! job without a budget counts no samples and never asks for step times.
+//! Budgets need [`ElasticTiming::Exact`]; a run under
+//! [`ElasticTiming::PolluxSim`] with a budgeted job fails before its first
+//! instant.
+//!
+//! *Where this departs from ElasticFlow's simulator* (`pollux/pollux_simulator/simulator.py`,
+//! `Job.step`, pkusys/ElasticFlow at 04a0109a): it counts samples per
+//! 60-s step as `round(seconds / total_time)` whole iterations × batch
+//! (and `round(delta / total_time)` for the part of a step up to an epoch
+//! crossing, `delta` itself rounded to whole seconds), so each step's count
+//! is off by up to half an iteration; when a step's count would reach the
+//! budget, the job completes `ceil(left / batch)` iterations after the
+//! step's start (after its re-scale delay), a whole number of optimiser
+//! steps. We count samples continuously (rate × time) and end the job at
+//! the first whole ms at which they reach the budget: no per-step rounding
+//! to accumulate, and an end at most one optimiser step earlier than the
+//! simulator's whole-iteration rule. We keep the engine's exact,
+//! event-driven timing rather than replay that rounding, as we do for
+//! progress ([`ElasticTiming::Exact`]).
+//!
 //! **Reallocations.** A launch or resume, and a resize that changes the
 //! job's GPUs, is a reallocation: the job makes no progress for the
 //! re-scale delay ([`DEFAULT_RESCALE_DELAY_MS`], 30 s as in Pollux's
@@ -150,6 +182,15 @@ pub(super) fn check_running(spec: &JobSpec, r: &RunState, e: &ElasticRun, now: S
     if now < e.rescale_until && p != e.progress {
         return Err(format!("{} progressed during its re-scale delay", spec.id));
     }
+    let samples = e.samples_at(r.settled_at, now);
+    if let Some(b) = e.sample_budget
+        && !(e.samples.is_finite() && e.samples >= 0.0 && e.samples < b && samples <= b && e.sample_rate > 0.0)
+    {
+        return Err(format!(
+            "{} samples {} settled, {samples} now, rate {}/s, budget {b}",
+            spec.id, e.samples, e.sample_rate
+        ));
+    }
     if r.gpus.len() as u32 != e.cfg.replicas() {
         return Err(format!("{} holds {} GPUs, its configuration {:?}", spec.id, r.gpus.len(), e.cfg));
     }
@@ -241,9 +282,16 @@ impl Simulation {
     /// crossing, `round((end − progress) / goodput)` whole seconds after
     /// `from`, when it falls within the grid step holding `from`; else the
     /// step's end (where [`Simulation::elastic_event`] settles progress).
-    fn segment_event(&self, from: SimTime, progress: f64, seg: &Segment) -> SimTime {
+    ///
+    /// With a sample budget (`budget`: samples left, samples per second;
+    /// exact timing only), the earlier of that instant and
+    /// the instant its samples reach the budget, where it completes.
+    fn segment_event(&self, from: SimTime, progress: f64, seg: &Segment, budget: Option<(f64, f64)>) -> SimTime {
         match self.elastic_timing {
-            ElasticTiming::Exact => from.plus_ms(ms_to_finish((seg.end - progress) * 1000.0, seg.goodput)),
+            ElasticTiming::Exact => {
+                let at = from.plus_ms(ms_to_finish((seg.end - progress) * 1000.0, seg.goodput));
+                budget.map_or(at, |(left, rate)| at.min(budget_end(from, left, rate)))
+            }
             ElasticTiming::PolluxSim => match pollux_sim_step(from, progress, seg.goodput, seg.end) {
                 PolluxStep::Cross(at) | PolluxStep::Settle(at, _) => at,
             },
@@ -252,7 +300,19 @@ impl Simulation {
 
     /// A run with work-defined jobs needs a progress model: the error
     /// names the first such job otherwise.
+    ///
+    /// A sample budget needs exact timing: the error names the first job
+    /// with one under [`ElasticTiming::PolluxSim`] otherwise.
     pub(super) fn check_progress_model(&self) -> Result<(), SimError> {
+        if self.elastic_timing == ElasticTiming::PolluxSim
+            && let Some(spec) =
+                self.jobs.specs().iter().find(|s| s.elastic().is_some_and(|e| e.sample_budget.is_some()))
+        {
+            let reason = "the job has a sample budget (max_sample), which only the exact elastic timing \
+                          supports (--elastic-timing exact); the pollux-sim timing does not count samples"
+                .to_string();
+            return Err(self.model_failure("progress".into(), spec.id, reason));
+        }
         if self.jobs.work_defined() == 0 || self.progress_model.is_some() {
             return Ok(());
         }
@@ -298,6 +358,26 @@ impl Simulation {
             return Err(fail(format!("next breakpoint {end} is not above progress {progress}")));
         }
         Ok(Segment { goodput, end })
+    }
+
+    /// A job's samples per second on `cfg` ([`crate::job::sample_rate`]),
+    /// when it has a sample budget (`budget`); 0 without one (the model is
+    /// then not asked, so a model without step times serves jobs without
+    /// budgets).
+    fn sample_rate_of(
+        &self,
+        model: &dyn ProgressModel,
+        job: JobId,
+        app: &str,
+        cfg: &ElasticConfig,
+        budget: Option<f64>,
+    ) -> Result<f64, SimError> {
+        if budget.is_none() {
+            return Ok(0.0);
+        }
+        crate::job::sample_rate(model, app, cfg).map_err(|reason| {
+            self.model_failure(model.name().to_string(), job, format!("the job's sample budget needs {reason}"))
+        })
     }
 
     /// Starts or resumes work-defined `job` on `gpus`, with `batch` (atomic
@@ -348,11 +428,15 @@ impl Simulation {
         };
         cfg.gpu_type = gpu_type;
         let delay = self.rescale_delay_of(&*model, &app);
-        let (progress, allocations) = resumed.and_then(|s| s.elastic).map_or((0.0, 0), |e| (e.progress, e.allocations));
+        let (progress, allocations, samples) =
+            resumed.and_then(|s| s.elastic).map_or((0.0, 0, 0.0), |e| (e.progress, e.allocations, e.samples));
         let seg = self.segment(&*model, job, &app, &cfg, progress, target)?;
+        let sample_budget = es.sample_budget.map(|b| b as f64);
+        let sample_rate = self.sample_rate_of(&*model, job, &app, &cfg, sample_budget)?;
+        let budget = sample_budget.map(|b| (b - samples, sample_rate));
         let rescale_until = self.now.plus_ms(delay);
         let epoch = resumed.map_or(0, |s| s.epoch);
-        let at = self.segment_event(rescale_until, progress, &seg);
+        let at = self.segment_event(rescale_until, progress, &seg, budget);
         self.events.push(at, Event::Completion { job, epoch });
         let spec = self.jobs.spec(job);
         let (first_start, preemptions, attained_ms, attained_gpu_ms, waited_ms) = match resumed {
@@ -361,7 +445,7 @@ impl Simulation {
                 (s.first_start, s.preemptions, s.attained_ms, s.attained_gpu_ms, s.waited_ms + self.now.since(s.since))
             }
         };
-        let remaining = delay as f64 + self.remaining_ms(&*model, &app, &cfg, progress, target);
+        let remaining = delay as f64 + self.remaining_ms(&*model, &app, &cfg, progress, target, budget);
         if self.model.depends_on_neighbours() {
             self.touched.extend(gpus.iter().map(|&g| self.cluster.node_of(g)));
         }
@@ -404,6 +488,9 @@ impl Simulation {
                 allocations: allocations + 1,
                 gpus_since: self.now,
                 gpu_ms_before: 0,
+                samples,
+                sample_rate,
+                sample_budget,
             })),
         }));
         if let JobState::Running(r) = self.jobs.state(job) {
@@ -416,7 +503,8 @@ impl Simulation {
     /// SRTF and Themis read it) after its re-scale delay: the model's time
     /// from `progress` to `target` on `cfg` ([`ProgressModel::time_to`];
     /// 0 when the model cannot rate a later segment, which the run reports
-    /// when it gets there).
+    /// when it gets there), or with a sample budget (`budget`: samples
+    /// left, samples per second) the time to it, if sooner.
     fn remaining_ms(
         &self,
         model: &dyn ProgressModel,
@@ -424,8 +512,10 @@ impl Simulation {
         cfg: &ElasticConfig,
         progress: f64,
         target: f64,
+        budget: Option<(f64, f64)>,
     ) -> f64 {
-        model.time_to(app, cfg, progress, target).map_or(0.0, |s| s * 1000.0)
+        let ms = model.time_to(app, cfg, progress, target).map_or(0.0, |s| s * 1000.0);
+        budget.map_or(ms, |(left, rate)| ms.min(left.max(0.0) / rate * 1000.0))
     }
 
     /// The job's target ([`crate::job::ElasticSpec::target`]: its own work,
@@ -503,14 +593,16 @@ impl Simulation {
         let gpu_type = self.cluster.gpu_type_of_gpus(&gpus);
         let cfg = ElasticConfig { per_node: per_node(self, &gpus), atomic_bsz, accum_steps, gpu_type };
         let now = self.now;
-        let (progress, target) = match self.jobs.state(job) {
-            JobState::Running(r) => {
-                r.elastic.as_ref().map_or((0.0, 1.0), |e| (e.progress_at(r.settled_at, now), e.target))
-            }
-            _ => (0.0, 1.0),
+        let (progress, target, samples, sample_budget) = match self.jobs.state(job) {
+            JobState::Running(r) => r.elastic.as_ref().map_or((0.0, 1.0, 0.0, None), |e| {
+                (e.progress_at(r.settled_at, now), e.target, e.samples_at(r.settled_at, now), e.sample_budget)
+            }),
+            _ => (0.0, 1.0, 0.0, None),
         };
         let seg = self.segment(&*model, job, &app, &cfg, progress, target)?;
-        let work_ms = self.remaining_ms(&*model, &app, &cfg, progress, target);
+        let sample_rate = self.sample_rate_of(&*model, job, &app, &cfg, sample_budget)?;
+        let budget = sample_budget.map(|b| (b - samples, sample_rate));
+        let work_ms = self.remaining_ms(&*model, &app, &cfg, progress, target, budget);
         let delay = self.rescale_delay_of(&*model, &app);
         let JobState::Running(run) = self.jobs.state_mut(job) else {
             unreachable!("checked above");
@@ -528,13 +620,15 @@ impl Simulation {
         e.cfg = cfg;
         e.goodput = seg.goodput;
         e.segment_end = seg.end;
+        e.samples = samples;
+        e.sample_rate = sample_rate;
         let from = e.rescale_until.max(now);
         run.remaining = from.since(now) as f64 + work_ms;
         run.settled_at = now;
         run.epoch += 1;
         run.gpus = gpus;
         let epoch = run.epoch;
-        let at = self.segment_event(from, progress, &seg);
+        let at = self.segment_event(from, progress, &seg, budget);
         self.events.push(at, Event::Completion { job, epoch });
         self.stats.resizes += 1;
         if moved {
@@ -557,12 +651,13 @@ impl Simulation {
     }
 
     /// A running work-defined job's segment event (its epoch is current):
-    /// its progress reaches the segment's end; it completes at its target
-    /// (returns true: the instant has a scheduling pass), or goes on at the
-    /// goodput of the next segment (false: a breakpoint alone runs no pass).
+    /// its progress reaches the segment's end, or its samples its sample
+    /// budget; it completes at its target or its budget (returns true: the
+    /// instant has a scheduling pass), or goes on at the goodput of the
+    /// next segment (false: a breakpoint alone runs no pass).
     pub(super) fn elastic_event<O: Observer + ?Sized>(&mut self, job: JobId, obs: &mut O) -> Result<bool, SimError> {
         let now = self.now;
-        let (progress, target, cfg) = {
+        let (progress, target, cfg, samples, by_samples) = {
             let JobState::Running(r) = self.jobs.state(job) else {
                 return Err(self.internal(job, None, "segment event of a job not running".into()));
             };
@@ -570,7 +665,14 @@ impl Simulation {
                 return Err(self.internal(job, None, "segment event of a job not work-defined".into()));
             };
             let from = r.settled_at.max(e.rescale_until);
+            // The budget's instant as the event was scheduled (the same
+            // expression): at or after it, the budget ends the job.
+            let by_samples = e.sample_budget.is_some_and(|b| now >= budget_end(from, b - e.samples, e.sample_rate));
+            let samples = e.samples_at(r.settled_at, now);
             let progress = match self.elastic_timing {
+                // Stopped by its budget: accrued up to now, at most the
+                // segment's end.
+                ElasticTiming::Exact if by_samples => e.progress_at(r.settled_at, now),
                 // Accrued up to now, uncapped; at least the segment's end.
                 ElasticTiming::Exact => {
                     let accrued = e.progress + e.goodput * now.since(from) as f64 / 1000.0;
@@ -582,14 +684,16 @@ impl Simulation {
                     _ => e.segment_end,
                 },
             };
-            (progress, e.target, e.cfg.clone())
+            (progress, e.target, e.cfg.clone(), samples, by_samples)
         };
         self.stats.breakpoints += 1;
-        if progress >= target {
+        if progress >= target || by_samples {
             if let JobState::Running(r) = self.jobs.state_mut(job)
                 && let Some(e) = r.elastic.as_deref_mut()
             {
-                e.progress = target;
+                // At its target, or where its budget stopped it.
+                e.progress = progress.min(target);
+                e.samples = samples;
                 r.settled_at = now;
             }
             self.complete(job, obs)?;
@@ -607,12 +711,14 @@ impl Simulation {
         e.progress = progress;
         e.goodput = seg.goodput;
         e.segment_end = seg.end;
+        e.samples = samples;
+        let budget = e.sample_budget.map(|b| (b - samples, e.sample_rate));
         // The same configuration: its time to target falls as time passes.
         run.remaining = (run.remaining - now.since(run.settled_at) as f64).max(0.0);
         run.settled_at = now;
         run.epoch += 1;
         let epoch = run.epoch;
-        let at = self.segment_event(now, progress, &seg);
+        let at = self.segment_event(now, progress, &seg, budget);
         // Pollux-sim: a segment starting at a grid instant belongs to the
         // next grid step, which that simulator runs after its policy's
         // decision at the instant; a crossing after 0 s then comes after
@@ -656,6 +762,14 @@ impl Simulation {
         }
         Ok(())
     }
+}
+
+/// The instant a job with `left` samples of its budget to go, processing
+/// `rate` samples per second from `from`, reaches its budget: the first
+/// whole ms at which `rate × elapsed ≥ left` (the engine's rounding of every
+/// completion, `ms_to_finish`); `from` itself when nothing is left.
+fn budget_end(from: SimTime, left: f64, rate: f64) -> SimTime {
+    from.plus_ms(ms_to_finish(left.max(0.0) * 1000.0, rate))
 }
 
 /// What a work-defined job does next under [`ElasticTiming::PolluxSim`].

@@ -59,7 +59,11 @@ impl Simulation {
             Some(e) => (
                 (run.remaining - self.now.since(run.settled_at) as f64).max(0.0),
                 0,
-                Some(ElasticPaused { progress: e.progress_at(run.settled_at, self.now), allocations: e.allocations }),
+                Some(ElasticPaused {
+                    progress: e.progress_at(run.settled_at, self.now),
+                    allocations: e.allocations,
+                    samples: e.samples_at(run.settled_at, self.now),
+                }),
             ),
             None => {
                 let done = self.now.since(run.settled_at) as f64 * run.rate;

@@ -18,7 +18,7 @@ pub(crate) const EXPECTED_HEADERS: &str =
                  (names mappable with --columns, e.g. --columns gpu_num=num_gpu,deadline=ddl;
                  duration may be absent when num_iteration is there)
   alibaba-openb: name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
-  elastic-workload: name,time,application,num_replicas,batch_size (the Pollux and Sia artifacts' work-defined jobs)";
+  elastic-workload: name,time,application,num_replicas,batch_size[,ddl][,max_sample] (the Pollux and Sia artifacts' work-defined jobs)";
 
 /// The logical fields of the `jobs-csv` format and the file columns they come
 /// from. Defaults are the field names themselves; every field after
@@ -490,6 +490,7 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
                         tuned_bsz: batch,
                         adaptive: false,
                         work: Some(work),
+                        sample_budget: None,
                     };
                     // The model names the application (ElasticFlow's name),
                     // not a profile-database model; the batch is the job's
@@ -619,15 +620,29 @@ fn read_openb(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
 /// ([`TraceFormat::ElasticWorkload`]): one work-defined job per row, with no
 /// duration (the engine runs it until its progress model's target); its
 /// GPUs are `num_replicas`, the count a non-elastic policy gives it.
+///
+/// Two optional columns, those ElasticFlow's adapted copy of the Pollux
+/// simulator reads (pkusys/ElasticFlow at 04a0109a,
+/// `pollux/pollux_simulator/simulator.py`, `Cluster.__init__`): `ddl`, the
+/// job's absolute deadline, s on the clock of `time` (the job's
+/// `deadline_ms`, as `jobs-csv`'s `deadline`), and `max_sample`, its sample
+/// budget ([`crate::job::ElasticSpec::sample_budget`]: it also ends when it
+/// has processed that many samples), a whole number of samples, at least 1.
+/// An empty field: no deadline, no budget. No row is skipped.
 fn read_elastic(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError> {
-    let cols =
-        |header: &Header| require_all(header, file, &["name", "time", "application", "num_replicas", "batch_size"]);
+    let cols = |header: &Header| {
+        let mut c = require_all(header, file, &["name", "time", "application", "num_replicas", "batch_size"])?;
+        // Optional: `usize::MAX` when absent.
+        c.extend(["ddl", "max_sample"].iter().map(|n| header.find(&[n]).unwrap_or(usize::MAX)));
+        Ok(c)
+    };
     map_rows(
         file,
         bytes,
         cols,
         || (),
         |c, _, row| {
+            let present = |col: usize| (col != usize::MAX && !row.str(col).is_empty()).then_some(col);
             let gpus = row.count(c[3])?;
             if gpus == 0 {
                 return Err(row.err(c[3], "a work-defined job needs at least 1 GPU, got 0".into()));
@@ -640,18 +655,42 @@ fn read_elastic(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceErro
             if app.is_empty() {
                 return Err(row.err(c[2], "no application named".into()));
             }
+            let deadline_ms = present(c[5]).map(|col| row.time_ms(col)).transpose()?;
+            let sample_budget = present(c[6]).map(|col| samples(row, col)).transpose()?;
             let elastic = crate::job::ElasticSpec {
                 app: app.to_string(),
                 tuned_gpus: gpus,
                 tuned_bsz: batch,
                 adaptive: true,
                 work: None,
+                sample_budget,
             };
             Ok(TraceRecord {
-                extra: extra(JobExtra { elastic: Some(elastic), ..JobExtra::default() }),
+                extra: extra(JobExtra { elastic: Some(elastic), deadline_ms, ..JobExtra::default() }),
                 line: row.line,
                 ..TraceRecord::new(row.text(c[0], "name")?, row.time_ms(c[1])?, 0, gpus)
             })
         },
     )
+}
+
+/// A sample budget: a whole number of samples, at least 1 (`1200` or
+/// `1200.0`, as pandas writes a column with gaps), at most 2^53 (exact in
+/// the engine's f64 count).
+fn samples(row: &crate::io::csvrows::Row<'_>, col: usize) -> Result<u64, TraceError> {
+    const MAX: u64 = 1 << 53;
+    let s = row.str(col);
+    let v = match s.parse::<u64>() {
+        Ok(v) => Some(v),
+        Err(_) => s
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && v.fract() == 0.0 && *v >= 0.0 && *v <= MAX as f64)
+            .map(|v| v as u64),
+    };
+    match v {
+        Some(v) if (1..=MAX).contains(&v) => Ok(v),
+        _ => Err(row
+            .err(col, format!("`{s}` is not a whole number of samples from 1 to 2^53 (leave it empty for no budget)"))),
+    }
 }

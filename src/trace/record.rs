@@ -103,7 +103,10 @@ pub enum TraceFormat {
     /// trace origin. Each row is a work-defined job: its application trained
     /// to the progress model's target, tuned to `num_replicas` GPUs and a total
     /// batch of `batch_size` samples (what a non-elastic policy runs it
-    /// with); it has no duration.
+    /// with); it has no duration. Optional, as ElasticFlow's adapted Pollux
+    /// simulator reads them: `ddl` (absolute deadline, s on the clock of
+    /// `time`) and `max_sample` (a sample budget: the job also ends when it
+    /// has processed that many samples).
     ElasticWorkload,
     /// A format registered from outside the crate.
     #[cfg_attr(feature = "cli", value(skip))]

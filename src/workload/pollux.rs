@@ -256,6 +256,7 @@ pub fn generate(
                 tuned_bsz: j.config.batch_size,
                 adaptive: true,
                 work: None,
+                sample_budget: None,
             };
             TraceRecord {
                 extra: Some(Box::new(JobExtra { elastic: Some(elastic), ..JobExtra::default() })),

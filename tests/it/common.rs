@@ -53,7 +53,14 @@ pub fn elastic_job(name: &str, app: &str, submit_s: u64, gpus: u32, tuned_bsz: u
         extra: None,
     }
     .with_extra(|e| {
-        e.elastic = Some(ElasticSpec { app: app.into(), tuned_gpus: gpus, tuned_bsz, adaptive, work: None })
+        e.elastic = Some(ElasticSpec {
+            app: app.into(),
+            tuned_gpus: gpus,
+            tuned_bsz,
+            adaptive,
+            work: None,
+            sample_budget: None,
+        })
     })
 }
 

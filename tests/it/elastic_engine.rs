@@ -43,6 +43,130 @@ impl ProgressModel for TwoBreaks {
     }
 }
 
+/// [`TwoBreaks`] with step times: every atomic step takes 0.5 s, of which
+/// 0.1 s synchronises, whatever the configuration; an optimiser step with
+/// `a` accumulation steps takes 0.5 + 0.4 a s. A job on 1 GPU at batch 32
+/// processes 64 samples/s.
+struct Stepped;
+
+impl ProgressModel for Stepped {
+    fn name(&self) -> &'static str {
+        "stepped"
+    }
+    fn target(&self, app: &str) -> Result<f64, String> {
+        TwoBreaks.target(app)
+    }
+    fn goodput(&self, app: &str, cfg: &ElasticConfig, progress: f64) -> Result<f64, String> {
+        TwoBreaks.goodput(app, cfg, progress)
+    }
+    fn next_breakpoint(&self, app: &str, progress: f64) -> f64 {
+        TwoBreaks.next_breakpoint(app, progress)
+    }
+    fn step_times(&self, _app: &str, _cfg: &ElasticConfig) -> Result<(f64, f64), String> {
+        Ok((0.5, 0.1))
+    }
+}
+
+/// [`elastic_job`] with a sample budget, samples.
+fn budget_job(name: &str, submit_s: u64, gpus: u32, budget: u64) -> JobSpec {
+    let mut j = elastic_job(name, submit_s, gpus);
+    j.extra_mut().elastic.as_mut().unwrap().sample_budget = Some(budget);
+    j
+}
+
+#[test]
+fn a_sample_budget_ends_a_job_at_budget_over_its_sample_rate_after_the_delay() {
+    // 1 GPU, batch 32, step 0.5 s: 64 samples/s from 30 s (the delay).
+    // Budget 3,840 = 60 s of samples: ends at 90 s. Progress then: 20 at
+    // 50 s (1/s), + 0.5/s × 40 s = 40, below the target 100 (which it
+    // would reach at 290 s). Events: the breakpoint at 50 s and the end.
+    let out = sim(cluster(1, 4), vec![budget_job("a", 0, 1, 3840)], fifo(), Box::new(Stepped)).run().unwrap();
+    let d = done(&out, 0);
+    assert_eq!((d.start, d.end), (SimTime::ZERO, SimTime::from_secs(90)));
+    assert_eq!(out.stats.breakpoints, 2);
+    // A quotient that is not whole: 100 samples at 64/s = 1,562.5 ms, so
+    // done at the first whole ms after it: 30 s + 1,563 ms.
+    let out = sim(cluster(1, 4), vec![budget_job("a", 0, 1, 100)], fifo(), Box::new(Stepped)).run().unwrap();
+    assert_eq!(done(&out, 0).end, SimTime::from_ms(31_563));
+    // On 2 GPUs (tuned batch 64, 32 per GPU): 128 samples/s: 3,840 in 30 s,
+    // at 60 s; without the delay at 30 s.
+    let out = sim(cluster(1, 4), vec![budget_job("b", 0, 2, 3840)], fifo(), Box::new(Stepped)).run().unwrap();
+    assert_eq!(done(&out, 0).end, SimTime::from_secs(60));
+    let out = sim(cluster(1, 4), vec![budget_job("b", 0, 2, 3840)], fifo(), Box::new(Stepped))
+        .with_rescale_delay_ms(0)
+        .run()
+        .unwrap();
+    assert_eq!(done(&out, 0).end, SimTime::from_secs(30));
+}
+
+#[test]
+fn progress_ends_a_job_whose_sample_budget_is_not_reached_first() {
+    // TwoBreaks' 290 s (see the first test): by then it has processed
+    // 64 × 260 = 16,640 samples. A budget of 16,641 is not reached: 290 s.
+    // One of 16,640 is reached at 290 s too, the same instant; one of
+    // 16,576 (one second less) at 289 s.
+    for (budget, end_s) in [(16_641, 290), (1_000_000, 290), (16_640, 290), (16_576, 289)] {
+        let out = sim(cluster(1, 4), vec![budget_job("a", 0, 1, budget)], fifo(), Box::new(Stepped)).run().unwrap();
+        assert_eq!(done(&out, 0).end, SimTime::from_secs(end_s), "budget {budget}");
+        assert_eq!(out.stats.breakpoints, 3, "budget {budget}");
+    }
+}
+
+#[test]
+fn samples_carry_over_a_resize_with_accumulation_and_a_preemption() {
+    // Launched at 0 on GPU 0: 64 samples/s from 30 s; at 40 s 640 samples.
+    // Resized to GPUs 0-1 at atomic batch 32 with 1 accumulation step: an
+    // optimiser step of 2 × 32 × 2 = 128 samples takes 0.5 + 0.4 = 0.9 s,
+    // 142.2 samples/s, from 70 s (a reallocation). Preempted at 80 s:
+    // 640 + 1,422.2 = 2,062.2 samples. Resumed at 100 s by a plain launch
+    // (tuned: 1 GPU, batch 32, 64/s from 130 s). Budget 3,000: 937.8 left,
+    // 14.653 s: at 144,653 ms (the first whole ms after 144,652.8).
+    let launch = Decision::Launch { job: JobId(0), gpus: vec![GpuId(0)] };
+    let grow = Decision::Resize { job: JobId(0), gpus: vec![GpuId(0), GpuId(1)], atomic_bsz: 32, accum_steps: 1 };
+    let (p, _) = script(
+        launch.clone(),
+        vec![(40_000, vec![grow]), (80_000, vec![Decision::Preempt { job: JobId(0) }]), (100_000, vec![launch])],
+    );
+    let out = sim(cluster(1, 4), vec![budget_job("a", 0, 1, 3000)], p, Box::new(Stepped)).run().unwrap();
+    let d = done(&out, 0);
+    // 640 + 10 × 128 / 0.9 = 2,062.22; (3,000 − 2,062.22) / 64 = 14.6528 s.
+    let left_s: f64 = (3000.0 - (640.0 + 10.0 * 128.0 / 0.9)) / 64.0;
+    assert!((left_s - 14.652_78).abs() < 1e-4, "{left_s}");
+    assert_eq!(d.end, SimTime::from_ms(144_653));
+    assert_eq!((d.restarts(), d.preemptions()), (2, 1));
+}
+
+#[test]
+fn a_sample_budget_needs_step_times_and_the_exact_timing() {
+    // TwoBreaks gives no step times: the job's launch fails, naming it.
+    let Err(err) = sim(cluster(1, 4), vec![budget_job("a", 0, 1, 100)], fifo(), Box::new(TwoBreaks)).run() else {
+        panic!("a budget without step times must fail");
+    };
+    assert!(matches!(&err, SimError::ModelFailure { job_name, .. } if job_name == "a"), "{err:?}");
+    assert!(err.to_string().contains("sample budget"), "{err}");
+    // The pollux-sim timing does not count samples: refused before the run.
+    let Err(err) =
+        sim(cluster(1, 4), vec![elastic_job("x", 0, 1), budget_job("b", 0, 1, 100)], fifo(), Box::new(Stepped))
+            .with_elastic_timing(dlsched::engine::ElasticTiming::PolluxSim)
+            .run()
+    else {
+        panic!("a budget under pollux-sim timing must fail");
+    };
+    assert!(matches!(&err, SimError::ModelFailure { job_name, .. } if job_name == "b"), "{err:?}");
+    assert!(err.to_string().contains("exact"), "{err}");
+    // Without budgets, TwoBreaks needs none (the first test).
+}
+
+#[test]
+fn a_budgeted_jobs_duration_estimate_is_the_sooner_of_target_and_budget() {
+    // 1 GPU at batch 32: 260 s to target; a budget of 3,840 samples at
+    // 64/s: 60 s. A budget of 10^6: 15,625 s, so the target's 260 s.
+    let jobs = vec![budget_job("a", 0, 1, 3840), budget_job("b", 0, 1, 1_000_000)];
+    let s = sim(cluster(1, 4), jobs, fifo(), Box::new(Stepped));
+    assert_eq!(s.jobs().spec(JobId(0)).duration_ms, 60_000);
+    assert_eq!(s.jobs().spec(JobId(1)).duration_ms, 260_000);
+}
+
 /// One constant goodput of 3 units/s per replica, target 1, no breakpoint:
 /// for the rounding of a completion time.
 struct Thirds;
@@ -407,8 +531,30 @@ impl Policy for RandomElastic {
 
 #[test]
 fn random_launches_resizes_and_preemptions_keep_every_invariant() {
+    random_runs(None);
+}
+
+#[test]
+fn random_runs_with_sample_budgets_keep_every_invariant() {
+    // Budgets from 1,000 to 16,000 samples (TwoBreaks' runs process up to
+    // 256 samples/s per GPU here), so some jobs end by budget, some by target.
+    random_runs(Some(|i: u64| 1000 + 3000 * i));
+}
+
+/// Seeded runs of [`RandomElastic`] on [`Stepped`], each job's sample
+/// budget `budget(i)` for job `i` when given, invariants checked after
+/// every event.
+fn random_runs(budget: Option<fn(u64) -> u64>) {
     for seed in 1..=50u64 {
-        let jobs: Vec<JobSpec> = (0..6).map(|i| elastic_job(&format!("j{i}"), i * 20, 1 + (i as u32 % 3))).collect();
+        let jobs: Vec<JobSpec> = (0..6)
+            .map(|i| {
+                let mut j = elastic_job(&format!("j{i}"), i * 20, 1 + (i as u32 % 3));
+                if let Some(b) = budget {
+                    j.extra_mut().elastic.as_mut().unwrap().sample_budget = Some(b(i));
+                }
+                j
+            })
+            .collect();
         let violations = Arc::new(Mutex::new(Vec::new()));
         let p = RandomElastic {
             rng: Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
@@ -440,7 +586,7 @@ fn random_launches_resizes_and_preemptions_keep_every_invariant() {
             }
         }
         let p = Report(p, allocations.clone());
-        let out = sim(cluster(2, 4), jobs, Box::new(p), Box::new(TwoBreaks))
+        let out = sim(cluster(2, 4), jobs, Box::new(p), Box::new(Stepped))
             .run()
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         assert!(violations.lock().unwrap().is_empty(), "seed {seed}: {:?}", violations.lock().unwrap());

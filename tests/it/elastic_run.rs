@@ -69,3 +69,42 @@ fn the_rate_model_draws_nothing_for_work_defined_jobs() {
     }
     assert_eq!(table.summary.jct_mean_s, trace_speed.summary.jct_mean_s);
 }
+
+/// A sample budget and a deadline through the whole pipeline: an
+/// `elastic-workload` row with `max_sample` and `ddl` ends at its budget
+/// over its sample rate by the Pollux model's step times, and the summary
+/// counts its deadline on the trace's clock.
+#[test]
+fn a_sample_budget_from_the_trace_ends_the_job_and_its_deadline_is_counted() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("w.csv");
+    // BERT on one GPU at batch 12, submitted at 5 s, 6,000 samples (BERT's
+    // target is about 177,000 samples at batch 12: the budget ends it).
+    // Two copies, one with a deadline it meets (1,000 s), one it misses (40 s).
+    let rows = "b-met,5,bert,1,12,1000,6000\nb-late,5,bert,1,12,40,6000\n";
+    std::fs::write(&trace, format!("name,time,application,num_replicas,batch_size,ddl,max_sample\n{rows}")).unwrap();
+    let workload = WorkloadSource::Trace { path: trace, format: TraceFormat::Auto, columns: ColumnMap::default() };
+    let cluster = ClusterChoice::Uniform { nodes: 1, gpus_per_node: 4, gpu_type: Some("t4".into()) };
+    let report = run_one(&RunSpec::new(workload, cluster), |_| {}).unwrap();
+    assert_eq!(report.summary.jobs_completed, 2);
+    // The independent route: the model's step time on 1 GPU at atomic
+    // batch 12 (no accumulation): 12 samples per step; both jobs start at
+    // 5 s on GPUs of their own, wait 30 s, then take 6,000 / (12 / step) s,
+    // rounded up to a whole ms.
+    let apps = PolluxApps::builtin();
+    let cfg = apps.tuned_config("bert", &[1], 12);
+    assert_eq!((cfg.atomic_bsz, cfg.accum_steps), (12, 0));
+    let (step, _sync) = apps.step_times("bert", &cfg).unwrap();
+    let run_ms = (6000.0 / (12.0 / step) * 1000.0 - 1e-6).ceil();
+    let jct_s = (30_000.0 + run_ms) / 1000.0;
+    assert!(
+        (report.summary.jct_mean_s - jct_s).abs() < 1e-9,
+        "JCT {} s, expected {jct_s} s",
+        report.summary.jct_mean_s
+    );
+    assert!(jct_s < 1000.0 - 5.0 && jct_s > 40.0 - 5.0, "{jct_s}");
+    // One deadline met, one missed.
+    let s = &report.summary;
+    assert_eq!((s.deadline_jobs, s.deadline_late_jobs), (Some(2), Some(1)));
+    assert_eq!(s.deadline_satisfactory_ratio, Some(0.5));
+}

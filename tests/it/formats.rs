@@ -474,6 +474,41 @@ fn elastic_workload() {
     }
 }
 
+/// ElasticFlow's adapted Pollux simulator's optional columns: `ddl` (an
+/// absolute deadline, s) and `max_sample` (a sample budget); empty fields
+/// mean none; bad values name file, line and column.
+#[test]
+fn elastic_workload_with_deadlines_and_sample_budgets() {
+    let d = tempfile::tempdir().unwrap();
+    let head = "name,time,application,num_replicas,batch_size,ddl,max_sample\n";
+    // Job 0: ddl 3,719,996 s, budget 2,011 × 4,096 = 8,237,056 samples
+    // (pandas' float form); job 1: neither (empty fields).
+    let rows = "0,3715485,cifar10,1,4096,3719996,8237056.0\n1,3717550,ncf,8,32768,,\n";
+    let good = write(d.path(), "p.csv", &format!("{head}{rows}"));
+    let t = load_trace(&good, TraceFormat::Auto, &ColumnMap::default()).unwrap();
+    assert_eq!(t.format, TraceFormat::ElasticWorkload);
+    let (a, b) = (&t.records[0], &t.records[1]);
+    assert_eq!((a.submit_ms, a.deadline_ms()), (3_715_485_000, Some(3_719_996_000)));
+    assert_eq!(a.elastic().unwrap().sample_budget, Some(8_237_056));
+    assert_eq!((b.deadline_ms(), b.elastic().unwrap().sample_budget), (None, None));
+    // Without the columns, as before: no deadline, no budget.
+    let plain = write(d.path(), "q.csv", "name,time,application,num_replicas,batch_size\nx,0,bert,1,12\n");
+    let t = load_trace(&plain, TraceFormat::Auto, &ColumnMap::default()).unwrap();
+    assert_eq!((t.records[0].deadline_ms(), t.records[0].elastic().unwrap().sample_budget), (None, None));
+    for (row, msg) in [
+        ("x,1,cifar10,1,64,-5,100", "column `ddl`: `-5` is negative"),
+        ("x,1,cifar10,1,64,soon,100", "column `ddl`: `soon` is not a number of seconds"),
+        ("x,1,cifar10,1,64,9,0", "column `max_sample`: `0` is not a whole number of samples from 1 to 2^53"),
+        ("x,1,cifar10,1,64,9,12.5", "column `max_sample`: `12.5` is not a whole number of samples"),
+        ("x,1,cifar10,1,64,9,-3", "column `max_sample`: `-3` is not a whole number of samples"),
+        ("x,1,cifar10,1,64,9,1e300", "column `max_sample`: `1e300` is not a whole number of samples"),
+    ] {
+        let bad = write(d.path(), "b.csv", &format!("{head}{row}\n"));
+        let e = err(&bad, TraceFormat::ElasticWorkload);
+        assert!(e.contains(&format!("b.csv:2: {msg}")), "{e}");
+    }
+}
+
 /// The shared Pollux workloads and Sia's Philly and Saturn workloads read
 /// as they are: 160 work-defined jobs each.
 #[test]
