@@ -155,6 +155,15 @@ pub trait ProgressModel: Send + Sync {
         Err(format!("the {} progress model gives no step times (application `{app}`)", self.name()))
     }
 
+    /// The factor this model applies to every goodput of `app` on top of the
+    /// step times of [`ProgressModel::step_times`] (the Sia simulator's
+    /// calibration `1 / SLOWDOWNS[app]`, `dlsched::profile::sia`); 1 by
+    /// default. For policies that rate configurations from step times and
+    /// compare jobs of different applications (Gavel's max-sum throughput).
+    fn calibration(&self, _app: &str) -> f64 {
+        1.0
+    }
+
     /// Gradient statistics `(grad_sqr, grad_var)` of a job of `app` at
     /// total batch `batch` (samples) at `progress`: what its
     /// statistical-efficiency estimate is fitted to (Pollux's

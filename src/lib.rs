@@ -15,7 +15,7 @@
 //!   parses the same names without it).
 //! - `plot`: SVG and PNG charts of runs and sweeps (module `plot`, `dlsched plot`).
 //! - `lp`: the LP solver of Gavel's max-min fairness (policy `gavel`;
-//!   `gavel-fifo` needs no LP).
+//!   `gavel-fifo` and `gavel-max-sum` need no LP).
 //! - `kmeans`: the k-means regrouping of the learning RIFLING agent (policy
 //!   `rifling`; `rifling-frozen` and `random-placement` need none).
 //! - `learned`: the multi-layer perceptron (module `nn`) and what learns with

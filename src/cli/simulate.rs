@@ -63,7 +63,8 @@ pub(crate) struct SimulateArgs {
     /// GPU-time first). Preemptive (--policy-opt sets their options,
     /// --checkpoint the cost of a preemption): srtf (shortest remaining time
     /// first), las (least attained service in rounds), dlas, dlas-gpu,
-    /// tiresias-gittins (Tiresias), gandiva, themis, gavel, gavel-fifo.
+    /// tiresias-gittins (Tiresias), gandiva, themis, gavel, gavel-fifo,
+    /// gavel-max-sum.
     /// Work-defined jobs (elastic workloads), at 60-s ticks as the Pollux
     /// simulator: tiresias-tuned (two-queue 2D-LAS on tuned GPUs), optimus
     /// (greedy marginal-gain GPUs by remaining work), pollux (elastic GPUs

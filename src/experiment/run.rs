@@ -888,6 +888,10 @@ mod without_features {
         assert_eq!(e.to_string(), "policy `gavel` needs dlsched built with the `lp` feature");
         let report = run_one(&spec(PolicySpec::GavelFifo(GavelOptions::default())), |_| {}).unwrap();
         assert_eq!(report.summary.jobs_total, 20);
+        // Max-sum is solved without an LP solver (a flow).
+        let report = run_one(&spec(PolicySpec::GavelMaxSum(GavelOptions::default())), |_| {}).unwrap();
+        assert_eq!(report.summary.jobs_total, 20);
+        assert_eq!(report.summary.jobs_completed, 20);
     }
 
     #[cfg(not(feature = "kmeans"))]

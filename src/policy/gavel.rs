@@ -10,7 +10,12 @@
 //! - `gavel-fifo`: Gavel's heterogeneity-aware FIFO (§4.2 "FIFO",
 //!   simulator `fifo_perf`): in arrival order each job gets `X = 1` on the
 //!   fastest GPU type with room for it, stopping at the first job that fits
-//!   no type.
+//!   no type;
+//! - `gavel-max-sum`: Gavel's maximum total throughput (§4.2 "Maximize
+//!   total throughput", simulator `max_sum_throughput_perf`, class
+//!   `ThroughputSumWithPerf`; the policy the Sia artifact runs Gavel with,
+//!   `gavel_default_policy` in `sia-simulator/simulator_config.py`), see
+//!   "Maximum total throughput" below.
 //!
 //! Gavel's finish-time-fairness objective (`finish_time_fairness.py`) does
 //! *not* fall out of this machinery: its objective `t + r / (X·thr)` is
@@ -58,6 +63,44 @@
 //! LPs' optima (checked against the LP on random instances in the tests) and
 //! is what the LP's interior point tends to for identical jobs.
 //! `solver = "lp"` uses the LP everywhere.
+//!
+//! # Maximum total throughput (`max_sum_throughput.py`)
+//!
+//! `ThroughputSumWithPerf` maximises `Σ_m Σ_j thr_mj · X_mj` over the same
+//! base constraints (`policy.py`, `get_base_constraints`: `X >= 0`,
+//! `Σ_j X_mj <= 1`, `Σ_m s_m X_mj <= n_j`), with *absolute* throughputs:
+//! neither normalised nor multiplied by the scale factor (its `scale` is
+//! computed and unused; instance costs are 1). So `thr_mj` here is the job's
+//! own steps per second on type `j`, not the relative throughput above:
+//! `1 / iteration time` from the profile database, and for a work-defined job
+//! the Sia artifact's `GavelPolicy.predict_throughput` (`sia-simulator/gavel.py`):
+//! `1 / (step + accum_steps · (step − sync))` of its requested GPUs and
+//! batch packed onto the type's largest nodes, with that type's batch limits
+//! ([`crate::job::ProgressModel::tuned_config_on`]), times the progress
+//! model's [`crate::job::ProgressModel::calibration`] (the artifact's
+//! `slowdown_factor`). A type without a measurement counts as the job's
+//! fastest measured one, and a job without any as 1.0 step/s everywhere,
+//! counted as above.
+//!
+//! With `y_mj = s_m X_mj` (GPUs) the program is a transportation problem:
+//! maximise `Σ (thr_mj / s_m) y_mj` with `Σ_j y_mj <= s_m` and
+//! `Σ_m y_mj <= n_j`. dlsched solves it exactly without an LP solver, by
+//! successive most-profitable augmenting paths ([`max_sum_gpus`]; at most
+//! `Σ_j n_j` of them, each a Bellman-Ford pass over the jobs and types),
+//! which ends at a vertex where every `y_mj` is a whole number of GPUs. The
+//! LP has many optima (identical jobs competing for the last GPUs of a type
+//! tie exactly), and Gavel returns whatever its interior-point solver
+//! (cvxpy/ECOS) gives, rounded to 5 decimals. Our rule, deterministic
+//! ([`max_sum_allocation`]): jobs with the same GPUs and bitwise the same
+//! throughput row form a class, and every member gets the class's mean row
+//! of the vertex (feasible and optimal, since the constraints and the
+//! objective are symmetric in the members). When the only ties are among
+//! identical jobs this is the point an interior-point method tends to (the
+//! analytic centre of the optimal face, which is symmetric in them); any
+//! other exact tie is broken by the relaxation order of the augmenting-path
+//! search (jobs by id, then types by name: the first found wins). Values
+//! are snapped as above. `solver` does not apply (the flow is exact on
+//! every partition); each solve counts in `gavel_closed_form_solves`.
 //!
 //! # Rounds (`scheduler.py`, `simulate`, `_schedule_jobs_on_workers`)
 //!
@@ -183,6 +226,8 @@ pub enum GavelObjective {
     MaxMin,
     /// Heterogeneity-aware FIFO (`gavel-fifo`).
     Fifo,
+    /// Maximum total throughput (`gavel-max-sum`).
+    MaxSum,
 }
 
 impl BuildPolicy for GavelOptions {
@@ -209,9 +254,14 @@ impl BuildPolicy for GavelOptions {
         AdmissionRule::OneGpuType
     }
 
-    /// `gavel` needs the LP solver (the `lp` feature); `gavel-fifo` does not.
+    /// `gavel` needs the LP solver (the `lp` feature); `gavel-fifo` and
+    /// `gavel-max-sum` do not.
     fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {
-        let objective = if kind == "gavel-fifo" { GavelObjective::Fifo } else { GavelObjective::MaxMin };
+        let objective = match kind {
+            "gavel-fifo" => GavelObjective::Fifo,
+            "gavel-max-sum" => GavelObjective::MaxSum,
+            _ => GavelObjective::MaxMin,
+        };
         if objective == GavelObjective::MaxMin && !cfg!(feature = "lp") {
             return Err(crate::error::FeatureDisabled::new(format!("policy `{kind}`"), "lp").into());
         }
@@ -377,11 +427,190 @@ pub fn fifo_allocation(cap: &[u32], gpus: &[u32], thr: &[Vec<f64>]) -> Vec<Vec<f
     x
 }
 
+/// GPUs `y_mj` of Gavel's max-sum-throughput program over `cap` GPUs per
+/// type for jobs of `gpus` GPUs with absolute throughputs `thr` (rows: jobs,
+/// columns: types; 0 = cannot run there): maximise `Σ (thr_mj / s_m) y_mj`
+/// with `Σ_j y_mj <= s_m`, `Σ_m y_mj <= n_j`, `y >= 0`, solved exactly by
+/// successive most-profitable augmenting paths from the jobs to the types
+/// (Bellman-Ford over the residual network, jobs by index then types by
+/// index, strict improvements only, so the first path found among exact
+/// ties wins), stopping when no path gains more than `1e-12` of the largest
+/// profit per GPU. Every `y_mj` is a whole number of GPUs.
+pub fn max_sum_gpus(cap: &[u32], gpus: &[u32], thr: &[Vec<f64>]) -> Vec<Vec<u32>> {
+    let (m_n, k) = (gpus.len(), cap.len());
+    let profit: Vec<Vec<f64>> = thr
+        .iter()
+        .zip(gpus)
+        .map(|(row, &s)| row.iter().map(|&t| if t > 0.0 && s > 0 { t / f64::from(s) } else { 0.0 }).collect())
+        .collect();
+    let pmax = profit.iter().flatten().copied().fold(0.0, f64::max);
+    let mut y = vec![vec![0u32; k]; m_n];
+    if pmax <= 0.0 {
+        return y;
+    }
+    let eps = 1e-12 * pmax;
+    let mut used = vec![0u32; m_n];
+    let mut load = vec![0u32; k];
+    // Predecessors: a type's is the job it was reached from; a job's is the
+    // type it was reached from (`None`: straight from the source).
+    let mut dj = vec![f64::INFINITY; m_n];
+    let mut dt = vec![f64::INFINITY; k];
+    let mut pj: Vec<Option<usize>> = vec![None; m_n];
+    let mut pt = vec![0usize; k];
+    loop {
+        for m in 0..m_n {
+            dj[m] = if used[m] < gpus[m] { 0.0 } else { f64::INFINITY };
+            pj[m] = None;
+        }
+        dt.fill(f64::INFINITY);
+        // Bellman-Ford; the residual network has no negative cycle (an
+        // invariant of shortest augmenting paths), so `m_n + k` passes
+        // suffice; the `eps` margin keeps rounding from relaxing forever.
+        for _ in 0..=(m_n + k) {
+            let mut changed = false;
+            for m in 0..m_n {
+                if dj[m].is_infinite() {
+                    continue;
+                }
+                for j in 0..k {
+                    if profit[m][j] > 0.0 && dj[m] - profit[m][j] < dt[j] - eps {
+                        dt[j] = dj[m] - profit[m][j];
+                        pt[j] = m;
+                        changed = true;
+                    }
+                }
+            }
+            for j in 0..k {
+                if dt[j].is_infinite() {
+                    continue;
+                }
+                for m in 0..m_n {
+                    if y[m][j] > 0 && dt[j] + profit[m][j] < dj[m] - eps {
+                        dj[m] = dt[j] + profit[m][j];
+                        pj[m] = Some(j);
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        // The most profitable type with a free GPU.
+        let Some(end) = (0..k)
+            .filter(|&j| load[j] < cap[j] && dt[j] < -eps)
+            .min_by(|&a, &b| dt[a].total_cmp(&dt[b]).then(a.cmp(&b)))
+        else {
+            break;
+        };
+        // Walk back to the source; the bottleneck in GPUs.
+        let mut amount = cap[end] - load[end];
+        let mut path: Vec<(usize, usize, bool)> = Vec::new(); // (job, type, forward)
+        let mut j = end;
+        loop {
+            let m = pt[j];
+            path.push((m, j, true));
+            match pj[m] {
+                None => {
+                    amount = amount.min(gpus[m] - used[m]);
+                    break;
+                }
+                Some(prev) => {
+                    amount = amount.min(y[m][prev]);
+                    path.push((m, prev, false));
+                    j = prev;
+                }
+            }
+            if path.len() > 2 * (m_n + k) {
+                // A cycle through rounding: stop with what is optimal so far.
+                return y;
+            }
+        }
+        if amount == 0 {
+            break;
+        }
+        for &(m, j, fwd) in &path {
+            if fwd {
+                y[m][j] += amount;
+            } else {
+                y[m][j] -= amount;
+            }
+        }
+        let (first, _, _) = *path.last().expect("a path has an edge");
+        used[first] += amount;
+        load[end] += amount;
+    }
+    y
+}
+
+/// Gavel's max-sum-throughput allocation `X` (see the module docs): the
+/// GPUs of [`max_sum_gpus`] as time fractions `y_mj / s_m`, averaged over
+/// each class of identical jobs (same GPUs, bitwise the same throughput
+/// row), snapped.
+pub fn max_sum_allocation(cap: &[u32], gpus: &[u32], thr: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let y = max_sum_gpus(cap, gpus, thr);
+    let key = |m: usize| (gpus[m], thr[m].iter().map(|t| t.to_bits()).collect::<Vec<u64>>());
+    let mut classes: BTreeMap<(u32, Vec<u64>), Vec<usize>> = BTreeMap::new();
+    for m in 0..gpus.len() {
+        classes.entry(key(m)).or_default().push(m);
+    }
+    let mut x = vec![vec![0.0; cap.len()]; gpus.len()];
+    for ((s, _), members) in classes {
+        if s == 0 {
+            continue;
+        }
+        let n = members.len() as f64;
+        for j in 0..cap.len() {
+            let total: u32 = members.iter().map(|&m| y[m][j]).sum();
+            let v = snap(f64::from(total) / n / f64::from(s));
+            for &m in &members {
+                x[m][j] = v;
+            }
+        }
+    }
+    x
+}
+
+/// Steps per second of work-defined job `es` on GPU type `gpu_type` as the
+/// Sia artifact's Gavel predicts them (`GavelPolicy.predict_throughput`):
+/// its tuned GPUs packed onto the type's largest nodes, its tuned batch
+/// within that type's limits, `1 / (step + accum_steps · (step − sync))`
+/// times the model's calibration; `None` when the model gives no step times.
+fn elastic_steps_per_s(
+    view: &View<'_>,
+    pm: &dyn crate::job::ProgressModel,
+    es: &crate::job::ElasticSpec,
+    gpu_type: &str,
+) -> Option<f64> {
+    let c = view.cluster;
+    let ix = c.gpu_type_names().iter().position(|t| t == gpu_type)? as u16;
+    let per = (0..c.num_nodes() as u32)
+        .map(crate::ids::NodeId)
+        .filter(|&n| c.gpu_type_of(n) == ix)
+        .map(|n| c.node(n).gpus)
+        .max()?
+        .max(1);
+    let mut placement = Vec::new();
+    let mut left = es.tuned_gpus.max(1);
+    while left > 0 {
+        placement.push(left.min(per));
+        left -= left.min(per);
+    }
+    let cfg = pm.tuned_config_on(&es.app, &placement, es.tuned_bsz, ix);
+    let (step, sync) = pm.step_times(&es.app, &cfg).ok()?;
+    let total = step + f64::from(cfg.accum_steps) * (step - sync);
+    let rate = pm.calibration(&es.app) / total;
+    (total > 0.0 && rate.is_finite() && rate > 0.0).then_some(rate)
+}
+
 /// A job in the policy's books.
 struct Book {
     gpus: u32,
     /// Relative throughput per type (index into the partition's types).
     thr: Vec<f64>,
+    /// Absolute throughput per type, steps/s (`gavel-max-sum` only; empty
+    /// otherwise).
+    raw: Vec<f64>,
     /// The allocation row, `None` until the job is in an allocation.
     alloc: Option<Vec<f64>>,
     /// Time run per type since the last reset, s (starts at round / 2).
@@ -631,8 +860,10 @@ impl Gavel {
         Some(Some(now + k * self.round_ms))
     }
 
-    /// A job's relative throughput on each of the partition's types.
-    fn throughputs(&mut self, spec: &JobSpec, view: &View<'_>) -> Vec<f64> {
+    /// A job's relative throughput on each of the partition's types, and
+    /// under `gavel-max-sum` its absolute one (steps/s; see the module docs).
+    fn throughputs(&mut self, spec: &JobSpec, view: &View<'_>) -> (Vec<f64>, Vec<f64>) {
+        let max_sum = self.objective == GavelObjective::MaxSum;
         let vc = &self.vcs[spec.vc.index()];
         let req = request(view, spec.id);
         let p = view.cluster.partition(spec.vc);
@@ -651,7 +882,12 @@ impl Gavel {
             // tables), as the Sia artifact's Gavel reads its throughputs.
             _ if spec.elastic().is_some() && view.progress_model().is_some() => {
                 let (Some(es), Some(pm)) = (spec.elastic(), view.progress_model()) else { unreachable!("checked") };
-                Some(vc.types.iter().map(|t| elastic_throughput(view, pm, es, t)).collect())
+                if max_sum {
+                    // Steps/s, each type at its own batch limits, calibrated.
+                    Some(vc.types.iter().map(|t| elastic_steps_per_s(view, pm, es, t)).collect())
+                } else {
+                    Some(vc.types.iter().map(|t| elastic_throughput(view, pm, es, t)).collect())
+                }
             }
             (Some(model), Some(name), Some(bsz)) => {
                 let split: Vec<u32> =
@@ -672,12 +908,14 @@ impl Gavel {
         match measured {
             None => {
                 self.counters.unit_jobs += 1;
-                usable.iter().map(|&u| if u { 1.0 } else { 0.0 }).collect()
+                let thr: Vec<f64> = usable.iter().map(|&u| if u { 1.0 } else { 0.0 }).collect();
+                let raw = if max_sum { thr.clone() } else { Vec::new() };
+                (thr, raw)
             }
             Some(raw) => {
                 let best = raw.iter().zip(&usable).filter(|(_, u)| **u).filter_map(|(r, _)| *r).fold(0.0, f64::max);
                 let mut fell_back = false;
-                let thr = raw
+                let thr: Vec<f64> = raw
                     .iter()
                     .zip(&usable)
                     .map(|(r, &u)| match (u, r) {
@@ -692,7 +930,15 @@ impl Gavel {
                 if fell_back {
                     self.counters.fallback_jobs += 1;
                 }
-                thr
+                // Absolute: the relative value times the fastest measured
+                // type's (a fallback type counts as that one).
+                let raw = match (max_sum, best > 0.0) {
+                    (false, _) => Vec::new(),
+                    (true, true) => thr.iter().map(|t| t * best).collect(),
+                    // No type measured: 1.0 step/s on every usable type.
+                    (true, false) => thr.clone(),
+                };
+                (thr, raw)
             }
         }
     }
@@ -725,6 +971,11 @@ impl Gavel {
         let x =
             match self.objective {
                 GavelObjective::Fifo => fifo_allocation(&vc.cap, &gpus, &thr),
+                GavelObjective::MaxSum => {
+                    self.counters.closed_form += 1;
+                    let raw: Vec<Vec<f64>> = vc.jobs.values().map(|b| b.raw.clone()).collect();
+                    max_sum_allocation(&vc.cap, &gpus, &raw)
+                }
                 GavelObjective::MaxMin if vc.types.len() == 1 && self.opts.solver == GavelSolver::Auto => {
                     self.counters.closed_form += 1;
                     let ok: Vec<usize> = (0..ids.len()).filter(|&m| thr[m][0] > 0.0).collect();
@@ -962,12 +1213,13 @@ impl Policy for Gavel {
         match self.objective {
             GavelObjective::MaxMin => "gavel".into(),
             GavelObjective::Fifo => "gavel-fifo".into(),
+            GavelObjective::MaxSum => "gavel-max-sum".into(),
         }
     }
 
     fn on_arrival(&mut self, job: JobId, view: &View<'_>) {
         let spec = view.jobs.spec(job);
-        let thr = self.throughputs(spec, view);
+        let (thr, raw) = self.throughputs(spec, view);
         if thr.iter().all(|&t| t <= 0.0) {
             // No GPU type of its partition can hold it whole: Gavel runs a
             // job on one type, so it never starts (counted; it ends the run
@@ -983,7 +1235,7 @@ impl Policy for Gavel {
         let vc = &mut self.vcs[v];
         vc.jobs.insert(
             job,
-            Book { gpus: spec.gpus, thr, alloc: None, job_time: vec![half; k], deficit: vec![0.0; k], on: None },
+            Book { gpus: spec.gpus, thr, raw, alloc: None, job_time: vec![half; k], deficit: vec![0.0; k], on: None },
         );
         vc.need_alloc = true;
         if vc.round_end.is_none() {

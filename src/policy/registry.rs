@@ -263,6 +263,9 @@ registry! {
     "gavel" => Gavel(crate::policy::gavel::GavelOptions),
     /// Gavel's heterogeneity-aware FIFO, realised in rounds.
     "gavel-fifo" => GavelFifo(crate::policy::gavel::GavelOptions),
+    /// Gavel's maximum total throughput (`max_sum_throughput_perf`, the Sia
+    /// artifact's Gavel), realised in rounds (`--policy-opt round=360`).
+    "gavel-max-sum" => GavelMaxSum(crate::policy::gavel::GavelOptions),
     /// RIFLING: online tabular Q-learning over placements (moldable tasks).
     "rifling" => Rifling(RiflingOptions),
     /// RIFLING from a trained table (`--rifling-table`), greedy, not learning.

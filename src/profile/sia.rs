@@ -721,6 +721,12 @@ impl ProgressModel for SiaModel {
         self.on(cfg.gpu_type)?.step_times(app, cfg)
     }
 
+    /// [`calibration_factor`] of `app` (1 for an application the artifact
+    /// does not name, whose [`ProgressModel::goodput`] is an error anyway).
+    fn calibration(&self, app: &str) -> f64 {
+        calibration_factor(app).unwrap_or(1.0)
+    }
+
     /// Shared by every GPU type (the validation traces).
     fn grad_stats(&self, app: &str, batch: u64, progress: f64) -> Result<(f64, f64), String> {
         self.shared().grad_stats(app, batch, progress)

@@ -1,5 +1,5 @@
-//! Gavel: the max-min LP and FIFO allocations computed by hand, water-filling
-//! against the LP on random instances, round-by-round schedules computed by
+//! Gavel: the max-min LP, FIFO and max-sum allocations computed by hand,
+//! water-filling and the max-sum flow against the LP on random instances, round-by-round schedules computed by
 //! hand, and seeded random workloads under the invariants (one and two GPU
 //! types, VC partitions).
 
@@ -8,7 +8,8 @@ use dlsched::engine::{CheckpointModel, EngineConfig, RunOutput, Simulation};
 use dlsched::ids::VcId;
 use dlsched::job::JobState;
 use dlsched::policy::gavel::{
-    Gavel, GavelObjective, GavelOptions, fifo_allocation, max_min_lp, normalised_weights, values, water_fill,
+    Gavel, GavelObjective, GavelOptions, fifo_allocation, max_min_lp, max_sum_allocation, max_sum_gpus,
+    normalised_weights, values, water_fill,
 };
 use dlsched::policy::placement::PlacementKind;
 use dlsched::profile::TraceSpeed;
@@ -106,6 +107,124 @@ fn water_filling_attains_both_lp_optima_on_random_instances() {
         assert!(close(sum(&vl), sum(&vw), 1e-3), "case {case}: sum {vl:?} vs {vw:?}");
         let used: f64 = wf.iter().zip(&gpus).map(|(x, &g)| x[0] * f64::from(g)).sum();
         assert!(used <= f64::from(cap) + 1e-6 && wf.iter().all(|x| (0.0..=1.0).contains(&x[0])), "case {case}");
+    }
+}
+
+#[test]
+fn max_sum_on_two_types_matches_the_hand_solution() {
+    // Types A (2 GPUs) and B (1 GPU); jobs (GPUs; steps/s on A, B):
+    // j0 (1; 4, 1), j1 (1; 3, 2), j2 (2; 6, cannot run on B).
+    // Claim: X = j0 (1, 0), j1 (0, 1), j2 (0.5, 0), total 4 + 2 + 3 = 9.
+    // Dual certificate (prices per GPU pi_A = 3, pi_B = 1.5; per job row
+    // u0 = 1, u1 = 0.5, u2 = 0): every thr_mj <= u_m + s_m pi_j, with
+    // equality exactly on the three positive entries (j0 on A: 4 = 1 + 3;
+    // j1 on B: 2 = 0.5 + 1.5; j2 on A: 6 = 0 + 2 * 3) and strict elsewhere
+    // (j0 on B: 1 < 2.5; j1 on A: 3 < 3.5), and the dual value
+    // 1 + 0.5 + 2 * 3 + 1 * 1.5 = 9 equals the primal's: optimal. With the
+    // strict entries at 0 the rest is max 4a + 6e, a <= 1, a + 2e <= 2,
+    // e <= 1: a = 1, e = 0.5 only, so the optimum is unique.
+    let (cap, gpus) = ([2, 1], [1, 1, 2]);
+    let thr = vec![vec![4.0, 1.0], vec![3.0, 2.0], vec![6.0, 0.0]];
+    assert_eq!(max_sum_gpus(&cap, &gpus, &thr), vec![vec![1, 0], vec![0, 1], vec![1, 0]]);
+    assert_eq!(max_sum_allocation(&cap, &gpus, &thr), vec![vec![1.0, 0.0], vec![0.0, 1.0], vec![0.5, 0.0]]);
+}
+
+#[test]
+fn max_sum_differs_from_max_min_where_it_should_and_shares_ties() {
+    // One type of 1 GPU, two 1-GPU jobs of 2 and 1 steps/s: max-sum gives
+    // the GPU to the faster job; max-min (water-filling) halves it.
+    let x = max_sum_allocation(&[1], &[1, 1], &[vec![2.0], vec![1.0]]);
+    assert_eq!(x, vec![vec![1.0], vec![0.0]]);
+    assert_eq!(water_fill(1, &[1, 1]), vec![0.5, 0.5]);
+    // One type of 2 GPUs, jobs of 1, 1 and 2 GPUs at 1 step/s each: max-sum
+    // earns 1 per GPU-second from a 1-GPU job and 0.5 from the 2-GPU one,
+    // so the 1-GPU jobs get it all; water-filling gives 2/3, 2/3, 1/3.
+    let x = max_sum_allocation(&[2], &[1, 1, 2], &[vec![1.0], vec![1.0], vec![1.0]]);
+    assert_eq!(x, vec![vec![1.0], vec![1.0], vec![0.0]]);
+    let wf = water_fill(2, &[1, 1, 2]);
+    assert!(close(wf[0], 2.0 / 3.0, 1e-9) && close(wf[2], 1.0 / 3.0, 1e-9), "{wf:?}");
+    // Where they agree: five identical 1-GPU jobs on 4 GPUs tie exactly;
+    // the vertex gives 4 of them the GPUs, our rule shares the 4 GPUs
+    // equally, 0.8 each, which is also the water-filling.
+    let thr = vec![vec![1.5]; 5];
+    let y = max_sum_gpus(&[4], &[1; 5], &thr);
+    assert_eq!(y.iter().map(|r| r[0]).sum::<u32>(), 4);
+    let x = max_sum_allocation(&[4], &[1; 5], &thr);
+    assert!(x.iter().all(|r| r[0] == 0.8), "{x:?}");
+    assert_eq!(water_fill(4, &[1; 5]), vec![0.8; 5]);
+    // Two types, a class of three identical jobs and a faster other: the
+    // class shares what the vertex gives it on each type, row by row.
+    let thr = vec![vec![1.0, 3.0], vec![1.0, 3.0], vec![2.0, 8.0], vec![1.0, 3.0]];
+    let x = max_sum_allocation(&[2, 2], &[1, 1, 1, 1], &thr);
+    // j2 gains most on the second type (8), the class fills its other GPU
+    // (3) and both GPUs of the first type (1 each): class totals (2, 1).
+    assert_eq!(x[2], vec![0.0, 1.0]);
+    for m in [0, 1, 3] {
+        assert!(close(x[m][0], 2.0 / 3.0, 1e-9) && close(x[m][1], 1.0 / 3.0, 1e-9), "{x:?}");
+    }
+}
+
+#[test]
+fn max_sum_flow_attains_the_lp_optimum_on_random_instances() {
+    // The LP itself (Clarabel through good_lp): the flow's allocation must
+    // be feasible, whole GPUs per type before the class averaging, and reach
+    // the LP's optimum value.
+    use good_lp::{Expression, ProblemVariables, Solution, SolverModel, variable};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(34);
+    for case in 0..60 {
+        let k = rng.gen_range(1..=3);
+        let cap: Vec<u32> = (0..k).map(|_| rng.gen_range(1..=12)).collect();
+        let m = rng.gen_range(1..=10);
+        let gpus: Vec<u32> = (0..m).map(|_| [1, 1, 2, 4, 8][rng.gen_range(0..5)]).collect();
+        // Throughputs from a few levels, so that ties occur; 0 where the
+        // type is too small or at random.
+        let thr: Vec<Vec<f64>> = (0..m)
+            .map(|i| {
+                (0..k)
+                    .map(|j| {
+                        if gpus[i] > cap[j] || rng.gen_range(0..6) == 0 {
+                            0.0
+                        } else {
+                            [0.5, 1.0, 1.5, 4.0][rng.gen_range(0..4)]
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let y = max_sum_gpus(&cap, &gpus, &thr);
+        let x = max_sum_allocation(&cap, &gpus, &thr);
+        for i in 0..m {
+            let row: u32 = y[i].iter().sum();
+            assert!(row <= gpus[i], "case {case}: job {i} gets {row} GPUs: {y:?}");
+            assert!(x[i].iter().sum::<f64>() <= 1.0 + 1e-9, "case {case}: {x:?}");
+            for j in 0..k {
+                assert!(thr[i][j] > 0.0 || y[i][j] == 0, "case {case}: a job on a type it cannot use");
+            }
+        }
+        for j in 0..k {
+            let used: f64 = (0..m).map(|i| x[i][j] * f64::from(gpus[i])).sum();
+            assert!(used <= f64::from(cap[j]) + 1e-6, "case {case}: type {j} over: {used}");
+        }
+        let total = |x: &[Vec<f64>]| -> f64 {
+            x.iter().zip(&thr).map(|(r, t)| r.iter().zip(t).map(|(a, b)| a * b).sum::<f64>()).sum()
+        };
+        let mut vars = ProblemVariables::new();
+        let xs: Vec<Vec<_>> =
+            (0..m).map(|_| (0..k).map(|_| vars.add(variable().min(0.0).max(1.0))).collect()).collect();
+        let obj: Expression = (0..m).flat_map(|i| (0..k).map(move |j| (i, j))).map(|(i, j)| thr[i][j] * xs[i][j]).sum();
+        let mut model = vars.maximise(obj).using(good_lp::clarabel);
+        for row in &xs {
+            let e: Expression = row.iter().copied().sum();
+            model = model.with(e.leq(1.0));
+        }
+        for j in 0..k {
+            let e: Expression = (0..m).map(|i| f64::from(gpus[i]) * xs[i][j]).sum();
+            model = model.with(e.leq(f64::from(cap[j])));
+        }
+        let sol = model.solve().unwrap();
+        let lp: Vec<Vec<f64>> = xs.iter().map(|r| r.iter().map(|&v| sol.value(v)).collect()).collect();
+        let (f, l) = (total(&x), total(&lp));
+        assert!(close(f, l, 1e-5 * l.max(1.0)), "case {case}: flow {f} vs LP {l}");
     }
 }
 

@@ -319,9 +319,9 @@ fn gavel_keeps_every_invariant() {
     let mut preempted = 0;
     for spec in specs {
         for seed in 1..=2u64 {
-            for objective in [GavelObjective::MaxMin, GavelObjective::Fifo] {
+            for objective in [GavelObjective::MaxMin, GavelObjective::Fifo, GavelObjective::MaxSum] {
                 for solver in [GavelSolver::Auto, GavelSolver::Lp] {
-                    if solver == GavelSolver::Lp && (objective == GavelObjective::Fifo || spec.name != "2vc") {
+                    if solver == GavelSolver::Lp && (objective != GavelObjective::MaxMin || spec.name != "2vc") {
                         continue; // the LP on one type: once is enough (slow in debug)
                     }
                     let cluster = Cluster::new(spec.clone()).unwrap();

@@ -119,7 +119,7 @@ fn same_schedule(what: &str, make: &dyn Fn(&Cluster, bool) -> Box<dyn Policy>) -
 
 #[test]
 fn gavel_skips_only_rounds_that_decide_nothing() {
-    for objective in [GavelObjective::MaxMin, GavelObjective::Fifo] {
+    for objective in [GavelObjective::MaxMin, GavelObjective::Fifo, GavelObjective::MaxSum] {
         let (on, off) = same_schedule(&format!("{objective:?}"), &|c, skip| {
             Box::new(Gavel::new(GavelOptions::default(), objective, c, None).with_round_skipping(skip))
         });

@@ -53,7 +53,7 @@ fn gavel_refuses_a_job_wider_than_every_gpu_type_of_its_partition() {
         "wide.csv",
         "job_id,gpu_num,submit_time,duration\nwide,24,0,600\nexact,20,5,100\nsmall,1,10,300\n",
     );
-    for policy in ["gavel", "gavel-fifo"] {
+    for policy in ["gavel", "gavel-fifo", "gavel-max-sum"] {
         let (code, err, s) = simulate(d.path(), &["--trace", &trace, "--cluster", "ldwp-testbed", "--policy", policy]);
         assert_eq!(code, 0, "{policy}: {err}");
         let s = s.unwrap();
