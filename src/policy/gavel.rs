@@ -116,7 +116,10 @@
 //!    allocation is recomputed and the counters reset (`_reset_time_run_so_far`):
 //!    each job's deficit grows by `X_mj · elapsed − (job_time[m][j] − round/2)`,
 //!    `job_time[m][j] = round/2` and `worker_time[j] = Σ_m job_time[m][j]`;
-//!    a job that arrives gets `job_time = round/2` on every type;
+//!    a job that arrives gets `job_time = round/2` on every type (with
+//!    `keep-counters = true`, the Sia artifact's `GavelPolicy`, the
+//!    allocation is recomputed but nothing is reset: see
+//!    [`GavelOptions::keep_counters`]);
 //! 3. priorities (`_update_priorities`): `X_mj / (job_time[m][j] /
 //!    worker_time[j])`; 0 for a job not in the allocation (it arrived after
 //!    the last reset) or with `X_mj = 0`;
@@ -211,11 +214,20 @@ pub struct GavelOptions {
     /// `auto` (default: water-filling on a one-type partition, else the LP)
     /// or `lp` (the LP everywhere).
     pub solver: GavelSolver,
+    /// Keep the time counters across allocation recomputations (default
+    /// false: Gavel's reset, step 2 of "Rounds" in the module docs). True
+    /// is the Sia artifact's `GavelPolicy` (`sia-simulator/gavel.py`, whose
+    /// `reset_time` is commented out): `job_time` and `worker_time` only
+    /// grow, deficits stay 0, and each arriving job adds `round / 2` to
+    /// every type's `worker_time` as it does to its own `job_time`.
+    /// Written to manifests only when true.
+    #[serde(alias = "keep_counters", skip_serializing_if = "std::ops::Not::not")]
+    pub keep_counters: bool,
 }
 
 impl Default for GavelOptions {
     fn default() -> Self {
-        GavelOptions { round: 360.0, reset_interval: 1920.0, solver: GavelSolver::Auto }
+        GavelOptions { round: 360.0, reset_interval: 1920.0, solver: GavelSolver::Auto, keep_counters: false }
     }
 }
 
@@ -946,9 +958,11 @@ impl Gavel {
     /// Recomputes partition `v`'s allocation and resets its time counters.
     fn reset(&mut self, v: usize, now: u64) {
         let half = self.opts.round / 2.0;
+        let keep = self.opts.keep_counters;
         let vc = &mut self.vcs[v];
         let elapsed = vc.last_reset.map_or(0.0, |l| (now - l) as f64 / 1000.0);
-        for b in vc.jobs.values_mut() {
+        // `keep-counters`: the counters (and deficits) stay as they are.
+        for b in vc.jobs.values_mut().filter(|_| !keep) {
             for j in 0..b.job_time.len() {
                 let should = b.alloc.as_ref().map_or(0.0, |a| a[j] * elapsed);
                 b.deficit[j] += should - (b.time_on(j, now) - half);
@@ -958,7 +972,7 @@ impl Gavel {
                 b.on = Some((t, now));
             }
         }
-        for j in 0..vc.worker_time.len() {
+        for j in (0..vc.worker_time.len()).filter(|_| !keep) {
             vc.worker_time[j] = half * vc.jobs.len() as f64;
             vc.since_sum[j] = u128::from(vc.run_n[j]) * u128::from(now);
         }
@@ -1233,6 +1247,10 @@ impl Policy for Gavel {
         let k = self.vcs[v].types.len();
         let half = self.opts.round / 2.0;
         let vc = &mut self.vcs[v];
+        if self.opts.keep_counters {
+            // The artifact's `add_jobs`: `_cluster_time[cname] += job_time`.
+            vc.worker_time.iter_mut().for_each(|w| *w += half);
+        }
         vc.jobs.insert(
             job,
             Book { gpus: spec.gpus, thr, raw, alloc: None, job_time: vec![half; k], deficit: vec![0.0; k], on: None },

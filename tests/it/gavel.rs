@@ -303,6 +303,30 @@ fn max_min_rounds_by_hand() {
 }
 
 #[test]
+fn keep_counters_by_hand() {
+    // One GPU, rounds of 100 s, allocation recomputed whenever the job set
+    // changed. A, B: 1 GPU, 1,000 s, at 0; C: 1 GPU, 100 s, at 250.
+    // Both ways alike until 300: X = 1/2 each, counters 50, worker 100;
+    // t=0 A runs (tie, id order); t=100 B (2 > 0.67); t=200 tie, A runs.
+    // Gavel's reset at 300 (C arrived): deficits += X·300 − (time − 50): A
+    // 150 − 200 = −50, B 150 − 100 = 50, C 0; all counters 50, worker 150,
+    // X = 1/3 each: priorities tie at 1, deficits order B (runs 300-400);
+    // t=400: A = C = (1/3) / (50/250) > B, deficit C 0 > A −50: C runs
+    // 400-500.
+    let recs = || vec![rec("A", 0, 1, 1000), rec("B", 0, 1, 1000), rec("C", 250, 1, 100)];
+    let spec = || ClusterSpec::uniform("1x1", 1, 1, "V100", 16384);
+    let c_row = |out: &RunOutput| rows(out).into_iter().find(|r| r.0 == "C").unwrap();
+    let out = run_gavel(recs(), spec(), opts(100.0, 0.0), GavelObjective::MaxMin);
+    assert_eq!(c_row(&out), ("C".to_string(), 400, 500, 150, 0));
+    // Kept counters: worker time 100 (two arrivals) + 300 run + 50 (C's
+    // arrival) = 450 at 300, A 250, B 150, C 50; with X = 1/3 the
+    // priorities are A 0.6, B 1, C 3: C runs 300-400.
+    let keep = GavelOptions { keep_counters: true, ..opts(100.0, 0.0) };
+    let out = run_gavel(recs(), spec(), keep, GavelObjective::MaxMin);
+    assert_eq!(c_row(&out), ("C".to_string(), 300, 400, 50, 0));
+}
+
+#[test]
 fn fifo_rounds_by_hand_with_and_without_the_reset_interval() {
     // One node of 2 GPUs, rounds of 100 s. A (0 s, 1 GPU, 150 s), B (10 s,
     // 1 GPU, 100 s), C (20 s, 1 GPU, 300 s).

@@ -326,7 +326,7 @@ fn gavel_keeps_every_invariant() {
                     }
                     let cluster = Cluster::new(spec.clone()).unwrap();
                     let recs = crate::common::seeded_two_vc_records(&cluster, seed);
-                    let o = GavelOptions { round: 360.0, reset_interval: 1920.0, solver };
+                    let o = GavelOptions { round: 360.0, reset_interval: 1920.0, solver, keep_counters: false };
                     // Seed 2 pays the Helios checkpoint table at each preemption.
                     let ckpt = if seed == 2 { CheckpointModel::HeliosTable } else { CheckpointModel::None };
                     // run_gavel_ckpt checks the invariants after every instant.

@@ -340,7 +340,7 @@ fn shape(seed: u64) -> Shape {
     let round = [0.2, 0.9, 60.0, 180.0, 360.0, 720.0][draw(6) as usize];
     let reset_interval = [0.0, round / 3.0, 1920.0, 2.0 * round, 0.0][draw(5) as usize];
     let solver = if draw(4) == 0 { GavelSolver::Lp } else { GavelSolver::Auto };
-    let opts = GavelOptions { round, reset_interval, solver };
+    let opts = GavelOptions { round, reset_interval, solver, keep_counters: false };
     let objective = if draw(3) == 0 { GavelObjective::Fifo } else { GavelObjective::MaxMin };
     let ckpt = [CheckpointModel::None, CheckpointModel::HeliosTable, CheckpointModel::Gandiva][draw(3) as usize];
     let table = draw(2) == 0;
