@@ -232,7 +232,7 @@ registry! {
     "pollux" => Pollux(crate::policy::pollux::PolluxOptions),
     /// Sia (SOSP'23): per round one (GPU type, nodes, GPUs) configuration per
     /// work-defined job by an integer program over normalised goodputs
-    /// (`--policy-opt interval-s=60, p=-0.5, lambda-n=1.1, clip=3000`).
+    /// (`--policy-opt interval-s=60, p=-0.5, lambda-n=1.1, clip=3000, type-aware=true`).
     "sia" => Sia(crate::policy::sia::SiaOptions),
     /// ElasticFlow (ASPLOS'23): admission by each job's minimum satisfactory
     /// share over time slots, leftover GPUs by marginal gain; ElasticFlow
@@ -264,7 +264,8 @@ registry! {
     /// Gavel's heterogeneity-aware FIFO, realised in rounds.
     "gavel-fifo" => GavelFifo(crate::policy::gavel::GavelOptions),
     /// Gavel's maximum total throughput (`max_sum_throughput_perf`, the Sia
-    /// artifact's Gavel), realised in rounds (`--policy-opt round=360`).
+    /// artifact's Gavel), realised in rounds (`--policy-opt round=360,
+    /// reset-interval=1920, keep-counters=false`).
     "gavel-max-sum" => GavelMaxSum(crate::policy::gavel::GavelOptions),
     /// RIFLING: online tabular Q-learning over placements (moldable tasks).
     "rifling" => Rifling(RiflingOptions),

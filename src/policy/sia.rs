@@ -47,7 +47,10 @@
 //!    most 1e-4 set to 1e-4 (`ZERO_ALLOC_GAIN`). A rigid job's goodput on a
 //!    type is its throughput there on its GPUs (the model's step times of
 //!    its tuned configuration, an oracle as in the artifact), scaled so the
-//!    slowest type gives its GPU count.
+//!    slowest type gives its GPU count. **Ours**, a control:
+//!    [`SiaOptions::type_aware`] false rates every type as the job's first
+//!    fitted type (no projection ratio; a rigid job as on its slowest
+//!    type), so the program cannot tell GPU types apart.
 //! 5. **Restart penalty.** For a job that holds a configuration (it got
 //!    one last round), every other configuration is multiplied by `max(age − restarts·R, 0) / (age + R)` (1 while `age <
 //!    R`), `R` the application's restart penalty (`get_restart_penalty`:
@@ -155,11 +158,23 @@ pub struct SiaOptions {
     pub lambda_n: f64,
     /// Largest value of `G^p` (`sia_goodput_clip_val`), positive. Default 3000.
     pub clip: f64,
+    /// Whether the program tells GPU types apart (default true, Sia). False
+    /// is **ours**, a control for heterogeneity awareness: every type is
+    /// rated as the job's first fitted type (rule 4), so the program sees
+    /// one goodput per GPU count whatever the type; the engine still runs
+    /// each type at its own speed. Written to manifests only when false.
+    #[serde(alias = "type_aware", skip_serializing_if = "is_true")]
+    pub type_aware: bool,
+}
+
+/// `skip_serializing_if` of [`SiaOptions::type_aware`].
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl Default for SiaOptions {
     fn default() -> Self {
-        SiaOptions { interval_s: 60.0, p: -0.5, lambda_n: 1.1, clip: 3000.0 }
+        SiaOptions { interval_s: 60.0, p: -0.5, lambda_n: 1.1, clip: 3000.0, type_aware: true }
     }
 }
 
@@ -460,6 +475,9 @@ impl Sia {
                 if !min.is_finite() || min <= 0.0 {
                     return None;
                 }
+                // Type-blind control: every type as fast as the slowest.
+                let th: Vec<Option<f64>> =
+                    if self.opts.type_aware { th } else { th.iter().map(|x| x.map(|_| min)).collect() };
                 for (c, &(t, k, n)) in types.configs.iter().enumerate() {
                     if let Some(x) = th[usize::from(t)]
                         && n == gpus
@@ -509,7 +527,7 @@ impl Sia {
                                 Some((_, r)) if u64::from(n) * u64::from(r.min_local) <= u64::from(r.max_batch) => {}
                                 _ => continue,
                             }
-                            g[c] = match fitted(t) {
+                            g[c] = match fitted(t).filter(|_| self.opts.type_aware) {
                                 Some((perf, (sqr, var))) => {
                                     let Some((init, range)) = Self::range(model, app, t as u16, spec.tuned_bsz) else {
                                         continue;
@@ -522,6 +540,8 @@ impl Sia {
                                 None => {
                                     let ratio = th_d.zip(Self::single_gpu_throughput(model, app, t as u16));
                                     let Some((td, tt)) = ratio else { continue };
+                                    // Type-blind control: no projection.
+                                    let (td, tt) = if self.opts.type_aware { (td, tt) } else { (1.0, 1.0) };
                                     let kd = n.div_ceil(types.per_node[d].max(1));
                                     gd.optimize_over(kd, n, &self.candidates(init_d, n, range_d)).0 * tt / td
                                 }

@@ -10,13 +10,16 @@ use dlsched::profile::elastic::{ElasticConfig, ProgressModel};
 
 use crate::common::{elastic_job, elastic_sim};
 
-/// Goodput = GPUs × 1 progress unit/s on type 0 (T4), × 2 on type 1
-/// (A100); target 1,200 units; step time `0.01 × atomic batch / speed`,
-/// sync a tenth of it; batch limits: per GPU 16 to 64, total up to 1,024.
-struct TwoTypes;
+/// Goodput = GPUs × 1 progress unit/s on type 0 (T4), × the field on type
+/// 1 (A100; 2 in most tests); target 1,200 units; step time `0.01 × atomic
+/// batch / speed`, sync a tenth of it; batch limits: per GPU 16 to 64,
+/// total up to 1,024.
+struct TwoTypes(f64);
 
-fn speed(cfg: &ElasticConfig) -> f64 {
-    if cfg.gpu_type == 1 { 2.0 } else { 1.0 }
+impl TwoTypes {
+    fn speed(&self, cfg: &ElasticConfig) -> f64 {
+        if cfg.gpu_type == 1 { self.0 } else { 1.0 }
+    }
 }
 
 impl ProgressModel for TwoTypes {
@@ -27,13 +30,13 @@ impl ProgressModel for TwoTypes {
         Ok(1200.0)
     }
     fn goodput(&self, _app: &str, cfg: &ElasticConfig, _progress: f64) -> Result<f64, String> {
-        Ok(f64::from(cfg.replicas()) * speed(cfg))
+        Ok(f64::from(cfg.replicas()) * self.speed(cfg))
     }
     fn next_breakpoint(&self, _app: &str, _progress: f64) -> f64 {
         1200.0
     }
     fn step_times(&self, _app: &str, cfg: &ElasticConfig) -> Result<(f64, f64), String> {
-        let step = 0.01 * f64::from(cfg.atomic_bsz) / speed(cfg);
+        let step = 0.01 * f64::from(cfg.atomic_bsz) / self.speed(cfg);
         Ok((step, step / 10.0))
     }
     fn grad_stats(&self, _app: &str, _batch: u64, _progress: f64) -> Result<(f64, f64), String> {
@@ -60,7 +63,7 @@ fn rigid_jobs_go_to_the_faster_type_and_finish_when_computed_by_hand() {
     // the A100 node holds both. First round at 60 s, then the 30-s re-scale
     // delay, then 1,200 units at 2 units/s: complete at 60 + 30 + 600 = 690 s.
     let jobs = vec![elastic_job("a", "x", 0, 1, 64, false), elastic_job("b", "x", 0, 1, 64, false)];
-    let sim = elastic_sim(two_types(), jobs, Box::new(Sia::new(SiaOptions::default())), Box::new(TwoTypes));
+    let sim = elastic_sim(two_types(), jobs, Box::new(Sia::new(SiaOptions::default())), Box::new(TwoTypes(2.0)));
     let mut log = Allocations::default();
     let out = sim.run_observed(&mut log, |_| {}).unwrap();
     for j in 0..2 {
@@ -71,6 +74,38 @@ fn rigid_jobs_go_to_the_faster_type_and_finish_when_computed_by_hand() {
     assert_eq!(log.0.len(), 2, "one allocation each: {:?}", log.0);
     for (job, gpus) in &log.0 {
         assert!(gpus.iter().all(|&g| g >= 4), "job {job} ran on {gpus:?}, not the A100 node");
+    }
+}
+
+#[test]
+fn the_type_blind_control_sees_the_types_as_equally_fast() {
+    // Three rigid 1-GPU jobs at t = 0 on two types, type 1 (GPUs 4-7) at
+    // half type 0's speed here. `type-aware=false` rates a rigid job as on
+    // its slowest type everywhere, so its program must decide as Sia's own
+    // does when both types are equally fast (an independent route to the
+    // same rows and the same solver), where ties go to type 1; Sia itself
+    // puts all three on type 0.
+    let jobs = || (0..3).map(|i| elastic_job(&format!("j{i}"), "x", 0, 1, 64, false)).collect::<Vec<_>>();
+    let run = |opts: SiaOptions, type1: f64| {
+        let sim = elastic_sim(two_types(), jobs(), Box::new(Sia::new(opts)), Box::new(TwoTypes(type1)));
+        let mut log = Allocations::default();
+        let out = sim.run_observed(&mut log, |_| {}).unwrap();
+        (log.0, out)
+    };
+    let blind = SiaOptions { type_aware: false, ..SiaOptions::default() };
+    let (aware_log, _) = run(SiaOptions::default(), 0.5);
+    let (equal_log, _) = run(SiaOptions::default(), 1.0);
+    let (blind_log, out) = run(blind, 0.5);
+    assert!(aware_log.iter().all(|(_, g)| g.iter().all(|&g| g < 4)), "Sia: all on type 0, {aware_log:?}");
+    assert_eq!(blind_log, equal_log, "the blind program decides as on equally fast types");
+    assert!(blind_log.iter().any(|(_, g)| g.iter().all(|&g| g >= 4)), "blind: some job on type 1, {blind_log:?}");
+    // One allocation each at 60 s, the 30-s re-scale delay, then 1,200
+    // units at 1 unit/s on type 0 (end 1,290 s) or 0.5 on type 1 (2,490 s).
+    assert_eq!(blind_log.len(), 3);
+    for (job, gpus) in &blind_log {
+        let JobState::Completed(d) = out.jobs.state(JobId(*job)) else { panic!("job {job} did not complete") };
+        let want = if gpus[0] >= 4 { 2_490_000 } else { 1_290_000 };
+        assert_eq!((d.start.as_ms(), d.end.as_ms()), (60_000, want), "job {job} on {gpus:?}");
     }
 }
 
@@ -144,7 +179,7 @@ impl ProgressModel for LongSameSpeed {
         Ok((1e-3, 1.0))
     }
     fn batch_limits(&self, app: &str) -> Option<BatchLimits> {
-        TwoTypes.batch_limits(app)
+        TwoTypes(2.0).batch_limits(app)
     }
 }
 
