@@ -298,8 +298,8 @@ impl Simulation {
         }
     }
 
-    /// A run with work-defined jobs needs a progress model: the error
-    /// names the first such job otherwise.
+    /// A run with work-defined jobs needs a progress model that knows
+    /// their applications: the error names the first job otherwise.
     ///
     /// A sample budget needs exact timing: the error names the first job
     /// with one under [`ElasticTiming::PolluxSim`] otherwise.
@@ -313,7 +313,21 @@ impl Simulation {
                 .to_string();
             return Err(self.model_failure("progress".into(), spec.id, reason));
         }
-        if self.jobs.work_defined() == 0 || self.progress_model.is_some() {
+        if let Some(model) = &self.progress_model {
+            // A model that does not know a job's application fails the run
+            // here, before its first instant, whatever the policy: a policy
+            // that only ever asks the model for what it could rate (Sia)
+            // would otherwise leave the job waiting for ever.
+            for spec in self.jobs.specs() {
+                if let Some(e) = spec.elastic()
+                    && let Err(reason) = e.target(model.as_ref())
+                {
+                    return Err(self.model_failure(model.name().to_string(), spec.id, reason));
+                }
+            }
+            return Ok(());
+        }
+        if self.jobs.work_defined() == 0 {
             return Ok(());
         }
         let Some(spec) = self.jobs.specs().iter().find(|s| s.elastic().is_some()) else { return Ok(()) };

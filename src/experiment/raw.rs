@@ -439,8 +439,28 @@ fn set_options(
                 )
             })?;
         }
-        obj.insert(parts[parts.len() - 1].to_string(), jv);
-        spec = policy.reparse(json.clone()).map_err(|e| {
+        let last = parts[parts.len() - 1];
+        obj.insert(last.to_string(), jv.clone());
+        let mut parsed = policy.reparse(json.clone());
+        // An alias (`interval_s` for `interval-s`) sits beside the option's
+        // own name, which the serialised spec already holds: serde calls
+        // that a duplicate field. Set the option by its own name instead.
+        if let Err(e) = &parsed
+            && let Some(name) = e.strip_prefix("duplicate field `").and_then(|r| r.split('`').next())
+            && name != last
+        {
+            let name = name.to_string();
+            let mut o = json.as_object_mut();
+            for part in &parts[..parts.len() - 1] {
+                o = o.and_then(|m| m.get_mut(*part)).and_then(|v| v.as_object_mut());
+            }
+            if let Some(m) = o {
+                m.remove(last);
+                m.insert(name, jv);
+            }
+            parsed = policy.reparse(json.clone());
+        }
+        spec = parsed.map_err(|e| {
             // serde's words for a field or variant the options lack.
             let kind = match e.starts_with("unknown field") || e.starts_with("unknown variant") {
                 true => ConfigErrorKind::UnknownName,

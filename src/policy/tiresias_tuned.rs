@@ -52,7 +52,9 @@
 //!   nodes have enough in the pool (`GpuPool::take_most_free_one_type`);
 //!   the budget of rule 3 stays the cluster's GPU count, so a job that is
 //!   *running* by the budget but fits no single type waits for a later
-//!   tick. On one type nothing changes.
+//!   tick; a job needing more GPUs than any one type has is skipped at
+//!   admission as `exceeds_gpu_type_group`, as for Gavel (ours: it would
+//!   otherwise wait for ever). On one type nothing changes.
 
 use std::collections::BTreeMap;
 
@@ -64,6 +66,7 @@ use super::{Decision, Policy, View};
 use crate::error::RunError;
 use crate::ids::JobId;
 use crate::job::JobState;
+use crate::workload::admission::AdmissionRule;
 
 /// Options of `tiresias-tuned`. Names are kebab-case; unknown names are refused.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -94,6 +97,12 @@ impl BuildPolicy for TiresiasTunedOptions {
 
     fn preemption_period_ms(&self, _kind: &str) -> Option<u64> {
         Some(self.interval_s.saturating_mul(1000))
+    }
+
+    /// A job runs on its tuned GPUs of one type (rule "Placement"): one
+    /// needing more than any type has is skipped, not left waiting.
+    fn admission_rule(&self, _kind: &str) -> AdmissionRule {
+        AdmissionRule::OneGpuType
     }
 
     fn build(&self, kind: &str, ctx: &mut BuildContext<'_>) -> Result<Box<dyn Policy>, RunError> {

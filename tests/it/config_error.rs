@@ -180,3 +180,18 @@ fn a_value_the_policy_refuses_is_an_invalid_value() {
     assert_eq!(e.kind, ConfigErrorKind::InvalidValue);
     assert_eq!(e.message, "RIFLING alpha (--rifling-alpha) must be in (0, 1], got 2");
 }
+
+#[test]
+fn an_option_alias_sets_the_option_it_names() {
+    // `reset_interval` is an alias of gavel's `reset-interval`: set either
+    // way, the spec is the same and differs from the default (1,920 s).
+    let policy = |key: &str| {
+        let r = rawspec(&[("policy", s("gavel")), (key, Value::Float(0.0))]);
+        let spec = raw::to_run_spec(&r, Origin::File(Path::new("e.toml")), None).unwrap();
+        serde_json::to_value(&spec.policy).unwrap()
+    };
+    let (alias, own) = (policy("policy_opt.reset_interval"), policy("policy_opt.reset-interval"));
+    assert_eq!(alias, own);
+    assert_eq!(alias["reset-interval"], serde_json::json!(0.0), "{alias}");
+    assert!(alias.get("reset_interval").is_none(), "{alias}");
+}

@@ -346,3 +346,41 @@ fn local_caps_are_a_placements_largest_measured_local_batch() {
     // The trait method is the model's (Pollux's batch choice reads it).
     assert_eq!(ProgressModel::local_caps_on(&m, "deepspeech2", &[7, 8], a100), Some((40, Some(40))));
 }
+
+#[test]
+fn sia_and_tiresias_tuned_stop_on_jobs_they_could_never_run() {
+    // Each of these once waited for ever (the run never ended).
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("w.csv");
+    let run = |policy: &str, name: &str| {
+        let out = d.path().join(name);
+        let args = ["simulate", "--trace", trace.to_str().unwrap(), "--cluster", "sia", "--policy", policy];
+        let o = common::dlsched(&[&args[..], &["--out", out.to_str().unwrap()]].concat());
+        (o, out)
+    };
+    // An application the model does not know: the run fails before its
+    // first instant under sia, as under fifo, naming the job and line.
+    std::fs::write(&trace, "name,time,application,num_replicas,batch_size\nc,0,cifar10,1,128\nx,10,resnet9000,4,128\n")
+        .unwrap();
+    for policy in ["sia", "fifo"] {
+        let (o, _) = run(policy, policy);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{policy}");
+        assert!(err.contains("`x`") && err.contains("line 3") && err.contains("`resnet9000`"), "{policy}: {err}");
+    }
+    // A 32-GPU job on the sia preset (no type has more than 24 GPUs: 6 x 4
+    // T4, 3 x 8 RTX 2080 Ti, 2 x 8 A100): tiresias-tuned runs it on one
+    // type, so skips it by name, as gavel does; the other job completes.
+    std::fs::write(
+        &trace,
+        "name,time,application,num_replicas,batch_size\nc,0,cifar10,1,128\nwide,10,cifar10,32,4096\n",
+    )
+    .unwrap();
+    let (o, out) = run("tiresias-tuned", "tt");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert_eq!((v["jobs_completed"].as_u64(), v["jobs_skipped"].as_u64()), (Some(1), Some(1)), "{summary}");
+    let skipped = std::fs::read_to_string(out.join("skipped.csv")).unwrap();
+    assert!(skipped.contains("wide") && skipped.contains("exceeds_gpu_type_group"), "{skipped}");
+}
