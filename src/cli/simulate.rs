@@ -68,7 +68,9 @@ pub(crate) struct SimulateArgs {
     /// Work-defined jobs (elastic workloads), at 60-s ticks as the Pollux
     /// simulator: tiresias-tuned (two-queue 2D-LAS on tuned GPUs), optimus
     /// (greedy marginal-gain GPUs by remaining work), pollux (elastic GPUs
-    /// and batch per job by a genetic search for goodput).
+    /// and batch per job by a genetic search for goodput), sia (one GPU type
+    /// and count per job by an integer program over normalised goodputs, on
+    /// clusters of several GPU types).
     /// ElasticFlow jobs with deadlines (jobs-csv with num_iteration and
     /// deadline): elasticflow (admission control by minimum satisfactory
     /// share, leftover GPUs by marginal gain; rejected jobs never run), edf

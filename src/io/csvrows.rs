@@ -167,7 +167,7 @@ impl Row<'_> {
         self.err(col, format!("`{}` s is out of range (at most {MAX_SECS:e} s, about 3,170 years)", self.str(col)))
     }
 
-    /// A whole, non-negative GPU count (`2` or `2.0`).
+    /// A whole, non-negative count (GPUs, a batch size) (`2` or `2.0`).
     pub fn count(&self, col: usize) -> Result<u32, TraceError> {
         let s = self.str(col);
         if let Ok(v) = s.parse::<u32>() {
@@ -175,7 +175,7 @@ impl Row<'_> {
         }
         match s.parse::<f64>() {
             Ok(v) if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= f64::from(u32::MAX) => Ok(v as u32),
-            _ => Err(self.err(col, format!("`{s}` is not a whole, non-negative number of GPUs"))),
+            _ => Err(self.err(col, format!("`{s}` is not a whole, non-negative count (at most {})", u32::MAX))),
         }
     }
 
