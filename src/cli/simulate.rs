@@ -1011,8 +1011,14 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
         outln!("{line}")?;
     }
     outln!()?;
+    // Jobs the policy's admission control refused are neither completed
+    // nor unfinished: say so on the jobs line, so that it adds up.
+    let rejected = match s.jobs_rejected {
+        Some(r) if r > 0 => format!(", {r} rejected"),
+        _ => String::new(),
+    };
     outln!(
-        "  jobs            {:>12} total, {} completed, {} skipped, {} unfinished",
+        "  jobs            {:>12} total, {} completed{rejected}, {} skipped, {} unfinished",
         s.jobs_total,
         s.jobs_completed,
         s.jobs_skipped,
@@ -1058,7 +1064,11 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
                 format!("the {} s re-scale delay", d.unwrap_or(crate::engine::DEFAULT_RESCALE_DELAY_MS) as f64 / 1000.0)
             }
         };
-        outln!("  restarts        {:>12}    ({mean:.2} per work-defined job; each reallocation waits {delay})", total)?;
+        let of = if s.jobs_rejected.is_some_and(|r| r > 0) { ", rejected ones included" } else { "" };
+        outln!(
+            "  restarts        {:>12}    ({mean:.2} per work-defined job{of}; each reallocation waits {delay})",
+            total
+        )?;
     }
     if s.shared_launches > 0 {
         outln!(
@@ -1069,11 +1079,14 @@ pub(crate) fn print_summary(r: &RunReport) -> Result<()> {
     }
     if let (Some(n), Some(ratio)) = (s.deadline_jobs, s.deadline_satisfactory_ratio) {
         let late = s.deadline_lateness_mean_s.map_or("no job finished".to_string(), |l| format!("{l:.1} s"));
-        outln!("  deadlines met   {:>12.1} %  (of {n} jobs with a deadline; mean lateness {late})", ratio * 100.0)?;
+        outln!(
+            "  deadlines met   {:>12.1} %  (of {n} jobs with a deadline; mean lateness {late}, on-time jobs as 0)",
+            ratio * 100.0
+        )?;
         if let (Some(admitted), Some(late)) = (s.deadline_admitted_jobs, s.deadline_late_jobs) {
             let rejected = s.jobs_rejected.unwrap_or(0);
             let lateness = match (s.deadline_late_mean_s.flatten(), s.deadline_late_max_s.flatten()) {
-                (Some(m), Some(x)) => format!(" (lateness mean {m:.1} s, max {x:.1} s)"),
+                (Some(m), Some(x)) => format!(" (their lateness mean {m:.1} s, max {x:.1} s)"),
                 _ => String::new(),
             };
             outln!("  admission       {admitted:>12} admitted, {rejected} rejected; {late} finished late{lateness}")?;

@@ -24,7 +24,7 @@ fn write(dir: &Path, body: &str) -> PathBuf {
 type Row = (String, String, String, String, String);
 
 /// Runs `simulate` on `trace` on one node of `gpus` T4s under `policy`;
-/// (exit ok, stderr, jobs.csv rows, summary.json).
+/// (exit ok, stdout then stderr, jobs.csv rows, summary.json).
 fn simulate(trace: &Path, out: &Path, gpus: &str, policy: &str) -> (bool, String, Vec<Row>, serde_json::Value) {
     let args = [
         "simulate",
@@ -46,7 +46,8 @@ fn simulate(trace: &Path, out: &Path, gpus: &str, policy: &str) -> (bool, String
         out.to_str().unwrap(),
     ];
     let o = dlsched(&args);
-    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    // The printed summary, then stderr.
+    let stderr = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     if !o.status.success() {
         return (false, stderr, Vec::new(), serde_json::Value::Null);
     }
@@ -94,7 +95,9 @@ fn admission_rejects_a_job_whose_deadline_cannot_be_met() {
             row("c", "1403.639", "1544.003", "completed", "1"),
         ]
     );
-    // 2 of 3 met their deadline; the rejected job is neither completed nor unfinished.
+    // 2 of 3 met their deadline; the rejected job is neither completed nor
+    // unfinished, and the printed jobs line counts it.
+    assert!(stderr.contains("3 total, 2 completed, 1 rejected, 0 skipped, 0 unfinished"), "{stderr}");
     assert_eq!(s["jobs_completed"], 2);
     assert_eq!(s["jobs_unfinished"], 0);
     assert_eq!(s["jobs_rejected"], 1);
