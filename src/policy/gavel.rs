@@ -383,15 +383,10 @@ pub fn max_min_lp(cap: &[u32], gpus: &[u32], thr: &[Vec<f64>]) -> Result<Vec<Vec
     Ok(second.into_iter().map(|r| r.into_iter().map(snap).collect()).collect())
 }
 
-/// Samples/s of work-defined job `es` on GPU type `gpu_type` at its tuned
-/// GPUs and batch (packed onto that type's largest nodes), from progress
-/// model `pm`'s step times; `None` when the model gives none.
-fn elastic_throughput(
-    view: &View<'_>,
-    pm: &dyn crate::job::ProgressModel,
-    es: &crate::job::ElasticSpec,
-    gpu_type: &str,
-) -> Option<f64> {
+/// GPU type `gpu_type`'s index and work-defined job `es`'s tuned GPUs
+/// packed onto that type's largest nodes (GPUs per node); `None` when the
+/// cluster has no node of that type.
+fn packed_on_type(view: &View<'_>, es: &crate::job::ElasticSpec, gpu_type: &str) -> Option<(u16, Vec<u32>)> {
     let c = view.cluster;
     let ix = c.gpu_type_names().iter().position(|t| t == gpu_type)? as u16;
     let per = (0..c.num_nodes() as u32)
@@ -406,6 +401,19 @@ fn elastic_throughput(
         placement.push(left.min(per));
         left -= left.min(per);
     }
+    Some((ix, placement))
+}
+
+/// Samples/s of work-defined job `es` on GPU type `gpu_type` at its tuned
+/// GPUs and batch (packed onto that type's largest nodes), from progress
+/// model `pm`'s step times; `None` when the model gives none.
+fn elastic_throughput(
+    view: &View<'_>,
+    pm: &dyn crate::job::ProgressModel,
+    es: &crate::job::ElasticSpec,
+    gpu_type: &str,
+) -> Option<f64> {
+    let (ix, placement) = packed_on_type(view, es, gpu_type)?;
     let mut cfg = pm.tuned_config(&es.app, &placement, es.tuned_bsz);
     cfg.gpu_type = ix;
     let (step, sync) = pm.step_times(&es.app, &cfg).ok()?;
@@ -594,20 +602,7 @@ fn elastic_steps_per_s(
     es: &crate::job::ElasticSpec,
     gpu_type: &str,
 ) -> Option<f64> {
-    let c = view.cluster;
-    let ix = c.gpu_type_names().iter().position(|t| t == gpu_type)? as u16;
-    let per = (0..c.num_nodes() as u32)
-        .map(crate::ids::NodeId)
-        .filter(|&n| c.gpu_type_of(n) == ix)
-        .map(|n| c.node(n).gpus)
-        .max()?
-        .max(1);
-    let mut placement = Vec::new();
-    let mut left = es.tuned_gpus.max(1);
-    while left > 0 {
-        placement.push(left.min(per));
-        left -= left.min(per);
-    }
+    let (ix, placement) = packed_on_type(view, es, gpu_type)?;
     let cfg = pm.tuned_config_on(&es.app, &placement, es.tuned_bsz, ix);
     let (step, sync) = pm.step_times(&es.app, &cfg).ok()?;
     let total = step + f64::from(cfg.accum_steps) * (step - sync);
