@@ -102,6 +102,9 @@ pub struct MergeArgs {
     out: PathBuf,
 }
 
+/// How often a sweep whose stderr is not a terminal prints a progress line.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub fn sweep(a: &SweepArgs, registry: &crate::experiment::Registry) -> Result<ExitCode> {
     if a.threads == 0 {
         bail!("--threads must be at least 1");
@@ -147,12 +150,30 @@ pub fn sweep(a: &SweepArgs, registry: &crate::experiment::Registry) -> Result<Ex
     );
     let failed = std::sync::atomic::AtomicUsize::new(0);
     bar.set_message("0 failed,");
+    // The bar draws only on a terminal; elsewhere (a log file, a Slurm
+    // job's output) a line every few seconds says how the sweep goes.
+    let plain = (!std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
+        let now = std::time::Instant::now();
+        std::sync::Mutex::new((now, now, 0usize))
+    });
     let outcome = run_sweep(&exp, &out, a.threads, shard, a.resume, &|_, ok| {
         if !ok {
             failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        bar.set_message(format!("{} failed,", failed.load(std::sync::atomic::Ordering::Relaxed)));
+        let nfailed = failed.load(std::sync::atomic::Ordering::Relaxed);
+        bar.set_message(format!("{nfailed} failed,"));
         bar.inc(1);
+        if let Some(Ok(mut p)) = plain.as_ref().map(|m| m.lock()) {
+            let (start, last, done) = &mut *p;
+            *done += 1;
+            if last.elapsed() >= PROGRESS_EVERY || *done == n {
+                *last = std::time::Instant::now();
+                let rate = *done as f64 / start.elapsed().as_secs_f64().max(1e-3);
+                // Not eprintln!: a closed stderr must not stop the sweep.
+                let line = format!("sweep: {done}/{n} runs done, {nfailed} failed, {rate:.1} runs/s\n");
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            }
+        }
     })
     .map_err(anyhow::Error::msg)?;
     bar.finish_and_clear();

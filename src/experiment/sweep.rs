@@ -34,6 +34,11 @@ pub struct Run {
     pub id: String,
     /// Every parameter (base with the run's swept values).
     pub params: BTreeMap<String, Value>,
+    /// Its place in the experiment's own run order: the `[sweep]` grid with
+    /// the keys by name, each key's values in the file's order, the last
+    /// key varying fastest. `summary.csv` lists the runs in this order;
+    /// [`Experiment::runs`] and the shards are in id order.
+    pub index: usize,
 }
 
 /// A parsed, validated, expanded experiment.
@@ -45,7 +50,7 @@ pub struct Experiment {
     pub question: String,
     /// Swept keys, in key order.
     pub swept: Vec<String>,
-    /// The runs, in run-id order.
+    /// The runs, in run-id order ([`Run::index`] gives the file's order).
     pub runs: Vec<Run>,
     /// The RIFLING tables and GENIE models the runs name, each read once.
     pub artefacts: crate::experiment::Artefacts,
@@ -281,6 +286,13 @@ fn run_id(params: &BTreeMap<String, Value>) -> String {
 }
 
 impl Experiment {
+    /// The runs in the experiment's own order ([`Run::index`]).
+    pub fn in_file_order(&self) -> Vec<&Run> {
+        let mut runs: Vec<&Run> = self.runs.iter().collect();
+        runs.sort_by_key(|r| r.index);
+        runs
+    }
+
     /// Reads, validates and expands an experiment file; every run is checked
     /// by building its [`RunSpec`] before anything runs.
     ///
@@ -363,7 +375,7 @@ impl Experiment {
                 .map_err(|e| e.map_message(|m| err(path, format!("run {}: {m}", describe(&params, &axes)))))?;
             notes.extend(ignored(&params));
             notes.extend(shares_nothing(&params));
-            runs.push(Run { id: run_id(&params), params });
+            runs.push(Run { id: run_id(&params), params, index: i });
         }
         runs.sort_by(|a, b| a.id.cmp(&b.id));
         if let Some(w) = runs.windows(2).find(|w| w[0].id == w[1].id) {
@@ -803,7 +815,8 @@ mod tests {
 
     #[test]
     fn shards_partition_the_runs() {
-        let runs: Vec<Run> = (0..7).map(|i| Run { id: format!("{i:012x}"), params: BTreeMap::new() }).collect();
+        let runs: Vec<Run> =
+            (0..7).map(|i| Run { id: format!("{i:012x}"), params: BTreeMap::new(), index: i }).collect();
         let mut all: Vec<String> = Vec::new();
         for i in 1..=3 {
             all.extend(Shard { index: i, count: 3 }.select(&runs).iter().map(|r| r.id.clone()));
@@ -935,7 +948,8 @@ pub fn run_sweep(
         "question": exp.question,
         "swept": exp.swept,
         "shard": shard.map(|s| format!("{}/{}", s.index, s.count)),
-        "all_run_ids": exp.runs.iter().map(|r| &r.id).collect::<Vec<_>>(),
+        // In the experiment's own order, which a merge of shards keeps.
+        "all_run_ids": exp.in_file_order().iter().map(|r| &r.id).collect::<Vec<_>>(),
         "run_ids": runs.iter().map(|r| &r.id).collect::<Vec<_>>(),
     });
     let mut text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())?;
@@ -1035,6 +1049,7 @@ pub fn run_sweep(
         }
         write_or_remove(&failed, &w.into_inner().map_err(|e| e.to_string())?)
     };
+    rows.sort_by_key(|(run, _)| run.index);
     let table: Vec<SummaryRow<'_>> = rows
         .iter()
         .map(|(run, s)| {
@@ -1191,7 +1206,9 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
     }
     let swept = swept.unwrap_or_default();
     let mut summaries: Vec<(&str, Vec<String>, serde_json::Value)> = Vec::with_capacity(rows.len());
-    for (id, (cells, shard)) in &rows {
+    // In the experiment's own order (`all_run_ids`).
+    for id in &all_ids {
+        let Some((cells, shard)) = rows.get(id) else { continue };
         let file = shard.join("runs").join(id).join("summary.json");
         let text = crate::io::read_text(&file).map_err(|e| e.to_string())?;
         let summary = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;

@@ -28,14 +28,28 @@ fn threads_do_not_change_the_results() {
     let o2 = run_sweep(&e, &b, 2, None, false, &|_, _| {}).unwrap();
     assert_eq!((o1.ran, o2.ran, o1.failed.len()), (8, 8, 0));
     assert_eq!(read(&a.join("summary.csv")), read(&b.join("summary.csv")));
-    // One row per run, in run-id order, swept keys first.
+    // One row per run, swept keys first, in the experiment's own order: the
+    // keys by name, each key's values as the file lists them, the last key
+    // varying fastest.
     let text = read(&a.join("summary.csv"));
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("run_id,backfill,policy,seed,"), "{}", lines[0]);
     assert!(lines[0].contains(",summary.policy,"));
-    let ids: Vec<&str> = lines[1..].iter().map(|l| l.split(',').next().unwrap()).collect();
-    let want: Vec<&str> = e.runs.iter().map(|r| r.id.as_str()).collect();
-    assert_eq!(ids, want);
+    let swept: Vec<String> =
+        lines[1..].iter().map(|l| l.split(',').skip(1).take(3).collect::<Vec<_>>().join(",")).collect();
+    let mut want = Vec::new();
+    for backfill in ["false", "true"] {
+        for policy in ["fifo", "sjf"] {
+            for seed in [1, 2] {
+                want.push(format!("{backfill},{policy},{seed}"));
+            }
+        }
+    }
+    assert_eq!(swept, want);
+    // Every run once.
+    let mut ids: Vec<&str> = lines[1..].iter().map(|l| l.split(',').next().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, e.runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>());
 }
 
 #[test]
@@ -315,4 +329,19 @@ fn summary_csv_flattens_nested_maps_into_numeric_columns() {
     assert_eq!(widths.iter().max().unwrap() - widths.iter().min().unwrap(), 5, "{widths:?}");
     merge(&shards, &d.path().join("m")).unwrap();
     assert_eq!(read(&d.path().join("m").join("summary.csv")), text);
+}
+
+#[test]
+fn a_sweep_whose_stderr_is_not_a_terminal_prints_progress_lines() {
+    // The test captures stderr (not a terminal): no bar, but a line when
+    // the last of the 2 runs is done.
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("e.toml");
+    std::fs::write(&p, "question = \"q\"\n[base]\njobs = 20\nsample_interval = 0\n[sweep]\nseed = [1, 2]\n").unwrap();
+    let out = d.path().join("out");
+    let o = crate::common::dlsched(&["sweep", p.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("sweep: 2/2 runs done, 0 failed, "), "{err}");
+    assert!(!err.contains("ETA"), "{err}");
 }
