@@ -1044,6 +1044,35 @@ fn read_csv(path: &Path) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
     Ok((header, rows))
 }
 
+/// The number of completed jobs of a run's `jobs.csv` (`status` =
+/// `completed`) and the values of their numeric columns `cols` (a value
+/// that does not parse is left out), one vector per column, read row by
+/// row: a plot of millions of jobs keeps only these numbers, not the file's
+/// every field.
+fn completed_values(path: &Path, cols: &[&str]) -> Result<(usize, Vec<Vec<f64>>), String> {
+    let bytes = crate::io::read_csv(path).map_err(|e| e.to_string())?;
+    let mut rdr = csv::Reader::from_reader(&bytes[..]);
+    let header: Vec<String> =
+        rdr.headers().map_err(|e| format!("{}: {e}", path.display()))?.iter().map(str::to_string).collect();
+    let status = column(&header, "status", path)?;
+    let at = cols.iter().map(|c| column(&header, c, path)).collect::<Result<Vec<_>, _>>()?;
+    let mut out = vec![Vec::new(); cols.len()];
+    let mut n = 0;
+    let mut rec = csv::StringRecord::new();
+    while rdr.read_record(&mut rec).map_err(|e| format!("{}: {e}", path.display()))? {
+        if rec.get(status) != Some("completed") {
+            continue;
+        }
+        n += 1;
+        for (v, &c) in out.iter_mut().zip(&at) {
+            if let Some(x) = rec.get(c).and_then(|s| s.parse::<f64>().ok()) {
+                v.push(x);
+            }
+        }
+    }
+    Ok((n, out))
+}
+
 fn column(header: &[String], name: &str, path: &Path) -> Result<usize, String> {
     header.iter().position(|h| h == name).ok_or_else(|| format!("{}: no column `{name}`", path.display()))
 }
@@ -1084,17 +1113,14 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, String> {
     crate::experiment::check_run_dir(dir)?;
     crate::experiment::check_csv_tables(dir)?;
     let jobs = dir.join("jobs.csv");
-    let (h, rows) = read_csv(&jobs)?;
-    let (jct, q, status) =
-        (column(&h, "jct_s", &jobs)?, column(&h, "queue_delay_s", &jobs)?, column(&h, "status", &jobs)?);
-    let done: Vec<&Vec<String>> = rows.iter().filter(|r| r[status] == "completed").collect();
-    let vals = |c: usize| done.iter().filter_map(|r| r[c].parse::<f64>().ok()).collect::<Vec<_>>();
+    let (n, values) = completed_values(&jobs, &["jct_s", "queue_delay_s"])?;
+    let mut values = values.into_iter();
+    let (jct, q) = (values.next().unwrap_or_default(), values.next().unwrap_or_default());
     let name = run_name(dir);
     let mut written = Vec::new();
-    for (file, col, c) in [("jct_cdf", "jct_s", jct), ("queue_delay_cdf", "queue_delay_s", q)] {
-        let n = done.len();
+    for (file, col, vals) in [("jct_cdf", "jct_s", jct), ("queue_delay_cdf", "queue_delay_s", q)] {
         let jobs = if n == 1 { "1 completed job".to_string() } else { format!("{n} completed jobs") };
-        let fig = cdf_fig(format!("{} CDF, {name} ({jobs})", human(col).0), col, vec![(name.clone(), vals(c))]);
+        let fig = cdf_fig(format!("{} CDF, {name} ({jobs})", human(col).0), col, vec![(name.clone(), vals)]);
         written.extend(write_fig(dir, file, &fig)?);
     }
     let timeline = dir.join("timeline.csv");
@@ -1567,12 +1593,8 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
         crate::experiment::check_run_dir(&run_dir)?;
         crate::experiment::check_csv_tables(&run_dir)?;
         let jobs = run_dir.join("jobs.csv");
-        let (jh, jrows) = read_csv(&jobs)?;
-        let (jc, sc) = (column(&jh, "jct_s", &jobs)?, column(&jh, "status", &jobs)?);
-        pooled
-            .entry(group_of(r)?)
-            .or_default()
-            .extend(jrows.iter().filter(|j| j[sc] == "completed").filter_map(|j| j[jc].parse::<f64>().ok()));
+        let jct = completed_values(&jobs, &["jct_s"])?.1.pop().unwrap_or_default();
+        pooled.entry(group_of(r)?).or_default().extend(jct);
     }
     let mut pooled: Vec<(String, Vec<f64>)> = pooled.into_iter().collect();
     pooled.sort_by_key(|p| rank(&p.0));
