@@ -58,9 +58,14 @@
 //!   else plotters' round numbers.
 //! - y axis ([`log_y`]): logarithmic (the label says "log scale") when every
 //!   value is positive and the largest is over 30 times the smallest and
-//!   over 1 (fractions stay linear); a
+//!   over 1 (fractions, and utilisations in per cent, stay linear); a
 //!   linear one starts at 0 unless every value is positive and they span less
 //!   than a quarter of the largest ([`y_range`]): then it is padded around them.
+//! - A dot chart's metric axis always starts at 0 (or below, for a negative
+//!   value), so that the dots' distances compare.
+//! - Utilisations (GPU, effective, memory) are shown in per cent.
+//! - A CDF on a log x axis cannot show values of 0: its title says which
+//!   share of the values are 0.
 //! - Error bars of a sweep's metric (all non-negative: times, rates,
 //!   fractions, counts) are clipped at 0 ([`error_bar`]); on a log axis, at
 //!   the bottom of the axis.
@@ -96,15 +101,16 @@ fn register_font() {
 }
 
 /// Human names of summary columns: (column, title, unit). A unit `s` means a
-/// time in seconds, shown converted by [`time_unit`]; an empty unit means a
-/// dimensionless number (fractions, ratios, counts).
+/// time in seconds, shown converted by [`time_unit`]; `%` a fraction from 0
+/// to 1, shown in per cent; an empty unit means a dimensionless number
+/// (fractions, ratios, counts).
 pub const HUMAN_NAMES: [(&str, &str, &str); 29] = [
     ("jct_s", "JCT", "s"),
     ("queue_delay_s", "Queueing delay", "s"),
     ("jct_mean_s", "Mean JCT", "s"),
     ("queue_delay_mean_s", "Mean queueing delay", "s"),
     ("makespan_s", "Makespan", "s"),
-    ("gpu_utilization", "GPU utilisation", ""),
+    ("gpu_utilization", "GPU utilisation", "%"),
     ("qos_guarantee_rate", "QoS guarantee rate", ""),
     ("normalized_latency_mean", "Mean normalised latency", ""),
     ("normalized_throughput_mean", "Mean normalised throughput", ""),
@@ -113,8 +119,8 @@ pub const HUMAN_NAMES: [(&str, &str, &str); 29] = [
     ("normalized_latency_with_wait_mean", "Mean normalised latency with wait", ""),
     ("normalized_rate_cluster", "Cluster-normalised rate", ""),
     ("gpu_allocation_mean", "Mean GPU allocation", ""),
-    ("gpu_utilization_effective_mean", "Mean effective GPU utilisation", ""),
-    ("gpu_memory_utilization_mean", "Mean GPU memory utilisation", ""),
+    ("gpu_utilization_effective_mean", "Mean effective GPU utilisation", "%"),
+    ("gpu_memory_utilization_mean", "Mean GPU memory utilisation", "%"),
     ("fragmentation_mean", "Mean fragmentation", ""),
     ("completion_rate", "Completion rate", ""),
     ("jct_p99_s", "99th-percentile JCT", "s"),
@@ -125,7 +131,7 @@ pub const HUMAN_NAMES: [(&str, &str, &str); 29] = [
     ("checkpoint_gpu_hours", "Checkpoint overhead", "GPU·h"),
     ("throughput_jobs_per_hour", "Throughput", "jobs/h"),
     ("throughput_steady_jobs_per_hour", "Steady-state throughput", "jobs/h"),
-    ("gpu_utilization_steady", "Steady-state GPU utilisation", ""),
+    ("gpu_utilization_steady", "Steady-state GPU utilisation", "%"),
     ("load_balance_degree", "Load-balance degree", ""),
     ("load_balance_degree_gpu", "Load-balance degree (GPUs)", ""),
 ];
@@ -198,6 +204,8 @@ fn label_and_scale(column: &str, max: f64) -> (String, f64) {
             (format!("{name} ({u})"), div)
         }
         "" => (name, 1.0),
+        // A fraction, shown in per cent: divided by 0.01.
+        "%" => (format!("{name} (%)"), 0.01),
         u => (format!("{name} ({u})"), 1.0),
     }
 }
@@ -890,15 +898,14 @@ impl DotFig {
         let sd = |i: usize| self.sd.as_ref().map_or(0.0, |s| s[i]);
         let lo = (0..n).map(|i| error_bar(self.means[i], sd(i), true).0).fold(f64::INFINITY, f64::min);
         let hi = (0..n).map(|i| self.means[i] + sd(i)).fold(f64::NEG_INFINITY, f64::max);
-        let (x0, x1) = if !lo.is_finite() || !hi.is_finite() {
+        // From zero, so that the dots' distances from the axis compare
+        // (a 2 % gap must not look tenfold); 5 % beyond the data's ends.
+        let (lo, hi) = (lo.min(0.0), hi.max(0.0));
+        let (x0, x1) = if !lo.is_finite() || !hi.is_finite() || hi <= lo {
             (0.0, 1.0)
-        } else if hi > lo {
-            let pad = (hi - lo) * 0.1;
-            (lo - pad, hi + pad)
-        } else if lo == 0.0 {
-            (-1.0, 1.0)
         } else {
-            (lo - lo.abs() * 0.1, hi + hi.abs() * 0.1)
+            let pad = (hi - lo) * 0.05;
+            (if lo < 0.0 { lo - pad } else { 0.0 }, hi + pad)
         };
         let band = draw_title(root, &self.title, u32::MAX)?;
         let mut builder = ChartBuilder::on(root);
@@ -1083,6 +1090,14 @@ fn cdf_fig(title: String, column: &str, sets: Vec<(String, Vec<f64>)>) -> Fig {
     let min_pos = sets.iter().flat_map(|s| s.1.iter()).copied().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
     let (x_label, div) = label_and_scale(column, max);
     let log_x = min_pos.is_finite() && max / min_pos >= 100.0;
+    // A log axis has no 0: say how many values it cannot show.
+    let (n, zeros) =
+        sets.iter().flat_map(|s| s.1.iter()).fold((0usize, 0usize), |(n, z), &v| (n + 1, z + usize::from(v <= 0.0)));
+    let title = if log_x && zeros > 0 {
+        format!("{title}; {:.1} % are 0, not shown on the log axis", 100.0 * zeros as f64 / n as f64)
+    } else {
+        title
+    };
     let lines = sets
         .into_iter()
         .map(|(name, v)| Line { name, pts: cdf_steps(&cdf(v.into_iter().map(|x| x / div).collect())), sd: None })
@@ -1140,15 +1155,17 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, String> {
             let (unit_div, unit) = time_unit(pts.iter().map(|p| p.0).fold(0.0, f64::max));
             // A count axis reaches at least 5, so that its ticks are whole numbers.
             let y_max = pts.iter().map(|p| p.1).fold(0.0, f64::max);
-            // Utilisation is a fraction: 0 to 1.
-            let y_fixed = Some(if col == "gpu_utilization" { (0.0, 1.05) } else { (0.0, (y_max * 1.05).max(5.0)) });
+            // Utilisation is a fraction, shown in per cent: 0 to 100.
+            let pct = col == "gpu_utilization";
+            let y_div = if pct { 0.01 } else { 1.0 };
+            let y_fixed = Some(if pct { (0.0, 105.0) } else { (0.0, (y_max * 1.05).max(5.0)) });
             let fig = Fig::Line(LineFig {
                 title: format!("{what} over time, {name}"),
                 x_label: format!("Time ({unit})"),
-                y_label: what.into(),
+                y_label: if pct { format!("{what} (%)") } else { what.into() },
                 lines: vec![Line {
                     name: name.clone(),
-                    pts: pts.iter().map(|&(x, y)| (x / unit_div, y)).collect(),
+                    pts: pts.iter().map(|&(x, y)| (x / unit_div, y / y_div)).collect(),
                     sd: None,
                 }],
                 log_x: false,
@@ -1550,7 +1567,8 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
                 x_unit = "tasks/h";
             }
             let ys: Vec<f64> = lines.iter().flat_map(|l| l.pts.iter().map(|p| p.1)).collect();
-            let log = log_y(&ys);
+            // A share in per cent stays on a linear axis, as a fraction does.
+            let log = human(metric).1 != "%" && log_y(&ys);
             let fig = Fig::Line(LineFig {
                 title: format!("{} vs {}{setting} ({note})", human(metric).0, in_sentence(&x_name)),
                 x_label: if x_unit.is_empty() { x_name } else { format!("{x_name} ({x_unit})") },

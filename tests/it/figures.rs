@@ -516,3 +516,39 @@ fn a_sweep_run_is_named_by_its_swept_values() {
     assert_eq!(names, ["policy=fifo", "policy=sjf"]);
     assert_eq!(dlsched::plot::run_name(&d.path().join("lone-run")), "lone-run");
 }
+
+#[test]
+fn utilisation_is_in_per_cent_dots_start_at_zero_and_log_cdfs_count_their_zeros() {
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("run");
+    let o = dlsched(&["simulate", "--jobs", "200", "--load", "0.8", "--out", run.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(dlsched(&["plot", run.to_str().unwrap()]).status.success());
+    let svg = std::fs::read_to_string(run.join("gpu_utilization.svg")).unwrap();
+    assert!(svg.contains("GPU utilisation (%)") && svg.contains("\n100\n</text>"), "utilisation axis in per cent");
+    // The share of zero waits, counted from jobs.csv, is in the log-x CDF's title.
+    let jobs = std::fs::read_to_string(run.join("jobs.csv")).unwrap();
+    let head: Vec<&str> = jobs.lines().next().unwrap().split(',').collect();
+    let (q, st) =
+        (head.iter().position(|h| *h == "queue_delay_s").unwrap(), head.iter().position(|h| *h == "status").unwrap());
+    let waits: Vec<f64> = jobs
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f[st] == "completed")
+        .map(|f| f[q].parse().unwrap())
+        .collect();
+    let zeros = waits.iter().filter(|w| **w == 0.0).count();
+    assert!(zeros > 0 && zeros < waits.len(), "the run needs some zero and some positive waits");
+    let svg = std::fs::read_to_string(run.join("queue_delay_cdf.svg")).unwrap();
+    let share = format!("{:.1} % are 0, not shown on the log axis", 100.0 * zeros as f64 / waits.len() as f64);
+    assert!(svg.contains("log scale") && svg.contains(&share), "want `{share}`");
+    // A dot chart's axis starts at 0, however close the means.
+    let e = d.path().join("e.toml");
+    std::fs::write(&e, "question = \"q\"\n[base]\njobs = 60\n[sweep]\npolicy = [\"fifo\", \"sjf\"]\nseed = [1, 2]\n")
+        .unwrap();
+    let out = d.path().join("sweep");
+    assert!(dlsched(&["sweep", e.to_str().unwrap(), "--out", out.to_str().unwrap()]).status.success());
+    let svg = std::fs::read_to_string(out.join("makespan_s_by_config.svg")).unwrap();
+    assert!(svg.contains("\n0\n</text>"), "a tick at 0");
+}
