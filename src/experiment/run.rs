@@ -22,7 +22,7 @@ use crate::policy::placement::PlacementKind;
 use crate::profile::db::ProfileDb;
 use crate::trace::TraceRecord;
 use crate::trace::{ColumnMap, load_trace};
-use crate::workload::models::{assign_models, resolve_model_aliases};
+use crate::workload::models::{assign_models, check_models, resolve_model_aliases};
 use crate::workload::synthetic;
 
 /// Facts about the input, for the manifest.
@@ -515,6 +515,25 @@ fn models_stage(
         Some(db) if !is_tasks => resolve_model_aliases(db, &mut records),
         _ => Vec::new(),
     };
+    // A model the database does not know is an error whatever the rate
+    // model: at trace speed too (the builtin database is then read for this
+    // check only, when no rate model or batch needs it), so that a typo is
+    // never replayed as if the name were known.
+    if !is_tasks {
+        let in_file = |e: String| {
+            ConfigError::other(match &spec.workload {
+                WorkloadSource::Trace { path, .. } => format!("{}: {e}", path.display()),
+                _ => e,
+            })
+        };
+        match db.as_deref() {
+            Some(db) => check_models(db, &records).map_err(in_file)?,
+            None if records.iter().any(|r| r.model().is_some()) => {
+                check_models(&artefacts.profiles().builtin(), &records).map_err(in_file)?;
+            }
+            None => {}
+        }
+    }
     let max_gpu_mem_mib = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).max().unwrap_or(0);
     if let Some(db) = db.as_deref()
         && rate_model != RateModelKind::Trace

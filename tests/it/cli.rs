@@ -406,6 +406,33 @@ fn an_unknown_model_names_the_file_line_and_column() {
 }
 
 #[test]
+fn an_unknown_model_is_an_error_at_trace_speed_too() {
+    let d = tempfile::tempdir().unwrap();
+    // With and without a batch column: without one, the trace-speed run
+    // reads no profile database for its jobs, and the name was accepted.
+    for (header, row_a, row_b) in
+        [("model,local_bsz", "resnet18-cifar10,32", "modle-typo,32"), ("model", "resnet18-cifar10", "modle-typo")]
+    {
+        let t = d.path().join("models.csv");
+        std::fs::write(
+            &t,
+            format!("job_id,submit_time,duration,gpu_num,{header}\na,0,60,1,{row_a}\nb,5,60,1,{row_b}\n"),
+        )
+        .unwrap();
+        let o = dlsched(&["simulate", "--trace", t.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{header}: {}", text(&o.stderr));
+        let want = format!("{}: line 3, column `model`: job `b` names model `modle-typo`", t.display());
+        assert!(text(&o.stderr).contains(&want), "{header}: {}", text(&o.stderr));
+    }
+    // Known names and another system's alias (Pollux's `cifar10`) still run at trace speed.
+    let t = d.path().join("known.csv");
+    std::fs::write(&t, "job_id,submit_time,duration,gpu_num,model\na,0,60,1,resnet18-cifar10\nb,5,60,1,cifar10\n")
+        .unwrap();
+    let o = dlsched(&["simulate", "--trace", t.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
+#[test]
 fn synthetic_options_beside_a_trace_are_said_not_to_apply() {
     let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_jobs.csv");
     let o = dlsched(&["simulate", "--trace", trace, "--jobs", "3", "--load", "0.3"]);
