@@ -480,7 +480,10 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     if let Some(h) = a.start_hour {
         put("start_hour", Value::UInt(h.into()));
     }
-    put("theta", Value::Float(a.theta));
+    // Only when given or read: for another policy it is an error.
+    if a.policy.genie().is_some() || a.theta != GenieFamilyOptions::default().theta {
+        put("theta", Value::Float(a.theta));
+    }
     put("genie_best_fit", Value::Bool(a.genie_best_fit));
     if a.backfill {
         put("backfill", Value::Bool(true));
@@ -741,10 +744,9 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
             "--max-tenants and --mem-headroom apply only to a sharing placement (share-first-fit, share-best-fit, fgd, memeff-pack, iawp)",
         )?;
     }
-    if a.policy.genie().is_none()
-        && (a.genie_models.is_some() || a.genie_best_fit || a.theta != GenieFamilyOptions::default().theta)
-    {
-        note("--genie-models, --genie-best-fit and --theta apply only to the GENIE-family policies")?;
+    // (--theta for another policy is an error, as in a sweep file.)
+    if a.policy.genie().is_none() && (a.genie_models.is_some() || a.genie_best_fit) {
+        note("--genie-models and --genie-best-fit apply only to the GENIE-family policies")?;
     }
     let pollux_workload = a.workload == WorkloadKind::Pollux;
     if !genie_workload

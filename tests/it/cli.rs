@@ -433,6 +433,28 @@ fn an_unknown_model_is_an_error_at_trace_speed_too() {
 }
 
 #[test]
+fn theta_for_a_policy_outside_genie_is_an_error_as_in_a_sweep() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("run");
+    let o = dlsched(&["simulate", "--jobs", "10", "--theta", "0.5", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--theta applies only to the GENIE-family policies, not --policy fifo"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!out.exists(), "the run ran");
+    // Another GENIE-family option beside fifo stays a note.
+    let o = dlsched(&["simulate", "--jobs", "10", "--genie-best-fit"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("note: --genie-models and --genie-best-fit apply only to the GENIE-family policies"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
 fn synthetic_options_beside_a_trace_are_said_not_to_apply() {
     let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_jobs.csv");
     let o = dlsched(&["simulate", "--trace", trace, "--jobs", "3", "--load", "0.3"]);
