@@ -686,6 +686,7 @@ pub(crate) fn simulate(a: SimulateArgs, registry: &Registry) -> Result<()> {
     }
     share_note(&report)?;
     trace_notes(&report)?;
+    unused_input_notes(&report)?;
     if !report.spec.checkpoint.is_none() && report.summary.preemptions == 0 {
         errln!(
             "note: --checkpoint {} charged nothing: no job was preempted (only preemptive policies such as srtf preempt)",
@@ -941,6 +942,45 @@ pub(crate) fn trace_notes(report: &RunReport) -> Result<()> {
     }
     Ok(())
 }
+
+/// Tells the user, on stderr, about what the trace or cluster gave that the
+/// run could not use: a heterogeneity-aware policy (Gavel's, Sia) replaying
+/// duration-defined jobs at trace speed on a cluster of several GPU types,
+/// where every type is then equally fast; and the VCs the trace's jobs name
+/// when the cluster has none (no `--vcs`), so every job shares the whole
+/// cluster.
+pub(crate) fn unused_input_notes(report: &RunReport) -> Result<()> {
+    let specs = report.output.jobs.specs();
+    let mut types: Vec<&str> = report.output.cluster.spec().nodes.iter().map(|n| n.gpu_type.as_str()).collect();
+    types.sort_unstable();
+    types.dedup();
+    let kind = report.spec.policy.kind();
+    if report.spec.rate_model == crate::experiment::RateModelKind::Trace
+        && types.len() > 1
+        && HETEROGENEITY_AWARE.contains(&kind)
+        && specs.iter().any(|s| s.elastic().is_none())
+    {
+        errln!(
+            "note: {kind} ran at trace speed on a cluster of {} GPU types ({}): a duration-defined job is then equally fast on every type, so the policy's heterogeneity awareness changes nothing; --rate-model table rates each job per GPU type",
+            types.len(),
+            types.join(", ")
+        )?;
+    }
+    if !report.output.cluster.spec().named_vcs {
+        let labelled = specs.iter().filter(|s| s.vc_label().is_some()).count();
+        if labelled > 0 {
+            errln!(
+                "note: {labelled} of {} jobs name a VC (the trace's `vc` column), which this run ignores: the cluster has no VCs, so every job may use all of it; --vcs FILE partitions the cluster into the trace's VCs",
+                specs.len()
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The policy kinds that rate a job differently per GPU type (and so need a
+/// rate model that does, [`unused_input_notes`]).
+const HETEROGENEITY_AWARE: [&str; 4] = ["gavel", "gavel-fifo", "gavel-max-sum", "sia"];
 
 /// The summary's `speed` line: the profile models' counters (`evaluations`
 /// and fallbacks) and the co-location model's (`coloc_*`), those present;

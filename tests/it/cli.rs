@@ -455,6 +455,32 @@ fn theta_for_a_policy_outside_genie_is_an_error_as_in_a_sweep() {
 }
 
 #[test]
+fn trace_speed_on_mixed_gpus_and_an_ignored_vc_column_are_noted() {
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_jobs.csv");
+    let vcs = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_vcs.csv");
+    let hetero = "note: gavel ran at trace speed on a cluster of 3 GPU types (A100, RTX2080Ti, T4)";
+    // The file's ten jobs each name a VC; without --vcs the cluster has none.
+    let vc = "note: 10 of 10 jobs name a VC (the trace's `vc` column), which this run ignores";
+    let err = |args: &[&str]| {
+        let mut a = vec!["simulate", "--trace", trace];
+        a.extend_from_slice(args);
+        let o = dlsched(&a);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        text(&o.stderr)
+    };
+    let e = err(&["--policy", "gavel", "--cluster", "sia"]);
+    assert!(e.contains(hetero) && e.contains(vc), "{e}");
+    // Rates per GPU type, or a policy blind to types: no speed note.
+    let e = err(&["--policy", "gavel", "--cluster", "sia", "--rate-model", "table"]);
+    assert!(!e.contains("trace speed") && e.contains(vc), "{e}");
+    let e = err(&["--policy", "fifo", "--cluster", "sia"]);
+    assert!(!e.contains("trace speed") && e.contains(vc), "{e}");
+    // One GPU type and the trace's VCs: neither note.
+    let e = err(&["--policy", "gavel", "--vcs", vcs]);
+    assert!(!e.contains("note:"), "{e}");
+}
+
+#[test]
 fn synthetic_options_beside_a_trace_are_said_not_to_apply() {
     let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_jobs.csv");
     let o = dlsched(&["simulate", "--trace", trace, "--jobs", "3", "--load", "0.3"]);
