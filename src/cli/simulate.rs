@@ -914,10 +914,19 @@ pub(crate) fn share_note(report: &RunReport) -> Result<()> {
     Ok(())
 }
 
-/// Tells the user, on stderr, which model aliases the trace used (flagging
+/// Tells the user, on stderr, which columns of the trace were not read,
+/// which model aliases the trace used (flagging
 /// the names two systems use for different models) and how many jobs have a
 /// deadline they cannot meet even at trace speed.
 pub(crate) fn trace_notes(report: &RunReport) -> Result<()> {
+    if let (Some(path), false) = (&report.input.path, report.input.ignored_columns.is_empty()) {
+        errln!(
+            "note: {}: ignored columns: {} (not columns of the {} format)",
+            path.display(),
+            report.input.ignored_columns.join(", "),
+            report.input.format
+        )?;
+    }
     for u in &report.model_aliases {
         let other = u.alias.ambiguous_with.map_or(String::new(), |o| {
             format!(

@@ -481,6 +481,55 @@ fn trace_speed_on_mixed_gpus_and_an_ignored_vc_column_are_noted() {
 }
 
 #[test]
+fn unknown_columns_are_noted_and_a_misspelt_one_is_an_error() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("t.csv");
+    let run = |csv: &str| {
+        std::fs::write(&t, csv).unwrap();
+        dlsched(&["simulate", "--trace", t.to_str().unwrap(), "--rate-model", "table"])
+    };
+    // `modle` is `model` with two letters swapped: an error naming both,
+    // where it used to leave the job a randomly drawn model.
+    let o = run("job_id,submit_time,duration,gpu_num,modle,local_bsz\na,0,60,1,resnet18-cifar10,32\n");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let want = format!(
+        "{}:1: column `modle`: not a column of the jobs-csv format; did you mean `model`? (rename the column, or map it: --columns model=modle;",
+        t.display()
+    );
+    assert!(text(&o.stderr).contains(&want), "{}", text(&o.stderr));
+    // Columns no field is near: one note, in file order; the run goes on.
+    let o = run("job_id,comment,submit_time,duration,gpu_num,model,local_bsz,Team\na,x,0,60,1,resnet18-cifar10,32,y\n");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let want = format!("note: {}: ignored columns: comment, Team (not columns of the jobs-csv format)", t.display());
+    assert!(text(&o.stderr).contains(&want), "{}", text(&o.stderr));
+    // One edit from a field the header has already: not taken for it, noted.
+    let o = run("job_id,submit_time,duration,gpu_num,model,models\na,0,60,1,resnet18-cifar10,x\n");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("ignored columns: models (not"), "{}", text(&o.stderr));
+    // Another format: a Helios log with `vcc` for `vc` (missing), at line 1.
+    let helios = "job_id,user,vcc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\n\
+                  j1,u1,vc1,1,4,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:00:10,2020-04-01 00:01:10,60,10\n";
+    let o = run(helios);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr)
+            .contains("column `vcc`: not a column of the helios format; did you mean `vc`? (rename the column;"),
+        "{}",
+        text(&o.stderr)
+    );
+    // Every column known (the sample trace): no note of columns.
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_jobs.csv");
+    let o = dlsched(&[
+        "simulate",
+        "--trace",
+        sample,
+        "--vcs",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_vcs.csv"),
+    ]);
+    assert!(o.status.success() && !text(&o.stderr).contains("ignored columns"), "{}", text(&o.stderr));
+}
+
+#[test]
 fn synthetic_options_beside_a_trace_are_said_not_to_apply() {
     let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_jobs.csv");
     let o = dlsched(&["simulate", "--trace", trace, "--jobs", "3", "--load", "0.3"]);
