@@ -480,7 +480,10 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     if let Some(h) = a.start_hour {
         put("start_hour", Value::UInt(h.into()));
     }
-    put("theta", Value::Float(a.theta));
+    // Only when given or read: for another policy it is an error.
+    if a.policy.genie().is_some() || a.theta != GenieFamilyOptions::default().theta {
+        put("theta", Value::Float(a.theta));
+    }
     put("genie_best_fit", Value::Bool(a.genie_best_fit));
     if a.backfill {
         put("backfill", Value::Bool(true));
@@ -683,6 +686,7 @@ pub(crate) fn simulate(a: SimulateArgs, registry: &Registry) -> Result<()> {
     }
     share_note(&report)?;
     trace_notes(&report)?;
+    unused_input_notes(&report)?;
     if !report.spec.checkpoint.is_none() && report.summary.preemptions == 0 {
         errln!(
             "note: --checkpoint {} charged nothing: no job was preempted (only preemptive policies such as srtf preempt)",
@@ -741,10 +745,9 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
             "--max-tenants and --mem-headroom apply only to a sharing placement (share-first-fit, share-best-fit, fgd, memeff-pack, iawp)",
         )?;
     }
-    if a.policy.genie().is_none()
-        && (a.genie_models.is_some() || a.genie_best_fit || a.theta != GenieFamilyOptions::default().theta)
-    {
-        note("--genie-models, --genie-best-fit and --theta apply only to the GENIE-family policies")?;
+    // (--theta for another policy is an error, as in a sweep file.)
+    if a.policy.genie().is_none() && (a.genie_models.is_some() || a.genie_best_fit) {
+        note("--genie-models and --genie-best-fit apply only to the GENIE-family policies")?;
     }
     let pollux_workload = a.workload == WorkloadKind::Pollux;
     if !genie_workload
@@ -911,10 +914,19 @@ pub(crate) fn share_note(report: &RunReport) -> Result<()> {
     Ok(())
 }
 
-/// Tells the user, on stderr, which model aliases the trace used (flagging
+/// Tells the user, on stderr, which columns of the trace were not read,
+/// which model aliases the trace used (flagging
 /// the names two systems use for different models) and how many jobs have a
 /// deadline they cannot meet even at trace speed.
 pub(crate) fn trace_notes(report: &RunReport) -> Result<()> {
+    if let (Some(path), false) = (&report.input.path, report.input.ignored_columns.is_empty()) {
+        errln!(
+            "note: {}: ignored columns: {} (not columns of the {} format)",
+            path.display(),
+            report.input.ignored_columns.join(", "),
+            report.input.format
+        )?;
+    }
     for u in &report.model_aliases {
         let other = u.alias.ambiguous_with.map_or(String::new(), |o| {
             format!(
@@ -939,6 +951,45 @@ pub(crate) fn trace_notes(report: &RunReport) -> Result<()> {
     }
     Ok(())
 }
+
+/// Tells the user, on stderr, about what the trace or cluster gave that the
+/// run could not use: a heterogeneity-aware policy (Gavel's, Sia) replaying
+/// duration-defined jobs at trace speed on a cluster of several GPU types,
+/// where every type is then equally fast; and the VCs the trace's jobs name
+/// when the cluster has none (no `--vcs`), so every job shares the whole
+/// cluster.
+pub(crate) fn unused_input_notes(report: &RunReport) -> Result<()> {
+    let specs = report.output.jobs.specs();
+    let mut types: Vec<&str> = report.output.cluster.spec().nodes.iter().map(|n| n.gpu_type.as_str()).collect();
+    types.sort_unstable();
+    types.dedup();
+    let kind = report.spec.policy.kind();
+    if report.spec.rate_model == crate::experiment::RateModelKind::Trace
+        && types.len() > 1
+        && HETEROGENEITY_AWARE.contains(&kind)
+        && specs.iter().any(|s| s.elastic().is_none())
+    {
+        errln!(
+            "note: {kind} ran at trace speed on a cluster of {} GPU types ({}): a duration-defined job is then equally fast on every type, so the policy's heterogeneity awareness changes nothing; --rate-model table rates each job per GPU type",
+            types.len(),
+            types.join(", ")
+        )?;
+    }
+    if !report.output.cluster.spec().named_vcs {
+        let labelled = specs.iter().filter(|s| s.vc_label().is_some()).count();
+        if labelled > 0 {
+            errln!(
+                "note: {labelled} of {} jobs name a VC (the trace's `vc` column), which this run ignores: the cluster has no VCs, so every job may use all of it; --vcs FILE partitions the cluster into the trace's VCs",
+                specs.len()
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The policy kinds that rate a job differently per GPU type (and so need a
+/// rate model that does, [`unused_input_notes`]).
+const HETEROGENEITY_AWARE: [&str; 4] = ["gavel", "gavel-fifo", "gavel-max-sum", "sia"];
 
 /// The summary's `speed` line: the profile models' counters (`evaluations`
 /// and fallbacks) and the co-location model's (`coloc_*`), those present;

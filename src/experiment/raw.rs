@@ -208,9 +208,7 @@ pub enum Origin<'a> {
     /// given, and a RIFLING table is an online agent's starting point too.
     CommandLine,
     /// An experiment file: keys are `` `jobs_per_hour` ``, paths are relative
-    /// to the file's directory and must exist, `theta` set for a policy
-    /// other than the GENIE family is an error (it would only change the run
-    /// id), and `rifling_table` is the frozen policy's only (online runs of a
+    /// to the file's directory and must exist, and `rifling_table` is the frozen policy's only (online runs of a
     /// sweep start from an empty table).
     File(&'a Path),
     /// Keyword arguments of a call from another language (the Python
@@ -1002,18 +1000,24 @@ pub fn to_run_spec_in(
     let kind_name = outside.as_ref().map_or(name.kind(), |k| k.name());
     let backfill = r.flag("backfill")?;
     // Every family's own keys (`theta`, `rifling_alpha`, ...): a number
-    // with a range is checked whatever the policy, and a key an experiment
-    // file may set only for its family's policies is refused for another.
+    // with a range is checked whatever the policy, and a key that only its
+    // family's policies read is refused for another, from every origin (the
+    // command line sets `theta` only when given or for a GENIE policy).
     let own_keys = if outside.is_some() { &[][..] } else { name.default_spec().family_keys(file) };
     for fk in all_family_keys().iter().filter(|fk| r.has(fk.key)) {
         if let Some(check) = fk.check {
             r.bounded(fk.key, check(r.num(fk.key)?.unwrap_or(0.0)))?;
         }
-        if let Some(family) = fk.only_for.filter(|_| file && !own_keys.iter().any(|k| k.key == fk.key)) {
-            // An ignored key would make runs that differ only in their ids.
+        if let Some(family) = fk.only_for.filter(|_| !own_keys.iter().any(|k| k.key == fk.key)) {
+            // An ignored key would change nothing but a sweep's run ids, and
+            // a user who set it believes it took effect.
             return Err(conflict(
                 fk.key,
-                format!("`{}` applies only to the {family} policies, not `policy` = `{kind_name}`", fk.key),
+                format!(
+                    "{} applies only to the {family} policies, not {}",
+                    o.key(fk.key),
+                    o.setting("policy", kind_name)
+                ),
             ));
         }
     }

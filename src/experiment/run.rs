@@ -22,7 +22,7 @@ use crate::policy::placement::PlacementKind;
 use crate::profile::db::ProfileDb;
 use crate::trace::TraceRecord;
 use crate::trace::{ColumnMap, load_trace};
-use crate::workload::models::{assign_models, resolve_model_aliases};
+use crate::workload::models::{assign_models, check_models, resolve_model_aliases};
 use crate::workload::synthetic;
 
 /// Facts about the input, for the manifest.
@@ -39,6 +39,10 @@ pub struct InputInfo {
     pub origin: Option<String>,
     /// Rows read.
     pub rows: usize,
+    /// The trace header's columns that its format does not know (for a
+    /// note; not in the manifest).
+    #[serde(skip)]
+    pub ignored_columns: Vec<String>,
 }
 
 /// A finished run.
@@ -384,6 +388,7 @@ fn workload_stage(
                 sha256: Some(t.sha256.clone()),
                 origin: t.origin.clone(),
                 rows: t.records.len(),
+                ignored_columns: t.ignored_columns,
             };
             Loaded { records: t.records, input, tasks: HashMap::new() }
         }
@@ -395,6 +400,7 @@ fn workload_stage(
                 sha256: Some(w.sha256),
                 origin: None,
                 rows: w.rows,
+                ignored_columns: Vec::new(),
             };
             Loaded { records: w.records, input, tasks: HashMap::new() }
         }
@@ -402,8 +408,14 @@ fn workload_stage(
             let max = cluster.partitions().iter().map(|p| p.gpus_total).max().unwrap_or(0);
             let max = s.max_job_gpus.map_or(max, |m| m.min(max));
             let recs = synthetic::generate(s, cluster.total_gpus(), max, spec.seed).map_err(ConfigError::other)?;
-            let input =
-                InputInfo { path: None, format: "synthetic".into(), sha256: None, origin: None, rows: recs.len() };
+            let input = InputInfo {
+                path: None,
+                format: "synthetic".into(),
+                sha256: None,
+                origin: None,
+                rows: recs.len(),
+                ignored_columns: Vec::new(),
+            };
             Loaded { records: recs, input, tasks: HashMap::new() }
         }
         WorkloadSource::Genie(g) | WorkloadSource::TraceTasks { spec: g, .. } => {
@@ -432,8 +444,14 @@ fn workload_stage(
                     artefacts,
                 )?;
             extensions.insert(GenieRun { profiler, profiles });
-            let input =
-                InputInfo { path: None, format: "genie-tasks".into(), sha256: None, origin: None, rows: tasks.len() };
+            let input = InputInfo {
+                path: None,
+                format: "genie-tasks".into(),
+                sha256: None,
+                origin: None,
+                rows: tasks.len(),
+                ignored_columns: Vec::new(),
+            };
             let (records, specs): (Vec<TraceRecord>, Vec<_>) = tasks.into_iter().unzip();
             let tasks = specs.into_iter().enumerate().map(|(i, t)| (format!("t{i}"), t)).collect();
             Loaded { records, input, tasks }
@@ -515,6 +533,25 @@ fn models_stage(
         Some(db) if !is_tasks => resolve_model_aliases(db, &mut records),
         _ => Vec::new(),
     };
+    // A model the database does not know is an error whatever the rate
+    // model: at trace speed too (the builtin database is then read for this
+    // check only, when no rate model or batch needs it), so that a typo is
+    // never replayed as if the name were known.
+    if !is_tasks {
+        let in_file = |e: String| {
+            ConfigError::other(match &spec.workload {
+                WorkloadSource::Trace { path, .. } => format!("{}: {e}", path.display()),
+                _ => e,
+            })
+        };
+        match db.as_deref() {
+            Some(db) => check_models(db, &records).map_err(in_file)?,
+            None if records.iter().any(|r| r.model().is_some()) => {
+                check_models(&artefacts.profiles().builtin(), &records).map_err(in_file)?;
+            }
+            None => {}
+        }
+    }
     let max_gpu_mem_mib = cluster.spec().nodes.iter().map(|n| n.gpu_mem_mib).max().unwrap_or(0);
     if let Some(db) = db.as_deref()
         && rate_model != RateModelKind::Trace

@@ -165,6 +165,122 @@ pub(crate) fn detect(header: &str, columns: &ColumnMap) -> Option<TraceFormat> {
     }
 }
 
+/// The columns a built-in format knows (those its header documents,
+/// [`EXPECTED_HEADERS`], read or not), as the file spells them (`jobs-csv`'s
+/// through `columns`); `None` for a registered format, whose reader is
+/// another crate's.
+fn known_columns(format: TraceFormat, columns: &ColumnMap) -> Option<Vec<String>> {
+    let fixed: &[&str] = match format {
+        TraceFormat::PhillyRfold => &["job id", "arrival time (sec)", "topology", "shape", "size", "duration (sec)"],
+        TraceFormat::PhillyPollux => &["timestamp", "duration", "num_gpus", "gpu_time", "cluster"],
+        TraceFormat::Helios => &[
+            "job_id",
+            "user",
+            "vc",
+            "gpu_num",
+            "cpu_num",
+            "node_num",
+            "state",
+            "submit_time",
+            "start_time",
+            "end_time",
+            "duration",
+            "queue",
+        ],
+        TraceFormat::AlibabaOpenb => &[
+            "name",
+            "cpu_milli",
+            "memory_mib",
+            "num_gpu",
+            "gpu_milli",
+            "gpu_spec",
+            "qos",
+            "pod_phase",
+            "creation_time",
+            "deletion_time",
+            "scheduled_time",
+        ],
+        TraceFormat::ElasticWorkload => {
+            &["name", "time", "application", "num_replicas", "batch_size", "ddl", "max_sample"]
+        }
+        TraceFormat::JobsCsv => {
+            return Some(ColumnMap::FIELDS.iter().map(|f| columns.column(f).to_string()).collect());
+        }
+        TraceFormat::Registered(_) | TraceFormat::Auto | TraceFormat::Philly => return None,
+    };
+    Some(fixed.iter().map(|c| c.to_string()).collect())
+}
+
+/// Edit distance between two names, ASCII case ignored: the fewest
+/// insertions, deletions, substitutions and swaps of two adjacent characters
+/// (optimal string alignment), so that `modle` is one edit from `model`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().map(|c| c.to_ascii_lowercase()).collect();
+    let b: Vec<char> = b.chars().map(|c| c.to_ascii_lowercase()).collect();
+    // d[i][j]: distance between a[..i] and b[..j].
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, v) in d[0].iter_mut().enumerate() {
+        *v = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let sub = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + sub);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// The header's columns that `format` does not know, in file order (empty
+/// names left out), for a note; `header` is the header line's text and
+/// 1-based line.
+///
+/// # Errors
+/// A column one edit away ([`edit_distance`]) from a known column the header
+/// lacks: a misspelling, which would otherwise be ignored silently (a
+/// `modle` column leaves every job without its model). The error names
+/// the line, the column and the known one.
+pub(crate) fn ignored_columns(
+    file: &Path,
+    (line, header): (u64, &str),
+    format: TraceFormat,
+    columns: &ColumnMap,
+) -> Result<Vec<String>, TraceError> {
+    let Some(known) = known_columns(format, columns) else { return Ok(Vec::new()) };
+    let rec = csv::StringRecord::from(header.split(',').collect::<Vec<_>>());
+    let h = Header::at_line(&rec, line);
+    let is_known = |n: &str| known.iter().any(|k| k.eq_ignore_ascii_case(n));
+    let mut ignored = Vec::new();
+    for name in h.names.iter().filter(|n| !n.is_empty() && !is_known(n)) {
+        if let Some(meant) = known.iter().find(|k| h.find(&[k.as_str()]).is_none() && edit_distance(name, k) == 1) {
+            let how = if format == TraceFormat::JobsCsv {
+                format!("rename the column, or map it: --columns {meant}={name}")
+            } else {
+                "rename the column".to_string()
+            };
+            return Err(TraceError::Field {
+                file: file.to_path_buf(),
+                line,
+                column: name.clone(),
+                message: format!(
+                    "not a column of the {} format; did you mean `{meant}`? ({how}; the format's columns are {})",
+                    format.name(),
+                    known.join(", ")
+                ),
+            });
+        }
+        ignored.push(name.clone());
+    }
+    Ok(ignored)
+}
+
 /// Reads `bytes` (the content of `file`) as `format`.
 pub(crate) fn read(
     file: &Path,
@@ -692,5 +808,23 @@ fn samples(row: &crate::io::csvrows::Row<'_>, col: usize) -> Result<u64, TraceEr
         Some(v) if (1..=MAX).contains(&v) => Ok(v),
         _ => Err(row
             .err(col, format!("`{s}` is not a whole number of samples from 1 to 2^53 (leave it empty for no budget)"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edit_distance;
+
+    #[test]
+    fn edit_distance_counts_one_edit_of_each_kind() {
+        // A swap, a deletion, an insertion, a substitution; case ignored.
+        assert_eq!(edit_distance("modle", "model"), 1);
+        assert_eq!(edit_distance("modl", "model"), 1);
+        assert_eq!(edit_distance("models", "model"), 1);
+        assert_eq!(edit_distance("Mode1", "model"), 1);
+        assert_eq!(edit_distance("MODEL", "model"), 0);
+        // Two edits (a swap and a substitution); four insertions.
+        assert_eq!(edit_distance("mdoal", "model"), 2);
+        assert_eq!(edit_distance("gpu", "gpu_num"), 4);
     }
 }

@@ -32,6 +32,9 @@ pub struct LoadedTrace {
     pub origin: Option<String>,
     /// Every data row, in file order.
     pub records: Vec<TraceRecord>,
+    /// The header's columns the format does not read or document, in file
+    /// order (for a note; empty for a registered format).
+    pub ignored_columns: Vec<String>,
 }
 
 /// Reads a trace file.
@@ -52,6 +55,7 @@ pub fn load_trace(path: &Path, format: TraceFormat, columns: &ColumnMap) -> Resu
             message: format!("--columns and --columns-file apply to jobs-csv traces; this one is {}", format.name()),
         });
     }
+    let ignored_columns = formats::ignored_columns(path, (header_at, header), format, columns)?;
     // The digest on another thread while the rows are read.
     let (sha256, read) = std::thread::scope(|scope| {
         let sha = scope.spawn(|| hex(&Sha256::digest(&bytes)));
@@ -63,7 +67,7 @@ pub fn load_trace(path: &Path, format: TraceFormat, columns: &ColumnMap) -> Resu
     // The file's bytes are not needed past here.
     drop(bytes);
     check_unique_ids(path, &records, format)?;
-    Ok(LoadedTrace { path: path.to_path_buf(), format, sha256, origin, records })
+    Ok(LoadedTrace { path: path.to_path_buf(), format, sha256, origin, records, ignored_columns })
 }
 
 /// The format to read `bytes` as: the one asked for, or the one the header shows.

@@ -36,17 +36,7 @@ pub fn assign_models(
     on_type.dedup();
     let models = if on_type.is_empty() { table.measured_models() } else { on_type };
     let fits = |m: &str, b: u32| db.gpu_mem_mib(m, b).is_none_or(|mib| mib.ceil() <= max_gpu_mem_mib as f64);
-    if let Some(r) = records.iter().find(|r| r.model().is_some_and(|m| !db.models.iter().any(|i| i.model == m))) {
-        return Err(format!(
-            "line {}, column `model`: job `{}` names model `{}`, which the profile database does not know; \
-             its models are {}; the aliases other systems' traces use are {} (`dlsched profile show --list` lists the models)",
-            r.line,
-            r.job_id,
-            r.model().unwrap_or_default(),
-            db.models.iter().map(|m| m.model.as_str()).collect::<Vec<_>>().join(", "),
-            aliases::names()
-        ));
-    }
+    check_models(db, records)?;
     let batches_for = |m: &str| {
         let (gpu, _, _) = table.resolve_gpu(m, &gpu_type);
         let on = table.measured_batches_on(m, &gpu);
@@ -74,6 +64,33 @@ pub fn assign_models(
         }
     }
     Ok(())
+}
+
+/// Checks that every model name of `records` is a model of `db`, or an
+/// alias of another system's traces ([`crate::profile::aliases`]) whose
+/// model `db` has, whatever the run's rate model: a name the database does
+/// not know is a typo or a model the run cannot rate, never ignored.
+///
+/// # Errors
+/// A message naming the first such job's line, its id and the name, with
+/// the database's models and the aliases.
+pub fn check_models(db: &ProfileDb, records: &[TraceRecord]) -> Result<(), String> {
+    let known = |m: &str| {
+        db.models.iter().any(|i| i.model == m)
+            || aliases::ALIASES.iter().any(|a| a.name == m && db.models.iter().any(|i| i.model == a.model))
+    };
+    match records.iter().find(|r| r.model().is_some_and(|m| !known(m))) {
+        Some(r) => Err(format!(
+            "line {}, column `model`: job `{}` names model `{}`, which the profile database does not know; \
+             its models are {}; the aliases other systems' traces use are {} (`dlsched profile show --list` lists the models)",
+            r.line,
+            r.job_id,
+            r.model().unwrap_or_default(),
+            db.models.iter().map(|m| m.model.as_str()).collect::<Vec<_>>().join(", "),
+            aliases::names()
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Replaces every model name of `records` that is an alias of another

@@ -406,6 +406,130 @@ fn an_unknown_model_names_the_file_line_and_column() {
 }
 
 #[test]
+fn an_unknown_model_is_an_error_at_trace_speed_too() {
+    let d = tempfile::tempdir().unwrap();
+    // With and without a batch column: without one, the trace-speed run
+    // reads no profile database for its jobs, and the name was accepted.
+    for (header, row_a, row_b) in
+        [("model,local_bsz", "resnet18-cifar10,32", "modle-typo,32"), ("model", "resnet18-cifar10", "modle-typo")]
+    {
+        let t = d.path().join("models.csv");
+        std::fs::write(
+            &t,
+            format!("job_id,submit_time,duration,gpu_num,{header}\na,0,60,1,{row_a}\nb,5,60,1,{row_b}\n"),
+        )
+        .unwrap();
+        let o = dlsched(&["simulate", "--trace", t.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{header}: {}", text(&o.stderr));
+        let want = format!("{}: line 3, column `model`: job `b` names model `modle-typo`", t.display());
+        assert!(text(&o.stderr).contains(&want), "{header}: {}", text(&o.stderr));
+    }
+    // Known names and another system's alias (Pollux's `cifar10`) still run at trace speed.
+    let t = d.path().join("known.csv");
+    std::fs::write(&t, "job_id,submit_time,duration,gpu_num,model\na,0,60,1,resnet18-cifar10\nb,5,60,1,cifar10\n")
+        .unwrap();
+    let o = dlsched(&["simulate", "--trace", t.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
+#[test]
+fn theta_for_a_policy_outside_genie_is_an_error_as_in_a_sweep() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("run");
+    let o = dlsched(&["simulate", "--jobs", "10", "--theta", "0.5", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--theta applies only to the GENIE-family policies, not --policy fifo"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!out.exists(), "the run ran");
+    // Another GENIE-family option beside fifo stays a note.
+    let o = dlsched(&["simulate", "--jobs", "10", "--genie-best-fit"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("note: --genie-models and --genie-best-fit apply only to the GENIE-family policies"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn trace_speed_on_mixed_gpus_and_an_ignored_vc_column_are_noted() {
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_jobs.csv");
+    let vcs = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_vcs.csv");
+    let hetero = "note: gavel ran at trace speed on a cluster of 3 GPU types (A100, RTX2080Ti, T4)";
+    // The file's ten jobs each name a VC; without --vcs the cluster has none.
+    let vc = "note: 10 of 10 jobs name a VC (the trace's `vc` column), which this run ignores";
+    let err = |args: &[&str]| {
+        let mut a = vec!["simulate", "--trace", trace];
+        a.extend_from_slice(args);
+        let o = dlsched(&a);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        text(&o.stderr)
+    };
+    let e = err(&["--policy", "gavel", "--cluster", "sia"]);
+    assert!(e.contains(hetero) && e.contains(vc), "{e}");
+    // Rates per GPU type, or a policy blind to types: no speed note.
+    let e = err(&["--policy", "gavel", "--cluster", "sia", "--rate-model", "table"]);
+    assert!(!e.contains("trace speed") && e.contains(vc), "{e}");
+    let e = err(&["--policy", "fifo", "--cluster", "sia"]);
+    assert!(!e.contains("trace speed") && e.contains(vc), "{e}");
+    // One GPU type and the trace's VCs: neither note.
+    let e = err(&["--policy", "gavel", "--vcs", vcs]);
+    assert!(!e.contains("note:"), "{e}");
+}
+
+#[test]
+fn unknown_columns_are_noted_and_a_misspelt_one_is_an_error() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("t.csv");
+    let run = |csv: &str| {
+        std::fs::write(&t, csv).unwrap();
+        dlsched(&["simulate", "--trace", t.to_str().unwrap(), "--rate-model", "table"])
+    };
+    // `modle` is `model` with two letters swapped: an error naming both,
+    // where it used to leave the job a randomly drawn model.
+    let o = run("job_id,submit_time,duration,gpu_num,modle,local_bsz\na,0,60,1,resnet18-cifar10,32\n");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let want = format!(
+        "{}:1: column `modle`: not a column of the jobs-csv format; did you mean `model`? (rename the column, or map it: --columns model=modle;",
+        t.display()
+    );
+    assert!(text(&o.stderr).contains(&want), "{}", text(&o.stderr));
+    // Columns no field is near: one note, in file order; the run goes on.
+    let o = run("job_id,comment,submit_time,duration,gpu_num,model,local_bsz,Team\na,x,0,60,1,resnet18-cifar10,32,y\n");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let want = format!("note: {}: ignored columns: comment, Team (not columns of the jobs-csv format)", t.display());
+    assert!(text(&o.stderr).contains(&want), "{}", text(&o.stderr));
+    // One edit from a field the header has already: not taken for it, noted.
+    let o = run("job_id,submit_time,duration,gpu_num,model,models\na,0,60,1,resnet18-cifar10,x\n");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("ignored columns: models (not"), "{}", text(&o.stderr));
+    // Another format: a Helios log with `vcc` for `vc` (missing), at line 1.
+    let helios = "job_id,user,vcc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\n\
+                  j1,u1,vc1,1,4,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:00:10,2020-04-01 00:01:10,60,10\n";
+    let o = run(helios);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr)
+            .contains("column `vcc`: not a column of the helios format; did you mean `vc`? (rename the column;"),
+        "{}",
+        text(&o.stderr)
+    );
+    // Every column known (the sample trace): no note of columns.
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_jobs.csv");
+    let o = dlsched(&[
+        "simulate",
+        "--trace",
+        sample,
+        "--vcs",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_vcs.csv"),
+    ]);
+    assert!(o.status.success() && !text(&o.stderr).contains("ignored columns"), "{}", text(&o.stderr));
+}
+
+#[test]
 fn synthetic_options_beside_a_trace_are_said_not_to_apply() {
     let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/example_jobs.csv");
     let o = dlsched(&["simulate", "--trace", trace, "--jobs", "3", "--load", "0.3"]);

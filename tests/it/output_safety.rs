@@ -105,7 +105,7 @@ fn a_full_stderr_exits_2_silently() {
     // the run's files are written already.
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("run");
-    let o = dlsched_full(&["simulate", "--jobs", "10", "--theta", "0.5", "--out", s(&out)], true);
+    let o = dlsched_full(&["simulate", "--jobs", "10", "--genie-best-fit", "--out", s(&out)], true);
     assert_eq!(o.status.code(), Some(2));
     assert!(out.join("manifest.json").exists());
 }

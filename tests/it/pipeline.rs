@@ -66,8 +66,11 @@ fn a_family_key_and_its_policy_opt_give_one_spec() {
     };
     assert_eq!(o.params, by_hand);
     // `theta` is GENIE's `theta`.
-    let t = spec(&[("workload", Value::Str("genie".into())), ("theta", Value::Float(1.5))], Origin::CommandLine);
-    assert!(matches!(t.policy, PolicySpec::Fifo(_)), "fifo ignores theta on the command line");
+    // With fifo it is an error on the command line too (issue 35: it was
+    // ignored there, and an error in a sweep file).
+    let r = rawspec(&[("workload", Value::Str("genie".into())), ("theta", Value::Float(1.5))]);
+    let e = raw::to_run_spec(&r, Origin::CommandLine, None).unwrap_err();
+    assert!(e.message.contains("--theta applies only to the GENIE-family policies"), "{e}");
     let g = spec(
         &[
             ("workload", Value::Str("genie".into())),
@@ -82,7 +85,8 @@ fn a_family_key_and_its_policy_opt_give_one_spec() {
 
 /// In an experiment file a family's path key is relative to the file, and
 /// `rifling_table` is the frozen policy's only; `theta` is refused for a
-/// policy outside the GENIE family, a RIFLING key left to RIFLING.
+/// policy outside the GENIE family (from every origin), a RIFLING key left
+/// to RIFLING.
 #[test]
 fn family_keys_in_an_experiment_file() {
     let file = repo("experiments/some.toml");
@@ -105,6 +109,15 @@ fn family_keys_in_an_experiment_file() {
         .unwrap_err()
         .message;
     assert_eq!(e, "`theta` applies only to the GENIE-family policies, not `policy` = `fifo`");
+    // The command line and Python's keywords refuse it the same way (the
+    // command line only noted it), each spelling the key as it does.
+    for (origin, want) in [
+        (Origin::CommandLine, "--theta applies only to the GENIE-family policies, not --policy fifo"),
+        (Origin::Keywords, "theta= applies only to the GENIE-family policies, not policy=fifo"),
+    ] {
+        let e = raw::to_run_spec(&rawspec(&[("theta", Value::Float(1.0))]), origin, None).unwrap_err();
+        assert_eq!((e.message.as_str(), e.key.as_deref()), (want, Some("theta")));
+    }
 }
 
 /// The artefact set holds a file once by type and path: two specs naming
