@@ -670,6 +670,28 @@ struct VcState {
 }
 
 impl VcState {
+    /// Gavel's reset of the time counters at `now` (ms; step 2 of "Rounds"
+    /// in the module docs), `half` being half a round, s: each job's
+    /// deficit grows by what it should have run since the last reset less
+    /// what it ran, and every counter restarts from `half`.
+    fn reset_counters(&mut self, half: f64, now: u64) {
+        let elapsed = self.last_reset.map_or(0.0, |l| (now - l) as f64 / 1000.0);
+        for b in self.jobs.values_mut() {
+            for j in 0..b.job_time.len() {
+                let should = b.alloc.as_ref().map_or(0.0, |a| a[j] * elapsed);
+                b.deficit[j] += should - (b.time_on(j, now) - half);
+                b.job_time[j] = half;
+            }
+            if let Some((t, _)) = b.on {
+                b.on = Some((t, now));
+            }
+        }
+        for j in 0..self.worker_time.len() {
+            self.worker_time[j] = half * self.jobs.len() as f64;
+            self.since_sum[j] = u128::from(self.run_n[j]) * u128::from(now);
+        }
+    }
+
     /// `worker_time` of type `t` at `now` (ms).
     fn worker_time_at(&self, t: usize, now: u64) -> f64 {
         self.worker_time[t] + (u128::from(self.run_n[t]) * u128::from(now) - self.since_sum[t]) as f64 / 1000.0
@@ -952,24 +974,10 @@ impl Gavel {
 
     /// Recomputes partition `v`'s allocation and resets its time counters.
     fn reset(&mut self, v: usize, now: u64) {
-        let half = self.opts.round / 2.0;
-        let keep = self.opts.keep_counters;
         let vc = &mut self.vcs[v];
-        let elapsed = vc.last_reset.map_or(0.0, |l| (now - l) as f64 / 1000.0);
         // `keep-counters`: the counters (and deficits) stay as they are.
-        for b in vc.jobs.values_mut().filter(|_| !keep) {
-            for j in 0..b.job_time.len() {
-                let should = b.alloc.as_ref().map_or(0.0, |a| a[j] * elapsed);
-                b.deficit[j] += should - (b.time_on(j, now) - half);
-                b.job_time[j] = half;
-            }
-            if let Some((t, _)) = b.on {
-                b.on = Some((t, now));
-            }
-        }
-        for j in (0..vc.worker_time.len()).filter(|_| !keep) {
-            vc.worker_time[j] = half * vc.jobs.len() as f64;
-            vc.since_sum[j] = u128::from(vc.run_n[j]) * u128::from(now);
+        if !self.opts.keep_counters {
+            vc.reset_counters(self.opts.round / 2.0, now);
         }
         vc.last_reset = Some(now);
         vc.need_alloc = false;
