@@ -466,7 +466,8 @@ pub mod compiled {
 /// trained model is a function of that table: it is kept for the process,
 /// keyed by the table's rows (compared in full, not by a digest), and a
 /// second database with the same table (another run, another artefact set,
-/// the builtin tables parsed again) reuses it.
+/// the builtin tables parsed again) reuses it. The builtin table's model is
+/// not trained but read from the compiled-in net ([`compiled`]).
 pub struct LearnedModel {
     db: Arc<ProfileDb>,
     model: OnceLock<Arc<Ncf>>,
