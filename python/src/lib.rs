@@ -271,8 +271,9 @@ fn policy_name(py: Python<'_>, obj: &Py<PyAny>) -> PyResult<String> {
 /// Runs a sweep: `path` an experiment file, or `toml` an experiment's text
 /// (its relative paths taken from the working directory); `out` the sweep
 /// directory (a temporary one, removed afterwards, when None). Returns the
-/// bytes of its `summary.csv` and the runs' distinct notes (keys spelt as
-/// in an experiment file). Runs on `threads` of the engine's own threads,
+/// bytes of its `summary.csv` and the distinct notes of the experiment and
+/// its runs, as `dlsched sweep` prints them (keys spelt as in an experiment
+/// file). Runs on `threads` of the engine's own threads,
 /// with the GIL released.
 #[pyfunction]
 #[pyo3(signature = (path=None, toml=None, threads=2, out=None, shard=None, resume=false))]
@@ -324,7 +325,11 @@ fn sweep<'py>(
     }
     let csv = std::fs::read(out.join("summary.csv"))
         .map_err(|e| err(format!("{}: {e}", out.join("summary.csv").display())))?;
-    Ok((PyBytes::new(py, &csv), outcome.notes))
+    // The notes of the experiment as loaded (`dlsched sweep` prints them
+    // first), then those of its runs, each once.
+    let mut notes = exp.notes.clone();
+    notes.extend(outcome.notes.into_iter().filter(|n| !exp.notes.contains(n)));
+    Ok((PyBytes::new(py, &csv), notes))
 }
 
 /// A policy written in Python: the engine calls its methods (`decide`, and

@@ -169,3 +169,16 @@ def test_options_the_policy_ignores_are_noted(tmp_path):
     want = "genie_models= and genie_best_fit= apply only to the GENIE-family policies"
     assert want in [str(w.message) for w in notes]
     assert want in r.notes
+
+
+def test_a_sweep_raises_its_notes_once(tmp_path):
+    # The experiment's note (a sharing placement that shares nothing on the
+    # synthetic workload, found as the file is read) and its runs' (GENIE's
+    # best fit under FIFO), each once for two runs.
+    exp = {"question": "q", "base": {"jobs": 20, "placement": "share-best-fit", "genie_best_fit": True},
+           "sweep": {"seed": [1, 2]}}
+    with pytest.warns(dlsched.DlschedNote) as notes:
+        dlsched.sweep(exp)
+    texts = [str(w.message) for w in notes]
+    assert sum("none will share a GPU" in n for n in texts) == 1, texts
+    assert texts.count("`genie_models` and `genie_best_fit` apply only to the GENIE-family policies") == 1, texts
