@@ -22,7 +22,7 @@ pub const OUTPUT_FILES: [&str; 9] = [
 ];
 
 /// The charts `dlsched plot` draws into a run directory ([`crate::plot::plot_run`]).
-pub const PLOT_FILES: [&str; 10] = [
+pub const PLOT_FILES: [&str; 14] = [
     "jct_cdf.svg",
     "jct_cdf.png",
     "queue_delay_cdf.svg",
@@ -33,6 +33,10 @@ pub const PLOT_FILES: [&str; 10] = [
     "queue_length.png",
     "learning_curve.svg",
     "learning_curve.png",
+    "vc_jct_cdf.svg",
+    "vc_jct_cdf.png",
+    "vc_gpu_utilization.svg",
+    "vc_gpu_utilization.png",
 ];
 
 /// The CSV tables of a run directory that `--output-format parquet|both`
