@@ -245,8 +245,8 @@ pub fn write_run_dir_as(report: &RunReport, dir: &Path, format: OutputFormat) ->
     export::write_replacing_with(&dir.join("vc_timeline.csv"), |w| {
         export::write_vc_timeline_csv(&report.output, &report.recording, w)
     })?;
-    if !report.skipped.is_empty() {
-        export::write_atomic(&dir.join("skipped.csv"), &export::skipped_csv(&report.skipped))?;
+    if !report.skipped.is_empty() || !report.input.malformed.is_empty() {
+        export::write_atomic(&dir.join("skipped.csv"), &report.skipped_csv())?;
     }
     export::write_atomic(&dir.join("summary.json"), &json(&serde_json::to_value(&report.summary).unwrap_or_default()))?;
     // Wall-clock decision cost: the one output that differs from run to run,
