@@ -35,6 +35,7 @@ mod hand;
 mod invariants;
 mod las;
 mod ldwp;
+mod malformed;
 mod memeff_tasks;
 mod memory;
 mod mixed_memory;
