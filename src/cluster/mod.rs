@@ -187,6 +187,8 @@ pub struct Cluster {
     /// Per node: a stamp that changes whenever the node's holders change
     /// ([`Cluster::node_stamp`]).
     node_stamp: Vec<u64>,
+    /// The nodes whose stamp changed, in order ([`Cluster::nodes_changed_since`]).
+    changes: ChangeLog,
     /// Each node's index within its partition.
     node_local: Vec<u32>,
     partitions: Vec<Partition>,
@@ -270,6 +272,7 @@ impl Cluster {
             shared_gpus: 0,
             node_open: vec![0; spec.nodes.len()],
             node_stamp: (0..spec.nodes.len()).map(|_| next_stamp()).collect(),
+            changes: ChangeLog::new(),
             spec,
             node_first_gpu,
             gpu_node,
@@ -372,6 +375,7 @@ impl Cluster {
         for st in &mut self.node_stamp {
             *st = next_stamp();
         }
+        self.changes = ChangeLog::new();
         Ok(())
     }
 
@@ -459,6 +463,26 @@ impl Cluster {
         self.refusal(gpu, vc, mem_mib, milli).is_none()
     }
 
+    /// The room `gpu` has for one more tenant of its partition: (memory,
+    /// MiB; guaranteed share, milli-GPU), or `None` when it can take none
+    /// (held exclusively, at the tenant cap, or its tenants already over
+    /// its usable memory or 1,000 milli-GPU). A tenant needing `mem_mib` and
+    /// `milli` fits exactly when both are within the room:
+    /// `can_host(gpu, vc, mem_mib, milli)` is `vc` being the GPU's partition
+    /// and `share_room(gpu)` holding `(m, s)` with `mem_mib <= m` and
+    /// `milli <= s` (the same rules as [`Cluster::share_refusal`]).
+    pub fn share_room(&self, gpu: GpuId) -> Option<(u64, u32)> {
+        if self.gpu_owner[gpu.index()].is_some() {
+            return None;
+        }
+        let s = &self.shares[gpu.index()];
+        if s.tenants.len() as u32 >= self.limits.max_tenants {
+            return None;
+        }
+        let usable = if s.tenants.is_empty() { self.gpu_mem_mib(gpu) } else { self.shareable_mem_mib(gpu) };
+        Some((usable.checked_sub(s.mem_mib)?, 1000u32.checked_sub(s.milli)?))
+    }
+
     /// True if a shared GPU might still take another tenant, whatever it
     /// needs: it has at least one tenant, fewer than the cap, and its tenants
     /// hold no more than its shareable memory ([`Cluster::shareable_mem_mib`]).
@@ -503,6 +527,33 @@ impl Cluster {
     /// states, so a placement may cache what it computed about a node.
     pub fn node_stamp(&self, node: NodeId) -> u64 {
         self.node_stamp[node.index()]
+    }
+
+    /// A mark of the present end of the log of stamp changes, for
+    /// [`Cluster::nodes_changed_since`].
+    pub fn change_mark(&self) -> ChangeMark {
+        ChangeMark { log: self.changes.id, at: self.changes.start + self.changes.nodes.len() as u64 }
+    }
+
+    /// The nodes whose stamp ([`Cluster::node_stamp`]) changed since `mark`
+    /// was taken, in order of change, a node once per change: every node
+    /// whose stamp differs from what it was at the mark is listed. `None`
+    /// when the log no longer reaches back that far (it keeps the last
+    /// [`CHANGE_LOG_MAX`] / 2 to [`CHANGE_LOG_MAX`] changes), or the mark is of
+    /// another cluster, of this one before [`Cluster::set_share_limits`], or
+    /// of the original of a clone (a clone starts a log of its own): then
+    /// compare every node's stamp.
+    pub fn nodes_changed_since(&self, mark: ChangeMark) -> Option<&[NodeId]> {
+        let log = &self.changes;
+        if mark.log != log.id || mark.at < log.start {
+            return None;
+        }
+        log.nodes.get((mark.at - log.start) as usize..)
+    }
+
+    /// A node's place in its partition's node list ([`Partition::nodes`]).
+    pub fn partition_place(&self, node: NodeId) -> usize {
+        self.node_local[node.index()] as usize
     }
 
     /// Open shared GPUs on a node ([`Cluster::is_open`]).
@@ -745,6 +796,7 @@ impl Cluster {
     fn recount_open(&mut self, g: GpuId, was_open: bool, was_partial: bool) {
         let n = self.node_of(g).index();
         self.node_stamp[n] = next_stamp();
+        self.changes.push(NodeId(n as u32));
         let node = self.node_of(g);
         let vc = self.spec.nodes[node.index()].vc;
         let partial = self.is_partial(g);
@@ -835,6 +887,7 @@ impl Cluster {
 
     fn reindex(&mut self, node: NodeId, before: u32) {
         self.node_stamp[node.index()] = next_stamp();
+        self.changes.push(node);
         let after = self.node_free(node);
         let local = self.node_local[node.index()] as usize;
         let p = &mut self.partitions[self.spec.nodes[node.index()].vc.index()];
@@ -922,6 +975,53 @@ impl Cluster {
             }
         }
         Ok(())
+    }
+}
+
+/// Node stamp changes a cluster's log keeps at most
+/// ([`Cluster::nodes_changed_since`]); at this many, the older half goes.
+pub const CHANGE_LOG_MAX: usize = 1 << 16;
+
+/// A place in a cluster's log of stamp changes ([`Cluster::change_mark`]).
+/// The default mark is of no cluster's log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChangeMark {
+    /// The log's id (0: none).
+    log: u64,
+    /// Changes logged before the mark.
+    at: u64,
+}
+
+/// The nodes whose stamp changed, in order, the last [`CHANGE_LOG_MAX`] at most.
+#[derive(Debug)]
+struct ChangeLog {
+    /// A process-wide fresh id (never 0).
+    id: u64,
+    /// Changes dropped from the front.
+    start: u64,
+    nodes: Vec<NodeId>,
+}
+
+impl ChangeLog {
+    fn new() -> Self {
+        ChangeLog { id: next_stamp(), start: 0, nodes: Vec::new() }
+    }
+
+    fn push(&mut self, node: NodeId) {
+        if self.nodes.len() >= CHANGE_LOG_MAX {
+            let half = self.nodes.len() / 2;
+            self.nodes.drain(..half);
+            self.start += half as u64;
+        }
+        self.nodes.push(node);
+    }
+}
+
+/// A clone's log is its own and starts empty: marks of the original are
+/// not valid in it (its nodes may then change apart from the original's).
+impl Clone for ChangeLog {
+    fn clone(&self) -> Self {
+        ChangeLog::new()
     }
 }
 

@@ -175,8 +175,10 @@ impl Iawp {
         let c = view.cluster;
         let p = c.partition(vc);
         // Only an open shared GPU (`Cluster::is_open`: a tenant, below the
-        // cap, memory not over its shareable part) can take another tenant.
-        if p.gpus_open == 0 {
+        // cap, memory not over its shareable part) can take another tenant,
+        // and only a one-GPU job of the window is admitted: without either,
+        // no GPU below admits anything.
+        if p.gpus_open == 0 || window.iter().all(|&job| view.jobs.spec(job).gpus != 1) {
             return None;
         }
         for &node in &p.nodes {
@@ -244,6 +246,10 @@ impl Iawp {
         let gpu_type = &c.node(node).gpu_type;
         let s = c.share(g);
         let tenants: Vec<&crate::job::JobSpec> = s.tenants.iter().map(|&t| view.jobs.spec(t)).collect();
+        // Every tenant with the job, and every one but the i-th (buffers
+        // reused across the window's jobs).
+        let mut all: Vec<&crate::job::JobSpec> = Vec::with_capacity(tenants.len() + 1);
+        let mut others: Vec<&crate::job::JobSpec> = Vec::with_capacity(tenants.len());
         let mut best: Option<(f64, JobId)> = None;
         for &job in window {
             let req = request(view, job);
@@ -256,13 +262,14 @@ impl Iawp {
             {
                 continue;
             }
-            let mut all = tenants.clone();
+            all.clear();
+            all.extend_from_slice(&tenants);
             all.push(spec);
             let mut sum = 0.0;
             let mut ok = true;
             for i in 0..all.len() {
-                let others: Vec<&crate::job::JobSpec> =
-                    all.iter().enumerate().filter(|&(k, _)| k != i).map(|(_, s)| *s).collect();
+                others.clear();
+                others.extend(all.iter().enumerate().filter(|&(k, _)| k != i).map(|(_, s)| *s));
                 let v = model.speed(gpu_type, all[i], &others);
                 ok &= v >= set.theta_speed;
                 sum += v;

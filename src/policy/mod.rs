@@ -22,6 +22,7 @@ pub mod las;
 pub mod ldwp;
 pub mod memeff;
 pub mod memeff_tasks;
+mod node_tree;
 pub mod nodesel;
 pub mod optimus;
 pub mod placement;

@@ -9,6 +9,7 @@
 //! ([`Cluster::tenant_mem_mib`]). Both rules use only nodes of the GPU types
 //! a job allows.
 
+use super::node_tree::NodeTree;
 use super::placement::{Placement, Request};
 use std::collections::HashMap;
 
@@ -33,19 +34,32 @@ enum Rank {
 /// best-ranked hostable GPUs across nodes. Within the choice, GPUs are taken
 /// in rank order.
 ///
-/// A node's answer to a request (how many of its GPUs can host it, the
-/// score of its best `n`) is a function of the node's state and the
-/// request's partition, GPU count, memory need and share, so it is kept per
-/// request class and node under the node's stamp ([`Cluster::node_stamp`],
-/// which changes whenever the node's holders change) and reused until the
-/// stamp changes: a search of a large partition looks at each unchanged
-/// node once per request class instead of at each of its GPUs.
+/// Kept state (none of it changes a choice):
+///
+/// - per node, under its stamp ([`Cluster::node_stamp`], which changes
+///   whenever the node's holders change), the room of each GPU that can
+///   take a tenant ([`Cluster::share_room`]), in rank order: a request's
+///   hostable GPUs on the node are those whose room holds its memory need
+///   and share, and the need is one figure per node (its GPUs have one
+///   memory size), so a node's answer to a request (how many of its GPUs can
+///   host it, the summed rank key of the best `n`) is one pass over at most
+///   its GPU count of rooms;
+/// - per request class ((partition, GPUs, memory need, share)): for best fit
+///   without a GPU-type constraint, a min-tree of the partition's nodes by
+///   (score of the best `n`, place in the partition) ([`NodeTree`]),
+///   brought up to date for the nodes whose stamp changed since the class
+///   was last placed; its root is the node the scan in index order picks
+///   (least score, earliest node). Otherwise each node's answer, kept until
+///   its stamp changes, read by a scan in index order.
 #[derive(Clone, Debug)]
 pub struct ShareFit {
     rank: Rank,
     scratch: Vec<(u64, GpuId)>,
+    rooms: Rooms,
     /// Per request class, per node index: its answer ([`NodeAnswer`]).
     answers: HashMap<Class, Vec<NodeAnswer>, WordState>,
+    /// Per request class: its tree of nodes by (score, place); best fit only.
+    trees: HashMap<Class, NodeTree<TreeKey>, WordState>,
 }
 
 /// A request class: (partition, GPUs, memory need MiB, milli-GPU).
@@ -56,53 +70,140 @@ type Class = (VcId, u32, u64, u32);
 /// yet (stamps start at 1).
 type NodeAnswer = (u64, u32, u64);
 
-/// Request classes kept; more, and the answers start over (results are
-/// unchanged, memory stays bounded: classes × nodes × 24 bytes).
+/// A node's place in a class's tree: (score of its best `n`, place in the
+/// partition); [`NONE`] when fewer than `n` of its GPUs can host the class.
+type TreeKey = (u64, u32);
+
+/// The tree key of a node that cannot host the class.
+const NONE: TreeKey = (u64::MAX, u32::MAX);
+
+/// Request classes kept; more, and the answers (or trees) start over
+/// (results are unchanged, memory stays bounded: classes × nodes × 24
+/// bytes, or × about 40 bytes for trees).
 const MAX_CLASSES: usize = 512;
 
+/// A GPU's room for a tenant: memory left MiB (GPU memory − memory held,
+/// the best-fit key before the job's need), room MiB and milli-GPU
+/// ([`Cluster::share_room`]), the GPU.
+#[derive(Clone, Copy, Debug)]
+struct Room {
+    left: u64,
+    mem: u64,
+    milli: u32,
+    gpu: GpuId,
+}
+
+/// Per node, under its stamp: the rooms of its GPUs that can take a tenant,
+/// in rank order (best fit: memory left, then index; first fit: index).
+#[derive(Clone, Debug, Default)]
+struct Rooms {
+    /// Per node: (stamp the rooms were read at, 0: never; rooms kept).
+    at: Vec<(u64, u32)>,
+    /// Per GPU index: the rooms of the node that GPU starts, in order, from
+    /// the node's first GPU's slot.
+    rooms: Vec<Room>,
+}
+
+impl Rooms {
+    /// The rooms of `node` in rank order, read again if its stamp changed.
+    fn of(&mut self, cluster: &Cluster, rank: Rank, node: NodeId) -> &[Room] {
+        if self.at.len() < cluster.num_nodes() {
+            self.at.resize(cluster.num_nodes(), (0, 0));
+        }
+        if self.rooms.len() < cluster.total_gpus() as usize {
+            self.rooms.resize(cluster.total_gpus() as usize, Room { left: 0, mem: 0, milli: 0, gpu: GpuId(0) });
+        }
+        let mut gpus = cluster.node_gpus(node);
+        let Some(first) = gpus.next() else { return &[] };
+        let stamp = cluster.node_stamp(node);
+        let start = first.index();
+        if self.at[node.index()].0 != stamp {
+            let mut len = 0;
+            for g in std::iter::once(first).chain(gpus) {
+                if let Some((mem, milli)) = cluster.share_room(g) {
+                    let left = cluster.gpu_mem_mib(g) - cluster.share(g).mem_mib;
+                    self.rooms[start + len] = Room { left, mem, milli, gpu: g };
+                    len += 1;
+                }
+            }
+            let rooms = &mut self.rooms[start..start + len];
+            if rank == Rank::BestFitMemory {
+                rooms.sort_unstable_by_key(|r| (r.left, r.gpu));
+            }
+            self.at[node.index()] = (stamp, len as u32);
+        }
+        &self.rooms[start..start + self.at[node.index()].1 as usize]
+    }
+}
+
 impl ShareFit {
+    fn with_rank(rank: Rank) -> Self {
+        ShareFit {
+            rank,
+            scratch: Vec::new(),
+            rooms: Rooms::default(),
+            answers: HashMap::default(),
+            trees: HashMap::default(),
+        }
+    }
+
     /// First fit: GPUs in index order.
     pub fn first_fit() -> Self {
-        ShareFit { rank: Rank::FirstFit, scratch: Vec::new(), answers: HashMap::default() }
+        ShareFit::with_rank(Rank::FirstFit)
     }
 
     /// Best fit by memory: the GPUs that would have the least memory left.
     pub fn best_fit() -> Self {
-        ShareFit { rank: Rank::BestFitMemory, scratch: Vec::new(), answers: HashMap::default() }
+        ShareFit::with_rank(Rank::BestFitMemory)
     }
 
     /// How many GPUs of `node` can host `req`, and the summed rank key of
-    /// the best `req.gpus` of them (when that many can): from `answers` (the
-    /// request class's) while the node's stamp is unchanged, else from
-    /// [`ShareFit::hostable`].
+    /// the best `min(req.gpus, count)` of them, from the node's rooms.
+    fn fresh_answer(&mut self, cluster: &Cluster, req: &Request<'_>, node: NodeId) -> (u32, u64) {
+        let Some(first) = cluster.node_gpus(node).next() else { return (0, 0) };
+        let mem = need(cluster, req, first);
+        let (rank, n) = (self.rank, req.gpus as usize);
+        let (mut count, mut score) = (0u32, 0u64);
+        for r in self.rooms.of(cluster, rank, node) {
+            if mem <= r.mem && req.milli <= r.milli {
+                if (count as usize) < n && rank == Rank::BestFitMemory {
+                    score += r.left - mem;
+                }
+                count += 1;
+            }
+        }
+        (count, score)
+    }
+
+    /// [`ShareFit::fresh_answer`] from `answers` (the request class's)
+    /// while the node's stamp is unchanged.
     fn answer(&mut self, answers: &mut [NodeAnswer], cluster: &Cluster, req: &Request<'_>, node: NodeId) -> (u32, u64) {
         let stamp = cluster.node_stamp(node);
         let a = answers[node.index()];
         if a.0 == stamp {
             return (a.1, a.2);
         }
-        self.hostable(cluster, req, node);
-        let count = self.scratch.len() as u32;
-        let n = (req.gpus as usize).min(self.scratch.len());
-        let score: u64 = self.scratch[..n].iter().map(|e| e.0).sum();
+        let (count, score) = self.fresh_answer(cluster, req, node);
         answers[node.index()] = (stamp, count, score);
         (count, score)
     }
 
-    /// Hostable GPUs of `node` with their rank key, sorted by it.
+    /// Hostable GPUs of `node` with their rank key, in rank order, into
+    /// `scratch`.
     fn hostable(&mut self, cluster: &Cluster, req: &Request<'_>, node: NodeId) {
         self.scratch.clear();
-        for g in cluster.node_gpus(node) {
-            let mem = need(cluster, req, g);
-            if cluster.can_host(g, req.vc, mem, req.milli) {
-                let key = match self.rank {
+        let Some(first) = cluster.node_gpus(node).next() else { return };
+        let mem = need(cluster, req, first);
+        let rank = self.rank;
+        for r in self.rooms.of(cluster, rank, node) {
+            if mem <= r.mem && req.milli <= r.milli {
+                let key = match rank {
                     Rank::FirstFit => 0,
-                    Rank::BestFitMemory => cluster.gpu_mem_mib(g) - cluster.share(g).mem_mib - mem,
+                    Rank::BestFitMemory => r.left - mem,
                 };
-                self.scratch.push((key, g));
+                self.scratch.push((key, r.gpu));
             }
         }
-        self.scratch.sort_unstable();
     }
 }
 
@@ -138,6 +239,18 @@ impl Placement for ShareFit {
             return false;
         }
         let class = (req.vc, req.gpus, req.min_gpu_mem_mib, req.milli);
+        if self.rank == Rank::BestFitMemory && req.gpu_types.is_empty() {
+            let mut tree = match self.trees.remove(&class) {
+                Some(t) if t.stamps.len() == p.nodes.len() => t,
+                _ => NodeTree::new(p.nodes.len(), NONE),
+            };
+            let placed = self.search_by_tree(cluster, req, out, &mut tree);
+            if self.trees.len() >= MAX_CLASSES {
+                self.trees.clear();
+            }
+            self.trees.insert(class, tree);
+            return placed;
+        }
         let mut answers = self.answers.remove(&class).unwrap_or_default();
         answers.resize(answers.len().max(cluster.num_nodes()), (0, 0, 0));
         let placed = self.search(cluster, req, out, &mut answers);
@@ -193,15 +306,50 @@ impl ShareFit {
             // Every node with a candidate GPU was searched: none can host it.
             return false;
         }
-        // Across nodes: the best-ranked hostable GPUs of the partition. For
-        // first fit (every key 0) that is the first n in index order: nodes
-        // are in index order, and so are their GPUs.
+        self.spread(cluster, req, out)
+    }
+
+    /// [`Placement::place`] past its bounds for best fit without a GPU-type
+    /// constraint: the class's `tree` brought up to date, then its root.
+    fn search_by_tree(
+        &mut self,
+        cluster: &Cluster,
+        req: Request<'_>,
+        out: &mut Vec<GpuId>,
+        tree: &mut NodeTree<TreeKey>,
+    ) -> bool {
+        let n = req.gpus as usize;
+        let p = cluster.partition(req.vc);
+        tree.refresh(cluster, req.vc, |l, node| {
+            // A node with fewer than n free or open GPUs has fewer than n
+            // hostable ones (every hostable GPU is free or open).
+            if cluster.node_share_candidates(node) < req.gpus {
+                return NONE;
+            }
+            match self.fresh_answer(cluster, &req, node) {
+                (count, score) if count as usize >= n => (score, l as u32),
+                _ => NONE,
+            }
+        });
+        let least = tree.least();
+        if least != NONE {
+            self.hostable(cluster, &req, p.nodes[least.1 as usize]);
+            out.extend(self.scratch[..n].iter().map(|e| e.1));
+            return true;
+        }
+        n > 1 && self.spread(cluster, req, out)
+    }
+
+    /// Across nodes: the best-ranked hostable GPUs of the partition, when no
+    /// node can host the job alone. For first fit (every key 0) that is the
+    /// first n in index order: nodes are in index order, and so are their
+    /// GPUs.
+    fn spread(&mut self, cluster: &Cluster, req: Request<'_>, out: &mut Vec<GpuId>) -> bool {
+        let n = req.gpus as usize;
+        let p = cluster.partition(req.vc);
         let mut all: Vec<(u64, GpuId)> = Vec::new();
         for &node in &p.nodes {
             if cluster.node_share_candidates(node) == 0 || !req.fits_type(cluster, node) {
-                continue;
-            }
-            if self.answer(answers, cluster, &req, node).0 == 0 {
                 continue;
             }
             self.hostable(cluster, &req, node);
@@ -213,7 +361,9 @@ impl ShareFit {
         if all.len() < n {
             return false;
         }
-        all.sort_unstable();
+        // The n least (GPU ids make every key distinct), in order.
+        all.select_nth_unstable(n - 1);
+        all[..n].sort_unstable();
         out.extend(all[..n].iter().map(|e| e.1));
         true
     }

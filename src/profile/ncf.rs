@@ -32,7 +32,9 @@
 //! epochs then SGD at 0.01 for 5, minibatches of 64 in an order shuffled per
 //! epoch. The model is trained once per database with the fixed seed
 //! [`NCF_SEED`] on the named stream `ncf` (`src/rng.rs`): it is a derived
-//! table of the database, the same for every run and thread count.
+//! table of the database, the same for every run and thread count. The
+//! builtin database's is compiled in, trained ahead ([`compiled`]): runs over
+//! it read the net instead of training it.
 //!
 //! The tower is [`crate::nn::Mlp`] (its He-uniform ReLU layers and
 //! Glorot-uniform output layer, its backward pass, which also gives the
@@ -194,6 +196,31 @@ impl NcfNet {
         mse + l2 / 2.0 * reg
     }
 
+    /// Every parameter, in a fixed order (embeddings, then per layer weights
+    /// and bias), each as a flat slice.
+    pub fn params(&self) -> Vec<&[f64]> {
+        fn flat(a: &Array2<f64>) -> &[f64] {
+            a.as_slice().expect("owned arrays are contiguous")
+        }
+        let mut out: Vec<&[f64]> = self.emb.iter().map(flat).collect();
+        for layer in &self.mlp.layers {
+            out.push(flat(&layer.w));
+            out.push(layer.b.as_slice().expect("owned arrays are contiguous"));
+        }
+        out
+    }
+
+    /// [`NcfNet::params`], writable.
+    fn params_mut(&mut self) -> Vec<&mut [f64]> {
+        let mut out: Vec<&mut [f64]> =
+            self.emb.iter_mut().map(|e| e.as_slice_mut().expect("owned arrays are contiguous")).collect();
+        for layer in &mut self.mlp.layers {
+            out.push(layer.w.as_slice_mut().expect("owned arrays are contiguous"));
+            out.push(layer.b.as_slice_mut().expect("owned arrays are contiguous"));
+        }
+        out
+    }
+
     /// Every parameter with its gradient, in a fixed order (embeddings, then
     /// per layer weights and bias), each as a flat slice.
     fn pairs<'a>(&'a mut self, g: &'a NetGrads) -> Vec<(&'a mut [f64], &'a [f64])> {
@@ -311,9 +338,16 @@ impl Ncf {
         (types, gpus)
     }
 
-    /// The model trained on every pair of `db` with [`NcfParams::default`].
+    /// The model trained on every pair of `db` with [`NcfParams::default`]:
+    /// the compiled-in trained net when `db`'s samples are the builtin
+    /// table's ([`compiled`]), else trained here.
     pub fn from_db(db: &ProfileDb) -> Ncf {
-        Ncf::train_on(db, &db.colocation.iter().collect::<Vec<_>>(), &NcfParams::default())
+        let (types, gpus) = Ncf::index(db);
+        let samples = samples_of(&db.colocation, &types, &gpus);
+        let p = NcfParams::default();
+        let net = compiled::net(&samples, types.len(), gpus.len(), &p)
+            .unwrap_or_else(|| NcfNet::train(&samples, types.len(), gpus.len(), &p));
+        Ncf { types: types.into_keys().collect(), gpus: gpus.into_keys().collect(), net }
     }
 
     /// The model with the ids of all of `db`'s rows, trained on `rows` only
@@ -343,6 +377,88 @@ impl Ncf {
     }
 }
 
+/// The net trained on the builtin co-location table, compiled in
+/// (`src/profile/data/ncf_builtin.bin`), so that a run over the builtin
+/// database does not train it (0.5–2 s of CPU per process).
+///
+/// Training ([`NcfNet::train`]) is a function of its samples, the id counts
+/// and the settings alone, and deterministic on every machine
+/// ([`crate::nn`] sums in a fixed order, no BLAS), so its result is a derived
+/// table like the database's own. The file holds that input (a header: the
+/// id counts, every setting and every sample, exactly) and the trained
+/// parameters, `f64` little-endian in [`NcfNet::params`] order. A net is
+/// taken from it only when the input is the header byte for byte; any other
+/// table (another database, a held-out subset) is trained. The test
+/// `profile::ncf::tests::the_compiled_in_net_is_the_trained_one` trains on
+/// the builtin table and compares every bit; with `DLSCHED_BLESS_NCF=1` it
+/// rewrites the file (after a change to the table, the settings or the
+/// training).
+pub mod compiled {
+    use super::{NcfNet, NcfParams, Sample};
+
+    /// The file's bytes (module docs).
+    pub const BYTES: &[u8] = include_bytes!("data/ncf_builtin.bin");
+
+    /// The file's first 8 bytes.
+    const MAGIC: &[u8; 8] = b"dlsncf01";
+
+    /// The header of the training input (module docs).
+    pub fn header(samples: &[Sample], types: usize, gpus: usize, p: &NcfParams) -> Vec<u8> {
+        let mut h = Vec::with_capacity(96 + 20 * samples.len());
+        h.extend_from_slice(MAGIC);
+        let mut u64s = vec![types as u64, gpus as u64, p.embed_dim as u64, p.hidden.len() as u64];
+        u64s.extend(p.hidden.iter().map(|&n| n as u64));
+        u64s.extend([p.l2.to_bits(), p.adam_epochs as u64, p.adam_lr.to_bits(), p.sgd_epochs as u64]);
+        u64s.extend([p.sgd_lr.to_bits(), p.batch as u64, p.seed, samples.len() as u64]);
+        for v in u64s {
+            h.extend_from_slice(&v.to_le_bytes());
+        }
+        for s in samples {
+            for id in [s.me, s.other, s.gpu] {
+                h.extend_from_slice(&(id as u32).to_le_bytes());
+            }
+            h.extend_from_slice(&s.speed.to_bits().to_le_bytes());
+        }
+        h
+    }
+
+    /// The file's bytes for a trained `net` and its input.
+    pub fn bytes(net: &NcfNet, samples: &[Sample], types: usize, gpus: usize, p: &NcfParams) -> Vec<u8> {
+        let mut b = header(samples, types, gpus, p);
+        for v in net.params().into_iter().flatten() {
+            b.extend_from_slice(&v.to_bits().to_le_bytes());
+        }
+        b
+    }
+
+    /// The compiled-in net, when this is its training input (module docs).
+    pub fn net(samples: &[Sample], types: usize, gpus: usize, p: &NcfParams) -> Option<NcfNet> {
+        read(BYTES, samples, types, gpus, p)
+    }
+
+    /// The net of file bytes `file`, when `file`'s header is this input's
+    /// and its parameters have the net's size.
+    pub fn read(file: &[u8], samples: &[Sample], types: usize, gpus: usize, p: &NcfParams) -> Option<NcfNet> {
+        if samples.is_empty() {
+            return None;
+        }
+        let rest = file.strip_prefix(header(samples, types, gpus, p).as_slice())?;
+        // The net's shapes (its values are overwritten).
+        let mut net = NcfNet::init(types.max(1), gpus.max(1), p, &mut crate::rng::stream(p.seed, "ncf"), 0.5);
+        let mut params = net.params_mut();
+        if rest.len() != 8 * params.iter().map(|q| q.len()).sum::<usize>() {
+            return None;
+        }
+        let mut words = rest.chunks_exact(8);
+        for q in &mut params {
+            for (v, w) in q.iter_mut().zip(&mut words) {
+                *v = f64::from_bits(u64::from_le_bytes(w.try_into().ok()?));
+            }
+        }
+        Some(net)
+    }
+}
+
 /// The learned model of one database, trained at its first use: a run
 /// whose co-located pairs are all measured never trains it, and one that
 /// needs it trains it once ([`Ncf::from_db`]). The training reads only the
@@ -350,7 +466,8 @@ impl Ncf {
 /// trained model is a function of that table: it is kept for the process,
 /// keyed by the table's rows (compared in full, not by a digest), and a
 /// second database with the same table (another run, another artefact set,
-/// the builtin tables parsed again) reuses it.
+/// the builtin tables parsed again) reuses it. The builtin table's model is
+/// not trained but read from the compiled-in net ([`compiled`]).
 pub struct LearnedModel {
     db: Arc<ProfileDb>,
     model: OnceLock<Arc<Ncf>>,
@@ -397,6 +514,43 @@ impl LearnedModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_compiled_in_net_is_the_trained_one() {
+        // The builtin table's samples, trained here, against the file
+        // (`compiled` docs): the same bytes, and read back bit for bit.
+        let db = ProfileDb::builtin();
+        let (types, gpus) = Ncf::index(&db);
+        let (nt, ng) = (types.len(), gpus.len());
+        let samples = samples_of(&db.colocation, &types, &gpus);
+        let p = NcfParams::default();
+        let trained = NcfNet::train(&samples, nt, ng, &p);
+        let want = compiled::bytes(&trained, &samples, nt, ng, &p);
+        if std::env::var_os("DLSCHED_BLESS_NCF").is_some() {
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/profile/data/ncf_builtin.bin");
+            std::fs::write(path, &want).unwrap();
+            eprintln!("wrote {path} ({} bytes); rebuild, then run this test without DLSCHED_BLESS_NCF", want.len());
+            return;
+        }
+        assert!(
+            compiled::BYTES == want.as_slice(),
+            "src/profile/data/ncf_builtin.bin is not the net trained on the builtin table: \
+             rerun this test with DLSCHED_BLESS_NCF=1 (profile::ncf::compiled)"
+        );
+        let bits = |n: &NcfNet| n.params().into_iter().flatten().map(|v| v.to_bits()).collect::<Vec<u64>>();
+        let read = compiled::net(&samples, nt, ng, &p).expect("the builtin input finds the compiled-in net");
+        assert_eq!(bits(&read), bits(&trained));
+        assert_eq!(bits(&Ncf::from_db(&db).net), bits(&trained));
+        // Any other input trains: a held-out sample, one speed changed, another seed or id count.
+        assert!(compiled::net(&samples[1..], nt, ng, &p).is_none());
+        let mut other = samples.clone();
+        other[0].speed = f64::from_bits(other[0].speed.to_bits() ^ 1);
+        assert!(compiled::net(&other, nt, ng, &p).is_none());
+        assert!(compiled::net(&samples, nt, ng, &NcfParams { seed: 2, ..NcfParams::default() }).is_none());
+        assert!(compiled::net(&samples, nt + 1, ng, &p).is_none());
+        // A file cut short is refused, not read in part.
+        assert!(compiled::read(&want[..want.len() - 8], &samples, nt, ng, &p).is_none());
+    }
 
     /// A small net for the gradient check: d 2, hidden 4, 3.
     fn small() -> (NcfNet, Vec<Sample>, NcfParams) {
