@@ -225,8 +225,6 @@ mod scenarios {
         pub index: u64,
         pub kind: String,
         pub raw: RawSpec,
-        /// `--strict` (the synthetic workload's strict queue).
-        pub strict: bool,
         /// The `dlsched simulate` arguments, files relative to the scenario's directory.
         pub args: Vec<String>,
         /// File name -> contents, written to the scenario's directory.
@@ -550,7 +548,6 @@ mod scenarios {
         let kind_name = KINDS[rng.gen_range(0..KINDS.len())];
         let name = <PolicyName as ValueEnum>::from_str(kind_name, false).ok();
         let (mut raw, mut args, mut files) = (RawSpec::new(), Vec::new(), Vec::new());
-        let mut strict = false;
         // `iawp` is `--policy fifo --placement iawp` on the command line.
         let (policy, name) = match name {
             Some(n) => (kind_name, n),
@@ -643,7 +640,7 @@ mod scenarios {
             && !iawp
             && rng.gen_bool(0.3)
         {
-            strict = true;
+            raw.insert("backfill".into(), Value::Bool(false));
             args.push("--strict".into());
         }
         if (sharing || name == PolicyName::MemoryEfficiency) && rng.gen_bool(0.5) {
@@ -683,7 +680,7 @@ mod scenarios {
         let sample = [0u64, 1, 60, 600, 3600][rng.gen_range(0..5)];
         put(&mut raw, &mut args, "sample_interval", Value::UInt(sample));
         put(&mut raw, &mut args, "seed", Value::UInt(rng.gen_range(0..1000)));
-        Scenario { index, kind: kind_name.to_string(), raw, strict, args, files }
+        Scenario { index, kind: kind_name.to_string(), raw, args, files }
     }
 
     /// The scenario's raw spec with its files under `dir`, as the CLI run from
@@ -739,10 +736,8 @@ mod scenarios {
 
     fn one_run(s: &Scenario, dir: &Path, artefacts: &Artefacts, cut: Bound) -> Result<RunReport, RunError> {
         let start = Instant::now();
-        let mut raw = raw_in(s, dir);
-        raw::first_run_defaults(&mut raw, s.strict);
-        let mut spec = raw::to_run_spec(&raw, Origin::CommandLine, None)?;
-        raw::first_run_job_cap(&raw, &mut spec)?;
+        let raw = raw_in(s, dir);
+        let spec = raw::to_run_spec(&raw, Origin::CommandLine, None)?;
         let progress = |p: dlsched::engine::Progress| {
             if start.elapsed() > cut.at(p.changes) {
                 let long = start.elapsed() <= cut.uncapped(p.changes);
@@ -978,8 +973,7 @@ mod scenarios {
                 s.kind
             ),
         );
-        let mut raw = raw_in(s, &dir);
-        raw::first_run_defaults(&mut raw, s.strict);
+        let raw = raw_in(s, &dir);
         let spec = raw::to_run_spec(&raw, Origin::CommandLine, None)
             .map(|spec| serde_json::to_string_pretty(&spec).unwrap_or_default())
             .unwrap_or_else(|e| format!("(no spec: {e})"));

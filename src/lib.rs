@@ -36,12 +36,12 @@
 //! ```
 //! use dlsched::cluster::ClusterPreset;
 //! use dlsched::experiment::{ClusterChoice, RunSpec, WorkloadSource, run_one};
-//! use dlsched::policy::registry::PolicySpec;
+//! use dlsched::policy::registry::PolicyName;
 //! use dlsched::workload::synthetic::SyntheticSpec;
 //!
 //! let workload = WorkloadSource::Synthetic(SyntheticSpec { jobs: 60, ..SyntheticSpec::default() });
 //! let mut spec = RunSpec::new(workload, ClusterChoice::Preset { preset: ClusterPreset::Lab16 });
-//! spec.policy = serde_json::from_str::<PolicySpec>(r#"{"kind": "sjf"}"#).unwrap();
+//! spec.set_policy(PolicyName::Sjf); // SJF with the defaults every builder uses (backfill here)
 //! let report = run_one(&spec, |_progress| {}).unwrap();
 //! assert_eq!(report.summary.jobs_total, 60);
 //! assert_eq!(report.summary.jobs_completed, 60); // the run drains

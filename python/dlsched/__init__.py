@@ -151,7 +151,10 @@ def simulate(
         output_format: ``"csv"`` (default), ``"parquet"`` or ``"both"`` for ``out``.
         **options: the experiment file's keys (``jobs``, ``seed``, ``trace``,
             ``cluster``, ``load``, ``backfill``, ...), ``policy_opt={...}``,
-            and ``strict=True`` for strict FIFO on the synthetic workload.
+            and ``strict=True`` (``backfill=False``) for a strict queue on the
+            synthetic workload. The defaults are every builder's, the same as
+            ``dlsched simulate``'s and an experiment file's
+            (docs/experiments.md, "Defaults").
 
     Returns:
         A :class:`Result`; nothing is written unless ``out`` is given.

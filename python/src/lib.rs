@@ -149,15 +149,24 @@ fn raw_spec(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<(RawSpec, bool)> {
     Ok((r, strict))
 }
 
-/// The run spec of keyword arguments, with the first run's defaults
-/// (`dlsched simulate`'s: backfill, the one-day duration cut, jobs of at
-/// most half the cluster for the synthetic workload; `strict` turns the
-/// backfill off).
+/// The run spec of keyword arguments, with the defaults every builder of a
+/// run uses (`docs/experiments.md`, "Defaults"); `strict=True` is
+/// `backfill=False` (the command line's `--strict`).
 fn run_spec(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<(dlsched::experiment::RunSpec, RawSpec)> {
     let (mut r, strict) = raw_spec(kwargs)?;
-    raw::first_run_defaults(&mut r, strict);
-    let mut spec = raw::to_run_spec(&r, Origin::Keywords, None).map_err(config_err)?;
-    raw::first_run_job_cap(&r, &mut spec).map_err(run_err)?;
+    if strict {
+        if matches!(r.get("backfill"), Some(Value::Bool(true))) {
+            return Err(config_err(
+                dlsched::error::ConfigError::new(
+                    dlsched::error::ConfigErrorKind::Conflict,
+                    "strict=True and backfill=True contradict each other; give one",
+                )
+                .with_key("strict"),
+            ));
+        }
+        r.insert("backfill".into(), Value::Bool(false));
+    }
+    let spec = raw::to_run_spec(&r, Origin::Keywords, None).map_err(config_err)?;
     Ok((spec, r))
 }
 

@@ -29,6 +29,39 @@ def test_the_first_run_is_the_cli_first_run(cli, tmp_path):
     assert s.files["jobs.csv"] != r.files["jobs.csv"]
 
 
+def test_one_configuration_gives_one_answer_from_every_builder(cli, tmp_path):
+    # Issue 35: dlsched simulate, an experiment file, dlsched.simulate and
+    # dlsched.sweep build the same run from the same keys (QSSF, which alone
+    # of the queue policies used to run strict by default; the library's
+    # route is in tests/it/first_run.rs). Both the default and a strict queue.
+    files = ["jobs.csv", "timeline.csv", "vc_timeline.csv", "vc_summary.csv", "summary.json"]
+    for strict in [False, True]:
+        tag = "strict" if strict else "default"
+        extra = ["--strict"] if strict else []
+        run_cli(cli, "simulate", "--policy", "qssf", "--jobs", "120", "--load", "0.9", "--seed", "3", *extra,
+                "--out", str(tmp_path / f"cli-{tag}"))
+        exp = tmp_path / f"{tag}.toml"
+        backfill = "backfill = false\n" if strict else ""
+        exp.write_text(f'question = "q"\n[base]\npolicy = "qssf"\njobs = 120\nload = 0.9\n{backfill}[sweep]\nseed = [3]\n')
+        run_cli(cli, "sweep", str(exp), "--out", str(tmp_path / f"cli-sweep-{tag}"))
+        dlsched.sweep(exp, threads=1, out=tmp_path / f"py-sweep-{tag}")
+        kw = dict(strict=True) if strict else {}
+        dlsched.simulate(policy="qssf", jobs=120, load=0.9, seed=3, out=tmp_path / f"py-{tag}", **kw)
+        dirs = [tmp_path / f"py-{tag}"]
+        for sw in [f"cli-sweep-{tag}", f"py-sweep-{tag}"]:
+            (run,) = list((tmp_path / sw / "runs").iterdir())
+            dirs.append(run)
+        for f in files:
+            want = (tmp_path / f"cli-{tag}" / f).read_bytes()
+            for d in dirs:
+                assert (d / f).read_bytes() == want, (tag, f, d)
+        spec = json.loads((tmp_path / f"cli-{tag}" / "manifest.json").read_text())["spec"]
+        assert (spec["workload"]["max_duration_s"], spec["workload"]["max_job_gpus"]) == (86400, 8)
+        assert spec["policy"]["backfill"] is (not strict)
+        for d in dirs:
+            assert json.loads((d / "manifest.json").read_text())["spec"] == spec, d
+
+
 def test_tables_are_dataframes_with_the_summary_figures(example_trace):
     pandas = pytest.importorskip("pandas")
     r = dlsched.simulate(policy="sjf", **example_trace)

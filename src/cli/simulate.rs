@@ -7,7 +7,7 @@ use crate::cli::args::{ClusterArgs, RiflingArgs, nodes_file_note, put_path, valu
 use crate::experiment::raw::{self, Origin, RawSpec, Value};
 use crate::experiment::{ClusterChoice, Registry, RunReport, RunSpec, WorkloadSource, run_one, write_run_dir_as};
 use crate::policy::placement::PlacementKind;
-use crate::policy::registry::{GenieFamilyOptions, PolicyName, PolicySpec};
+use crate::policy::registry::{GenieFamilyOptions, PolicyName};
 use crate::trace::TraceFormat;
 use crate::workload::synthetic::SyntheticSpec;
 use anyhow::{Context, Result, bail};
@@ -204,15 +204,17 @@ pub(crate) struct SimulateArgs {
     #[command(flatten)]
     pub(crate) rifling: RiflingArgs,
 
-    /// fifo, sjf, qssf, the GENIE family: let later jobs start when the head
-    /// of the queue does not fit (greedy, no reservation). Without it the
-    /// queue is strict (head-of-line blocking) when replaying a --trace; the
-    /// synthetic workload's fifo and sjf backfill by default (--strict turns
-    /// it off).
+    /// The queue policies (fifo, sjf, qssf, IAWP, the node-dispatch kinds,
+    /// the GENIE family): let later jobs start when the head of the queue
+    /// does not fit (greedy, no reservation). Without it the queue is strict
+    /// (head-of-line blocking) when replaying a --trace or GENIE tasks; on
+    /// the synthetic workload every queue policy backfills by default
+    /// (--strict turns it off), as in an experiment file and from Python.
     #[arg(long, conflicts_with = "strict")]
     pub(crate) backfill: bool,
 
-    /// Synthetic workload, fifo and sjf: strict queue, no backfill. The pass
+    /// Synthetic workload, every queue policy: strict queue, no backfill
+    /// (the experiment-file key `backfill = false`). The pass
     /// stops at the first job that cannot start, so one wide job at the head
     /// (8 GPUs waiting for two whole nodes) holds back every job behind it,
     /// even 1-GPU jobs that would fit (head-of-line blocking). Trace replays
@@ -325,8 +327,9 @@ pub(crate) struct SimulateArgs {
 
     /// Synthetic workload: the largest job, GPUs (default: half the
     /// cluster's GPUs, 8 on lab16: a job of the whole cluster waits until
-    /// every GPU is free); e.g. 4 on lab16 keeps every job on one node.
-    #[arg(long, value_name = "GPUS", value_parser = clap::value_parser!(u32).range(1..))]
+    /// every GPU is free; 0: the largest partition's GPUs); e.g. 4 on lab16
+    /// keeps every job on one node.
+    #[arg(long, value_name = "GPUS")]
     pub(crate) max_job_gpus: Option<u32>,
 
     /// Synthetic workload: the longest job, whole seconds; longer drawn
@@ -485,8 +488,8 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
         put("theta", Value::Float(a.theta));
     }
     put("genie_best_fit", Value::Bool(a.genie_best_fit));
-    if a.backfill {
-        put("backfill", Value::Bool(true));
+    if a.backfill || a.strict {
+        put("backfill", Value::Bool(a.backfill));
     }
     put("tie_order", Value::Str(value_name(&a.tie_order)));
     put("placement", Value::Str(value_name(&a.placement)));
@@ -566,12 +569,8 @@ pub(crate) fn run_spec(a: &SimulateArgs, registry: &Registry) -> Result<RunSpec>
     if a.trace.is_none() && a.machines.vcs.is_some() {
         bail!("the synthetic workload has no VCs; --vcs needs a --trace whose jobs name their VC");
     }
-    // The first run's defaults (backfill, duration cut, half-cluster jobs).
-    let mut raw = raw_spec(a);
-    raw::first_run_defaults(&mut raw, a.strict);
-    let mut spec = raw::to_run_spec_in(&raw, Origin::CommandLine, None, registry).map_err(anyhow::Error::msg)?;
+    let spec = raw::to_run_spec_in(&raw_spec(a), Origin::CommandLine, None, registry).map_err(anyhow::Error::msg)?;
     nodes_file_note(&spec.cluster)?;
-    raw::first_run_job_cap(&raw, &mut spec)?;
     Ok(spec)
 }
 
@@ -759,8 +758,11 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
         note(
             "--max-duration and --strict shape the synthetic workload's default run; a --trace replay is strict unless --backfill, and --workload genie sets its own durations",
         )?;
-    } else if a.strict && !(a.policy.is(PolicyName::Fifo) || a.policy.is(PolicyName::Sjf)) {
-        note("--strict applies to fifo and sjf; the other policies never backfill unless --backfill")?;
+    } else if a.strict && !matches!(&a.policy, PolicyArg::Builtin(n) if n.default_spec().backfill().is_some()) {
+        note(&format!(
+            "--strict applies to the queue policies (fifo, sjf, qssf, IAWP, the node-dispatch kinds); {} has no backfill to turn off",
+            a.policy.kind()
+        ))?;
     }
     let synthetic = SyntheticSpec::default();
     if a.trace.is_some()
@@ -812,13 +814,12 @@ fn print_next(a: &SimulateArgs, r: &RunReport) -> Result<()> {
         Some(dir) => format!("{program} plot {}", dir.display()),
         None => format!("{command} --out runs/first && {program} plot runs/first"),
     };
-    let queue = match &r.spec.policy {
-        PolicySpec::Fifo(q) | PolicySpec::Sjf(q) if synthetic_scenario(a) => {
-            if q.backfill {
-                Some("dlsched simulate --strict   # strict FIFO: one wide job at the head blocks the queue")
-            } else {
-                Some("dlsched simulate --policy sjf   # shortest job first, with backfill")
-            }
+    let queue = match r.spec.policy.backfill() {
+        Some(true) if synthetic_scenario(a) && !a.backfill => {
+            Some(format!("{command} --strict   # a strict queue: one wide job at the head blocks the jobs behind it"))
+        }
+        Some(false) if synthetic_scenario(a) && a.policy.is(PolicyName::Fifo) => {
+            Some(format!("{program} simulate --policy sjf   # shortest job first, with backfill"))
         }
         _ => None,
     };
@@ -829,33 +830,41 @@ fn print_next(a: &SimulateArgs, r: &RunReport) -> Result<()> {
     Ok(())
 }
 
-/// The program's file name (`dlsched`, or an outside crate's binary) and the
-/// command this process was run as, each argument quoted for a POSIX shell
-/// where it needs it, so that a hint can repeat the run with one flag more.
+/// The program as it was run (`argv[0]` as typed: `dlsched` from PATH,
+/// `target/release/dlsched` from a checkout, or an outside crate's binary) and
+/// the command this process was run as without its `--out DIR` (a hint's
+/// rerun must not overwrite the user's outputs), each word quoted for a POSIX
+/// shell where it needs it, so that a hint can be pasted back to repeat the
+/// run with one flag more.
 fn this_command() -> (String, String) {
     let mut args = std::env::args_os();
-    let program = args
-        .next()
-        .and_then(|p| Path::new(&p).file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "dlsched".to_string());
+    let program = args.next().map(|p| shell_word(&p.to_string_lossy())).unwrap_or_else(|| "dlsched".to_string());
     let mut command = program.clone();
+    let mut skip_value = false;
     for arg in args {
         let arg = arg.to_string_lossy();
-        let plain = !arg.is_empty() && arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
-        command.push(' ');
-        if plain {
-            command.push_str(&arg);
-        } else {
-            command.push('\'');
-            command.push_str(&arg.replace('\'', "'\\''"));
-            command.push('\'');
+        if std::mem::take(&mut skip_value) || arg.starts_with("--out=") {
+            continue;
         }
+        if arg == "--out" {
+            skip_value = true;
+            continue;
+        }
+        command.push(' ');
+        command.push_str(&shell_word(&arg));
     }
     (program, command)
 }
 
-/// The synthetic workload in one line, and for fifo and sjf whether the
-/// queue backfills; `None` lines for a trace or GENIE tasks.
+/// `word` as one word of a POSIX shell: as it is when it holds only
+/// characters no shell treats specially, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    if plain { word.to_string() } else { format!("'{}'", word.replace('\'', "'\\''")) }
+}
+
+/// The synthetic workload in one line, and for a queue policy whether the
+/// queue backfills; no lines for a trace or GENIE tasks.
 fn scenario_lines(r: &RunReport) -> Vec<String> {
     let WorkloadSource::Synthetic(s) = &r.spec.workload else { return Vec::new() };
     let width = match s.max_job_gpus {
@@ -872,8 +881,8 @@ fn scenario_lines(r: &RunReport) -> Vec<String> {
         None => format!("offered load {}", s.load),
     };
     let mut lines = vec![format!("workload  Philly job mix, {width}, {length}; Poisson arrivals at {rate}")];
-    if let PolicySpec::Fifo(q) | PolicySpec::Sjf(q) = &r.spec.policy {
-        lines.push(if q.backfill {
+    if let Some(backfill) = r.spec.policy.backfill() {
+        lines.push(if backfill {
             "queue     backfill: when the head of the queue cannot start, later jobs that fit do (--strict: head-of-line blocking)".to_string()
         } else {
             "queue     strict: nothing passes a head of the queue that cannot start (head-of-line blocking; --backfill lets jobs that fit pass)".to_string()

@@ -160,11 +160,11 @@ pub const KEYS: [(&str, &str); 64] = [
     ),
     (
         "max_job_gpus",
-        "synthetic workload: the largest job, a whole number of GPUs >= 1 (default: the largest partition's GPUs)",
+        "synthetic workload: the largest job, a whole number of GPUs (default: half the cluster's GPUs; 0: the largest partition's)",
     ),
     (
         "max_duration",
-        "synthetic workload: the longest job, whole seconds >= 1; longer drawn durations are cut to it (default: no cut)",
+        "synthetic workload: the longest job, whole seconds; longer drawn durations are cut to it (default 86,400, one day; 0: no cut)",
     ),
 ];
 
@@ -248,70 +248,10 @@ impl Origin<'_> {
     }
 }
 
-/// The command line's synthetic workload cuts job durations at this, seconds
-/// (one day; `--max-duration`, key `max_duration`): our choice, not a figure
-/// from a paper. The Philly job list's durations (RFold artifact) have a 99th
-/// percentile of 8.7 days and a maximum of 60 days; a 500-job sample on
-/// lab16's 16 GPUs then ends weeks after its last arrival, one month-long job
-/// holding a GPU that the queue needs (`docs/getting-started.md` has the figures).
-pub const FIRST_RUN_MAX_DURATION_S: u64 = 86_400;
-
 /// Whether `p` is the synthetic scenario: no `trace` and the synthetic
 /// workload (the `workload` key absent or `"synthetic"`).
 pub fn is_synthetic_scenario(p: &RawSpec) -> bool {
     !p.contains_key("trace") && p.get("workload").is_none_or(|w| matches!(w, Value::Str(s) if s == "synthetic"))
-}
-
-/// The defaults of a first run (the command line's `dlsched simulate`, and
-/// the Python package's `dlsched.simulate()`), where they differ from an
-/// experiment file's, applied to the keys `p` leaves unset; only for the
-/// synthetic scenario ([`is_synthetic_scenario`]):
-/// - `backfill = true` for `fifo` and `sjf` (the default policy is fifo),
-///   unless `strict` (head-of-line blocking, strict FIFO);
-/// - `max_duration` = [`FIRST_RUN_MAX_DURATION_S`]; a `max_duration` of 0
-///   means no cut and is removed.
-///
-/// The third, jobs of at most half the cluster, needs the cluster:
-/// [`first_run_job_cap`], after [`to_run_spec`].
-pub fn first_run_defaults(p: &mut RawSpec, strict: bool) {
-    if !is_synthetic_scenario(p) {
-        return;
-    }
-    let policy = match p.get("policy") {
-        None => Some("fifo"),
-        Some(Value::Str(s)) => Some(s.as_str()),
-        Some(_) => None,
-    };
-    if !strict && !p.contains_key("backfill") && matches!(policy, Some("fifo" | "sjf")) {
-        p.insert("backfill".into(), Value::Bool(true));
-    }
-    match p.get("max_duration") {
-        None => {
-            p.insert("max_duration".into(), Value::UInt(FIRST_RUN_MAX_DURATION_S));
-        }
-        Some(Value::Int(0) | Value::UInt(0)) => {
-            p.remove("max_duration");
-        }
-        Some(_) => {}
-    }
-}
-
-/// The first run's cap on job width (see [`first_run_defaults`]): for the
-/// synthetic scenario with no `max_job_gpus` in `p`, jobs of at most half the
-/// cluster's GPUs (at least 1), since a job of every GPU would wait for all
-/// of them to drain.
-///
-/// # Errors
-/// The cluster's own error when `spec`'s cluster cannot be built.
-pub fn first_run_job_cap(p: &RawSpec, spec: &mut RunSpec) -> Result<(), crate::error::RunError> {
-    if is_synthetic_scenario(p)
-        && !p.contains_key("max_job_gpus")
-        && let WorkloadSource::Synthetic(s) = &mut spec.workload
-    {
-        let gpus = spec.cluster.spec()?.total_gpus();
-        s.max_job_gpus = Some(u32::try_from(gpus / 2).unwrap_or(u32::MAX).max(1));
-    }
-    Ok(())
 }
 
 /// Every built-in family's own keys ([`crate::policy::build::FamilyKey`]),
@@ -912,7 +852,7 @@ pub fn to_run_spec_in(
             ),
         ));
     }
-    let workload = match trace {
+    let mut workload = match trace {
         Some(trace) if pollux_workload => WorkloadSource::Pollux { path: trace, spec: pollux_spec(&r)? },
         Some(trace) if genie_workload => WorkloadSource::TraceTasks {
             path: trace,
@@ -954,15 +894,14 @@ pub fn to_run_spec_in(
                 Some(x) => Some(r.bounded("jobs_per_hour", crate::bounds::synthetic_jobs_per_hour(x, jobs))?),
                 None => d.jobs_per_hour,
             };
+            // 0 is the largest partition's GPUs; absent, the default cap is
+            // set below, once the cluster is known.
             let max_job_gpus = match r.uint("max_job_gpus")? {
-                Some(0) => {
-                    return Err(invalid("max_job_gpus", format!("{} must be at least 1", o.key("max_job_gpus"))));
-                }
+                Some(0) | None => None,
                 Some(m) => Some(
                     u32::try_from(m)
                         .map_err(|_| invalid("max_job_gpus", format!("{} is too large", o.key("max_job_gpus"))))?,
                 ),
-                None => None,
             };
             WorkloadSource::Synthetic(SyntheticSpec {
                 jobs,
@@ -970,15 +909,19 @@ pub fn to_run_spec_in(
                 load: r.num("load")?.unwrap_or(d.load),
                 max_job_gpus,
                 max_duration_s: match r.uint("max_duration")? {
-                    Some(0) => {
-                        return Err(invalid("max_duration", format!("{} must be at least 1 s", o.key("max_duration"))));
-                    }
+                    Some(0) => None,
+                    None => d.max_duration_s,
                     other => other,
                 },
             })
         }
     };
     let cluster = cluster_choice(p, o)?;
+    if let WorkloadSource::Synthetic(s) = &mut workload
+        && !r.has("max_job_gpus")
+    {
+        s.max_job_gpus = cluster.default_job_cap();
+    }
     let tasks = matches!(workload, WorkloadSource::Genie(_) | WorkloadSource::TraceTasks { .. });
     // A kind registered from outside, or a built-in one.
     let outside = match p.get("policy") {
@@ -998,7 +941,17 @@ pub fn to_run_spec_in(
         (None, Err(e)) => return Err(e),
     };
     let kind_name = outside.as_ref().map_or(name.kind(), |k| k.name());
-    let backfill = r.flag("backfill")?;
+    // Every builder's backfill default: on for a built-in queue policy (a
+    // kind whose options have `backfill`) on the synthetic workload, off for
+    // a trace replay and GENIE tasks; `backfill` (or `policy_opt.backfill`)
+    // given wins. A kind registered from outside keeps its own default.
+    let backfill = if r.has("backfill") || r.has(&format!("{POLICY_OPT}backfill")) {
+        r.flag("backfill")?
+    } else {
+        outside.is_none()
+            && matches!(workload, WorkloadSource::Synthetic(_))
+            && name.default_spec().backfill().is_some()
+    };
     // Every family's own keys (`theta`, `rifling_alpha`, ...): a number
     // with a range is checked whatever the policy, and a key that only its
     // family's policies read is refused for another, from every origin (the
@@ -1227,32 +1180,41 @@ mod tests {
     }
 
     #[test]
-    fn first_run_defaults_by_hand() {
-        // Empty: fifo with backfill, a one-day cut.
-        let mut p = RawSpec::new();
-        first_run_defaults(&mut p, false);
-        assert_eq!(p, raw(&[("backfill", Value::Bool(true)), ("max_duration", Value::UInt(86_400))]));
-        // Strict: no backfill; max_duration 0 is no cut; sjf backfills, las does not.
-        let mut p = raw(&[("max_duration", Value::Int(0))]);
-        first_run_defaults(&mut p, true);
-        assert_eq!(p, RawSpec::new());
-        let mut p = raw(&[("policy", Value::Str("las".into()))]);
-        first_run_defaults(&mut p, false);
-        assert!(!p.contains_key("backfill") && p.contains_key("max_duration"));
-        // A trace or the GENIE workload: nothing.
-        for k in [("trace", "t.csv"), ("workload", "genie")] {
-            let mut p = raw(&[(k.0, Value::Str(k.1.into()))]);
-            first_run_defaults(&mut p, false);
-            assert_eq!(p.len(), 1, "{k:?}");
-        }
-        // Jobs of at most half of lab16's 16 GPUs.
-        let p = RawSpec::new();
-        let mut spec = to_run_spec(&p, Origin::Keywords, None).unwrap();
-        first_run_job_cap(&p, &mut spec).unwrap();
-        match spec.workload {
-            WorkloadSource::Synthetic(s) => assert_eq!(s.max_job_gpus, Some(8)),
+    fn one_set_of_defaults_by_hand() {
+        let synthetic = |s: &RunSpec| match &s.workload {
+            WorkloadSource::Synthetic(w) => (w.max_job_gpus, w.max_duration_s),
             other => panic!("{other:?}"),
+        };
+        // Every origin, nothing given: fifo with backfill, a one-day cut,
+        // jobs of at most half of lab16's 16 GPUs; and RunSpec::new's.
+        let lib = RunSpec::new(
+            WorkloadSource::Synthetic(SyntheticSpec::default()),
+            ClusterChoice::Preset { preset: crate::cluster::ClusterPreset::Lab16 },
+        );
+        for o in [Origin::Keywords, Origin::CommandLine, Origin::File(std::path::Path::new("."))] {
+            let s = to_run_spec(&RawSpec::new(), o, None).unwrap();
+            assert_eq!(synthetic(&s), (Some(8), Some(86_400)));
+            assert_eq!(s.policy.backfill(), Some(true));
+            assert_eq!(s, lib);
         }
+        // 0 is no cut and the largest partition; backfill = false is strict.
+        let p =
+            raw(&[("max_duration", Value::Int(0)), ("max_job_gpus", Value::Int(0)), ("backfill", Value::Bool(false))]);
+        let s = to_run_spec(&p, Origin::Keywords, None).unwrap();
+        assert_eq!((synthetic(&s), s.policy.backfill()), ((None, None), Some(false)));
+        // Every queue policy backfills (qssf, a node-dispatch kind, IAWP),
+        // one without the switch has none (las); policy_opt.backfill wins.
+        for (k, want) in [("qssf", Some(true)), ("min-ect", Some(true)), ("las", None)] {
+            let s = to_run_spec(&raw(&[("policy", Value::Str(k.into()))]), Origin::Keywords, None).unwrap();
+            assert_eq!(s.policy.backfill(), want, "{k}");
+        }
+        let p = raw(&[("placement", Value::Str("iawp".into()))]);
+        assert_eq!(to_run_spec(&p, Origin::Keywords, None).unwrap().policy.backfill(), Some(true));
+        let p = raw(&[("policy", Value::Str("qssf".into())), ("policy_opt.backfill", Value::Bool(false))]);
+        assert_eq!(to_run_spec(&p, Origin::Keywords, None).unwrap().policy.backfill(), Some(false));
+        // A trace replay is strict.
+        let p = raw(&[("trace", Value::Str("traces/example_jobs.csv".into())), ("policy", Value::Str("sjf".into()))]);
+        assert_eq!(to_run_spec(&p, Origin::Keywords, None).unwrap().policy.backfill(), Some(false));
         // Keyword errors spell the key as a Python keyword.
         let e = to_run_spec(&raw(&[("load", Value::Float(-1.0))]), Origin::Keywords, None).unwrap_err().message;
         assert!(e.starts_with("load= "), "{e}");

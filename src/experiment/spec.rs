@@ -149,6 +149,16 @@ fn de_preset<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ClusterPreset, D:
 }
 
 impl ClusterChoice {
+    /// The default largest job of a synthetic workload on this cluster:
+    /// [`crate::workload::synthetic::default_job_cap`] of its GPUs (half
+    /// of them); `None` when the cluster cannot be built (the run then
+    /// fails on the cluster's own error).
+    pub fn default_job_cap(&self) -> Option<u32> {
+        self.spec()
+            .ok()
+            .map(|c| crate::workload::synthetic::default_job_cap(u32::try_from(c.total_gpus()).unwrap_or(u32::MAX)))
+    }
+
     /// The cluster spec.
     ///
     /// # Errors
@@ -344,16 +354,29 @@ pub const DEFAULT_SEED: u64 = 1;
 pub const DEFAULT_SAMPLE_INTERVAL_S: u64 = 600;
 
 impl RunSpec {
-    /// A run of `workload` on `cluster` with every other setting at its
-    /// command-line default: strict FIFO with consolidated placement
-    /// ([`PolicySpec::default`]), seed [`DEFAULT_SEED`], timeline samples
-    /// every [`DEFAULT_SAMPLE_INTERVAL_S`] s, trace speed, the builtin
-    /// profile database, trace tie order, no checkpoint overhead.
+    /// A run of `workload` on `cluster` with every other setting at the
+    /// default every builder of a run uses (`dlsched simulate`, an
+    /// experiment file, `dlsched.simulate`/`sweep`; `docs/experiments.md`,
+    /// "Defaults"): FIFO with consolidated placement, backfilling on the
+    /// synthetic workload and strict otherwise ([`PolicySpec::with_backfill`]),
+    /// seed [`DEFAULT_SEED`], timeline samples every
+    /// [`DEFAULT_SAMPLE_INTERVAL_S`] s, trace speed, the builtin profile
+    /// database, trace tie order, no checkpoint overhead. A synthetic
+    /// workload without a `max_job_gpus` gets the default cap,
+    /// [`ClusterChoice::default_job_cap`] (half the cluster's GPUs; set
+    /// `max_job_gpus` after `new` for the largest partition's, `None`).
     pub fn new(workload: WorkloadSource, cluster: ClusterChoice) -> Self {
+        let mut workload = workload;
+        if let WorkloadSource::Synthetic(s) = &mut workload
+            && s.max_job_gpus.is_none()
+        {
+            s.max_job_gpus = cluster.default_job_cap();
+        }
+        let backfill = matches!(workload, WorkloadSource::Synthetic(_));
         RunSpec {
             workload,
             cluster,
-            policy: PolicySpec::default(),
+            policy: PolicySpec::default().with_backfill(backfill),
             seed: DEFAULT_SEED,
             sample_interval_ms: DEFAULT_SAMPLE_INTERVAL_S * 1000,
             rate_model: RateModelKind::Trace,
@@ -369,6 +392,14 @@ impl RunSpec {
             predictor: PredictorKind::Fitted,
             profile_batches: crate::policy::genie::ProfileBatches::Grid,
         }
+    }
+
+    /// Sets the policy to the kind `name` with its options at the defaults
+    /// of this run's workload, as every builder of a run sets them
+    /// (backfill on the synthetic workload: [`RunSpec::new`]).
+    pub fn set_policy(&mut self, name: crate::policy::registry::PolicyName) {
+        let backfill = matches!(self.workload, WorkloadSource::Synthetic(_));
+        self.policy = name.default_spec().with_backfill(backfill);
     }
 
     /// Why this run may end with admitted jobs unfinished, for the summary's

@@ -347,18 +347,24 @@ pub fn train_ldwp(
             g.episode = first_episode + e;
             g.reseed(seed);
         }
+        // The training workload predates the one set of run defaults (issue
+        // 35) and keeps its own, so that trained networks stay reproducible:
+        // no duration cut, jobs up to the largest partition.
         let spec = RunSpec {
             policy: PolicySpec::Ldwp(lopts.clone()),
+            workload: WorkloadSource::Synthetic(SyntheticSpec {
+                jobs: opts.jobs,
+                jobs_per_hour: opts.jobs_per_hour,
+                load: opts.load,
+                max_job_gpus: None,
+                max_duration_s: None,
+                ..SyntheticSpec::default()
+            }),
             seed,
             rate_model: RateModelKind::Table,
             sample_interval_ms: 0,
             ..RunSpec::new(
-                WorkloadSource::Synthetic(SyntheticSpec {
-                    jobs: opts.jobs,
-                    jobs_per_hour: opts.jobs_per_hour,
-                    load: opts.load,
-                    ..SyntheticSpec::default()
-                }),
+                WorkloadSource::Synthetic(SyntheticSpec::default()),
                 ClusterChoice::Preset { preset: opts.cluster },
             )
         };

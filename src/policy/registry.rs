@@ -498,13 +498,44 @@ impl PolicyName {
 }
 
 impl Default for PolicySpec {
-    /// Strict FIFO with consolidated placement, the command line's default.
+    /// Strict FIFO with consolidated placement: the default of a trace
+    /// replay (a run's builders turn backfill on for the synthetic workload:
+    /// [`PolicySpec::with_backfill`]).
     fn default() -> Self {
         PolicySpec::Fifo(QueueOptions::default())
     }
 }
 
 impl PolicySpec {
+    /// The `backfill` switch of the kind's options; `None` for a kind
+    /// without one. The queue policies have one: `fifo`, `sjf`, `qssf`,
+    /// IAWP, the node-dispatch kinds, the GENIE family (and a kind
+    /// registered from outside whose options name `backfill`).
+    pub fn backfill(&self) -> Option<bool> {
+        serde_json::to_value(self).ok()?.get("backfill")?.as_bool()
+    }
+
+    /// This spec with its `backfill` switch set to `on`; unchanged for a
+    /// kind without one ([`PolicySpec::backfill`]) or registered from
+    /// outside the crate (such a kind keeps its own default). The default of
+    /// every builder of a run (the command line, experiment files, Python,
+    /// `RunSpec::new`): on for the built-in queue policies on the synthetic
+    /// workload, off (strict, head-of-line blocking) for a trace replay and
+    /// GENIE tasks.
+    #[must_use]
+    pub fn with_backfill(self, on: bool) -> PolicySpec {
+        if matches!(self, PolicySpec::Registered(_)) {
+            return self;
+        }
+        match serde_json::to_value(&self) {
+            Ok(serde_json::Value::Object(mut m)) if m.contains_key("backfill") => {
+                m.insert("backfill".into(), serde_json::Value::Bool(on));
+                serde_json::from_value(serde_json::Value::Object(m)).unwrap_or(self)
+            }
+            _ => self,
+        }
+    }
+
     /// Checks the options ([`BuildPolicy::validate`]).
     ///
     /// # Errors

@@ -68,25 +68,50 @@ pub struct SyntheticSpec {
     /// Target offered load (GPU demand / GPU capacity) used when
     /// `jobs_per_hour` is `None`.
     pub load: f64,
-    /// The largest job, GPUs (the GPU-count mix is cut there); `None`
-    /// (default) = the largest partition's GPUs. E.g. the largest node, so
-    /// that every job fits one node (node dispatch, `experiments/ldwp.toml`).
+    /// The largest job, GPUs (the GPU-count mix is cut there); `None` = the
+    /// largest partition's GPUs. Every builder of a run (`dlsched simulate`,
+    /// an experiment file, Python, [`crate::experiment::RunSpec::new`]) sets
+    /// it, when not given, to [`default_job_cap`] of the cluster (half its
+    /// GPUs), and a given 0 to `None`, so the manifest records the effective
+    /// cap. E.g. the largest node, so that every job fits one node (node
+    /// dispatch, `experiments/ldwp.toml`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_job_gpus: Option<u32>,
     /// The longest job, seconds: a drawn duration above it is cut to it
     /// (the GPU-count and arrival draws are unchanged, and the arrival rate
-    /// from `load` is computed after the cut). `None` (default) = no cut.
-    /// The command line's synthetic default sets 86,400 s (one day; see
-    /// the README's "Two commands"), because the Philly list's tail
-    /// (99th percentile 8.7 days, maximum 60 days) holds a 16-GPU cluster's
-    /// GPUs for a large part of a 500-job run.
+    /// from `load` is computed after the cut). Default
+    /// [`DEFAULT_MAX_DURATION_S`] (one day); `None` = no cut (key
+    /// `max_duration = 0`). A manifest without the field reads as no cut.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_duration_s: Option<u64>,
 }
 
+/// A synthetic job's default longest duration, seconds (one day;
+/// `--max-duration`, key `max_duration`): our choice, not a figure from a
+/// paper. The Philly job list's durations (RFold artifact) have a 99th
+/// percentile of 8.7 days and a maximum of 60 days; a 500-job sample on
+/// lab16's 16 GPUs then ends weeks after its last arrival, one month-long job
+/// holding a GPU that the queue needs (`docs/getting-started.md` has the
+/// figures). The default of every builder of a run since issue 35 (before,
+/// only of `dlsched simulate` and `dlsched.simulate()`).
+pub const DEFAULT_MAX_DURATION_S: u64 = 86_400;
+
+/// The default largest synthetic job on a cluster of `cluster_gpus` GPUs:
+/// half of them, at least 1 (ours: a job of every GPU waits for the whole
+/// cluster to drain, so a first run on lab16 would hold its queue for days).
+pub fn default_job_cap(cluster_gpus: u32) -> u32 {
+    (cluster_gpus / 2).max(1)
+}
+
 impl Default for SyntheticSpec {
     fn default() -> Self {
-        SyntheticSpec { jobs: 500, jobs_per_hour: None, load: 0.8, max_job_gpus: None, max_duration_s: None }
+        SyntheticSpec {
+            jobs: 500,
+            jobs_per_hour: None,
+            load: 0.8,
+            max_job_gpus: None,
+            max_duration_s: Some(DEFAULT_MAX_DURATION_S),
+        }
     }
 }
 
@@ -262,7 +287,7 @@ mod tests {
         // shorter duration and every GPU count as it was, and cuts the rest
         // to exactly 86,400 s. Arrival times are compared as a sequence of
         // gaps scaled by one factor (the load is recomputed after the cut).
-        let full = SyntheticSpec { jobs: 2_000, ..Default::default() };
+        let full = SyntheticSpec { jobs: 2_000, max_duration_s: None, ..Default::default() };
         let cut = SyntheticSpec { max_duration_s: Some(86_400), ..full };
         let (a, b) = (generate(&full, 16, 16, 7).unwrap(), generate(&cut, 16, 16, 7).unwrap());
         assert_eq!(a.len(), b.len());

@@ -257,6 +257,9 @@ fn sweep_files_set_qssf_options() {
         })
         .collect();
     got.sort_by_key(|o| o.estimator == QssfEstimator::History);
-    let h = QssfOptions { estimator: QssfEstimator::History, ..QssfOptions::helios() };
-    assert_eq!(got, vec![QssfOptions::helios(), h]);
+    // The synthetic workload: QSSF backfills by default, as every queue
+    // policy does there (issue 35).
+    let o = QssfOptions { backfill: true, ..QssfOptions::helios() };
+    let h = QssfOptions { estimator: QssfEstimator::History, ..o };
+    assert_eq!(got, vec![o, h]);
 }
