@@ -47,6 +47,51 @@ pub enum TraceError {
     },
 }
 
+/// What a trace reader does with a malformed data row (a field that does not
+/// parse, a row with the wrong number of fields, a repeated job id): stop at
+/// the first with its precise error (`Fail`, the default), or leave the row
+/// out and record it ([`MalformedRow`]) so that the rest of the trace runs
+/// (`Skip`: `--skip-malformed`, key `skip_malformed`), as pandas-based
+/// loaders drop bad lines. Errors of the file as a whole (no header, a
+/// missing column, a format that does not match) stop the read either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RowErrors {
+    /// The first malformed row is an error naming its file, line and column.
+    #[default]
+    Fail,
+    /// Malformed rows are left out and listed.
+    Skip,
+}
+
+/// A data row left out of a trace under [`RowErrors::Skip`]: the error it
+/// would have stopped the read with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MalformedRow {
+    /// 1-based line in the file.
+    pub line: u64,
+    /// The column at fault as the header names it; `None` for an error of
+    /// the row as a whole (its number of fields, bad CSV).
+    pub column: Option<String>,
+    /// What is wrong (the message of the error the row would have given).
+    pub message: String,
+}
+
+impl MalformedRow {
+    /// The row an error of one row names (a [`TraceError::Field`] or
+    /// [`TraceError::Row`]); `None` for an error of the whole file.
+    pub fn of(e: &TraceError) -> Option<MalformedRow> {
+        match e {
+            TraceError::Field { line, column, message, .. } => {
+                Some(MalformedRow { line: *line, column: Some(column.clone()), message: message.clone() })
+            }
+            TraceError::Row { line, message, .. } => {
+                Some(MalformedRow { line: *line, column: None, message: message.clone() })
+            }
+            TraceError::Io { .. } | TraceError::Format { .. } => None,
+        }
+    }
+}
+
 /// An invalid configuration (cluster, workload, policy, options): what kind
 /// of mistake it is ([`ConfigErrorKind`], for a caller to branch on), the
 /// raw-spec key at fault where one is (`policy`, `rifling_alpha`,

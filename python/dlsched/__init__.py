@@ -39,6 +39,7 @@ import json as _json
 import math as _math
 import os as _os
 import re as _re
+import warnings as _warnings
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from . import _core
@@ -47,6 +48,7 @@ from ._core import ConfigError, DlschedError, View, __version__
 __all__ = [
     "ConfigError",
     "DlschedError",
+    "DlschedNote",
     "Result",
     "View",
     "__version__",
@@ -113,8 +115,11 @@ class Result:
         files: every table as the CSV bytes the run directory would hold, by file name.
     """
 
-    def __init__(self, summary: str, files: Dict[str, bytes]):
+    def __init__(self, summary: str, files: Dict[str, bytes], notes: Sequence[str] = ()):
         self.summary: Dict[str, Any] = _json.loads(summary)
+        #: What the run could not use or had to assume (the notes
+        #: ``dlsched simulate`` prints), each also raised as a :class:`DlschedNote` warning.
+        self.notes: list = list(notes)
         self.files = dict(files)
         self.jobs = _table(files["jobs.csv"])
         self.timeline = _table(files["timeline.csv"])
@@ -165,6 +170,11 @@ def simulate(
         DlschedError: bad input (the message names the file, line and
             field, or the keyword), or an invalid policy decision.
         Exception: whatever a Python policy raised, re-raised as is.
+
+    Warns:
+        DlschedNote: each note on the run (``Result.notes``), as ``dlsched
+            simulate`` prints them: a trace column no format reads, the
+            malformed rows ``skip_malformed=True`` left out, ...
     """
     obj = None
     if isinstance(policy, str):
@@ -173,9 +183,21 @@ def simulate(
         if not callable(getattr(policy, "decide", None)):
             raise TypeError("policy=: a policy name or an object with a decide(view) method")
         obj = policy
-    summary, files = _core.simulate(policy_object=obj, out=None if out is None else _os.fspath(out),
-                                    output_format=output_format, **options)
-    return Result(summary, files)
+    summary, files, notes = _core.simulate(policy_object=obj, out=None if out is None else _os.fspath(out),
+                                           output_format=output_format, **options)
+    _warn(notes)
+    return Result(summary, files, notes)
+
+
+class DlschedNote(UserWarning):
+    """A note on a run: input it could not use (a trace column no format
+    reads, a VC column on a cluster without VCs) or something it had to assume;
+    the text ``dlsched simulate`` prints as ``note: ...``."""
+
+
+def _warn(notes: Sequence[str]) -> None:
+    for n in notes:
+        _warnings.warn(n, DlschedNote, stacklevel=3)
 
 
 _BARE = _re.compile(r"^[A-Za-z0-9_-]+$")
@@ -248,10 +270,16 @@ def sweep(
         ConfigError: a bad experiment (a :class:`DlschedError`; the message
             names the key, ``kind`` and ``key`` say what and where).
         DlschedError: failed runs.
+
+    Warns:
+        DlschedNote: each distinct note of the runs (as ``dlsched sweep`` prints them), once.
     """
     o = None if out is None else _os.fspath(out)
     if isinstance(experiment, Mapping):
-        data = _core.sweep(toml=_experiment_toml(experiment), threads=threads, out=o, shard=shard, resume=resume)
+        data, notes = _core.sweep(toml=_experiment_toml(experiment), threads=threads, out=o, shard=shard,
+                                  resume=resume)
     else:
-        data = _core.sweep(path=_os.fspath(experiment), threads=threads, out=o, shard=shard, resume=resume)
+        data, notes = _core.sweep(path=_os.fspath(experiment), threads=threads, out=o, shard=shard, resume=resume)
+    # Each distinct note of the runs once, as a DlschedNote warning.
+    _warn(notes)
     return _table(data)

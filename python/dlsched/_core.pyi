@@ -64,8 +64,8 @@ def simulate(
     out: Union[str, PathLike, None] = None,
     output_format: Optional[str] = None,
     **kwargs: Any,
-) -> Tuple[str, Dict[str, bytes]]:
-    """(summary JSON, {file name: CSV bytes}); see dlsched.simulate."""
+) -> Tuple[str, Dict[str, bytes], List[str]]:
+    """(summary JSON, {file name: CSV bytes}, notes); see dlsched.simulate."""
 
 def sweep(
     path: Union[str, PathLike, None] = None,
@@ -74,5 +74,5 @@ def sweep(
     out: Union[str, PathLike, None] = None,
     shard: Optional[str] = None,
     resume: bool = False,
-) -> bytes:
-    """The sweep's summary.csv bytes; see dlsched.sweep."""
+) -> Tuple[bytes, List[str]]:
+    """(the sweep's summary.csv bytes, the runs' distinct notes); see dlsched.sweep."""

@@ -182,7 +182,7 @@ fn tables<'py>(py: Python<'py>, report: &RunReport) -> PyResult<(String, Bound<'
     export::write_vc_timeline_csv(&report.output, &report.recording, &mut vct).map_err(io)?;
     d.set_item("vc_timeline.csv", PyBytes::new(py, &vct))?;
     d.set_item("vc_summary.csv", PyBytes::new(py, &export::vc_summary_csv(&report.vcs)))?;
-    d.set_item("skipped.csv", PyBytes::new(py, &export::skipped_csv(&report.skipped)))?;
+    d.set_item("skipped.csv", PyBytes::new(py, &report.skipped_csv()))?;
     for (name, text) in &report.output.policy_files {
         d.set_item(*name, PyBytes::new(py, text.as_bytes()))?;
     }
@@ -194,7 +194,8 @@ fn tables<'py>(py: Python<'py>, report: &RunReport) -> PyResult<(String, Bound<'
 /// among them, a registered policy's name); `policy_object`, a Python object with the policy methods, replaces the spec's policy (whose
 /// placement `View.place` then uses); `out`, a directory written as
 /// `dlsched simulate --out` writes it. Returns (summary JSON, {file name:
-/// CSV bytes}). The GIL is released while the engine runs (and taken back
+/// CSV bytes}, notes: what the run could not use or had to assume, keys
+/// spelt `key=`, for `dlsched.simulate` to raise as warnings). The GIL is released while the engine runs (and taken back
 /// for each call into a Python policy).
 #[pyfunction]
 #[pyo3(signature = (policy_object=None, out=None, output_format=None, **kwargs))]
@@ -204,8 +205,8 @@ fn simulate<'py>(
     out: Option<PathBuf>,
     output_format: Option<String>,
     kwargs: Option<&Bound<'py, PyDict>>,
-) -> PyResult<(String, Bound<'py, PyDict>)> {
-    let (spec, _) = run_spec(kwargs)?;
+) -> PyResult<(String, Bound<'py, PyDict>, Vec<String>)> {
+    let (spec, raw_spec) = run_spec(kwargs)?;
     let format = match output_format.as_deref() {
         None | Some("csv") => dlsched::experiment::OutputFormat::Csv,
         Some("parquet") => dlsched::experiment::OutputFormat::Parquet,
@@ -250,7 +251,10 @@ fn simulate<'py>(
     if let Some(dir) = &out {
         dlsched::experiment::write_run_dir_as(&report, dir, format).map_err(err)?;
     }
-    tables(py, &report)
+    let mut notes = dlsched::experiment::notes::option_notes(&raw_spec, Origin::Keywords);
+    notes.extend(dlsched::experiment::notes::run_notes(&report, Origin::Keywords));
+    let (summary, files) = tables(py, &report)?;
+    Ok((summary, files, notes))
 }
 
 fn policy_name(py: Python<'_>, obj: &Py<PyAny>) -> PyResult<String> {
@@ -267,8 +271,10 @@ fn policy_name(py: Python<'_>, obj: &Py<PyAny>) -> PyResult<String> {
 /// Runs a sweep: `path` an experiment file, or `toml` an experiment's text
 /// (its relative paths taken from the working directory); `out` the sweep
 /// directory (a temporary one, removed afterwards, when None). Returns the
-/// bytes of its `summary.csv`. Runs on `threads` of the engine's own
-/// threads, with the GIL released.
+/// bytes of its `summary.csv` and the distinct notes of the experiment and
+/// its runs, as `dlsched sweep` prints them (keys spelt as in an experiment
+/// file). Runs on `threads` of the engine's own threads,
+/// with the GIL released.
 #[pyfunction]
 #[pyo3(signature = (path=None, toml=None, threads=2, out=None, shard=None, resume=false))]
 fn sweep<'py>(
@@ -279,7 +285,7 @@ fn sweep<'py>(
     out: Option<PathBuf>,
     shard: Option<String>,
     resume: bool,
-) -> PyResult<Bound<'py, PyBytes>> {
+) -> PyResult<(Bound<'py, PyBytes>, Vec<String>)> {
     if threads == 0 {
         return Err(err("threads=: at least 1"));
     }
@@ -319,7 +325,11 @@ fn sweep<'py>(
     }
     let csv = std::fs::read(out.join("summary.csv"))
         .map_err(|e| err(format!("{}: {e}", out.join("summary.csv").display())))?;
-    Ok(PyBytes::new(py, &csv))
+    // The notes of the experiment as loaded (`dlsched sweep` prints them
+    // first), then those of its runs, each once.
+    let mut notes = exp.notes.clone();
+    notes.extend(outcome.notes.into_iter().filter(|n| !exp.notes.contains(n)));
+    Ok((PyBytes::new(py, &csv), notes))
 }
 
 /// A policy written in Python: the engine calls its methods (`decide`, and

@@ -138,3 +138,47 @@ def test_a_sweep_from_a_dict_is_the_sweep_from_its_file(tmp_path):
     assert (tmp_path / "out" / "summary.csv").exists()
     with pytest.raises(dlsched.DlschedError, match="unknown key `sweep.policies`"):
         dlsched.sweep({"question": "q", "sweep": {"policies": ["fifo"]}})
+
+
+def test_skip_malformed_and_the_notes_as_warnings(cli, tmp_path):
+    # Two malformed rows (lines 3 and 5) and a column no format reads.
+    t = tmp_path / "t.csv"
+    t.write_text("job_id,submit_time,duration,gpu_num,comment\na,0,100,1,x\nb,10,,1,y\nc,20,30,1,z\nd,30,10,two,w\n")
+    with pytest.raises(dlsched.DlschedError, match=r"t.csv:3: column `duration`"):
+        dlsched.simulate(trace=t, nodes=1, gpus_per_node=2)
+    with pytest.warns(dlsched.DlschedNote) as notes:
+        r = dlsched.simulate(trace=t, nodes=1, gpus_per_node=2, skip_malformed=True)
+    texts = [str(w.message) for w in notes]
+    assert any("2 malformed rows left out (skip_malformed=)" in n for n in texts), texts
+    assert any("ignored columns: comment" in n for n in texts), texts
+    assert r.notes == texts
+    # skipped.csv as the command line writes it.
+    run_cli(cli, "simulate", "--trace", str(t), "--nodes", "1", "--gpus-per-node", "2", "--skip-malformed",
+            "--out", str(tmp_path / "cli"))
+    assert r.files["skipped.csv"] == (tmp_path / "cli" / "skipped.csv").read_bytes()
+    assert r.summary["jobs_skipped_by_reason"] == {"malformed": 2}
+    # strict_input=True: the unread column is an error.
+    with pytest.raises(dlsched.DlschedError, match="ignored columns: comment"):
+        dlsched.simulate(trace=t, nodes=1, gpus_per_node=2, skip_malformed=True, strict_input=True)
+
+
+def test_options_the_policy_ignores_are_noted(tmp_path):
+    # As `dlsched simulate --genie-best-fit` notes it, spelt as keywords.
+    with pytest.warns(dlsched.DlschedNote) as notes:
+        r = dlsched.simulate(jobs=20, genie_best_fit=True)
+    want = "genie_models= and genie_best_fit= apply only to the GENIE-family policies"
+    assert want in [str(w.message) for w in notes]
+    assert want in r.notes
+
+
+def test_a_sweep_raises_its_notes_once(tmp_path):
+    # The experiment's note (a sharing placement that shares nothing on the
+    # synthetic workload, found as the file is read) and its runs' (GENIE's
+    # best fit under FIFO), each once for two runs.
+    exp = {"question": "q", "base": {"jobs": 20, "placement": "share-best-fit", "genie_best_fit": True},
+           "sweep": {"seed": [1, 2]}}
+    with pytest.warns(dlsched.DlschedNote) as notes:
+        dlsched.sweep(exp)
+    texts = [str(w.message) for w in notes]
+    assert sum("none will share a GPU" in n for n in texts) == 1, texts
+    assert texts.count("`genie_models` and `genie_best_fit` apply only to the GENIE-family policies") == 1, texts

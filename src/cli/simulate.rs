@@ -53,6 +53,16 @@ pub(crate) struct SimulateArgs {
     #[arg(long, value_name = "PATH")]
     pub(crate) columns_file: Option<PathBuf>,
 
+    /// Leave the trace's malformed rows out instead of failing at the first:
+    /// each is listed in skipped.csv (line, column, reason) and counted as
+    /// `malformed` in the summary; stderr says how many, by column.
+    #[arg(long)]
+    pub(crate) skip_malformed: bool,
+
+    /// A trace column the run does not read is an error (naming it), not a note.
+    #[arg(long)]
+    pub(crate) strict_input: bool,
+
     /// The cluster.
     #[command(flatten)]
     pub(crate) machines: ClusterArgs,
@@ -383,8 +393,10 @@ pub(crate) enum WorkloadKind {
 
 /// The options of `simulate` that make the run spec (all but --out and
 /// --from-manifest).
-pub(crate) const SPEC_ARGS: [&str; 65] = [
+pub(crate) const SPEC_ARGS: [&str; 67] = [
     "trace",
+    "skip_malformed",
+    "strict_input",
     "policy_opt",
     "checkpoint",
     "elastic_timing",
@@ -525,6 +537,12 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     }
     if a.allow_unfinished {
         put("allow_unfinished", Value::Bool(true));
+    }
+    if a.skip_malformed {
+        put("skip_malformed", Value::Bool(true));
+    }
+    if a.strict_input {
+        put("strict_input", Value::Bool(true));
     }
     if let Some(m) = a.max_job_gpus {
         put("max_job_gpus", Value::UInt(m.into()));
@@ -684,8 +702,9 @@ pub(crate) fn simulate(a: SimulateArgs, registry: &Registry) -> Result<()> {
         notes(&a)?;
     }
     share_note(&report)?;
-    trace_notes(&report)?;
-    unused_input_notes(&report)?;
+    for note in crate::experiment::notes::run_notes(&report, Origin::CommandLine) {
+        errln!("note: {note}")?;
+    }
     if !report.spec.checkpoint.is_none() && report.summary.preemptions == 0 {
         errln!(
             "note: --checkpoint {} charged nothing: no job was preempted (only preemptive policies such as srtf preempt)",
@@ -734,19 +753,11 @@ pub(crate) fn simulate(a: SimulateArgs, registry: &Registry) -> Result<()> {
 /// Tells the user, on stderr, about options this run ignores.
 pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
     let genie_workload = a.workload == WorkloadKind::Genie;
-    let defaults = crate::cluster::ShareLimits::default();
     let note = |s: &str| errln!("note: {s}");
-    if !a.placement.may_share()
-        && !a.policy.is(PolicyName::MemoryEfficiency)
-        && (a.max_tenants != defaults.max_tenants || a.mem_headroom != defaults.mem_headroom)
-    {
-        note(
-            "--max-tenants and --mem-headroom apply only to a sharing placement (share-first-fit, share-best-fit, fgd, memeff-pack, iawp)",
-        )?;
-    }
-    // (--theta for another policy is an error, as in a sweep file.)
-    if a.policy.genie().is_none() && (a.genie_models.is_some() || a.genie_best_fit) {
-        note("--genie-models and --genie-best-fit apply only to the GENIE-family policies")?;
+    // The options the policy or placement ignores, as a sweep and the
+    // Python package note them. (--theta for another policy is an error.)
+    for n in crate::experiment::notes::option_notes(&raw_spec(a), Origin::CommandLine) {
+        note(&n)?;
     }
     let pollux_workload = a.workload == WorkloadKind::Pollux;
     if !genie_workload
@@ -790,9 +801,6 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
         note(
             "--backfill changes nothing here: fifo and sjf run each GENIE task on 1 GPU, so no task can start while the first in the queue waits",
         )?;
-    }
-    if a.policy.rifling().is_none() && a.rifling.rifling_table.is_some() {
-        note("--rifling-table and the --rifling-* options apply only to the RIFLING policies")?;
     }
     if genie_workload && a.rate_model == crate::experiment::RateModelKind::Trace {
         note("GENIE tasks run at the profile table's speeds (trace speed would make every placement equal)")?;
@@ -922,83 +930,6 @@ pub(crate) fn share_note(report: &RunReport) -> Result<()> {
     }
     Ok(())
 }
-
-/// Tells the user, on stderr, which columns of the trace were not read,
-/// which model aliases the trace used (flagging
-/// the names two systems use for different models) and how many jobs have a
-/// deadline they cannot meet even at trace speed.
-pub(crate) fn trace_notes(report: &RunReport) -> Result<()> {
-    if let (Some(path), false) = (&report.input.path, report.input.ignored_columns.is_empty()) {
-        errln!(
-            "note: {}: ignored columns: {} (not columns of the {} format)",
-            path.display(),
-            report.input.ignored_columns.join(", "),
-            report.input.format
-        )?;
-    }
-    for u in &report.model_aliases {
-        let other = u.alias.ambiguous_with.map_or(String::new(), |o| {
-            format!(
-                " (the {} meaning; another system's `{}` is {o}: write that name for it)",
-                u.alias.source, u.alias.name
-            )
-        });
-        errln!("note: model `{}` read as `{}` for {} jobs{other}", u.alias.name, u.alias.model, u.jobs)?;
-    }
-    if report.unused_durations > 0 {
-        errln!(
-            "note: {} work-defined jobs (num_iteration) also have a trace duration; it is not used: each runs until \
-             its iterations are done, at ElasticFlow's measured iterations/s",
-            report.unused_durations
-        )?;
-    }
-    if let Some(n) = report.summary.deadline_infeasible_jobs.filter(|&n| n > 0) {
-        errln!(
-            "note: {n} of {} jobs with a deadline have one earlier than submit + duration (they are simulated and counted in deadline_infeasible_jobs)",
-            report.summary.deadline_jobs.unwrap_or(0)
-        )?;
-    }
-    Ok(())
-}
-
-/// Tells the user, on stderr, about what the trace or cluster gave that the
-/// run could not use: a heterogeneity-aware policy (Gavel's, Sia) replaying
-/// duration-defined jobs at trace speed on a cluster of several GPU types,
-/// where every type is then equally fast; and the VCs the trace's jobs name
-/// when the cluster has none (no `--vcs`), so every job shares the whole
-/// cluster.
-pub(crate) fn unused_input_notes(report: &RunReport) -> Result<()> {
-    let specs = report.output.jobs.specs();
-    let mut types: Vec<&str> = report.output.cluster.spec().nodes.iter().map(|n| n.gpu_type.as_str()).collect();
-    types.sort_unstable();
-    types.dedup();
-    let kind = report.spec.policy.kind();
-    if report.spec.rate_model == crate::experiment::RateModelKind::Trace
-        && types.len() > 1
-        && HETEROGENEITY_AWARE.contains(&kind)
-        && specs.iter().any(|s| s.elastic().is_none())
-    {
-        errln!(
-            "note: {kind} ran at trace speed on a cluster of {} GPU types ({}): a duration-defined job is then equally fast on every type, so the policy's heterogeneity awareness changes nothing; --rate-model table rates each job per GPU type",
-            types.len(),
-            types.join(", ")
-        )?;
-    }
-    if !report.output.cluster.spec().named_vcs {
-        let labelled = specs.iter().filter(|s| s.vc_label().is_some()).count();
-        if labelled > 0 {
-            errln!(
-                "note: {labelled} of {} jobs name a VC (the trace's `vc` column), which this run ignores: the cluster has no VCs, so every job may use all of it; --vcs FILE partitions the cluster into the trace's VCs",
-                specs.len()
-            )?;
-        }
-    }
-    Ok(())
-}
-
-/// The policy kinds that rate a job differently per GPU type (and so need a
-/// rate model that does, [`unused_input_notes`]).
-const HETEROGENEITY_AWARE: [&str; 4] = ["gavel", "gavel-fifo", "gavel-max-sum", "sia"];
 
 /// The summary's `speed` line: the profile models' counters (`evaluations`
 /// and fallbacks) and the co-location model's (`coloc_*`), those present;

@@ -189,6 +189,9 @@ pub fn sweep(a: &SweepArgs, registry: &crate::experiment::Registry) -> Result<Ex
     for (id, e) in &outcome.failed {
         errln!("  run {id} failed: {e}")?;
     }
+    for note in &outcome.notes {
+        errln!("  note: {note}")?;
+    }
     if !outcome.changed_inputs.is_empty() {
         errln!(
             "  note: {} complete run{} rerun because the trace changed since ({})",

@@ -252,52 +252,60 @@ pub fn load_nodes_file(path: &Path) -> Result<NodeList, TraceError> {
     let mut cols: Option<(usize, usize)> = None;
     let mut sn_col: Option<usize> = None;
     let mut seen: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
-    crate::io::csvrows::for_each_row(path, &bytes, |header, row| {
-        if cols.is_none() {
-            sn_col = header.find(&["sn"]);
-            let gpu = header.find(&["gpu", "num_gpu"]).ok_or_else(|| TraceError::Format {
+    crate::io::csvrows::for_each_row(
+        path,
+        &bytes,
+        &crate::io::csvrows::RowPolicy::new(crate::error::RowErrors::Fail),
+        |header, row| {
+            if cols.is_none() {
+                sn_col = header.find(&["sn"]);
+                let gpu = header.find(&["gpu", "num_gpu"]).ok_or_else(|| TraceError::Format {
                 file: path.to_path_buf(),
                 message: format!(
                     "no column `gpu` (or `num_gpu`) in the header ({}); expected `sn,cpu_milli,memory_mib,gpu,model`",
                     header.names.join(", ")
                 ),
             })?;
-            cols = Some((gpu, header.require(path, "model")?));
-        }
-        let (gpu_col, model_col) = cols.expect("set above");
-        rows += 1;
-        if let Some(c) = sn_col {
-            let name = row.str(c);
-            if !name.is_empty() {
-                if let Some(first) = seen.get(name) {
-                    return Err(row.err(c, format!("node `{name}` is listed twice (first on line {first})")));
-                }
-                seen.insert(name.to_string(), row.line);
+                cols = Some((gpu, header.require(path, "model")?));
             }
-        }
-        let gpus = row.count(gpu_col)?;
-        if gpus == 0 {
-            cpu_only += 1;
-            return Ok(());
-        }
-        if gpus > MAX_GPUS_PER_NODE {
-            let msg = format!("{gpus} GPUs on one node; at most {} are supported", MAX_GPUS_PER_NODE);
-            return Err(row.err(gpu_col, msg));
-        }
-        let model = row.str(model_col);
-        if model.is_empty() {
-            return Err(row.err(model_col, format!("a node with {gpus} GPUs has no GPU type")));
-        }
-        let mem = openb_gpu_mem_mib(model).ok_or_else(|| {
-            row.err(model_col, format!("unknown GPU type `{model}`; known: A10, G2, G3, P100, T4, V100M16, V100M32"))
-        })?;
-        if nodes.len() >= MAX_NODES {
-            let msg = format!("more than {} nodes; dlsched simulates at most that many", MAX_NODES);
-            return Err(row.err(gpu_col, msg));
-        }
-        nodes.push(openb_node(gpus, model, mem));
-        Ok(())
-    })?;
+            let (gpu_col, model_col) = cols.expect("set above");
+            rows += 1;
+            if let Some(c) = sn_col {
+                let name = row.str(c);
+                if !name.is_empty() {
+                    if let Some(first) = seen.get(name) {
+                        return Err(row.err(c, format!("node `{name}` is listed twice (first on line {first})")));
+                    }
+                    seen.insert(name.to_string(), row.line);
+                }
+            }
+            let gpus = row.count(gpu_col)?;
+            if gpus == 0 {
+                cpu_only += 1;
+                return Ok(());
+            }
+            if gpus > MAX_GPUS_PER_NODE {
+                let msg = format!("{gpus} GPUs on one node; at most {} are supported", MAX_GPUS_PER_NODE);
+                return Err(row.err(gpu_col, msg));
+            }
+            let model = row.str(model_col);
+            if model.is_empty() {
+                return Err(row.err(model_col, format!("a node with {gpus} GPUs has no GPU type")));
+            }
+            let mem = openb_gpu_mem_mib(model).ok_or_else(|| {
+                row.err(
+                    model_col,
+                    format!("unknown GPU type `{model}`; known: A10, G2, G3, P100, T4, V100M16, V100M32"),
+                )
+            })?;
+            if nodes.len() >= MAX_NODES {
+                let msg = format!("more than {} nodes; dlsched simulates at most that many", MAX_NODES);
+                return Err(row.err(gpu_col, msg));
+            }
+            nodes.push(openb_node(gpus, model, mem));
+            Ok(())
+        },
+    )?;
     if nodes.is_empty() {
         return Err(TraceError::Format { file: path.to_path_buf(), message: "no node with GPUs".into() });
     }

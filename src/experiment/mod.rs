@@ -8,6 +8,7 @@
 //! back to rerun the run byte for byte.
 
 pub mod fill;
+pub mod notes;
 pub mod output;
 pub mod paired;
 pub mod plot;

@@ -22,7 +22,7 @@ pub const OUTPUT_FILES: [&str; 9] = [
 ];
 
 /// The charts `dlsched plot` draws into a run directory ([`crate::plot::plot_run`]).
-pub const PLOT_FILES: [&str; 10] = [
+pub const PLOT_FILES: [&str; 14] = [
     "jct_cdf.svg",
     "jct_cdf.png",
     "queue_delay_cdf.svg",
@@ -33,6 +33,10 @@ pub const PLOT_FILES: [&str; 10] = [
     "queue_length.png",
     "learning_curve.svg",
     "learning_curve.png",
+    "vc_jct_cdf.svg",
+    "vc_jct_cdf.png",
+    "vc_gpu_utilization.svg",
+    "vc_gpu_utilization.png",
 ];
 
 /// The CSV tables of a run directory that `--output-format parquet|both`
@@ -241,8 +245,8 @@ pub fn write_run_dir_as(report: &RunReport, dir: &Path, format: OutputFormat) ->
     export::write_replacing_with(&dir.join("vc_timeline.csv"), |w| {
         export::write_vc_timeline_csv(&report.output, &report.recording, w)
     })?;
-    if !report.skipped.is_empty() {
-        export::write_atomic(&dir.join("skipped.csv"), &export::skipped_csv(&report.skipped))?;
+    if !report.skipped.is_empty() || !report.input.malformed.is_empty() {
+        export::write_atomic(&dir.join("skipped.csv"), &report.skipped_csv())?;
     }
     export::write_atomic(&dir.join("summary.json"), &json(&serde_json::to_value(&report.summary).unwrap_or_default()))?;
     // Wall-clock decision cost: the one output that differs from run to run,

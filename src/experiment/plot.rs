@@ -8,7 +8,10 @@
 //!   `queue_length` (from `timeline.csv`; the queue length as a step function:
 //!   it holds between samples), and `learning_curve` (RIFLING or LDWP,
 //!   `learning_curve.csv`; a frozen run, greedy on a fixed table or network,
-//!   is titled "frozen (no learning)" and drops its constant epsilon).
+//!   is titled "frozen (no learning)" and drops its constant epsilon); for a
+//!   run of several VCs (`--vcs`), `vc_jct_cdf` (the JCT CDF of each VC) and
+//!   `vc_gpu_utilization` (each VC's busy GPUs over its own, one panel per VC;
+//!   [`plot_vcs`]).
 //! - A sweep directory: for each metric (below), when some swept key other
 //!   than `seed` is numeric, `<metric>_vs_<key>`: the metric against the first
 //!   such key, one line per combination of the other swept keys; when none is
@@ -22,21 +25,32 @@
 //!   them; the sharing ones where some run shared a GPU; the preemption ones
 //!   where some run preempted; the node-dispatch ones where every row has them.
 //!
-//! Layout, for a figure a paper can use: the legend sits in its own box right
-//! of the plot area, never over data; titles and axis labels come from
-//! [`HUMAN_NAMES`] (and [`KEY_NAMES`] for swept keys) with units; times are
-//! shown in s, min or h, whichever keeps the largest value under 120 of the
-//! unit ([`time_unit`]); tick labels print integers without `.0` and large
-//! values as `1k`, `2.5M` ([`tick_label`]); the y label area is sized from the
-//! widest tick label; each series has a colour and a marker shape.
+//! Layout, for a figure a paper can use: every figure is [`PLOT_WIDTH`] px
+//! wide, and its text sizes ([`TITLE_SIZE`], [`LABEL_SIZE`], [`TICK_SIZE`],
+//! [`LEGEND_SIZE`]) are at least 7 pt when it is shrunk to one column of a
+//! two-column paper ([`COLUMN_WIDTH_IN`], [`text_pt`]); the legend sits in a
+//! box below the plot, in columns, never over data; titles and axis labels
+//! come from [`HUMAN_NAMES`] (and [`KEY_NAMES`] for swept keys) with units;
+//! times are shown in s, min or h, whichever keeps the largest value under 120
+//! of the unit ([`time_unit`]); tick labels print integers without `.0` and
+//! large values as `1k`, `2.5M` ([`tick_label`]); the y label area is sized
+//! from the widest tick label. Each series has a colour and a marker shape;
+//! a line has a marker at each of its data points when it has at most
+//! [`MARKED_POINTS`] of them, and none when it has more (a marker there would
+//! stand for no one point): several such dense lines (CDFs, timelines) are
+//! also told apart by dash pattern (solid, dashed, dotted). A figure of more
+//! than [`MAX_SERIES`] lines (16 colours) is drawn as facets ([`facets`]),
+//! with one legend, under the last, when every facet's would be the same.
 //!
 //! # Fonts and the PNG twin
-//! Text is measured and (in the PNG) drawn with one embedded font, Ubuntu
-//! Light, from the `epaint_default_fonts` crate (the egui project's font
-//! bundle; Ubuntu Font Licence 1.0), registered with plotters' `ab_glyph`
-//! feature under the family `sans-serif`. No system font is read, so the SVG
-//! layout and the PNG pixels are the same on every machine (the SVG names the
-//! family `sans-serif`, so a viewer may substitute its own sans face). The PNG
+//! Text is measured and drawn with one embedded font, Ubuntu Light, from the
+//! `epaint_default_fonts` crate (the egui project's font bundle; Ubuntu Font
+//! Licence 1.0), registered with plotters' `ab_glyph` feature under the
+//! family `sans-serif`. No system font is read, so the SVG and the PNG are
+//! the same bytes on every machine. The SVG's text is the font's outlines
+//! ([`SvgBackend`]: each glyph defined once, placed where the PNG draws it),
+//! so that every SVG viewer shows the PNG's letters, each text a group
+//! labelled with it (`aria-label`). The PNG
 //! is plotters' bitmap backend (RGB, 8 bits) encoded by the `png` crate with
 //! fixed settings. Chosen over rendering the SVG with `resvg` because it adds
 //! only small crates to a build that already has plotters (`ab_glyph` with
@@ -68,7 +82,8 @@
 //!   share of the values are 0.
 //! - Error bars of a sweep's metric (all non-negative: times, rates,
 //!   fractions, counts) are clipped at 0 ([`error_bar`]); on a log axis, at
-//!   the bottom of the axis.
+//!   the bottom of the axis; a clipped bar has no cap at its cut end, and the
+//!   title says "bars cut at 0" (or "at the axis' bottom").
 //! - Configurations (legend entries, dot-chart rows) are sorted by the swept
 //!   keys' values in the order the keys are swept, numbers numerically.
 #![cfg(feature = "plot")]
@@ -79,6 +94,7 @@ use std::path::{Path, PathBuf};
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::Ranged;
 use plotters::coord::types::RangedCoordf64;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{self, HPos, VPos};
 use plotters_backend::{BackendColor, BackendCoord};
@@ -86,7 +102,7 @@ use plotters_backend::{BackendColor, BackendCoord};
 /// The font family every text uses (registered from the embedded font).
 const FONT: &str = "sans-serif";
 
-/// Width of the plot part of every figure, px (the legend adds to it).
+/// Width of every figure, px (its legend, if any, goes below the plot).
 pub const PLOT_WIDTH: u32 = 720;
 /// Height of a line chart, px.
 pub const PLOT_HEIGHT: u32 = 480;
@@ -302,7 +318,7 @@ fn draw_marker<DB: DrawingBackend>(
     shape: usize,
     c: RGBColor,
 ) -> Result<(), String> {
-    let r = 4;
+    let r = MARKER_R;
     let filled = c.filled();
     let open = c.stroke_width(2);
     let res = match shape % SHAPES {
@@ -478,18 +494,292 @@ impl<'a> DrawingBackend for PngBackend<'a> {
     }
 }
 
+/// The first and last character of the stand-in text [`SvgBackend`] has
+/// plotters write for each text (Unicode private use: no label has them).
+const MARK_OPEN: char = '\u{E000}';
+const MARK_CLOSE: char = '\u{E001}';
+
+/// What [`SvgBackend`] collects while a figure is drawn: each text's
+/// outlines, and the embedded font's glyphs they use.
+#[derive(Default)]
+pub struct SvgText {
+    /// The markup of each text, in the order drawn (`<g aria-label=...>`).
+    texts: Vec<String>,
+    /// Each glyph used: its outline in font units, y up (the `d` of a path).
+    glyphs: BTreeMap<u16, String>,
+}
+
+impl SvgText {
+    /// `svg` (what [`SvgBackend`] wrote) with each stand-in `<text>` element
+    /// replaced by its outlines, and the glyphs defined once after the root tag.
+    pub fn finish(&self, svg: &str) -> String {
+        let mut out = String::with_capacity(svg.len() + 64 * self.glyphs.len());
+        let root_end = svg.find("<svg").and_then(|a| svg[a..].find('>').map(|b| a + b + 1)).unwrap_or(0);
+        // The root tag, with the xlink namespace `<use>` needs in SVG 1.1.
+        out.push_str(&svg[..root_end].replacen(" xmlns=", " xmlns:xlink=\"http://www.w3.org/1999/xlink\" xmlns=", 1));
+        out.push_str("\n<defs>\n");
+        for (id, d) in &self.glyphs {
+            out.push_str(&format!("<path id=\"g{id}\" d=\"{d}\"/>\n"));
+        }
+        out.push_str("</defs>");
+        let mut rest = &svg[root_end..];
+        while let Some(m) = rest.find(MARK_OPEN) {
+            let (Some(start), Some(close)) = (rest[..m].rfind("<text"), rest[m..].find("</text>")) else { break };
+            let n: usize = rest[m + MARK_OPEN.len_utf8()..]
+                .split(MARK_CLOSE)
+                .next()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(usize::MAX);
+            out.push_str(&rest[..start]);
+            out.push_str(self.texts.get(n).map_or("", String::as_str));
+            rest = &rest[m + close + "</text>".len()..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// plotters' SVG backend with its text drawn as the embedded font's
+/// outlines (each glyph defined once, `<use>`d at each place), laid out as
+/// [`PngBackend`] lays out the PNG's, so that the SVG's text is the PNG's on
+/// every viewer (no font is looked up). Each text is a group labelled with
+/// the text (`<g aria-label="Mean JCT (h)">`), so that it can be found and
+/// read by a screen reader. Every other drawing call is the SVG backend's.
+pub struct SvgBackend<'a> {
+    inner: SVGBackend<'a>,
+    font: ab_glyph::FontRef<'static>,
+    out: &'a mut SvgText,
+}
+
+impl<'a> SvgBackend<'a> {
+    /// A backend writing into `svg` (`w` × `h` px), its texts into `out`;
+    /// [`SvgText::finish`] then puts them in place.
+    ///
+    /// # Errors
+    /// The embedded font is refused by `ab_glyph` (not expected).
+    pub fn with_string(svg: &'a mut String, out: &'a mut SvgText, (w, h): (u32, u32)) -> Result<Self, String> {
+        let font = ab_glyph::FontRef::try_from_slice(epaint_default_fonts::UBUNTU_LIGHT)
+            .map_err(|e| format!("the embedded font: {e}"))?;
+        Ok(Self { inner: SVGBackend::with_string(svg, (w, h)), font, out })
+    }
+}
+
+/// Where a point of a text's frame lands in the image's (before the text's
+/// position is added), by its rotation.
+type Place = fn(f32, f32) -> (f32, f32);
+
+type SvgError<'a> = plotters_backend::DrawingErrorKind<<SVGBackend<'a> as DrawingBackend>::ErrorType>;
+
+/// A number of an SVG path or transform: at most two decimals, no trailing zeros.
+fn svg_num(v: f32) -> String {
+    let s = format!("{v:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.to_string() }
+}
+
+impl<'a> DrawingBackend for SvgBackend<'a> {
+    type ErrorType = <SVGBackend<'a> as DrawingBackend>::ErrorType;
+
+    fn get_size(&self) -> (u32, u32) {
+        self.inner.get_size()
+    }
+    fn ensure_prepared(&mut self) -> Result<(), SvgError<'a>> {
+        self.inner.ensure_prepared()
+    }
+    fn present(&mut self) -> Result<(), SvgError<'a>> {
+        self.inner.present()
+    }
+    fn draw_pixel(&mut self, p: BackendCoord, c: BackendColor) -> Result<(), SvgError<'a>> {
+        self.inner.draw_pixel(p, c)
+    }
+    fn draw_line<S: plotters_backend::BackendStyle>(
+        &mut self,
+        a: BackendCoord,
+        b: BackendCoord,
+        s: &S,
+    ) -> Result<(), SvgError<'a>> {
+        self.inner.draw_line(a, b, s)
+    }
+    fn draw_rect<S: plotters_backend::BackendStyle>(
+        &mut self,
+        a: BackendCoord,
+        b: BackendCoord,
+        s: &S,
+        fill: bool,
+    ) -> Result<(), SvgError<'a>> {
+        self.inner.draw_rect(a, b, s, fill)
+    }
+    fn draw_path<S: plotters_backend::BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        path: I,
+        s: &S,
+    ) -> Result<(), SvgError<'a>> {
+        self.inner.draw_path(path, s)
+    }
+    fn draw_circle<S: plotters_backend::BackendStyle>(
+        &mut self,
+        c: BackendCoord,
+        r: u32,
+        s: &S,
+        fill: bool,
+    ) -> Result<(), SvgError<'a>> {
+        self.inner.draw_circle(c, r, s, fill)
+    }
+    fn fill_polygon<S: plotters_backend::BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        vert: I,
+        s: &S,
+    ) -> Result<(), SvgError<'a>> {
+        self.inner.fill_polygon(vert, s)
+    }
+    fn blit_bitmap(&mut self, pos: BackendCoord, (w, h): (u32, u32), src: &[u8]) -> Result<(), SvgError<'a>> {
+        self.inner.blit_bitmap(pos, (w, h), src)
+    }
+
+    /// The text's glyphs placed as [`PngBackend::draw_text`] places them
+    /// (the PNG's pixel `(x, y)` covers `x..x+1`, `y..y+1`; a rotated
+    /// text's pixels are moved as whole pixels, so its outline is shifted by
+    /// one pixel where the rotation turns a pixel's corner).
+    fn draw_text<S: plotters_backend::BackendTextStyle>(
+        &mut self,
+        text: &str,
+        style: &S,
+        pos: BackendCoord,
+    ) -> Result<(), SvgError<'a>> {
+        use ab_glyph::{Font, OutlineCurve, ScaleFont};
+        use plotters_backend::{DrawingErrorKind, FontTransform};
+        let color = style.color();
+        if color.alpha == 0.0 {
+            return Ok(());
+        }
+        let ((min_x, min_y), (max_x, max_y)) =
+            style.layout_box(text).map_err(|e| DrawingErrorKind::FontError(Box::new(e)))?;
+        let (width, height) = (max_x - min_x, max_y - min_y);
+        let dx = match style.anchor().h_pos {
+            HPos::Left => 0,
+            HPos::Right => -width,
+            HPos::Center => -width / 2,
+        };
+        let dy = match style.anchor().v_pos {
+            VPos::Top => 0,
+            VPos::Center => -height / 2,
+            VPos::Bottom => -height,
+        };
+        let (ox, oy) = ((dx - min_x) as f32, (dy - min_y) as f32);
+        let (px, py) = (pos.0 as f32, pos.1 as f32);
+        let trans = style.transform();
+        let (rotate, place): (&str, Place) = match trans {
+            FontTransform::None => ("", |x, y| (x, y)),
+            FontTransform::Rotate90 => (" rotate(90)", |x, y| (1.0 - y, x)),
+            FontTransform::Rotate180 => (" rotate(180)", |x, y| (1.0 - x, 1.0 - y)),
+            FontTransform::Rotate270 => (" rotate(270)", |x, y| (y, 1.0 - x)),
+        };
+        let size = style.size() as f32;
+        let font = self.font.as_scaled(size);
+        // The scale (px per font unit, about 0.02) to six decimals: two
+        // would shrink the glyphs by a tenth.
+        let k = format!("{:.6}", font.h_scale_factor());
+        let k = k.trim_end_matches('0');
+        let mut uses = String::new();
+        let mut pen = 0f32;
+        let mut prev = None;
+        for c in text.chars() {
+            let id = font.glyph_id(c);
+            if let Some(p) = prev {
+                pen += font.kern(p, id);
+            }
+            prev = Some(id);
+            if let Some(outline) = self.font.outline(id) {
+                self.out.glyphs.entry(id.0).or_insert_with(|| {
+                    let pt = |p: ab_glyph::Point| format!("{} {}", svg_num(p.x), svg_num(-p.y));
+                    let mut d = String::new();
+                    let mut at: Option<ab_glyph::Point> = None;
+                    for curve in &outline.curves {
+                        let (from, seg) = match *curve {
+                            OutlineCurve::Line(a, b) => (a, format!("L{}", pt(b))),
+                            OutlineCurve::Quad(a, b, c) => (a, format!("Q{} {}", pt(b), pt(c))),
+                            OutlineCurve::Cubic(a, b, c, e) => (a, format!("C{} {} {}", pt(b), pt(c), pt(e))),
+                        };
+                        if at != Some(from) {
+                            if at.is_some() {
+                                d.push('Z');
+                            }
+                            d.push_str(&format!("M{}", pt(from)));
+                        }
+                        d.push_str(&seg);
+                        at = Some(match *curve {
+                            OutlineCurve::Line(_, b) => b,
+                            OutlineCurve::Quad(_, _, c) => c,
+                            OutlineCurve::Cubic(_, _, _, e) => e,
+                        });
+                    }
+                    if at.is_some() {
+                        d.push('Z');
+                    }
+                    d
+                });
+                let (x, y) = place(pen + ox, size / 2.0 + oy);
+                uses.push_str(&format!(
+                    "<use xlink:href=\"#g{}\" transform=\"translate({} {}){rotate} scale({k})\"/>",
+                    id.0,
+                    svg_num(px + x),
+                    svg_num(py + y)
+                ));
+            }
+            pen += font.h_advance(id);
+        }
+        let label = text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+        let (r, g, b) = color.rgb;
+        let opacity =
+            if color.alpha < 1.0 { format!(" opacity=\"{}\"", svg_num(color.alpha as f32)) } else { String::new() };
+        let n = self.out.texts.len();
+        self.out.texts.push(format!("<g aria-label=\"{label}\" fill=\"#{r:02X}{g:02X}{b:02X}\"{opacity}>{uses}</g>"));
+        self.inner.draw_text(&format!("{MARK_OPEN}{n}{MARK_CLOSE}"), style, pos)
+    }
+}
+
 fn text_width(text: &str, size: f64) -> u32 {
     register_font();
     FontDesc::new(FontFamily::Name(FONT), size, FontStyle::Normal).box_size(text).map_or(0, |(w, _)| w)
 }
 
-/// Sizes of the text of every figure, px.
-const TITLE_SIZE: f64 = 18.0;
-const LABEL_SIZE: f64 = 15.0;
-const TICK_SIZE: f64 = 13.0;
-const LEGEND_SIZE: f64 = 13.0;
+/// The width of one column of a two-column paper, in (IEEE and ACM
+/// templates: 3.3–3.5 in): every figure is [`PLOT_WIDTH`] px wide, and is
+/// read shrunk to this width.
+pub const COLUMN_WIDTH_IN: f64 = 3.3;
+
+/// The size, pt, that `px` px of text has in a figure `width` px wide shown
+/// [`COLUMN_WIDTH_IN`] wide (72 pt an inch).
+pub fn text_pt(px: f64, width: u32) -> f64 {
+    px / f64::from(width) * COLUMN_WIDTH_IN * 72.0
+}
+
+/// Sizes of the text of every figure, px: at [`PLOT_WIDTH`] px shrunk to
+/// [`COLUMN_WIDTH_IN`], 8.6 pt (title), 7.9 pt (axis labels) and 7.3 pt
+/// (tick labels, legend), at least the 7 pt a journal asks of a figure's
+/// smallest text.
+pub const TITLE_SIZE: f64 = 26.0;
+/// Axis labels, px (see [`TITLE_SIZE`]).
+pub const LABEL_SIZE: f64 = 24.0;
+/// Tick labels, px (see [`TITLE_SIZE`]).
+pub const TICK_SIZE: f64 = 22.0;
+/// Legend entries, px (see [`TITLE_SIZE`]).
+pub const LEGEND_SIZE: f64 = 22.0;
 /// Height of one legend entry, px.
-const LEGEND_ROW: i32 = 20;
+const LEGEND_ROW: i32 = 30;
+/// Width of a legend entry's line sample, px.
+const LEGEND_SAMPLE: i32 = 44;
+/// Stroke width of a series' line, px (1 pt at one column's width).
+const LINE_WIDTH: u32 = 3;
+/// Radius of a marker, px.
+const MARKER_R: i32 = 6;
+/// A line gets a marker at each of its data points when it has at most this
+/// many; a denser line (a CDF of thousands of jobs, a timeline) gets none,
+/// and several dense lines are told apart by colour and dash pattern.
+pub const MARKED_POINTS: usize = 30;
+/// The most series one plot shows; a sweep with more configurations is drawn
+/// as facets (panels), each with at most this many ([`facets`]).
+pub const MAX_SERIES: usize = 16;
 
 /// One series of a line chart, in display units.
 struct Line {
@@ -520,31 +810,103 @@ struct LineFig {
     nonneg: bool,
     /// Text written in the middle of an empty plot.
     empty_note: String,
+    /// Height of the figure without its legend, px.
+    height: u32,
+    /// A fixed x range (facets of one figure share their axes).
+    x_fixed: Option<(f64, f64)>,
+    /// Whether the legend is drawn below the plot (facets whose legends
+    /// would be the same show it once, under the last).
+    legend: bool,
 }
 
-/// Width of the legend box's column, px (0 with no legend: one series).
-fn legend_width(names: &[&str]) -> u32 {
+/// How a series is drawn: its colour, its marker shape (drawn only when
+/// `marked`) and its dash pattern (solid, dashed or dotted: several dense
+/// lines, which carry no markers, are told apart by it as well as by colour).
+#[derive(Clone, Copy, PartialEq)]
+struct SeriesStyle {
+    index: usize,
+    marked: bool,
+    dash: usize,
+}
+
+/// Draws a line through `px` (pixels) in the style of series `s`.
+fn draw_series_line<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    px: Vec<(i32, i32)>,
+    s: SeriesStyle,
+) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let style = colour(s.index).stroke_width(LINE_WIDTH);
+    match s.dash % 3 {
+        0 => area.draw(&PathElement::new(px, style)).map_err(e),
+        1 => area.draw(&DashedPathElement::new(px, 14, 7, style)).map_err(e),
+        _ => area.draw(&DashedPathElement::new(px, 3, 6, style)).map_err(e),
+    }
+}
+
+/// The legend's layout for `names` in a figure `width` px wide: (columns,
+/// rows, column width px); entries fill the columns top to bottom.
+fn legend_grid(names: &[String], width: u32) -> (usize, usize, i32) {
+    let widest = names.iter().map(|n| text_width(n, LEGEND_SIZE)).max().unwrap_or(0) as i32;
+    let col_w = LEGEND_SAMPLE + 12 + widest + 24;
+    let cols = ((width as i32 - 24) / col_w.max(1)).clamp(1, names.len().max(1) as i32) as usize;
+    let rows = names.len().div_ceil(cols);
+    (cols, rows, col_w)
+}
+
+/// Height of the legend below a plot, px (0 with one series: its name is in
+/// the title).
+fn legend_height(names: &[String], width: u32) -> u32 {
     if names.len() < 2 {
         return 0;
     }
-    names.iter().map(|n| text_width(n, LEGEND_SIZE)).max().unwrap_or(0) + 60
+    let (_, rows, _) = legend_grid(names, width);
+    LEGEND_ROW as u32 * rows as u32 + 16
 }
 
-fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, top: i32, names: &[&str]) -> Result<(), String> {
+/// `name` cut in the middle (`…`) to at most `width` px at the legend's size.
+fn fit_name(name: &str, width: u32) -> String {
+    if text_width(name, LEGEND_SIZE) <= width {
+        return name.to_string();
+    }
+    let cs: Vec<char> = name.chars().collect();
+    let mut keep = cs.len();
+    while keep > 2 {
+        keep -= 1;
+        let (a, b) = (keep.div_ceil(2), keep / 2);
+        let cut: String = cs[..a].iter().chain(['…'].iter()).chain(&cs[cs.len() - b..]).collect();
+        if text_width(&cut, LEGEND_SIZE) <= width {
+            return cut;
+        }
+    }
+    name.to_string()
+}
+
+/// Draws the legend of `names` (styles `styles`) in a box across `area`,
+/// under the plot, from `top` px: in columns when the names are short.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    top: i32,
+    names: &[String],
+    styles: &[SeriesStyle],
+) -> Result<(), String> {
     if names.len() < 2 {
         return Ok(());
     }
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let (w, _) = area.dim_in_pixel();
-    let h = LEGEND_ROW * names.len() as i32 + 10;
-    area.draw(&Rectangle::new([(4, top), (w as i32 - 8, top + h)], BLACK.stroke_width(1))).map_err(e)?;
+    let (_, rows, col_w) = legend_grid(names, w);
+    let h = legend_height(names, w) as i32 - 6;
+    area.draw(&Rectangle::new([(8, top), (w as i32 - 8, top + h)], BLACK.stroke_width(1))).map_err(e)?;
     let style = TextStyle::from((FONT, LEGEND_SIZE)).pos(text_anchor::Pos::new(HPos::Left, VPos::Center));
-    for (i, name) in names.iter().enumerate() {
-        let y = top + 5 + LEGEND_ROW * i as i32 + LEGEND_ROW / 2;
-        let c = colour(i);
-        area.draw(&PathElement::new(vec![(12, y), (40, y)], c.stroke_width(2))).map_err(e)?;
-        draw_marker(area, (26, y), i, c)?;
-        area.draw(&Text::new(name.to_string(), (48, y), style.clone())).map_err(e)?;
+    for (i, (name, s)) in names.iter().zip(styles).enumerate() {
+        let x = 16 + col_w * (i / rows) as i32;
+        let y = top + 5 + LEGEND_ROW * (i % rows) as i32 + LEGEND_ROW / 2;
+        draw_series_line(area, vec![(x, y), (x + LEGEND_SAMPLE, y)], *s)?;
+        if s.marked {
+            draw_marker(area, (x + LEGEND_SAMPLE / 2, y), s.index, colour(s.index))?;
+        }
+        area.draw(&Text::new(name.clone(), (x + LEGEND_SAMPLE + 12, y), style.clone())).map_err(e)?;
     }
     Ok(())
 }
@@ -558,11 +920,13 @@ fn y_area(y0: f64, y1: f64, n: usize) -> u32 {
 }
 
 const Y_LABELS: usize = 8;
+/// Height of the x axis' area (tick labels and axis label), px.
+const X_AREA: u32 = 68;
 const X_LABELS: usize = 8;
 /// Height of the caption (title) band, px.
-const TITLE_BAND: i32 = 36;
+const TITLE_BAND: i32 = 48;
 /// Height of one title line, px.
-const TITLE_LINE: i32 = 24;
+const TITLE_LINE: i32 = 32;
 
 /// `title` broken at spaces into lines no wider than `width` px (a word
 /// wider than that stays whole on its own line).
@@ -596,16 +960,36 @@ fn draw_title<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, title: &str, ov
     for (i, l) in lines.iter().enumerate() {
         area.draw(&Text::new(l.clone(), (centre as i32, 10 + TITLE_LINE * i as i32), style.clone())).map_err(e)?;
     }
-    Ok(TITLE_BAND.max(14 + TITLE_LINE * lines.len() as i32))
+    Ok(TITLE_BAND.max(16 + TITLE_LINE * lines.len() as i32))
 }
 
 impl LineFig {
     fn size(&self) -> (u32, u32) {
-        let names: Vec<&str> = self.lines.iter().map(|l| l.name.as_str()).collect();
-        (
-            PLOT_WIDTH + legend_width(&names),
-            PLOT_HEIGHT.max(TITLE_BAND as u32 + 40 + LEGEND_ROW as u32 * names.len() as u32),
-        )
+        let legend = if self.legend { legend_height(&self.legend_names(), PLOT_WIDTH) } else { 0 };
+        (PLOT_WIDTH, self.height + legend)
+    }
+
+    /// The legend's entries: the series' names, each cut to fit the figure.
+    fn legend_names(&self) -> Vec<String> {
+        let room = PLOT_WIDTH - 48 - LEGEND_SAMPLE as u32 - 12;
+        self.lines.iter().map(|l| fit_name(&l.name, room)).collect()
+    }
+
+    /// How each series is drawn: markers on a line of at most
+    /// [`MARKED_POINTS`] data points; dense lines of a figure with several
+    /// series cycle through the dash patterns.
+    fn styles(&self) -> Vec<SeriesStyle> {
+        let several = self.lines.len() > 1;
+        self.lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let n = l.pts.iter().filter(|p| self.visible(p)).count();
+                let points = if self.cdf { n / 2 } else { n };
+                let marked = points <= MARKED_POINTS;
+                SeriesStyle { index: i, marked, dash: if marked || !several { 0 } else { i } }
+            })
+            .collect()
     }
 
     fn ranges(&self) -> ((f64, f64), (f64, f64)) {
@@ -622,6 +1006,9 @@ impl LineFig {
             let low = if self.log_y && y - s <= 0.0 { y } else { error_bar(y, s, self.nonneg).0 };
             y0 = y0.min(low);
             y1 = y1.max(y + s);
+        }
+        if let (Some(x), Some(y)) = (self.x_fixed, self.y_fixed) {
+            return (x, y);
         }
         if !x0.is_finite() {
             return ((if self.log_x { 1.0 } else { 0.0 }, 10.0), self.y_fixed.unwrap_or((0.0, 1.0)));
@@ -663,19 +1050,23 @@ impl LineFig {
                 (x - base.0, y - base.1)
             }};
         }
-        let (left, right) = root.split_horizontally(PLOT_WIDTH);
+        let (left, legend) = root.split_vertically(self.height);
         let ((x0, x1), (y0, y1)) = self.ranges();
+        let styles = self.styles();
+        // About one y label per 45 px of plot height (8 on a full plot, 5
+        // on a panel: plotters' round steps then give 3 to 5), so that
+        // 22 px labels never touch.
+        let y_labels = ((self.height as i32 - band - X_AREA as i32 - 12) / 45).clamp(5, Y_LABELS as i32) as usize;
         let mut builder = ChartBuilder::on(&left);
         builder
             .margin(12)
             .margin_top(band)
             .margin_right(24)
-            .x_label_area_size(50)
-            .y_label_area_size(y_area(y0, y1, Y_LABELS));
+            .x_label_area_size(X_AREA)
+            .y_label_area_size(y_area(y0, y1, y_labels));
         let tick = |v: &f64| tick_label(*v);
         let xs: Vec<f64> = self.lines.iter().flat_map(|l| l.pts.iter().map(|p| p.0)).collect();
         let ticks = x_ticks(&xs, x0, x1, self.x_at_points);
-        let plot_top;
         macro_rules! body {
             ($chart:expr) => {{
                 let mut chart = $chart;
@@ -683,7 +1074,7 @@ impl LineFig {
                 mesh.x_desc(&self.x_label)
                     .y_desc(&self.y_label)
                     .x_labels(if self.log_x { 6 } else { 0 })
-                    .y_labels(Y_LABELS)
+                    .y_labels(y_labels)
                     .x_label_formatter(&tick)
                     .y_label_formatter(&tick)
                     .label_style((FONT, TICK_SIZE))
@@ -702,11 +1093,10 @@ impl LineFig {
                         let (_, top) = bc!(chart, &(*t, y1));
                         root.draw(&PathElement::new(vec![(px, top), (px, bottom)], RGBColor(205, 205, 205)))
                             .map_err(e)?;
-                        root.draw(&PathElement::new(vec![(px, bottom), (px, bottom + 5)], BLACK)).map_err(e)?;
-                        root.draw(&Text::new(tick_label(*t), (px, bottom + 8), style.clone())).map_err(e)?;
+                        root.draw(&PathElement::new(vec![(px, bottom), (px, bottom + 6)], BLACK)).map_err(e)?;
+                        root.draw(&Text::new(tick_label(*t), (px, bottom + 9), style.clone())).map_err(e)?;
                     }
                 }
-                plot_top = bc!(chart, &(x0, y1)).1;
                 let visible = |p: &(f64, f64)| self.visible(p);
                 let with_bars = self.lines.iter().filter(|l| l.sd.is_some()).count();
                 for (i, l) in self.lines.iter().enumerate() {
@@ -714,19 +1104,19 @@ impl LineFig {
                     let pts: Vec<(f64, f64)> = l.pts.iter().copied().filter(visible).collect();
                     let path = if self.step { steps(&pts) } else { pts.clone() };
                     // Drawn in pixels, at most four points per pixel column
-                    // ([`decimate`]): a 2 px stroke over thousands of
+                    // ([`decimate`]): a wide stroke over thousands of
                     // sub-pixel segments breaks into fragments in the bitmap
                     // backend.
                     let px: Vec<(i32, i32)> = path.iter().map(|p| bc!(chart, p)).collect();
-                    root.draw(&PathElement::new(decimate(&px), c.stroke_width(2))).map_err(e)?;
-                    // The marker points: the samples (a CDF path's corners at
-                    // each value), at most ~12 per line, offset per line.
-                    let marks: Vec<(f64, f64)> =
-                        if self.cdf { pts.iter().skip(1).step_by(2).copied().collect() } else { pts.clone() };
-                    let every = marks.len().div_ceil(12).max(1);
-                    let offset = if every > 1 { (i * every / 3.max(self.lines.len())) % every } else { 0 };
-                    for p in marks.iter().skip(offset).step_by(every) {
-                        draw_marker(root, bc!(chart, p), i, c)?;
+                    draw_series_line(root, decimate(&px), styles[i])?;
+                    // A marker at every data point (a CDF path's corner at
+                    // each value), on a line with few of them.
+                    if styles[i].marked {
+                        let marks: Vec<(f64, f64)> =
+                            if self.cdf { pts.iter().skip(1).step_by(2).copied().collect() } else { pts.clone() };
+                        for p in &marks {
+                            draw_marker(root, bc!(chart, p), i, c)?;
+                        }
                     }
                     if let Some(sd) = &l.sd {
                         // Bars of different lines at one x sit side by side
@@ -750,7 +1140,7 @@ impl LineFig {
                                 segs.push(vec![(px - 5, lo), (px + 5, lo)]);
                             }
                             for seg in segs {
-                                root.draw(&PathElement::new(seg, c.stroke_width(1))).map_err(e)?;
+                                root.draw(&PathElement::new(seg, c.stroke_width(2))).map_err(e)?;
                             }
                         }
                     }
@@ -771,8 +1161,10 @@ impl LineFig {
             (false, true) => body!(builder.build_cartesian_2d(x0..x1, (y0..y1).log_scale()).map_err(e)?),
             (false, false) => body!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(e)?),
         }
-        let names: Vec<&str> = self.lines.iter().map(|l| l.name.as_str()).collect();
-        draw_legend(&right, plot_top, &names)
+        if self.legend {
+            draw_legend(&legend, 0, &self.legend_names(), &styles)?;
+        }
+        Ok(())
     }
 }
 
@@ -854,8 +1246,9 @@ pub fn error_bar(mean: f64, sd: f64, nonneg: bool) -> (f64, f64) {
     (if nonneg { low.max(0.0) } else { low }, mean + sd)
 }
 
-/// A linear y range for data from `lo` to `hi`: from 0 (or `lo` when
-/// negative) to 5 % above `hi`; but when every value is positive and they
+/// A linear y range for data from `lo` to `hi`: from 0 (or, when `lo` is
+/// negative, 5 % of the span below it, so that its points do not sit on the
+/// axis) to 5 % above `hi`; but when every value is positive and they
 /// span less than a quarter of `hi` (completion rates of 0.9-0.98), padded
 /// by a tenth of the span around them (5 % of the value for a single value),
 /// so the lines are not flat at the top of an axis from 0.
@@ -866,7 +1259,14 @@ pub fn y_range(lo: f64, hi: f64) -> (f64, f64) {
         return (lo - pad, hi + pad);
     }
     let (lo, hi) = (lo.min(0.0), hi.max(0.0));
-    if hi <= lo { (lo, lo + 1.0) } else { (lo, hi + (hi - lo) * 0.05) }
+    let pad = (hi - lo) * 0.05;
+    if hi <= lo {
+        (lo, lo + 1.0)
+    } else if lo < 0.0 {
+        (lo - pad, hi + pad)
+    } else {
+        (lo, hi + pad)
+    }
 }
 
 /// A categorical dot chart: one dot (mean) with ± sd bars per configuration,
@@ -880,15 +1280,25 @@ struct DotFig {
 }
 
 /// Height of one configuration's row in a dot chart, px.
-const DOT_ROW: u32 = 30;
+const DOT_ROW: u32 = 40;
+/// The most of a dot chart's width its configuration names take (longer
+/// names are cut in the middle).
+const DOT_NAMES: f64 = 0.45;
 
 impl DotFig {
+    /// The configurations' names as the y axis shows them: each cut to
+    /// [`DOT_NAMES`] of the figure's width.
+    fn shown_names(&self) -> Vec<String> {
+        let room = (f64::from(PLOT_WIDTH) * DOT_NAMES) as u32;
+        self.names.iter().map(|n| fit_name(n, room)).collect()
+    }
+
     fn name_width(&self) -> u32 {
-        self.names.iter().map(|n| text_width(n, TICK_SIZE)).max().unwrap_or(0) + 16
+        self.shown_names().iter().map(|n| text_width(n, TICK_SIZE)).max().unwrap_or(0) + 16
     }
 
     fn size(&self) -> (u32, u32) {
-        (PLOT_WIDTH.max(self.name_width() + 420), (140 + DOT_ROW * self.names.len() as u32).max(260))
+        (PLOT_WIDTH, (180 + DOT_ROW * self.names.len() as u32).max(300))
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
@@ -909,7 +1319,13 @@ impl DotFig {
         };
         let band = draw_title(root, &self.title, u32::MAX)?;
         let mut builder = ChartBuilder::on(root);
-        builder.margin(12).margin_top(band).margin_right(24).x_label_area_size(50).y_label_area_size(self.name_width());
+        builder
+            .margin(12)
+            .margin_top(band)
+            .margin_right(24)
+            .x_label_area_size(X_AREA)
+            .y_label_area_size(self.name_width());
+        let names = self.shown_names();
         let mut chart = builder.build_cartesian_2d(x0..x1, -0.5..(n as f64 - 0.5)).map_err(e)?;
         let tick = |v: &f64| tick_label(*v);
         chart
@@ -925,7 +1341,7 @@ impl DotFig {
             .draw()
             .map_err(e)?;
         let name_style = TextStyle::from((FONT, TICK_SIZE)).pos(text_anchor::Pos::new(HPos::Right, VPos::Center));
-        for i in 0..n {
+        for (i, name) in names.iter().enumerate() {
             // The first configuration on top.
             let y = (n - 1 - i) as f64;
             let c = colour(i);
@@ -933,7 +1349,7 @@ impl DotFig {
             let (ex, _) = chart.backend_coord(&(x1, y));
             root.draw(&PathElement::new(vec![(ax, py), (ex, py)], RGBColor(225, 225, 225).stroke_width(1)))
                 .map_err(e)?;
-            root.draw(&Text::new(self.names[i].clone(), (ax - 8, py), name_style.clone())).map_err(e)?;
+            root.draw(&Text::new(name.clone(), (ax - 8, py), name_style.clone())).map_err(e)?;
             if sd(i) > 0.0 {
                 let (low, high) = error_bar(self.means[i], sd(i), true);
                 let (l, _) = chart.backend_coord(&(low, y));
@@ -969,20 +1385,33 @@ struct PanelFig {
 }
 
 /// Height of one panel of a [`PanelFig`], px.
-const PANEL_HEIGHT: u32 = 230;
+const PANEL_HEIGHT: u32 = 320;
+/// Height of one VC's panel of `vc_gpu_utilization`, px.
+const VC_PANEL_HEIGHT: u32 = 280;
 
 impl PanelFig {
+    /// Height of the title band, px (as [`draw_title`] takes it).
+    fn band(&self) -> u32 {
+        let lines = if text_width(&self.title, TITLE_SIZE) + 24 <= PLOT_WIDTH {
+            1
+        } else {
+            wrap_title(&self.title, PLOT_WIDTH - 24).len() as u32
+        };
+        (16 + TITLE_LINE as u32 * lines).max(TITLE_BAND as u32)
+    }
+
     fn size(&self) -> (u32, u32) {
-        let lines = wrap_title(&self.title, PLOT_WIDTH - 24).len() as u32;
-        (PLOT_WIDTH, (14 + TITLE_LINE as u32 * lines).max(TITLE_BAND as u32) + PANEL_HEIGHT * self.panels.len() as u32)
+        (PLOT_WIDTH, self.band() + self.panels.iter().map(|p| p.size().1).sum::<u32>())
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let band = draw_title(root, &self.title, PLOT_WIDTH)?;
-        let (_, rest) = root.split_vertically(band);
-        for (area, panel) in rest.split_evenly((self.panels.len().max(1), 1)).iter().zip(&self.panels) {
-            panel.draw(area)?;
+        draw_title(root, &self.title, PLOT_WIDTH)?;
+        let (_, mut rest) = root.split_vertically(self.band());
+        for panel in &self.panels {
+            let (area, below) = rest.split_vertically(panel.size().1);
+            panel.draw(&area)?;
+            rest = below;
         }
         Ok(())
     }
@@ -1013,11 +1442,15 @@ fn write_fig(dir: &Path, name: &str, fig: &Fig) -> Result<Vec<PathBuf>, String> 
     let (svg_path, png_path) = (dir.join(format!("{name}.svg")), dir.join(format!("{name}.png")));
     let (w, h) = fig.size();
     let mut svg = String::new();
+    let mut texts = SvgText::default();
     {
-        let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
+        let root = SvgBackend::with_string(&mut svg, &mut texts, (w, h))
+            .map_err(|m| format!("{}: {m}", svg_path.display()))?
+            .into_drawing_area();
         fig.draw(&root).map_err(|m| format!("{}: {m}", svg_path.display()))?;
         root.present().map_err(|m| format!("{}: {m}", svg_path.display()))?;
     }
+    let svg = texts.finish(&svg);
     let mut rgb = vec![255u8; w as usize * h as usize * 3];
     {
         let root = PngBackend::with_buffer(&mut rgb, (w, h))
@@ -1085,7 +1518,7 @@ fn column(header: &[String], name: &str, path: &Path) -> Result<usize, String> {
 }
 
 /// A CDF figure of the values (in seconds) of `column`, one line per named set.
-fn cdf_fig(title: String, column: &str, sets: Vec<(String, Vec<f64>)>) -> Fig {
+fn cdf_fig(title: String, column: &str, sets: Vec<(String, Vec<f64>)>) -> LineFig {
     let max = sets.iter().flat_map(|s| s.1.iter()).copied().fold(0.0, f64::max);
     let min_pos = sets.iter().flat_map(|s| s.1.iter()).copied().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
     let (x_label, div) = label_and_scale(column, max);
@@ -1102,7 +1535,7 @@ fn cdf_fig(title: String, column: &str, sets: Vec<(String, Vec<f64>)>) -> Fig {
         .into_iter()
         .map(|(name, v)| Line { name, pts: cdf_steps(&cdf(v.into_iter().map(|x| x / div).collect())), sd: None })
         .collect();
-    Fig::Line(LineFig {
+    LineFig {
         title,
         x_label: if log_x { format!("{x_label}, log scale") } else { x_label },
         y_label: "Fraction of jobs".into(),
@@ -1115,7 +1548,10 @@ fn cdf_fig(title: String, column: &str, sets: Vec<(String, Vec<f64>)>) -> Fig {
         x_at_points: false,
         nonneg: false,
         empty_note: "no completed jobs".into(),
-    })
+        height: PLOT_HEIGHT,
+        x_fixed: None,
+        legend: true,
+    }
 }
 
 /// Plots a run directory; returns the files written (named in
@@ -1135,7 +1571,7 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut written = Vec::new();
     for (file, col, vals) in [("jct_cdf", "jct_s", jct), ("queue_delay_cdf", "queue_delay_s", q)] {
         let jobs = if n == 1 { "1 completed job".to_string() } else { format!("{n} completed jobs") };
-        let fig = cdf_fig(format!("{} CDF, {name} ({jobs})", human(col).0), col, vec![(name.clone(), vals)]);
+        let fig = Fig::Line(cdf_fig(format!("{} CDF, {name} ({jobs})", human(col).0), col, vec![(name.clone(), vals)]));
         written.extend(write_fig(dir, file, &fig)?);
     }
     let timeline = dir.join("timeline.csv");
@@ -1176,15 +1612,128 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, String> {
                 x_at_points: false,
                 nonneg: false,
                 empty_note: String::new(),
+                height: PLOT_HEIGHT,
+                x_fixed: None,
+                legend: true,
             });
             written.extend(write_fig(dir, file, &fig)?);
         }
     }
+    written.extend(plot_vcs(dir, &name)?);
     let curve = dir.join("learning_curve.csv");
     if curve.exists() {
         written.extend(plot_learning_curve(&curve, &dir.join("learning_curve.svg"), &name)?);
     }
     Ok(written)
+}
+
+/// The per-VC charts of a run of several virtual clusters (`--vcs`: two or
+/// more rows in `vc_summary.csv`): `vc_jct_cdf`, the JCT CDF of each VC's
+/// completed jobs (`jobs.csv`'s `vc`), and `vc_gpu_utilization`, each VC's
+/// busy GPUs over its own GPUs in per cent over time (`vc_timeline.csv`;
+/// above 100 % when a VC runs jobs on GPUs it borrows). VCs in
+/// `vc_summary.csv`'s order; more than [`MAX_SERIES`] VCs are drawn as facets.
+fn plot_vcs(dir: &Path, name: &str) -> Result<Vec<PathBuf>, String> {
+    let summary = dir.join("vc_summary.csv");
+    if !summary.exists() {
+        return Ok(Vec::new());
+    }
+    let (h, rows) = read_csv(&summary)?;
+    if rows.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let (vc, gpus) = (column(&h, "vc", &summary)?, column(&h, "gpus", &summary)?);
+    let vcs: Vec<(String, f64)> = rows
+        .iter()
+        .map(|r| {
+            let g = r[gpus]
+                .parse::<f64>()
+                .map_err(|_| format!("{}: `gpus` of VC {} is not a number", summary.display(), r[vc]))?;
+            Ok((r[vc].clone(), g))
+        })
+        .collect::<Result<_, String>>()?;
+    let mut written = Vec::new();
+    let jobs = dir.join("jobs.csv");
+    let mut by_vc = completed_by(&jobs, "vc", "jct_s")?;
+    let sets = vcs.iter().map(|(v, _)| (v.clone(), by_vc.remove(v).unwrap_or_default())).collect();
+    let fig = facets(cdf_fig(format!("JCT CDF per VC, {name}"), "jct_s", sets), &BTreeMap::new());
+    written.extend(write_fig(dir, "vc_jct_cdf", &fig)?);
+    let timeline = dir.join("vc_timeline.csv");
+    if timeline.exists() {
+        let (h, rows) = read_csv(&timeline)?;
+        let (t, v, busy) =
+            (column(&h, "time_s", &timeline)?, column(&h, "vc", &timeline)?, column(&h, "gpus_busy", &timeline)?);
+        let mut pts: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+        for r in &rows {
+            if let (Ok(x), Ok(y)) = (r[t].parse::<f64>(), r[busy].parse::<f64>()) {
+                pts.entry(r[v].as_str()).or_default().push((x, y));
+            }
+        }
+        let t_max = pts.values().flatten().map(|p| p.0).fold(0.0, f64::max);
+        let (unit_div, unit) = time_unit(t_max);
+        let lines: Vec<Line> = vcs
+            .iter()
+            .map(|(v, g)| Line {
+                name: v.clone(),
+                pts: pts
+                    .get(v.as_str())
+                    .map(|p| {
+                        p.iter().map(|&(x, y)| (x / unit_div, if *g > 0.0 { 100.0 * y / g } else { 0.0 })).collect()
+                    })
+                    .unwrap_or_default(),
+                sd: None,
+            })
+            .collect();
+        // One panel per VC (small multiples: overlaid, the VCs' busy
+        // timelines hide one another), sharing both axes.
+        let y_max = lines.iter().flat_map(|l| l.pts.iter().map(|p| p.1)).fold(100.0, f64::max);
+        let x_max = lines.iter().flat_map(|l| l.pts.iter().map(|p| p.0)).fold(0.0, f64::max);
+        let panels = lines
+            .into_iter()
+            .zip(&vcs)
+            .map(|(l, (v, g))| LineFig {
+                title: format!("VC {v} ({} GPUs)", tick_label(*g)),
+                x_label: format!("Time ({unit})"),
+                y_label: "Busy (%)".into(),
+                lines: vec![l],
+                log_x: false,
+                step: true,
+                cdf: false,
+                y_fixed: Some((0.0, y_max * 1.05)),
+                log_y: false,
+                x_at_points: false,
+                nonneg: false,
+                empty_note: "no samples".into(),
+                height: VC_PANEL_HEIGHT,
+                x_fixed: Some((-x_max * 0.03, x_max * 1.03)),
+                legend: true,
+            })
+            .collect();
+        let fig = Fig::Panels(PanelFig { title: format!("GPU utilisation per VC over time, {name}"), panels });
+        written.extend(write_fig(dir, "vc_gpu_utilization", &fig)?);
+    }
+    Ok(written)
+}
+
+/// The values of numeric column `col` of the completed jobs of `jobs.csv`,
+/// by the value of column `key` (a job's VC).
+fn completed_by(path: &Path, key: &str, col: &str) -> Result<BTreeMap<String, Vec<f64>>, String> {
+    let bytes = crate::io::read_csv(path).map_err(|e| e.to_string())?;
+    let mut rdr = csv::Reader::from_reader(&bytes[..]);
+    let header: Vec<String> =
+        rdr.headers().map_err(|e| format!("{}: {e}", path.display()))?.iter().map(str::to_string).collect();
+    let (status, k, c) = (column(&header, "status", path)?, column(&header, key, path)?, column(&header, col, path)?);
+    let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut rec = csv::StringRecord::new();
+    while rdr.read_record(&mut rec).map_err(|e| format!("{}: {e}", path.display()))? {
+        if rec.get(status) != Some("completed") {
+            continue;
+        }
+        if let (Some(kv), Some(x)) = (rec.get(k), rec.get(c).and_then(|s| s.parse::<f64>().ok())) {
+            out.entry(kv.to_string()).or_default().push(x);
+        }
+    }
+    Ok(out)
 }
 
 /// Decisions averaged per point of the learning curve (fewer when the run
@@ -1277,6 +1826,9 @@ pub fn plot_learning_curve(curve: &Path, out: &Path, name: &str) -> Result<Vec<P
             x_at_points: false,
             nonneg: false,
             empty_note: "no decisions".into(),
+            height: PANEL_HEIGHT,
+            x_fixed: None,
+            legend: true,
         });
     }
     let who = if ldwp { "LDWP" } else { "RIFLING" };
@@ -1398,6 +1950,95 @@ fn remove_sweep_charts(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Length, bytes, of the longest common prefix of `a` and `b` (whole characters).
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.char_indices().zip(b.chars()).find(|((_, x), y)| x != y).map_or(a.len().min(b.len()), |((i, _), _)| i)
+}
+
+/// `fig` as it is drawn: one plot when it has at most [`MAX_SERIES`] lines;
+/// else facets, panels stacked under its title sharing its axes, with at
+/// most [`MAX_SERIES`] lines each. A facet holds the configurations that
+/// share the values of the first swept keys (the fewest keys that keep every
+/// facet within [`MAX_SERIES`]; `parts` gives each line's `key=value`
+/// parts), titled by them, its lines named by the other keys; when no such
+/// keys exist, consecutive runs of [`MAX_SERIES`] lines, titled
+/// "configurations 1–16 of 40".
+fn facets(fig: LineFig, parts: &BTreeMap<String, Vec<String>>) -> Fig {
+    let n = fig.lines.len();
+    if n <= MAX_SERIES {
+        return Fig::Line(fig);
+    }
+    let ((x0, x1), (y0, y1)) = fig.ranges();
+    let depth = fig.lines.iter().map(|l| parts.get(&l.name).map_or(0, Vec::len)).min().unwrap_or(0);
+    // (facet title, the indices of its lines, parts its lines' names skip)
+    let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut skip = 0;
+    for j in 1..depth {
+        let mut g: Vec<(String, Vec<usize>)> = Vec::new();
+        for (i, l) in fig.lines.iter().enumerate() {
+            let f = parts[&l.name][..j].join(", ");
+            match g.last_mut() {
+                Some(last) if last.0 == f => last.1.push(i),
+                _ => g.push((f, vec![i])),
+            }
+        }
+        if g.iter().all(|x| x.1.len() <= MAX_SERIES) {
+            (groups, skip) = (g, j);
+            break;
+        }
+    }
+    if groups.is_empty() {
+        groups = (0..n)
+            .step_by(MAX_SERIES)
+            .map(|a| {
+                let b = (a + MAX_SERIES).min(n);
+                (format!("configurations {}–{b} of {n}", a + 1), (a..b).collect())
+            })
+            .collect();
+    }
+    let mut lines: Vec<Option<Line>> = fig.lines.into_iter().map(Some).collect();
+    let panels = groups
+        .into_iter()
+        .map(|(title, at)| LineFig {
+            title,
+            x_label: fig.x_label.clone(),
+            y_label: fig.y_label.clone(),
+            lines: at
+                .into_iter()
+                .filter_map(|i| {
+                    let mut l = lines[i].take()?;
+                    if skip > 0 {
+                        l.name = parts[&l.name][skip..].join(", ");
+                    }
+                    Some(l)
+                })
+                .collect(),
+            log_x: fig.log_x,
+            step: fig.step,
+            cdf: fig.cdf,
+            y_fixed: Some((y0, y1)),
+            log_y: fig.log_y,
+            x_at_points: fig.x_at_points,
+            nonneg: fig.nonneg,
+            empty_note: fig.empty_note.clone(),
+            height: PLOT_HEIGHT,
+            x_fixed: Some((x0, x1)),
+            legend: true,
+        })
+        .collect::<Vec<_>>();
+    // One legend, under the last facet, when every facet's would be the
+    // same (the same names, drawn alike).
+    let key = |p: &LineFig| (p.legend_names(), p.styles());
+    let mut panels = panels;
+    if panels.windows(2).all(|w| key(&w[0]) == key(&w[1])) {
+        let last = panels.len() - 1;
+        for p in &mut panels[..last] {
+            p.legend = false;
+        }
+    }
+    Fig::Panels(PanelFig { title: fig.title, panels })
+}
+
 /// A policy's name for a title: `ldwp-frozen` → "frozen LDWP", `rifling` →
 /// "RIFLING" (the learning policies are acronyms); others as written.
 fn policy_name(p: &str) -> String {
@@ -1453,14 +2094,36 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
     // A configuration's name: the value alone for one key, `key=value, ...`
     // for several (the key without its `policy_opt.` prefix and dotted path:
     // `policy_opt.share.max_tenants` → `max_tenants`).
-    let group_of = |r: &Vec<String>| -> Result<String, String> {
-        if let [k] = group_keys[..] {
-            return Ok(r[col(k)?].clone());
+    // A key whose values are paths (a trace per configuration) shows what
+    // they do not share: `…/workload-1.csv`.
+    let mut strip: BTreeMap<&str, usize> = BTreeMap::new();
+    for k in &group_keys {
+        let c = col(k)?;
+        let first = rows.first().map_or("", |r| r[c].as_str());
+        if rows.iter().all(|r| r[c].contains('/')) && rows.iter().any(|r| r[c] != first) {
+            let shared = rows.iter().map(|r| common_prefix(first, &r[c])).min().unwrap_or(0);
+            if let Some(cut) = first[..shared].rfind('/') {
+                strip.insert(k.as_str(), cut);
+            }
         }
-        let parts: Vec<String> = group_keys
+    }
+    let shown = |k: &str, v: &str| match strip.get(k) {
+        Some(&cut) => format!("…{}", &v[cut..]),
+        None => v.to_string(),
+    };
+    // The parts of a configuration's name: the value alone for one key,
+    // `key=value` for each of several.
+    let parts_of = |r: &Vec<String>| -> Result<Vec<String>, String> {
+        if let [k] = group_keys[..] {
+            return Ok(vec![shown(k, &r[col(k)?])]);
+        }
+        group_keys
             .iter()
-            .map(|k| Ok(format!("{}={}", short_key(k).rsplit('.').next().unwrap_or(k), r[col(k)?])))
-            .collect::<Result<_, String>>()?;
+            .map(|k| Ok(format!("{}={}", short_key(k).rsplit('.').next().unwrap_or(k), shown(k, &r[col(k)?]))))
+            .collect()
+    };
+    let group_of = |r: &Vec<String>| -> Result<String, String> {
+        let parts = parts_of(r)?;
         Ok(if parts.is_empty() { "all runs".into() } else { parts.join(", ") })
     };
     // The order of configurations: by the swept keys' values, in the order
@@ -1475,10 +2138,12 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
             .collect()
     };
     let mut config_order: Vec<(Vec<(f64, String)>, String)> = Vec::new();
+    let mut parts: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for r in &rows {
         let g = group_of(r)?;
         if !config_order.iter().any(|c| c.1 == g) {
-            config_order.push((sort_key(r)?, g));
+            config_order.push((sort_key(r)?, g.clone()));
+            parts.insert(g, parts_of(r)?);
         }
     }
     config_order.sort_by(|a, b| {
@@ -1569,20 +2234,37 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
             let ys: Vec<f64> = lines.iter().flat_map(|l| l.pts.iter().map(|p| p.1)).collect();
             // A share in per cent stays on a linear axis, as a fraction does.
             let log = human(metric).1 != "%" && log_y(&ys);
-            let fig = Fig::Line(LineFig {
-                title: format!("{} vs {}{setting} ({note})", human(metric).0, in_sentence(&x_name)),
-                x_label: if x_unit.is_empty() { x_name } else { format!("{x_name} ({x_unit})") },
-                y_label: if log { format!("{m_label}, log scale") } else { m_label },
-                lines,
-                log_x: false,
-                step: false,
-                cdf: false,
-                y_fixed: None,
-                log_y: log,
-                x_at_points: true,
-                nonneg: true,
-                empty_note: "no runs".into(),
+            // A bar reaching below 0 is cut: at 0, or on a log axis at its bottom.
+            let cut = lines.iter().any(|l| {
+                l.sd.as_ref().is_some_and(|sd| {
+                    l.pts.iter().zip(sd).any(|(p, s)| *s > 0.0 && p.1 - s < 0.0 || log && p.1 - s <= 0.0)
+                })
             });
+            let note = match (cut, log) {
+                (false, _) => note,
+                (true, false) => format!("{note}; bars cut at 0"),
+                (true, true) => format!("{note}; bars cut at the axis' bottom"),
+            };
+            let fig = facets(
+                LineFig {
+                    title: format!("{} vs {}{setting} ({note})", human(metric).0, in_sentence(&x_name)),
+                    x_label: if x_unit.is_empty() { x_name } else { format!("{x_name} ({x_unit})") },
+                    y_label: if log { format!("{m_label}, log scale") } else { m_label },
+                    lines,
+                    log_x: false,
+                    step: false,
+                    cdf: false,
+                    y_fixed: None,
+                    log_y: log,
+                    x_at_points: true,
+                    nonneg: true,
+                    empty_note: "no runs".into(),
+                    height: PLOT_HEIGHT,
+                    x_fixed: None,
+                    legend: true,
+                },
+                &parts,
+            );
             written.extend(write_fig(dir, &format!("{metric}_vs_{x}"), &fig)?);
         } else {
             // A categorical sweep: one dot per configuration, sorted by the keys' values.
@@ -1594,6 +2276,11 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
             let counts: Vec<usize> = acc.values().map(Vec::len).collect();
             let (note, bars) = seeds_note(&counts);
             let stats: Vec<(f64, f64)> = order.iter().map(|g| mean_sd(&acc[g])).collect();
+            let note = if bars && stats.iter().any(|(m, s)| *s > 0.0 && m - s < 0.0) {
+                format!("{note}; bars cut at 0")
+            } else {
+                note
+            };
             let fig = Fig::Dot(DotFig {
                 title: format!("{} per configuration{setting} ({note})", human(metric).0),
                 x_label: m_label,
@@ -1616,7 +2303,7 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
     }
     let mut pooled: Vec<(String, Vec<f64>)> = pooled.into_iter().collect();
     pooled.sort_by_key(|p| rank(&p.0));
-    let fig = cdf_fig(format!("JCT CDF per configuration{setting} (runs pooled)"), "jct_s", pooled);
+    let fig = facets(cdf_fig(format!("JCT CDF per configuration{setting} (runs pooled)"), "jct_s", pooled), &parts);
     written.extend(write_fig(dir, "jct_cdf", &fig)?);
     Ok(written)
 }
@@ -1624,8 +2311,8 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
 /// A series of [`write_line_chart`]: name, points, and an optional ± error per point.
 pub type ChartSeries = (String, Vec<(f64, f64)>, Option<Vec<f64>>);
 
-/// Draws `series` as one line chart (markers at the points, the legend
-/// beside it when there are several) into `dir/NAME.svg` and
+/// Draws `series` as one line chart in the layout of every chart here
+/// (legend below, markers only on lines of few points) into `dir/NAME.svg` and
 /// `dir/NAME.png`; `y_fixed` fixes the y range. Returns both paths. For
 /// outputs that are not a run or a sweep (the fill experiment's figure,
 /// [`super::fill`]).
@@ -1650,6 +2337,9 @@ pub fn write_line_chart(
         x_at_points: false,
         nonneg: true,
         empty_note: "no points".into(),
+        height: PLOT_HEIGHT,
+        x_fixed: None,
+        legend: true,
     });
     write_fig(dir, name, &fig)
 }
@@ -1692,12 +2382,13 @@ mod tests {
         .unwrap();
         plot_learning_curve(&curve, &d.path().join("lc.svg"), "run").unwrap();
         let svg = std::fs::read_to_string(d.path().join("lc.svg")).unwrap();
-        let texts: Vec<&str> = svg.lines().map(str::trim).collect();
+        // Each text is a group of glyph outlines labelled with it.
         for t in ["LDWP learning curve, run", "Reward", "Throughput", "Epsilon (exploration rate)", "Loss"] {
-            assert!(texts.contains(&t), "no {t} in {texts:?}");
+            assert!(svg.contains(&format!("<g aria-label=\"{t}\"")), "no {t}");
         }
-        // One title line (24 px + 14 px of margin) over four panels of 230 px.
-        assert!(svg.starts_with(&format!("<svg width=\"720\" height=\"{}\"", 38 + 4 * 230)), "{}", &svg[..80]);
+        assert!(!svg.contains("<text"), "text left to the viewer's font");
+        // One title line (a 48 px band) over four panels of 320 px.
+        assert!(svg.starts_with(&format!("<svg width=\"720\" height=\"{}\"", 48 + 4 * 320)), "{}", &svg[..80]);
     }
 
     #[test]

@@ -29,7 +29,7 @@ use crate::workload::synthetic::SyntheticSpec;
 /// defaults of [`to_run_spec`] (the command line's). Besides these, a key
 /// `policy_opt.NAME` ([`POLICY_OPT`]) sets option NAME of the run's policy
 /// kind (`--policy-opt NAME=VALUE` on the command line).
-pub const KEYS: [(&str, &str); 64] = [
+pub const KEYS: [(&str, &str); 66] = [
     ("trace", "a trace file path, relative to the experiment file (absent: the synthetic workload)"),
     ("format", "auto, philly, philly-rfold, philly-pollux, helios, jobs-csv, alibaba-openb or elastic-workload"),
     (
@@ -37,6 +37,11 @@ pub const KEYS: [(&str, &str); 64] = [
         "jobs-csv: field=column pairs, comma-separated (e.g. \"submit_time=arrival,gpu_num=gpus\"), or a table { submit_time = \"arrival\" }",
     ),
     ("columns_file", "jobs-csv: a TOML file with a [columns] table, relative to the experiment file"),
+    (
+        "skip_malformed",
+        "true or false (default): leave the trace's malformed rows out (each listed in skipped.csv with its line, column and reason; counted as `malformed`) instead of failing at the first",
+    ),
+    ("strict_input", "true or false (default): a trace column the run does not read is an error instead of a note"),
     (
         "cluster",
         "lab16, philly, alibaba-openb, ldwp-testbed, helios-venus, helios-earth, helios-saturn or helios-uranus",
@@ -832,6 +837,12 @@ pub fn to_run_spec_in(
             ),
         ));
     }
+    // Set without a trace, either would change nothing (and a sweep's run ids).
+    for k in ["skip_malformed", "strict_input"] {
+        if trace.is_none() && r.flag(k)? {
+            return Err(conflict(k, format!("{} applies to a {}", o.key(k), o.key("trace"))));
+        }
+    }
     if r.has("start_hour") && !pollux_workload {
         return Err(conflict(
             "start_hour",
@@ -1117,6 +1128,8 @@ pub fn to_run_spec_in(
         allow_unfinished: r.flag("allow_unfinished")?,
         predictor: r.str("predictor")?.map(|s| r.bounded("predictor", s.parse())).transpose()?.unwrap_or_default(),
         profile_batches: r.enumv("profile_batches")?.unwrap_or_default(),
+        skip_malformed: r.flag("skip_malformed")?,
+        strict_input: r.flag("strict_input")?,
     };
     // The policy's own checks of its options: a value out of range, or an
     // option its kind cannot take.

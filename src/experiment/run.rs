@@ -21,9 +21,13 @@ use crate::policy::genie_family::GenieRun;
 use crate::policy::placement::PlacementKind;
 use crate::profile::db::ProfileDb;
 use crate::trace::TraceRecord;
-use crate::trace::{ColumnMap, load_trace};
+use crate::trace::{ColumnMap, load_trace_with};
 use crate::workload::models::{assign_models, check_models, resolve_model_aliases};
 use crate::workload::synthetic;
+
+/// The reason `skipped.csv` and the summary's `jobs_skipped_by_reason` give
+/// a malformed row left out under [`RunSpec::skip_malformed`].
+pub const MALFORMED: &str = "malformed";
 
 /// Facts about the input, for the manifest.
 #[derive(Clone, Debug, Serialize)]
@@ -43,6 +47,15 @@ pub struct InputInfo {
     /// note; not in the manifest).
     #[serde(skip)]
     pub ignored_columns: Vec<String>,
+    /// The malformed rows left out under [`RunSpec::skip_malformed`], by
+    /// line (the manifest records how many, `malformed_rows`, when any).
+    #[serde(rename = "malformed_rows", serialize_with = "count", skip_serializing_if = "Vec::is_empty")]
+    pub malformed: Vec<crate::trace::MalformedRow>,
+}
+
+/// A list as its length.
+fn count<S: serde::Serializer, T>(v: &[T], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(v.len() as u64)
 }
 
 /// A finished run.
@@ -70,6 +83,20 @@ pub struct RunReport {
     /// not use (they run until their iterations are done): `simulate`
     /// notes the count.
     pub unused_durations: usize,
+}
+
+impl RunReport {
+    /// The bytes of `skipped.csv`: every row not simulated, with its line
+    /// and reason; under [`RunSpec::skip_malformed`] the malformed rows left
+    /// out too, with two more columns, `field` and `detail`
+    /// ([`crate::metrics::export::skipped_csv_with_malformed`]).
+    pub fn skipped_csv(&self) -> Vec<u8> {
+        if self.spec.skip_malformed {
+            crate::metrics::export::skipped_csv_with_malformed(&self.skipped, &self.input.malformed)
+        } else {
+            crate::metrics::export::skipped_csv(&self.skipped)
+        }
+    }
 }
 
 /// Runs `spec`, calling `progress` now and then ([`RunBuilder`] with
@@ -332,6 +359,15 @@ impl<'a> RunBuilder<'a> {
         })?;
         let recording = recorder.into_recording();
         let (mut summary, vcs) = metrics::summarize(&output, &recording, &workload.skipped, workload.rows_total);
+        // Malformed rows left out of a replayed trace are rows read and not
+        // simulated (a drawn workload's, GENIE's tasks or Pollux's jobs, are
+        // not rows of the summary's count).
+        if !input.malformed.is_empty() && matches!(spec.workload, WorkloadSource::Trace { .. }) {
+            let n = input.malformed.len() as u64;
+            summary.jobs_total += n;
+            summary.jobs_skipped += n;
+            *summary.jobs_skipped_by_reason.entry(MALFORMED.to_string()).or_insert(0) += n;
+        }
         if summary.jobs_unfinished > 0 {
             summary.cut_off = spec.cut_off();
         }
@@ -381,7 +417,25 @@ fn workload_stage(
 ) -> Result<Loaded, RunError> {
     let loaded = match &spec.workload {
         WorkloadSource::Trace { path, format, columns } => {
-            let t = load_trace(path, *format, columns)?;
+            let t = load_trace_with(path, *format, columns, spec.row_errors())?;
+            if spec.strict_input && !t.ignored_columns.is_empty() {
+                return Err(TraceError::Format {
+                    file: t.path.clone(),
+                    message: format!(
+                        "ignored columns: {} (not columns of the {} format); strict input (--strict-input, key \
+                         `strict_input`) refuses a trace with columns the run does not read: remove them{}, or run \
+                         without it",
+                        t.ignored_columns.join(", "),
+                        t.format.name(),
+                        if t.format == crate::trace::TraceFormat::JobsCsv {
+                            " or map them to fields (--columns)"
+                        } else {
+                            ""
+                        }
+                    ),
+                }
+                .into());
+            }
             let input = InputInfo {
                 path: Some(t.path.clone()),
                 format: t.format.name().to_string(),
@@ -389,11 +443,12 @@ fn workload_stage(
                 origin: t.origin.clone(),
                 rows: t.records.len(),
                 ignored_columns: t.ignored_columns,
+                malformed: t.malformed,
             };
             Loaded { records: t.records, input, tasks: HashMap::new() }
         }
         WorkloadSource::Pollux { path, spec: p } => {
-            let w = crate::workload::pollux::from_file(path, p, spec.seed)?;
+            let w = crate::workload::pollux::from_file_with(path, p, spec.seed, spec.row_errors())?;
             let input = InputInfo {
                 path: Some(w.path),
                 format: "pollux-workload".into(),
@@ -401,6 +456,7 @@ fn workload_stage(
                 origin: None,
                 rows: w.rows,
                 ignored_columns: Vec::new(),
+                malformed: w.malformed,
             };
             Loaded { records: w.records, input, tasks: HashMap::new() }
         }
@@ -415,6 +471,7 @@ fn workload_stage(
                 origin: None,
                 rows: recs.len(),
                 ignored_columns: Vec::new(),
+                malformed: Vec::new(),
             };
             Loaded { records: recs, input, tasks: HashMap::new() }
         }
@@ -425,11 +482,12 @@ fn workload_stage(
                 batches: spec.profile_batches,
                 ..Default::default()
             };
-            let trace = match &spec.workload {
+            let (trace, malformed) = match &spec.workload {
                 WorkloadSource::TraceTasks { path, format, .. } => {
-                    Some(load_trace(path, *format, &ColumnMap::default())?.records)
+                    let t = load_trace_with(path, *format, &ColumnMap::default(), spec.row_errors())?;
+                    (Some(t.records), t.malformed)
                 }
-                _ => None,
+                _ => (None, Vec::new()),
             };
             let crate::policy::genie_family::TaskWorkload { tasks, profiles } =
                 crate::policy::genie_family::task_workload(
@@ -451,6 +509,7 @@ fn workload_stage(
                 origin: None,
                 rows: tasks.len(),
                 ignored_columns: Vec::new(),
+                malformed,
             };
             let (records, specs): (Vec<TraceRecord>, Vec<_>) = tasks.into_iter().unzip();
             let tasks = specs.into_iter().enumerate().map(|(i, t)| (format!("t{i}"), t)).collect();

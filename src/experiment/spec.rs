@@ -344,6 +344,20 @@ pub struct RunSpec {
     /// decisions and the predicted ECT); no other run.
     #[serde(default, skip_serializing_if = "crate::policy::genie::ProfileBatches::is_grid")]
     pub profile_batches: crate::policy::genie::ProfileBatches,
+    /// Whether the trace's malformed rows are left out and listed
+    /// (`--skip-malformed`, sweep key `skip_malformed`;
+    /// [`crate::trace::RowErrors::Skip`]: `skipped.csv` lists each with its
+    /// line, column and reason, the summary counts them as `malformed`)
+    /// instead of the run failing at the first with its precise error (the
+    /// default; left out of manifests when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skip_malformed: bool,
+    /// Whether a trace with columns the run does not read (the ignored
+    /// columns of [`crate::trace::LoadedTrace::ignored_columns`]) is an error
+    /// (`--strict-input`, sweep key `strict_input`) rather than a note (the
+    /// default; left out of manifests when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strict_input: bool,
 }
 
 /// The command line's defaults of a run, in one place: seed 1, timeline
@@ -391,7 +405,15 @@ impl RunSpec {
             allow_unfinished: false,
             predictor: PredictorKind::Fitted,
             profile_batches: crate::policy::genie::ProfileBatches::Grid,
+            skip_malformed: false,
+            strict_input: false,
         }
+    }
+
+    /// What the trace readers do with a malformed row under this spec
+    /// ([`RunSpec::skip_malformed`]).
+    pub fn row_errors(&self) -> crate::trace::RowErrors {
+        if self.skip_malformed { crate::trace::RowErrors::Skip } else { crate::trace::RowErrors::Fail }
     }
 
     /// Sets the policy to the kind `name` with its options at the defaults

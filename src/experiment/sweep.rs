@@ -914,6 +914,12 @@ pub struct SweepOutcome {
     /// Runs found complete but rerun (`--resume`) because their trace file
     /// no longer has the SHA-256 their manifest recorded, sorted.
     pub changed_inputs: Vec<String>,
+    /// The notes of the runs simulated now
+    /// ([`crate::experiment::notes::option_notes`] and
+    /// [`crate::experiment::notes::run_notes`], keys spelt as in the
+    /// experiment file), each distinct text once, in the order of the first
+    /// run that gave it.
+    pub notes: Vec<String>,
 }
 
 /// Runs the experiment's runs (this shard's, if any) on `threads` threads,
@@ -978,7 +984,8 @@ pub fn run_sweep(
             _ => true,
         }
     };
-    let results: Vec<(bool, bool, Result<serde_json::Value, String>)> = pool.install(|| {
+    type Ran = Result<(serde_json::Value, Vec<String>), String>;
+    let results: Vec<(bool, bool, Ran)> = pool.install(|| {
         runs.par_iter()
             .map(|run| {
                 let dir = out.join("runs").join(&run.id);
@@ -990,7 +997,7 @@ pub fn run_sweep(
                 let unchanged = complete && input_unchanged(&dir);
                 if unchanged && let Ok(s) = read_summary() {
                     on_done(&run.id, true);
-                    return (true, false, Ok(s));
+                    return (true, false, Ok((s, Vec::new())));
                 }
                 let res = (|| {
                     // The load read every artefact: these look-ups read no file.
@@ -1000,7 +1007,10 @@ pub fn run_sweep(
                     let report = crate::experiment::run_one_with_artefacts(&spec, &artefacts, |_| {})
                         .map_err(|e| e.to_string())?;
                     crate::experiment::write_run_dir_as(&report, &dir, exp.output_format).map_err(|e| e.to_string())?;
-                    serde_json::to_value(&report.summary).map_err(|e| e.to_string())
+                    let origin = super::raw::Origin::File(&exp.path);
+                    let mut notes = crate::experiment::notes::option_notes(&run.params, origin);
+                    notes.extend(crate::experiment::notes::run_notes(&report, origin));
+                    Ok((serde_json::to_value(&report.summary).map_err(|e| e.to_string())?, notes))
                 })();
                 on_done(&run.id, res.is_ok());
                 (false, complete && !unchanged, res)
@@ -1014,7 +1024,12 @@ pub fn run_sweep(
             outcome.changed_inputs.push(run.id.clone());
         }
         match res {
-            Ok(summary) => {
+            Ok((summary, notes)) => {
+                for n in notes {
+                    if !outcome.notes.contains(&n) {
+                        outcome.notes.push(n);
+                    }
+                }
                 if kept {
                     outcome.kept += 1
                 } else {

@@ -4,8 +4,47 @@ use std::path::Path;
 
 use chrono::{NaiveDateTime, Timelike};
 
-use crate::error::TraceError;
+use crate::error::{MalformedRow, RowErrors, TraceError};
 use crate::time::MAX_SECS;
+
+/// A read's policy for malformed rows ([`RowErrors`]) and, under
+/// [`RowErrors::Skip`], the rows it left out (from any thread of the read).
+pub(crate) struct RowPolicy {
+    skip: bool,
+    skipped: std::sync::Mutex<Vec<MalformedRow>>,
+}
+
+impl RowPolicy {
+    /// A policy of `errors`, with no row left out yet.
+    pub(crate) fn new(errors: RowErrors) -> Self {
+        RowPolicy { skip: errors == RowErrors::Skip, skipped: Default::default() }
+    }
+
+    /// What a read does with the error `e` of a data row: under `Skip`, an
+    /// error of the row (not of the file) is recorded and the read goes on
+    /// (`Ok`); otherwise the read stops with it (`Err`).
+    pub(crate) fn on_error(&self, e: TraceError) -> Result<(), TraceError> {
+        match MalformedRow::of(&e).filter(|_| self.skip) {
+            Some(row) => {
+                self.skipped.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(row);
+                Ok(())
+            }
+            None => Err(e),
+        }
+    }
+
+    /// Whether malformed rows are left out ([`RowErrors::Skip`]).
+    pub(crate) fn skips(&self) -> bool {
+        self.skip
+    }
+
+    /// The rows left out, by line.
+    pub(crate) fn into_skipped(self) -> Vec<MalformedRow> {
+        let mut v = self.skipped.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        v.sort_by_key(|r| r.line);
+        v
+    }
+}
 
 /// A header: column names as written (trimmed, a leading `#` dropped).
 pub(crate) struct Header {
@@ -303,7 +342,8 @@ fn open<'a>(file: &Path, bytes: &'a [u8]) -> Result<(Header, csv::Reader<&'a [u8
     Ok((header, rdr, lines))
 }
 
-/// Reads every data row of `bytes` (CSV with a header), calling `f` on each.
+/// Reads every data row of `bytes` (CSV with a header), calling `f` on each;
+/// a malformed row (an error of `f`, or of the CSV) is handed to `policy`.
 ///
 /// # Errors
 /// An empty file, a header that is not text or names a column twice, a
@@ -311,10 +351,11 @@ fn open<'a>(file: &Path, bytes: &'a [u8]) -> Result<(Header, csv::Reader<&'a [u8
 pub(crate) fn for_each_row(
     file: &Path,
     bytes: &[u8],
+    policy: &RowPolicy,
     mut f: impl FnMut(&Header, Row<'_>) -> Result<(), TraceError>,
 ) -> Result<Header, TraceError> {
     let (header, mut rdr, mut lines) = open(file, bytes)?;
-    each_record(file, &header, &mut rdr, &mut lines, |row| f(&header, row))?;
+    each_record(file, &header, &mut rdr, &mut lines, policy, |row| f(&header, row))?;
     Ok(header)
 }
 
@@ -325,17 +366,32 @@ fn each_record(
     header: &Header,
     rdr: &mut csv::Reader<&[u8]>,
     lines: &mut LineCounter<'_>,
+    policy: &RowPolicy,
     mut f: impl FnMut(Row<'_>) -> Result<(), TraceError>,
 ) -> Result<(), TraceError> {
     let mut rec = csv::StringRecord::new();
     loop {
+        let before = rdr.position().byte();
         match rdr.read_record(&mut rec) {
             Ok(false) => return Ok(()),
             Ok(true) => {
                 let line = lines.line_at(rec.position().map_or(0, |p| p.byte() as usize));
-                f(Row { file, line, fields: Fields::Record(&rec), header })?;
+                if let Err(e) = f(Row { file, line, fields: Fields::Record(&rec), header }) {
+                    policy.on_error(e)?;
+                }
             }
-            Err(e) => return Err(csv_error(file, &e, lines)),
+            // A record of the wrong length, or not UTF-8, was read whole: the
+            // reader goes on at the next one. Any other error, or one that
+            // read nothing, ends the read.
+            Err(e) => {
+                let whole = matches!(e.kind(), csv::ErrorKind::UnequalLengths { .. } | csv::ErrorKind::Utf8 { .. })
+                    && rdr.position().byte() > before;
+                let err = csv_error(file, &e, lines);
+                if !whole {
+                    return Err(err);
+                }
+                policy.on_error(err)?;
+            }
         }
     }
 }
@@ -352,7 +408,9 @@ const PARALLEL_MIN_BYTES: usize = 256 << 10;
 /// with a scratch value of its own (made by `state`, one per part of the file
 /// read: a cache, never part of a row's value).
 ///
-/// Errors as [`for_each_row`]: the first one in file order. A file without
+/// A malformed row (an error of `f`, or a row of the wrong number of
+/// fields) is handed to `policy`; errors as [`for_each_row`]: the first one
+/// in file order. A file without
 /// quotes (so that every line break ends a record, and every comma a field)
 /// is cut into lines and fields directly, as the csv reader would cut them,
 /// and a large one in two parts, each on its own thread; rows are
@@ -365,6 +423,7 @@ const PARALLEL_MIN_BYTES: usize = 256 << 10;
 pub(crate) fn map_rows<C: Sync, S, T: Send>(
     file: &Path,
     bytes: &[u8],
+    policy: &RowPolicy,
     cols: impl Fn(&Header) -> Result<C, TraceError> + Sync,
     state: impl Fn() -> S + Sync,
     f: impl Fn(&C, &mut S, &Row<'_>) -> Result<T, TraceError> + Sync,
@@ -387,9 +446,11 @@ pub(crate) fn map_rows<C: Sync, S, T: Send>(
         let mut out = Vec::with_capacity(breaks + 1);
         let mut c = None;
         let mut s = state();
-        each_record(file, &header, &mut rdr, &mut lines, |row| {
+        each_record(file, &header, &mut rdr, &mut lines, policy, |row| {
             let c = match &c {
                 Some(c) => c,
+                // The columns' error is of the file (a `Format` error),
+                // never skipped.
                 None => c.insert(cols(&header)?),
             };
             out.push(f(c, &mut s, &row)?);
@@ -434,14 +495,18 @@ pub(crate) fn map_rows<C: Sync, S, T: Send>(
             cut.push(&part[start..end]);
             if cut.len() != fields {
                 let message = format!("row has {} fields but the header has {fields}", cut.len());
-                return Err(TraceError::Row { file: file.to_path_buf(), line: this, message });
+                policy.on_error(TraceError::Row { file: file.to_path_buf(), line: this, message })?;
+                continue;
             }
             let row = Row { file, line: this, fields: Fields::Split(&cut), header: &header };
             let c = match &c {
                 Some(c) => c,
                 None => c.insert(cols(&header)?),
             };
-            out.push(f(c, &mut s, &row)?);
+            match f(c, &mut s, &row) {
+                Ok(v) => out.push(v),
+                Err(e) => policy.on_error(e)?,
+            }
         }
         Ok(next_line - line - u64::from(!part.is_empty() && !part.ends_with('\n')))
     };
@@ -637,11 +702,16 @@ fn line_breaks(bytes: &[u8]) -> usize {
 mod tests {
     use super::*;
 
+    fn fail() -> RowPolicy {
+        RowPolicy::new(RowErrors::Fail)
+    }
+
     /// (line, first field, second field as a number) of every row, or the error.
     fn rows(bytes: &[u8]) -> Result<Vec<(u64, String, u64)>, String> {
         map_rows(
             Path::new("t.csv"),
             bytes,
+            &fail(),
             |h| h.require(Path::new("t.csv"), "b"),
             || (),
             |&b, (), row| Ok((row.line, row.str(0).to_string(), row.time_ms(b)? / 1000)),
@@ -754,8 +824,14 @@ mod tests {
         let err = rows(b"a,b\nx,1\ny,zz\n").unwrap_err();
         assert!(err.starts_with("t.csv:3: column `b`: `zz`"), "{err}");
         // No data row: the missing column is not asked for.
-        let none =
-            map_rows(Path::new("t.csv"), b"a,c\n", |h| h.require(Path::new("t.csv"), "b"), || (), |_, (), _| Ok(()));
+        let none = map_rows(
+            Path::new("t.csv"),
+            b"a,c\n",
+            &fail(),
+            |h| h.require(Path::new("t.csv"), "b"),
+            || (),
+            |_, (), _| Ok(()),
+        );
         assert!(none.unwrap().is_empty());
     }
 
@@ -766,6 +842,7 @@ mod tests {
             map_rows(
                 Path::new("t.csv"),
                 bytes,
+                &fail(),
                 |_| Ok(()),
                 || (),
                 |(), (), row| Ok((row.line, (0..3).map(|c| row.str(c).to_string()).collect::<Vec<_>>())),

@@ -395,6 +395,38 @@ pub fn skipped_csv(skipped: &[Skipped]) -> Vec<u8> {
     s
 }
 
+/// `skipped.csv` of a run that left malformed rows out
+/// (`skip_malformed`): the columns of [`skipped_csv`] and two more, `field`
+/// (the column at fault, empty for a row of the wrong shape) and `detail`
+/// (what is wrong), by line. A malformed row has reason `malformed` and no
+/// job id or GPU count (its fields did not parse); a row skipped for another
+/// reason has an empty `field` and `detail`.
+pub fn skipped_csv_with_malformed(skipped: &[Skipped], malformed: &[crate::error::MalformedRow]) -> Vec<u8> {
+    let mut s = b"job_id,line,gpus,reason,field,detail\n".to_vec();
+    let (mut a, mut b) = (skipped.iter().peekable(), malformed.iter().peekable());
+    loop {
+        let take_skipped = match (a.peek(), b.peek()) {
+            (None, None) => break,
+            (Some(k), Some(m)) => k.line <= m.line,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+        };
+        if take_skipped {
+            let k = a.next().expect("peeked");
+            push_field(&mut s, &k.name);
+            let _ = writeln!(s, ",{},{},{},,", k.line, k.gpus, k.reason.name());
+        } else {
+            let m = b.next().expect("peeked");
+            let _ = write!(s, ",{},,malformed,", m.line);
+            push_field(&mut s, m.column.as_deref().unwrap_or(""));
+            s.push(b',');
+            push_field(&mut s, &m.message);
+            s.push(b'\n');
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

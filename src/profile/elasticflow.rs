@@ -206,37 +206,48 @@ impl ElasticFlowTables {
                 let model = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
                 let bytes = crate::io::read_csv(&file)?;
                 let mut seen = std::collections::BTreeSet::new();
-                for_each_row(&file, &bytes, |header, row| {
-                    let want: Vec<String> = std::iter::once("global_batch_size".to_string())
-                        .chain(GPU_COUNTS.iter().map(u32::to_string))
-                        .collect();
-                    if header.names != want {
-                        return Err(TraceError::Format {
-                            file: file.clone(),
-                            message: format!("header `{}`, expected `{}`", header.names.join(","), want.join(",")),
-                        });
-                    }
-                    let batch = row.global_batch(0)?;
-                    if !seen.insert(batch) {
-                        return Err(row.err(0, format!("global batch {batch} given twice")));
-                    }
-                    for (col, gpus) in GPU_COUNTS.into_iter().enumerate().map(|(i, n)| (i + 1, n)) {
-                        let text = row.str(col);
-                        if text.is_empty() || text.eq_ignore_ascii_case("nan") {
-                            continue;
+                for_each_row(
+                    &file,
+                    &bytes,
+                    &crate::io::csvrows::RowPolicy::new(crate::error::RowErrors::Fail),
+                    |header, row| {
+                        let want: Vec<String> = std::iter::once("global_batch_size".to_string())
+                            .chain(GPU_COUNTS.iter().map(u32::to_string))
+                            .collect();
+                        if header.names != want {
+                            return Err(TraceError::Format {
+                                file: file.clone(),
+                                message: format!("header `{}`, expected `{}`", header.names.join(","), want.join(",")),
+                            });
                         }
-                        match text.parse::<f64>() {
-                            Ok(0.0) => {}
-                            Ok(v) if v.is_finite() && v > 0.0 => {
-                                rows.push(EfRow { gpu, model: model.clone(), global_bsz: batch, gpus, iters_per_s: v })
+                        let batch = row.global_batch(0)?;
+                        if !seen.insert(batch) {
+                            return Err(row.err(0, format!("global batch {batch} given twice")));
+                        }
+                        for (col, gpus) in GPU_COUNTS.into_iter().enumerate().map(|(i, n)| (i + 1, n)) {
+                            let text = row.str(col);
+                            if text.is_empty() || text.eq_ignore_ascii_case("nan") {
+                                continue;
                             }
-                            _ => {
-                                return Err(row.err(col, format!("`{text}` is not a number of iterations per second")));
+                            match text.parse::<f64>() {
+                                Ok(0.0) => {}
+                                Ok(v) if v.is_finite() && v > 0.0 => rows.push(EfRow {
+                                    gpu,
+                                    model: model.clone(),
+                                    global_bsz: batch,
+                                    gpus,
+                                    iters_per_s: v,
+                                }),
+                                _ => {
+                                    return Err(
+                                        row.err(col, format!("`{text}` is not a number of iterations per second"))
+                                    );
+                                }
                             }
                         }
-                    }
-                    Ok(())
-                })?;
+                        Ok(())
+                    },
+                )?;
             }
         }
         rows.sort_by(|a, b| (a.gpu, &a.model, a.global_bsz, a.gpus).cmp(&(b.gpu, &b.model, b.global_bsz, b.gpus)));
@@ -263,31 +274,36 @@ impl ElasticFlowTables {
     pub fn parse(file: &Path, text: &str) -> Result<Self, TraceError> {
         let mut rows: Vec<EfRow> = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
-        for_each_row(file, text.as_bytes(), |header, row| {
-            if header.names.join(",") != TABLE_HEADER {
-                return Err(TraceError::Format {
-                    file: file.to_path_buf(),
-                    message: format!("header `{}`, expected `{TABLE_HEADER}`", header.names.join(",")),
-                });
-            }
-            let gpu = EfGpu::of_gpu_type(row.str(0))
-                .ok_or_else(|| row.err(0, format!("`{}` is not t4 or a100", row.str(0))))?;
-            let model = row.text(1, "model")?.to_string();
-            let global_bsz = row.global_batch(2)?;
-            let gpus = row.count(3)?;
-            if !GPU_COUNTS.contains(&gpus) {
-                return Err(row.err(3, format!("{gpus} GPUs is not one of ElasticFlow's columns {GPU_COUNTS:?}")));
-            }
-            let iters_per_s = match row.str(4).parse::<f64>() {
-                Ok(v) if v.is_finite() && v > 0.0 => v,
-                _ => return Err(row.err(4, format!("`{}` is not a positive number of iterations/s", row.str(4)))),
-            };
-            if !seen.insert((gpu, model.clone(), global_bsz, gpus)) {
-                return Err(row.err(1, format!("{} {model} {global_bsz} on {gpus} GPUs given twice", gpu.name())));
-            }
-            rows.push(EfRow { gpu, model, global_bsz, gpus, iters_per_s });
-            Ok(())
-        })?;
+        for_each_row(
+            file,
+            text.as_bytes(),
+            &crate::io::csvrows::RowPolicy::new(crate::error::RowErrors::Fail),
+            |header, row| {
+                if header.names.join(",") != TABLE_HEADER {
+                    return Err(TraceError::Format {
+                        file: file.to_path_buf(),
+                        message: format!("header `{}`, expected `{TABLE_HEADER}`", header.names.join(",")),
+                    });
+                }
+                let gpu = EfGpu::of_gpu_type(row.str(0))
+                    .ok_or_else(|| row.err(0, format!("`{}` is not t4 or a100", row.str(0))))?;
+                let model = row.text(1, "model")?.to_string();
+                let global_bsz = row.global_batch(2)?;
+                let gpus = row.count(3)?;
+                if !GPU_COUNTS.contains(&gpus) {
+                    return Err(row.err(3, format!("{gpus} GPUs is not one of ElasticFlow's columns {GPU_COUNTS:?}")));
+                }
+                let iters_per_s = match row.str(4).parse::<f64>() {
+                    Ok(v) if v.is_finite() && v > 0.0 => v,
+                    _ => return Err(row.err(4, format!("`{}` is not a positive number of iterations/s", row.str(4)))),
+                };
+                if !seen.insert((gpu, model.clone(), global_bsz, gpus)) {
+                    return Err(row.err(1, format!("{} {model} {global_bsz} on {gpus} GPUs given twice", gpu.name())));
+                }
+                rows.push(EfRow { gpu, model, global_bsz, gpus, iters_per_s });
+                Ok(())
+            },
+        )?;
         Ok(ElasticFlowTables { rows })
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::record::{TraceFormat, TraceRecord};
 use crate::error::TraceError;
-use crate::io::csvrows::{Header, for_each_row, map_rows};
+use crate::io::csvrows::{Header, RowPolicy, for_each_row, map_rows};
 use crate::job::{JobExtra, SkipReason};
 use crate::time::MAX_SECS;
 
@@ -281,20 +281,24 @@ pub(crate) fn ignored_columns(
     Ok(ignored)
 }
 
-/// Reads `bytes` (the content of `file`) as `format`.
+/// Reads `bytes` (the content of `file`) as `format`, handing each
+/// malformed row to `policy` (a registered format's reader is another
+/// crate's: its errors, and the bounds checked on its records, stop the
+/// read whatever the policy).
 pub(crate) fn read(
     file: &Path,
     bytes: &[u8],
     format: TraceFormat,
     columns: &ColumnMap,
+    policy: &RowPolicy,
 ) -> Result<(Vec<TraceRecord>, Option<String>), TraceError> {
     match format {
-        TraceFormat::PhillyRfold => read_rfold(file, bytes).map(|r| (r, None)),
-        TraceFormat::PhillyPollux => read_wallclock(file, bytes, WallClock::Pollux),
-        TraceFormat::Helios => read_wallclock(file, bytes, WallClock::Helios),
-        TraceFormat::JobsCsv => read_jobs_csv(file, bytes, columns).map(|r| (r, None)),
-        TraceFormat::AlibabaOpenb => read_openb(file, bytes).map(|r| (r, None)),
-        TraceFormat::ElasticWorkload => read_elastic(file, bytes).map(|r| (r, None)),
+        TraceFormat::PhillyRfold => read_rfold(file, bytes, policy).map(|r| (r, None)),
+        TraceFormat::PhillyPollux => read_wallclock(file, bytes, WallClock::Pollux, policy),
+        TraceFormat::Helios => read_wallclock(file, bytes, WallClock::Helios, policy),
+        TraceFormat::JobsCsv => read_jobs_csv(file, bytes, columns, policy).map(|r| (r, None)),
+        TraceFormat::AlibabaOpenb => read_openb(file, bytes, policy).map(|r| (r, None)),
+        TraceFormat::ElasticWorkload => read_elastic(file, bytes, policy).map(|r| (r, None)),
         TraceFormat::Registered(k) => {
             let records = k.read(file, bytes)?;
             check_registered(file, &records)?;
@@ -343,7 +347,7 @@ fn require_all(header: &Header, file: &Path, names: &[&str]) -> Result<Vec<usize
     names.iter().map(|n| header.require(file, n)).collect()
 }
 
-fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError> {
+fn read_rfold(file: &Path, bytes: &[u8], policy: &RowPolicy) -> Result<Vec<TraceRecord>, TraceError> {
     let cols = |header: &Header| {
         require_all(header, file, &["job id", "arrival time (sec)", "shape", "size", "duration (sec)"])
     };
@@ -357,7 +361,7 @@ fn read_rfold(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
         std::hash::BuildHasherDefault<super::Fnv>,
     >;
     let seen = Seen::default;
-    map_rows(file, bytes, cols, seen, |c, seen, row| {
+    map_rows(file, bytes, policy, cols, seen, |c, seen, row| {
         let gpus = row.count(c[3])?;
         let text = row.str(c[2]);
         let (shape, sum) = match seen.get(text) {
@@ -410,11 +414,18 @@ fn read_wallclock(
     file: &Path,
     bytes: &[u8],
     kind: WallClock,
+    policy: &RowPolicy,
 ) -> Result<(Vec<TraceRecord>, Option<String>), TraceError> {
     let mut rows: Vec<(i64, TraceRecord)> = Vec::with_capacity(line_count(bytes));
     let mut cols: Option<(Vec<usize>, Option<usize>, Option<usize>)> = None;
     let mut submit_name = String::new();
-    for_each_row(file, bytes, |header, row| {
+    // Data rows met so far: a Pollux row's job id is its index among the
+    // data rows of the right number of fields (those with a malformed
+    // field, left out under `Skip`, included, so that an id names the same
+    // row whatever the policy).
+    let mut index = 0usize;
+    for_each_row(file, bytes, policy, |header, row| {
+        index += 1;
         if cols.is_none() {
             cols = Some(match kind {
                 // timestamp, duration, num_gpus; VC in `cluster`; no job id (row index).
@@ -436,7 +447,7 @@ fn read_wallclock(
         }
         let submit = row.datetime(c[0])?;
         let job_id = match kind {
-            WallClock::Pollux => compact_str::CompactString::from(rows.len().to_string()),
+            WallClock::Pollux => compact_str::CompactString::from((index - 1).to_string()),
             WallClock::Helios => row.text(c[3], "job id")?,
         };
         rows.push((
@@ -449,6 +460,12 @@ fn read_wallclock(
         ));
         Ok(())
     })?;
+    // Left out under `Skip`, a repeated job id must not set the origin: the
+    // rows kept are timed as in a file without it. (Under `Fail` the
+    // loader's check names the first repeat.)
+    if policy.skips() && matches!(kind, WallClock::Helios) {
+        super::retain_first_ids(file, &mut rows, |(_, r)| r, TraceFormat::Helios, policy)?;
+    }
     let origin = rows.iter().map(|r| r.0).min();
     let origin_text = origin
         .and_then(|o| chrono::DateTime::from_timestamp(o, 0))
@@ -456,29 +473,33 @@ fn read_wallclock(
     let o = origin.unwrap_or(0);
     // Submissions are held to the limit of every other format's times
     // (MAX_SECS from the origin), which keeps sums of times exact.
-    let records = rows
-        .into_iter()
-        .map(|(t, mut r)| {
-            let secs = (t - o) as u64;
-            if secs as f64 > MAX_SECS {
-                return Err(TraceError::Field {
+    let mut records = Vec::with_capacity(rows.len());
+    for (t, mut r) in rows {
+        let secs = (t - o) as u64;
+        if secs as f64 > MAX_SECS {
+            policy.on_error(TraceError::Field {
                     file: file.to_path_buf(),
                     line: r.line,
                     column: submit_name.clone(),
                     message: format!(
                         "{secs} s after the earliest submission ({}); at most {MAX_SECS:e} s (about 3,170 years) are supported",
-                        origin_text.as_deref().unwrap_or("?")
-                    ),
-                });
-            }
-            r.submit_ms = secs * 1000;
-            Ok(r)
-        })
-        .collect::<Result<_, _>>()?;
+                    origin_text.as_deref().unwrap_or("?")
+                ),
+            })?;
+            continue;
+        }
+        r.submit_ms = secs * 1000;
+        records.push(r);
+    }
     Ok((records, origin_text))
 }
 
-fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<TraceRecord>, TraceError> {
+fn read_jobs_csv(
+    file: &Path,
+    bytes: &[u8],
+    columns: &ColumnMap,
+    policy: &RowPolicy,
+) -> Result<Vec<TraceRecord>, TraceError> {
     let cols = |header: &Header| {
         let opt: Vec<Option<usize>> =
             ColumnMap::optional_fields().iter().map(|f| header.find(&[columns.column(f)])).collect();
@@ -501,6 +522,7 @@ fn read_jobs_csv(file: &Path, bytes: &[u8], columns: &ColumnMap) -> Result<Vec<T
     map_rows(
         file,
         bytes,
+        policy,
         cols,
         || (),
         |(c, opt), (), row| {
@@ -663,10 +685,10 @@ fn iterations(row: &crate::io::csvrows::Row<'_>, col: usize) -> Result<f64, Trac
 ///
 /// CPU-only pods are kept as 0-GPU records (skipped as `zero_gpus`).
 /// `cpu_milli`, `memory_mib`, `qos` and `pod_phase` are not read.
-fn read_openb(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError> {
+fn read_openb(file: &Path, bytes: &[u8], policy: &RowPolicy) -> Result<Vec<TraceRecord>, TraceError> {
     let mut out = Vec::with_capacity(line_count(bytes));
     let mut cols: Option<(Vec<usize>, Option<usize>)> = None;
-    for_each_row(file, bytes, |header, row| {
+    for_each_row(file, bytes, policy, |header, row| {
         if cols.is_none() {
             let need = ["name", "num_gpu", "gpu_milli", "creation_time", "deletion_time", "scheduled_time"];
             if let Some(missing) = need.iter().find(|n| header.find(&[n]).is_none()) {
@@ -745,7 +767,7 @@ fn read_openb(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError>
 /// budget ([`crate::job::ElasticSpec::sample_budget`]: it also ends when it
 /// has processed that many samples), a whole number of samples, at least 1.
 /// An empty field: no deadline, no budget. No row is skipped.
-fn read_elastic(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError> {
+fn read_elastic(file: &Path, bytes: &[u8], policy: &RowPolicy) -> Result<Vec<TraceRecord>, TraceError> {
     let cols = |header: &Header| {
         let mut c = require_all(header, file, &["name", "time", "application", "num_replicas", "batch_size"])?;
         // Optional: `usize::MAX` when absent.
@@ -755,6 +777,7 @@ fn read_elastic(file: &Path, bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceErro
     map_rows(
         file,
         bytes,
+        policy,
         cols,
         || (),
         |c, _, row| {

@@ -4,7 +4,9 @@
 //!
 //! Adapters read a whole file, name the file, line and column of any malformed
 //! value, and never drop a row: rows that cannot run are kept as records and
-//! skipped by the workload builder, which counts them by reason.
+//! skipped by the workload builder, which counts them by reason. On request
+//! ([`RowErrors::Skip`], [`load_trace_with`]) a malformed row is left out
+//! instead of stopping the read, and listed ([`LoadedTrace::malformed`]).
 
 mod formats;
 mod record;
@@ -18,6 +20,8 @@ pub use formats::ColumnMap;
 pub use record::{ReadTrace, TraceFormat, TraceFormatKind, TraceRecord};
 
 use crate::error::TraceError;
+pub use crate::error::{MalformedRow, RowErrors};
+use crate::io::csvrows::RowPolicy;
 
 /// A trace read from a file.
 #[derive(Clone, Debug)]
@@ -35,6 +39,9 @@ pub struct LoadedTrace {
     /// The header's columns the format does not read or document, in file
     /// order (for a note; empty for a registered format).
     pub ignored_columns: Vec<String>,
+    /// The malformed rows left out, by line (empty unless read with
+    /// [`RowErrors::Skip`]).
+    pub malformed: Vec<MalformedRow>,
 }
 
 /// Reads a trace file.
@@ -46,6 +53,23 @@ pub struct LoadedTrace {
 /// [`TraceError`] when the file cannot be read, its header matches no format
 /// (or not the one asked for), or a row is malformed (naming file, line and column).
 pub fn load_trace(path: &Path, format: TraceFormat, columns: &ColumnMap) -> Result<LoadedTrace, TraceError> {
+    load_trace_with(path, format, columns, RowErrors::Fail)
+}
+
+/// [`load_trace`] with the policy `rows` for malformed data rows: a field
+/// that does not parse, a row of the wrong number of fields, a repeated job
+/// id (the later row). Under [`RowErrors::Skip`] each is left out and listed
+/// in [`LoadedTrace::malformed`]; a registered format's rows are its
+/// reader's, read as it reads them.
+///
+/// # Errors
+/// As [`load_trace`]; under `Skip`, only errors of the file as a whole.
+pub fn load_trace_with(
+    path: &Path,
+    format: TraceFormat,
+    columns: &ColumnMap,
+    rows: RowErrors,
+) -> Result<LoadedTrace, TraceError> {
     let bytes = crate::io::read_csv(path)?;
     let (header_at, header) = crate::io::csvrows::header_line(&bytes);
     let format = resolve_format(path, &bytes, (header_at, header), format, columns)?;
@@ -56,18 +80,25 @@ pub fn load_trace(path: &Path, format: TraceFormat, columns: &ColumnMap) -> Resu
         });
     }
     let ignored_columns = formats::ignored_columns(path, (header_at, header), format, columns)?;
+    let policy = RowPolicy::new(rows);
     // The digest on another thread while the rows are read.
     let (sha256, read) = std::thread::scope(|scope| {
         let sha = scope.spawn(|| hex(&Sha256::digest(&bytes)));
-        let read = formats::read(path, &bytes, format, columns);
+        let read = formats::read(path, &bytes, format, columns, &policy);
         (sha.join(), read)
     });
     let sha256 = sha256.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-    let (records, origin) = read?;
+    let (mut records, origin) = read?;
     // The file's bytes are not needed past here.
     drop(bytes);
-    check_unique_ids(path, &records, format)?;
-    Ok(LoadedTrace { path: path.to_path_buf(), format, sha256, origin, records, ignored_columns })
+    if let Err(e) = check_unique_ids(path, &records, format) {
+        if rows == RowErrors::Fail {
+            return Err(e);
+        }
+        drop_repeated_ids(path, &mut records, format, &policy)?;
+    }
+    let malformed = policy.into_skipped();
+    Ok(LoadedTrace { path: path.to_path_buf(), format, sha256, origin, records, ignored_columns, malformed })
 }
 
 /// The format to read `bytes` as: the one asked for, or the one the header shows.
@@ -129,6 +160,53 @@ fn check_unique_ids(path: &Path, records: &[TraceRecord], format: TraceFormat) -
             });
         }
     }
+    Ok(())
+}
+
+/// Leaves out every row whose job id an earlier row has, handing each to
+/// `policy` with the error [`check_unique_ids`] gives.
+fn drop_repeated_ids(
+    path: &Path,
+    records: &mut Vec<TraceRecord>,
+    format: TraceFormat,
+    policy: &RowPolicy,
+) -> Result<(), TraceError> {
+    retain_first_ids(path, records, |r| r, format, policy)
+}
+
+/// Keeps, of the items of `items` (records, as `record` gives each) that
+/// share a job id, the first in order, handing each later one to `policy`
+/// with the error [`check_unique_ids`] gives (`Err` under
+/// [`RowErrors::Fail`]).
+pub(crate) fn retain_first_ids<T>(
+    path: &Path,
+    items: &mut Vec<T>,
+    record: impl Fn(&T) -> &TraceRecord,
+    format: TraceFormat,
+    policy: &RowPolicy,
+) -> Result<(), TraceError> {
+    let mut first: std::collections::HashMap<compact_str::CompactString, u64, std::hash::BuildHasherDefault<Fnv>> =
+        Default::default();
+    let mut keep = Vec::with_capacity(items.len());
+    for r in items.iter().map(&record) {
+        match first.get(&r.job_id) {
+            Some(&line) => {
+                policy.on_error(TraceError::Field {
+                    file: path.to_path_buf(),
+                    line: r.line,
+                    column: format.id_column().to_string(),
+                    message: format!("job id `{}` repeats line {line}; job ids must be unique", r.job_id),
+                })?;
+                keep.push(false);
+            }
+            None => {
+                first.insert(r.job_id.clone(), r.line);
+                keep.push(true);
+            }
+        }
+    }
+    let mut keep = keep.into_iter();
+    items.retain(|_| keep.next().unwrap_or(true));
     Ok(())
 }
 

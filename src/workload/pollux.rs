@@ -115,6 +115,20 @@ pub struct PhillyRow {
 /// [`TraceError`] naming the file (and line and column): unreadable, a
 /// missing column, or a malformed value.
 pub fn read_philly(file: &Path, bytes: &[u8]) -> Result<Vec<PhillyRow>, TraceError> {
+    read_philly_with(file, bytes, crate::error::RowErrors::Fail).map(|(rows, _)| rows)
+}
+
+/// [`read_philly`] with the policy `errors` for malformed rows: the rows
+/// read, and those left out under [`crate::error::RowErrors::Skip`] (by line).
+///
+/// # Errors
+/// As [`read_philly`]; under `Skip`, only errors of the file as a whole.
+pub fn read_philly_with(
+    file: &Path,
+    bytes: &[u8],
+    errors: crate::error::RowErrors,
+) -> Result<(Vec<PhillyRow>, Vec<crate::error::MalformedRow>), TraceError> {
+    let policy = crate::io::csvrows::RowPolicy::new(errors);
     let cols = |h: &crate::io::csvrows::Header| {
         COLUMNS
             .iter()
@@ -132,9 +146,10 @@ pub fn read_philly(file: &Path, bytes: &[u8]) -> Result<Vec<PhillyRow>, TraceErr
             })
             .collect::<Result<Vec<usize>, TraceError>>()
     };
-    crate::io::csvrows::map_rows(
+    let rows = crate::io::csvrows::map_rows(
         file,
         bytes,
+        &policy,
         cols,
         || (),
         |c, _, row| {
@@ -146,7 +161,8 @@ pub fn read_philly(file: &Path, bytes: &[u8]) -> Result<Vec<PhillyRow>, TraceErr
                 gpu_time_s: row.secs(c[2])?,
             })
         },
-    )
+    )?;
+    Ok((rows, policy.into_skipped()))
 }
 
 /// The application class of a job of `gpu_time_s` GPU-seconds: the
@@ -272,15 +288,29 @@ pub fn generate(
 /// # Errors
 /// As [`read_philly`] and [`generate`].
 pub fn from_file(path: &Path, spec: &PolluxWorkloadSpec, seed: u64) -> Result<PolluxWorkload, RunError> {
+    from_file_with(path, spec, seed, crate::error::RowErrors::Fail)
+}
+
+/// [`from_file`] with the policy `errors` for the list's malformed rows
+/// ([`read_philly_with`]); those left out are in [`PolluxWorkload::malformed`].
+///
+/// # Errors
+/// As [`from_file`].
+pub fn from_file_with(
+    path: &Path,
+    spec: &PolluxWorkloadSpec,
+    seed: u64,
+    errors: crate::error::RowErrors,
+) -> Result<PolluxWorkload, RunError> {
     let bytes = crate::io::read_csv(path)?;
     let sha256 = {
         use sha2::Digest;
         sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()
     };
-    let rows = read_philly(path, &bytes)?;
+    let (rows, malformed) = read_philly_with(path, &bytes, errors)?;
     drop(bytes);
     let records = generate(path, &rows, spec, &PolluxApps::builtin(), seed)?;
-    Ok(PolluxWorkload { path: path.to_path_buf(), sha256, rows: rows.len(), records })
+    Ok(PolluxWorkload { path: path.to_path_buf(), sha256, rows: rows.len(), records, malformed })
 }
 
 /// A Pollux-style workload drawn from a file ([`from_file`]).
@@ -294,6 +324,9 @@ pub struct PolluxWorkload {
     pub rows: usize,
     /// The jobs, sorted by arrival.
     pub records: Vec<TraceRecord>,
+    /// The list's malformed rows left out, by line (empty unless read with
+    /// [`crate::error::RowErrors::Skip`]).
+    pub malformed: Vec<crate::error::MalformedRow>,
 }
 
 /// Each application's configurations, computed once.

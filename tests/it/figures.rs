@@ -258,11 +258,15 @@ fn a_sweep_reads_each_rifling_table_once() {
 // Issue 18 §2: plots a paper could use. Each check is one a person makes
 // looking at the figure; the SVG is parsed for coordinates and text.
 
-/// The SVG's `<text>` contents with their x coordinate.
-fn svg_texts(svg: &str) -> Vec<(f64, String)> {
-    svg.split("<text")
+/// The SVG's texts: each a group of glyph outlines labelled with its text
+/// (`<g aria-label="...">`), unescaped.
+fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<g aria-label=\"")
         .skip(1)
-        .map(|t| (attr(t, "x"), t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()].trim().to_string()))
+        .map(|t| {
+            let t = &t[..t.find('"').unwrap()];
+            t.replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+        })
         .collect()
 }
 
@@ -286,11 +290,11 @@ fn elements<'a>(svg: &'a str, tag: &str) -> Vec<&'a str> {
     svg.split(open.as_str()).skip(1).map(|e| &e[..e.find('>').unwrap()]).collect()
 }
 
-/// The points of every `<polyline>` with stroke width 2 (data lines and legend samples).
+/// The points of every `<polyline>` with stroke width 3 (data lines and legend samples).
 fn polylines(svg: &str) -> Vec<Vec<(f64, f64)>> {
     elements(svg, "polyline")
         .into_iter()
-        .filter(|e| e.contains("stroke-width=\"2\""))
+        .filter(|e| e.contains("stroke-width=\"3\""))
         .map(|e| {
             let s = &e[e.find("points=\"").unwrap() + 8..];
             s[..s.find('"').unwrap()]
@@ -322,16 +326,27 @@ fn check_figure(dir: &Path, stem: &str) -> String {
     let colours: std::collections::BTreeSet<&[u8]> = px.iter().copied().collect();
     assert!(colours.len() > 10, "{stem}.png has {} colours", colours.len());
     // No tick label prints a trailing `.0`, nor a long integer.
-    for (_, t) in svg_texts(&svg) {
+    for t in svg_texts(&svg) {
         assert!(!t.ends_with(".0") && !t.contains("000000"), "{stem}: tick `{t}`");
     }
-    // A legend, if any, is a box right of the plot area (every grid or axis
-    // line), and no data line enters it.
+    // The text is the embedded font's outlines, as in the PNG: no `<text>`
+    // left to a viewer's font.
+    assert!(!svg.contains("<text") && svg.contains("<use xlink:href=\"#g"), "{stem}: SVG text not as outlines");
+    // Every figure is one width, so its text, at least 7 pt shrunk to one
+    // column of a two-column paper, is that size in every figure.
+    assert_eq!(w, dlsched::plot::PLOT_WIDTH, "{stem}");
+    // A legend, if any, is a box below the plot area (no grid or axis line
+    // enters it), and no data line enters it.
     if let Some(legend) = elements(&svg, "rect").into_iter().find(|r| r.contains("fill=\"none\" stroke=\"#000000\"")) {
         let (lx, ly, lw, lh) = (attr(legend, "x"), attr(legend, "y"), attr(legend, "width"), attr(legend, "height"));
-        let plot_right = elements(&svg, "line").iter().map(|l| attr(l, "x1").max(attr(l, "x2"))).fold(0.0, f64::max);
-        assert!(lx > plot_right, "{stem}: legend at x {lx}, plot area to {plot_right}");
         let inside = |&(x, y): &(f64, f64)| x >= lx && x <= lx + lw && y >= ly && y <= ly + lh;
+        for l in elements(&svg, "line") {
+            let (a, b) = ((attr(l, "x1"), attr(l, "y1")), (attr(l, "x2"), attr(l, "y2")));
+            assert!(!inside(&a) && !inside(&b), "{stem}: an axis or grid line in the legend");
+        }
+        // Below its plot: some axis or grid line is above the box.
+        let above = elements(&svg, "line").iter().any(|l| attr(l, "y1").max(attr(l, "y2")) < ly);
+        assert!(above, "{stem}: legend at y {ly} above every plot");
         for line in polylines(&svg) {
             assert!(line.iter().all(inside) || !line.iter().any(inside), "{stem}: a data line crosses the legend");
         }
@@ -357,6 +372,9 @@ fn every_plot_kind_reads_as_a_paper_figure() {
     }
     let svg = check_figure(&run, "jct_cdf");
     assert!(svg.contains(&format!("{} CDF, run (40 completed jobs)", human("jct_s"))), "{}", &svg[..600]);
+    // 40 jobs are too many points for markers: the run's CDF has none
+    // (a marker there would stand for no one job).
+    assert!(elements(&svg, "circle").is_empty() && elements(&svg, "polygon").is_empty(), "markers on a dense CDF");
     // The queue length is a step function: each segment of the data line is
     // horizontal or vertical.
     let svg = check_figure(&run, "queue_length");
@@ -371,7 +389,7 @@ fn every_plot_kind_reads_as_a_paper_figure() {
     dlsched::plot::plot_run(&run1).unwrap();
     let svg = check_figure(&run1, "jct_cdf");
     assert!(svg.contains("(1 completed job)"), "{svg}");
-    let ticks: Vec<f64> = svg_texts(&svg).into_iter().filter_map(|(_, t)| t.parse().ok()).collect();
+    let ticks: Vec<f64> = svg_texts(&svg).into_iter().filter_map(|t| t.parse().ok()).collect();
     assert!(ticks.contains(&1.0) && ticks.contains(&0.0), "{ticks:?}");
     // The x axis is in minutes (an hour-long job): 60 is a tick, 3600 is not.
     assert!(svg.contains("JCT (min)") && ticks.contains(&60.0) && !ticks.contains(&3600.0), "{ticks:?}");
@@ -389,6 +407,9 @@ fn every_plot_kind_reads_as_a_paper_figure() {
     assert!(svg.contains("Mean JCT vs offered load (one seed)") && !svg.contains("over"), "{}", &svg[..600]);
     assert!(svg.contains("fifo") && svg.contains("sjf"));
     assert!(elements(&svg, "rect").iter().any(|r| r.contains("fill=\"none\" stroke=\"#000000\"")), "no legend box");
+    // A marker at each data point and nowhere else: fifo's two points (load
+    // 0.5 and 1.0; its marker is a filled circle) and its legend entry.
+    assert_eq!(elements(&svg, "circle").len(), 3, "fifo's markers");
     check_figure(&out, "jct_cdf");
 
     // A categorical sweep over two seeds: a dot chart per metric, with ± sd.
@@ -403,7 +424,7 @@ fn every_plot_kind_reads_as_a_paper_figure() {
     for m in dlsched::plot::SWEEP_METRICS_ALWAYS {
         let svg = check_figure(&out, &format!("{m}_by_config"));
         assert!(svg.contains(&format!("{} per configuration (mean ± sd over 2 seeds)", human(m))), "{m}");
-        let names: Vec<String> = svg_texts(&svg).into_iter().map(|t| t.1).collect();
+        let names: Vec<String> = svg_texts(&svg);
         for c in ["backfill=false, policy=fifo", "backfill=true, policy=sjf"] {
             assert!(names.iter().any(|n| n == c), "{m}: no `{c}` in {names:?}");
         }
@@ -489,6 +510,10 @@ fn axis_rules_by_hand() {
     assert!((lo - 0.892).abs() < 1e-12 && (hi - 0.988).abs() < 1e-12, "{lo} {hi}");
     let (lo, hi) = y_range(0.2, 1.0);
     assert!(lo == 0.0 && (hi - 1.05).abs() < 1e-12, "{lo} {hi}");
+    // -1..3 (a reward): 5 % of the span of 4 beyond both ends, so that the
+    // lowest points do not sit on the axis.
+    let (lo, hi) = y_range(-1.0, 3.0);
+    assert!((lo + 1.2).abs() < 1e-12 && (hi - 3.2).abs() < 1e-12, "{lo} {hi}");
     // 0.3 and a mean of twelve 0.3s (0.30000000000000004): one value, padded
     // by 5 % of it (0.285..0.315), not by a tenth of a rounding error.
     let twelve = [0.3; 12].iter().sum::<f64>() / 12.0;
@@ -525,7 +550,7 @@ fn utilisation_is_in_per_cent_dots_start_at_zero_and_log_cdfs_count_their_zeros(
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(dlsched(&["plot", run.to_str().unwrap()]).status.success());
     let svg = std::fs::read_to_string(run.join("gpu_utilization.svg")).unwrap();
-    assert!(svg.contains("GPU utilisation (%)") && svg.contains("\n100\n</text>"), "utilisation axis in per cent");
+    assert!(svg.contains("GPU utilisation (%)") && svg.contains("aria-label=\"100\""), "utilisation axis in per cent");
     // The share of zero waits, counted from jobs.csv, is in the log-x CDF's title.
     let jobs = std::fs::read_to_string(run.join("jobs.csv")).unwrap();
     let head: Vec<&str> = jobs.lines().next().unwrap().split(',').collect();
@@ -541,6 +566,8 @@ fn utilisation_is_in_per_cent_dots_start_at_zero_and_log_cdfs_count_their_zeros(
     let zeros = waits.iter().filter(|w| **w == 0.0).count();
     assert!(zeros > 0 && zeros < waits.len(), "the run needs some zero and some positive waits");
     let svg = std::fs::read_to_string(run.join("queue_delay_cdf.svg")).unwrap();
+    // The title may break into lines (one text each).
+    let svg = svg_texts(&svg).join(" ");
     let share = format!("{:.1} % are 0, not shown on the log axis", 100.0 * zeros as f64 / waits.len() as f64);
     assert!(svg.contains("log scale") && svg.contains(&share), "want `{share}`");
     // A dot chart's axis starts at 0, however close the means.
@@ -550,5 +577,94 @@ fn utilisation_is_in_per_cent_dots_start_at_zero_and_log_cdfs_count_their_zeros(
     let out = d.path().join("sweep");
     assert!(dlsched(&["sweep", e.to_str().unwrap(), "--out", out.to_str().unwrap()]).status.success());
     let svg = std::fs::read_to_string(out.join("makespan_s_by_config.svg")).unwrap();
-    assert!(svg.contains("\n0\n</text>"), "a tick at 0");
+    assert!(svg.contains("aria-label=\"0\""), "a tick at 0");
+}
+
+#[test]
+fn text_is_at_least_7_pt_at_one_column_and_many_configurations_are_facets() {
+    use dlsched::plot::{COLUMN_WIDTH_IN, LABEL_SIZE, LEGEND_SIZE, PLOT_WIDTH, TICK_SIZE, TITLE_SIZE, text_pt};
+    // 22 px of a 720 px figure shown 3.3 in wide: 22 / 720 * 3.3 * 72 = 7.26 pt.
+    assert!((text_pt(22.0, 720) - 7.26).abs() < 1e-9);
+    assert_eq!(COLUMN_WIDTH_IN, 3.3);
+    for size in [TITLE_SIZE, LABEL_SIZE, TICK_SIZE, LEGEND_SIZE] {
+        assert!(text_pt(size, PLOT_WIDTH) >= 7.0, "{size} px");
+    }
+    // 18 loads (one swept key besides the x axis' `jobs`): 18 lines, drawn
+    // as two facets of at most 16, sharing their axes.
+    let d = tempfile::tempdir().unwrap();
+    let loads: Vec<String> = (0..18).map(|i| format!("{:.1}", 0.3 + 0.1 * f64::from(i))).collect();
+    let f = write(
+        d.path(),
+        "many.toml",
+        &format!(
+            "question = \"q\"\n[base]\ncluster = \"lab16\"\n[sweep]\njobs = [4, 6]\nload = [{}]\n",
+            loads.join(", ")
+        ),
+    );
+    let out = d.path().join("many");
+    let o = dlsched(&["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let legends =
+        |svg: &str| elements(svg, "rect").iter().filter(|r| r.contains("fill=\"none\" stroke=\"#000000\"")).count();
+    for stem in ["jct_mean_s_vs_jobs", "jct_cdf"] {
+        let svg = check_figure(&out, stem);
+        let names = svg_texts(&svg);
+        for facet in ["configurations 1–16 of 18", "configurations 17–18 of 18"] {
+            assert!(names.iter().any(|n| n == facet), "{stem}: no facet `{facet}`");
+        }
+        // The two facets' lines differ: a legend under each.
+        assert_eq!(legends(&svg), 2, "{stem}");
+    }
+    // 9 loads by backfill (18 configurations): a facet per value of the
+    // first key (backfill), its 9 lines named by the load alone; the two
+    // facets' legends would be the same, so there is one, under the last.
+    let f = write(
+        d.path(),
+        "by.toml",
+        &format!(
+            "question = \"q\"\n[base]\ncluster = \"lab16\"\n[sweep]\njobs = [4, 6]\nbackfill = [false, true]\nload = [{}]\n",
+            loads[..9].join(", ")
+        ),
+    );
+    let out = d.path().join("by");
+    let o = dlsched(&["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let svg = check_figure(&out, "jct_mean_s_vs_jobs");
+    let names = svg_texts(&svg);
+    for t in ["backfill=false", "backfill=true", "load=0.3", "load=1.1"] {
+        assert!(names.iter().any(|n| n == t), "no `{t}` in {names:?}");
+    }
+    assert_eq!(names.iter().filter(|n| n.starts_with("load=")).count(), 9, "one legend of 9 loads");
+    assert_eq!(legends(&svg), 1);
+}
+
+#[test]
+fn a_run_of_several_vcs_gets_per_vc_charts() {
+    // The example trace and its two VCs (research, production).
+    let d = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run = d.path().join("vcs");
+    let o = dlsched(&[
+        "simulate",
+        "--trace",
+        root.join("traces/example_jobs.csv").to_str().unwrap(),
+        "--vcs",
+        root.join("traces/example_vcs.csv").to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(dlsched(&["plot", run.to_str().unwrap()]).status.success());
+    let svg = check_figure(&run, "vc_jct_cdf");
+    let names: Vec<String> = svg_texts(&svg);
+    assert!(names.iter().any(|n| n == "research") && names.iter().any(|n| n == "production"), "{names:?}");
+    let svg = check_figure(&run, "vc_gpu_utilization");
+    // One panel per VC, titled with its GPUs (vc_summary.csv: 8 and 32).
+    let names: Vec<String> = svg_texts(&svg);
+    assert!(names.iter().any(|n| n == "VC research (8 GPUs)") && names.iter().any(|n| n == "VC production (32 GPUs)"));
+    // A run of one VC has none.
+    let one = d.path().join("one");
+    assert!(dlsched(&["simulate", "--jobs", "10", "--out", one.to_str().unwrap()]).status.success());
+    assert!(dlsched(&["plot", one.to_str().unwrap()]).status.success());
+    assert!(!one.join("vc_jct_cdf.svg").exists() && !one.join("vc_gpu_utilization.png").exists());
 }

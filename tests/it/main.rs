@@ -36,6 +36,7 @@ mod hand;
 mod invariants;
 mod las;
 mod ldwp;
+mod malformed;
 mod memeff_tasks;
 mod memory;
 mod mixed_memory;
