@@ -547,9 +547,7 @@ pub(crate) fn raw_spec(a: &SimulateArgs) -> RawSpec {
     if let Some(m) = a.max_job_gpus {
         put("max_job_gpus", Value::UInt(m.into()));
     }
-    if let Some(d) = a.max_duration
-        && synthetic_scenario(a)
-    {
+    if let Some(d) = a.max_duration {
         put("max_duration", Value::UInt(d));
     }
     put("checkpoint", Value::Str(value_name(&a.checkpoint)));
@@ -759,36 +757,15 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
     for n in crate::experiment::notes::option_notes(&raw_spec(a), Origin::CommandLine) {
         note(&n)?;
     }
-    let pollux_workload = a.workload == WorkloadKind::Pollux;
-    if !genie_workload
-        && (a.ect != crate::workload::genie::EctBasis::Predicted || (a.hours.is_some() && !pollux_workload))
-    {
-        note("--hours applies only to --workload genie and pollux, --ect only to genie")?;
-    }
-    if !synthetic_scenario(a) && a.from_manifest.is_none() && (a.max_duration.is_some() || a.strict) {
-        note(
-            "--max-duration and --strict shape the synthetic workload's default run; a --trace replay is strict unless --backfill, and --workload genie sets its own durations",
-        )?;
+    // The workload options the run's workload does not read (--hours, --ect,
+    // --jobs, --load, --max-duration, ...) are among the option notes above.
+    if !synthetic_scenario(a) && a.from_manifest.is_none() && a.strict {
+        note("--strict changes nothing here: a --trace replay is strict unless --backfill, and so are GENIE tasks")?;
     } else if a.strict && !matches!(&a.policy, PolicyArg::Builtin(n) if n.default_spec().backfill().is_some()) {
         note(&format!(
             "--strict applies to the queue policies (fifo, sjf, qssf, IAWP, the node-dispatch kinds); {} has no backfill to turn off",
             a.policy.kind()
         ))?;
-    }
-    let synthetic = SyntheticSpec::default();
-    if a.trace.is_some()
-        && !genie_workload
-        && ((a.jobs.is_some() && !pollux_workload) || a.load != synthetic.load || a.jobs_per_hour.is_some())
-    {
-        if pollux_workload {
-            note(
-                "--load and --jobs-per-hour shape the synthetic workload; --workload pollux draws --jobs jobs over --hours hours from the --trace job list",
-            )?;
-        } else {
-            note(
-                "--jobs, --load and --jobs-per-hour shape the synthetic workload; a --trace replay takes its jobs and arrivals from the file",
-            )?;
-        }
     }
     if a.policy.rifling().is_some() && (a.backfill || a.placement != PlacementKind::Consolidate) {
         note(

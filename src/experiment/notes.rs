@@ -136,7 +136,10 @@ fn malformed_note(report: &RunReport, origin: Origin<'_>) -> String {
 /// `mem_headroom`) off their defaults without a placement that shares (or
 /// the `memory-efficiency` policy), the GENIE models or best fit for a
 /// policy outside the GENIE family, a RIFLING table for a policy outside
-/// the RIFLING family. Each front end adds them to the run's
+/// the RIFLING family; the keys that shape a workload the run does not have
+/// (`hours` and `ect` outside GENIE tasks, `hours` also read by the pollux
+/// workload; `jobs`, `load`, `jobs_per_hour` with a trace; `max_duration`
+/// and `max_job_gpus` outside the synthetic workload). Each front end adds them to the run's
 /// ([`run_notes`]): `simulate` prints each, a sweep each distinct one once
 /// (a sweep over several families sets such keys for all its runs), the
 /// Python package raises each as a warning. (A key that only its family's
@@ -179,6 +182,54 @@ pub fn option_notes(p: &RawSpec, origin: Origin<'_>) -> Vec<String> {
             "{} and {} apply only to the GENIE-family policies",
             origin.key("genie_models"),
             origin.key("genie_best_fit")
+        ));
+    }
+    // The keys that shape a workload the run does not have.
+    let workload = text("workload").unwrap_or("synthetic");
+    let (genie_workload, pollux_workload) = (workload == "genie", workload == "pollux");
+    if !genie_workload
+        && (text("ect").is_some_and(|e| e != "predicted") || (p.contains_key("hours") && !pollux_workload))
+    {
+        notes.push(format!(
+            "{} applies only to the genie and pollux workloads, {} only to genie ({})",
+            origin.key("hours"),
+            origin.key("ect"),
+            origin.setting("workload", "genie")
+        ));
+    }
+    let trace = p.contains_key("trace");
+    let synthetic = crate::workload::synthetic::SyntheticSpec::default();
+    if trace
+        && !genie_workload
+        && ((p.contains_key("jobs") && !pollux_workload)
+            || off_default("load", synthetic.load)
+            || p.contains_key("jobs_per_hour"))
+    {
+        notes.push(if pollux_workload {
+            format!(
+                "{} and {} shape the synthetic workload; the pollux workload draws {} jobs over {} hours from the {} job list",
+                origin.key("load"),
+                origin.key("jobs_per_hour"),
+                origin.key("jobs"),
+                origin.key("hours"),
+                origin.key("trace")
+            )
+        } else {
+            format!(
+                "{}, {} and {} shape the synthetic workload; a {} replay takes its jobs and arrivals from the file",
+                origin.key("jobs"),
+                origin.key("load"),
+                origin.key("jobs_per_hour"),
+                origin.key("trace")
+            )
+        });
+    }
+    if (trace || workload != "synthetic") && (p.contains_key("max_duration") || p.contains_key("max_job_gpus")) {
+        notes.push(format!(
+            "{} and {} cut the synthetic workload's jobs; a {} replay runs the file's jobs as they are, and the genie and pollux workloads set their own",
+            origin.key("max_duration"),
+            origin.key("max_job_gpus"),
+            origin.key("trace")
         ));
     }
     if policy.and_then(PolicyName::rifling).is_none() && p.contains_key("rifling_table") {
