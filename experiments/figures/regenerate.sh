@@ -16,7 +16,7 @@
 # (where the sweeps write, default runs/, which git ignores), THREADS (worker
 # threads per sweep, default 2; results do not depend on it), ONLY (names of
 # the groups below to do, default all). The experiments that read real traces
-# (baselines, sharing-alibaba) need ../shared and are skipped with a printed
+# (baselines, sharing-alibaba, fgd) need ../shared and are skipped with a printed
 # reason when it is absent. Nothing outside $RUNS and experiments/figures/ is
 # written.
 set -euo pipefail
@@ -191,6 +191,17 @@ if wanted ldwp; then
     sweep ldwp experiments/ldwp.toml
     for m in throughput_steady_jobs_per_hour gpu_utilization_steady gpu_utilization throughput_jobs_per_hour load_balance_degree jct_mean_s; do
         chart "$RUNS/ldwp/${m}_vs_load" "ldwp-$m"
+    done
+fi
+
+if wanted fgd && shared_file fgd ../shared/traces/alibaba-pai-2023/openb_pod_list_default.csv; then
+    # fgd.md: not a sweep; `dlsched fill` reruns all 1,020 runs (about 3.5 min of CPU).
+    echo "== fgd: dlsched fill experiments/fgd.toml --out $RUNS/fgd"
+    t0=$SECONDS
+    "$DLSCHED" fill experiments/fgd.toml --out "$RUNS/fgd" >"$RUNS/fgd.log"
+    echo "   wall time $((SECONDS - t0)) s"
+    for w in default multigpu50 gpushare100 gpuspec33 cpu250; do
+        chart "$RUNS/fgd/unalloc-openb_pod_list_$w" "fgd-$w"
     done
 fi
 

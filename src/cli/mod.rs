@@ -26,6 +26,7 @@ macro_rules! errln {
 
 mod args;
 mod compare;
+mod fill;
 mod genie_profile;
 #[cfg(target_os = "linux")]
 pub mod hugealloc;
@@ -86,6 +87,37 @@ enum Command {
     /// workload, cluster and rate model (checked from their manifests). See
     /// experiments/README.md, "Protocol for claims".
     Paired(paired::PairedArgs),
+    /// The FGD paper's fill experiment: pods arrive until the cluster is
+    /// full and never leave; unallocated GPU % vs arrived workload under the
+    /// paper's six schedulers (Weng et al., ATC'23, Fig. 9(a)).
+    ///
+    /// Per pod list and seed: the list (every row a pod, CPU-only pods
+    /// included) is shuffled by the seed and extended by pods drawn from it
+    /// until its GPU request reaches INFLATION × the cluster's GPUs (1.3 in
+    /// experiments/fgd.toml); the pods then arrive one by one, each placed at
+    /// once by the scheduler or, if no node has its CPU, memory, GPU type and
+    /// GPUs free, skipped (the run goes on to the end of the list, as the
+    /// paper's artifact does). Schedulers: random (the control), dotprod,
+    /// gpu-clustering, gpu-packing, bestfit, fgd. Every scheduler sees the
+    /// same pods in the same order on a seed (paired).
+    ///
+    /// The experiment file (TOML): question, nodes (a node list with columns
+    /// cpu_milli,memory_mib,gpu,model), pod_lists (pod lists with columns
+    /// name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec]), schedulers,
+    /// seeds, inflation, optionally report_at (arrived % compared, default
+    /// [100]) and cpu (false zeroes every pod's CPU and memory). Paths are
+    /// relative to the file's folder.
+    ///
+    /// Writes into --out: curves.csv (per run and whole arrived %: allocated
+    /// and unallocated GPU %), runs.csv (per run: pods, failed pods,
+    /// unallocated % at each report_at), paired.csv (each scheduler − FGD,
+    /// paired by seed, 95 % interval, verdict) and unalloc-<pod list>.svg/.png
+    /// (median over the seeds). Same file, same bytes.
+    ///
+    /// Example (from the repository's root, with ../shared beside it):
+    /// `dlsched fill experiments/fgd.toml --only default --seeds 42-43`
+    /// (12 runs, a few seconds). Write-up: experiments/fgd.md.
+    Fill(fill::FillArgs),
     /// Draw SVG charts of a run directory (JCT and queueing-delay CDFs, GPU
     /// utilisation and queue length over time) or of a sweep directory (each
     /// metric against the swept parameter, one line per policy, error bars
@@ -204,6 +236,7 @@ fn run(cli: Cli, registry: &Registry) -> Result<ExitCode> {
         Command::Sweep(args) => sweep::sweep(&args, registry),
         Command::Merge(args) => sweep::merge_cmd(&args),
         Command::Paired(args) => paired::paired_cmd(&args),
+        Command::Fill(args) => fill::run(&args),
         Command::Plot { dir } => {
             let files = if dir.join("sweep.json").exists() {
                 crate::experiment::plot::plot_sweep(&dir)

@@ -7,6 +7,7 @@
 //! holds that spec in full (`spec`), and [`RunSpec::from_manifest`] reads it
 //! back to rerun the run byte for byte.
 
+pub mod fill;
 pub mod notes;
 pub mod output;
 pub mod paired;

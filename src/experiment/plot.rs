@@ -2308,6 +2308,42 @@ pub fn plot_sweep(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(written)
 }
 
+/// A series of [`write_line_chart`]: name, points, and an optional ± error per point.
+pub type ChartSeries = (String, Vec<(f64, f64)>, Option<Vec<f64>>);
+
+/// Draws `series` as one line chart in the layout of every chart here
+/// (legend below, markers only on lines of few points) into `dir/NAME.svg` and
+/// `dir/NAME.png`; `y_fixed` fixes the y range. Returns both paths. For
+/// outputs that are not a run or a sweep (the fill experiment's figure,
+/// [`super::fill`]).
+pub fn write_line_chart(
+    dir: &Path,
+    name: &str,
+    title: &str,
+    (x_label, y_label): (&str, &str),
+    series: Vec<ChartSeries>,
+    y_fixed: Option<(f64, f64)>,
+) -> Result<Vec<PathBuf>, String> {
+    let fig = Fig::Line(LineFig {
+        title: title.into(),
+        x_label: x_label.into(),
+        y_label: y_label.into(),
+        lines: series.into_iter().map(|(name, pts, sd)| Line { name, pts, sd }).collect(),
+        log_x: false,
+        step: false,
+        cdf: false,
+        y_fixed,
+        log_y: false,
+        x_at_points: false,
+        nonneg: true,
+        empty_note: "no points".into(),
+        height: PLOT_HEIGHT,
+        x_fixed: None,
+        legend: true,
+    });
+    write_fig(dir, name, &fig)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,7 @@ pub mod config;
 pub mod edf;
 pub mod elasticflow;
 pub mod fgd;
+pub mod fgd_family;
 pub mod gandiva;
 pub mod gavel;
 pub mod genie;

@@ -22,6 +22,7 @@ mod experiment_figures;
 mod fairness;
 mod fidelity;
 mod figures;
+mod fill;
 mod first_run;
 mod floors;
 mod formats;
