@@ -11,7 +11,7 @@
 //!   is titled "frozen (no learning)" and drops its constant epsilon); for a
 //!   run of several VCs (`--vcs`), `vc_jct_cdf` (the JCT CDF of each VC) and
 //!   `vc_gpu_utilization` (each VC's busy GPUs over its own, one panel per VC;
-//!   [`plot_vcs`]).
+//!   `plot_vcs`).
 //! - A sweep directory: for each metric (below), when some swept key other
 //!   than `seed` is numeric, `<metric>_vs_<key>`: the metric against the first
 //!   such key, one line per combination of the other swept keys; when none is
@@ -39,7 +39,7 @@
 //! [`MARKED_POINTS`] of them, and none when it has more (a marker there would
 //! stand for no one point): several such dense lines (CDFs, timelines) are
 //! also told apart by dash pattern (solid, dashed, dotted). A figure of more
-//! than [`MAX_SERIES`] lines (16 colours) is drawn as facets ([`facets`]),
+//! than [`MAX_SERIES`] lines (16 colours) is drawn as facets (`facets`),
 //! with one legend, under the last, when every facet's would be the same.
 //!
 //! # Fonts and the PNG twin
@@ -450,19 +450,7 @@ impl<'a> DrawingBackend for PngBackend<'a> {
         if color.alpha == 0.0 {
             return Ok(());
         }
-        let ((min_x, min_y), (max_x, max_y)) =
-            style.layout_box(text).map_err(|e| DrawingErrorKind::FontError(Box::new(e)))?;
-        let (width, height) = (max_x - min_x, max_y - min_y);
-        let dx = match style.anchor().h_pos {
-            HPos::Left => 0,
-            HPos::Right => -width,
-            HPos::Center => -width / 2,
-        };
-        let dy = match style.anchor().v_pos {
-            VPos::Top => 0,
-            VPos::Center => -height / 2,
-            VPos::Bottom => -height,
-        };
+        let (ox, oy) = anchor_offset(text, style).map_err(|e| DrawingErrorKind::FontError(Box::new(e)))?;
         let trans = style.transform();
         let (w, h) = self.get_size();
         let size = style.size() as f32;
@@ -484,7 +472,7 @@ impl<'a> DrawingBackend for PngBackend<'a> {
             pen += font.h_advance(id);
         }
         for (x, y, a) in px {
-            let (x, y) = trans.transform(x + dx - min_x, y + dy - min_y);
+            let (x, y) = trans.transform(x + ox, y + oy);
             let (x, y) = (pos.0 + x, pos.1 + y);
             if x >= 0 && x < w as i32 && y >= 0 && y < h as i32 {
                 self.inner.draw_pixel((x, y), BackendColor { alpha: color.alpha * f64::from(a), rgb: color.rgb })?;
@@ -652,20 +640,8 @@ impl<'a> DrawingBackend for SvgBackend<'a> {
         if color.alpha == 0.0 {
             return Ok(());
         }
-        let ((min_x, min_y), (max_x, max_y)) =
-            style.layout_box(text).map_err(|e| DrawingErrorKind::FontError(Box::new(e)))?;
-        let (width, height) = (max_x - min_x, max_y - min_y);
-        let dx = match style.anchor().h_pos {
-            HPos::Left => 0,
-            HPos::Right => -width,
-            HPos::Center => -width / 2,
-        };
-        let dy = match style.anchor().v_pos {
-            VPos::Top => 0,
-            VPos::Center => -height / 2,
-            VPos::Bottom => -height,
-        };
-        let (ox, oy) = ((dx - min_x) as f32, (dy - min_y) as f32);
+        let (ox, oy) = anchor_offset(text, style).map_err(|e| DrawingErrorKind::FontError(Box::new(e)))?;
+        let (ox, oy) = (ox as f32, oy as f32);
         let (px, py) = (pos.0 as f32, pos.1 as f32);
         let trans = style.transform();
         let (rotate, place): (&str, Place) = match trans {
@@ -778,7 +754,7 @@ const MARKER_R: i32 = 6;
 /// and several dense lines are told apart by colour and dash pattern.
 pub const MARKED_POINTS: usize = 30;
 /// The most series one plot shows; a sweep with more configurations is drawn
-/// as facets (panels), each with at most this many ([`facets`]).
+/// as facets (panels), each with at most this many (`facets`).
 pub const MAX_SERIES: usize = 16;
 
 /// One series of a line chart, in display units.
@@ -2342,6 +2318,27 @@ pub fn write_line_chart(
         legend: true,
     });
     write_fig(dir, name, &fig)
+}
+
+/// The offset (px) from a text's anchor point to the origin of its glyph
+/// layout, as plotters places a text: its measured box
+/// (`layout_box`) moved by the anchor (left/centre/right,
+/// top/centre/bottom). Shared by the PNG and SVG backends so that both
+/// place every text alike.
+fn anchor_offset<S: plotters_backend::BackendTextStyle>(text: &str, style: &S) -> Result<(i32, i32), S::FontError> {
+    let ((min_x, min_y), (max_x, max_y)) = style.layout_box(text)?;
+    let (width, height) = (max_x - min_x, max_y - min_y);
+    let dx = match style.anchor().h_pos {
+        HPos::Left => 0,
+        HPos::Right => -width,
+        HPos::Center => -width / 2,
+    };
+    let dy = match style.anchor().v_pos {
+        VPos::Top => 0,
+        VPos::Center => -height / 2,
+        VPos::Bottom => -height,
+    };
+    Ok((dx - min_x, dy - min_y))
 }
 
 #[cfg(test)]

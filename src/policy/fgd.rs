@@ -155,42 +155,9 @@ fn ordered(x: f64) -> i64 {
     b ^ ((((b >> 63) as u64) >> 1) as i64)
 }
 
-/// A min-tree over a partition's nodes (by their place in the partition)
-/// with the node stamps it was last brought up to.
-#[derive(Clone, Debug)]
-struct Tree {
-    stamps: Vec<u64>,
-    /// Leaves at `size..size + nodes`, parents at `i / 2`, the least at 1.
-    keys: Vec<TreeKey>,
-    size: usize,
-}
-
-impl Tree {
-    fn new(nodes: usize) -> Self {
-        let size = nodes.next_power_of_two().max(1);
-        Tree { stamps: vec![0; nodes], keys: vec![NONE; 2 * size], size }
-    }
-
-    fn set(&mut self, leaf: usize, key: TreeKey) {
-        let mut i = self.size + leaf;
-        if self.keys[i] == key {
-            return;
-        }
-        self.keys[i] = key;
-        while i > 1 {
-            i /= 2;
-            let m = self.keys[2 * i].min(self.keys[2 * i + 1]);
-            if self.keys[i] == m {
-                break;
-            }
-            self.keys[i] = m;
-        }
-    }
-
-    fn least(&self) -> TreeKey {
-        self.keys[1]
-    }
-}
+/// The index of a partition's nodes by their key for one request
+/// ([`super::node_tree`]).
+type Tree = super::node_tree::NodeTree<TreeKey>;
 
 /// Evaluations kept per node.
 const CACHE_PER_NODE: usize = 4;
@@ -661,23 +628,17 @@ impl Index {
     ) -> bool {
         let p = cluster.partition(req.vc);
         let rid = self.request(req);
-        let mut tree = self.trees.remove(&(req.vc.0, rid)).unwrap_or_else(|| Tree::new(p.nodes.len()));
-        for (l, &node) in p.nodes.iter().enumerate() {
-            let stamp = cluster.node_stamp(node);
-            if tree.stamps[l] == stamp {
-                continue;
-            }
-            tree.stamps[l] = stamp;
-            let key = if cluster.node_share_candidates(node) < req.gpus {
+        let mut tree = self.trees.remove(&(req.vc.0, rid)).unwrap_or_else(|| Tree::new(p.nodes.len(), NONE));
+        tree.refresh(cluster, req.vc, |_, node| {
+            if cluster.node_share_candidates(node) < req.gpus {
                 NONE
             } else {
                 match self.eval(cluster, model, prep, req, node, class_of[node.index()], rid) {
                     Some((d, left, _)) => (ordered(d), ordered(left), node.0),
                     None => NONE,
                 }
-            };
-            tree.set(l, key);
-        }
+            }
+        });
         let least = tree.least();
         self.trees.insert((req.vc.0, rid), tree);
         if least != NONE {

@@ -77,7 +77,7 @@ fn cmp_gpu(a: &Cand, b: &Cand) -> std::cmp::Ordering {
 /// - per request class ((partition, GPUs, memory need, share, `C_j`)),
 ///   unless the first node with room wins (below) or the request names GPU
 ///   types: a min-tree of the partition's nodes by their best candidate's
-///   key ([`NodeTree`]; the key ends with the candidate's first GPU, so it
+///   key (`policy::node_tree::NodeTree`; the key ends with the candidate's first GPU, so it
 ///   orders nodes as the scan does), brought up to date for the nodes whose
 ///   stamp changed since the class was last placed. Otherwise nodes are
 ///   scanned in index order.

@@ -46,7 +46,7 @@ enum Rank {
 ///   its GPU count of rooms;
 /// - per request class ((partition, GPUs, memory need, share)): for best fit
 ///   without a GPU-type constraint, a min-tree of the partition's nodes by
-///   (score of the best `n`, place in the partition) ([`NodeTree`]),
+///   (score of the best `n`, place in the partition) (`policy::node_tree::NodeTree`),
 ///   brought up to date for the nodes whose stamp changed since the class
 ///   was last placed; its root is the node the scan in index order picks
 ///   (least score, earliest node). Otherwise each node's answer, kept until
