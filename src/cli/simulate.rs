@@ -750,7 +750,6 @@ pub(crate) fn simulate(a: SimulateArgs, registry: &Registry) -> Result<()> {
 
 /// Tells the user, on stderr, about options this run ignores.
 pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
-    let genie_workload = a.workload == WorkloadKind::Genie;
     let note = |s: &str| errln!("note: {s}");
     // The options the policy or placement ignores, as a sweep and the
     // Python package note them. (--theta for another policy is an error.)
@@ -771,16 +770,6 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
         note(
             "the RIFLING policies and random-placement choose each task's placement themselves and take tasks in arrival order: --placement and --backfill do not apply",
         )?;
-    }
-    if genie_workload && a.backfill && a.policy.genie().is_none() && a.policy.rifling().is_none() {
-        // Every GENIE task asks for one GPU under a queue policy: when the
-        // first task in the queue cannot start, no GPU is free for a later one.
-        note(
-            "--backfill changes nothing here: fifo and sjf run each GENIE task on 1 GPU, so no task can start while the first in the queue waits",
-        )?;
-    }
-    if genie_workload && a.rate_model == crate::experiment::RateModelKind::Trace {
-        note("GENIE tasks run at the profile table's speeds (trace speed would make every placement equal)")?;
     }
     Ok(())
 }

@@ -139,7 +139,8 @@ fn malformed_note(report: &RunReport, origin: Origin<'_>) -> String {
 /// the RIFLING family; the keys that shape a workload the run does not have
 /// (`hours` and `ect` outside GENIE tasks, `hours` also read by the pollux
 /// workload; `jobs`, `load`, `jobs_per_hour` with a trace; `max_duration`
-/// and `max_job_gpus` outside the synthetic workload). Each front end adds them to the run's
+/// and `max_job_gpus` outside the synthetic workload; `rate_model` = `trace`
+/// and `backfill` for a queue policy on GENIE tasks). Each front end adds them to the run's
 /// ([`run_notes`]): `simulate` prints each, a sweep each distinct one once
 /// (a sweep over several families sets such keys for all its runs), the
 /// Python package raises each as a warning. (A key that only its family's
@@ -195,6 +196,22 @@ pub fn option_notes(p: &RawSpec, origin: Origin<'_>) -> Vec<String> {
             origin.key("hours"),
             origin.key("ect"),
             origin.setting("workload", "genie")
+        ));
+    }
+    if genie_workload && text("rate_model") == Some("trace") {
+        notes.push(
+            "GENIE tasks run at the profile table's speeds (trace speed would make every placement equal)".into(),
+        );
+    }
+    if genie_workload
+        && matches!(p.get("backfill"), Some(Value::Bool(true)))
+        && policy.is_some_and(|n| n.genie().is_none() && n.rifling().is_none())
+    {
+        // Every GENIE task asks for one GPU under a queue policy: when the
+        // first task in the queue cannot start, no GPU is free for a later one.
+        notes.push(format!(
+            "{} changes nothing here: fifo and sjf run each GENIE task on 1 GPU, so no task can start while the first in the queue waits",
+            origin.key("backfill")
         ));
     }
     let trace = p.contains_key("trace");

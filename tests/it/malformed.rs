@@ -365,3 +365,31 @@ fn workload_options_a_trace_replay_ignores_are_noted_the_same_way_everywhere() {
         ]
     );
 }
+
+#[test]
+fn genie_task_notes_come_from_every_front_end() {
+    // GENIE tasks at trace speed and a backfilling FIFO over them: the
+    // command line noted both; a sweep ran them silently (issue 35).
+    let o = dlsched(&["simulate", "--workload", "genie", "--tasks", "20", "--backfill"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("note: GENIE tasks run at the profile table's speeds"), "{err}");
+    assert!(err.contains("note: --backfill changes nothing here: fifo and sjf run each GENIE task on 1 GPU"), "{err}");
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("e.toml");
+    std::fs::write(
+        &f,
+        "question = \"q\"\n[base]\nworkload = \"genie\"\ntasks = 20\nrate_model = \"trace\"\nbackfill = true\n\
+         [sweep]\npolicy = [\"fifo\", \"genie\"]\n",
+    )
+    .unwrap();
+    let e = Experiment::load(&f).unwrap();
+    let outcome = run_sweep(&e, &d.path().join("out"), 2, None, false, &|_, _| {}).unwrap();
+    assert_eq!(
+        outcome.notes,
+        [
+            "GENIE tasks run at the profile table's speeds (trace speed would make every placement equal)",
+            "`backfill` changes nothing here: fifo and sjf run each GENIE task on 1 GPU, so no task can start while the first in the queue waits",
+        ]
+    );
+}
