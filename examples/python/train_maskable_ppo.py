@@ -63,6 +63,20 @@ ENV: Dict = dict(
     action="job",
     max_queue=8,
 )
+# Named setups (``--setup``): "base" is ENV; "heavy" is a higher load range
+# with a window of 16 (on 100 jobs it covers the queue almost always, so
+# first-valid in the window is FIFO with backfill and shortest-first is SJF
+# with backfill; at loads 0.8-1.6 and a window of 8 shortest-first in the
+# window gains only 0.13 h on FIFO with backfill, on the tuning keys).
+SETUPS: Dict[str, Dict] = {"base": dict(ENV), "heavy": dict(ENV, loads=(1.5, 2.5), max_queue=16)}
+
+
+def use_setup(name: str) -> None:
+    """Makes setup ``name`` the module's ``ENV`` (every function reads ``ENV``)."""
+    ENV.clear()
+    ENV.update(SETUPS[name])
+
+
 TUNING_KEYS = list(range(0, 10))
 REPORT_KEYS = list(range(100, 120))
 
@@ -139,6 +153,36 @@ def window_sjf(max_queue: int) -> Callable:
     return choose
 
 
+def agreement(env, keys: Sequence[int], choose: Callable, ref=None) -> Dict[str, float]:
+    """What a policy does at the steps with a real choice (two or more jobs
+    startable): the shares of those steps where it starts the window's
+    shortest job (oracle duration), the first startable job (arrival order),
+    or waits; over the episodes of ``keys``, following its own trajectory.
+    ``ref``, an environment of ``ENV``'s observation stepped alongside with
+    the same actions, gives the oracle durations when ``env`` lacks them."""
+    ref = ref if ref is not None else env
+    sjf = window_sjf(ref.max_queue)
+    wait = env.action_space.n - 1
+    n = same_sjf = same_first = waits = 0
+    for k in keys:
+        obs, _ = env.reset(seed=k)
+        robs, _ = ref.reset(seed=k) if ref is not env else (obs, None)
+        done = truncated = False
+        while not (done or truncated):
+            mask = env.action_masks()
+            a = int(choose(obs, mask))
+            jobs = np.flatnonzero(mask[:wait])
+            if jobs.size >= 2:
+                n += 1
+                same_sjf += a == sjf(robs, mask)
+                same_first += a == int(jobs[0])
+                waits += a == wait
+            obs, _, done, truncated, _ = env.step(a)
+            robs = ref.step(a)[0] if ref is not env else obs
+    return {"choice_steps": n, "as_window_sjf": same_sjf / max(n, 1), "as_first_valid": same_first / max(n, 1),
+            "waits": waits / max(n, 1)}
+
+
 def replay(result, policy: str, cluster: str = "lab16", placement: str = "consolidate") -> float:
     """Mean JCT (h) of ``policy`` with backfill on the workload of an
     episode's ``result`` (its jobs as a jobs-csv trace)."""
@@ -170,6 +214,8 @@ def train(a) -> None:
     env_kw = dict(ENV, oracle=not a.no_oracle)
     if a.observation:
         env_kw["observation"] = a.observation
+    if a.reward:
+        env_kw["reward"] = a.reward
     venv = dlsched.gym.sb3_vec_env(num_envs=a.n_envs, split="train", seed=a.seed, **env_kw)
     eval_env = make_env("eval", **env_kw)
     policy_kwargs = dict(net_arch=dict(pi=[a.width, a.width], vf=[a.width, a.width]))
@@ -180,9 +226,17 @@ def train(a) -> None:
     def evaluate_now() -> float:
         return float(np.mean([run_episode(eval_env, k, agent_chooser(model))["jct_h"] for k in TUNING_KEYS]))
 
-    rows: List[dict] = []
     t0 = time.time()
     csv_path = os.path.join(a.out, "curve.csv")
+    fields = ["steps", "wall_s", "train_episodes", "train_jct_h", "tuning_jct_h"]
+    with open(csv_path, "w", newline="") as f:
+        csv.DictWriter(f, fieldnames=fields).writeheader()
+
+    def log(row: dict) -> None:
+        """One point of the curve, appended at once (a partial curve is readable)."""
+        with open(csv_path, "a", newline="") as f:
+            csv.DictWriter(f, fieldnames=fields).writerow(row)
+        print(json.dumps(row), flush=True)
 
     class Curve(BaseCallback):
         def __init__(self):
@@ -202,19 +256,13 @@ def train(a) -> None:
                        "train_jct_h": round(float(np.mean(self.train_jcts)), 4) if self.train_jcts else "",
                        "tuning_jct_h": round(evaluate_now(), 4)}
                 self.train_jcts = []
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+                log(row)
             return True
 
     model.learn(total_timesteps=a.steps, callback=Curve())
     final = {"steps": model.num_timesteps, "wall_s": round(time.time() - t0, 1), "train_episodes": "",
              "train_jct_h": "", "tuning_jct_h": round(evaluate_now(), 4)}
-    rows.append(final)
-    print(json.dumps(final), flush=True)
-    with open(csv_path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    log(final)
     model.save(os.path.join(a.out, "model.zip"))
     with open(os.path.join(a.out, "train.json"), "w") as f:
         json.dump({"args": vars(a), "env": {k: list(v) if isinstance(v, tuple) else v for k, v in env_kw.items()},
@@ -233,10 +281,12 @@ def agent_chooser(model) -> Callable:
     return choose
 
 
-def baselines_on_keys(keys: Sequence[int], oracle: bool = True, **over) -> List[dict]:
+def baselines_on_keys(keys: Sequence[int]) -> List[dict]:
     """Per episode of ``keys`` (eval split): random-valid, first-valid in the
-    window, window-SJF (ours), and the simulator's FIFO and SJF with backfill."""
-    env = make_env("eval", oracle=oracle, **over)
+    window, window-SJF (ours), and the simulator's FIFO and SJF with backfill.
+    Always on ``ENV``'s observation with the oracle (window-SJF reads it); the
+    workload is the same whatever the agent's observation."""
+    env = make_env("eval")
     rows = []
     for k in keys:
         fv = run_episode(env, k, first_valid)
@@ -257,7 +307,7 @@ def evaluate(a) -> None:
     os.makedirs(a.out, exist_ok=True)
     keys = TUNING_KEYS if a.tuning else REPORT_KEYS
     over = {"observation": a.observation} if a.observation else {}
-    rows = baselines_on_keys(keys, oracle=not a.no_oracle, **over)
+    rows = baselines_on_keys(keys)
     env = make_env("eval", oracle=not a.no_oracle, **over)
     for m in a.model:
         name = a.name or os.path.splitext(os.path.basename(m))[0]
@@ -267,6 +317,16 @@ def evaluate(a) -> None:
             row[name] = ep["jct_h"]
             row[name + "_waits"] = ep["waits"]
     write_rows(rows, os.path.join(a.out, "tuning.csv" if a.tuning else "eval.csv"))
+    ref = make_env("eval")
+    behaviour = {"random_valid": agreement(ref, keys, random_valid(1)), "fifo_in_window": agreement(ref, keys, first_valid)}
+    for m in a.model:
+        name = a.name or os.path.splitext(os.path.basename(m))[0]
+        behaviour[name] = agreement(env, keys, agent_chooser(MaskablePPO.load(m, device="cpu")), ref=make_env("eval"))
+    with open(os.path.join(a.out, "behaviour-tuning.json" if a.tuning else "behaviour.json"), "w") as f:
+        json.dump(behaviour, f, indent=1)
+    for name, b in behaviour.items():
+        print(f"  {name}: {b['choice_steps']} steps with a choice; as window-SJF {b['as_window_sjf']:.1%}, "
+              f"as first-valid {b['as_first_valid']:.1%}, waits {b['waits']:.1%}")
     print_table(rows, [a.name or os.path.splitext(os.path.basename(m))[0] for m in a.model])
 
 
@@ -282,8 +342,7 @@ def write_rows(rows: List[dict], path: str) -> None:
 def baselines(a) -> None:
     os.makedirs(a.out, exist_ok=True)
     keys = TUNING_KEYS if a.tuning else REPORT_KEYS
-    over = {"observation": a.observation} if a.observation else {}
-    rows = baselines_on_keys(keys, oracle=not a.no_oracle, **over)
+    rows = baselines_on_keys(keys)
     write_rows(rows, os.path.join(a.out, "baselines-tuning.csv" if a.tuning else "baselines.csv"))
     print_table(rows, [])
 
@@ -327,8 +386,16 @@ def plot(a) -> None:
             ax.axhline(np.mean([float(r[c]) for r in rows]), color=col, ls=ls, lw=1.2, label=lab)
     ax.set_xlabel("Training steps (thousands)")
     ax.set_ylabel("Mean JCT (h)")
-    ax.set_ylim(bottom=0)
-    ax.set_title(a.title)
+    title = a.title
+    if a.baselines:
+        # Zoomed on the baselines (the untrained agent's first points are far above).
+        lo = 0.85 * min(np.mean([float(r[c]) for r in rows]) for c in styles)
+        hi = 1.35 * max(np.mean([float(r[c]) for r in rows]) for c in styles)
+        ax.set_ylim(lo, hi)
+        title += f"\n(y axis {lo:.1f}-{hi:.1f} h, not from 0; points above it are cut)"
+    else:
+        ax.set_ylim(bottom=0)
+    ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="upper right")
     fig.savefig(a.out, dpi=110)
     print(f"wrote {a.out}")
@@ -352,6 +419,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     t.add_argument("--eval-every", type=int, default=20_000)
     t.add_argument("--no-oracle", action="store_true", help="the observation without the oracle duration")
     t.add_argument("--observation", choices=["fixed", "flat"], default=None)
+    t.add_argument("--reward", choices=["jct", "queue_delay", "slowdown", "throughput"], default=None,
+                   help="the training reward (default ENV's jct); evaluation is on mean JCT whatever it is")
     t.add_argument("--out", required=True)
     e = sub.add_parser("evaluate", help="agents vs baselines on the reporting keys (or --tuning)")
     e.add_argument("--model", nargs="+", required=True)
@@ -362,16 +431,18 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     e.add_argument("--out", required=True)
     b = sub.add_parser("baselines", help="the baselines alone on the reporting keys (or --tuning)")
     b.add_argument("--tuning", action="store_true")
-    b.add_argument("--no-oracle", action="store_true")
-    b.add_argument("--observation", choices=["fixed", "flat"], default=None)
     b.add_argument("--out", required=True)
     p = sub.add_parser("plot", help="learning curves (curve.csv) against the baselines")
     p.add_argument("curves", nargs="+")
     p.add_argument("--labels", nargs="*")
     p.add_argument("--baselines", help="a baselines-tuning.csv (the keys of the curves' held-out points)")
-    p.add_argument("--title", default="MaskablePPO on lab16, 100 jobs, load 0.8-1.6")
+    p.add_argument("--title", default="MaskablePPO on lab16, 100 jobs")
     p.add_argument("--out", required=True)
+    for sp in (t, e, b):
+        sp.add_argument("--setup", choices=sorted(SETUPS), default="base")
     a = ap.parse_args(argv)
+    if getattr(a, "setup", None):
+        use_setup(a.setup)
     {"train": train, "evaluate": evaluate, "baselines": baselines, "plot": plot}[a.cmd](a)
 
 
