@@ -204,6 +204,54 @@ def replay(result, policy: str, cluster: str = "lab16", placement: str = "consol
 
 # ---------------------------------------------------------------- training (torch)
 
+def per_job_policy():
+    """A MaskablePPO policy that scores every queue slot with one shared
+    network (RLScheduler's kernel-based design, Zhang et al., SC'20: the
+    same small MLP rates each job from its own features and the cluster
+    summary, so a rule like "shortest first" is the same in every slot), and
+    the wait action from the summary; the value network is an MLP on the
+    whole observation. Reads the fixed observation's layout (10 summary
+    values, then 9 per slot)."""
+    import torch
+    from torch import nn
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    class PerJob(nn.Module):
+        def __init__(self, obs_dim: int, hidden: int = 64):
+            super().__init__()
+            self.mq = (obs_dim - 10) // 9
+            if 10 + 9 * self.mq != obs_dim:
+                raise ValueError(f"per-job policy: {obs_dim} values is not the fixed observation's layout")
+            self.latent_dim_pi, self.latent_dim_vf = self.mq + 1, hidden
+            self.score = nn.Sequential(nn.Linear(19, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+                                       nn.Linear(hidden, 1))
+            self.wait = nn.Sequential(nn.Linear(10, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+            self.vf = nn.Sequential(nn.Linear(obs_dim, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
+
+        def forward_actor(self, x):
+            summary = x[:, :10]
+            slots = x[:, 10:10 + 9 * self.mq].reshape(-1, self.mq, 9)
+            both = torch.cat([slots, summary.unsqueeze(1).expand(-1, self.mq, -1)], dim=-1)
+            return torch.cat([self.score(both).squeeze(-1), self.wait(summary)], dim=-1)
+
+        def forward_critic(self, x):
+            return self.vf(x)
+
+        def forward(self, x):
+            return self.forward_actor(x), self.forward_critic(x)
+
+    class PerJobPolicy(MaskableActorCriticPolicy):
+        def _build_mlp_extractor(self) -> None:
+            self.mlp_extractor = PerJob(self.features_dim)
+
+        def _build(self, lr_schedule) -> None:
+            super()._build(lr_schedule)
+            self.action_net = nn.Identity()  # the extractor's outputs are the logits
+            self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    return PerJobPolicy
+
+
 def train(a) -> None:
     import torch
     from sb3_contrib import MaskablePPO
@@ -218,8 +266,11 @@ def train(a) -> None:
         env_kw["reward"] = a.reward
     venv = dlsched.gym.sb3_vec_env(num_envs=a.n_envs, split="train", seed=a.seed, **env_kw)
     eval_env = make_env("eval", **env_kw)
-    policy_kwargs = dict(net_arch=dict(pi=[a.width, a.width], vf=[a.width, a.width]))
-    model = MaskablePPO("MlpPolicy", venv, learning_rate=a.lr, n_steps=a.n_steps, batch_size=a.batch,
+    if a.arch == "per-job":
+        policy, policy_kwargs = per_job_policy(), {}
+    else:
+        policy, policy_kwargs = "MlpPolicy", dict(net_arch=dict(pi=[a.width, a.width], vf=[a.width, a.width]))
+    model = MaskablePPO(policy, venv, learning_rate=a.lr, n_steps=a.n_steps, batch_size=a.batch,
                         n_epochs=a.epochs, gamma=a.gamma, gae_lambda=a.gae_lambda, ent_coef=a.ent_coef,
                         policy_kwargs=policy_kwargs, seed=a.seed, verbose=0, device="cpu")
 
@@ -415,7 +466,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     t.add_argument("--gamma", type=float, default=1.0)
     t.add_argument("--gae-lambda", type=float, default=0.95)
     t.add_argument("--ent-coef", type=float, default=0.01)
-    t.add_argument("--width", type=int, default=64)
+    t.add_argument("--width", type=int, default=64, help="hidden units of the mlp arch's two layers")
+    t.add_argument("--arch", choices=["mlp", "per-job"], default="mlp",
+                   help="mlp: SB3's MlpPolicy; per-job: one shared network scores each slot (per_job_policy)")
     t.add_argument("--eval-every", type=int, default=20_000)
     t.add_argument("--no-oracle", action="store_true", help="the observation without the oracle duration")
     t.add_argument("--observation", choices=["fixed", "flat"], default=None)
