@@ -27,7 +27,9 @@ instant's pass: the engine goes on to its next event):
 - ``"placement"`` (RIFLING's action set): place the head job (the earliest
   waiting) as ``<d_node, d_gpn>``, ``d_gpn`` GPUs on each of ``d_node``
   nodes (``d_node * d_gpn`` = its GPUs; the nodes with most free GPUs);
-  action ``(d_node - 1) * G + d_gpn - 1`` on ``G`` GPUs per node, up to 32 nodes.
+  action ``(d_node - 1) * G + d_gpn - 1`` on ``G`` GPUs per node, up to 32
+  nodes. A head job no such shape fits (7 GPUs on nodes of 4) is started by
+  the placement rule as soon as it fits, without a decision.
 - ``"node"`` (LDWP's): start the head job on one node (its GPUs there; a
   job wider than a node takes that node first, then the nodes with most free
   GPUs); one action per node.
@@ -131,6 +133,16 @@ def _env_keywords(max_queue, reward, oracle, max_steps, max_time_h, observation,
     return kw
 
 
+def _seed(seed) -> Optional[int]:
+    """A reset's seed as an int in 0..2^63, or ValueError."""
+    if seed is None:
+        return None
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and 0 <= seed < 2**63:
+        return int(seed)
+    raise ValueError(f"seed={seed!r}: an int from 0 to 2^63 - 1 "
+                     "(evaluation episodes, split=\"eval\", use the run seeds from 2^63 up)")
+
+
 def _action(action, n: int) -> int:
     """An action as an int in 0..n, or ValueError (as Discrete(n).contains)."""
     if isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer):
@@ -189,6 +201,7 @@ class ClusterSchedulingEnv(gymnasium.Env):
         """Starts an episode: ``seed`` reseeds the generator and is the run's
         seed; without it the generator draws the next. ``options``: workload
         keywords for this episode only (builds a second environment)."""
+        seed = _seed(seed)
         super().reset(seed=seed)
         self._result = None
         core = self._core
@@ -199,7 +212,7 @@ class ClusterSchedulingEnv(gymnasium.Env):
             if core.obs_len != self._core.obs_len or core.n_actions != self._n:
                 raise ValueError("options=: the episode's observation or action size differs from the environment's")
         self._active = core
-        obs, ended = core.reset(None if seed is None else int(seed))
+        obs, ended = core.reset(seed)
         self._done = ended
         return obs, self._info_of(core, ended)
 
@@ -281,9 +294,9 @@ class VectorClusterSchedulingEnv(gymnasium.vector.VectorEnv):
         if seed is None:
             seeds = [None] * self.num_envs
         elif isinstance(seed, (int, np.integer)):
-            seeds = [int(seed) + i for i in range(self.num_envs)]
+            seeds = [_seed(int(seed) + i) for i in range(self.num_envs)]
         else:
-            seeds = [None if s is None else int(s) for s in seed]
+            seeds = [_seed(s) for s in seed]
             if len(seeds) != self.num_envs:
                 raise ValueError(f"seed=: {len(seeds)} seeds for {self.num_envs} environments")
         obs, masks = self._core.reset(seeds)

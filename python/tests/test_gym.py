@@ -237,3 +237,19 @@ def test_maskable_ppo_trains_on_the_stable_baselines3_vector():
     model = sb3_contrib.MaskablePPO("MlpPolicy", venv, n_steps=32, batch_size=32, n_epochs=1, seed=0)
     model.learn(total_timesteps=128)
     assert model.num_timesteps >= 128
+
+
+def test_bad_environment_arguments_name_the_keyword():
+    for kw, match in [(dict(episodes="windows"), "give a trace"), (dict(episodes="loads", loads=(2, 1)), "lo <= hi"),
+                      (dict(split="test"), "train or eval"), (dict(reward_norm="x"), "none or per_job"),
+                      (dict(episodes="windows", window_jobs=9,
+                           trace=str(pathlib.Path(__file__).resolve().parents[2] / "traces" / "example_jobs.csv")),
+                       "8 for training")]:
+        with pytest.raises(dlsched.DlschedError, match=match):
+            dlsched.gym.ClusterSchedulingEnv(**{**WORKLOAD, **kw})
+    with pytest.raises(ValueError, match="action="):
+        dlsched.gym.ClusterSchedulingEnv(action="foo", **WORKLOAD)
+    env = dlsched.gym.ClusterSchedulingEnv(**WORKLOAD)
+    for seed in (-1, 2**63, "x"):
+        with pytest.raises(ValueError, match="seed="):
+            env.reset(seed=seed)
