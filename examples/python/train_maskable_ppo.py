@@ -1,19 +1,29 @@
 """Trains sb3-contrib's MaskablePPO to schedule jobs in dlsched's environment,
 and evaluates it on held-out episodes against random-valid, FIFO with
-backfill and (ours, an oracle) SJF with backfill.
+backfill and (ours, an oracle) SJF with backfill. Write-up and results:
+``experiments/rl-agent.md``.
 
     pip install ".[gym]" stable-baselines3 sb3-contrib matplotlib   # torch comes with them
-    python examples/python/train_maskable_ppo.py train --steps 300000 --seed 0 --out runs/ppo
-    python examples/python/train_maskable_ppo.py evaluate --model runs/ppo/model.zip --out runs/ppo
-    python examples/python/train_maskable_ppo.py plot runs/ppo/curve.csv --out runs/ppo/curve.png
+    S=examples/python/train_maskable_ppo.py
+    python $S train --setup heavy --arch per-job --steps 800000 --eval-every 25000 --seed 1 --out runs/heavy-pj
+    python $S evaluate --setup heavy --model runs/heavy-pj/best.zip --name ppo --out runs/heavy-pj
+    python $S plot runs/heavy-pj/curve.csv --out runs/heavy-pj/curve.png
 
-The setup (``ENV``): lab16 (16 GPUs), episodes of 100 synthetic jobs at an
-offered load drawn uniformly in 0.8-1.6 (``episodes="loads"``), the fixed
-observation (cluster summary + 9 features for each of the first 8 waiting
-jobs, oracle duration included unless ``--no-oracle``), ``action="job"``
-(start one of the first 8 waiting jobs with the consolidate rule, or wait),
+The setups (``SETUPS``, ``--setup``): lab16 (16 GPUs), episodes of 100
+synthetic jobs at an offered load drawn uniformly in 0.8-1.6 ("base") or
+1.5-2.5 ("heavy") (``episodes="loads"``), the fixed observation (cluster
+summary + 9 features for each of the first ``max_queue`` waiting jobs, 8 in
+"base", 16 in "heavy"; oracle duration included unless ``--no-oracle``),
+``action="job"`` (start one of them with the consolidate rule, or wait),
 ``reward="jct"`` with ``reward_norm="per_job"`` (an episode's return is minus
 its mean JCT in hours).
+
+Policies (``--arch``): SB3's ``MlpPolicy``, or ``per-job``
+(:func:`per_job_policy`: one shared network scores every queue slot, as
+RLScheduler does). ``train`` writes ``curve.csv`` (training episodes' and
+tuning episodes' mean JCT against steps), ``model.zip`` (the last),
+``best.zip`` (the lowest mean JCT on the tuning keys) and ``train.json``
+(settings, wall and CPU time).
 
 Seeds, kept apart:
 
