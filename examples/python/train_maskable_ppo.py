@@ -337,7 +337,8 @@ def train(a) -> None:
     with open(os.path.join(a.out, "train.json"), "w") as f:
         json.dump({"args": vars(a), "env": {k: list(v) if isinstance(v, tuple) else v for k, v in env_kw.items()},
                    "wall_s": round(time.time() - t0, 1), "cpu_s": round(time.process_time(), 1),
-                   "best": {"steps": best[1], "tuning_jct_h": best[0]}, "dlsched": getattr(dlsched, "__version__", None)}, f,
+                   "best": {"steps": best[1], "tuning_jct_h": best[0]},
+                   "dlsched": getattr(dlsched, "__version__", None)}, f,
                   indent=1)
     print(f"wrote {csv_path} and {os.path.join(a.out, 'model.zip')}")
 
@@ -389,7 +390,8 @@ def evaluate(a) -> None:
             row[name + "_waits"] = ep["waits"]
     write_rows(rows, os.path.join(a.out, "tuning.csv" if a.tuning else "eval.csv"))
     ref = make_env("eval")
-    behaviour = {"random_valid": agreement(ref, keys, random_valid(1)), "fifo_in_window": agreement(ref, keys, first_valid)}
+    behaviour = {"random_valid": agreement(ref, keys, random_valid(1)),
+                 "fifo_in_window": agreement(ref, keys, first_valid)}
     for m in a.model:
         name = a.name or os.path.splitext(os.path.basename(m))[0]
         behaviour[name] = agreement(env, keys, agent_chooser(MaskablePPO.load(m, device="cpu")), ref=make_env("eval"))
