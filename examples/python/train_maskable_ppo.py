@@ -472,6 +472,12 @@ def plot(a) -> None:
     ax.legend(fontsize=8, loc="upper right")
     fig.savefig(a.out, dpi=110)
     print(f"wrote {a.out}")
+    # Every chart in experiments/figures/ has its SVG and PNG twin.
+    stem, ext = os.path.splitext(a.out)
+    if ext.lower() in (".png", ".svg"):
+        twin = stem + (".svg" if ext.lower() == ".png" else ".png")
+        fig.savefig(twin, dpi=110)
+        print(f"wrote {twin}")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
