@@ -162,9 +162,12 @@ say "node $host is idle"
 
 # --- the sweep as a job array, the merge as a dependent job ---
 # The binary: $DLSCHED when the caller built one (.ci/run passes its test
-# build's), else a release build of the checkout.
+# build's), else the `dlsched` on PATH (`pip install .` installs one, the same
+# command line), else a release build of the checkout.
 if [ -n "${DLSCHED:-}" ]; then
   dlsched="$DLSCHED"
+elif command -v dlsched >/dev/null; then
+  dlsched="$(command -v dlsched)"
 else
   cargo build --release --quiet
   dlsched="$repo/target/release/dlsched"

@@ -660,11 +660,31 @@ impl PyView {
     }
 }
 
+/// The `dlsched` command line (`dlsched::cli`, the binary's), run in this
+/// process on `argv` (the program's name first): what the `dlsched` command
+/// the package installs (`dlsched._cli:main`) runs. Prints on this process's
+/// standard output and error as the binary does and returns its exit status
+/// (0, 1 when `compare` finds a difference, 2 on an error). The GIL is
+/// released while the command runs; the signal handlers are left as they
+/// are (`dlsched._cli` restores the default SIGINT and SIGPIPE actions, as a
+/// native program has them, so that Ctrl-C stops the command).
+#[pyfunction]
+fn cli_main(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
+    py.detach(|| {
+        let code = dlsched::cli::main_args(dlsched::experiment::Registry::default(), argv);
+        // A native program's standard output is flushed at its exit; this
+        // one's process is Python's, which does not know Rust's buffer.
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        code
+    })
+}
+
 /// The Rust half of the `dlsched` Python package.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_class::<PyView>()?;
     m.add("DlschedError", m.py().get_type::<DlschedError>())?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
