@@ -642,6 +642,73 @@ impl PyView {
         Ok(placement.place_job(view, id, req, scratch).then(|| scratch.iter().map(|g| g.0).collect()))
     }
 
+    /// A job's remaining work, s at its trace speed (rate 1.0, the unit
+    /// `duration_s` is in; the SRTF policies rank by it): its duration before
+    /// it starts, the work left now while it runs (the engine's settled
+    /// remainder less its rate × the time since), what was left plus the
+    /// checkpoint/restore cost once preempted, and 0 once completed. With
+    /// `at_current_rate=True`, a running job's remaining run time instead: s
+    /// until it ends if its rate stays as it is now (the work over its rate;
+    /// co-tenants and placements change the rate). None for a work-defined
+    /// (elastic) job, whose work is in its progress model's units, not time.
+    #[pyo3(signature = (job, at_current_rate = false))]
+    fn remaining_s(&self, job: u32, at_current_rate: bool) -> PyResult<Option<f64>> {
+        let id = self.job_id(job)?;
+        let view = self.view()?;
+        let jobs = self.jobs()?;
+        let spec = jobs.spec(id);
+        if spec.elastic().is_some() {
+            return Ok(None);
+        }
+        let ms = match jobs.state(id) {
+            JobState::NotArrived | JobState::Pending | JobState::Rejected(_) => spec.duration_ms as f64,
+            JobState::Running(r) => {
+                let left = (r.remaining - r.rate * view.now.since(r.settled_at) as f64).max(0.0);
+                if at_current_rate {
+                    if r.rate > 0.0 { left / r.rate } else { f64::INFINITY }
+                } else {
+                    left
+                }
+            }
+            JobState::Suspended(s) => s.remaining,
+            JobState::Completed(_) => 0.0,
+        };
+        Ok(Some(ms / 1000.0))
+    }
+
+    /// A job's attained service, GPU-s: the GPUs it has held × the time it
+    /// held them, summed over all its runs up to now (Tiresias's 2D attained
+    /// service, GPUs × time run). Time suspended by a preemption or waiting
+    /// holds no GPU and does not count; a resized work-defined job counts
+    /// each GPU set for the time it held it. 0 before its first start.
+    fn attained_s(&self, job: u32) -> PyResult<f64> {
+        let id = self.job_id(job)?;
+        let now = self.view()?.now;
+        let gpu_ms = match self.jobs()?.state(id) {
+            JobState::Running(r) => {
+                let run = match &r.elastic {
+                    Some(e) => e.gpu_ms_before + now.since(e.gpus_since) * r.gpus.len() as u64,
+                    None => now.since(r.start) * r.gpus.len() as u64,
+                };
+                r.attained_gpu_ms + run
+            }
+            JobState::Suspended(s) => s.attained_gpu_ms,
+            JobState::Completed(d) => d.attained_gpu_ms(),
+            JobState::NotArrived | JobState::Pending | JobState::Rejected(_) => 0,
+        };
+        Ok(gpu_ms as f64 / 1000.0)
+    }
+
+    /// The ids of the GPUs a running job holds, in the engine's order (the
+    /// order it was launched on); empty for a job that is not running.
+    fn gpus_held(&self, job: u32) -> PyResult<Vec<u32>> {
+        let id = self.job_id(job)?;
+        Ok(match self.jobs()?.state(id) {
+            JobState::Running(r) => r.gpus.iter().map(|g| g.0).collect(),
+            _ => Vec::new(),
+        })
+    }
+
     /// The run's rate model's speed of `job` on `gpus` with what runs now
     /// (1.0 = its trace speed, at its recorded allocation).
     fn predicted_rate(&self, job: u32, gpus: Vec<u32>) -> PyResult<f64> {
