@@ -289,8 +289,7 @@ fn sweep<'py>(
     if threads == 0 {
         return Err(err("threads=: at least 1"));
     }
-    let shard =
-        shard.map(|s| s.parse::<dlsched::sweep::Shard>().map_err(|e| err(format!("shard=: {e}")))).transpose()?;
+    let shard = shard.map(shard_of).transpose()?;
     // An experiment given as text is written to a file in the working
     // directory (relative paths are read from there), removed once read.
     let (exp, _file) = match (path, toml) {
@@ -664,11 +663,7 @@ impl PyView {
             JobState::NotArrived | JobState::Pending | JobState::Rejected(_) => spec.duration_ms as f64,
             JobState::Running(r) => {
                 let left = (r.remaining - r.rate * view.now.since(r.settled_at) as f64).max(0.0);
-                if at_current_rate {
-                    if r.rate > 0.0 { left / r.rate } else { f64::INFINITY }
-                } else {
-                    left
-                }
+                if at_current_rate { if r.rate > 0.0 { left / r.rate } else { f64::INFINITY } } else { left }
             }
             JobState::Suspended(s) => s.remaining,
             JobState::Completed(_) => 0.0,
@@ -746,12 +741,207 @@ fn cli_main(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
     })
 }
 
+/// A sweep given from Python (`dlsched.sweep(policies=..., seeds=...)`)
+/// laid out as `dlsched sweep` lays out an experiment file's: its runs are
+/// expanded, named, ordered and sharded by `dlsched::sweep` (the file's
+/// run ids, order and `--shard I/N` split), and it writes `sweep.json`,
+/// keeps complete runs on resume and writes `failed.csv` and `summary.csv`
+/// with the same functions. The runs themselves are run by the caller
+/// (`dlsched.simulate(out=runs/<id>)`, in worker processes).
+#[pyclass(name = "SweepPlan", module = "dlsched._core", frozen)]
+struct PySweepPlan {
+    question: String,
+    swept: Vec<String>,
+    /// Every run, in id order.
+    runs: Vec<dlsched::sweep::Run>,
+    shard: Option<dlsched::sweep::Shard>,
+}
+
+impl PySweepPlan {
+    fn selected(&self) -> Vec<&dlsched::sweep::Run> {
+        match self.shard {
+            Some(s) => s.select(&self.runs),
+            None => self.runs.iter().collect(),
+        }
+    }
+}
+
+/// `shard=`: `"I/N"`, or `"slurm"` for the Slurm job array task's share, from
+/// this process's environment as `dlsched sweep --shard slurm` reads it.
+fn shard_of(s: String) -> PyResult<dlsched::sweep::Shard> {
+    use dlsched::sweep::Shard;
+    if s != "slurm" {
+        return s.parse::<Shard>().map_err(|e| err(format!("shard=: {e}, or \"slurm\"")));
+    }
+    let var = |name: &str| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+    let (id, count, min, max) = (
+        var("SLURM_ARRAY_TASK_ID"),
+        var("SLURM_ARRAY_TASK_COUNT"),
+        var("SLURM_ARRAY_TASK_MIN"),
+        var("SLURM_ARRAY_TASK_MAX"),
+    );
+    Shard::from_slurm_array(&dlsched::sweep::SlurmArrayVars {
+        task_id: id.as_deref(),
+        task_count: count.as_deref(),
+        task_min: min.as_deref(),
+        task_max: max.as_deref(),
+    })
+    .map_err(|e| err(format!("shard=\"slurm\": {e}")))
+}
+
+/// A raw-spec value as a Python object.
+fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Int(i) => i.into_pyobject(py)?.into_any(),
+        Value::UInt(u) => u.into_pyobject(py)?.into_any(),
+        Value::Float(x) => x.into_pyobject(py)?.into_any(),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Str(s) => PyString::new(py, s).into_any(),
+    })
+}
+
+#[pymethods]
+impl PySweepPlan {
+    /// `base`: the options every run shares (keyword arguments of
+    /// `dlsched.simulate`, `policy_opt` a dict); `axes`: swept key to its
+    /// values (a Python policy given by its label, a `str`); `shard`: `"I/N"`.
+    /// The axes are taken by key name, as an experiment file's `[sweep]`.
+    #[new]
+    #[pyo3(signature = (question, base, axes, shard=None))]
+    fn new(
+        question: String,
+        base: Option<&Bound<'_, PyDict>>,
+        axes: &Bound<'_, PyDict>,
+        shard: Option<String>,
+    ) -> PyResult<Self> {
+        let (mut base, strict) = raw_spec(base)?;
+        if strict {
+            base.insert("backfill".into(), Value::Bool(false));
+        }
+        let mut grid: std::collections::BTreeMap<String, Vec<Value>> = std::collections::BTreeMap::new();
+        for (k, vals) in axes.iter() {
+            let k: String = k.extract()?;
+            if base.contains_key(&k) {
+                return Err(config_err(
+                    dlsched::error::ConfigError::new(
+                        dlsched::error::ConfigErrorKind::Conflict,
+                        format!("`{k}` is both an option every run shares and swept; give one"),
+                    )
+                    .with_key(k.as_str()),
+                ));
+            }
+            let list = vals
+                .try_iter()
+                .map_err(|_| PyTypeError::new_err(format!("{k}: a list of values to sweep over")))?
+                .map(|v| value(&k, &v?))
+                .collect::<PyResult<Vec<Value>>>()?;
+            grid.insert(k, list);
+        }
+        let axes: Vec<(String, Vec<Value>)> = grid.into_iter().collect();
+        let mut runs = dlsched::sweep::expand(&base, &axes).map_err(err)?;
+        runs.sort_by(|a, b| a.id.cmp(&b.id));
+        if let Some(w) = runs.windows(2).find(|w| w[0].id == w[1].id) {
+            return Err(err(format!("two runs share the id {} (a value listed twice?)", w[0].id)));
+        }
+        let shard = shard.map(shard_of).transpose()?;
+        Ok(PySweepPlan { question, swept: axes.into_iter().map(|a| a.0).collect(), runs, shard })
+    }
+
+    /// The swept keys, by name.
+    #[getter]
+    fn swept(&self) -> Vec<String> {
+        self.swept.clone()
+    }
+
+    /// Every run's id in the sweep's own order (the grid's: the keys by
+    /// name, the last varying fastest), as `summary.csv` lists them.
+    fn all_run_ids(&self) -> Vec<String> {
+        let mut runs: Vec<&dlsched::sweep::Run> = self.runs.iter().collect();
+        runs.sort_by_key(|r| r.index);
+        runs.into_iter().map(|r| r.id.clone()).collect()
+    }
+
+    /// This shard's runs (all of them without a shard), in id order: (run
+    /// id, {swept key: value}).
+    fn runs<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, Bound<'py, PyDict>)>> {
+        self.selected()
+            .into_iter()
+            .map(|r| {
+                let d = PyDict::new(py);
+                for k in &self.swept {
+                    d.set_item(k, value_to_py(py, &r.params[k])?)?;
+                }
+                Ok((r.id.clone(), d))
+            })
+            .collect()
+    }
+
+    /// Starts the sweep directory `out`: `out/runs/` and `sweep.json`.
+    fn begin(&self, out: PathBuf) -> PyResult<()> {
+        std::fs::create_dir_all(out.join("runs")).map_err(|e| err(format!("{}: {e}", out.display())))?;
+        let mut all: Vec<&dlsched::sweep::Run> = self.runs.iter().collect();
+        all.sort_by_key(|r| r.index);
+        let text = dlsched::sweep::sweep_json(None, &self.question, &self.swept, self.shard, &all, &self.selected())
+            .map_err(err)?;
+        dlsched::metrics::export::write_atomic(&out.join("sweep.json"), text.as_bytes())
+            .map_err(|e| err(format!("{}: {e}", out.join("sweep.json").display())))
+    }
+
+    /// Whether `dlsched sweep --resume` would keep run `id` of the sweep
+    /// directory `out`: "kept" (complete, its trace unchanged), "changed"
+    /// (complete, but its trace file changed: rerun) or "incomplete".
+    fn kept(&self, out: PathBuf, id: &str) -> &'static str {
+        let dir = out.join("runs").join(id);
+        match dlsched::sweep::kept_run(&dir, &|p| dlsched::trace::file_sha256(p).ok()) {
+            dlsched::sweep::KeptRun::Complete(_) => "kept",
+            dlsched::sweep::KeptRun::InputChanged => "changed",
+            dlsched::sweep::KeptRun::Incomplete => "incomplete",
+        }
+    }
+
+    /// Ends the sweep: `failed.csv` of `failed` ((run id, error)), and
+    /// `summary.csv` (and `summary.parquet` with `output_format="parquet"` or
+    /// `"both"`) of this shard's other runs, each read from its
+    /// `out/runs/<id>/summary.json`, in the sweep's order. Returns the bytes
+    /// of `summary.csv` and a message per file that could not be written.
+    #[pyo3(signature = (out, failed, output_format=None))]
+    fn finish<'py>(
+        &self,
+        py: Python<'py>,
+        out: PathBuf,
+        failed: Vec<(String, String)>,
+        output_format: Option<String>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Vec<String>)> {
+        let format = match output_format.as_deref() {
+            None | Some("csv") => dlsched::experiment::OutputFormat::Csv,
+            Some("parquet") => dlsched::experiment::OutputFormat::Parquet,
+            Some("both") => dlsched::experiment::OutputFormat::Both,
+            Some(f) => return Err(err(format!("output_format=: csv, parquet or both, not `{f}`"))),
+        };
+        let mut rows = Vec::new();
+        for r in self.selected() {
+            if failed.iter().any(|(id, _)| *id == r.id) {
+                continue;
+            }
+            let file = out.join("runs").join(&r.id).join("summary.json");
+            let text = std::fs::read_to_string(&file).map_err(|e| err(format!("{}: {e}", file.display())))?;
+            let summary: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| err(format!("{}: {e}", file.display())))?;
+            rows.push((r.clone(), summary));
+        }
+        let errors = dlsched::sweep::write_sweep_tables(&out, &self.swept, rows, &failed, format).map_err(err)?;
+        let csv = std::fs::read(out.join("summary.csv")).unwrap_or_default();
+        Ok((PyBytes::new(py, &csv), errors))
+    }
+}
+
 /// The Rust half of the `dlsched` Python package.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(sweep, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_class::<PySweepPlan>()?;
     m.add_class::<PyView>()?;
     m.add("DlschedError", m.py().get_type::<DlschedError>())?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
