@@ -16,6 +16,8 @@ import importlib
 import inspect
 import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core
@@ -149,9 +151,18 @@ def sweep_python(
         results = [run_one(t) for t in todo]
     else:
         # spawn: a clean interpreter per worker (no fork of a process holding
-        # threads or the engine's state); factories are imported by name there.
-        with multiprocessing.get_context("spawn").Pool(n) as pool:
-            results = pool.map(run_one, todo, chunksize=1)
+        # threads or the engine's state); factories are imported by name
+        # there. A worker that dies (killed, or a script that starts the sweep
+        # again when a worker imports it) breaks the pool at once instead of
+        # hanging it.
+        try:
+            with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn")) as pool:
+                results = list(pool.map(run_one, todo))
+        except BrokenProcessPool as e:
+            raise _core.DlschedError(
+                f"a worker process of the sweep died ({e}); a script that calls dlsched.sweep(workers=...) must do "
+                "so under `if __name__ == \"__main__\":`, since each worker imports the script; the runs finished "
+                f"so far are kept in {out} (resume=True)") from e
     failed = [(run_id, e) for run_id, e, _ in results if e is not None]
     notes: List[str] = []
     for _, _, ns in results:

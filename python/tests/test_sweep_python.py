@@ -4,6 +4,7 @@ import os
 import pathlib
 import random
 import subprocess
+import sys
 
 import pytest
 
@@ -127,3 +128,13 @@ def test_shard_slurm_is_the_array_task_s_share(monkeypatch):
     monkeypatch.delenv("SLURM_ARRAY_TASK_ID")
     with pytest.raises(dlsched.DlschedError, match="SLURM_ARRAY_TASK_ID is not set"):
         dlsched._core.SweepPlan("q", {"jobs": 40}, axes, "slurm")
+
+
+def test_a_script_without_the_main_guard_fails_at_once(tmp_path):
+    # Each spawned worker imports the script: unguarded, it would start the
+    # sweep again; the pool breaks and the error says what to do (no hang).
+    script = tmp_path / "unguarded.py"
+    script.write_text("import dlsched\n"
+                      f"dlsched.sweep(policies=['fifo'], seeds=[1, 2], jobs=20, out={str(tmp_path / 'out')!r}, workers=2)\n")
+    r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and 'if __name__ == "__main__":' in r.stderr, r.stderr[-2000:]
