@@ -7,6 +7,8 @@
 //! arguments, and reports a bad value with the same message as the command
 //! line, with the key spelt `jobs_per_hour=`.
 
+mod env;
+
 use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -943,6 +945,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_class::<PySweepPlan>()?;
     m.add_class::<PyView>()?;
+    m.add_class::<env::PyEnv>()?;
+    m.add_class::<env::PyVecEnv>()?;
     m.add("DlschedError", m.py().get_type::<DlschedError>())?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

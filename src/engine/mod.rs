@@ -272,6 +272,26 @@ pub struct Simulation {
     /// Each job's progress at the last invariant check (work-defined jobs,
     /// with invariant checks on), to check that progress never decreases.
     progress_seen: Vec<f64>,
+    /// The instant being processed between [`Simulation::open_instant`] and
+    /// [`Simulation::close_instant`].
+    open: Option<OpenInstant>,
+}
+
+/// The error of a caller that drives instants out of order
+/// ([`Simulation::open_instant`]).
+fn driver_misuse(reason: &str) -> SimError {
+    SimError::Internal { job: JobId(0), job_name: String::new(), line: 0, file: None, gpu: None, reason: reason.into() }
+}
+
+/// An instant opened by [`Simulation::open_instant`] and not yet closed.
+#[derive(Clone, Copy, Debug)]
+struct OpenInstant {
+    /// A timeline sample falls at this instant.
+    sample_due: bool,
+    /// Decisions applied by the caller in this instant's pass.
+    decisions: u64,
+    /// The most decisions a pass may make ([`Simulation::decision_bound`]).
+    bound: u64,
 }
 
 impl Simulation {
@@ -321,6 +341,7 @@ impl Simulation {
             elastic_timing: ElasticTiming::Exact,
             after_pass: Vec::new(),
             progress_seen: Vec::new(),
+            open: None,
         }
     }
 
@@ -440,6 +461,33 @@ impl Simulation {
     /// co-location model gives an unusable rate, [`SimError::Internal`] when
     /// the engine's own bookkeeping fails; the run should stop then.
     pub fn step_observed<O: Observer + ?Sized>(&mut self, obs: &mut O) -> Result<Option<SimTime>, SimError> {
+        let Some(due) = self.open_instant(obs)? else { return Ok(None) };
+        if due {
+            self.schedule_pass(obs)?;
+        }
+        self.close_instant(obs)?;
+        Ok(Some(self.now))
+    }
+
+    /// The first half of [`Simulation::step_observed`], for a caller that
+    /// makes the instant's decisions itself (a learning agent driving the
+    /// run: `dlsched.gym`): moves the clock to the next instant and processes
+    /// its events (completions and timers, then arrivals, each told to the
+    /// policy's hooks). Returns `None` when no event is left, else whether a
+    /// scheduling pass is due at this instant. The caller then makes the
+    /// pass's decisions with [`Simulation::apply`] (none when no pass is
+    /// due) and ends the instant with [`Simulation::close_instant`];
+    /// [`Simulation::step_observed`] is exactly this with the policy's
+    /// decisions, so an external driver that decides as a policy would
+    /// gives the same run.
+    ///
+    /// # Errors
+    /// As [`Simulation::step_observed`]; also [`SimError::Internal`] when
+    /// the previous instant was not closed.
+    pub fn open_instant<O: Observer + ?Sized>(&mut self, obs: &mut O) -> Result<Option<bool>, SimError> {
+        if self.open.is_some() {
+            return Err(driver_misuse("open_instant: the previous instant is still open (close_instant it first)"));
+        }
         let Some(t) = self.next_time() else { return Ok(None) };
         self.now = t;
         self.stats.instants += 1;
@@ -490,9 +538,74 @@ impl Simulation {
             self.policy.on_arrival(job, &view);
             decision_due = true;
         }
-        if decision_due {
-            self.schedule_pass(obs)?;
+        self.open =
+            Some(OpenInstant { sample_due, decisions: 0, bound: if decision_due { self.decision_bound() } else { 0 } });
+        Ok(Some(decision_due))
+    }
+
+    /// One decision of the open instant's scheduling pass, made by the
+    /// caller ([`Simulation::open_instant`]), validated and applied as the
+    /// policy's would be; [`Decision::Wait`] applies nothing. A pass of more
+    /// decisions than the engine's bound (the guard against a policy that
+    /// never waits) fails as a policy's would.
+    ///
+    /// # Errors
+    /// [`SimError::InvalidDecision`] for a decision the cluster cannot
+    /// apply (the run should stop then), [`SimError::Internal`] when no
+    /// instant is open, the errors of [`Simulation::step_observed`].
+    pub fn apply<O: Observer + ?Sized>(&mut self, decision: Decision, obs: &mut O) -> Result<(), SimError> {
+        let Some(open) = self.open.as_mut() else {
+            return Err(driver_misuse("apply: no instant is open (open_instant first)"));
+        };
+        open.decisions += 1;
+        if open.decisions > open.bound.max(1) && !matches!(decision, Decision::Wait) {
+            let bound = open.bound;
+            return Err(SimError::NoProgress {
+                policy: self.policy.name(),
+                now: self.now,
+                bound,
+                jobs: Vec::new(),
+                timers: 0,
+                file: None,
+            });
         }
+        self.apply_decision(decision, obs)
+    }
+
+    /// Applies one decision of a pass (the policy's or the caller's).
+    fn apply_decision<O: Observer + ?Sized>(&mut self, decision: Decision, obs: &mut O) -> Result<(), SimError> {
+        match decision {
+            Decision::Wait => Ok(()),
+            Decision::Launch { job, gpus } => self.launch(job, gpus, false, obs),
+            Decision::Colocate { job, gpus } => self.launch(job, gpus, true, obs),
+            Decision::Preempt { job } => self.preempt(job, obs),
+            Decision::Reject { job } => self.reject(job),
+            Decision::Resize { job, gpus, atomic_bsz, accum_steps } => {
+                self.resize(job, gpus, atomic_bsz, accum_steps, obs)
+            }
+            Decision::WakeAt(at) => {
+                if at <= self.now {
+                    let msg = format!("timer at {at} is not after now ({})", self.now);
+                    return Err(SimError::InvalidTimer { policy: self.policy.name(), reason: msg });
+                }
+                self.events.push(at, Event::Timer);
+                Ok(())
+            }
+        }
+    }
+
+    /// The second half of [`Simulation::step_observed`]: after the open
+    /// instant's pass, the deferred events, the rates of jobs whose
+    /// neighbours changed, and the timeline sample.
+    ///
+    /// # Errors
+    /// As [`Simulation::step_observed`]; [`SimError::Internal`] when no
+    /// instant is open.
+    pub fn close_instant<O: Observer + ?Sized>(&mut self, obs: &mut O) -> Result<(), SimError> {
+        let Some(OpenInstant { sample_due, .. }) = self.open.take() else {
+            return Err(driver_misuse("close_instant: no instant is open"));
+        };
+        let t = self.now;
         for (at, ev) in self.after_pass.drain(..) {
             self.events.push(at, ev);
         }
@@ -513,7 +626,73 @@ impl Simulation {
                 self.events.push(at, Event::Sample);
             }
         }
-        Ok(Some(t))
+        Ok(())
+    }
+
+    /// The view a policy gets now (for a caller driving the run with
+    /// [`Simulation::open_instant`]).
+    pub fn view(&self) -> View<'_> {
+        View { now: self.now, cluster: &self.cluster, jobs: &self.jobs }
+    }
+
+    /// Jobs not yet submitted (still to arrive).
+    pub fn arrivals_left(&self) -> usize {
+        self.jobs.len() - self.next_arrival
+    }
+
+    /// Whether the next instant is past the run's horizon
+    /// ([`Simulation::with_horizon`]): a driven run stops there, as
+    /// [`Simulation::run_observed`] does.
+    pub fn past_horizon(&self) -> bool {
+        self.horizon.is_some_and(|h| self.next_time().is_some_and(|t| t > h))
+    }
+
+    /// The checks [`Simulation::run_observed`] makes after every instant:
+    /// the invariants (when on) and the net-progress watch.
+    ///
+    /// # Errors
+    /// [`SimError::Invariant`], or the net-progress watch's error.
+    pub fn check_after_instant(&mut self) -> Result<(), SimError> {
+        if self.invariant_checks {
+            self.check_invariants().map_err(|reason| SimError::Invariant {
+                policy: self.policy.name(),
+                at_ms: self.now.as_ms(),
+                reason,
+            })?;
+            if self.jobs.work_defined() > 0 {
+                self.check_progress_monotone().map_err(|reason| SimError::Invariant {
+                    policy: self.policy.name(),
+                    at_ms: self.now.as_ms(),
+                    reason,
+                })?;
+            }
+        }
+        if self.stats.launches + self.stats.preemptions + self.stats.resizes >= self.net.next_check {
+            self.check_net_progress()?;
+        }
+        Ok(())
+    }
+
+    /// Before a driven run's first instant: the checks
+    /// [`Simulation::run_observed`] makes before it (every work-defined
+    /// job's application known to the progress model).
+    ///
+    /// # Errors
+    /// [`SimError::ModelFailure`] naming the job.
+    pub fn check_start(&self) -> Result<(), SimError> {
+        self.check_progress_model()
+    }
+
+    /// Whether the run may end now: every admitted job completed or
+    /// rejected, or the run allows unfinished jobs.
+    ///
+    /// # Errors
+    /// [`SimError::Unfinished`] naming the jobs left.
+    pub fn check_end(&self) -> Result<(), SimError> {
+        if self.completed + self.rejected < self.jobs.len() && !self.allow_unfinished {
+            return Err(self.unfinished());
+        }
+        Ok(())
     }
 
     /// Runs to the end, calling `progress` every 4,096 instants.
@@ -537,31 +716,13 @@ impl Simulation {
         self.check_progress_model()?;
         let mut n: u64 = 0;
         loop {
-            if let Some(h) = self.horizon
-                && self.next_time().is_some_and(|t| t > h)
-            {
+            if self.past_horizon() {
                 break;
             }
             if self.step_observed(obs)?.is_none() {
                 break;
             }
-            if self.invariant_checks {
-                self.check_invariants().map_err(|reason| SimError::Invariant {
-                    policy: self.policy.name(),
-                    at_ms: self.now.as_ms(),
-                    reason,
-                })?;
-                if self.jobs.work_defined() > 0 {
-                    self.check_progress_monotone().map_err(|reason| SimError::Invariant {
-                        policy: self.policy.name(),
-                        at_ms: self.now.as_ms(),
-                        reason,
-                    })?;
-                }
-            }
-            if self.stats.launches + self.stats.preemptions + self.stats.resizes >= self.net.next_check {
-                self.check_net_progress()?;
-            }
+            self.check_after_instant()?;
             n += 1;
             if n.is_multiple_of(4096) {
                 progress(Progress {
@@ -578,9 +739,7 @@ impl Simulation {
             total: self.jobs.len(),
             changes: self.stats.launches + self.stats.preemptions,
         });
-        if self.completed + self.rejected < self.jobs.len() && !self.allow_unfinished {
-            return Err(self.unfinished());
-        }
+        self.check_end()?;
         Ok(self.finish_observed(obs))
     }
 
@@ -718,20 +877,7 @@ impl Simulation {
             let view = View { now: self.now, cluster: &self.cluster, jobs: &self.jobs };
             match self.policy.decide(&view) {
                 Decision::Wait => return Ok(()),
-                Decision::Launch { job, gpus } => self.launch(job, gpus, false, obs)?,
-                Decision::Colocate { job, gpus } => self.launch(job, gpus, true, obs)?,
-                Decision::Preempt { job } => self.preempt(job, obs)?,
-                Decision::Reject { job } => self.reject(job)?,
-                Decision::Resize { job, gpus, atomic_bsz, accum_steps } => {
-                    self.resize(job, gpus, atomic_bsz, accum_steps, obs)?;
-                }
-                Decision::WakeAt(at) => {
-                    if at <= self.now {
-                        let msg = format!("timer at {at} is not after now ({})", self.now);
-                        return Err(SimError::InvalidTimer { policy: self.policy.name(), reason: msg });
-                    }
-                    self.events.push(at, Event::Timer);
-                }
+                d => self.apply_decision(d, obs)?,
             }
         }
     }

@@ -7,6 +7,7 @@
 //! holds that spec in full (`spec`), and [`RunSpec::from_manifest`] reads it
 //! back to rerun the run byte for byte.
 
+pub mod env;
 pub mod fill;
 pub mod notes;
 pub mod output;
@@ -26,7 +27,7 @@ pub use output::{
 };
 pub use registry::Registry;
 pub use run::{
-    InputInfo, PolicyBuilder, RunBuilder, RunReport, run_one, run_one_checked, run_one_with_agent,
+    InputInfo, PolicyBuilder, PreparedRun, RunBuilder, RunReport, run_one, run_one_checked, run_one_with_agent,
     run_one_with_artefacts, run_one_with_policy,
 };
 pub use spec::{

@@ -226,6 +226,7 @@ pub struct RunBuilder<'a> {
     extensions: Extensions,
     policy: Option<PolicyBuilder<'a>>,
     checks: bool,
+    records: Option<Vec<TraceRecord>>,
 }
 
 impl<'a> RunBuilder<'a> {
@@ -237,7 +238,19 @@ impl<'a> RunBuilder<'a> {
             extensions: Extensions::default(),
             policy: None,
             checks: false,
+            records: None,
         }
+    }
+
+    /// Replays `records` instead of the rows of the spec's trace (which must
+    /// be a [`WorkloadSource::Trace`]; the manifest still names its file):
+    /// a window of the trace's jobs that the caller cut from rows it loaded
+    /// once (a learning environment's episodes, [`crate::experiment::env`]).
+    /// The records go through the same stages as the file's rows (models,
+    /// admission).
+    pub fn records(mut self, records: Vec<TraceRecord>) -> Self {
+        self.records = Some(records);
+        self
     }
 
     /// Reads the files the run names (RIFLING tables, GENIE models, profile
@@ -278,12 +291,41 @@ impl<'a> RunBuilder<'a> {
     /// # Errors
     /// As [`run_one`].
     pub fn run(self, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
-        let RunBuilder { spec, artefacts, extensions, policy, checks } = self;
+        self.build()?.run(progress)
+    }
+
+    /// Runs the stages up to the engine and hands back the run ready to
+    /// start: [`PreparedRun::run`] runs it to the end (what
+    /// [`RunBuilder::run`] does), or a caller drives it instant by instant
+    /// ([`PreparedRun::sim_mut`], a learning agent's environment) and then
+    /// [`PreparedRun::finish`]es it.
+    ///
+    /// # Errors
+    /// As [`run_one`], for the stages before the first instant.
+    pub fn build(self) -> Result<PreparedRun, RunError> {
+        let RunBuilder { spec, artefacts, extensions, policy, checks, records } = self;
         let artefacts = &*artefacts;
         spec.validate()?;
         let cluster = cluster_stage(spec)?;
         let mut extensions = extensions;
-        let loaded = workload_stage(spec, &cluster, artefacts, &mut extensions)?;
+        let loaded = match (records, &spec.workload) {
+            (None, _) => workload_stage(spec, &cluster, artefacts, &mut extensions)?,
+            (Some(records), WorkloadSource::Trace { path, .. }) => {
+                let input = InputInfo {
+                    path: Some(path.clone()),
+                    format: "trace-window".into(),
+                    sha256: None,
+                    origin: None,
+                    rows: records.len(),
+                    ignored_columns: Vec::new(),
+                    malformed: Vec::new(),
+                };
+                Loaded { records, input, tasks: HashMap::new() }
+            }
+            (Some(_), _) => {
+                return Err(ConfigError::other("RunBuilder::records: the spec's workload must be a trace").into());
+            }
+        };
         let Loaded { records, input, mut tasks } = loaded;
         let is_tasks = spec.workload.is_tasks();
         let models = models_stage(spec, &cluster, artefacts, records, is_tasks)?;
@@ -352,13 +394,105 @@ impl<'a> RunBuilder<'a> {
             checks,
             progress_model,
         )?;
+        Ok(PreparedRun {
+            spec: spec.clone(),
+            sim,
+            recorder,
+            input,
+            skipped: workload.skipped,
+            rows_total: workload.rows_total,
+            model_aliases: models.model_aliases,
+            unused_durations,
+        })
+    }
+}
+
+/// A run built by [`RunBuilder::build`], not yet started (or driven part of
+/// the way by its caller).
+pub struct PreparedRun {
+    spec: RunSpec,
+    sim: Simulation,
+    recorder: Recorder,
+    input: InputInfo,
+    skipped: Vec<Skipped>,
+    rows_total: usize,
+    model_aliases: Vec<crate::profile::aliases::AliasUse>,
+    unused_durations: usize,
+}
+
+impl PreparedRun {
+    /// The run's spec.
+    pub fn spec(&self) -> &RunSpec {
+        &self.spec
+    }
+
+    /// The simulation and the recorder that observes it, for a caller that
+    /// drives the run ([`Simulation::open_instant`], [`Simulation::apply`],
+    /// [`Simulation::close_instant`], each given the recorder as observer).
+    pub fn sim_mut(&mut self) -> (&mut Simulation, &mut Recorder) {
+        (&mut self.sim, &mut self.recorder)
+    }
+
+    /// The simulation, read-only.
+    pub fn sim(&self) -> &Simulation {
+        &self.sim
+    }
+
+    /// An error of the run with the trace file it names, where there is one.
+    pub fn in_file(&self, e: crate::error::SimError) -> crate::error::SimError {
+        match &self.spec.workload {
+            WorkloadSource::Trace { path, .. } => e.in_file(path),
+            _ => e,
+        }
+    }
+
+    /// Runs the rest of the run and summarises it.
+    ///
+    /// # Errors
+    /// As [`run_one`].
+    pub fn run(self, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
+        let PreparedRun { spec, sim, mut recorder, input, skipped, rows_total, model_aliases, unused_durations } = self;
         // An error of the run names the job's trace file and line.
         let output = sim.run_observed(&mut recorder, progress).map_err(|e| match &spec.workload {
             WorkloadSource::Trace { path, .. } => e.in_file(path),
             _ => e,
         })?;
+        Ok(summarise(spec, output, recorder, input, skipped, rows_total, model_aliases, unused_durations))
+    }
+
+    /// Ends a driven run where it is (after the caller's last
+    /// [`Simulation::close_instant`]) and summarises it, as [`PreparedRun::run`]
+    /// does at the end.
+    ///
+    /// # Errors
+    /// [`crate::error::SimError::Unfinished`] when admitted jobs are left and
+    /// the run does not allow it (as [`PreparedRun::run`]).
+    pub fn finish(self) -> Result<RunReport, RunError> {
+        let PreparedRun { spec, sim, mut recorder, input, skipped, rows_total, model_aliases, unused_durations } = self;
+        sim.check_end().map_err(|e| match &spec.workload {
+            WorkloadSource::Trace { path, .. } => e.in_file(path),
+            _ => e,
+        })?;
+        let output = sim.finish_observed(&mut recorder);
+        Ok(summarise(spec, output, recorder, input, skipped, rows_total, model_aliases, unused_durations))
+    }
+}
+
+/// A finished run's report: the recording and the summary.
+#[allow(clippy::too_many_arguments)]
+fn summarise(
+    spec: RunSpec,
+    output: RunOutput,
+    recorder: Recorder,
+    input: InputInfo,
+    skipped: Vec<Skipped>,
+    rows_total: usize,
+    model_aliases: Vec<crate::profile::aliases::AliasUse>,
+    unused_durations: usize,
+) -> RunReport {
+    {
         let recording = recorder.into_recording();
-        let (mut summary, vcs) = metrics::summarize(&output, &recording, &workload.skipped, workload.rows_total);
+        let (mut summary, vcs) = metrics::summarize(&output, &recording, &skipped, rows_total);
         // Malformed rows left out of a replayed trace are rows read and not
         // simulated (a drawn workload's, GENIE's tasks or Pollux's jobs, are
         // not rows of the summary's count).
@@ -371,18 +505,17 @@ impl<'a> RunBuilder<'a> {
         if summary.jobs_unfinished > 0 {
             summary.cut_off = spec.cut_off();
         }
-        Ok(RunReport {
-            spec: spec.clone(),
-            input,
-            output,
-            recording,
-            skipped: workload.skipped,
-            summary,
-            vcs,
-            model_aliases: models.model_aliases,
-            unused_durations,
-        })
+        RunReport { spec, input, output, recording, skipped, summary, vcs, model_aliases, unused_durations }
     }
+}
+
+/// The cluster of a run of `spec` (validated), as the run would build it.
+///
+/// # Errors
+/// An invalid spec, a node or VC file that cannot be read.
+pub(crate) fn cluster_of(spec: &RunSpec) -> Result<Cluster, RunError> {
+    spec.validate()?;
+    cluster_stage(spec)
 }
 
 /// The name of the run's profile database for manifests.

@@ -18,6 +18,7 @@ mod elastic_run;
 mod elasticflow;
 mod elasticflow_policies;
 mod engine_hooks;
+mod env;
 mod experiment_figures;
 mod fairness;
 mod fidelity;
