@@ -18,6 +18,12 @@ What one run showed (40 episodes, 2026-12-02): the agent's mean JCT moved
 between 10 and 33 h without a trend, mostly between FIFO's 20.4 h and
 FIFO with backfill's 12.4 h. This coarse state and 40 episodes do not learn
 backfilling reliably; the example shows the loop, not a result.
+
+For an agent that learns, see ``examples/python/train_maskable_ppo.py``
+(sb3-contrib's MaskablePPO on the vectorised environment, episodes sampled
+over a load range, evaluated on held-out episodes with paired intervals;
+write-up ``experiments/rl-agent.md``). This file stays as the smallest
+dependency-free loop (no torch).
 """
 import argparse
 import collections

@@ -27,7 +27,9 @@ instant's pass: the engine goes on to its next event):
 - ``"placement"`` (RIFLING's action set): place the head job (the earliest
   waiting) as ``<d_node, d_gpn>``, ``d_gpn`` GPUs on each of ``d_node``
   nodes (``d_node * d_gpn`` = its GPUs; the nodes with most free GPUs);
-  action ``(d_node - 1) * G + d_gpn - 1`` on ``G`` GPUs per node, up to 32 nodes.
+  action ``(d_node - 1) * G + d_gpn - 1`` on ``G`` GPUs per node, up to 32
+  nodes. A head job no such shape fits (7 GPUs on nodes of 4) is started by
+  the placement rule as soon as it fits, without a decision.
 - ``"node"`` (LDWP's): start the head job on one node (its GPUs there; a
   job wider than a node takes that node first, then the nodes with most free
   GPUs); one action per node.

@@ -15,93 +15,101 @@ use dlsched::experiment::env::{
 
 use crate::{err, run_err, run_spec};
 
-/// The environment's settings from the keywords `dlsched.gym` passes.
-#[allow(clippy::too_many_arguments)]
-fn config(
-    max_queue: usize,
-    reward: &str,
-    reward_norm: &str,
-    oracle: bool,
-    max_steps: u64,
-    max_time_h: Option<f64>,
-    observation: &str,
-    action: &str,
-    episodes: &str,
-    window_jobs: usize,
-    eval_share: f64,
-    loads: Option<(f64, f64)>,
-    split: &str,
-) -> PyResult<EnvConfig> {
-    let reward = RewardKind::parse(reward).map_err(err)?;
-    let reward_norm = RewardNorm::parse(reward_norm).map_err(err)?;
-    let observation = ObservationKind::parse(observation).map_err(err)?;
-    let action = ActionMode::parse(action).map_err(err)?;
-    let episodes = match (episodes, loads) {
+/// The environment's own keywords (the rest are the workload's, as
+/// `dlsched.simulate` takes them).
+const ENV_KEYS: [&str; 13] = [
+    "max_queue",
+    "reward",
+    "reward_norm",
+    "oracle",
+    "max_steps",
+    "max_time_h",
+    "observation",
+    "action",
+    "episodes",
+    "window_jobs",
+    "eval_share",
+    "loads",
+    "split",
+];
+
+/// A keyword's value, or `default` when absent or None.
+fn get<T: for<'a, 'py> FromPyObject<'a, 'py>>(d: &Bound<'_, PyDict>, key: &str, default: T) -> PyResult<T> {
+    match d.get_item(key)? {
+        Some(v) if !v.is_none() => v.extract::<T>().map_err(|e| {
+            let e: PyErr = e.into();
+            err(format!("{key}=: {e}"))
+        }),
+        _ => Ok(default),
+    }
+}
+
+/// An environment of the keywords `kwargs`: the environment's own
+/// ([`ENV_KEYS`], `dlsched.gym` documents them), the rest the workload's.
+fn build(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Env> {
+    let py_kw = match kwargs {
+        Some(k) => k.copy()?,
+        None => return build_from(None, None),
+    };
+    let own = PyDict::new(py_kw.py());
+    for key in ENV_KEYS {
+        if let Some(v) = py_kw.get_item(key)? {
+            own.set_item(key, v)?;
+            py_kw.del_item(key)?;
+        }
+    }
+    build_from(Some(&own), Some(&py_kw))
+}
+
+fn build_from(own: Option<&Bound<'_, PyDict>>, workload: Option<&Bound<'_, PyDict>>) -> PyResult<Env> {
+    let cfg = match own {
+        Some(d) => config(d)?,
+        None => EnvConfig::default(),
+    };
+    let (spec, _) = run_spec(workload)?;
+    Env::new(spec, cfg).map_err(run_err)
+}
+
+/// The environment's settings from its keywords.
+fn config(d: &Bound<'_, PyDict>) -> PyResult<EnvConfig> {
+    let dflt = EnvConfig::default();
+    let reward = RewardKind::parse(&get(d, "reward", "queue_delay".to_string())?).map_err(err)?;
+    let reward_norm = RewardNorm::parse(&get(d, "reward_norm", "none".to_string())?).map_err(err)?;
+    let observation = ObservationKind::parse(&get(d, "observation", "flat".to_string())?).map_err(err)?;
+    let action = ActionMode::parse(&get(d, "action", "job".to_string())?).map_err(err)?;
+    let loads: Option<(f64, f64)> = get(d, "loads", None)?;
+    let episodes = match (get(d, "episodes", "spec".to_string())?.as_str(), loads) {
         ("spec", _) => EpisodeSource::Spec,
-        ("windows", _) => EpisodeSource::TraceWindows { jobs: window_jobs, eval_share },
+        ("windows", _) => {
+            EpisodeSource::TraceWindows { jobs: get(d, "window_jobs", 256)?, eval_share: get(d, "eval_share", 0.2)? }
+        }
         ("loads", Some((lo, hi))) => EpisodeSource::Loads { lo, hi },
         ("loads", None) => return Err(err("episodes=\"loads\": give loads=(lo, hi)")),
         (e, _) => return Err(err(format!("episodes=`{e}`: spec, windows or loads"))),
     };
-    let split = match split {
+    let split = match get(d, "split", "train".to_string())?.as_str() {
         "train" => Split::Train,
         "eval" => Split::Eval,
         s => return Err(err(format!("split=`{s}`: train or eval"))),
     };
+    let max_time_h: Option<f64> = get(d, "max_time_h", None)?;
     if let Some(h) = max_time_h
         && !(h.is_finite() && h > 0.0)
     {
         return Err(err(format!("max_time_h={h}: a positive number of hours")));
     }
     Ok(EnvConfig {
-        max_queue,
+        max_queue: get(d, "max_queue", dflt.max_queue)?,
         reward,
         reward_norm,
-        oracle,
-        max_steps,
+        oracle: get(d, "oracle", dflt.oracle)?,
+        max_steps: get(d, "max_steps", dflt.max_steps)?,
         max_time_s: max_time_h.map(|h| h * 3600.0),
         observation,
         action,
         episodes,
         split,
     })
-}
-
-/// A new environment of the workload keywords `kwargs`.
-#[allow(clippy::too_many_arguments)]
-fn build(
-    max_queue: usize,
-    reward: &str,
-    reward_norm: &str,
-    oracle: bool,
-    max_steps: u64,
-    max_time_h: Option<f64>,
-    observation: &str,
-    action: &str,
-    episodes: &str,
-    window_jobs: usize,
-    eval_share: f64,
-    loads: Option<(f64, f64)>,
-    split: &str,
-    kwargs: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Env> {
-    let cfg = config(
-        max_queue,
-        reward,
-        reward_norm,
-        oracle,
-        max_steps,
-        max_time_h,
-        observation,
-        action,
-        episodes,
-        window_jobs,
-        eval_share,
-        loads,
-        split,
-    )?;
-    let (spec, _) = run_spec(kwargs)?;
-    Env::new(spec, cfg).map_err(run_err)
 }
 
 /// One environment: `reset`, `step`, the observation and mask as numpy
@@ -120,44 +128,11 @@ impl PyEnv {
 
 #[pymethods]
 impl PyEnv {
+    /// An environment: keywords as `dlsched.gym.ClusterSchedulingEnv`'s.
     #[new]
-    #[pyo3(signature = (max_queue=8, reward="queue_delay", reward_norm="none", oracle=true, max_steps=100_000,
-        max_time_h=None, observation="flat", action="job", episodes="spec", window_jobs=256, eval_share=0.2,
-        loads=None, split="train", **kwargs))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        max_queue: usize,
-        reward: &str,
-        reward_norm: &str,
-        oracle: bool,
-        max_steps: u64,
-        max_time_h: Option<f64>,
-        observation: &str,
-        action: &str,
-        episodes: &str,
-        window_jobs: usize,
-        eval_share: f64,
-        loads: Option<(f64, f64)>,
-        split: &str,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
-        let env = build(
-            max_queue,
-            reward,
-            reward_norm,
-            oracle,
-            max_steps,
-            max_time_h,
-            observation,
-            action,
-            episodes,
-            window_jobs,
-            eval_share,
-            loads,
-            split,
-            kwargs,
-        )?;
-        Ok(PyEnv { env: Mutex::new(env) })
+    #[pyo3(signature = (**kwargs))]
+    fn new(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        Ok(PyEnv { env: Mutex::new(build(kwargs)?) })
     }
 
     /// Values per observation.
@@ -267,51 +242,16 @@ impl PyVecEnv {
 
 #[pymethods]
 impl PyVecEnv {
+    /// `num_envs` environments of the same keywords (as
+    /// `dlsched.gym.ClusterSchedulingEnv`'s), each its own episode stream;
+    /// `same_step`: autoreset in the step that ends an episode.
     #[new]
-    #[pyo3(signature = (num_envs, same_step=false, max_queue=8, reward="queue_delay", reward_norm="none", oracle=true,
-        max_steps=100_000, max_time_h=None, observation="flat", action="job", episodes="spec", window_jobs=256,
-        eval_share=0.2, loads=None, split="train", **kwargs))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        num_envs: usize,
-        same_step: bool,
-        max_queue: usize,
-        reward: &str,
-        reward_norm: &str,
-        oracle: bool,
-        max_steps: u64,
-        max_time_h: Option<f64>,
-        observation: &str,
-        action: &str,
-        episodes: &str,
-        window_jobs: usize,
-        eval_share: f64,
-        loads: Option<(f64, f64)>,
-        split: &str,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
+    #[pyo3(signature = (num_envs, same_step=false, **kwargs))]
+    fn new(num_envs: usize, same_step: bool, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         if num_envs == 0 {
             return Err(err("num_envs: at least 1"));
         }
-        let mut envs = Vec::with_capacity(num_envs);
-        for _ in 0..num_envs {
-            envs.push(build(
-                max_queue,
-                reward,
-                reward_norm,
-                oracle,
-                max_steps,
-                max_time_h,
-                observation,
-                action,
-                episodes,
-                window_jobs,
-                eval_share,
-                loads,
-                split,
-                kwargs,
-            )?);
-        }
+        let envs = (0..num_envs).map(|_| build(kwargs)).collect::<PyResult<Vec<_>>>()?;
         Ok(PyVecEnv { venv: Mutex::new(VecEnv::new(envs, same_step).map_err(run_err)?) })
     }
 

@@ -18,7 +18,9 @@
 //!   `d_gpn` GPUs on each of `d_node` nodes, `d_node · d_gpn` equal to its
 //!   GPUs, on the nodes with most free GPUs ([`super::super::policy::symmetric::physical`]);
 //!   action `(d_node - 1) · G + d_gpn - 1` for `G` GPUs per node, `d_node`
-//!   up to [`MAX_SPREAD`] nodes, wait last.
+//!   up to [`MAX_SPREAD`] nodes, wait last. A head job that no such shape
+//!   fits (7 GPUs on nodes of 4) is started by the run's placement rule as
+//!   soon as it fits, without a decision.
 //! - `node` (LDWP's, `policy::ldwp`): start the head job on one node: its
 //!   GPUs on that node (the lowest free GPU ids), and for a job wider than a
 //!   node that node's free GPUs first, then the nodes with most free GPUs;
@@ -741,6 +743,10 @@ impl Env {
             // A decide call: accrue, then see whether there is a choice.
             let now = ep.run.sim().now().as_ms() as f64 / 1000.0;
             Self::accrue(&self.cfg, ep, now);
+            if self.cfg.action == ActionMode::Placement && self.place_asymmetric_head()? {
+                // Started by the placement rule: the pass goes on.
+                continue;
+            }
             let any = self.candidates();
             let ep = self.ep.as_mut().ok_or_else(|| cfg_err("no episode"))?;
             if any {
@@ -836,6 +842,35 @@ impl Env {
                     }
                 }
             }
+        }
+    }
+
+    /// `placement` mode: a head job whose GPUs no `<d_node, d_gpn>` of the
+    /// action set gives (e.g. 7 GPUs on lab16's 4 nodes of 4) is started by
+    /// the run's placement rule as soon as it fits, without a decision
+    /// (RIFLING's tasks are moldable; rigid jobs may have no symmetric
+    /// shape). Returns whether it started one.
+    fn place_asymmetric_head(&mut self) -> Result<bool, RunError> {
+        let (nodes, gpn) = (MAX_SPREAD.min(self.node_gpus.len() as u32), self.gpn);
+        let Some(ep) = self.ep.as_mut() else { return Ok(false) };
+        let Some(&head) = ep.waiting.iter().next() else { return Ok(false) };
+        let sim = ep.run.sim();
+        let g = sim.jobs().spec(head).gpus;
+        if (1..=nodes).any(|d| g % d == 0 && g / d <= gpn) {
+            return Ok(false);
+        }
+        let view = sim.view();
+        let mut gpus = Vec::new();
+        let req = crate::policy::queue::request(&view, head);
+        if !ep.placement.place_job(&view, head, req, &mut gpus) {
+            return Ok(false);
+        }
+        ep.waiting.remove(&head);
+        ep.running.insert(head);
+        let (sim, rec) = ep.run.sim_mut();
+        match sim.apply(Decision::Launch { job: head, gpus }, rec) {
+            Ok(()) => Ok(true),
+            Err(e) => Err(self.fail(e)),
         }
     }
 

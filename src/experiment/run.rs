@@ -395,14 +395,16 @@ impl<'a> RunBuilder<'a> {
             progress_model,
         )?;
         Ok(PreparedRun {
-            spec: spec.clone(),
             sim,
-            recorder,
-            input,
-            skipped: workload.skipped,
-            rows_total: workload.rows_total,
-            model_aliases: models.model_aliases,
-            unused_durations,
+            rest: RunParts {
+                spec: spec.clone(),
+                recorder,
+                input,
+                skipped: workload.skipped,
+                rows_total: workload.rows_total,
+                model_aliases: models.model_aliases,
+                unused_durations,
+            },
         })
     }
 }
@@ -410,8 +412,13 @@ impl<'a> RunBuilder<'a> {
 /// A run built by [`RunBuilder::build`], not yet started (or driven part of
 /// the way by its caller).
 pub struct PreparedRun {
-    spec: RunSpec,
     sim: Simulation,
+    rest: RunParts,
+}
+
+/// What a run keeps beside its simulation until it is summarised.
+struct RunParts {
+    spec: RunSpec,
     recorder: Recorder,
     input: InputInfo,
     skipped: Vec<Skipped>,
@@ -423,14 +430,14 @@ pub struct PreparedRun {
 impl PreparedRun {
     /// The run's spec.
     pub fn spec(&self) -> &RunSpec {
-        &self.spec
+        &self.rest.spec
     }
 
     /// The simulation and the recorder that observes it, for a caller that
     /// drives the run ([`Simulation::open_instant`], [`Simulation::apply`],
     /// [`Simulation::close_instant`], each given the recorder as observer).
     pub fn sim_mut(&mut self) -> (&mut Simulation, &mut Recorder) {
-        (&mut self.sim, &mut self.recorder)
+        (&mut self.sim, &mut self.rest.recorder)
     }
 
     /// The simulation, read-only.
@@ -440,10 +447,7 @@ impl PreparedRun {
 
     /// An error of the run with the trace file it names, where there is one.
     pub fn in_file(&self, e: crate::error::SimError) -> crate::error::SimError {
-        match &self.spec.workload {
-            WorkloadSource::Trace { path, .. } => e.in_file(path),
-            _ => e,
-        }
+        self.rest.in_file(e)
     }
 
     /// Runs the rest of the run and summarises it.
@@ -451,13 +455,10 @@ impl PreparedRun {
     /// # Errors
     /// As [`run_one`].
     pub fn run(self, progress: impl FnMut(Progress)) -> Result<RunReport, RunError> {
-        let PreparedRun { spec, sim, mut recorder, input, skipped, rows_total, model_aliases, unused_durations } = self;
+        let PreparedRun { sim, mut rest } = self;
         // An error of the run names the job's trace file and line.
-        let output = sim.run_observed(&mut recorder, progress).map_err(|e| match &spec.workload {
-            WorkloadSource::Trace { path, .. } => e.in_file(path),
-            _ => e,
-        })?;
-        Ok(summarise(spec, output, recorder, input, skipped, rows_total, model_aliases, unused_durations))
+        let output = sim.run_observed(&mut rest.recorder, progress).map_err(|e| rest.in_file(e))?;
+        Ok(rest.summarise(output))
     }
 
     /// Ends a driven run where it is (after the caller's last
@@ -468,29 +469,25 @@ impl PreparedRun {
     /// [`crate::error::SimError::Unfinished`] when admitted jobs are left and
     /// the run does not allow it (as [`PreparedRun::run`]).
     pub fn finish(self) -> Result<RunReport, RunError> {
-        let PreparedRun { spec, sim, mut recorder, input, skipped, rows_total, model_aliases, unused_durations } = self;
-        sim.check_end().map_err(|e| match &spec.workload {
-            WorkloadSource::Trace { path, .. } => e.in_file(path),
-            _ => e,
-        })?;
-        let output = sim.finish_observed(&mut recorder);
-        Ok(summarise(spec, output, recorder, input, skipped, rows_total, model_aliases, unused_durations))
+        let PreparedRun { sim, mut rest } = self;
+        sim.check_end().map_err(|e| rest.in_file(e))?;
+        let output = sim.finish_observed(&mut rest.recorder);
+        Ok(rest.summarise(output))
     }
 }
 
-/// A finished run's report: the recording and the summary.
-#[allow(clippy::too_many_arguments)]
-fn summarise(
-    spec: RunSpec,
-    output: RunOutput,
-    recorder: Recorder,
-    input: InputInfo,
-    skipped: Vec<Skipped>,
-    rows_total: usize,
-    model_aliases: Vec<crate::profile::aliases::AliasUse>,
-    unused_durations: usize,
-) -> RunReport {
-    {
+impl RunParts {
+    /// An error of the run with the trace file it names, where there is one.
+    fn in_file(&self, e: crate::error::SimError) -> crate::error::SimError {
+        match &self.spec.workload {
+            WorkloadSource::Trace { path, .. } => e.in_file(path),
+            _ => e,
+        }
+    }
+
+    /// A finished run's report: the recording and the summary.
+    fn summarise(self, output: RunOutput) -> RunReport {
+        let RunParts { spec, recorder, input, skipped, rows_total, model_aliases, unused_durations } = self;
         let recording = recorder.into_recording();
         let (mut summary, vcs) = metrics::summarize(&output, &recording, &skipped, rows_total);
         // Malformed rows left out of a replayed trace are rows read and not

@@ -218,3 +218,21 @@ fn a_vector_steps_each_environment_as_it_would_step_alone() {
     }
     assert!(ended > 0);
 }
+
+#[test]
+fn placement_mode_starts_a_head_job_of_no_symmetric_shape_by_the_placement_rule() {
+    let d = tempfile::tempdir().unwrap();
+    // Two nodes of 4 GPUs: 3 GPUs = <1,3> only; 7 GPUs has no <d_node, d_gpn>
+    // (7 x 1 needs 7 nodes): consolidate places it as soon as 7 GPUs are free.
+    let spec = trace_spec(d.path(), "A,7,0,100\nB,3,0,100\n", 2, 4);
+    let cfg = EnvConfig { action: ActionMode::Placement, ..EnvConfig::default() };
+    let mut env = Env::new(spec, cfg).unwrap();
+    env.reset(Some(0)).unwrap();
+    // A started at 0 without a decision; B (head now) waits for 3 GPUs: at
+    // 100 s A ends and <1,3> (index 2) is B's one placement.
+    assert_eq!(env.now_s(), 100.0);
+    let m: Vec<usize> = (0..9).filter(|&a| env.mask()[a]).collect();
+    assert_eq!(m, vec![2]);
+    assert!(env.step(2).unwrap().terminated);
+    assert_eq!(env.report().unwrap().summary.jct_mean_s, (100.0 + 200.0) / 2.0);
+}
