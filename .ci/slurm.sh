@@ -7,7 +7,9 @@
 # experiments/slurm/ci-small.toml with experiments/slurm/submit.sh: a 3-task job
 # array (sweep.sbatch, `dlsched sweep --shard slurm`) and the merge as a job
 # depending on it (merge.sbatch, --dependency=afterok). It runs the same sweep
-# unsharded and checks that the merged summary.csv is byte-identical to it.
+# unsharded and checks that the merged summary.csv is byte-identical to it;
+# with DLSCHED_PYTHON, the same for a sweep of a Python policy run by
+# dlsched.sweep(shard="slurm") in a 2-task array (the Python route).
 # The daemons are stopped on exit, whatever happened. Rerunnable: a run first
 # stops the daemons an earlier, killed run left (by their pid files) and starts
 # from an empty directory. Needs root (apt-get, slurmd).
@@ -162,9 +164,12 @@ say "node $host is idle"
 
 # --- the sweep as a job array, the merge as a dependent job ---
 # The binary: $DLSCHED when the caller built one (.ci/run passes its test
-# build's), else a release build of the checkout.
+# build's), else the `dlsched` on PATH (`pip install .` installs one, the same
+# command line), else a release build of the checkout.
 if [ -n "${DLSCHED:-}" ]; then
   dlsched="$DLSCHED"
+elif command -v dlsched >/dev/null; then
+  dlsched="$(command -v dlsched)"
 else
   cargo build --release --quiet
   dlsched="$repo/target/release/dlsched"
@@ -197,4 +202,33 @@ cmp "$out/slurm/merged/summary.csv" "$out/whole/summary.csv" ||
 say "merged summary.csv ($(($(wc -l <"$out/whole/summary.csv") - 1)) runs) is byte-identical to the unsharded sweep's"
 awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "jct_mean_s") c = i } { print "slurm:   " $1 "," $2 "," $3 "," $c }' \
   "$out/slurm/merged/summary.csv"
+
+# --- the Python route: a sweep of a Python policy as a job array ---
+# With DLSCHED_PYTHON (the Python of an environment with the package: .ci/run
+# gives its venv's), a 2-task array runs dlsched.sweep(policies=...,
+# shard="slurm") of the Python SJF (examples/python/sjf.py) and FIFO over 3
+# seeds of 100 synthetic jobs, each task in its own directory; the shards merged by `dlsched merge`
+# must equal the sweep run whole in worker processes, byte for byte.
+if [ -n "${DLSCHED_PYTHON:-}" ]; then
+  py_out="$out/python"
+  mkdir -p "$py_out/logs"
+  cat >"$py_out/sweep.py" <<'PY'
+import os, sys
+import dlsched
+if __name__ == "__main__":  # each worker process imports this file
+    dlsched.sweep(policies={"python-sjf": "sjf:SJF", "fifo": "fifo"}, seeds=[1, 2, 3], jobs=100,
+                  out=sys.argv[1], shard=sys.argv[2] if sys.argv[2] != "-" else None,
+                  resume=True, workers=int(os.environ.get("SLURM_CPUS_PER_TASK", "2")))
+PY
+  start=$SECONDS
+  PYTHONPATH="$repo/examples/python" timeout 300 sbatch --wait --array=1-2 --cpus-per-task=1 \
+    --output="$py_out/logs/py-%A_%a.out" --wrap \
+    "\"$DLSCHED_PYTHON\" \"$py_out/sweep.py\" \"$py_out/shard-\$SLURM_ARRAY_TASK_ID\" slurm" >/dev/null ||
+    fail "the Python sweep's job array failed"
+  "$dlsched" merge "$py_out/shard-1" "$py_out/shard-2" --out "$py_out/merged" >/dev/null
+  PYTHONPATH="$repo/examples/python" "$DLSCHED_PYTHON" "$py_out/sweep.py" "$py_out/whole" -
+  cmp "$py_out/merged/summary.csv" "$py_out/whole/summary.csv" ||
+    fail "the Python sweep's merged summary.csv differs from the unsharded one's"
+  say "Python route: 2 array tasks (shard=\"slurm\") merged = the sweep in worker processes ($(($(wc -l <"$py_out/whole/summary.csv") - 1)) runs, byte-identical summary.csv); $((SECONDS - start)) s"
+fi
 say "OK"

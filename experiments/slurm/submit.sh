@@ -42,7 +42,7 @@ elif command -v dlsched >/dev/null; then
 elif [ -x "$here/../../target/release/dlsched" ]; then
   dlsched="$(realpath "$here/../../target/release/dlsched")"
 else
-  echo "$0: no dlsched binary: set DLSCHED, put dlsched on PATH (cargo install --path .) or cargo build --release" >&2
+  echo "$0: no dlsched binary: set DLSCHED, put dlsched on PATH (cargo install --path ., or pip install . in the active venv) or cargo build --release" >&2
   exit 2
 fi
 read -r -a sweep_args <<<"${SWEEP_ARGS:-}"

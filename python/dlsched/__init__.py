@@ -244,24 +244,65 @@ def _experiment_toml(exp: Mapping[str, Any]) -> str:
 
 
 def sweep(
-    experiment: Union[str, "_os.PathLike[str]", Mapping[str, Any]],
+    experiment: Union[str, "_os.PathLike[str]", Mapping[str, Any], None] = None,
     *,
     threads: int = 2,
     out: Union[str, "_os.PathLike[str]", None] = None,
     shard: Optional[str] = None,
     resume: bool = False,
+    policies: Union[Mapping[str, Any], Sequence[Any], None] = None,
+    seeds: Optional[Sequence[int]] = None,
+    grid: Optional[Mapping[str, Sequence[Any]]] = None,
+    workers: Optional[int] = None,
+    question: Optional[str] = None,
+    output_format: Optional[str] = None,
+    **options: Any,
 ):
-    """Runs an experiment's sweep on the engine's own threads; returns its ``summary.csv``.
+    """Runs a sweep; returns its ``summary.csv``.
+
+    Two routes, one sweep directory (``runs/<run id>/``, ``sweep.json``,
+    ``summary.csv`` in the sweep's order, ``failed.csv`` when runs failed):
+
+    - ``sweep(experiment)``: an experiment file (or dict) of registered
+      policies, run on the engine's own ``threads``, as ``dlsched sweep``.
+    - ``sweep(policies=..., seeds=..., **options)``: Python policies (and
+      registered ones) over seeds and a ``grid`` of other keys, each run a
+      :func:`simulate` with ``out=`` in one of ``workers`` worker processes
+      (``multiprocessing``, spawn). Run ids, order, ``shard`` and ``resume``
+      are ``dlsched sweep``'s (a registered policy's run has the id it has in
+      an experiment file with the same keys), and ``dlsched merge`` joins its
+      shards.
 
     Args:
         experiment: an experiment file, or a dict of one
             (``{"question": "...", "base": {...}, "sweep": {"seed": [1, 2]}}``;
             its relative paths are read from the working directory).
-        threads: worker threads (the results do not depend on it).
-        out: the sweep directory (run directories, ``summary.csv``, plots are
-            not drawn); a temporary one, removed afterwards, when None.
-        shard: ``"I/N"``: run only that share of the runs (merge with ``dlsched merge``).
-        resume: keep complete runs of an earlier sweep into ``out``.
+        threads: worker threads of an experiment's sweep (the results do not depend on it).
+        out: the sweep directory (plots are not drawn); a temporary one,
+            removed afterwards, when None.
+        shard: ``"I/N"``: run only that share of the runs (the runs at
+            positions I, I + N, ... in run-id order, as ``--shard I/N``; merge
+            with ``dlsched merge``).
+        resume: keep the complete runs of an earlier sweep into ``out`` (a run
+            directory without ``manifest.json``, written last, is run again,
+            and so is one whose trace file changed).
+        policies: the policies to sweep: a list of factories, or a dict of
+            label to factory. A factory is a top-level callable (a class or a
+            function; a worker imports it by name, so not a lambda or a
+            local function) returning a policy object, called as
+            ``factory(seed=seed)`` when it takes a ``seed`` (an RL agent's
+            seed: the run's ``seed``) and else ``factory()``; or a
+            ``"module:attr"`` string naming one; or a registered policy's name
+            (``"fifo"``). The ``policy`` column holds the label (a callable's
+            ``module:qualname``, a string as given).
+        seeds: the ``seed`` values (the workload's seed, and the factory's).
+        grid: more swept keys, ``{"load": [0.5, 0.8]}``.
+        workers: worker processes (default: one per CPU, at most one per
+            run; 1 runs them in this process). The results do not depend on it.
+        question: the question written to ``sweep.json``.
+        output_format: ``"csv"`` (default), ``"parquet"`` or ``"both"`` for
+            the run directories and the summary.
+        **options: the options every run shares (:func:`simulate`'s keywords).
 
     Returns:
         The summary table (one row per run) as a DataFrame (see :class:`Result`).
@@ -269,11 +310,30 @@ def sweep(
     Raises:
         ConfigError: a bad experiment (a :class:`DlschedError`; the message
             names the key, ``kind`` and ``key`` say what and where).
-        DlschedError: failed runs.
+        DlschedError: failed runs (each one's error is in ``failed.csv``).
 
     Warns:
         DlschedNote: each distinct note of the runs (as ``dlsched sweep`` prints them), once.
     """
+    import tempfile
+
+    python_route = policies is not None or seeds is not None or grid is not None or workers is not None
+    if python_route or options:
+        if experiment is not None:
+            raise TypeError("give an experiment, or policies=/seeds=/grid= and options, not both")
+        with tempfile.TemporaryDirectory() as tmp:
+            o = tmp if out is None else _os.fspath(out)
+            from ._sweep import sweep_python
+
+            data, notes = sweep_python(policies=policies, seeds=seeds, grid=grid, options=options, workers=workers,
+                                       out=o, shard=shard, resume=resume, question=question,
+                                       output_format=output_format)
+        _warn(notes)
+        return _table(data)
+    if experiment is None:
+        raise TypeError("give an experiment (a file or a dict), or policies= (and seeds=, grid=)")
+    if output_format is not None:
+        raise TypeError("output_format=: an experiment sets it in its [base] table")
     o = None if out is None else _os.fspath(out)
     if isinstance(experiment, Mapping):
         data, notes = _core.sweep(toml=_experiment_toml(experiment), threads=threads, out=o, shard=shard,

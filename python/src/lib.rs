@@ -291,8 +291,7 @@ fn sweep<'py>(
     if threads == 0 {
         return Err(err("threads=: at least 1"));
     }
-    let shard =
-        shard.map(|s| s.parse::<dlsched::sweep::Shard>().map_err(|e| err(format!("shard=: {e}")))).transpose()?;
+    let shard = shard.map(shard_of).transpose()?;
     // An experiment given as text is written to a file in the working
     // directory (relative paths are read from there), removed once read.
     let (exp, _file) = match (path, toml) {
@@ -644,6 +643,69 @@ impl PyView {
         Ok(placement.place_job(view, id, req, scratch).then(|| scratch.iter().map(|g| g.0).collect()))
     }
 
+    /// A job's remaining work, s at its trace speed (rate 1.0, the unit
+    /// `duration_s` is in; the SRTF policies rank by it): its duration before
+    /// it starts, the work left now while it runs (the engine's settled
+    /// remainder less its rate × the time since), what was left plus the
+    /// checkpoint/restore cost once preempted, and 0 once completed. With
+    /// `at_current_rate=True`, a running job's remaining run time instead: s
+    /// until it ends if its rate stays as it is now (the work over its rate;
+    /// co-tenants and placements change the rate). None for a work-defined
+    /// (elastic) job, whose work is in its progress model's units, not time.
+    #[pyo3(signature = (job, at_current_rate = false))]
+    fn remaining_s(&self, job: u32, at_current_rate: bool) -> PyResult<Option<f64>> {
+        let id = self.job_id(job)?;
+        let view = self.view()?;
+        let jobs = self.jobs()?;
+        let spec = jobs.spec(id);
+        if spec.elastic().is_some() {
+            return Ok(None);
+        }
+        let ms = match jobs.state(id) {
+            JobState::NotArrived | JobState::Pending | JobState::Rejected(_) => spec.duration_ms as f64,
+            JobState::Running(r) => {
+                let left = (r.remaining - r.rate * view.now.since(r.settled_at) as f64).max(0.0);
+                if at_current_rate { if r.rate > 0.0 { left / r.rate } else { f64::INFINITY } } else { left }
+            }
+            JobState::Suspended(s) => s.remaining,
+            JobState::Completed(_) => 0.0,
+        };
+        Ok(Some(ms / 1000.0))
+    }
+
+    /// A job's attained service, GPU-s: the GPUs it has held × the time it
+    /// held them, summed over all its runs up to now (Tiresias's 2D attained
+    /// service, GPUs × time run). Time suspended by a preemption or waiting
+    /// holds no GPU and does not count; a resized work-defined job counts
+    /// each GPU set for the time it held it. 0 before its first start.
+    fn attained_s(&self, job: u32) -> PyResult<f64> {
+        let id = self.job_id(job)?;
+        let now = self.view()?.now;
+        let gpu_ms = match self.jobs()?.state(id) {
+            JobState::Running(r) => {
+                let run = match &r.elastic {
+                    Some(e) => e.gpu_ms_before + now.since(e.gpus_since) * r.gpus.len() as u64,
+                    None => now.since(r.start) * r.gpus.len() as u64,
+                };
+                r.attained_gpu_ms + run
+            }
+            JobState::Suspended(s) => s.attained_gpu_ms,
+            JobState::Completed(d) => d.attained_gpu_ms(),
+            JobState::NotArrived | JobState::Pending | JobState::Rejected(_) => 0,
+        };
+        Ok(gpu_ms as f64 / 1000.0)
+    }
+
+    /// The ids of the GPUs a running job holds, in the engine's order (the
+    /// order it was launched on); empty for a job that is not running.
+    fn gpus_held(&self, job: u32) -> PyResult<Vec<u32>> {
+        let id = self.job_id(job)?;
+        Ok(match self.jobs()?.state(id) {
+            JobState::Running(r) => r.gpus.iter().map(|g| g.0).collect(),
+            _ => Vec::new(),
+        })
+    }
+
     /// The run's rate model's speed of `job` on `gpus` with what runs now
     /// (1.0 = its trace speed, at its recorded allocation).
     fn predicted_rate(&self, job: u32, gpus: Vec<u32>) -> PyResult<f64> {
@@ -662,11 +724,226 @@ impl PyView {
     }
 }
 
+/// The `dlsched` command line (`dlsched::cli`, the binary's), run in this
+/// process on `argv` (the program's name first): what the `dlsched` command
+/// the package installs (`dlsched._cli:main`) runs. Prints on this process's
+/// standard output and error as the binary does and returns its exit status
+/// (0, 1 when `compare` finds a difference, 2 on an error). The GIL is
+/// released while the command runs; the signal handlers are left as they
+/// are (`dlsched._cli` restores the default SIGINT and SIGPIPE actions, as a
+/// native program has them, so that Ctrl-C stops the command).
+#[pyfunction]
+fn cli_main(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
+    py.detach(|| {
+        let code = dlsched::cli::main_args(dlsched::experiment::Registry::default(), argv);
+        // A native program's standard output is flushed at its exit; this
+        // one's process is Python's, which does not know Rust's buffer.
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        code
+    })
+}
+
+/// A sweep given from Python (`dlsched.sweep(policies=..., seeds=...)`)
+/// laid out as `dlsched sweep` lays out an experiment file's: its runs are
+/// expanded, named, ordered and sharded by `dlsched::sweep` (the file's
+/// run ids, order and `--shard I/N` split), and it writes `sweep.json`,
+/// keeps complete runs on resume and writes `failed.csv` and `summary.csv`
+/// with the same functions. The runs themselves are run by the caller
+/// (`dlsched.simulate(out=runs/<id>)`, in worker processes).
+#[pyclass(name = "SweepPlan", module = "dlsched._core", frozen)]
+struct PySweepPlan {
+    question: String,
+    swept: Vec<String>,
+    /// Every run, in id order.
+    runs: Vec<dlsched::sweep::Run>,
+    shard: Option<dlsched::sweep::Shard>,
+}
+
+impl PySweepPlan {
+    fn selected(&self) -> Vec<&dlsched::sweep::Run> {
+        match self.shard {
+            Some(s) => s.select(&self.runs),
+            None => self.runs.iter().collect(),
+        }
+    }
+}
+
+/// `shard=`: `"I/N"`, or `"slurm"` for the Slurm job array task's share, from
+/// this process's environment as `dlsched sweep --shard slurm` reads it.
+fn shard_of(s: String) -> PyResult<dlsched::sweep::Shard> {
+    use dlsched::sweep::Shard;
+    if s != "slurm" {
+        return s.parse::<Shard>().map_err(|e| err(format!("shard=: {e}, or \"slurm\"")));
+    }
+    let var = |name: &str| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+    let (id, count, min, max) = (
+        var("SLURM_ARRAY_TASK_ID"),
+        var("SLURM_ARRAY_TASK_COUNT"),
+        var("SLURM_ARRAY_TASK_MIN"),
+        var("SLURM_ARRAY_TASK_MAX"),
+    );
+    Shard::from_slurm_array(&dlsched::sweep::SlurmArrayVars {
+        task_id: id.as_deref(),
+        task_count: count.as_deref(),
+        task_min: min.as_deref(),
+        task_max: max.as_deref(),
+    })
+    .map_err(|e| err(format!("shard=\"slurm\": {e}")))
+}
+
+/// A raw-spec value as a Python object.
+fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Int(i) => i.into_pyobject(py)?.into_any(),
+        Value::UInt(u) => u.into_pyobject(py)?.into_any(),
+        Value::Float(x) => x.into_pyobject(py)?.into_any(),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Str(s) => PyString::new(py, s).into_any(),
+    })
+}
+
+#[pymethods]
+impl PySweepPlan {
+    /// `base`: the options every run shares (keyword arguments of
+    /// `dlsched.simulate`, `policy_opt` a dict); `axes`: swept key to its
+    /// values (a Python policy given by its label, a `str`); `shard`: `"I/N"`.
+    /// The axes are taken by key name, as an experiment file's `[sweep]`.
+    #[new]
+    #[pyo3(signature = (question, base, axes, shard=None))]
+    fn new(
+        question: String,
+        base: Option<&Bound<'_, PyDict>>,
+        axes: &Bound<'_, PyDict>,
+        shard: Option<String>,
+    ) -> PyResult<Self> {
+        let (mut base, strict) = raw_spec(base)?;
+        if strict {
+            base.insert("backfill".into(), Value::Bool(false));
+        }
+        let mut grid: std::collections::BTreeMap<String, Vec<Value>> = std::collections::BTreeMap::new();
+        for (k, vals) in axes.iter() {
+            let k: String = k.extract()?;
+            if base.contains_key(&k) {
+                return Err(config_err(
+                    dlsched::error::ConfigError::new(
+                        dlsched::error::ConfigErrorKind::Conflict,
+                        format!("`{k}` is both an option every run shares and swept; give one"),
+                    )
+                    .with_key(k.as_str()),
+                ));
+            }
+            let list = vals
+                .try_iter()
+                .map_err(|_| PyTypeError::new_err(format!("{k}: a list of values to sweep over")))?
+                .map(|v| value(&k, &v?))
+                .collect::<PyResult<Vec<Value>>>()?;
+            grid.insert(k, list);
+        }
+        let axes: Vec<(String, Vec<Value>)> = grid.into_iter().collect();
+        let mut runs = dlsched::sweep::expand(&base, &axes).map_err(err)?;
+        runs.sort_by(|a, b| a.id.cmp(&b.id));
+        if let Some(w) = runs.windows(2).find(|w| w[0].id == w[1].id) {
+            return Err(err(format!("two runs share the id {} (a value listed twice?)", w[0].id)));
+        }
+        let shard = shard.map(shard_of).transpose()?;
+        Ok(PySweepPlan { question, swept: axes.into_iter().map(|a| a.0).collect(), runs, shard })
+    }
+
+    /// The swept keys, by name.
+    #[getter]
+    fn swept(&self) -> Vec<String> {
+        self.swept.clone()
+    }
+
+    /// Every run's id in the sweep's own order (the grid's: the keys by
+    /// name, the last varying fastest), as `summary.csv` lists them.
+    fn all_run_ids(&self) -> Vec<String> {
+        let mut runs: Vec<&dlsched::sweep::Run> = self.runs.iter().collect();
+        runs.sort_by_key(|r| r.index);
+        runs.into_iter().map(|r| r.id.clone()).collect()
+    }
+
+    /// This shard's runs (all of them without a shard), in id order: (run
+    /// id, {swept key: value}).
+    fn runs<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, Bound<'py, PyDict>)>> {
+        self.selected()
+            .into_iter()
+            .map(|r| {
+                let d = PyDict::new(py);
+                for k in &self.swept {
+                    d.set_item(k, value_to_py(py, &r.params[k])?)?;
+                }
+                Ok((r.id.clone(), d))
+            })
+            .collect()
+    }
+
+    /// Starts the sweep directory `out`: `out/runs/` and `sweep.json`.
+    fn begin(&self, out: PathBuf) -> PyResult<()> {
+        std::fs::create_dir_all(out.join("runs")).map_err(|e| err(format!("{}: {e}", out.display())))?;
+        let mut all: Vec<&dlsched::sweep::Run> = self.runs.iter().collect();
+        all.sort_by_key(|r| r.index);
+        let text = dlsched::sweep::sweep_json(None, &self.question, &self.swept, self.shard, &all, &self.selected())
+            .map_err(err)?;
+        dlsched::metrics::export::write_atomic(&out.join("sweep.json"), text.as_bytes())
+            .map_err(|e| err(format!("{}: {e}", out.join("sweep.json").display())))
+    }
+
+    /// Whether `dlsched sweep --resume` would keep run `id` of the sweep
+    /// directory `out`: "kept" (complete, its trace unchanged), "changed"
+    /// (complete, but its trace file changed: rerun) or "incomplete".
+    fn kept(&self, out: PathBuf, id: &str) -> &'static str {
+        let dir = out.join("runs").join(id);
+        match dlsched::sweep::kept_run(&dir, &|p| dlsched::trace::file_sha256(p).ok()) {
+            dlsched::sweep::KeptRun::Complete(_) => "kept",
+            dlsched::sweep::KeptRun::InputChanged => "changed",
+            dlsched::sweep::KeptRun::Incomplete => "incomplete",
+        }
+    }
+
+    /// Ends the sweep: `failed.csv` of `failed` ((run id, error)), and
+    /// `summary.csv` (and `summary.parquet` with `output_format="parquet"` or
+    /// `"both"`) of this shard's other runs, each read from its
+    /// `out/runs/<id>/summary.json`, in the sweep's order. Returns the bytes
+    /// of `summary.csv` and a message per file that could not be written.
+    #[pyo3(signature = (out, failed, output_format=None))]
+    fn finish<'py>(
+        &self,
+        py: Python<'py>,
+        out: PathBuf,
+        failed: Vec<(String, String)>,
+        output_format: Option<String>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Vec<String>)> {
+        let format = match output_format.as_deref() {
+            None | Some("csv") => dlsched::experiment::OutputFormat::Csv,
+            Some("parquet") => dlsched::experiment::OutputFormat::Parquet,
+            Some("both") => dlsched::experiment::OutputFormat::Both,
+            Some(f) => return Err(err(format!("output_format=: csv, parquet or both, not `{f}`"))),
+        };
+        let mut rows = Vec::new();
+        for r in self.selected() {
+            if failed.iter().any(|(id, _)| *id == r.id) {
+                continue;
+            }
+            let file = out.join("runs").join(&r.id).join("summary.json");
+            let text = std::fs::read_to_string(&file).map_err(|e| err(format!("{}: {e}", file.display())))?;
+            let summary: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| err(format!("{}: {e}", file.display())))?;
+            rows.push((r.clone(), summary));
+        }
+        let errors = dlsched::sweep::write_sweep_tables(&out, &self.swept, rows, &failed, format).map_err(err)?;
+        let csv = std::fs::read(out.join("summary.csv")).unwrap_or_default();
+        Ok((PyBytes::new(py, &csv), errors))
+    }
+}
+
 /// The Rust half of the `dlsched` Python package.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_class::<PySweepPlan>()?;
     m.add_class::<PyView>()?;
     m.add_class::<env::PyEnv>()?;
     m.add_class::<env::PyVecEnv>()?;

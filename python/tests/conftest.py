@@ -2,6 +2,7 @@
 import os
 import pathlib
 import shutil
+import sys
 
 import pytest
 
@@ -11,11 +12,24 @@ SHARED = ROOT.parent / "shared"
 
 @pytest.fixture
 def cli():
-    """The dlsched binary (DLSCHED, else target/release/dlsched, else PATH): the independent route."""
-    for c in [os.environ.get("DLSCHED"), ROOT / "target" / "release" / "dlsched", shutil.which("dlsched")]:
+    """The dlsched command line: DLSCHED (CI gives its build of the binary), else
+    target/release/dlsched, else the `dlsched` command this package installed
+    beside this Python, else PATH's."""
+    installed = pathlib.Path(sys.executable).parent / "dlsched"
+    for c in [os.environ.get("DLSCHED"), ROOT / "target" / "release" / "dlsched", installed, shutil.which("dlsched")]:
         if c and pathlib.Path(c).is_file():
             return str(c)
-    pytest.skip("no dlsched binary: run `cargo build --release` (or set DLSCHED) to compare with the CLI")
+    pytest.skip("no dlsched command: install the package (`pip install .`), `cargo build --release`, or set DLSCHED")
+
+
+@pytest.fixture
+def binary():
+    """The Rust binary itself (DLSCHED, else target/release/dlsched, else
+    target/ci/dlsched), for the tests of the installed command against it."""
+    for c in [os.environ.get("DLSCHED"), ROOT / "target" / "release" / "dlsched", ROOT / "target" / "ci" / "dlsched"]:
+        if c and pathlib.Path(c).is_file():
+            return str(c)
+    pytest.skip("no dlsched binary: run `cargo build --release` (or set DLSCHED) to compare the installed command with it")
 
 
 @pytest.fixture

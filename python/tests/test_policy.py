@@ -90,3 +90,72 @@ class Bad:
 def test_a_malformed_decision_says_what_decide_returns(example_trace):
     with pytest.raises(TypeError, match=r"dlsched.launch\(job, gpus\)"):
         dlsched.simulate(policy=Bad(), **example_trace)
+
+
+class Probe:
+    """Starts jobs as they come (job 0 preempted from 40 s to 50 s) and
+    records View.remaining_s, attained_s and gpus_held of every job at 30, 40,
+    50 and 55 s (timers) and at each completion."""
+
+    name = "probe"
+
+    def __init__(self):
+        self.timers = [30.0, 40.0, 50.0, 55.0]
+        self.seen = {}
+        self.launched = {}
+
+    def snapshot(self, view):
+        return {
+            view.job(j)["name"]: (view.remaining_s(j), view.remaining_s(j, at_current_rate=True), view.attained_s(j),
+                                  view.gpus_held(j))
+            for j in range(3)
+        }
+
+    def on_timer(self, view):
+        self.seen[view.now] = self.snapshot(view)
+
+    def on_completion(self, job, view):
+        self.seen[("done", view.job(job)["name"])] = (view.remaining_s(job), view.attained_s(job),
+                                                      view.gpus_held(job))
+
+    def decide(self, view):
+        if view.now == 40.0 and 0 in view.running():
+            return dlsched.preempt(0)
+        for j in view.waiting():
+            if j == 0 and 40.0 <= view.now < 50.0:
+                continue
+            gpus = view.place(j)
+            if gpus is not None:
+                self.launched[j] = gpus
+                return dlsched.launch(j, gpus)
+        if self.timers:
+            return dlsched.wake_at(self.timers.pop(0))
+        return None
+
+
+def test_remaining_attained_and_held_gpus_by_hand(tmp_path):
+    # One 4-GPU node. a: 2 GPUs, 100 s, from 0 s; b: 1 GPU, 50 s, from 10 s;
+    # c: 4 GPUs, 10 s, from 20 s (waits: never 4 free before a ends).
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,vc,gpu_num,submit_time,duration\na,v,2,0,100\nb,v,1,10,50\nc,v,4,20,10\n")
+    vcs = tmp_path / "vcs.csv"
+    vcs.write_text("vc,nodes,gpus_per_node\nv,1,4\n")
+    p = Probe()
+    r = dlsched.simulate(policy=p, trace=str(trace), vcs=str(vcs))
+    a, b = p.launched[0], p.launched[1]
+    assert len(a) == 2 and len(b) == 1
+    # (remaining s, remaining s at the current rate (1.0: trace speed), attained GPU-s, GPUs held)
+    assert p.seen[30.0] == {"a": (70.0, 70.0, 60.0, a), "b": (30.0, 30.0, 20.0, b), "c": (10.0, 10.0, 0.0, [])}
+    assert p.seen[40.0] == {"a": (60.0, 60.0, 80.0, a), "b": (20.0, 20.0, 30.0, b), "c": (10.0, 10.0, 0.0, [])}
+    # a suspended from 40 s (no checkpoint cost by default): its work and service stay, it holds nothing.
+    assert p.seen[50.0] == {"a": (60.0, 60.0, 80.0, []), "b": (10.0, 10.0, 40.0, b), "c": (10.0, 10.0, 0.0, [])}
+    # a resumed at 50 s on its new GPUs: 5 s more of 2 GPUs.
+    a2 = p.launched[0]
+    assert p.seen[55.0] == {"a": (55.0, 55.0, 90.0, a2), "b": (5.0, 5.0, 45.0, b), "c": (10.0, 10.0, 0.0, [])}
+    # Completions: no work left; service 2 GPUs x 100 s (a), 1 x 50 (b), 4 x 10 (c).
+    assert p.seen[("done", "a")] == (0.0, 200.0, [])
+    assert p.seen[("done", "b")] == (0.0, 50.0, [])
+    assert p.seen[("done", "c")] == (0.0, 40.0, [])
+    jobs = r.jobs.set_index("job_id")
+    # a ran 0-40 s and 50-110 s; c starts when a frees its GPUs.
+    assert jobs.loc["a", "end_s"] == 110 and jobs.loc["c", "start_s"] == 110

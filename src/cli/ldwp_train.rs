@@ -74,7 +74,7 @@ pub(crate) fn train_error(e: TrainError) -> anyhow::Error {
     }
 }
 
-pub(crate) fn ldwp_train(a: &LdwpTrainArgs) -> Result<ExitCode> {
+pub(crate) fn ldwp_train(a: &LdwpTrainArgs, argv: &[std::ffi::OsString]) -> Result<ExitCode> {
     let mut opts = LdwpTrainOptions {
         cluster: a.cluster,
         episodes: a.episodes,
@@ -113,7 +113,7 @@ pub(crate) fn ldwp_train(a: &LdwpTrainArgs) -> Result<ExitCode> {
         ));
     })
     .map_err(train_error)?;
-    let command: Vec<String> = std::env::args().skip(1).collect();
+    let command: Vec<String> = argv.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
     let text = report.model_json(&opts, &format!("dlsched {}", command.join(" ")))?;
     crate::metrics::export::write_atomic(&a.out, text.as_bytes())
         .with_context(|| format!("writing {}", a.out.display()))?;

@@ -192,11 +192,27 @@ pub fn main_with(registry: Registry) -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    ExitCode::from(main_args(registry, std::env::args_os()))
+}
+
+/// The `dlsched` command run on `args` (the program's name first, as
+/// `argv`), in this process: what [`main_with`] does, but for the signal
+/// handlers, which it leaves as they are. Returns the exit status (0 on
+/// success, 1 when `compare` finds a difference, 2 on an error or a usage
+/// error, reported on standard error; `--help` and `--version` print on
+/// standard output and give 0). The Python package's `dlsched` command
+/// (`python/dlsched/_cli.py`) runs the command line through it.
+pub fn main_args<I, T>(registry: Registry, args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString>,
+{
+    let argv: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
     if let Err(e) = registry.check() {
-        return fail(&anyhow::anyhow!("{e}"));
+        return status(fail(&anyhow::anyhow!("{e}")));
     }
     let mut cmd = command(&registry);
-    let cli = match cmd.try_get_matches_from_mut(std::env::args_os()).and_then(|mut m| {
+    let cli = match cmd.try_get_matches_from_mut(argv.iter().cloned()).and_then(|mut m| {
         <Cli as clap::FromArgMatches>::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut cmd.clone()))
     }) {
         Ok(cli) => cli,
@@ -205,15 +221,21 @@ pub fn main_with(registry: Registry) -> ExitCode {
         Err(e) => {
             let res = e.print().and_then(|()| std::io::Write::flush(&mut std::io::stdout()));
             return match res {
-                Ok(()) => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
-                Err(err) => fail(&anyhow::Error::new(StdioError { stderr: e.use_stderr(), err })),
+                Ok(()) => u8::try_from(e.exit_code()).unwrap_or(2),
+                Err(err) => status(fail(&anyhow::Error::new(StdioError { stderr: e.use_stderr(), err }))),
             };
         }
     };
-    match run(cli, &registry) {
+    status(match run(cli, &registry, &argv) {
         Ok(code) => code,
         Err(e) => fail(&e),
-    }
+    })
+}
+
+/// An exit code's number (`ExitCode` keeps it to itself; the commands give
+/// 0, 1 or 2).
+fn status(code: ExitCode) -> u8 {
+    (0..=u8::MAX).find(|&c| ExitCode::from(c) == code).unwrap_or(2)
 }
 
 /// The command line's parser, its value parsers knowing `registry`.
@@ -225,14 +247,16 @@ fn command(registry: &Registry) -> clap::Command {
     })
 }
 
-fn run(cli: Cli, registry: &Registry) -> Result<ExitCode> {
+/// Runs the parsed command; `argv` is the command as it was run (the
+/// program's name first), which hints and manifests repeat.
+fn run(cli: Cli, registry: &Registry, argv: &[std::ffi::OsString]) -> Result<ExitCode> {
     match cli.command {
-        Command::Simulate(args) => simulate::simulate(*args, registry).map(|()| ExitCode::SUCCESS),
+        Command::Simulate(args) => simulate::simulate(*args, registry, argv).map(|()| ExitCode::SUCCESS),
         Command::Compare(args) => compare::run(&args),
         Command::Profile(args) => profile::run(&args),
         Command::GenieProfile(args) => genie_profile::genie_profile(&args),
         Command::RiflingTrain(args) => rifling_train::rifling_train(&args),
-        Command::LdwpTrain(args) => ldwp_train::ldwp_train(&args),
+        Command::LdwpTrain(args) => ldwp_train::ldwp_train(&args, argv),
         Command::Sweep(args) => sweep::sweep(&args, registry),
         Command::Merge(args) => sweep::merge_cmd(&args),
         Command::Paired(args) => paired::paired_cmd(&args),

@@ -639,7 +639,7 @@ pub(crate) fn check_out_dir(out: &Path, inputs: &[(&str, &Path)]) -> Result<bool
     Ok(created)
 }
 
-pub(crate) fn simulate(a: SimulateArgs, registry: &Registry) -> Result<()> {
+pub(crate) fn simulate(a: SimulateArgs, registry: &Registry, argv: &[std::ffi::OsString]) -> Result<()> {
     // Before the run: a format this build cannot write fails at once.
     a.output_format.check_supported().map_err(|e| anyhow::anyhow!("--output-format: {e}"))?;
     let spec = run_spec(&a, registry)?;
@@ -741,7 +741,7 @@ pub(crate) fn simulate(a: SimulateArgs, registry: &Registry) -> Result<()> {
         )?;
     }
     print_summary(&report)?;
-    print_next(&a, &report)?;
+    print_next(&a, &report, argv)?;
     // The process exits next: the OS reclaims the run's memory at once, far
     // faster than freeing every job's allocations one by one.
     std::mem::forget(report);
@@ -776,14 +776,14 @@ pub(crate) fn notes(a: &SimulateArgs) -> Result<()> {
 
 /// The summary's end: where the outputs went (or how to write them) and two
 /// commands worth trying next.
-fn print_next(a: &SimulateArgs, r: &RunReport) -> Result<()> {
+fn print_next(a: &SimulateArgs, r: &RunReport, argv: &[std::ffi::OsString]) -> Result<()> {
     match &a.out {
         Some(dir) => outln!("\nwrote {}", dir.display())?,
         None => outln!(
             "\noutputs   none written; --out DIR writes jobs.csv (one row per job), timeline.csv, vc_timeline.csv, summary.json, vc_summary.csv, manifest.json"
         )?,
     }
-    let (program, command) = this_command();
+    let (program, command) = this_command(argv);
     let plot = match &a.out {
         Some(dir) => format!("{program} plot {}", dir.display()),
         None => format!("{command} --out runs/first && {program} plot runs/first"),
@@ -806,12 +806,12 @@ fn print_next(a: &SimulateArgs, r: &RunReport) -> Result<()> {
 
 /// The program as it was run (`argv[0]` as typed: `dlsched` from PATH,
 /// `target/release/dlsched` from a checkout, or an outside crate's binary) and
-/// the command this process was run as without its `--out DIR` (a hint's
+/// the command `argv` (this process's arguments) ran without its `--out DIR` (a hint's
 /// rerun must not overwrite the user's outputs), each word quoted for a POSIX
 /// shell where it needs it, so that a hint can be pasted back to repeat the
 /// run with one flag more.
-fn this_command() -> (String, String) {
-    let mut args = std::env::args_os();
+fn this_command(argv: &[std::ffi::OsString]) -> (String, String) {
+    let mut args = argv.iter();
     let program = args.next().map(|p| shell_word(&p.to_string_lossy())).unwrap_or_else(|| "dlsched".to_string());
     let mut command = program.clone();
     let mut skip_value = false;

@@ -357,25 +357,14 @@ impl Experiment {
             }
             axes.push((k.clone(), sweep_values(path, &k, &v)?));
         }
-        let total: usize = axes.iter().map(|a| a.1.len()).product();
-        if total > 100_000 {
-            return Err(err(path, format!("the sweep expands to {total} runs; at most 100,000")).into());
-        }
-        let mut runs: Vec<Run> = Vec::with_capacity(total);
+        let mut runs = expand(&base, &axes).map_err(|e| err(path, e))?;
         let mut artefacts = crate::experiment::Artefacts::default();
         let mut notes = std::collections::BTreeSet::new();
-        for i in 0..total {
-            let mut params = base.clone();
-            let mut rest = i;
-            for (k, vals) in axes.iter().rev() {
-                params.insert(k.clone(), vals[rest % vals.len()].clone());
-                rest /= vals.len();
-            }
-            to_run_spec_in(&params, path, &mut artefacts, registry)
-                .map_err(|e| e.map_message(|m| err(path, format!("run {}: {m}", describe(&params, &axes)))))?;
-            notes.extend(ignored(&params));
-            notes.extend(shares_nothing(&params));
-            runs.push(Run { id: run_id(&params), params, index: i });
+        for run in &runs {
+            to_run_spec_in(&run.params, path, &mut artefacts, registry)
+                .map_err(|e| e.map_message(|m| err(path, format!("run {}: {m}", describe(&run.params, &axes)))))?;
+            notes.extend(ignored(&run.params));
+            notes.extend(shares_nothing(&run.params));
         }
         runs.sort_by(|a, b| a.id.cmp(&b.id));
         if let Some(w) = runs.windows(2).find(|w| w[0].id == w[1].id) {
@@ -395,6 +384,38 @@ impl Experiment {
             registry: registry.clone(),
         })
     }
+}
+
+/// The runs of a grid: `base` with every combination of the `axes`' values
+/// (the keys in the order given, which an experiment file's `[sweep]` gives
+/// by name; each key's values in their order; the last key varying fastest),
+/// in that order ([`Run::index`]), each with its id ([`Run::id`]: a hash of
+/// its parameters). The runs are not checked against the run spec's rules:
+/// [`Experiment::load`] does that for a file's runs; the Python package's
+/// sweeps of Python policies expand their grid here too, so that their run
+/// ids, order and shards are a file's.
+///
+/// # Errors
+/// A grid of more than 100,000 runs, or an axis without values.
+pub fn expand(base: &BTreeMap<String, Value>, axes: &[(String, Vec<Value>)]) -> Result<Vec<Run>, String> {
+    if let Some((k, _)) = axes.iter().find(|(_, v)| v.is_empty()) {
+        return Err(format!("`{k}` is swept over no values"));
+    }
+    let total: usize = axes.iter().map(|a| a.1.len()).product();
+    if total > 100_000 {
+        return Err(format!("the sweep expands to {total} runs; at most 100,000"));
+    }
+    let mut runs: Vec<Run> = Vec::with_capacity(total);
+    for i in 0..total {
+        let mut params = base.clone();
+        let mut rest = i;
+        for (k, vals) in axes.iter().rev() {
+            params.insert(k.clone(), vals[rest % vals.len()].clone());
+            rest /= vals.len();
+        }
+        runs.push(Run { id: run_id(&params), params, index: i });
+    }
+    Ok(runs)
 }
 
 fn describe(params: &BTreeMap<String, Value>, axes: &[(String, Vec<Value>)]) -> String {
@@ -949,17 +970,7 @@ pub fn run_sweep(
     };
     let io = |e: std::io::Error| e.to_string();
     std::fs::create_dir_all(out.join("runs")).map_err(|e| format!("{}: {e}", out.display()))?;
-    let meta = serde_json::json!({
-        "experiment": exp.path,
-        "question": exp.question,
-        "swept": exp.swept,
-        "shard": shard.map(|s| format!("{}/{}", s.index, s.count)),
-        // In the experiment's own order, which a merge of shards keeps.
-        "all_run_ids": exp.in_file_order().iter().map(|r| &r.id).collect::<Vec<_>>(),
-        "run_ids": runs.iter().map(|r| &r.id).collect::<Vec<_>>(),
-    });
-    let mut text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())?;
-    text.push('\n');
+    let text = sweep_json(Some(&exp.path), &exp.question, &exp.swept, shard, &exp.in_file_order(), &runs)?;
     crate::metrics::export::write_atomic(&out.join("sweep.json"), text.as_bytes()).map_err(io)?;
     // More workers than runs (or than 256) only costs thread start-up.
     let workers = threads.clamp(1, runs.len().clamp(1, 256));
@@ -974,31 +985,20 @@ pub fn run_sweep(
         digests.lock().ok()?.insert(path.to_path_buf(), d.clone());
         d
     };
-    // Whether the trace a kept run read still has the digest its manifest
-    // recorded (runs without a trace file have nothing to check).
-    let input_unchanged = |dir: &Path| -> bool {
-        let Ok(text) = crate::io::read_text(&dir.join("manifest.json")) else { return false };
-        let Ok(m) = serde_json::from_str::<serde_json::Value>(&text) else { return false };
-        match (m["input"]["path"].as_str(), m["input"]["sha256"].as_str()) {
-            (Some(path), Some(sha)) => digest(Path::new(path)).is_some_and(|d| d == sha),
-            _ => true,
-        }
-    };
     type Ran = Result<(serde_json::Value, Vec<String>), String>;
     let results: Vec<(bool, bool, Ran)> = pool.install(|| {
         runs.par_iter()
             .map(|run| {
                 let dir = out.join("runs").join(&run.id);
-                let read_summary = || -> Result<serde_json::Value, String> {
-                    let text = crate::io::read_text(&dir.join("summary.json")).map_err(|e| e.to_string())?;
-                    serde_json::from_str(&text).map_err(|e| e.to_string())
+                let kept = if resume { kept_run(&dir, &digest) } else { KeptRun::Incomplete };
+                let changed = match kept {
+                    KeptRun::Complete(s) => {
+                        on_done(&run.id, true);
+                        return (true, false, Ok((s, Vec::new())));
+                    }
+                    KeptRun::InputChanged => true,
+                    KeptRun::Incomplete => false,
                 };
-                let complete = resume && crate::experiment::check_run_dir(&dir).is_ok();
-                let unchanged = complete && input_unchanged(&dir);
-                if unchanged && let Ok(s) = read_summary() {
-                    on_done(&run.id, true);
-                    return (true, false, Ok((s, Vec::new())));
-                }
                 let res = (|| {
                     // The load read every artefact: these look-ups read no file.
                     let mut artefacts = exp.artefacts.clone();
@@ -1013,7 +1013,7 @@ pub fn run_sweep(
                     Ok((serde_json::to_value(&report.summary).map_err(|e| e.to_string())?, notes))
                 })();
                 on_done(&run.id, res.is_ok());
-                (false, complete && !unchanged, res)
+                (false, changed, res)
             })
             .collect()
     });
@@ -1049,39 +1049,129 @@ pub fn run_sweep(
             .collect();
         outcome.foreign.sort();
     }
+    outcome.write_errors = write_sweep_tables(out, &exp.swept, rows, &outcome.failed, exp.output_format)?;
+    Ok(outcome)
+}
+
+/// The text of a sweep directory's `sweep.json`: the experiment file (None
+/// for a sweep given from Python without one), its question and swept keys,
+/// the shard, every run's id in the experiment's own order (`all_run_ids`,
+/// which `dlsched merge` checks and keeps) and the ids of the runs of this
+/// shard (`run_ids`, in id order).
+///
+/// # Errors
+/// A message if the JSON cannot be made (it always can).
+pub fn sweep_json(
+    experiment: Option<&Path>,
+    question: &str,
+    swept: &[String],
+    shard: Option<Shard>,
+    in_file_order: &[&Run],
+    runs: &[&Run],
+) -> Result<String, String> {
+    let meta = serde_json::json!({
+        "experiment": experiment,
+        "question": question,
+        "swept": swept,
+        "shard": shard.map(|s| format!("{}/{}", s.index, s.count)),
+        // In the experiment's own order, which a merge of shards keeps.
+        "all_run_ids": in_file_order.iter().map(|r| &r.id).collect::<Vec<_>>(),
+        "run_ids": runs.iter().map(|r| &r.id).collect::<Vec<_>>(),
+    });
+    let mut text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// What `--resume` finds in a run's directory ([`kept_run`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum KeptRun {
+    /// A complete run ([`crate::experiment::check_run_dir`]) whose trace
+    /// still has the digest its manifest recorded: its `summary.json`.
+    Complete(serde_json::Value),
+    /// A complete run whose trace file changed since (or is gone): rerun it.
+    InputChanged,
+    /// No complete run there (none, or one interrupted before its manifest,
+    /// written last, or an unreadable summary): run it.
+    Incomplete,
+}
+
+/// What `--resume` keeps of the run directory `dir`; `digest(path)` is a
+/// trace file's SHA-256 as hex (None when it cannot be read), which a sweep
+/// computes once per file.
+pub fn kept_run(dir: &Path, digest: &dyn Fn(&Path) -> Option<String>) -> KeptRun {
+    if crate::experiment::check_run_dir(dir).is_err() {
+        return KeptRun::Incomplete;
+    }
+    // Whether the trace the run read still has the digest its manifest
+    // recorded (runs without a trace file have nothing to check).
+    let unchanged = (|| {
+        let Ok(text) = crate::io::read_text(&dir.join("manifest.json")) else { return false };
+        let Ok(m) = serde_json::from_str::<serde_json::Value>(&text) else { return false };
+        match (m["input"]["path"].as_str(), m["input"]["sha256"].as_str()) {
+            (Some(path), Some(sha)) => digest(Path::new(path)).is_some_and(|d| d == sha),
+            _ => true,
+        }
+    })();
+    if !unchanged {
+        return KeptRun::InputChanged;
+    }
+    let summary = crate::io::read_text(&dir.join("summary.json"))
+        .map_err(|e| e.to_string())
+        .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()));
+    summary.map_or(KeptRun::Incomplete, KeptRun::Complete)
+}
+
+/// Writes a sweep's own tables into `out` once its runs are done:
+/// `failed.csv` (the `failed` runs' (id, error); removed when none failed),
+/// `summary.csv` of the runs in `rows` (each with its `summary.json`), in the
+/// experiment's order ([`Run::index`]) whatever order they come in, and
+/// `summary.parquet` beside it when `format` asks for parquet (else an old
+/// one is removed). Returns a message per file that could not be written (a
+/// file not written is removed rather than left from an earlier sweep).
+///
+/// # Errors
+/// A message if `failed.csv`'s text cannot be made.
+pub fn write_sweep_tables(
+    out: &Path,
+    swept: &[String],
+    mut rows: Vec<(Run, serde_json::Value)>,
+    failed: &[(String, String)],
+    format: crate::experiment::OutputFormat,
+) -> Result<Vec<String>, String> {
     // failed.csv first: when the disk is full, the runs' errors matter most.
-    let failed = out.join("failed.csv");
-    let failed_res = if outcome.failed.is_empty() {
-        match std::fs::remove_file(&failed) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("{}: {e}", failed.display())),
+    let failed_path = out.join("failed.csv");
+    let failed_res = if failed.is_empty() {
+        match std::fs::remove_file(&failed_path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("{}: {e}", failed_path.display())),
             _ => Ok(()),
         }
     } else {
         let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record(["run_id", "error"]).map_err(|e| e.to_string())?;
-        for (id, e) in &outcome.failed {
+        for (id, e) in failed {
             w.write_record([id, e]).map_err(|e| e.to_string())?;
         }
-        write_or_remove(&failed, &w.into_inner().map_err(|e| e.to_string())?)
+        write_or_remove(&failed_path, &w.into_inner().map_err(|e| e.to_string())?)
     };
     rows.sort_by_key(|(run, _)| run.index);
     let table: Vec<SummaryRow<'_>> = rows
         .iter()
         .map(|(run, s)| {
-            let swept = exp.swept.iter().map(|k| run.params.get(k).map(ToString::to_string).unwrap_or_default());
+            let swept = swept.iter().map(|k| run.params.get(k).map(ToString::to_string).unwrap_or_default());
             (run.id.as_str(), swept.collect(), s)
         })
         .collect();
     // A summary that cannot be tabulated is reported like a file that cannot be written.
     let summary_path = out.join("summary.csv");
-    let summary_res = summary_csv(&exp.swept, &table)
+    let summary_res = summary_csv(swept, &table)
         .map_err(|e| {
             let _ = std::fs::remove_file(&summary_path);
             format!("{}: {e}", summary_path.display())
         })
         .and_then(|text| write_or_remove(&summary_path, text.as_bytes()).map(|()| text));
     let parquet_res = match &summary_res {
-        Ok(text) if exp.output_format.parquet() => summary_parquet(out, text),
+        Ok(text) if format.parquet() => summary_parquet(out, text),
         // None from an earlier sweep left beside this one's summary.csv.
         _ => match std::fs::remove_file(out.join("summary.parquet")) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -1090,9 +1180,7 @@ pub fn run_sweep(
             _ => Ok(()),
         },
     };
-    outcome.write_errors =
-        [failed_res, summary_res.map(drop), parquet_res].into_iter().filter_map(Result::err).collect();
-    Ok(outcome)
+    Ok([failed_res, summary_res.map(drop), parquet_res].into_iter().filter_map(Result::err).collect())
 }
 
 /// Writes `summary.parquet` in `out` from the `summary.csv` text
