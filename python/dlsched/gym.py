@@ -37,7 +37,9 @@ instant's pass: the engine goes on to its next event):
 ``action_masks()`` (what sb3-contrib's MaskablePPO reads) and
 ``info["action_mask"]`` mark the valid actions. Wait is invalid only where
 it would end the run with jobs left (nothing runs, no job is still to
-arrive); the first version left it valid and raised the run's error.
+arrive); the first version left it valid and raised the run's error. An
+action the mask marks invalid waits (as in the first version), unless
+waiting is itself invalid: then it is an error that says so.
 
 Observations (float32, all in 0..1; ``observation=``):
 
@@ -110,26 +112,78 @@ ACTIONS = ("job", "placement", "node")
 OBSERVATIONS = ("flat", "fixed")
 
 
+MAX_QUEUE = 4096
+"""The most queue slots (``max_queue``)."""
+MAX_ENVS = 4096
+"""The most environments of a vector."""
+REWARD_NORMS = ("none", "per_job")
+EPISODES = ("spec", "windows", "loads")
+SPLITS = ("train", "eval")
+
+
+def _int(name: str, v, lo: int, hi: Optional[int] = None) -> int:
+    """An int keyword in [lo, hi], or ValueError naming it."""
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo or (hi is not None and v > hi):
+        bound = f"{lo} to {hi:,}" if hi is not None else f"at least {lo}"
+        raise ValueError(f"{name}={v!r}: an int, {bound}")
+    return int(v)
+
+
+def _number(name: str, v, positive: bool = True) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v) \
+            or (positive and v <= 0):
+        raise ValueError(f"{name}={v!r}: a {'positive ' if positive else ''}number")
+    return float(v)
+
+
 def _env_keywords(max_queue, reward, oracle, max_steps, max_time_h, observation, action, reward_norm, episodes,
                   window_jobs, eval_share, loads, split, workload) -> Dict[str, Any]:
-    """Checks the environment's own keywords; returns them with the workload's."""
-    if reward not in REWARDS:
-        raise ValueError(f"reward={reward!r}: one of {', '.join(REWARDS)}")
-    if action not in ACTIONS:
-        raise ValueError(f"action={action!r}: one of {', '.join(ACTIONS)}")
-    if observation not in OBSERVATIONS:
-        raise ValueError(f"observation={observation!r}: one of {', '.join(OBSERVATIONS)}")
-    if max_queue < 1:
-        raise ValueError("max_queue: at least 1")
+    """Checks the environment's own keywords (ValueError naming the keyword);
+    returns them with the workload's."""
+    for name, v, allowed in (("reward", reward, REWARDS), ("action", action, ACTIONS),
+                             ("observation", observation, OBSERVATIONS), ("reward_norm", reward_norm, REWARD_NORMS),
+                             ("episodes", episodes, EPISODES), ("split", split, SPLITS)):
+        if v not in allowed:
+            raise ValueError(f"{name}={v!r}: one of {', '.join(allowed)}")
+    max_queue = _int("max_queue", max_queue, 1, MAX_QUEUE)
+    max_steps = _int("max_steps", max_steps, 1)
+    if not isinstance(oracle, (bool, np.bool_)):
+        raise ValueError(f"oracle={oracle!r}: True or False")
+    if max_time_h is not None:
+        max_time_h = _number("max_time_h", max_time_h)
     if "policy" in workload:
         raise ValueError("policy=: the agent is the policy; give placement= for the rule that places its choices")
     kw = dict(workload)
     kw.setdefault("placement", "consolidate")
-    kw.update(max_queue=int(max_queue), reward=reward, oracle=bool(oracle), max_steps=int(max_steps),
-              max_time_h=None if max_time_h is None else float(max_time_h), observation=observation,
-              action=action, reward_norm=reward_norm, episodes=episodes, window_jobs=int(window_jobs),
-              eval_share=float(eval_share), loads=None if loads is None else (float(loads[0]), float(loads[1])),
-              split=split)
+    kw.update(max_queue=max_queue, reward=reward, oracle=bool(oracle), max_steps=max_steps, max_time_h=max_time_h,
+              observation=observation, action=action, reward_norm=reward_norm, episodes=episodes, split=split)
+    # Keywords of one episode source only: given with another, an error (not ignored).
+    if loads is not None and episodes != "loads":
+        raise ValueError(f"loads={loads!r}: only with episodes=\"loads\" (episodes={episodes!r})")
+    if episodes != "windows":
+        for name, v in (("window_jobs", window_jobs), ("eval_share", eval_share)):
+            if v is not None:
+                raise ValueError(f"{name}={v!r}: only with episodes=\"windows\" (episodes={episodes!r})")
+    if episodes == "loads":
+        if not isinstance(loads, (tuple, list)) or len(loads) != 2:
+            raise ValueError(f"loads={loads!r}: give (lo, hi), two offered loads with 0 < lo <= hi")
+        lo, hi = _number("loads[0]", loads[0]), _number("loads[1]", loads[1])
+        if lo > hi:
+            raise ValueError(f"loads={loads!r}: 0 < lo <= hi")
+        kw["loads"] = (lo, hi)
+    if episodes == "windows":
+        kw["window_jobs"] = _int("window_jobs", 256 if window_jobs is None else window_jobs, 1)
+        share = 0.2 if eval_share is None else eval_share
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < 1:
+            raise ValueError(f"eval_share={share!r}: a share in [0, 1)")
+        kw["eval_share"] = float(share)
+    if episodes == "windows" and "trace" not in workload:
+        raise ValueError("episodes=\"windows\": give a trace (trace=...) to cut the windows from")
+    if episodes == "loads" and "trace" in workload:
+        raise ValueError("episodes=\"loads\": the synthetic workload only (no trace=)")
+    if split == "eval" and episodes == "spec" and "trace" in workload:
+        raise ValueError("split=\"eval\" with a whole trace (episodes=\"spec\") replays the training episode: "
+                         "give episodes=\"windows\" for held-out windows of the trace")
     return kw
 
 
@@ -169,8 +223,8 @@ class ClusterSchedulingEnv(gymnasium.Env):
         action: str = "job",
         reward_norm: str = "none",
         episodes: str = "spec",
-        window_jobs: int = 256,
-        eval_share: float = 0.2,
+        window_jobs: Optional[int] = None,
+        eval_share: Optional[float] = None,
         loads: Optional[Sequence[float]] = None,
         split: str = "train",
         **workload: Any,
@@ -263,20 +317,24 @@ class VectorClusterSchedulingEnv(gymnasium.vector.VectorEnv):
     ``infos["final_obs"]`` (masked by ``infos["_final_obs"]``). A terminated
     episode's summary is in ``infos["summary"]`` (masked by ``infos["_summary"]``).
     Every environment draws its own episodes: ``reset(seed=s)`` seeds the
-    ``i``-th with ``s + i``.
+    ``i``-th with ``s + i``; unseeded, the ``i``-th draws from stream ``i``
+    of the generator the ``seed`` keyword seeds. ``num_envs`` and
+    ``max_queue`` are at most 4,096.
     """
 
     def __init__(self, num_envs: int = 16, *, autoreset: str = "next_step", max_queue: int = 8,
                  reward: str = "queue_delay", oracle: bool = True, max_steps: int = 100_000,
                  max_time_h: Optional[float] = None, observation: str = "flat", action: str = "job",
-                 reward_norm: str = "none", episodes: str = "spec", window_jobs: int = 256, eval_share: float = 0.2,
+                 reward_norm: str = "none", episodes: str = "spec", window_jobs: Optional[int] = None,
+                 eval_share: Optional[float] = None,
                  loads: Optional[Sequence[float]] = None, split: str = "train", **workload: Any):
         if autoreset not in ("next_step", "same_step"):
             raise ValueError(f"autoreset={autoreset!r}: next_step or same_step")
         kw = _env_keywords(max_queue, reward, oracle, max_steps, max_time_h, observation, action, reward_norm,
                            episodes, window_jobs, eval_share, loads, split, workload)
-        self._core = _core.VecEnv(int(num_envs), same_step=autoreset == "same_step", **kw)
-        self.num_envs = int(num_envs)
+        num_envs = _int("num_envs", num_envs, 1, MAX_ENVS)
+        self._core = _core.VecEnv(num_envs, same_step=autoreset == "same_step", **kw)
+        self.num_envs = num_envs
         self.autoreset = autoreset
         if _AutoresetMode is not None:
             mode = _AutoresetMode.NEXT_STEP if autoreset == "next_step" else _AutoresetMode.SAME_STEP
@@ -293,17 +351,29 @@ class VectorClusterSchedulingEnv(gymnasium.vector.VectorEnv):
             raise ValueError("options=: not supported by the vector environment; give workload keywords at construction")
         if seed is None:
             seeds = [None] * self.num_envs
-        elif isinstance(seed, (int, np.integer)):
-            seeds = [_seed(int(seed) + i) for i in range(self.num_envs)]
-        else:
+        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            if not 0 <= seed <= 2**63 - self.num_envs:
+                raise ValueError(f"seed={seed!r}: an int from 0 to 2^63 - num_envs (environment i gets seed + i)")
+            seeds = [int(seed) + i for i in range(self.num_envs)]
+        elif isinstance(seed, (list, tuple, np.ndarray)):
             seeds = [_seed(s) for s in seed]
             if len(seeds) != self.num_envs:
                 raise ValueError(f"seed=: {len(seeds)} seeds for {self.num_envs} environments")
+        else:
+            raise ValueError(f"seed={seed!r}: None, an int, or a list of num_envs seeds (ints or None)")
         obs, masks = self._core.reset(seeds)
         return obs, {"action_mask": masks.view(np.int8)}
 
     def step(self, actions):
-        acts = np.asarray(actions, dtype=np.int64).reshape(-1)
+        acts = np.asarray(actions)
+        if acts.dtype.kind not in "iu" or acts.size != self.num_envs:
+            raise ValueError(f"actions: {self.num_envs} ints (one per environment), not {actions!r}")
+        acts = acts.reshape(-1)
+        n = self.single_action_space.n
+        bad = np.flatnonzero((acts < 0) | (acts >= n))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"actions[{i}] = {acts[i]}: not in Discrete({n})")
         obs, rewards, terminated, truncated, masks, ended = self._core.step(acts.tolist())
         infos: Dict[str, Any] = {"action_mask": masks.view(np.int8)}
         if ended:

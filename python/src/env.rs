@@ -248,8 +248,8 @@ impl PyVecEnv {
     #[new]
     #[pyo3(signature = (num_envs, same_step=false, **kwargs))]
     fn new(num_envs: usize, same_step: bool, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        if num_envs == 0 {
-            return Err(err("num_envs: at least 1"));
+        if num_envs == 0 || num_envs > dlsched::experiment::env::MAX_ENVS {
+            return Err(err(format!("num_envs={num_envs}: 1 to {}", dlsched::experiment::env::MAX_ENVS)));
         }
         let envs = (0..num_envs).map(|_| build(kwargs)).collect::<PyResult<Vec<_>>>()?;
         Ok(PyVecEnv { venv: Mutex::new(VecEnv::new(envs, same_step).map_err(run_err)?) })

@@ -241,15 +241,74 @@ def test_maskable_ppo_trains_on_the_stable_baselines3_vector():
 
 def test_bad_environment_arguments_name_the_keyword():
     for kw, match in [(dict(episodes="windows"), "give a trace"), (dict(episodes="loads", loads=(2, 1)), "lo <= hi"),
-                      (dict(split="test"), "train or eval"), (dict(reward_norm="x"), "none or per_job"),
-                      (dict(episodes="windows", window_jobs=9,
-                           trace=str(pathlib.Path(__file__).resolve().parents[2] / "traces" / "example_jobs.csv")),
-                       "8 for training")]:
-        with pytest.raises(dlsched.DlschedError, match=match):
+                      (dict(split="test"), "one of train, eval"), (dict(reward_norm="x"), "none, per_job")]:
+        with pytest.raises(ValueError, match=match):
             dlsched.gym.ClusterSchedulingEnv(**{**WORKLOAD, **kw})
+    # What needs the trace read is the core's error, naming the counts.
+    with pytest.raises(dlsched.DlschedError, match="8 for training"):
+        dlsched.gym.ClusterSchedulingEnv(**WORKLOAD, episodes="windows", window_jobs=9,
+                                         trace=str(pathlib.Path(__file__).resolve().parents[2] / "traces" / "example_jobs.csv"))
     with pytest.raises(ValueError, match="action="):
         dlsched.gym.ClusterSchedulingEnv(action="foo", **WORKLOAD)
     env = dlsched.gym.ClusterSchedulingEnv(**WORKLOAD)
     for seed in (-1, 2**63, "x"):
         with pytest.raises(ValueError, match="seed="):
             env.reset(seed=seed)
+
+
+def test_keywords_of_another_episode_source_and_bad_types_are_errors_naming_them():
+    trace = str(pathlib.Path(__file__).resolve().parents[2] / "traces" / "example_jobs.csv")
+    cases = [
+        (dict(loads=(1.5, 2.5)), "only with episodes=\"loads\""),
+        (dict(window_jobs=4), "only with episodes=\"windows\""),
+        (dict(split="eval", trace=trace), "replays the training episode"),
+        (dict(episodes="loads", loads=0.8), "loads=0.8: give"),
+        (dict(episodes="loads", loads=("a", "b")), "loads\\[0\\]='a'"),
+        (dict(max_queue="8"), "max_queue='8': an int"),
+        (dict(max_queue=2.7), "max_queue=2.7"),
+        (dict(max_queue=2**40), "1 to 4,096"),
+        (dict(max_steps=0), "max_steps=0"),
+        (dict(reward_norm="x"), "reward_norm='x'"),
+        (dict(episodes="nope"), "episodes='nope'"),
+        (dict(split="test"), "split='test'"),
+    ]
+    for kw, match in cases:
+        with pytest.raises(ValueError, match=match):
+            dlsched.gym.ClusterSchedulingEnv(**{**WORKLOAD, **kw})
+    for n in (0, -1, 10**7, 2.5):
+        with pytest.raises(ValueError, match="num_envs="):
+            dlsched.gym.VectorClusterSchedulingEnv(n, **WORKLOAD)
+
+
+def test_a_vectors_actions_and_seeds_are_checked_and_unseeded_envs_differ():
+    venv = dlsched.gym.VectorClusterSchedulingEnv(num_envs=3, **WORKLOAD)
+    venv.reset()
+    seeds = venv.episode_seeds()
+    assert len(set(seeds)) == 3
+    for actions, match in [([0.9, 1.7, 0], "3 ints"), ([-1, 0, 0], "actions\\[0\\] = -1"), ([0, 99, 0], "actions\\[1\\]"),
+                           ([True, False, True], "3 ints"), ([0, 0], "3 ints")]:
+        with pytest.raises(ValueError, match=match):
+            venv.step(actions)
+    for seed in (1.5, "12", 2**63):
+        with pytest.raises(ValueError, match="seed="):
+            venv.reset(seed=seed)
+
+
+def test_a_masked_action_waits_unless_waiting_would_strand_the_jobs():
+    env = dlsched.gym.ClusterSchedulingEnv(jobs=3, load=0.5, cluster="lab16")
+    obs, info = env.reset(seed=1)
+    mask = env.action_masks()
+    invalid = [a for a in range(env.action_space.n - 1) if not mask[a]]
+    if mask[-1]:
+        # As the first version: an invalid slot waits.
+        same = dlsched.gym.ClusterSchedulingEnv(jobs=3, load=0.5, cluster="lab16")
+        same.reset(seed=1)
+        assert np.array_equal(env.step(invalid[0])[0], same.step(env.action_space.n - 1)[0])
+    # Drive to the last job's decision: nothing runs and nothing arrives, then a wait is refused.
+    env = dlsched.gym.ClusterSchedulingEnv(jobs=1, cluster="lab16")
+    env.reset(seed=1)
+    assert not env.action_masks()[-1]
+    with pytest.raises(dlsched.DlschedError, match="waiting would end the run with 1 jobs never started"):
+        env.step(env.action_space.n - 1)
+    obs, r, d, t, info = env.step(0)
+    assert d

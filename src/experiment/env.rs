@@ -85,6 +85,13 @@ pub const FIXED_CLUSTER_FEATURES: usize = 10;
 /// oracle); times `t` as `t / (t + 1 h)`.
 pub const FIXED_JOB_FEATURES: usize = 9;
 
+/// The most queue slots an environment observes (`max_queue`; ours: it
+/// bounds the observation and action arrays).
+pub const MAX_QUEUE: usize = 4096;
+
+/// The most environments of a [`VecEnv`] (ours: it bounds the batch arrays).
+pub const MAX_ENVS: usize = 4096;
+
 /// The first run seed of the evaluation split: evaluation episodes use run
 /// seeds `EVAL_SEED_BASE + key`, training episodes `key`, with `key < 2^63`.
 pub const EVAL_SEED_BASE: u64 = 1 << 63;
@@ -391,8 +398,11 @@ impl Env {
     /// a synthetic workload without one, a window larger than the trace),
     /// or the errors of building a run of `base`.
     pub fn new(base: RunSpec, cfg: EnvConfig) -> Result<Self, RunError> {
-        if cfg.max_queue == 0 {
-            return Err(cfg_err("max_queue: at least 1"));
+        if cfg.max_queue == 0 || cfg.max_queue > MAX_QUEUE {
+            return Err(cfg_err(format!("max_queue={}: 1 to {MAX_QUEUE}", cfg.max_queue)));
+        }
+        if cfg.max_steps == 0 {
+            return Err(cfg_err("max_steps=0: at least 1"));
         }
         if base.seed >= EVAL_SEED_BASE {
             return Err(cfg_err(format!(
@@ -474,6 +484,14 @@ impl Env {
             done: true,
             now_s: 0.0,
         })
+    }
+
+    /// Draws unseeded episodes from stream `stream` of the generator (the
+    /// `i`-th environment of a [`VecEnv`] uses stream `i`, so that the
+    /// environments of one vector draw different episodes; a single
+    /// environment uses stream 0).
+    pub fn set_stream(&mut self, stream: u64) {
+        self.rng.set_stream(stream);
     }
 
     /// Values per observation.
@@ -671,6 +689,14 @@ impl Env {
             }
             None => None,
         };
+        if decision.is_none() && !self.mask.last().copied().unwrap_or(true) {
+            let left = ep.waiting.len();
+            return Err(cfg_err(format!(
+                "action {action} waits (the mask marks it invalid), but nothing runs and no job is still to \
+                 arrive: waiting would end the run with {left} jobs never started; take a valid action \
+                 (action_masks())"
+            )));
+        }
         match decision {
             Some((job, gpus)) => {
                 ep.waiting.remove(&job);
@@ -1124,10 +1150,17 @@ impl VecEnv {
     /// No environments, or sizes that differ.
     pub fn new(envs: Vec<Env>, same_step: bool) -> Result<Self, RunError> {
         let Some(first) = envs.first() else { return Err(cfg_err("num_envs: at least 1")) };
+        if envs.len() > MAX_ENVS {
+            return Err(cfg_err(format!("num_envs={}: at most {MAX_ENVS}", envs.len())));
+        }
         if envs.iter().any(|e| e.obs_len != first.obs_len || e.n_actions != first.n_actions) {
             return Err(cfg_err("the environments' observation or action sizes differ"));
         }
         let n = envs.len();
+        let mut envs = envs;
+        for (i, e) in envs.iter_mut().enumerate() {
+            e.set_stream(i as u64);
+        }
         Ok(VecEnv { envs, same_step, pending_reset: vec![false; n] })
     }
 

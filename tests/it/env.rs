@@ -236,3 +236,38 @@ fn placement_mode_starts_a_head_job_of_no_symmetric_shape_by_the_placement_rule(
     assert!(env.step(2).unwrap().terminated);
     assert_eq!(env.report().unwrap().summary.jct_mean_s, (100.0 + 200.0) / 2.0);
 }
+
+#[test]
+fn a_vectors_environments_draw_different_unseeded_episodes() {
+    let spec = synthetic(20, 0.8, 7);
+    let mut venv =
+        VecEnv::new((0..3).map(|_| Env::new(spec.clone(), EnvConfig::default()).unwrap()).collect(), false).unwrap();
+    venv.reset(&[None, None, None]).unwrap();
+    let seeds: Vec<u64> = venv.envs().iter().map(Env::episode_seed).collect();
+    assert!(seeds[0] != seeds[1] && seeds[1] != seeds[2] && seeds[0] != seeds[2], "{seeds:?}");
+    // The first draws stream 0: a single environment's draw.
+    let mut alone = Env::new(spec, EnvConfig::default()).unwrap();
+    alone.reset(None).unwrap();
+    assert_eq!(seeds[0], alone.episode_seed());
+}
+
+#[test]
+fn a_masked_wait_is_refused_with_the_reason_and_the_episode_goes_on() {
+    let d = tempfile::tempdir().unwrap();
+    let spec = trace_spec(d.path(), "A,2,0,100\nB,4,0,100\n", 2, 4);
+    let cfg = EnvConfig { action: ActionMode::Placement, ..EnvConfig::default() };
+    let mut env = Env::new(spec.clone(), cfg).unwrap();
+    env.reset(Some(0)).unwrap();
+    // Nothing runs and nothing is still to arrive: wait (8), and an invalid
+    // placement (0, which means wait), would end the run with 2 jobs left.
+    for a in [8, 0] {
+        let e = env.step(a).unwrap_err().to_string();
+        assert!(e.contains("waiting would end the run with 2 jobs never started"), "{e}");
+    }
+    assert!(!env.done());
+    env.step(4).unwrap();
+    // Bounds of the arrays.
+    let big = EnvConfig { max_queue: 5000, ..EnvConfig::default() };
+    let e = Env::new(spec, big).err().unwrap().to_string();
+    assert!(e.contains("max_queue=5000: 1 to 4096"), "{e}");
+}
