@@ -867,7 +867,8 @@ impl Simulation {
     }
 
     fn schedule_pass<O: Observer + ?Sized>(&mut self, obs: &mut O) -> Result<(), SimError> {
-        let bound = self.decision_bound();
+        // The bound open_instant computed for this pass.
+        let bound = self.open.map_or_else(|| self.decision_bound(), |o| o.bound);
         let mut decisions: u64 = 0;
         loop {
             decisions += 1;
